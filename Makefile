@@ -1,0 +1,50 @@
+# Entry points a newcomer and CI use. Each target installs what is missing, configures with a
+# CMake preset and builds; see README.md and docs/architecture.md.
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+ARGS ?=
+
+.PHONY: deps run test unit fuzz bench build release format generate clean
+
+deps:
+	@tools/install_deps.sh
+
+build: deps
+	cmake --preset dev >/dev/null
+	cmake --build --preset dev -j $(JOBS)
+
+release: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS) --target draplane
+
+# The main job on its embedded defaults.
+run: release
+	tools/run_demo.sh build/release/src/bin/draplane $(ARGS)
+
+# Every test: the sanitizer build with all unit, conformance and end-to-end suites, then the
+# bounded fuzz runs.
+test: unit fuzz
+
+unit: deps
+	cmake --preset asan >/dev/null
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan
+
+fuzz: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	ctest --preset fuzz
+
+bench: deps
+	cmake --preset release >/dev/null
+	cmake --build --preset release -j $(JOBS)
+	bench/run_all.sh build/release
+
+generate: deps
+	tools/generate_api.sh
+
+format:
+	clang-format -i $$(git ls-files '*.h' '*.cc')
+
+clean:
+	rm -rf build

@@ -1,0 +1,86 @@
+# Helpers that give every library, test, benchmark and fuzz target the same flags.
+
+set(DRAPLANE_WARNINGS -Wall -Wextra -Wpedantic)
+if(DRAPLANE_WERROR)
+  list(APPEND DRAPLANE_WARNINGS -Werror)
+endif()
+
+if(DRAPLANE_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+function(draplane_apply_flags target)
+  target_compile_options(${target} PRIVATE ${DRAPLANE_WARNINGS})
+  target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/src)
+endfunction()
+
+# draplane_library(NAME <target> SRCS ... [DEPS ...])
+# One static library per module (or per internal sub-library of a module).
+function(draplane_library)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_library(${ARG_NAME} STATIC ${ARG_SRCS})
+  draplane_apply_flags(${ARG_NAME})
+  target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# draplane_test(NAME <target> SRCS ... [DEPS ...] [LABELS ...])
+# A GoogleTest binary registered with ctest; each TEST becomes its own ctest case.
+function(draplane_test)
+  if(NOT DRAPLANE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  draplane_apply_flags(${ARG_NAME})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${ARG_NAME} PRIVATE
+    DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
+    DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  set(labels unit)
+  if(ARG_LABELS)
+    set(labels ${ARG_LABELS})
+  endif()
+  gtest_discover_tests(${ARG_NAME}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+    PROPERTIES LABELS "${labels}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# draplane_bench(NAME <target> SRCS ... [DEPS ...])
+function(draplane_bench)
+  if(NOT DRAPLANE_BUILD_BENCH)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  draplane_apply_flags(${ARG_NAME})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark)
+  target_compile_definitions(${ARG_NAME} PRIVATE
+    DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
+    DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+endfunction()
+
+# draplane_fuzz(NAME <target> SRCS ... [DEPS ...])
+# A libFuzzer target; `fuzz/corpus/<NAME>/` holds its seeds and every crash ever found.
+# ctest runs each target over its corpus and then fuzzes for a bounded time.
+set(DRAPLANE_FUZZ_SECONDS 10 CACHE STRING "Seconds each fuzz target runs in ctest")
+function(draplane_fuzz)
+  if(NOT DRAPLANE_FUZZ)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  draplane_apply_flags(${ARG_NAME})
+  target_compile_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
+  add_dependencies(draplane_fuzz_targets ${ARG_NAME})
+  set(corpus ${CMAKE_SOURCE_DIR}/fuzz/corpus/${ARG_NAME})
+  set(work ${CMAKE_BINARY_DIR}/fuzz-work/${ARG_NAME})
+  add_test(NAME fuzz.${ARG_NAME}
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+            ${CMAKE_SOURCE_DIR}/fuzz/run_fuzzer.sh $<TARGET_FILE:${ARG_NAME}> ${corpus} ${work}
+            ${DRAPLANE_FUZZ_SECONDS})
+  set_tests_properties(fuzz.${ARG_NAME} PROPERTIES LABELS fuzz TIMEOUT 300)
+endfunction()

@@ -1,0 +1,43 @@
+#include "cli/cli.h"
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "common/log.h"
+
+namespace draplane::cli {
+
+int Run(int argc, char** argv) {
+  CLI::App app{"draplane: a Dynamic Resource Allocation control plane for accelerator clusters",
+               "draplane"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for every subcommand");
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "debug, info, warning, error or off")
+      ->capture_default_str();
+  app.parse_complete_callback([&] {
+    log::Level level;
+    if (!log::ParseLevel(log_level, &level)) {
+      throw CLI::ValidationError("--log-level", "unknown level " + log_level);
+    }
+    log::SetLevel(level);
+  });
+
+  AddVersionCommand(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const CommandExit& e) {
+    return e.code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "draplane: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
+}  // namespace draplane::cli

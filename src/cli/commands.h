@@ -1,0 +1,21 @@
+// Registration of the subcommands (internal to the cli module).
+//
+// Each Add*Command adds one subcommand to `app` and installs its callback. A callback that
+// fails throws `CommandExit` with the exit code; Run() turns it into the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <stdexcept>
+
+namespace draplane::cli {
+
+// Thrown by a subcommand callback to end the program with `code` (CLI11 callbacks cannot
+// return values). Caught in Run(); never crosses the module boundary.
+struct CommandExit {
+  int code;
+};
+
+void AddVersionCommand(CLI::App& app);
+
+}  // namespace draplane::cli
