@@ -20,6 +20,9 @@
 
 namespace draplane::api {
 
+// A 128-bit integer; `__extension__` keeps -Wpedantic quiet about the GNU type.
+__extension__ typedef __int128 Int128;
+
 class Quantity {
  public:
   enum class Format : uint8_t { kDecimalExponent, kBinarySI, kDecimalSI };
@@ -68,7 +71,7 @@ class Quantity {
 
  private:
   // value = mantissa_ * 10^scale_, exactly.
-  __int128 mantissa_ = 0;
+  Int128 mantissa_ = 0;
   int32_t scale_ = 0;
   Format format_ = Format::kDecimalSI;
   bool from_number_ = false;
