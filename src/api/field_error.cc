@@ -6,32 +6,52 @@ namespace draplane::api {
 
 std::string_view FieldErrorTypeText(FieldErrorType type) {
   switch (type) {
-    case FieldErrorType::kNotFound: return "Not found";
-    case FieldErrorType::kRequired: return "Required value";
-    case FieldErrorType::kDuplicate: return "Duplicate value";
-    case FieldErrorType::kInvalid: return "Invalid value";
-    case FieldErrorType::kNotSupported: return "Unsupported value";
-    case FieldErrorType::kForbidden: return "Forbidden";
-    case FieldErrorType::kTooLong: return "Too long";
-    case FieldErrorType::kTooMany: return "Too many";
-    case FieldErrorType::kInternal: return "Internal error";
-    case FieldErrorType::kTypeInvalid: return "Invalid value";
+    case FieldErrorType::kNotFound:
+      return "Not found";
+    case FieldErrorType::kRequired:
+      return "Required value";
+    case FieldErrorType::kDuplicate:
+      return "Duplicate value";
+    case FieldErrorType::kInvalid:
+      return "Invalid value";
+    case FieldErrorType::kNotSupported:
+      return "Unsupported value";
+    case FieldErrorType::kForbidden:
+      return "Forbidden";
+    case FieldErrorType::kTooLong:
+      return "Too long";
+    case FieldErrorType::kTooMany:
+      return "Too many";
+    case FieldErrorType::kInternal:
+      return "Internal error";
+    case FieldErrorType::kTypeInvalid:
+      return "Invalid value";
   }
   return "Invalid value";
 }
 
 std::string_view FieldErrorCauseType(FieldErrorType type) {
   switch (type) {
-    case FieldErrorType::kNotFound: return "FieldValueNotFound";
-    case FieldErrorType::kRequired: return "FieldValueRequired";
-    case FieldErrorType::kDuplicate: return "FieldValueDuplicate";
-    case FieldErrorType::kInvalid: return "FieldValueInvalid";
-    case FieldErrorType::kNotSupported: return "FieldValueNotSupported";
-    case FieldErrorType::kForbidden: return "FieldValueForbidden";
-    case FieldErrorType::kTooLong: return "FieldValueTooLong";
-    case FieldErrorType::kTooMany: return "FieldValueTooMany";
-    case FieldErrorType::kInternal: return "InternalError";
-    case FieldErrorType::kTypeInvalid: return "FieldValueTypeInvalid";
+    case FieldErrorType::kNotFound:
+      return "FieldValueNotFound";
+    case FieldErrorType::kRequired:
+      return "FieldValueRequired";
+    case FieldErrorType::kDuplicate:
+      return "FieldValueDuplicate";
+    case FieldErrorType::kInvalid:
+      return "FieldValueInvalid";
+    case FieldErrorType::kNotSupported:
+      return "FieldValueNotSupported";
+    case FieldErrorType::kForbidden:
+      return "FieldValueForbidden";
+    case FieldErrorType::kTooLong:
+      return "FieldValueTooLong";
+    case FieldErrorType::kTooMany:
+      return "FieldValueTooMany";
+    case FieldErrorType::kInternal:
+      return "InternalError";
+    case FieldErrorType::kTypeInvalid:
+      return "FieldValueTypeInvalid";
   }
   return "FieldValueInvalid";
 }
@@ -88,15 +108,33 @@ std::string RenderValue(std::string_view value) {
   for (size_t i = 0; i < value.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(value[i]);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\a': out += "\\a"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\v': out += "\\v"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\v':
+        out += "\\v";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[5];

@@ -1,4 +1,5 @@
-// Field errors in the shape of Kubernetes' `field.Error` (k8s.io/apimachinery/pkg/util/validation/field).
+// Field errors in the shape of Kubernetes' `field.Error`
+// (k8s.io/apimachinery/pkg/util/validation/field).
 //
 // Decoding and validation report problems as a list of FieldErrors, each naming the field path
 // (`spec.devices.requests[0].name`), the error type and a detail, and render them exactly as the

@@ -20,7 +20,8 @@ TEST(FieldErrorTest, RendersLikeKubernetes) {
             "\"NoSchedule\", \"None\"");
   EXPECT_EQ(TooMany(requests, 33, 32).ToString(),
             "spec.devices.requests: Too many: 33: must have at most 32 items");
-  EXPECT_EQ(TooLong(FieldPath("x"), 10240).ToString(), "x: Too long: may not be more than 10240 bytes");
+  EXPECT_EQ(TooLong(FieldPath("x"), 10240).ToString(),
+            "x: Too long: may not be more than 10240 bytes");
   EXPECT_EQ(Duplicate(requests.Index(1).Child("name"), RenderValue("gpu")).ToString(),
             "spec.devices.requests[1].name: Duplicate value: \"gpu\"");
   EXPECT_EQ(FieldPath("spec").Child("capacity").Key("memory").String(), "spec.capacity[memory]");

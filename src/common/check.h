@@ -6,16 +6,17 @@
 #pragma once
 
 namespace draplane::internal {
-[[noreturn]] void CheckFailed(const char* condition, const char* file, int line, const char* message);
+[[noreturn]] void CheckFailed(const char* condition, const char* file, int line,
+                              const char* message);
 }  // namespace draplane::internal
 
-#define DRAPLANE_CHECK(condition)                                                 \
-  do {                                                                            \
+#define DRAPLANE_CHECK(condition)                                                            \
+  do {                                                                                       \
     if (!(condition)) ::draplane::internal::CheckFailed(#condition, __FILE__, __LINE__, ""); \
   } while (false)
 
-#define DRAPLANE_CHECK_MSG(condition, message)                                            \
-  do {                                                                                    \
+#define DRAPLANE_CHECK_MSG(condition, message)                                                    \
+  do {                                                                                            \
     if (!(condition)) ::draplane::internal::CheckFailed(#condition, __FILE__, __LINE__, message); \
   } while (false)
 

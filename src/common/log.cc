@@ -22,11 +22,16 @@ spdlog::logger& Logger() {
 
 spdlog::level::level_enum ToSpdlog(Level level) {
   switch (level) {
-    case Level::kDebug: return spdlog::level::debug;
-    case Level::kInfo: return spdlog::level::info;
-    case Level::kWarning: return spdlog::level::warn;
-    case Level::kError: return spdlog::level::err;
-    case Level::kOff: return spdlog::level::off;
+    case Level::kDebug:
+      return spdlog::level::debug;
+    case Level::kInfo:
+      return spdlog::level::info;
+    case Level::kWarning:
+      return spdlog::level::warn;
+    case Level::kError:
+      return spdlog::level::err;
+    case Level::kOff:
+      return spdlog::level::off;
   }
   return spdlog::level::info;
 }
@@ -36,19 +41,23 @@ spdlog::level::level_enum ToSpdlog(Level level) {
 void SetLevel(Level level) { g_level.store(level); }
 
 bool ParseLevel(std::string_view text, Level* level) {
-  if (text == "debug") *level = Level::kDebug;
-  else if (text == "info") *level = Level::kInfo;
-  else if (text == "warning" || text == "warn") *level = Level::kWarning;
-  else if (text == "error") *level = Level::kError;
-  else if (text == "off") *level = Level::kOff;
-  else return false;
+  if (text == "debug")
+    *level = Level::kDebug;
+  else if (text == "info")
+    *level = Level::kInfo;
+  else if (text == "warning" || text == "warn")
+    *level = Level::kWarning;
+  else if (text == "error")
+    *level = Level::kError;
+  else if (text == "off")
+    *level = Level::kOff;
+  else
+    return false;
   return true;
 }
 
 bool Enabled(Level level) { return level != Level::kOff && level >= g_level.load(); }
 
-void Write(Level level, std::string_view message) {
-  Logger().log(ToSpdlog(level), "{}", message);
-}
+void Write(Level level, std::string_view message) { Logger().log(ToSpdlog(level), "{}", message); }
 
 }  // namespace draplane::log

@@ -22,7 +22,8 @@ void Write(Level level, std::string_view message);
 
 template <typename... Args>
 void Debug(fmt::format_string<Args...> format, Args&&... args) {
-  if (Enabled(Level::kDebug)) Write(Level::kDebug, fmt::format(format, std::forward<Args>(args)...));
+  if (Enabled(Level::kDebug))
+    Write(Level::kDebug, fmt::format(format, std::forward<Args>(args)...));
 }
 template <typename... Args>
 void Info(fmt::format_string<Args...> format, Args&&... args) {
@@ -36,7 +37,8 @@ void Warning(fmt::format_string<Args...> format, Args&&... args) {
 }
 template <typename... Args>
 void Error(fmt::format_string<Args...> format, Args&&... args) {
-  if (Enabled(Level::kError)) Write(Level::kError, fmt::format(format, std::forward<Args>(args)...));
+  if (Enabled(Level::kError))
+    Write(Level::kError, fmt::format(format, std::forward<Args>(args)...));
 }
 
 }  // namespace draplane::log

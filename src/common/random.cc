@@ -91,7 +91,9 @@ std::string Random::NewUuid() {
   return out;
 }
 
-std::unique_ptr<Random> NewSeededRandom(uint64_t seed) { return std::make_unique<Xoshiro256>(seed); }
+std::unique_ptr<Random> NewSeededRandom(uint64_t seed) {
+  return std::make_unique<Xoshiro256>(seed);
+}
 
 Random& SecureRandom() {
   static LockedSecureRandom* random = new LockedSecureRandom();  // Never destroyed.

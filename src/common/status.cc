@@ -7,19 +7,32 @@ namespace draplane {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case StatusCode::kNotFound: return "NOT_FOUND";
-    case StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case StatusCode::kConflict: return "CONFLICT";
-    case StatusCode::kExpired: return "EXPIRED";
-    case StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case StatusCode::kUnavailable: return "UNAVAILABLE";
-    case StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case StatusCode::kCancelled: return "CANCELLED";
-    case StatusCode::kUnimplemented: return "UNIMPLEMENTED";
-    case StatusCode::kInternal: return "INTERNAL";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case StatusCode::kConflict:
+      return "CONFLICT";
+    case StatusCode::kExpired:
+      return "EXPIRED";
+    case StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case StatusCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case StatusCode::kCancelled:
+      return "CANCELLED";
+    case StatusCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case StatusCode::kInternal:
+      return "INTERNAL";
   }
   return "UNKNOWN";
 }
@@ -61,9 +74,13 @@ bool operator==(const Status& a, const Status& b) {
          a.rep_->causes == b.rep_->causes;
 }
 
-Status InvalidArgumentError(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }
+Status InvalidArgumentError(std::string m) {
+  return Status(StatusCode::kInvalidArgument, std::move(m));
+}
 Status NotFoundError(std::string m) { return Status(StatusCode::kNotFound, std::move(m)); }
-Status AlreadyExistsError(std::string m) { return Status(StatusCode::kAlreadyExists, std::move(m)); }
+Status AlreadyExistsError(std::string m) {
+  return Status(StatusCode::kAlreadyExists, std::move(m));
+}
 Status ConflictError(std::string m) { return Status(StatusCode::kConflict, std::move(m)); }
 Status ExpiredError(std::string m) { return Status(StatusCode::kExpired, std::move(m)); }
 Status FailedPreconditionError(std::string m) {
@@ -77,7 +94,9 @@ Status DeadlineExceededError(std::string m) {
   return Status(StatusCode::kDeadlineExceeded, std::move(m));
 }
 Status CancelledError(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
-Status UnimplementedError(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
+Status UnimplementedError(std::string m) {
+  return Status(StatusCode::kUnimplemented, std::move(m));
+}
 Status InternalError(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
 
 namespace internal {

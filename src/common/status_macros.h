@@ -7,9 +7,9 @@
 #define DRAPLANE_STATUS_CONCAT(a, b) DRAPLANE_STATUS_CONCAT_INNER(a, b)
 
 // Evaluates `expr` (a Status); returns it from the enclosing function if it is not OK.
-#define DRAPLANE_RETURN_IF_ERROR(expr)                  \
-  do {                                                  \
-    ::draplane::Status draplane_status_ = (expr);       \
+#define DRAPLANE_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::draplane::Status draplane_status_ = (expr);        \
     if (!draplane_status_.ok()) return draplane_status_; \
   } while (false)
 
