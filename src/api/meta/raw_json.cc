@@ -1,0 +1,74 @@
+#include "api/meta/raw_json.h"
+
+#include <boost/json.hpp>
+
+#include "common/check.h"
+
+namespace draplane::api {
+
+RawJson::RawJson(const boost::json::value& value)
+    : value_(std::make_unique<boost::json::value>(value, boost::json::storage_ptr())) {}
+
+RawJson::RawJson(boost::json::value&& value)
+    : value_(std::make_unique<boost::json::value>(std::move(value), boost::json::storage_ptr())) {}
+
+RawJson::RawJson(const RawJson& other)
+    : value_(other.value_ ? std::make_unique<boost::json::value>(*other.value_) : nullptr) {}
+
+RawJson& RawJson::operator=(const RawJson& other) {
+  if (this != &other) {
+    value_ = other.value_ ? std::make_unique<boost::json::value>(*other.value_) : nullptr;
+  }
+  return *this;
+}
+
+RawJson::RawJson(RawJson&&) noexcept = default;
+RawJson& RawJson::operator=(RawJson&&) noexcept = default;
+RawJson::~RawJson() = default;
+
+const boost::json::value& RawJson::value() const {
+  DRAPLANE_CHECK(value_ != nullptr);
+  return *value_;
+}
+
+boost::json::value& RawJson::mutable_value() {
+  if (!value_) value_ = std::make_unique<boost::json::value>();
+  return *value_;
+}
+
+void RawJson::reset() { value_.reset(); }
+
+bool operator==(const RawJson& a, const RawJson& b) {
+  if (!a.value_ || !b.value_) return a.value_ == b.value_;
+  return *a.value_ == *b.value_;
+}
+
+UnknownFields::UnknownFields(const UnknownFields& other)
+    : fields_(other.fields_ ? std::make_unique<boost::json::object>(*other.fields_) : nullptr) {}
+
+UnknownFields& UnknownFields::operator=(const UnknownFields& other) {
+  if (this != &other) {
+    fields_ = other.fields_ ? std::make_unique<boost::json::object>(*other.fields_) : nullptr;
+  }
+  return *this;
+}
+
+UnknownFields::UnknownFields(UnknownFields&&) noexcept = default;
+UnknownFields& UnknownFields::operator=(UnknownFields&&) noexcept = default;
+UnknownFields::~UnknownFields() = default;
+
+bool UnknownFields::empty() const { return !fields_ || fields_->empty(); }
+
+boost::json::object& UnknownFields::mutable_fields() {
+  if (!fields_) fields_ = std::make_unique<boost::json::object>();
+  return *fields_;
+}
+
+void UnknownFields::clear() { fields_.reset(); }
+
+void UnknownFields::Add(std::string_view key, const boost::json::value& value) {
+  // Copy into the default resource: the source may live in a parser's monotonic arena.
+  mutable_fields()[key] = boost::json::value(value, boost::json::storage_ptr());
+}
+
+}  // namespace draplane::api

@@ -1,0 +1,148 @@
+#include "api/meta/time.h"
+
+#include <cstdio>
+
+namespace draplane::api {
+namespace {
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2 ? 1 : 0;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+void CivilFromDays(int64_t z, int64_t* y, int64_t* m, int64_t* d) {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp + (mp < 10 ? 3 : -9);
+  *y = yoe + era * 400 + (*m <= 2 ? 1 : 0);
+}
+
+bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+int64_t DaysInMonth(int64_t y, int64_t m) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && IsLeap(y) ? 29 : kDays[m - 1];
+}
+
+// Reads exactly `n` digits at `*pos`.
+bool Digits(std::string_view s, size_t* pos, int n, int64_t* out) {
+  if (*pos + n > s.size()) return false;
+  int64_t v = 0;
+  for (int i = 0; i < n; ++i) {
+    char c = s[*pos + i];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *pos += n;
+  *out = v;
+  return true;
+}
+
+bool Expect(std::string_view s, size_t* pos, char c) {
+  if (*pos >= s.size() || s[*pos] != c) return false;
+  ++*pos;
+  return true;
+}
+
+std::string Format(int64_t unix_nanos, bool micros) {
+  int64_t secs = unix_nanos / 1'000'000'000;
+  int64_t frac = unix_nanos % 1'000'000'000;
+  if (frac < 0) {
+    frac += 1'000'000'000;
+    secs -= 1;
+  }
+  int64_t days = secs / 86400;
+  int64_t rem = secs % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    days -= 1;
+  }
+  int64_t y, m, d;
+  CivilFromDays(days, &y, &m, &d);
+  char buf[64];
+  if (micros) {
+    std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%06lldZ",
+                  static_cast<long long>(y), static_cast<long long>(m), static_cast<long long>(d),
+                  static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
+                  static_cast<long long>(rem % 60), static_cast<long long>(frac / 1000));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ",
+                  static_cast<long long>(y), static_cast<long long>(m), static_cast<long long>(d),
+                  static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
+                  static_cast<long long>(rem % 60));
+  }
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<Time> Time::Parse(std::string_view text) {
+  size_t pos = 0;
+  int64_t year, month, day, hour, minute, second;
+  bool ok =
+      Digits(text, &pos, 4, &year) && Expect(text, &pos, '-') && Digits(text, &pos, 2, &month) &&
+      Expect(text, &pos, '-') && Digits(text, &pos, 2, &day) && Expect(text, &pos, 'T') &&
+      Digits(text, &pos, 2, &hour) && Expect(text, &pos, ':') && Digits(text, &pos, 2, &minute) &&
+      Expect(text, &pos, ':') && Digits(text, &pos, 2, &second);
+  int64_t nanos = 0;
+  if (ok && pos < text.size() && text[pos] == '.') {
+    ++pos;
+    int digits = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (++digits > 9) break;
+      nanos = nanos * 10 + (text[pos] - '0');
+      ++pos;
+    }
+    ok = digits >= 1 && digits <= 9;
+    for (int i = digits; ok && i < 9; ++i) nanos *= 10;
+  }
+  int64_t offset_seconds = 0;
+  if (ok && pos < text.size() && text[pos] == 'Z') {
+    ++pos;
+  } else if (ok && pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    const int64_t sign = text[pos] == '-' ? -1 : 1;
+    ++pos;
+    int64_t oh, om;
+    ok = Digits(text, &pos, 2, &oh) && Expect(text, &pos, ':') && Digits(text, &pos, 2, &om) &&
+         oh < 24 && om < 60;
+    offset_seconds = sign * (oh * 3600 + om * 60);
+  } else {
+    ok = false;
+  }
+  ok = ok && pos == text.size() && month >= 1 && month <= 12 && day >= 1 &&
+       day <= DaysInMonth(year, month) && hour < 24 && minute < 60 && second < 60;
+  if (!ok) {
+    return InvalidArgumentError("must be an RFC 3339 timestamp (e.g. 2006-01-02T15:04:05Z)");
+  }
+  const int64_t secs =
+      DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_seconds;
+  return Time(std::string(text), secs * 1'000'000'000 + nanos);
+}
+
+Time Time::FromTimestamp(Timestamp t) {
+  int64_t ns = t.time_since_epoch().count();
+  int64_t rem = ns % 1'000'000'000;
+  if (rem < 0) rem += 1'000'000'000;
+  ns -= rem;
+  return Time(Format(ns, /*micros=*/false), ns);
+}
+
+Time Time::MicroFromTimestamp(Timestamp t) {
+  int64_t ns = t.time_since_epoch().count();
+  int64_t rem = ns % 1000;
+  if (rem < 0) rem += 1000;
+  ns -= rem;
+  return Time(Format(ns, /*micros=*/true), ns);
+}
+
+}  // namespace draplane::api
