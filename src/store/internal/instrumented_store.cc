@@ -1,0 +1,125 @@
+#include "store/internal/instrumented_store.h"
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+
+#include "common/metrics.h"
+
+namespace draplane::store::internal {
+namespace {
+
+enum class Op { kGet, kList, kCreate, kUpdate, kDelete, kWatch, kCurrentRevision, kCompact };
+constexpr std::array<std::string_view, 8> kOpNames = {
+    "get", "list", "create", "update", "delete", "watch", "current_revision", "compact"};
+constexpr size_t kCodeCount = static_cast<size_t>(StatusCode::kInternal) + 1;
+
+struct Families {
+  metrics::CounterFamily requests =
+      metrics::NewCounterFamily("draplane_store_requests_total",
+                                "Store operations by backend, resource, operation and result code.",
+                                {"backend", "resource", "operation", "code"});
+  metrics::HistogramFamily latency = metrics::NewHistogramFamily(
+      "draplane_store_request_duration_seconds", "Store operation latency in seconds.",
+      {"backend", "resource", "operation"}, metrics::LatencyBuckets());
+};
+
+const Families& GetFamilies() {
+  static const Families* families = new Families();
+  return *families;
+}
+
+class InstrumentedStore final : public Store {
+ public:
+  InstrumentedStore(std::unique_ptr<Store> inner, Clock& clock)
+      : inner_(std::move(inner)), clock_(clock) {}
+
+  std::string_view backend() const override { return inner_->backend(); }
+
+  StatusOr<ObjectPtr> Get(const Key& key) override {
+    return Measure(key.resource, Op::kGet, [&] { return inner_->Get(key); });
+  }
+  StatusOr<ListResult> List(std::string_view resource, const ListOptions& options) override {
+    return Measure(resource, Op::kList, [&] { return inner_->List(resource, options); });
+  }
+  StatusOr<ObjectPtr> Create(const Key& key, std::string value) override {
+    return Measure(key.resource, Op::kCreate,
+                   [&] { return inner_->Create(key, std::move(value)); });
+  }
+  StatusOr<ObjectPtr> Update(const Key& key, std::string value,
+                             const Preconditions& preconditions) override {
+    return Measure(key.resource, Op::kUpdate,
+                   [&] { return inner_->Update(key, std::move(value), preconditions); });
+  }
+  StatusOr<ObjectPtr> Delete(const Key& key, const Preconditions& preconditions) override {
+    return Measure(key.resource, Op::kDelete, [&] { return inner_->Delete(key, preconditions); });
+  }
+  StatusOr<std::unique_ptr<Watcher>> Watch(std::string_view resource,
+                                           WatchOptions options) override {
+    return Measure(resource, Op::kWatch,
+                   [&] { return inner_->Watch(resource, std::move(options)); });
+  }
+  StatusOr<Revision> CurrentRevision() override {
+    return Measure("", Op::kCurrentRevision, [&] { return inner_->CurrentRevision(); });
+  }
+  Status Compact(Revision revision) override {
+    return Measure("", Op::kCompact, [&] { return inner_->Compact(revision); });
+  }
+
+ private:
+  struct Series {
+    metrics::Histogram latency;
+    std::array<std::optional<metrics::Counter>, kCodeCount> by_code;
+  };
+
+  template <typename Call>
+  std::invoke_result_t<Call> Measure(std::string_view resource, Op op, Call call) {
+    const Duration start = clock_.MonotonicNow();
+    auto result = call();
+    const double seconds = std::chrono::duration<double>(clock_.MonotonicNow() - start).count();
+    StatusCode code;
+    if constexpr (std::is_same_v<decltype(result), Status>) {
+      code = result.code();
+    } else {
+      code = result.status().code();
+    }
+    Record(resource, op, code, seconds);
+    return result;
+  }
+
+  void Record(std::string_view resource, Op op, StatusCode code, double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = series_.find(std::make_tuple(resource, op));
+    if (it == series_.end()) {
+      const std::string_view name = kOpNames[static_cast<size_t>(op)];
+      it = series_
+               .emplace(std::make_tuple(std::string(resource), op),
+                        Series{GetFamilies().latency.WithLabels({backend(), resource, name}), {}})
+               .first;
+    }
+    Series& series = it->second;
+    std::optional<metrics::Counter>& counter = series.by_code[static_cast<size_t>(code)];
+    if (!counter.has_value()) {
+      counter = GetFamilies().requests.WithLabels(
+          {backend(), resource, kOpNames[static_cast<size_t>(op)], StatusCodeName(code)});
+    }
+    counter->Increment();
+    series.latency.Observe(seconds);
+  }
+
+  std::unique_ptr<Store> inner_;
+  Clock& clock_;
+  std::mutex mu_;
+  std::map<std::tuple<std::string, Op>, Series, std::less<>> series_;  // guarded by mu_
+};
+
+}  // namespace
+
+std::unique_ptr<Store> NewInstrumentedStore(std::unique_ptr<Store> inner, Clock& clock) {
+  return std::make_unique<InstrumentedStore>(std::move(inner), clock);
+}
+
+}  // namespace draplane::store::internal

@@ -1,0 +1,934 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/check.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/status_macros.h"
+#include "store/internal/keys.h"
+#include "store/internal/watch_hub.h"
+
+namespace draplane::store {
+namespace {
+
+constexpr int64_t kDefaultRetainedRevisions = 100'000;
+// Events the in-memory watch ring holds; older resumes are replayed from the history table.
+constexpr size_t kRingEvents = 10'000;
+// "DRAP": marks the file as a draplane store (PRAGMA application_id).
+constexpr int64_t kApplicationId = 0x44524150;
+
+// history.type values.
+constexpr int64_t kTypeAdded = 0;
+constexpr int64_t kTypeModified = 1;
+constexpr int64_t kTypeDeleted = 2;
+
+Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
+  std::string message = "sqlite: " + std::string(what) + ": " +
+                        (db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+      return FailedPreconditionError(std::move(message));
+    case SQLITE_FULL:
+      return ResourceExhaustedError(std::move(message));
+    case SQLITE_CORRUPT:
+    case SQLITE_MISUSE:
+    case SQLITE_INTERNAL:
+      return InternalError(std::move(message));
+    default:
+      return UnavailableError(std::move(message));
+  }
+}
+
+// A prepared statement. Bind*, then Step(); Reset() (or the destructor of a Scope) before reuse.
+class Stmt {
+ public:
+  Stmt() = default;
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Status Prepare(sqlite3* db, std::string_view sql) {
+    db_ = db;
+    const int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                                      SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
+    if (rc != SQLITE_OK) return SqliteStatus(db, rc, "prepare " + std::string(sql));
+    return Status::Ok();
+  }
+
+  // Resets the statement when it goes out of scope.
+  class Scope {
+   public:
+    explicit Scope(Stmt& stmt) : stmt_(stmt) {}
+    ~Scope() { stmt_.Reset(); }
+
+   private:
+    Stmt& stmt_;
+  };
+
+  void BindInt(int index, int64_t value) { sqlite3_bind_int64(stmt_, index, value); }
+  // The bytes must stay valid until the statement is reset.
+  void BindBlob(int index, std::string_view value) {
+    sqlite3_bind_blob64(stmt_, index, value.data(), value.size(), SQLITE_STATIC);
+  }
+  void BindNull(int index) { sqlite3_bind_null(stmt_, index); }
+
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Status StepDone(std::string_view what) {
+    const int rc = Step();
+    if (rc != SQLITE_DONE) return SqliteStatus(db_, rc, what);
+    return Status::Ok();
+  }
+
+  int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
+  bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  std::string Blob(int column) const {
+    const void* data = sqlite3_column_blob(stmt_, column);
+    const int size = sqlite3_column_bytes(stmt_, column);
+    return data == nullptr ? std::string() : std::string(static_cast<const char*>(data), size);
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+Status Exec(sqlite3* db, const char* sql) {
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &error);
+  if (rc != SQLITE_OK) {
+    std::string message = error != nullptr ? error : sqlite3_errstr(rc);
+    sqlite3_free(error);
+    return SqliteStatus(nullptr, rc, std::string(sql) + ": " + message);
+  }
+  return Status::Ok();
+}
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+
+StatusOr<DbPtr> OpenConnection(const std::string& path) {
+  sqlite3* raw = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  DbPtr db(raw);
+  if (rc != SQLITE_OK) return SqliteStatus(raw, rc, "open " + path);
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, 10'000);
+  return db;
+}
+
+StatusOr<int64_t> QueryInt(sqlite3* db, const char* sql) {
+  Stmt stmt;
+  DRAPLANE_RETURN_IF_ERROR(stmt.Prepare(db, sql));
+  const int rc = stmt.Step();
+  if (rc == SQLITE_ROW) return stmt.Int(0);
+  if (rc == SQLITE_DONE) return NotFoundError(std::string("no row for ") + sql);
+  return SqliteStatus(db, rc, sql);
+}
+
+ObjectPtr MakeObject(std::string_view encoded_key, std::string value, Revision revision,
+                     Revision create_revision) {
+  StatusOr<Key> key = internal::DecodeKey(encoded_key);
+  DRAPLANE_CHECK_MSG(key.ok(), "the store holds a malformed key");
+  return std::make_shared<Object>(
+      Object{std::move(*key), std::move(value), revision, create_revision});
+}
+
+struct SqliteMetrics {
+  metrics::HistogramFamily batch_size = metrics::NewHistogramFamily(
+      "draplane_store_sqlite_commit_batch_writes", "Writes per SQLite group commit.", {},
+      metrics::ExponentialBuckets(1, 2, 12));
+  metrics::HistogramFamily commit_seconds = metrics::NewHistogramFamily(
+      "draplane_store_sqlite_commit_duration_seconds",
+      "Duration of one SQLite group commit (apply + durable commit) in seconds.", {},
+      metrics::LatencyBuckets());
+};
+
+const SqliteMetrics& Metrics() {
+  static const SqliteMetrics* m = new SqliteMetrics();
+  return *m;
+}
+
+// A read connection with its prepared statements; used by one thread at a time.
+struct Reader {
+  DbPtr db;
+  Stmt begin, commit, rollback, meta, get, list_latest, list_snapshot, history;
+
+  Status Prepare() {
+    DRAPLANE_RETURN_IF_ERROR(begin.Prepare(db.get(), "BEGIN"));
+    DRAPLANE_RETURN_IF_ERROR(commit.Prepare(db.get(), "COMMIT"));
+    DRAPLANE_RETURN_IF_ERROR(rollback.Prepare(db.get(), "ROLLBACK"));
+    DRAPLANE_RETURN_IF_ERROR(meta.Prepare(db.get(),
+                                          "SELECT (SELECT value FROM meta WHERE name = 'revision'),"
+                                          " (SELECT value FROM meta WHERE name = 'compacted')"));
+    DRAPLANE_RETURN_IF_ERROR(
+        get.Prepare(db.get(), "SELECT create_rev, mod_rev, value FROM objects WHERE key = ?1"));
+    DRAPLANE_RETURN_IF_ERROR(list_latest.Prepare(
+        db.get(),
+        "SELECT key, create_rev, mod_rev, value FROM objects WHERE key >= ?1 AND key < ?2"
+        " ORDER BY key LIMIT ?3"));
+    // SQLite takes the bare columns from the row holding max(rev): per key, the newest
+    // version at or before the snapshot revision.
+    DRAPLANE_RETURN_IF_ERROR(list_snapshot.Prepare(
+        db.get(),
+        "SELECT key, max(rev), type, create_rev, value FROM history"
+        " WHERE key >= ?1 AND key < ?2 AND rev <= ?3 GROUP BY key ORDER BY key"));
+    DRAPLANE_RETURN_IF_ERROR(history.Prepare(
+        db.get(),
+        "SELECT h.rev, h.key, h.type, h.create_rev, h.value, p.rev, p.value FROM history h"
+        " LEFT JOIN history p ON p.rev = h.prev_rev"
+        " WHERE h.rev > ?1 AND h.rev <= ?2 AND h.key >= ?3 AND h.key < ?4 ORDER BY h.rev"));
+    return Status::Ok();
+  }
+};
+
+// A pending write handed to the writer thread.
+struct WriteRequest {
+  enum class Kind { kCreate, kUpdate, kDelete, kCompact };
+  Kind kind;
+  Key key;
+  std::string encoded;
+  std::string value;
+  Revision revision = 0;  // precondition (writes) or target (compaction)
+  std::promise<StatusOr<ObjectPtr>> done;
+};
+
+// SQLite backend. Algorithm (docs/design/store.md, "sqlite"):
+//   1. Callers queue WriteRequests and wait on their futures.
+//   2. The writer thread takes every queued request, opens one transaction, and applies each in
+//      order: read the current row, check the precondition, take the next revision, write the
+//      `objects` row and append a `history` row. A failed precondition consumes no revision.
+//   3. It records the new revision in `meta` and commits; with WAL and synchronous=FULL the
+//      commit returns once the log is on disk. Only then does it publish the events to the watch
+//      hub (in revision order) and complete the futures. A failed commit fails the whole batch.
+//   4. Reads use a pool of read connections; WAL gives each read transaction a consistent
+//      snapshot while the writer proceeds.
+class SqliteStore final : public Store {
+ public:
+  ~SqliteStore() override {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    if (writer_thread_.joinable()) writer_thread_.join();
+    readers_.clear();
+    write_stmts_.reset();
+    write_db_.reset();
+    if (lock_fd_ >= 0) close(lock_fd_);
+  }
+
+  static StatusOr<std::unique_ptr<Store>> Open(const std::string& path,
+                                               const StoreOptions& options) {
+    auto store = std::unique_ptr<SqliteStore>(new SqliteStore(path, options));
+    DRAPLANE_RETURN_IF_ERROR(store->Init());
+    return std::unique_ptr<Store>(std::move(store));
+  }
+
+  std::string_view backend() const override { return "sqlite"; }
+
+  StatusOr<ObjectPtr> Get(const Key& key) override {
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
+    const std::string encoded = internal::EncodeKey(key);
+    DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, AcquireReader());
+    ReaderLease lease(this, std::move(reader));
+    Stmt& get = lease->get;
+    Stmt::Scope scope(get);
+    get.BindBlob(1, encoded);
+    const int rc = get.Step();
+    if (rc == SQLITE_DONE) return NotFoundError(KeyToString(key) + " not found");
+    if (rc != SQLITE_ROW) return SqliteStatus(lease->db.get(), rc, "get");
+    return std::make_shared<Object>(Object{key, get.Blob(2), get.Int(1), get.Int(0)});
+  }
+
+  StatusOr<ListResult> List(std::string_view resource, const ListOptions& options) override {
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateResource(resource));
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateNamespace(options.ns));
+    if (options.limit < 0) return InvalidArgumentError("list limit must not be negative");
+    const std::string prefix = internal::ListPrefix(resource, options.ns);
+    const std::string end = internal::PrefixEnd(prefix);
+    std::string start = prefix;
+    Revision revision = options.revision;
+    bool continuing = false;
+    if (!options.continue_token.empty()) {
+      DRAPLANE_ASSIGN_OR_RETURN(internal::ContinuePosition position,
+                                internal::DecodeContinueToken(options.continue_token, prefix));
+      revision = position.revision;
+      start = std::move(position.start_key);
+      continuing = true;
+    }
+
+    DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, AcquireReader());
+    ReaderLease lease(this, std::move(reader));
+    Reader& r = *lease;
+    DRAPLANE_RETURN_IF_ERROR(BeginRead(r));
+    StatusOr<ListResult> result =
+        ListInTransaction(r, start, end, revision, continuing, options.limit);
+    EndRead(r);
+    return result;
+  }
+
+  StatusOr<ObjectPtr> Create(const Key& key, std::string value) override {
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
+    auto request = std::make_unique<WriteRequest>();
+    request->kind = WriteRequest::Kind::kCreate;
+    request->key = key;
+    request->value = std::move(value);
+    return Submit(std::move(request));
+  }
+
+  StatusOr<ObjectPtr> Update(const Key& key, std::string value,
+                             const Preconditions& preconditions) override {
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
+    auto request = std::make_unique<WriteRequest>();
+    request->kind = WriteRequest::Kind::kUpdate;
+    request->key = key;
+    request->value = std::move(value);
+    request->revision = preconditions.revision;
+    return Submit(std::move(request));
+  }
+
+  StatusOr<ObjectPtr> Delete(const Key& key, const Preconditions& preconditions) override {
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
+    auto request = std::make_unique<WriteRequest>();
+    request->kind = WriteRequest::Kind::kDelete;
+    request->key = key;
+    request->revision = preconditions.revision;
+    return Submit(std::move(request));
+  }
+
+  StatusOr<std::unique_ptr<Watcher>> Watch(std::string_view resource,
+                                           WatchOptions options) override {
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateResource(resource));
+    DRAPLANE_RETURN_IF_ERROR(internal::ValidateNamespace(options.ns));
+    return hub_.Subscribe(resource, options,
+                          [this](std::string_view r, Revision from, Revision to) {
+                            return ReadHistory(r, from, to);
+                          });
+  }
+
+  StatusOr<Revision> CurrentRevision() override { return current_.load(); }
+
+  Status Compact(Revision revision) override {
+    auto request = std::make_unique<WriteRequest>();
+    request->kind = WriteRequest::Kind::kCompact;
+    request->revision = revision;
+    return Submit(std::move(request)).status();
+  }
+
+ private:
+  // The writer connection's prepared statements.
+  struct WriteStmts {
+    Stmt begin, commit, rollback, select, insert, update, remove, append, set_revision;
+  };
+
+  class ReaderLease {
+   public:
+    ReaderLease(SqliteStore* store, std::unique_ptr<Reader> reader)
+        : store_(store), reader_(std::move(reader)) {}
+    ~ReaderLease() { store_->ReleaseReader(std::move(reader_)); }
+    Reader* operator->() { return reader_.get(); }
+    Reader& operator*() { return *reader_; }
+
+   private:
+    SqliteStore* store_;
+    std::unique_ptr<Reader> reader_;
+  };
+
+  SqliteStore(std::string path, const StoreOptions& options)
+      : path_(std::move(path)),
+        retained_(options.retained_revisions > 0 ? options.retained_revisions
+                                                 : kDefaultRetainedRevisions),
+        hub_options_{.backend = "sqlite",
+                     .ring_limit = kRingEvents,
+                     .default_queue_limit = options.watch_queue_limit,
+                     .start_revision = 0},
+        hub_(hub_options_) {}
+
+  Status Init() {
+    // One process per store: the revision counter lives in this process.
+    const std::string lock_path = path_ + ".lock";
+    lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock_fd_ < 0) {
+      return UnavailableError("cannot open lock file " + lock_path + ": " + strerror(errno));
+    }
+    if (flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      return FailedPreconditionError("sqlite store " + path_ +
+                                     " is already open in another process (" + lock_path + ")");
+    }
+    DRAPLANE_ASSIGN_OR_RETURN(write_db_, OpenConnection(path_));
+    sqlite3* db = write_db_.get();
+    DRAPLANE_RETURN_IF_ERROR(CheckOrCreateSchema(db));
+    DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = FULL"));
+    write_stmts_ = std::make_unique<WriteStmts>();
+    WriteStmts& w = *write_stmts_;
+    DRAPLANE_RETURN_IF_ERROR(w.begin.Prepare(db, "BEGIN IMMEDIATE"));
+    DRAPLANE_RETURN_IF_ERROR(w.commit.Prepare(db, "COMMIT"));
+    DRAPLANE_RETURN_IF_ERROR(w.rollback.Prepare(db, "ROLLBACK"));
+    DRAPLANE_RETURN_IF_ERROR(
+        w.select.Prepare(db, "SELECT create_rev, mod_rev, value FROM objects WHERE key = ?1"));
+    DRAPLANE_RETURN_IF_ERROR(w.insert.Prepare(
+        db, "INSERT INTO objects(key, create_rev, mod_rev, value) VALUES (?1, ?2, ?2, ?3)"));
+    DRAPLANE_RETURN_IF_ERROR(
+        w.update.Prepare(db, "UPDATE objects SET mod_rev = ?2, value = ?3 WHERE key = ?1"));
+    DRAPLANE_RETURN_IF_ERROR(w.remove.Prepare(db, "DELETE FROM objects WHERE key = ?1"));
+    DRAPLANE_RETURN_IF_ERROR(
+        w.append.Prepare(db,
+                         "INSERT INTO history(rev, key, type, create_rev, value, prev_rev)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    DRAPLANE_RETURN_IF_ERROR(
+        w.set_revision.Prepare(db, "UPDATE meta SET value = ?1 WHERE name = 'revision'"));
+
+    DRAPLANE_ASSIGN_OR_RETURN(Revision revision,
+                              QueryInt(db, "SELECT value FROM meta WHERE name = 'revision'"));
+    DRAPLANE_ASSIGN_OR_RETURN(Revision compacted,
+                              QueryInt(db, "SELECT value FROM meta WHERE name = 'compacted'"));
+    current_ = revision;
+    compacted_ = compacted;
+    // Watches from before this open are replayed from the history table.
+    hub_.AdvanceTo(revision);
+    hub_.Compact(revision);
+    writer_thread_ = std::thread([this] { WriterLoop(); });
+    return Status::Ok();
+  }
+
+  Status CheckOrCreateSchema(sqlite3* db) {
+    // The first statement reads the header: a file that is not a database fails here.
+    StatusOr<int64_t> application_id = QueryInt(db, "PRAGMA application_id");
+    if (!application_id.ok()) {
+      return FailedPreconditionError("sqlite store " + path_ + " cannot be read: " +
+                                     std::string(application_id.status().message()));
+    }
+    DRAPLANE_ASSIGN_OR_RETURN(int64_t tables, QueryInt(db, "SELECT count(*) FROM sqlite_schema"));
+    if (tables == 0 && *application_id == 0) {
+      DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL"));
+      const std::string schema =
+          "BEGIN;"
+          "PRAGMA application_id = " +
+          std::to_string(kApplicationId) +
+          ";"
+          "CREATE TABLE meta(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;"
+          "INSERT INTO meta(name, value) VALUES ('schema_version', " +
+          std::to_string(kSqliteSchemaVersion) +
+          "), ('revision', 0), ('compacted', 0);"
+          "CREATE TABLE objects(key BLOB PRIMARY KEY, create_rev INTEGER NOT NULL,"
+          " mod_rev INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;"
+          "CREATE TABLE history(rev INTEGER PRIMARY KEY, key BLOB NOT NULL,"
+          " type INTEGER NOT NULL, create_rev INTEGER NOT NULL, value BLOB, prev_rev INTEGER);"
+          "CREATE INDEX history_by_key ON history(key, rev);"
+          "COMMIT;";
+      return Exec(db, schema.c_str());
+    }
+    if (*application_id != kApplicationId) {
+      return FailedPreconditionError("sqlite file " + path_ + " is not a draplane store");
+    }
+    DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL"));
+    StatusOr<int64_t> version =
+        QueryInt(db, "SELECT value FROM meta WHERE name = 'schema_version'");
+    if (!version.ok()) {
+      return FailedPreconditionError("sqlite store " + path_ + " has no schema version: " +
+                                     std::string(version.status().message()));
+    }
+    if (*version != kSqliteSchemaVersion) {
+      return FailedPreconditionError("sqlite store " + path_ + " has schema version " +
+                                     std::to_string(*version) + "; this draplane reads version " +
+                                     std::to_string(kSqliteSchemaVersion));
+    }
+    return Status::Ok();
+  }
+
+  // ---- reads ---------------------------------------------------------------------------------
+
+  StatusOr<std::unique_ptr<Reader>> AcquireReader() {
+    {
+      std::lock_guard<std::mutex> lock(readers_mu_);
+      if (!readers_.empty()) {
+        std::unique_ptr<Reader> reader = std::move(readers_.back());
+        readers_.pop_back();
+        return reader;
+      }
+    }
+    auto reader = std::make_unique<Reader>();
+    DRAPLANE_ASSIGN_OR_RETURN(reader->db, OpenConnection(path_));
+    DRAPLANE_RETURN_IF_ERROR(reader->Prepare());
+    return reader;
+  }
+
+  void ReleaseReader(std::unique_ptr<Reader> reader) {
+    std::lock_guard<std::mutex> lock(readers_mu_);
+    readers_.push_back(std::move(reader));
+  }
+
+  Status BeginRead(Reader& r) {
+    Stmt::Scope scope(r.begin);
+    return r.begin.StepDone("begin read");
+  }
+  void EndRead(Reader& r) {
+    Stmt::Scope scope(r.commit);
+    if (!r.commit.StepDone("end read").ok()) {
+      Stmt::Scope rollback(r.rollback);
+      r.rollback.StepDone("rollback read").IgnoreError();  // Nothing was written.
+    }
+  }
+
+  // Reads (revision, compacted) inside the current read transaction.
+  StatusOr<std::pair<Revision, Revision>> ReadMeta(Reader& r) {
+    Stmt::Scope scope(r.meta);
+    const int rc = r.meta.Step();
+    if (rc != SQLITE_ROW) return SqliteStatus(r.db.get(), rc, "read meta");
+    return std::make_pair(r.meta.Int(0), r.meta.Int(1));
+  }
+
+  StatusOr<ListResult> ListInTransaction(Reader& r, const std::string& start,
+                                         const std::string& end, Revision revision, bool continuing,
+                                         int64_t limit) {
+    DRAPLANE_ASSIGN_OR_RETURN(auto meta, ReadMeta(r));
+    const auto [current, compacted] = meta;
+    if (revision == 0) revision = current;
+    if (revision < compacted) {
+      return ExpiredError(continuing ? "the continue token's revision " + std::to_string(revision) +
+                                           " has been compacted; restart the list without a "
+                                           "continue token"
+                                     : "revision " + std::to_string(revision) +
+                                           " has been compacted (oldest is " +
+                                           std::to_string(compacted) + ")");
+    }
+    if (revision > current) {
+      return DeadlineExceededError("revision " + std::to_string(revision) +
+                                   " is newer than the current revision " +
+                                   std::to_string(current));
+    }
+    ListResult result;
+    result.revision = revision;
+    const bool paged = limit > 0;
+    if (revision == current) {
+      // The latest state: the objects table, one row beyond the page to learn whether more follow.
+      Stmt& q = r.list_latest;
+      Stmt::Scope scope(q);
+      q.BindBlob(1, start);
+      q.BindBlob(2, end);
+      q.BindInt(3, paged ? limit + 1 : -1);
+      int rc;
+      while ((rc = q.Step()) == SQLITE_ROW) {
+        std::string key = q.Blob(0);
+        if (paged && static_cast<int64_t>(result.objects.size()) == limit) {
+          result.continue_token = internal::EncodeContinueToken(revision, key);
+          break;
+        }
+        result.objects.push_back(MakeObject(key, q.Blob(3), q.Int(2), q.Int(1)));
+      }
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(r.db.get(), rc, "list");
+      return result;
+    }
+    Stmt& q = r.list_snapshot;
+    Stmt::Scope scope(q);
+    q.BindBlob(1, start);
+    q.BindBlob(2, end);
+    q.BindInt(3, revision);
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      if (q.Int(2) == kTypeDeleted) continue;
+      std::string key = q.Blob(0);
+      if (paged && static_cast<int64_t>(result.objects.size()) == limit) {
+        result.continue_token = internal::EncodeContinueToken(revision, key);
+        break;
+      }
+      result.objects.push_back(MakeObject(key, q.Blob(4), q.Int(1), q.Int(3)));
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(r.db.get(), rc, "list");
+    return result;
+  }
+
+  // The watch backfill: events of `resource` in (from, to] from the history table.
+  StatusOr<std::vector<WatchEvent>> ReadHistory(std::string_view resource, Revision from,
+                                                Revision to) {
+    DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, AcquireReader());
+    ReaderLease lease(this, std::move(reader));
+    Reader& r = *lease;
+    DRAPLANE_RETURN_IF_ERROR(BeginRead(r));
+    StatusOr<std::vector<WatchEvent>> events = ReadHistoryInTransaction(r, resource, from, to);
+    EndRead(r);
+    return events;
+  }
+
+  StatusOr<std::vector<WatchEvent>> ReadHistoryInTransaction(Reader& r, std::string_view resource,
+                                                             Revision from, Revision to) {
+    DRAPLANE_ASSIGN_OR_RETURN(auto meta, ReadMeta(r));
+    const Revision compacted = meta.second;
+    if (from < compacted) {
+      return ExpiredError("too old resource version: " + std::to_string(from) + " (" +
+                          std::to_string(compacted) + ")");
+    }
+    const std::string prefix = internal::ListPrefix(resource, "");
+    const std::string end = internal::PrefixEnd(prefix);
+    std::vector<WatchEvent> events;
+    Stmt& q = r.history;
+    Stmt::Scope scope(q);
+    q.BindInt(1, from);
+    q.BindInt(2, to);
+    q.BindBlob(3, prefix);
+    q.BindBlob(4, end);
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      const Revision revision = q.Int(0);
+      const std::string key = q.Blob(1);
+      const int64_t type = q.Int(2);
+      const Revision create_revision = q.Int(3);
+      WatchEvent event;
+      event.revision = revision;
+      ObjectPtr prev;
+      if (type != kTypeAdded) {
+        if (q.IsNull(5))
+          return InternalError("history row " + std::to_string(revision) +
+                               " lost its previous version");
+        prev = MakeObject(key, q.Blob(6), q.Int(5), create_revision);
+      }
+      if (type == kTypeDeleted) {
+        event.type = WatchEvent::Type::kDeleted;
+        event.object = MakeObject(key, prev->value, revision, create_revision);
+      } else {
+        event.type = type == kTypeAdded ? WatchEvent::Type::kAdded : WatchEvent::Type::kModified;
+        event.object = MakeObject(key, q.Blob(4), revision, create_revision);
+      }
+      event.prev_object = std::move(prev);
+      events.push_back(std::move(event));
+    }
+    if (rc != SQLITE_DONE) return SqliteStatus(r.db.get(), rc, "read history");
+    return events;
+  }
+
+  // ---- writes --------------------------------------------------------------------------------
+
+  StatusOr<ObjectPtr> Submit(std::unique_ptr<WriteRequest> request) {
+    if (request->kind != WriteRequest::Kind::kCompact) {
+      request->encoded = internal::EncodeKey(request->key);
+    }
+    std::future<StatusOr<ObjectPtr>> done = request->done.get_future();
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (stopping_) return UnavailableError("sqlite store is closing");
+      queue_.push_back(std::move(request));
+    }
+    queue_cv_.notify_one();
+    return done.get();
+  }
+
+  void WriterLoop() {
+    std::vector<std::unique_ptr<WriteRequest>> batch;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(queue_mu_);
+        queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and everything queued has been served
+        batch.assign(std::make_move_iterator(queue_.begin()),
+                     std::make_move_iterator(queue_.end()));
+        queue_.clear();
+      }
+      size_t i = 0;
+      while (i < batch.size()) {
+        if (batch[i]->kind == WriteRequest::Kind::kCompact) {
+          Status status = CompactTo(batch[i]->revision);
+          batch[i]->done.set_value(status.ok() ? StatusOr<ObjectPtr>(ObjectPtr()) : status);
+          ++i;
+          continue;
+        }
+        size_t j = i;
+        while (j < batch.size() && batch[j]->kind != WriteRequest::Kind::kCompact) ++j;
+        CommitWrites(batch, i, j);
+        i = j;
+      }
+      batch.clear();
+      if (current_.load() - compacted_ > retained_ + std::max<int64_t>(1, retained_ / 8)) {
+        Status status = CompactTo(current_.load() - retained_);
+        if (!status.ok())
+          log::Warning("sqlite store {}: compaction failed: {}", path_, status.ToString());
+      }
+    }
+  }
+
+  struct Applied {
+    StatusOr<ObjectPtr> result = InternalError("write not applied");
+    std::optional<WatchEvent> event;
+  };
+
+  // Applies one write inside the open transaction; `*revision` is the last assigned revision.
+  // A non-OK Status means SQLite failed (the batch is rolled back); a failed precondition is an
+  // OK Status with a non-OK `result`.
+  Status Apply(WriteRequest& request, Revision* revision, Applied* applied) {
+    WriteStmts& w = *write_stmts_;
+    sqlite3* db = write_db_.get();
+    bool exists = false;
+    Revision create_revision = 0;
+    Revision mod_revision = 0;
+    std::string old_value;
+    {
+      Stmt::Scope scope(w.select);
+      w.select.BindBlob(1, request.encoded);
+      const int rc = w.select.Step();
+      if (rc == SQLITE_ROW) {
+        exists = true;
+        create_revision = w.select.Int(0);
+        mod_revision = w.select.Int(1);
+        if (request.kind != WriteRequest::Kind::kCreate) old_value = w.select.Blob(2);
+      } else if (rc != SQLITE_DONE) {
+        return SqliteStatus(db, rc, "read current row");
+      }
+    }
+    const std::string name = KeyToString(request.key);
+    if (request.kind == WriteRequest::Kind::kCreate && exists) {
+      applied->result = AlreadyExistsError(name + " already exists");
+      return Status::Ok();
+    }
+    if (request.kind != WriteRequest::Kind::kCreate) {
+      if (!exists) {
+        applied->result = NotFoundError(name + " not found");
+        return Status::Ok();
+      }
+      if (request.revision != 0 && request.revision != mod_revision) {
+        applied->result = ConflictError("precondition failed for " + name + ": expected revision " +
+                                        std::to_string(request.revision) + ", stored revision is " +
+                                        std::to_string(mod_revision));
+        return Status::Ok();
+      }
+    }
+    const Revision next = *revision + 1;
+    WatchEvent event;
+    event.revision = next;
+    switch (request.kind) {
+      case WriteRequest::Kind::kCreate: {
+        Stmt::Scope scope(w.insert);
+        w.insert.BindBlob(1, request.encoded);
+        w.insert.BindInt(2, next);
+        w.insert.BindBlob(3, request.value);
+        DRAPLANE_RETURN_IF_ERROR(w.insert.StepDone("insert object"));
+        create_revision = next;
+        event.type = WatchEvent::Type::kAdded;
+        break;
+      }
+      case WriteRequest::Kind::kUpdate: {
+        Stmt::Scope scope(w.update);
+        w.update.BindBlob(1, request.encoded);
+        w.update.BindInt(2, next);
+        w.update.BindBlob(3, request.value);
+        DRAPLANE_RETURN_IF_ERROR(w.update.StepDone("update object"));
+        event.type = WatchEvent::Type::kModified;
+        break;
+      }
+      case WriteRequest::Kind::kDelete: {
+        Stmt::Scope scope(w.remove);
+        w.remove.BindBlob(1, request.encoded);
+        DRAPLANE_RETURN_IF_ERROR(w.remove.StepDone("delete object"));
+        event.type = WatchEvent::Type::kDeleted;
+        break;
+      }
+      case WriteRequest::Kind::kCompact:
+        DRAPLANE_CHECK(false);
+    }
+    {
+      Stmt::Scope scope(w.append);
+      w.append.BindInt(1, next);
+      w.append.BindBlob(2, request.encoded);
+      w.append.BindInt(3, event.type == WatchEvent::Type::kAdded      ? kTypeAdded
+                          : event.type == WatchEvent::Type::kModified ? kTypeModified
+                                                                      : kTypeDeleted);
+      w.append.BindInt(4, create_revision);
+      if (event.type == WatchEvent::Type::kDeleted) {
+        w.append.BindNull(5);
+      } else {
+        w.append.BindBlob(5, request.value);
+      }
+      if (event.type == WatchEvent::Type::kAdded) {
+        w.append.BindNull(6);
+      } else {
+        w.append.BindInt(6, mod_revision);
+      }
+      DRAPLANE_RETURN_IF_ERROR(w.append.StepDone("append history"));
+    }
+    *revision = next;
+    if (event.type != WatchEvent::Type::kAdded) {
+      event.prev_object = std::make_shared<Object>(
+          Object{request.key, std::move(old_value), mod_revision, create_revision});
+    }
+    if (event.type == WatchEvent::Type::kDeleted) {
+      event.object = std::make_shared<Object>(
+          Object{request.key, event.prev_object->value, next, create_revision});
+    } else {
+      event.object = std::make_shared<Object>(
+          Object{request.key, std::move(request.value), next, create_revision});
+    }
+    applied->result = event.object;
+    applied->event = std::move(event);
+    return Status::Ok();
+  }
+
+  // Applies batch[begin, end) in one transaction, commits, publishes, completes the futures.
+  void CommitWrites(std::vector<std::unique_ptr<WriteRequest>>& batch, size_t begin, size_t end) {
+    WriteStmts& w = *write_stmts_;
+    const Duration started = RealClock().MonotonicNow();
+    std::vector<Applied> applied(end - begin);
+    Revision revision = current_.load();
+    Status status;
+    {
+      Stmt::Scope scope(w.begin);
+      status = w.begin.StepDone("begin");
+    }
+    for (size_t i = begin; status.ok() && i < end; ++i) {
+      status = Apply(*batch[i], &revision, &applied[i - begin]);
+    }
+    if (status.ok() && revision != current_.load()) {
+      Stmt::Scope scope(w.set_revision);
+      w.set_revision.BindInt(1, revision);
+      status = w.set_revision.StepDone("record revision");
+    }
+    if (status.ok()) {
+      Stmt::Scope scope(w.commit);
+      status = w.commit.StepDone("commit");
+    }
+    if (!status.ok()) {
+      Stmt::Scope scope(w.rollback);
+      w.rollback.StepDone("rollback").IgnoreError();  // Fails only if nothing is open.
+      log::Error("sqlite store {}: write batch failed: {}", path_, status.ToString());
+      for (size_t i = begin; i < end; ++i) batch[i]->done.set_value(status);
+      return;
+    }
+    current_.store(revision);
+    std::vector<WatchEvent> events;
+    events.reserve(applied.size());
+    for (Applied& a : applied) {
+      if (a.event.has_value()) events.push_back(std::move(*a.event));
+    }
+    internal::RunNotifies(hub_.Publish(events));
+    for (size_t i = begin; i < end; ++i) {
+      batch[i]->done.set_value(std::move(applied[i - begin].result));
+    }
+    const double seconds =
+        std::chrono::duration<double>(RealClock().MonotonicNow() - started).count();
+    Metrics().batch_size.WithLabels(std::vector<std::string>{}).Observe(end - begin);
+    Metrics().commit_seconds.WithLabels(std::vector<std::string>{}).Observe(seconds);
+  }
+
+  // Compaction (writer thread). For every key written in (compacted, target]: drop its history
+  // rows older than its newest row at or before `target`, and that row too when it is a delete.
+  Status CompactTo(Revision target) {
+    const Revision current = current_.load();
+    if (target > current) {
+      return InvalidArgumentError("cannot compact to revision " + std::to_string(target) +
+                                  ": the current revision is " + std::to_string(current));
+    }
+    if (target <= compacted_) return Status::Ok();
+    sqlite3* db = write_db_.get();
+    Status status = Exec(db, "BEGIN IMMEDIATE");
+    if (status.ok()) status = CompactInTransaction(db, target);
+    if (status.ok()) status = Exec(db, "COMMIT");
+    if (!status.ok()) {
+      Exec(db, "ROLLBACK").IgnoreError();  // Fails only if nothing is open.
+      return status;
+    }
+    compacted_ = target;
+    hub_.Compact(target);
+    return Status::Ok();
+  }
+
+  Status CompactInTransaction(sqlite3* db, Revision target) {
+    Stmt keys, newest, drop_older, drop_row, set_compacted;
+    DRAPLANE_RETURN_IF_ERROR(
+        keys.Prepare(db, "SELECT DISTINCT key FROM history WHERE rev > ?1 AND rev <= ?2"));
+    DRAPLANE_RETURN_IF_ERROR(newest.Prepare(
+        db,
+        "SELECT rev, type FROM history WHERE key = ?1 AND rev <= ?2 ORDER BY rev DESC LIMIT 1"));
+    DRAPLANE_RETURN_IF_ERROR(
+        drop_older.Prepare(db, "DELETE FROM history WHERE key = ?1 AND rev < ?2"));
+    DRAPLANE_RETURN_IF_ERROR(drop_row.Prepare(db, "DELETE FROM history WHERE rev = ?1"));
+    DRAPLANE_RETURN_IF_ERROR(
+        set_compacted.Prepare(db, "UPDATE meta SET value = ?1 WHERE name = 'compacted'"));
+    std::vector<std::string> changed;
+    {
+      Stmt::Scope scope(keys);
+      keys.BindInt(1, compacted_);
+      keys.BindInt(2, target);
+      int rc;
+      while ((rc = keys.Step()) == SQLITE_ROW) changed.push_back(keys.Blob(0));
+      if (rc != SQLITE_DONE) return SqliteStatus(db, rc, "compaction: changed keys");
+    }
+    for (const std::string& key : changed) {
+      Revision base = 0;
+      bool deleted = false;
+      {
+        Stmt::Scope scope(newest);
+        newest.BindBlob(1, key);
+        newest.BindInt(2, target);
+        const int rc = newest.Step();
+        if (rc != SQLITE_ROW) return SqliteStatus(db, rc, "compaction: newest row");
+        base = newest.Int(0);
+        deleted = newest.Int(1) == kTypeDeleted;
+      }
+      {
+        Stmt::Scope scope(drop_older);
+        drop_older.BindBlob(1, key);
+        drop_older.BindInt(2, base);
+        DRAPLANE_RETURN_IF_ERROR(drop_older.StepDone("compaction: drop old rows"));
+      }
+      if (deleted) {
+        Stmt::Scope scope(drop_row);
+        drop_row.BindInt(1, base);
+        DRAPLANE_RETURN_IF_ERROR(drop_row.StepDone("compaction: drop delete row"));
+      }
+    }
+    Stmt::Scope scope(set_compacted);
+    set_compacted.BindInt(1, target);
+    return set_compacted.StepDone("compaction: record");
+  }
+
+  const std::string path_;
+  const int64_t retained_;
+  int lock_fd_ = -1;
+
+  DbPtr write_db_;                           // writer thread only (after Init)
+  std::unique_ptr<WriteStmts> write_stmts_;  // writer thread only
+  Revision compacted_ = 0;                   // writer thread only (after Init)
+  std::atomic<Revision> current_{0};         // written by the writer thread after each commit
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::unique_ptr<WriteRequest>> queue_;  // guarded by queue_mu_
+  bool stopping_ = false;                            // guarded by queue_mu_
+  std::thread writer_thread_;
+
+  std::mutex readers_mu_;
+  std::vector<std::unique_ptr<Reader>> readers_;  // idle connections; guarded by readers_mu_
+
+  internal::WatchHubOptions hub_options_;
+  internal::WatchHub hub_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                                 const StoreOptions& options) {
+  if (path.empty()) return InvalidArgumentError("sqlite store path is empty");
+  return SqliteStore::Open(path, options);
+}
+
+}  // namespace draplane::store

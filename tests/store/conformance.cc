@@ -1,0 +1,666 @@
+#include "conformance.h"
+
+#include <gmock/gmock.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace draplane::store::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Key Pod(std::string ns, std::string name) {
+  return Key{"core/pods", std::move(ns), std::move(name)};
+}
+Key Node(std::string name) { return Key{"core/nodes", "", std::move(name)}; }
+
+ObjectPtr MustCreate(Store& store, const Key& key, std::string value) {
+  StatusOr<ObjectPtr> created = store.Create(key, std::move(value));
+  EXPECT_TRUE(created.ok()) << created.status().ToString();
+  return created.ok() ? *created : nullptr;
+}
+
+ObjectPtr MustUpdate(Store& store, const Key& key, std::string value) {
+  StatusOr<ObjectPtr> updated = store.Update(key, std::move(value));
+  EXPECT_TRUE(updated.ok()) << updated.status().ToString();
+  return updated.ok() ? *updated : nullptr;
+}
+
+ObjectPtr MustDelete(Store& store, const Key& key) {
+  StatusOr<ObjectPtr> deleted = store.Delete(key);
+  EXPECT_TRUE(deleted.ok()) << deleted.status().ToString();
+  return deleted.ok() ? *deleted : nullptr;
+}
+
+std::unique_ptr<Watcher> MustWatch(Store& store, std::string_view resource,
+                                   WatchOptions options = {}) {
+  StatusOr<std::unique_ptr<Watcher>> watcher = store.Watch(resource, std::move(options));
+  EXPECT_TRUE(watcher.ok()) << watcher.status().ToString();
+  return watcher.ok() ? std::move(*watcher) : nullptr;
+}
+
+WatchEvent MustNext(Watcher& watcher) {
+  StatusOr<WatchEvent> event = watcher.Next();
+  EXPECT_TRUE(event.ok()) << event.status().ToString();
+  return event.ok() ? *event : WatchEvent{};
+}
+
+std::vector<std::string> Names(const ListResult& result) {
+  std::vector<std::string> names;
+  for (const ObjectPtr& object : result.objects) {
+    names.push_back(object->key.ns.empty() ? object->key.name
+                                           : object->key.ns + "/" + object->key.name);
+  }
+  return names;
+}
+
+// "TYPE name value@revision" for compact comparisons.
+std::string Describe(const WatchEvent& event) {
+  std::string out(WatchEventTypeName(event.type));
+  if (event.object != nullptr) out += " " + event.object->key.name + "=" + event.object->value;
+  return out;
+}
+
+}  // namespace
+
+void StoreConformanceTest::SetUp() { store_ = Open(); }
+
+std::unique_ptr<Store> StoreConformanceTest::Open(const StoreOptions& options) {
+  StatusOr<std::unique_ptr<Store>> store = GetParam().open(options);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+// ---- CRUD ------------------------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, CreateThenGetReturnsTheBytesAndRevision) {
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), R"({"x":1})");
+  ASSERT_NE(created, nullptr);
+  EXPECT_GT(created->revision, 0);
+  EXPECT_EQ(created->create_revision, created->revision);
+  EXPECT_EQ(created->key, Pod("ns", "a"));
+
+  StatusOr<ObjectPtr> got = store_->Get(Pod("ns", "a"));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)->value, R"({"x":1})");
+  EXPECT_EQ((*got)->revision, created->revision);
+  EXPECT_EQ((*got)->create_revision, created->revision);
+  EXPECT_EQ(*store_->CurrentRevision(), created->revision);
+}
+
+TEST_P(StoreConformanceTest, CreateOfAnExistingObjectIsAlreadyExistsAndWritesNothing) {
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "one");
+  const Revision before = *store_->CurrentRevision();
+  StatusOr<ObjectPtr> again = store_->Create(Pod("ns", "a"), "two");
+  EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(*store_->CurrentRevision(), before);
+  EXPECT_EQ((*store_->Get(Pod("ns", "a")))->value, "one");
+}
+
+TEST_P(StoreConformanceTest, GetOfAnAbsentObjectIsNotFound) {
+  EXPECT_EQ(store_->Get(Pod("ns", "missing")).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StoreConformanceTest, UpdateReplacesTheValueAndKeepsTheCreateRevision) {
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "one");
+  ObjectPtr updated = MustUpdate(*store_, Pod("ns", "a"), "two");
+  ASSERT_NE(updated, nullptr);
+  EXPECT_GT(updated->revision, created->revision);
+  EXPECT_EQ(updated->create_revision, created->revision);
+  StatusOr<ObjectPtr> got = store_->Get(Pod("ns", "a"));
+  EXPECT_EQ((*got)->value, "two");
+  EXPECT_EQ((*got)->revision, updated->revision);
+}
+
+TEST_P(StoreConformanceTest, UpdateOfAnAbsentObjectIsNotFound) {
+  EXPECT_EQ(store_->Update(Pod("ns", "a"), "x").status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(StoreConformanceTest, UpdateWithAStaleRevisionIsConflictAndWithTheCurrentOneSucceeds) {
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "one");
+  ObjectPtr updated = MustUpdate(*store_, Pod("ns", "a"), "two");
+  StatusOr<ObjectPtr> stale =
+      store_->Update(Pod("ns", "a"), "three", Preconditions{created->revision});
+  EXPECT_EQ(stale.status().code(), StatusCode::kConflict);
+  EXPECT_EQ((*store_->Get(Pod("ns", "a")))->value, "two");
+
+  StatusOr<ObjectPtr> fresh =
+      store_->Update(Pod("ns", "a"), "three", Preconditions{updated->revision});
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ((*store_->Get(Pod("ns", "a")))->value, "three");
+}
+
+TEST_P(StoreConformanceTest, DeleteReturnsTheLastStateAtTheDeleteRevision) {
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "one");
+  ObjectPtr updated = MustUpdate(*store_, Pod("ns", "a"), "two");
+  ObjectPtr deleted = MustDelete(*store_, Pod("ns", "a"));
+  ASSERT_NE(deleted, nullptr);
+  EXPECT_EQ(deleted->value, "two");
+  EXPECT_GT(deleted->revision, updated->revision);
+  EXPECT_EQ(deleted->create_revision, created->revision);
+  EXPECT_EQ(*store_->CurrentRevision(), deleted->revision);
+  EXPECT_EQ(store_->Get(Pod("ns", "a")).status().code(), StatusCode::kNotFound);
+
+  // A new object under the same key starts a new life.
+  ObjectPtr again = MustCreate(*store_, Pod("ns", "a"), "three");
+  EXPECT_GT(again->create_revision, deleted->revision);
+}
+
+TEST_P(StoreConformanceTest, DeleteChecksExistenceAndPreconditions) {
+  EXPECT_EQ(store_->Delete(Pod("ns", "a")).status().code(), StatusCode::kNotFound);
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "one");
+  MustUpdate(*store_, Pod("ns", "a"), "two");
+  EXPECT_EQ(store_->Delete(Pod("ns", "a"), Preconditions{created->revision}).status().code(),
+            StatusCode::kConflict);
+  EXPECT_TRUE(store_->Get(Pod("ns", "a")).ok());
+  const Revision current = (*store_->Get(Pod("ns", "a")))->revision;
+  EXPECT_TRUE(store_->Delete(Pod("ns", "a"), Preconditions{current}).ok());
+}
+
+TEST_P(StoreConformanceTest, RevisionsIncreaseStrictlyAcrossKeysAndResources) {
+  std::vector<Revision> revisions;
+  revisions.push_back(MustCreate(*store_, Pod("a", "x"), "1")->revision);
+  revisions.push_back(MustCreate(*store_, Node("n1"), "2")->revision);
+  revisions.push_back(MustUpdate(*store_, Pod("a", "x"), "3")->revision);
+  revisions.push_back(MustCreate(*store_, Pod("b", "y"), "4")->revision);
+  revisions.push_back(MustDelete(*store_, Node("n1"))->revision);
+  EXPECT_TRUE(std::is_sorted(revisions.begin(), revisions.end()));
+  EXPECT_EQ(std::adjacent_find(revisions.begin(), revisions.end()), revisions.end());
+}
+
+TEST_P(StoreConformanceTest, MalformedKeysAreInvalidArgument) {
+  for (const Key& key :
+       {Key{"pods", "ns", "a"}, Key{"core/pods/x", "ns", "a"}, Key{"Core/Pods", "ns", "a"},
+        Key{"/pods", "ns", "a"}, Key{"core/pods", "n/s", "a"}, Key{"core/pods", "ns", ""},
+        Key{"core/pods", "ns", "a/b"}}) {
+    EXPECT_EQ(store_->Create(key, "x").status().code(), StatusCode::kInvalidArgument)
+        << KeyToString(key);
+    EXPECT_EQ(store_->Get(key).status().code(), StatusCode::kInvalidArgument);
+  }
+  EXPECT_EQ(store_->List("pods", {}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->Watch("pods", {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformanceTest, ConcurrentCreatesOfOneKeyHaveExactlyOneWinner) {
+  std::atomic<int> created{0};
+  std::atomic<int> exists{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      StatusOr<ObjectPtr> result = store_->Create(Pod("ns", "contended"), std::to_string(t));
+      if (result.ok()) ++created;
+      if (result.status().code() == StatusCode::kAlreadyExists) ++exists;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(created.load(), 1);
+  EXPECT_EQ(exists.load(), 7);
+}
+
+TEST_P(StoreConformanceTest, ConcurrentWritersGetDistinctRevisionsAndNothingIsLost) {
+  constexpr int kThreads = 8;
+  constexpr int kWrites = 25;
+  std::mutex mu;
+  std::set<Revision> revisions;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        StatusOr<ObjectPtr> created = store_->Create(
+            Pod("ns", "w" + std::to_string(t) + "-" + std::to_string(i)), std::to_string(i));
+        ASSERT_TRUE(created.ok()) << created.status().ToString();
+        std::lock_guard<std::mutex> lock(mu);
+        EXPECT_TRUE(revisions.insert((*created)->revision).second);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  StatusOr<ListResult> list = store_->List("core/pods", {});
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->objects.size(), static_cast<size_t>(kThreads * kWrites));
+  EXPECT_EQ(revisions.size(), static_cast<size_t>(kThreads * kWrites));
+  EXPECT_GE(list->revision, *revisions.rbegin());
+}
+
+// ---- List ------------------------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, ListIsSortedAndScopedToTheResourceAndNamespace) {
+  MustCreate(*store_, Pod("b", "y"), "");
+  MustCreate(*store_, Pod("a", "z"), "");
+  MustCreate(*store_, Pod("a", "x"), "");
+  MustCreate(*store_, Key{"core/pod", "a", "other-resource"}, "");
+  MustCreate(*store_, Key{"core/podtemplates", "a", "other-resource"}, "");
+  MustCreate(*store_, Node("n2"), "");
+  MustCreate(*store_, Node("n1"), "");
+
+  StatusOr<ListResult> all = store_->List("core/pods", {});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_THAT(Names(*all), ElementsAre("a/x", "a/z", "b/y"));
+  EXPECT_EQ(all->revision, *store_->CurrentRevision());
+  EXPECT_TRUE(all->continue_token.empty());
+
+  StatusOr<ListResult> in_a = store_->List("core/pods", {.ns = "a"});
+  EXPECT_THAT(Names(*in_a), ElementsAre("a/x", "a/z"));
+  EXPECT_THAT(Names(*store_->List("core/pods", {.ns = "c"})), ElementsAre());
+  EXPECT_THAT(Names(*store_->List("core/nodes", {})), ElementsAre("n1", "n2"));
+  EXPECT_THAT(Names(*store_->List("core/pod", {})), ElementsAre("a/other-resource"));
+}
+
+TEST_P(StoreConformanceTest, ListAtARevisionSeesThePastState) {
+  MustCreate(*store_, Pod("ns", "a"), "a1");
+  const Revision snapshot = MustCreate(*store_, Pod("ns", "b"), "b1")->revision;
+  MustUpdate(*store_, Pod("ns", "a"), "a2");
+  MustDelete(*store_, Pod("ns", "b"));
+  MustCreate(*store_, Pod("ns", "c"), "c1");
+
+  StatusOr<ListResult> past = store_->List("core/pods", {.revision = snapshot});
+  ASSERT_TRUE(past.ok()) << past.status().ToString();
+  EXPECT_EQ(past->revision, snapshot);
+  ASSERT_THAT(Names(*past), ElementsAre("ns/a", "ns/b"));
+  EXPECT_EQ(past->objects[0]->value, "a1");
+  EXPECT_EQ(past->objects[1]->value, "b1");
+  EXPECT_LE(past->objects[0]->revision, snapshot);
+
+  StatusOr<ListResult> now = store_->List("core/pods", {});
+  ASSERT_THAT(Names(*now), ElementsAre("ns/a", "ns/c"));
+  EXPECT_EQ(now->objects[0]->value, "a2");
+}
+
+TEST_P(StoreConformanceTest, ListAtAFutureRevisionIsDeadlineExceeded) {
+  MustCreate(*store_, Pod("ns", "a"), "");
+  const Revision current = *store_->CurrentRevision();
+  EXPECT_EQ(store_->List("core/pods", {.revision = current + 1000}).status().code(),
+            StatusCode::kDeadlineExceeded);
+}
+
+TEST_P(StoreConformanceTest, PagesOfOneListShowOneSnapshotWhateverIsWrittenBetween) {
+  for (int i = 0; i < 25; ++i) {
+    MustCreate(*store_, Pod("ns", "p" + std::string(i < 10 ? "0" : "") + std::to_string(i)),
+               "v" + std::to_string(i));
+  }
+  std::vector<std::string> seen;
+  std::string token;
+  Revision revision = 0;
+  int pages = 0;
+  do {
+    StatusOr<ListResult> page =
+        store_->List("core/pods", {.ns = "ns", .limit = 10, .continue_token = token});
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    if (revision == 0) revision = page->revision;
+    EXPECT_EQ(page->revision, revision);
+    EXPECT_LE(page->objects.size(), 10u);
+    for (const std::string& name : Names(*page)) seen.push_back(name);
+    for (const ObjectPtr& object : page->objects) {
+      EXPECT_EQ(object->value, "v" + std::to_string(std::stoi(object->key.name.substr(1))));
+    }
+    token = page->continue_token;
+    ++pages;
+    // Writes between pages must not show up in later pages.
+    MustUpdate(*store_, Pod("ns", "p24"), "changed" + std::to_string(pages));
+    MustCreate(*store_, Pod("ns", "p2" + std::to_string(pages) + "x"), "new");
+    MustDelete(*store_, Pod("ns", "p1" + std::to_string(pages)));
+  } while (!token.empty());
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(seen.size(), 25u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(seen.front(), "ns/p00");
+  EXPECT_EQ(seen.back(), "ns/p24");
+}
+
+TEST_P(StoreConformanceTest, AnExactlyFullLastPageCarriesNoContinueToken) {
+  for (int i = 0; i < 10; ++i) MustCreate(*store_, Pod("ns", "p" + std::to_string(i)), "");
+  StatusOr<ListResult> first = store_->List("core/pods", {.limit = 5});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->objects.size(), 5u);
+  ASSERT_FALSE(first->continue_token.empty());
+  StatusOr<ListResult> second =
+      store_->List("core/pods", {.limit = 5, .continue_token = first->continue_token});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->objects.size(), 5u);
+  EXPECT_TRUE(second->continue_token.empty());
+}
+
+TEST_P(StoreConformanceTest, ContinueTokensAreCheckedAgainstTheirList) {
+  for (int i = 0; i < 4; ++i) MustCreate(*store_, Pod("ns", "p" + std::to_string(i)), "");
+  StatusOr<ListResult> first = store_->List("core/pods", {.ns = "ns", .limit = 2});
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(store_->List("core/pods", {.ns = "other", .continue_token = first->continue_token})
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->List("core/nodes", {.continue_token = first->continue_token}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->List("core/pods", {.continue_token = "garbage!"}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->List("core/pods", {.limit = -1}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformanceTest, CompactionExpiresOlderSnapshotsTokensAndWatches) {
+  MustCreate(*store_, Pod("ns", "a"), "a1");
+  MustCreate(*store_, Pod("ns", "b"), "b1");
+  const Revision old_revision = MustCreate(*store_, Pod("ns", "c"), "c1")->revision;
+  StatusOr<ListResult> page = store_->List("core/pods", {.limit = 1});
+  ASSERT_TRUE(page.ok());
+  MustUpdate(*store_, Pod("ns", "a"), "a2");
+  MustDelete(*store_, Pod("ns", "b"));
+  const Revision compact_to = MustCreate(*store_, Pod("ns", "d"), "d1")->revision;
+  MustUpdate(*store_, Pod("ns", "c"), "c2");
+
+  ASSERT_TRUE(store_->Compact(compact_to).ok());
+
+  EXPECT_EQ(store_->List("core/pods", {.revision = old_revision}).status().code(),
+            StatusCode::kExpired);
+  StatusOr<ListResult> continued =
+      store_->List("core/pods", {.limit = 1, .continue_token = page->continue_token});
+  EXPECT_EQ(continued.status().code(), StatusCode::kExpired);
+  EXPECT_EQ(store_->Watch("core/pods", {.revision = old_revision}).status().code(),
+            StatusCode::kExpired);
+
+  // The state at the compaction revision itself stays readable, and so does everything after.
+  StatusOr<ListResult> at = store_->List("core/pods", {.revision = compact_to});
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  ASSERT_THAT(Names(*at), ElementsAre("ns/a", "ns/c", "ns/d"));
+  EXPECT_EQ(at->objects[0]->value, "a2");
+  EXPECT_EQ(at->objects[1]->value, "c1");
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods", {.revision = compact_to});
+  ASSERT_NE(watcher, nullptr);
+  WatchEvent event = MustNext(*watcher);
+  EXPECT_EQ(Describe(event), "MODIFIED c=c2");
+
+  // Compacting again to the same or an older revision is a no-op; the future is refused.
+  EXPECT_TRUE(store_->Compact(compact_to).ok());
+  EXPECT_TRUE(store_->Compact(old_revision).ok());
+  EXPECT_EQ(store_->Compact(*store_->CurrentRevision() + 1000).code(),
+            StatusCode::kInvalidArgument);
+}
+
+// ---- Watch -----------------------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, WatchFromNowSeesLaterChangesInOrder) {
+  MustCreate(*store_, Pod("ns", "before"), "old");
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods");
+  ASSERT_NE(watcher, nullptr);
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "one");
+  ObjectPtr updated = MustUpdate(*store_, Pod("ns", "a"), "two");
+  ObjectPtr deleted = MustDelete(*store_, Pod("ns", "a"));
+
+  WatchEvent added = MustNext(*watcher);
+  EXPECT_EQ(Describe(added), "ADDED a=one");
+  EXPECT_EQ(added.revision, created->revision);
+  EXPECT_EQ(added.object->revision, created->revision);
+  EXPECT_EQ(added.prev_object, nullptr);
+
+  WatchEvent modified = MustNext(*watcher);
+  EXPECT_EQ(Describe(modified), "MODIFIED a=two");
+  EXPECT_EQ(modified.revision, updated->revision);
+  ASSERT_NE(modified.prev_object, nullptr);
+  EXPECT_EQ(modified.prev_object->value, "one");
+  EXPECT_EQ(modified.prev_object->revision, created->revision);
+
+  WatchEvent removed = MustNext(*watcher);
+  EXPECT_EQ(Describe(removed), "DELETED a=two");
+  EXPECT_EQ(removed.revision, deleted->revision);
+  EXPECT_EQ(removed.object->revision, deleted->revision);
+  EXPECT_EQ(removed.object->create_revision, created->revision);
+  ASSERT_NE(removed.prev_object, nullptr);
+  EXPECT_EQ(removed.prev_object->revision, updated->revision);
+
+  std::vector<WatchEvent> rest;
+  EXPECT_TRUE(watcher->Poll(&rest).ok());
+  EXPECT_TRUE(rest.empty());
+}
+
+TEST_P(StoreConformanceTest, WatchFromARevisionReplaysEveryLaterEventExactlyOnce) {
+  std::vector<Revision> revisions;
+  for (int i = 0; i < 10; ++i) {
+    revisions.push_back(MustCreate(*store_, Pod("ns", "p" + std::to_string(i)), "")->revision);
+  }
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods", {.revision = revisions[3]});
+  ASSERT_NE(watcher, nullptr);
+  for (int i = 4; i < 10; ++i) {
+    WatchEvent event = MustNext(*watcher);
+    EXPECT_EQ(event.type, WatchEvent::Type::kAdded);
+    EXPECT_EQ(event.revision, revisions[i]);
+    EXPECT_EQ(event.object->key.name, "p" + std::to_string(i));
+  }
+  // Then the live events follow without a gap or a repeat.
+  const Revision live = MustUpdate(*store_, Pod("ns", "p0"), "x")->revision;
+  WatchEvent event = MustNext(*watcher);
+  EXPECT_EQ(event.revision, live);
+  EXPECT_EQ(Describe(event), "MODIFIED p0=x");
+}
+
+TEST_P(StoreConformanceTest, WatchFiltersByResourceNamespaceAndName) {
+  std::unique_ptr<Watcher> by_ns = MustWatch(*store_, "core/pods", {.ns = "a"});
+  std::unique_ptr<Watcher> by_name = MustWatch(*store_, "core/pods", {.ns = "b", .name = "y"});
+  std::unique_ptr<Watcher> nodes = MustWatch(*store_, "core/nodes");
+  MustCreate(*store_, Pod("b", "x"), "bx");
+  MustCreate(*store_, Pod("a", "x"), "ax");
+  MustCreate(*store_, Node("n"), "n");
+  MustCreate(*store_, Pod("b", "y"), "by");
+  MustCreate(*store_, Key{"core/pod", "a", "x"}, "other");
+  MustCreate(*store_, Pod("a", "z"), "az");
+
+  EXPECT_EQ(Describe(MustNext(*by_ns)), "ADDED x=ax");
+  EXPECT_EQ(Describe(MustNext(*by_ns)), "ADDED z=az");
+  EXPECT_EQ(Describe(MustNext(*by_name)), "ADDED y=by");
+  EXPECT_EQ(Describe(MustNext(*nodes)), "ADDED n=n");
+  // Nothing else is pending: a bookmark requested now comes next.
+  for (Watcher* w : {by_ns.get(), by_name.get(), nodes.get()}) {
+    w->RequestBookmark();
+    EXPECT_EQ(MustNext(*w).type, WatchEvent::Type::kBookmark);
+  }
+}
+
+TEST_P(StoreConformanceTest, ConcurrentWritesAreWatchedExactlyOnceInRevisionOrder) {
+  constexpr int kThreads = 4;
+  constexpr int kWrites = 30;
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods");
+  ASSERT_NE(watcher, nullptr);
+  std::mutex mu;
+  std::map<Revision, std::string> acknowledged;  // revision → "TYPE name=value"
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const Key key = Pod("ns", "k" + std::to_string(t));
+      for (int i = 0; i < kWrites; ++i) {
+        StatusOr<ObjectPtr> result = i % 3 == 0   ? store_->Create(key, std::to_string(i))
+                                     : i % 3 == 1 ? store_->Update(key, std::to_string(i))
+                                                  : store_->Delete(key);
+        ASSERT_TRUE(result.ok()) << result.status().ToString();
+        const char* type = i % 3 == 0 ? "ADDED" : i % 3 == 1 ? "MODIFIED" : "DELETED";
+        std::lock_guard<std::mutex> lock(mu);
+        acknowledged[(*result)->revision] =
+            std::string(type) + " " + key.name + "=" + (*result)->value;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::map<Revision, std::string> watched;
+  Revision last = 0;
+  for (int i = 0; i < kThreads * kWrites; ++i) {
+    WatchEvent event = MustNext(*watcher);
+    EXPECT_GT(event.revision, last);
+    last = event.revision;
+    EXPECT_TRUE(watched.emplace(event.revision, Describe(event)).second);
+  }
+  EXPECT_EQ(watched, acknowledged);
+}
+
+TEST_P(StoreConformanceTest, BookmarksCarryARevisionCoveringDeliveredEvents) {
+  MustCreate(*store_, Pod("ns", "a"), "");
+  const Revision start = *store_->CurrentRevision();
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods", {.ns = "ns"});
+  watcher->RequestBookmark();
+  WatchEvent first = MustNext(*watcher);
+  EXPECT_EQ(first.type, WatchEvent::Type::kBookmark);
+  EXPECT_GE(first.revision, start);
+  EXPECT_EQ(first.object, nullptr);
+
+  const Revision written = MustUpdate(*store_, Pod("ns", "a"), "x")->revision;
+  EXPECT_EQ(MustNext(*watcher).revision, written);
+  watcher->RequestBookmark();
+  WatchEvent second = MustNext(*watcher);
+  EXPECT_EQ(second.type, WatchEvent::Type::kBookmark);
+  EXPECT_GE(second.revision, written);
+}
+
+TEST_P(StoreConformanceTest, CancelEndsTheWatchAndWakesABlockedReader) {
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods");
+  StatusOr<WatchEvent> result = WatchEvent{};
+  std::thread reader([&] { result = watcher->Next(); });
+  watcher->Cancel();
+  reader.join();
+  EXPECT_EQ(result.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(watcher->status().code(), StatusCode::kCancelled);
+  // Later writes are not queued and Cancel is idempotent.
+  MustCreate(*store_, Pod("ns", "a"), "");
+  watcher->Cancel();
+  std::vector<WatchEvent> events;
+  EXPECT_EQ(watcher->Poll(&events).code(), StatusCode::kCancelled);
+  EXPECT_TRUE(events.empty());
+}
+
+TEST_P(StoreConformanceTest, ASlowWatcherIsClosedWithResourceExhaustedAndCanResume) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int notifications = 0;
+  std::unique_ptr<Watcher> watcher =
+      MustWatch(*store_, "core/pods", {.queue_limit = 5, .notify = [&] {
+                                         std::lock_guard<std::mutex> lock(mu);
+                                         ++notifications;
+                                         cv.notify_all();
+                                       }});
+  ASSERT_NE(watcher, nullptr);
+  std::vector<Revision> revisions;
+  for (int i = 0; i < 8; ++i) {
+    revisions.push_back(MustCreate(*store_, Pod("ns", "p" + std::to_string(i)), "")->revision);
+  }
+  {
+    // Wait until the store has ended the watch (the sixth event overflows the queue).
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !watcher->status().ok(); });
+  }
+  EXPECT_EQ(watcher->status().code(), StatusCode::kResourceExhausted);
+  std::vector<WatchEvent> events;
+  EXPECT_TRUE(watcher->Poll(&events).ok());
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events.back().revision, revisions[4]);
+  Status end = watcher->Poll(&events);
+  EXPECT_EQ(end.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(end.message()), HasSubstr(std::to_string(revisions[4])));
+  EXPECT_EQ(events.size(), 5u);
+
+  // Resuming from the last delivered revision loses nothing.
+  std::unique_ptr<Watcher> resumed =
+      MustWatch(*store_, "core/pods", {.revision = events.back().revision});
+  ASSERT_NE(resumed, nullptr);
+  for (int i = 5; i < 8; ++i) EXPECT_EQ(MustNext(*resumed).revision, revisions[i]);
+}
+
+TEST_P(StoreConformanceTest, NotifyFiresWhenTheQueueTurnsNonEmpty) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int notifications = 0;
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods", {.notify = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    ++notifications;
+    cv.notify_all();
+  }});
+  ASSERT_NE(watcher, nullptr);
+  MustCreate(*store_, Pod("ns", "a"), "");
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return notifications > 0; });
+  }
+  std::vector<WatchEvent> events;
+  ASSERT_TRUE(watcher->Poll(&events).ok());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(Describe(events[0]), "ADDED a=");
+}
+
+TEST_P(StoreConformanceTest, AWatcherThatOutlivesItsStoreEndsWithCancelled) {
+  std::unique_ptr<Watcher> watcher = MustWatch(*store_, "core/pods");
+  ASSERT_NE(watcher, nullptr);
+  store_.reset();
+  EXPECT_EQ(watcher->Next().status().code(), StatusCode::kCancelled);
+  watcher->RequestBookmark();
+  watcher->Cancel();
+}
+
+// ---- GuaranteedUpdate ------------------------------------------------------------------------
+
+TEST_P(StoreConformanceTest, GuaranteedUpdateFromEightThreadsLosesNoIncrement) {
+  constexpr int kThreads = 8;
+  constexpr int kIncrements = 25;
+  MustCreate(*store_, Pod("ns", "counter"), "0");
+  std::atomic<int> calls{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kIncrements; ++i) {
+        StatusOr<ObjectPtr> result = store_->GuaranteedUpdate(
+            Pod("ns", "counter"), [&](const Object* current) -> StatusOr<std::string> {
+              ++calls;
+              return std::to_string(std::stoi(current->value) + 1);
+            });
+        ASSERT_TRUE(result.ok()) << result.status().ToString();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ((*store_->Get(Pod("ns", "counter")))->value, std::to_string(kThreads * kIncrements));
+  EXPECT_GE(calls.load(), kThreads * kIncrements);
+}
+
+TEST_P(StoreConformanceTest, GuaranteedUpdateSkipsTheWriteWhenNothingChanges) {
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "same");
+  auto same = [](const Object* current) -> StatusOr<std::string> { return current->value; };
+  StatusOr<ObjectPtr> a = store_->GuaranteedUpdate(Pod("ns", "a"), same);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->revision, created->revision);
+  EXPECT_EQ(*store_->CurrentRevision(), created->revision);
+}
+
+TEST_P(StoreConformanceTest, GuaranteedUpdateCreatesOnlyWhenAllowed) {
+  auto make = [](const Object* current) -> StatusOr<std::string> {
+    return current == nullptr ? "fresh" : current->value + "+";
+  };
+  EXPECT_EQ(store_->GuaranteedUpdate(Pod("ns", "a"), make).status().code(), StatusCode::kNotFound);
+  StatusOr<ObjectPtr> created =
+      store_->GuaranteedUpdate(Pod("ns", "a"), make, {.allow_create = true});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ((*created)->value, "fresh");
+  StatusOr<ObjectPtr> updated =
+      store_->GuaranteedUpdate(Pod("ns", "a"), make, {.allow_create = true});
+  EXPECT_EQ((*updated)->value, "fresh+");
+}
+
+TEST_P(StoreConformanceTest, GuaranteedUpdateChecksPreconditionsAndPropagatesErrors) {
+  ObjectPtr created = MustCreate(*store_, Pod("ns", "a"), "1");
+  MustUpdate(*store_, Pod("ns", "a"), "2");
+  auto bump = [](const Object* current) -> StatusOr<std::string> { return current->value + "!"; };
+  EXPECT_EQ(store_
+                ->GuaranteedUpdate(Pod("ns", "a"), bump,
+                                   {.preconditions = Preconditions{created->revision}})
+                .status()
+                .code(),
+            StatusCode::kConflict);
+  auto refuse = [](const Object*) -> StatusOr<std::string> {
+    return InvalidArgumentError("spec.x: Invalid value");
+  };
+  Status refused = store_->GuaranteedUpdate(Pod("ns", "a"), refuse).status();
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), "spec.x: Invalid value");
+  EXPECT_EQ((*store_->Get(Pod("ns", "a")))->value, "2");
+}
+
+}  // namespace draplane::store::testing
