@@ -132,12 +132,16 @@ TEST_P(QuantityParseTable, MatchesUpstream) {
   EXPECT_EQ(q.original_text(), input);
   EXPECT_EQ(q.SerializedText(), input);
 
-  // Both printed forms parse back to the same value and are fixed points.
+  // Both printed forms parse back to the same value and are fixed points, except that a BinarySI
+  // value printed without a suffix parses as DecimalSI and may then print differently (upstream:
+  // "62.5Ki" prints "64000", which prints "64k").
   for (const std::string& printed : {q.ToString(), q.CanonicalString()}) {
     StatusOr<Quantity> again = Quantity::Parse(printed);
     ASSERT_TRUE(again.ok()) << printed << ": " << again.status().ToString();
     EXPECT_EQ(again->Compare(q), 0) << printed;
-    EXPECT_EQ(again->ToString(), printed);
+    if (q.format() != Format::kBinarySI || again->format() == Format::kBinarySI) {
+      EXPECT_EQ(again->ToString(), printed);
+    }
   }
   // Negating the input negates the value (upstream's "try the negative version").
   if (!input.empty() && input[0] != '-' && input[0] != '+') {
