@@ -1,0 +1,67 @@
+#include "allocator/features.h"
+
+#include <gtest/gtest.h>
+
+namespace draplane::allocator {
+namespace {
+
+TEST(FeaturesTest, DefaultsFollowTheReleaseTable) {
+  Features v134 = DefaultFeatures("1.34").value();
+  EXPECT_TRUE(v134.admin_access);
+  EXPECT_TRUE(v134.prioritized_list);
+  EXPECT_FALSE(v134.device_taints);
+  EXPECT_FALSE(v134.partitionable_devices);
+  EXPECT_FALSE(v134.consumable_capacity);
+  EXPECT_FALSE(v134.device_binding_and_status);
+  EXPECT_EQ(DefaultFeatures("v1.35.3").value(), v134);
+
+  Features v136 = DefaultFeatures("1.36").value();
+  EXPECT_TRUE(v136.device_taints);
+  EXPECT_TRUE(v136.partitionable_devices);
+  EXPECT_TRUE(v136.consumable_capacity);
+  EXPECT_TRUE(v136.device_binding_and_status);
+  EXPECT_FALSE(v136.list_type_attributes);
+  EXPECT_EQ(DefaultFeatures("1.37").value(), v136);
+
+  EXPECT_EQ(DefaultFeatures("1.33").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FeaturesTest, GatesOverrideTheBase) {
+  Features base = DefaultFeatures("1.36").value();
+  Features f = ApplyFeatureGates("DRAListTypeAttributes=true, DRADeviceTaints=false", base).value();
+  EXPECT_TRUE(f.list_type_attributes);
+  EXPECT_FALSE(f.device_taints);
+  EXPECT_TRUE(f.consumable_capacity);
+}
+
+TEST(FeaturesTest, BindingAndStatusNeedsBothGates) {
+  Features base;
+  EXPECT_FALSE(
+      ApplyFeatureGates("DRADeviceBindingConditions=true", base).value().device_binding_and_status);
+  EXPECT_TRUE(
+      ApplyFeatureGates("DRADeviceBindingConditions=true,DRAResourceClaimDeviceStatus=true", base)
+          .value()
+          .device_binding_and_status);
+  Features on = DefaultFeatures("1.36").value();
+  EXPECT_FALSE(ApplyFeatureGates("DRAResourceClaimDeviceStatus=false", on)
+                   .value()
+                   .device_binding_and_status);
+}
+
+TEST(FeaturesTest, RejectsUnknownGatesAndValues) {
+  EXPECT_EQ(ApplyFeatureGates("DRANope=true", {}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ApplyFeatureGates("DRAAdminAccess=yes", {}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ApplyFeatureGates("DRAAdminAccess", {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(FeaturesTest, NamesRoundTrip) {
+  Features f;
+  for (std::string_view name : FeatureNames()) ASSERT_TRUE(SetFeature(name, true, &f).ok());
+  EXPECT_EQ(f, AllFeatures());
+  EXPECT_EQ(EnabledFeatureNames(f).size(), 7u);
+  EXPECT_FALSE(SetFeature("Bogus", true, &f).ok());
+}
+
+}  // namespace
+}  // namespace draplane::allocator

@@ -1,0 +1,109 @@
+#include "allocator/internal/problem.h"
+
+#include <map>
+#include <string>
+
+namespace draplane::allocator::internal {
+
+std::string Problem::RenderSet(const AttributeValue& value) const {
+  std::string out = "[";
+  for (size_t i = 0; i < value.set.size(); ++i) {
+    if (i > 0) out += ", ";
+    int64_t v = value.set[i];
+    switch (value.set_type) {
+      case AttributeValue::SetType::kInt:
+        out += std::to_string(v);
+        break;
+      case AttributeValue::SetType::kBool:
+        out += v != 0 ? "true" : "false";
+        break;
+      case AttributeValue::SetType::kString:
+        out += "\"" + interned[static_cast<size_t>(v)] + "\"";
+        break;
+      case AttributeValue::SetType::kVersion:
+        out += interned[static_cast<size_t>(v)];
+        break;
+      case AttributeValue::SetType::kUnknown:
+        break;
+    }
+  }
+  return out + "]";
+}
+
+std::string Problem::RenderValue(uint32_t value_index) const {
+  if (value_index == kNone) return "<absent>";
+  const AttributeValue& v = values[value_index];
+  if (v.string_value) return "\"" + interned[static_cast<size_t>(*v.string_value)] + "\"";
+  if (v.int_value) return std::to_string(*v.int_value);
+  if (v.bool_value) return *v.bool_value ? "true" : "false";
+  if (v.version_value) return interned[static_cast<size_t>(*v.version_value)];
+  if (v.set_type != AttributeValue::SetType::kUnknown) return RenderSet(v);
+  return "<no value>";
+}
+
+void AssignSymmetryClasses(Problem& problem) {
+  const size_t n = problem.devices.size();
+  std::vector<std::vector<uint64_t>> features(n);
+  // Quantities are compared by their canonical text: equal text means equal value, so devices
+  // that share a class are truly interchangeable (the converse need not hold; that only costs
+  // pruning).
+  std::map<std::string, uint64_t> text_ids;
+  auto text_id = [&](const std::string& text) {
+    auto [it, inserted] = text_ids.emplace(text, text_ids.size());
+    return it->second;
+  };
+  std::vector<uint64_t> plan_ids(problem.plans.size());
+  for (size_t i = 0; i < problem.plans.size(); ++i) {
+    const CapacityPlan& plan = problem.plans[i];
+    std::string text = plan.usable ? "1" : "0";
+    for (const api::Quantity& q : plan.consumed) text += "|" + q.ToString();
+    plan_ids[i] = text_id(text);
+  }
+  for (size_t d = 0; d < n; ++d) {
+    const Device& dev = problem.devices[d];
+    std::vector<uint64_t>& f = features[d];
+    f.push_back((dev.multi_allocatable ? 1 : 0) | (dev.allocated ? 2 : 0) |
+                (dev.capacity_in_use ? 4 : 0) | (dev.consumes_counters ? 8 : 0));
+    if (dev.consumes_counters) {
+      f.push_back(dev.pool);
+      f.push_back(dev.counter_uses.size());
+      for (const CounterUse& use : dev.counter_uses) {
+        f.push_back(use.counter);
+        f.push_back(text_id(use.amount.ToString()));
+      }
+    }
+    f.push_back(dev.capacities.size());
+    for (const DeviceCapacity& cap : dev.capacities) {
+      f.push_back(text_id(cap.value.ToString()));
+      f.push_back(text_id(cap.allocated.ToString()));
+    }
+  }
+  for (uint32_t k = 0; k < problem.keys.size(); ++k) {
+    const RequestKey& key = problem.keys[k];
+    for (const Candidate& c : key.candidates) {
+      std::vector<uint64_t>& f = features[c.device];
+      f.push_back((uint64_t{k} << 2) | 1);
+      f.push_back((c.error != kNone ? 1 : 0) | (c.taint_blocked ? 2 : 0));
+      f.push_back(c.plan == kNone ? ~uint64_t{0} : plan_ids[c.plan]);
+    }
+    for (const Candidate& c : key.all_devices) {
+      std::vector<uint64_t>& f = features[c.device];
+      f.push_back((uint64_t{k} << 2) | 2);
+      f.push_back(c.taint_blocked ? 2 : 0);
+      f.push_back(c.plan == kNone ? ~uint64_t{0} : plan_ids[c.plan]);
+    }
+  }
+  for (const Claim& claim : problem.claims) {
+    for (const Constraint& constraint : claim.constraints) {
+      for (size_t d = 0; d < n; ++d) features[d].push_back(constraint.value_of_device[d]);
+    }
+  }
+  std::map<std::vector<uint64_t>, uint32_t> classes;
+  for (size_t d = 0; d < n; ++d) {
+    auto [it, inserted] =
+        classes.emplace(std::move(features[d]), static_cast<uint32_t>(classes.size()));
+    problem.devices[d].symmetry_class = it->second;
+  }
+}
+
+}  // namespace draplane::allocator::internal
