@@ -1,0 +1,254 @@
+#include "server/auth/authenticator.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "server/auth/pki.h"
+
+namespace draplane::server::auth {
+namespace {
+
+// Splits one CSV line into fields, honouring double quotes ("" is a literal quote).
+std::optional<std::vector<std::string>> SplitCsv(std::string_view line) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < line.size() && line[i + 1] == '"') {
+          field.push_back('"');
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        field.push_back(c);
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+    } else {
+      field.push_back(c);
+    }
+  }
+  if (quoted) return std::nullopt;
+  fields.push_back(std::move(field));
+  return fields;
+}
+
+std::string Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+std::string QuoteCsv(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+void AddAuthenticatedGroup(UserInfo& user) {
+  if (!user.InGroup(kAuthenticatedGroup)) user.groups.emplace_back(kAuthenticatedGroup);
+}
+
+}  // namespace
+
+bool UserInfo::InGroup(std::string_view group) const {
+  return std::find(groups.begin(), groups.end(), group) != groups.end();
+}
+
+StatusOr<std::vector<TokenEntry>> ParseTokenFile(std::string_view contents) {
+  std::vector<TokenEntry> out;
+  int line_number = 0;
+  while (!contents.empty()) {
+    size_t newline = contents.find('\n');
+    std::string_view line = contents.substr(0, newline);
+    contents =
+        newline == std::string_view::npos ? std::string_view() : contents.substr(newline + 1);
+    ++line_number;
+    std::string trimmed = Trim(line);
+    if (trimmed.empty() || trimmed[0] == '#') continue;
+    std::optional<std::vector<std::string>> fields = SplitCsv(trimmed);
+    if (!fields || fields->size() < 3) {
+      return InvalidArgumentError("token file line " + std::to_string(line_number) +
+                                  ": want token,user,uid[,\"group1,group2\"]");
+    }
+    TokenEntry entry;
+    entry.token = Trim((*fields)[0]);
+    entry.user.name = Trim((*fields)[1]);
+    entry.user.uid = Trim((*fields)[2]);
+    if (entry.token.empty() || entry.user.name.empty()) {
+      return InvalidArgumentError("token file line " + std::to_string(line_number) +
+                                  ": empty token or user");
+    }
+    if (fields->size() > 3) {
+      std::optional<std::vector<std::string>> groups = SplitCsv((*fields)[3]);
+      for (const std::string& group : groups.value_or(std::vector<std::string>{})) {
+        std::string g = Trim(group);
+        if (!g.empty()) entry.user.groups.push_back(std::move(g));
+      }
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::string FormatTokenLine(const TokenEntry& entry) {
+  std::string groups;
+  for (const std::string& group : entry.user.groups) {
+    if (!groups.empty()) groups.push_back(',');
+    groups += group;
+  }
+  return entry.token + "," + QuoteCsv(entry.user.name) + "," + QuoteCsv(entry.user.uid) + "," +
+         QuoteCsv(groups) + "\n";
+}
+
+Status AppendTokenFile(const std::string& path, const TokenEntry& entry) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return UnavailableError("cannot open " + path + ": " + std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      ::close(fd);
+      return UnavailableError("cannot lock " + path + ": " + std::strerror(errno));
+    }
+  }
+  std::string line = FormatTokenLine(entry);
+  size_t written = 0;
+  while (written < line.size()) {
+    ssize_t n = ::write(fd, line.data() + written, line.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return UnavailableError("cannot write " + path + ": " + std::strerror(errno));
+    }
+    written += static_cast<size_t>(n);
+  }
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return UnavailableError("cannot flush " + path + ": " + std::strerror(errno));
+  return Status::Ok();
+}
+
+std::string NewToken(Random& random) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  out.reserve(43);
+  // 43 characters of 6 bits: 258 random bits, more than 32 bytes.
+  uint64_t bits = 0;
+  int available = 0;
+  while (out.size() < 43) {
+    if (available < 6) {
+      bits = random.Next64();
+      available = 64;
+    }
+    out.push_back(kAlphabet[bits & 63]);
+    bits >>= 6;
+    available -= 6;
+  }
+  return out;
+}
+
+Authenticator::Authenticator(AuthenticatorOptions options) : options_(std::move(options)) {
+  Status status = Reload();
+  if (!status.ok()) log::Warning("authenticator: {}", status.ToString());
+}
+
+void Authenticator::AddMemoryToken(std::string token, UserInfo user) {
+  AddAuthenticatedGroup(user);
+  std::unique_lock lock(mu_);
+  memory_tokens_[std::move(token)] = std::move(user);
+}
+
+bool Authenticator::TokenFileChanged() const {
+  if (options_.token_file.empty()) return false;
+  struct stat st;
+  if (::stat(options_.token_file.c_str(), &st) != 0) return false;
+  int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  std::shared_lock lock(mu_);
+  return mtime != file_mtime_ns_ || static_cast<int64_t>(st.st_size) != file_size_;
+}
+
+Status Authenticator::Reload() {
+  if (options_.token_file.empty()) return Status::Ok();
+  struct stat st;
+  if (::stat(options_.token_file.c_str(), &st) != 0) return Status::Ok();
+  StatusOr<std::string> contents = ReadFile(options_.token_file);
+  if (!contents.ok()) {
+    if (contents.status().code() == StatusCode::kNotFound) return Status::Ok();
+    return contents.status();
+  }
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<TokenEntry> entries, ParseTokenFile(*contents));
+  std::map<std::string, UserInfo, std::less<>> tokens;
+  for (TokenEntry& entry : entries) {
+    AddAuthenticatedGroup(entry.user);
+    tokens[std::move(entry.token)] = std::move(entry.user);
+  }
+  std::unique_lock lock(mu_);
+  file_tokens_ = std::move(tokens);
+  file_mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  file_size_ = static_cast<int64_t>(st.st_size);
+  return Status::Ok();
+}
+
+std::optional<UserInfo> Authenticator::Lookup(std::string_view token) const {
+  std::shared_lock lock(mu_);
+  if (auto it = memory_tokens_.find(token); it != memory_tokens_.end()) return it->second;
+  if (auto it = file_tokens_.find(token); it != file_tokens_.end()) return it->second;
+  return std::nullopt;
+}
+
+std::optional<UserInfo> Authenticator::Authenticate(
+    std::string_view authorization_header,
+    const std::optional<http::ClientCertificate>& certificate) {
+  if (!authorization_header.empty()) {
+    std::string_view value = authorization_header;
+    size_t space = value.find(' ');
+    std::string scheme(value.substr(0, space));
+    std::transform(scheme.begin(), scheme.end(), scheme.begin(), ::tolower);
+    if (scheme == "bearer" && space != std::string_view::npos) {
+      std::string token = Trim(value.substr(space + 1));
+      if (token.empty()) return std::nullopt;
+      if (std::optional<UserInfo> user = Lookup(token)) return user;
+      if (TokenFileChanged()) {
+        Status status = Reload();
+        if (!status.ok()) log::Warning("authenticator: {}", status.ToString());
+        if (std::optional<UserInfo> user = Lookup(token)) return user;
+      }
+      return std::nullopt;
+    }
+    // Other schemes (Basic) are not supported; the client meant to authenticate, so refuse.
+    return std::nullopt;
+  }
+  if (certificate && !certificate->common_name.empty()) {
+    UserInfo user{
+        .name = certificate->common_name, .uid = "", .groups = certificate->organizations};
+    AddAuthenticatedGroup(user);
+    return user;
+  }
+  if (!options_.anonymous) return std::nullopt;
+  return UserInfo{.name = std::string(kAnonymousUser),
+                  .uid = "",
+                  .groups = {std::string(kUnauthenticatedGroup)}};
+}
+
+}  // namespace draplane::server::auth

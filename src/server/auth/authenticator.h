@@ -1,0 +1,93 @@
+// Authentication: who is making a request.
+//
+// Three sources, tried in this order (kube-apiserver's union authenticator does the same):
+//  1. `Authorization: Bearer <token>` looked up in the static token file (CSV, upstream's
+//     `--token-auth-file` format: `token,user,uid,"group1,group2"`) or in tokens registered in
+//     memory for components embedded in the server process. An unknown token is a failure
+//     (401), even if a client certificate is also present, as upstream.
+//  2. A client certificate that verified against the cluster CA: user = subject CN, groups =
+//     subject O entries.
+//  3. Otherwise the anonymous user `system:anonymous` in group `system:unauthenticated` (when
+//     anonymous access is enabled), which RBAC then allows only the public endpoints.
+// Every authenticated user also gets the group `system:authenticated`.
+//
+// The token file is re-read when its modification time or size changes, checked at most once per
+// lookup miss, so `draplane kubeconfig` can add identities to a running server.
+//
+// Thread-safety: all methods are safe for concurrent use.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/random.h"
+#include "common/status.h"
+#include "server/http/http.h"
+
+namespace draplane::server::auth {
+
+struct UserInfo {
+  std::string name;
+  std::string uid;
+  std::vector<std::string> groups;
+
+  bool InGroup(std::string_view group) const;
+};
+
+inline constexpr std::string_view kAnonymousUser = "system:anonymous";
+inline constexpr std::string_view kUnauthenticatedGroup = "system:unauthenticated";
+inline constexpr std::string_view kAuthenticatedGroup = "system:authenticated";
+inline constexpr std::string_view kMastersGroup = "system:masters";
+
+struct TokenEntry {
+  std::string token;
+  UserInfo user;
+};
+
+// Parses a token file. Returns InvalidArgument naming the line for a malformed one.
+StatusOr<std::vector<TokenEntry>> ParseTokenFile(std::string_view contents);
+// Renders one line of a token file (with a trailing newline).
+std::string FormatTokenLine(const TokenEntry& entry);
+// Appends `entry` to the token file at `path` (created with mode 0600), under an exclusive
+// file lock so concurrent writers do not interleave.
+Status AppendTokenFile(const std::string& path, const TokenEntry& entry);
+// A new random token: 32 bytes from `random`, URL-safe base64 without padding.
+std::string NewToken(Random& random);
+
+struct AuthenticatorOptions {
+  std::string token_file;  // empty: no token file
+  bool anonymous = true;
+};
+
+class Authenticator {
+ public:
+  explicit Authenticator(AuthenticatorOptions options);
+
+  // The user making a request with these credentials, or std::nullopt for a failure that must
+  // be answered with 401 (unknown token; or no credentials when anonymous access is off).
+  std::optional<UserInfo> Authenticate(std::string_view authorization_header,
+                                       const std::optional<http::ClientCertificate>& certificate);
+
+  // Registers a token that is valid until the process exits (for embedded components).
+  void AddMemoryToken(std::string token, UserInfo user);
+
+  // Loads the token file now. Returns the parse or read error (a missing file is not one).
+  Status Reload();
+
+ private:
+  std::optional<UserInfo> Lookup(std::string_view token) const;
+  bool TokenFileChanged() const;
+
+  AuthenticatorOptions options_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, UserInfo, std::less<>> file_tokens_;    // guarded by mu_
+  std::map<std::string, UserInfo, std::less<>> memory_tokens_;  // guarded by mu_
+  int64_t file_mtime_ns_ = -1;                                  // guarded by mu_
+  int64_t file_size_ = -1;                                      // guarded by mu_
+};
+
+}  // namespace draplane::server::auth
