@@ -170,8 +170,9 @@ class Type:
         self.api_version = spec.get("api_version")
         self.fields = []
         if self.is_kind:
-            self.fields.append(Field("apiVersion", "string", schema))
+            # metav1.TypeMeta order: kind, then apiVersion.
             self.fields.append(Field("kind", "string", schema))
+            self.fields.append(Field("apiVersion", "string", schema))
         for json_name, fspec in (spec.get("fields") or {}).items():
             self.fields.append(Field(str(json_name), fspec, schema))
         bit = 0
@@ -282,7 +283,7 @@ CONVENTIONS = """\
 //    field when it holds a value.
 //  - `operator==` compares the modelled fields semantically, like apiequality.Semantic.DeepEqual:
 //    quantities numerically, `unknown` and `present` are not compared.
-//  - Kinds start with `api_version` and `kind`, initialised to the type's own values; a decoded
+//  - Kinds start with `kind` and `api_version`, initialised to the type's own values; a decoded
 //    object holds exactly what the input said (possibly empty).
 //
 // Thread-safety: plain values. Codecs: the matching `*_codec.h`.

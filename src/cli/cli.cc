@@ -25,6 +25,7 @@ int Run(int argc, char** argv) {
   });
 
   AddVersionCommand(app);
+  AddConvertCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -16,5 +16,6 @@ struct CommandExit {
 };
 
 void AddVersionCommand(CLI::App& app);
+void AddConvertCommand(CLI::App& app);
 
 }  // namespace draplane::cli

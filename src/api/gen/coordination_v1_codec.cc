@@ -122,7 +122,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -144,7 +144,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -158,11 +158,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const Lease& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -200,7 +200,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -230,7 +230,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -244,11 +244,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const LeaseList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);

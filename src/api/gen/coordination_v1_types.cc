@@ -17,15 +17,15 @@ bool operator==(const LeaseSpec& a, const LeaseSpec& b) {
 }
 
 bool operator==(const Lease& a, const Lease& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec;
 }
 
 bool operator==(const LeaseList& a, const LeaseList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }

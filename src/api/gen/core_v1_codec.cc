@@ -1725,7 +1725,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -1755,7 +1755,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -1769,11 +1769,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const Pod& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -1816,7 +1816,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -1846,7 +1846,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -1860,11 +1860,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const PodList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -2496,7 +2496,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -2526,7 +2526,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -2540,11 +2540,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const Node& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -2587,7 +2587,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -2617,7 +2617,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -2631,11 +2631,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const NodeList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -2868,7 +2868,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -2898,7 +2898,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -2912,11 +2912,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const Namespace& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -2959,7 +2959,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -2989,7 +2989,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3003,11 +3003,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const NamespaceList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3253,7 +3253,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3331,7 +3331,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3383,11 +3383,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const Event& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3462,7 +3462,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3492,7 +3492,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3506,11 +3506,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const EventList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3549,7 +3549,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3573,7 +3573,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3587,11 +3587,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const Binding& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);

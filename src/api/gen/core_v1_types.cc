@@ -154,16 +154,16 @@ bool operator==(const PodStatus& a, const PodStatus& b) {
 }
 
 bool operator==(const Pod& a, const Pod& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec &&
          a.status == b.status;
 }
 
 bool operator==(const PodList& a, const PodList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
@@ -220,16 +220,16 @@ bool operator==(const NodeStatus& a, const NodeStatus& b) {
 }
 
 bool operator==(const Node& a, const Node& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec &&
          a.status == b.status;
 }
 
 bool operator==(const NodeList& a, const NodeList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
@@ -252,16 +252,16 @@ bool operator==(const NamespaceStatus& a, const NamespaceStatus& b) {
 }
 
 bool operator==(const Namespace& a, const Namespace& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec &&
          a.status == b.status;
 }
 
 bool operator==(const NamespaceList& a, const NamespaceList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
@@ -287,8 +287,8 @@ bool operator==(const EventSeries& a, const EventSeries& b) {
 }
 
 bool operator==(const Event& a, const Event& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.involved_object == b.involved_object &&
          a.reason == b.reason &&
@@ -307,15 +307,15 @@ bool operator==(const Event& a, const Event& b) {
 }
 
 bool operator==(const EventList& a, const EventList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
 
 bool operator==(const Binding& a, const Binding& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.target == b.target;
 }

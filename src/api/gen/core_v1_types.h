@@ -21,7 +21,7 @@
 //    field when it holds a value.
 //  - `operator==` compares the modelled fields semantically, like apiequality.Semantic.DeepEqual:
 //    quantities numerically, `unknown` and `present` are not compared.
-//  - Kinds start with `api_version` and `kind`, initialised to the type's own values; a decoded
+//  - Kinds start with `kind` and `api_version`, initialised to the type's own values; a decoded
 //    object holds exactly what the input said (possibly empty).
 //
 // Thread-safety: plain values. Codecs: the matching `*_codec.h`.
@@ -422,8 +422,8 @@ struct Pod {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Pod";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   PodSpec spec;
   PodStatus status;
@@ -440,8 +440,8 @@ struct PodList {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "PodList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<Pod> items;
 
@@ -550,8 +550,8 @@ struct Node {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Node";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   NodeSpec spec;
   NodeStatus status;
@@ -568,8 +568,8 @@ struct NodeList {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "NodeList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<Node> items;
 
@@ -623,8 +623,8 @@ struct Namespace {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Namespace";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   NamespaceSpec spec;
   NamespaceStatus status;
@@ -641,8 +641,8 @@ struct NamespaceList {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "NamespaceList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<Namespace> items;
 
@@ -699,8 +699,8 @@ struct Event {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Event";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   ObjectReference involved_object;
   std::string reason;
@@ -729,8 +729,8 @@ struct EventList {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "EventList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<Event> items;
 
@@ -746,8 +746,8 @@ struct Binding {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Binding";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   ObjectReference target;
 

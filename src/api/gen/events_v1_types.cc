@@ -12,8 +12,8 @@ bool operator==(const EventSeries& a, const EventSeries& b) {
 }
 
 bool operator==(const Event& a, const Event& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.event_time == b.event_time &&
          a.series == b.series &&
@@ -32,8 +32,8 @@ bool operator==(const Event& a, const Event& b) {
 }
 
 bool operator==(const EventList& a, const EventList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }

@@ -71,8 +71,8 @@ bool operator==(const StatusDetails& a, const StatusDetails& b) {
 }
 
 bool operator==(const Status& a, const Status& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.status == b.status &&
          a.message == b.message &&

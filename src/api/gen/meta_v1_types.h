@@ -21,7 +21,7 @@
 //    field when it holds a value.
 //  - `operator==` compares the modelled fields semantically, like apiequality.Semantic.DeepEqual:
 //    quantities numerically, `unknown` and `present` are not compared.
-//  - Kinds start with `api_version` and `kind`, initialised to the type's own values; a decoded
+//  - Kinds start with `kind` and `api_version`, initialised to the type's own values; a decoded
 //    object holds exactly what the input said (possibly empty).
 //
 // Thread-safety: plain values. Codecs: the matching `*_codec.h`.
@@ -210,8 +210,8 @@ struct Status {
   static constexpr std::string_view kApiVersion = "v1";
   static constexpr std::string_view kKind = "Status";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   ListMeta metadata;
   std::string status;
   std::string message;

@@ -1171,7 +1171,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -1193,7 +1193,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -1207,11 +1207,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const ResourceSlice& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -1249,7 +1249,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -1279,7 +1279,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -1293,11 +1293,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const ResourceSliceList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -2889,7 +2889,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -2919,7 +2919,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -2933,11 +2933,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const ResourceClaim& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -2980,7 +2980,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3010,7 +3010,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3024,11 +3024,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const ResourceClaimList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3185,7 +3185,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3207,7 +3207,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3221,11 +3221,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const DeviceClass& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3263,7 +3263,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3293,7 +3293,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3307,11 +3307,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const DeviceClassList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3406,7 +3406,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3428,7 +3428,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3442,11 +3442,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const ResourceClaimTemplate& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3484,7 +3484,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3514,7 +3514,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3528,11 +3528,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const ResourceClaimTemplateList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3728,7 +3728,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3758,7 +3758,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3772,11 +3772,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const DeviceTaintRule& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);
@@ -3819,7 +3819,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 4:
         if (key == "kind") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
-          out->present |= uint64_t{1} << 1;
+          out->present |= uint64_t{1} << 0;
           api::internal::DecodeString(v, child, ctx, &out->kind);
           continue;
         }
@@ -3849,7 +3849,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
       case 10:
         if (key == "apiVersion") {
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
-          out->present |= uint64_t{1} << 0;
+          out->present |= uint64_t{1} << 1;
           api::internal::DecodeString(v, child, ctx, &out->api_version);
           continue;
         }
@@ -3863,11 +3863,11 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 
 void EncodeInto(const DeviceTaintRuleList& in, boost::json::object& out) {
   boost::json::storage_ptr sp = out.storage();
-  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
-    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
-  }
-  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
   }
   {
     boost::json::object sub(sp);

@@ -107,15 +107,15 @@ bool operator==(const ResourceSliceSpec& a, const ResourceSliceSpec& b) {
 }
 
 bool operator==(const ResourceSlice& a, const ResourceSlice& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec;
 }
 
 bool operator==(const ResourceSliceList& a, const ResourceSliceList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
@@ -253,16 +253,16 @@ bool operator==(const ResourceClaimStatus& a, const ResourceClaimStatus& b) {
 }
 
 bool operator==(const ResourceClaim& a, const ResourceClaim& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec &&
          a.status == b.status;
 }
 
 bool operator==(const ResourceClaimList& a, const ResourceClaimList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
@@ -278,15 +278,15 @@ bool operator==(const DeviceClassSpec& a, const DeviceClassSpec& b) {
 }
 
 bool operator==(const DeviceClass& a, const DeviceClass& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec;
 }
 
 bool operator==(const DeviceClassList& a, const DeviceClassList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
@@ -297,15 +297,15 @@ bool operator==(const ResourceClaimTemplateSpec& a, const ResourceClaimTemplateS
 }
 
 bool operator==(const ResourceClaimTemplate& a, const ResourceClaimTemplate& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec;
 }
 
 bool operator==(const ResourceClaimTemplateList& a, const ResourceClaimTemplateList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }
@@ -326,16 +326,16 @@ bool operator==(const DeviceTaintRuleStatus& a, const DeviceTaintRuleStatus& b) 
 }
 
 bool operator==(const DeviceTaintRule& a, const DeviceTaintRule& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.spec == b.spec &&
          a.status == b.status;
 }
 
 bool operator==(const DeviceTaintRuleList& a, const DeviceTaintRuleList& b) {
-  return a.api_version == b.api_version &&
-         a.kind == b.kind &&
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
          a.metadata == b.metadata &&
          a.items == b.items;
 }

@@ -21,7 +21,7 @@
 //    field when it holds a value.
 //  - `operator==` compares the modelled fields semantically, like apiequality.Semantic.DeepEqual:
 //    quantities numerically, `unknown` and `present` are not compared.
-//  - Kinds start with `api_version` and `kind`, initialised to the type's own values; a decoded
+//  - Kinds start with `kind` and `api_version`, initialised to the type's own values; a decoded
 //    object holds exactly what the input said (possibly empty).
 //
 // Thread-safety: plain values. Codecs: the matching `*_codec.h`.
@@ -266,8 +266,8 @@ struct ResourceSlice {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "ResourceSlice";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   ResourceSliceSpec spec;
 
@@ -283,8 +283,8 @@ struct ResourceSliceList {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "ResourceSliceList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<ResourceSlice> items;
 
@@ -572,8 +572,8 @@ struct ResourceClaim {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "ResourceClaim";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   ResourceClaimSpec spec;
   ResourceClaimStatus status;
@@ -590,8 +590,8 @@ struct ResourceClaimList {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "ResourceClaimList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<ResourceClaim> items;
 
@@ -631,8 +631,8 @@ struct DeviceClass {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "DeviceClass";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   DeviceClassSpec spec;
 
@@ -648,8 +648,8 @@ struct DeviceClassList {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "DeviceClassList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<DeviceClass> items;
 
@@ -677,8 +677,8 @@ struct ResourceClaimTemplate {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "ResourceClaimTemplate";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   ResourceClaimTemplateSpec spec;
 
@@ -694,8 +694,8 @@ struct ResourceClaimTemplateList {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "ResourceClaimTemplateList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<ResourceClaimTemplate> items;
 
@@ -747,8 +747,8 @@ struct DeviceTaintRule {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "DeviceTaintRule";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ObjectMeta metadata;
   DeviceTaintRuleSpec spec;
   DeviceTaintRuleStatus status;
@@ -765,8 +765,8 @@ struct DeviceTaintRuleList {
   static constexpr std::string_view kApiVersion = "resource.k8s.io/v1";
   static constexpr std::string_view kKind = "DeviceTaintRuleList";
 
-  std::string api_version = std::string(kApiVersion);
   std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
   metav1::ListMeta metadata;
   std::vector<DeviceTaintRule> items;
 
