@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/status_macros.h"
+#include "store/etcd/etcd_store.h"
 #include "store/internal/instrumented_store.h"
 #include "store/memory/memory_store.h"
 #include "store/sqlite/sqlite_store.h"
@@ -58,6 +59,41 @@ StatusOr<ObjectPtr> Store::GuaranteedUpdate(const Key& key, const UpdateFunction
   }
 }
 
+namespace {
+
+// Splits "HOSTS[?name=value&...]" into the endpoint list and the options it sets.
+StatusOr<std::string> ParseEtcdUrl(std::string_view rest, EtcdOptions* options) {
+  const size_t question = rest.find('?');
+  std::string endpoints(rest.substr(0, question));
+  if (endpoints.empty()) return InvalidArgumentError("store URL \"etcd://\" names no endpoint");
+  if (question == std::string_view::npos) return endpoints;
+  std::string_view query = rest.substr(question + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    const size_t eq = pair.find('=');
+    const std::string_view name = pair.substr(0, eq);
+    const std::string value(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (name == "prefix") {
+      options->prefix = value;
+    } else if (name == "cacert") {
+      options->ca_file = value;
+    } else if (name == "cert") {
+      options->cert_file = value;
+    } else if (name == "key") {
+      options->key_file = value;
+    } else {
+      return InvalidArgumentError("unknown etcd store URL parameter \"" + std::string(name) +
+                                  "\" (known: prefix, cacert, cert, key)");
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return endpoints;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOptions& options) {
   Clock& clock = options.clock != nullptr ? *options.clock : RealClock();
   std::unique_ptr<Store> backend;
@@ -67,6 +103,12 @@ StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOpti
     const std::string path(url.substr(std::string_view("sqlite://").size()));
     if (path.empty()) return InvalidArgumentError("store URL \"sqlite://\" names no file");
     DRAPLANE_ASSIGN_OR_RETURN(backend, OpenSqliteStore(path, options));
+  } else if (url.starts_with("etcd://")) {
+    StoreOptions etcd_options = options;
+    DRAPLANE_ASSIGN_OR_RETURN(
+        std::string endpoints,
+        ParseEtcdUrl(url.substr(std::string_view("etcd://").size()), &etcd_options.etcd));
+    DRAPLANE_ASSIGN_OR_RETURN(backend, OpenEtcdStore(endpoints, etcd_options));
   } else {
     return InvalidArgumentError("unsupported store URL \"" + std::string(url) +
                                 "\": want memory://, sqlite://PATH or etcd://HOST:PORT[,...]");

@@ -55,9 +55,11 @@ class HubCore {
     NotifyList notify;
     std::lock_guard<std::mutex> lock(mu_);
     for (const WatchEvent& event : events) {
-      DRAPLANE_CHECK(event.revision > current_ && event.object != nullptr);
+      // Revisions never go back. etcd may report several events at one revision when another
+      // client wrote several keys under the prefix in one transaction.
+      DRAPLANE_CHECK(event.revision >= current_ && event.object != nullptr);
       current_ = event.revision;
-      ring_.push_back(event);
+      if (event.revision > window_start_) ring_.push_back(event);
       auto it = watchers_.find(event.object->key.resource);
       if (it == watchers_.end()) continue;
       auto& by_id = it->second;
@@ -141,8 +143,10 @@ class HubCore {
 
   void Compact(Revision revision) {
     std::lock_guard<std::mutex> lock(mu_);
+    // The window may move past current_ when the publisher lags behind the backend (etcd):
+    // events still arriving at or before `revision` go to live watchers but not into the ring.
     while (!ring_.empty() && ring_.front().revision <= revision) ring_.pop_front();
-    window_start_ = std::max(window_start_, std::min(revision, current_));
+    window_start_ = std::max(window_start_, revision);
   }
 
   NotifyList TerminateAll(const Status& status, Revision restart_revision,
@@ -228,6 +232,7 @@ bool WatchState::Matches(const Object& object) const {
 
 void WatchState::SetStartRevision(Revision revision) {
   std::lock_guard<std::mutex> lock(mu_);
+  start_revision_ = revision;
   last_revision_ = revision;
 }
 
@@ -238,12 +243,10 @@ Revision WatchState::last_revision() const {
 
 bool WatchState::Push(const WatchEvent& event, bool bounded) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (ended_ || event.revision <= last_revision_) {
-    // Events at or before the start revision (or already queued) are skipped; a bookmark at the
-    // same revision as the last event is still useful and allowed.
-    if (ended_ || event.type != WatchEvent::Type::kBookmark || event.revision < last_revision_) {
-      return false;
-    }
+  if (ended_) return false;
+  if (event.type == WatchEvent::Type::kBookmark ? event.revision < last_revision_
+                                                : event.revision <= start_revision_) {
+    return false;
   }
   if (bounded && queue_.size() >= queue_limit_) {
     if (event.type == WatchEvent::Type::kBookmark) return false;

@@ -54,9 +54,10 @@ class WatchState {
   void SetStartRevision(Revision revision);
   // The newest revision queued (or the start revision).
   Revision last_revision() const;
-  // Queues `event` if its revision is newer than last_revision(); `bounded` applies the queue
-  // limit (the start-up backlog is unbounded). Returns true when the consumer must be notified
-  // (the queue turned non-empty, or the watch just ended because it was full).
+  // Queues `event` unless it is at or before the start revision (or, for a bookmark, older than
+  // last_revision()); `bounded` applies the queue limit (the start-up backlog is unbounded).
+  // Returns true when the consumer must be notified (the queue turned non-empty, or the watch
+  // just ended because it was full). The hub hands each event to a watcher at most once.
   bool Push(const WatchEvent& event, bool bounded);
   // Ends the watch with `status` unless it has ended; true when it ended now.
   bool End(Status status);
@@ -76,6 +77,7 @@ class WatchState {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<WatchEvent> queue_;  // guarded by mu_
+  Revision start_revision_ = 0;   // guarded by mu_
   Revision last_revision_ = 0;    // guarded by mu_
   Status end_;                    // guarded by mu_; set once
   bool ended_ = false;            // guarded by mu_
