@@ -26,6 +26,7 @@ int Run(int argc, char** argv) {
 
   AddVersionCommand(app);
   AddConvertCommand(app);
+  AddLintCommand(app);
 
   try {
     app.parse(argc, argv);

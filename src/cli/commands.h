@@ -17,5 +17,6 @@ struct CommandExit {
 
 void AddVersionCommand(CLI::App& app);
 void AddConvertCommand(CLI::App& app);
+void AddLintCommand(CLI::App& app);
 
 }  // namespace draplane::cli

@@ -1,0 +1,325 @@
+// `draplane lint`: decode Kubernetes manifests and validate every DRA object the way the API
+// server would (api/validation), printing one line per problem.
+//
+// Steps, for each file in path order:
+//   1. Parse the file into documents (api/codec/manifest.h); a malformed file is one problem.
+//   2. Decode each object (api/object.h); wrong JSON types are problems, and an object with
+//      decode problems is not validated further (its fields are incomplete).
+//   3. Fill in what `kubectl apply` and the API server would before validating: the namespace of
+//      namespaced kinds (-n, default "default") and upstream defaulting (api/validation).
+//   4. Validate: on create, or on update when --old names an object of the same kind, namespace
+//      and name. Claims and taint rules that carry a status also get the status rules.
+// Unknown kinds are problems; modelled kinds draplane does not validate (Pod, Node, ...) are
+// decoded and counted in the summary.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "api/codec/files.h"
+#include "api/codec/manifest.h"
+#include "api/object.h"
+#include "api/validation/validation.h"
+#include "cli/commands.h"
+
+namespace draplane::cli {
+namespace {
+
+namespace resourcev1 = api::resourcev1;
+namespace validation = api::validation;
+
+struct LintOptions {
+  std::vector<std::string> paths;
+  std::vector<std::string> old_paths;
+  std::string default_namespace = "default";
+  std::string feature_gates;
+};
+
+constexpr char kLintFooter[] = R"(
+Each PATH is a file, a directory (searched recursively for *.yaml, *.yml and *.json) or - for
+standard input. Every object is decoded and the DRA kinds (DeviceClass, ResourceSlice,
+ResourceClaim, ResourceClaimTemplate, DeviceTaintRule) are validated with the rules, limits and
+messages of the Kubernetes API server (resource.k8s.io/v1, Kubernetes 1.36 feature gates unless
+--feature-gates says otherwise). Claims and taint rules that carry a status (kubectl get -o yaml
+dumps) are also checked against the status rules.
+
+With --old, an object whose kind, namespace and name match an object in the --old files is
+validated as an update of it (immutable fields, allocation set once, ...).
+
+One line per problem on standard output:
+  FILE:DOC: KIND/NAME: FIELD.PATH: REASON
+DOC is the 1-based document number in the file (with :items[N] for an item of a List).
+Exit code: 0 when every object is valid, 1 when there is a problem, 2 for usage errors and
+unreadable files. A summary goes to standard error.)";
+
+// Values longer than this are shortened in the output (a 10 MB string is not worth printing).
+constexpr size_t kMaxPrintedValue = 512;
+
+using ObjectKey = std::tuple<std::string, std::string, std::string>;  // kind, namespace, name
+
+bool IsNamespacedKind(std::string_view kind) {
+  return kind == "ResourceClaim" || kind == "ResourceClaimTemplate" || kind == "Pod" ||
+         kind == "Event" || kind == "Lease" || kind == "Binding";
+}
+
+// The namespace kubectl would send: the object's own, else the -n namespace for namespaced
+// kinds.
+void DefaultNamespace(api::Object& object, const std::string& ns) {
+  std::visit(
+      [&](auto& o) {
+        if constexpr (requires { o.metadata.namespace_; }) {
+          if (o.metadata.namespace_.empty() && IsNamespacedKind(o.kind)) {
+            o.metadata.namespace_ = ns;
+          }
+        }
+      },
+      object);
+}
+
+std::string DisplayKind(const api::Object& object) {
+  std::string kind = api::ObjectKind(object);
+  return kind.empty() ? "<no kind>" : kind;
+}
+
+std::string DisplayName(const api::Object& object) {
+  std::string name = api::ObjectName(object);
+  if (name.empty()) return "<unnamed>";
+  // Names are at most 253 bytes when valid; an absurd one is shortened (and reported).
+  if (name.size() > 253) name = name.substr(0, 253) + "...";
+  return name;
+}
+
+bool HasClaimStatus(const resourcev1::ResourceClaim& c) {
+  return c.status.allocation.has_value() || !c.status.reserved_for.empty() ||
+         !c.status.devices.empty();
+}
+
+// Validates a DRA object on create (old == nullptr) or update. Returns false for kinds draplane
+// does not validate.
+bool Validate(api::Object& object, api::Object* old, const validation::Features& features,
+              api::FieldErrorList* errors) {
+  auto add = [errors](api::FieldErrorList more) {
+    for (api::FieldError& e : more) errors->push_back(std::move(e));
+  };
+  if (auto* c = std::get_if<resourcev1::DeviceClass>(&object)) {
+    auto* o = old ? std::get_if<resourcev1::DeviceClass>(old) : nullptr;
+    add(o ? validation::ValidateDeviceClassUpdate(*c, *o, features)
+          : validation::ValidateDeviceClass(*c, features));
+    return true;
+  }
+  if (auto* s = std::get_if<resourcev1::ResourceSlice>(&object)) {
+    auto* o = old ? std::get_if<resourcev1::ResourceSlice>(old) : nullptr;
+    add(o ? validation::ValidateResourceSliceUpdate(*s, *o, features)
+          : validation::ValidateResourceSlice(*s, features));
+    return true;
+  }
+  if (auto* c = std::get_if<resourcev1::ResourceClaim>(&object)) {
+    validation::SetDefaults(c);
+    if (auto* o = old ? std::get_if<resourcev1::ResourceClaim>(old) : nullptr) {
+      validation::SetDefaults(o);
+      add(validation::ValidateResourceClaimUpdate(*c, *o, features));
+      add(validation::ValidateResourceClaimStatusUpdate(*c, *o, features));
+    } else {
+      add(validation::ValidateResourceClaim(*c, features));
+      if (HasClaimStatus(*c)) add(validation::ValidateResourceClaimStatus(*c, features));
+    }
+    return true;
+  }
+  if (auto* t = std::get_if<resourcev1::ResourceClaimTemplate>(&object)) {
+    validation::SetDefaults(t);
+    if (auto* o = old ? std::get_if<resourcev1::ResourceClaimTemplate>(old) : nullptr) {
+      validation::SetDefaults(o);
+      add(validation::ValidateResourceClaimTemplateUpdate(*t, *o, features));
+    } else {
+      add(validation::ValidateResourceClaimTemplate(*t, features));
+    }
+    return true;
+  }
+  if (auto* r = std::get_if<resourcev1::DeviceTaintRule>(&object)) {
+    if (auto* o = old ? std::get_if<resourcev1::DeviceTaintRule>(old) : nullptr) {
+      add(validation::ValidateDeviceTaintRuleUpdate(*r, *o, features));
+      add(validation::ValidateDeviceTaintRuleStatusUpdate(*r, *o, features));
+    } else {
+      add(validation::ValidateDeviceTaintRule(*r, features));
+      if (!r->status.conditions.empty()) {
+        add(validation::ValidateDeviceTaintRuleStatus(*r, features));
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+class Linter {
+ public:
+  Linter(const LintOptions& options, validation::Features features)
+      : options_(options), features_(features) {}
+
+  // Reads the --old files into `old_`. Problems in them are reported like any other.
+  void LoadOld(const std::vector<api::codec::ManifestFile>& files) {
+    for (const api::codec::ManifestFile& file : files) {
+      ForEachObject(file, [&](const std::string&, api::Object object) {
+        DefaultNamespace(object, options_.default_namespace);
+        old_[Key(object)] = std::move(object);
+      });
+    }
+  }
+
+  void Lint(const std::vector<api::codec::ManifestFile>& files) {
+    for (const api::codec::ManifestFile& file : files) {
+      ++files_;
+      ForEachObject(file, [&](const std::string& where, api::Object object) {
+        ++objects_;
+        DefaultNamespace(object, options_.default_namespace);
+        auto it = old_.find(Key(object));
+        api::FieldErrorList errors;
+        if (!Validate(object, it == old_.end() ? nullptr : &it->second, features_, &errors)) {
+          ++not_validated_[api::ObjectKind(object)];
+          return;
+        }
+        Report(where, errors);
+      });
+    }
+  }
+
+  int problems() const { return problems_; }
+
+  void PrintSummary() const {
+    std::string summary = "draplane lint: " + std::to_string(objects_) + " object" +
+                          (objects_ == 1 ? "" : "s") + " in " + std::to_string(files_) + " file" +
+                          (files_ == 1 ? "" : "s") + ", " + std::to_string(problems_) + " problem" +
+                          (problems_ == 1 ? "" : "s");
+    if (!not_validated_.empty()) {
+      summary += " (decoded but not validated:";
+      for (const auto& [kind, count] : not_validated_) {
+        summary += " " + std::to_string(count) + " " + kind;
+      }
+      summary += ")";
+    }
+    std::fprintf(stderr, "%s\n", summary.c_str());
+  }
+
+ private:
+  static ObjectKey Key(const api::Object& object) {
+    return {api::ObjectKind(object), api::ObjectNamespace(object), api::ObjectName(object)};
+  }
+
+  // Parses and decodes every object of `file`, reporting parse and decode problems, and calls
+  // `fn(where, object)` for each object that decoded cleanly. `where` is "FILE:DOC: KIND/NAME: ".
+  template <typename Fn>
+  void ForEachObject(const api::codec::ManifestFile& file, Fn fn) {
+    StatusOr<std::vector<api::codec::ManifestObject>> objects =
+        api::codec::ParseManifest(file.text);
+    if (!objects.ok()) {
+      Print(file.name + ":" + std::string(objects.status().message()));
+      return;
+    }
+    for (const api::codec::ManifestObject& manifest : *objects) {
+      api::FieldErrorList errors;
+      api::Object object = api::DecodeObject(manifest.value, &errors);
+      std::string where = file.name + ":" + manifest.position.Label() + ": " +
+                          DisplayKind(object) + "/" + DisplayName(object) + ": ";
+      if (std::holds_alternative<api::Unstructured>(object) && errors.empty()) {
+        const std::string kind = api::ObjectKind(object);
+        // The API server's wording for a kind its scheme does not know.
+        errors.push_back(api::Invalid(api::FieldPath("kind"), api::RenderValue(kind),
+                                      "no kind " + api::RenderValue(kind) +
+                                          " is registered for version " +
+                                          api::RenderValue(api::ObjectApiVersion(object))));
+      }
+      if (!errors.empty()) {
+        Report(where, errors);
+        continue;
+      }
+      fn(where, std::move(object));
+    }
+  }
+
+  void Report(const std::string& where, api::FieldErrorList& errors) {
+    // Identical errors are reported once, as upstream's ErrorList.ToAggregate does.
+    std::set<std::string> seen;
+    for (api::FieldError& e : errors) {
+      if (e.bad_value.size() > kMaxPrintedValue) {
+        const size_t size = e.bad_value.size();
+        e.bad_value =
+            e.bad_value.substr(0, kMaxPrintedValue) + "...(" + std::to_string(size) + " bytes)";
+      }
+      std::string line = e.ToString();
+      if (!seen.insert(line).second) continue;
+      Print(where + line);
+    }
+  }
+
+  void Print(const std::string& line) {
+    ++problems_;
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    std::fputc('\n', stdout);
+  }
+
+  const LintOptions& options_;
+  validation::Features features_;
+  std::map<ObjectKey, api::Object> old_;
+  std::map<std::string, int> not_validated_;
+  int problems_ = 0;
+  int objects_ = 0;
+  int files_ = 0;
+};
+
+int RunLint(const LintOptions& options) {
+  validation::Features features;
+  if (Status s = validation::ParseFeatureGates(options.feature_gates, &features); !s.ok()) {
+    std::fprintf(stderr, "draplane lint: --feature-gates: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  Linter linter(options, features);
+  if (!options.old_paths.empty()) {
+    StatusOr<std::vector<api::codec::ManifestFile>> old =
+        api::codec::CollectManifestFiles(options.old_paths);
+    if (!old.ok()) {
+      std::fprintf(stderr, "draplane lint: --old: %s\n",
+                   std::string(old.status().message()).c_str());
+      return 2;
+    }
+    linter.LoadOld(*old);
+  }
+  StatusOr<std::vector<api::codec::ManifestFile>> files =
+      api::codec::CollectManifestFiles(options.paths);
+  if (!files.ok()) {
+    std::fprintf(stderr, "draplane lint: %s\n", std::string(files.status().message()).c_str());
+    return 2;
+  }
+  linter.Lint(*files);
+  linter.PrintSummary();
+  if (std::fflush(stdout) != 0) return 2;
+  return linter.problems() > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void AddLintCommand(CLI::App& app) {
+  auto options = std::make_shared<LintOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("lint", "Validate Kubernetes DRA manifests as the API server would");
+  cmd->add_option("--old", options->old_paths,
+                  "Files or directories with the current objects; matching objects in PATH are "
+                  "validated as updates of them");
+  cmd->add_option("-n,--namespace", options->default_namespace,
+                  "Namespace for namespaced objects that do not name one")
+      ->capture_default_str();
+  cmd->add_option("--feature-gates", options->feature_gates,
+                  "Feature gates the validation depends on, e.g. "
+                  "DRAConsumableCapacity=false,DRAFractionalCapacityRange=true");
+  cmd->add_option("paths", options->paths, "Files, directories, or - for standard input")
+      ->required();
+  cmd->footer(kLintFooter);
+  cmd->callback([options] {
+    const int code = RunLint(*options);
+    if (code != 0) throw CommandExit{code};
+  });
+}
+
+}  // namespace draplane::cli
