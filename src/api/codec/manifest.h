@@ -26,7 +26,7 @@ namespace draplane::api::codec {
 struct SourcePosition {
   // 1-based number of the document (YAML `---` section or JSON value) in the file.
   int document = 1;
-  // 1-based line on which that document starts.
+  // 1-based line on which that document starts (its `---` marker, if it has one).
   int line = 1;
   // Index in the `items` of the List document the object was flattened from; -1 if none.
   int item = -1;

@@ -435,8 +435,9 @@ size_t FindBadCharacter(std::string_view text, const char** problem) {
 // text: block collections are counted by distinct indentation levels (each worth two levels,
 // since a sequence may sit at its key's indentation) plus compact `- ` / `? ` indicators, flow
 // collections by their brackets. Quoted scalars, block scalars and comments are skipped.
-// Returns the maximum and the 0-based line where it was reached.
-size_t EstimateDepth(std::string_view text, int* deepest_line) {
+// Returns the maximum and the 0-based line where it was reached; `*open_quote_line` is the
+// 0-based line of a quoted scalar still open at the end of the input, or -1.
+size_t EstimateDepth(std::string_view text, int* deepest_line, int* open_quote_line) {
   std::vector<size_t> indents;
   size_t flow = 0;
   size_t best = 0;
@@ -444,7 +445,9 @@ size_t EstimateDepth(std::string_view text, int* deepest_line) {
   bool block_scalar = false;
   size_t block_scalar_parent = 0;
   int line_no = 0;
+  int quote_line = 0;
   *deepest_line = 0;
+  *open_quote_line = -1;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
@@ -514,6 +517,7 @@ size_t EstimateDepth(std::string_view text, int* deepest_line) {
       }
       if (value_start && (c == '"' || c == '\'')) {
         quote = c;
+        quote_line = line_no;
         ++i;
         continue;
       }
@@ -524,6 +528,10 @@ size_t EstimateDepth(std::string_view text, int* deepest_line) {
       }
       if ((c == '[' || c == '{') && (flow > 0 || value_start)) {
         ++flow;
+        if (2 * indents.size() + flow > best) {
+          best = 2 * indents.size() + flow;
+          *deepest_line = line_no;
+        }
         value_start = true;
         ++i;
         continue;
@@ -550,6 +558,7 @@ size_t EstimateDepth(std::string_view text, int* deepest_line) {
     pos = end + 1;
     ++line_no;
   }
+  if (quote != 0) *open_quote_line = quote_line;
   return best;
 }
 
@@ -601,6 +610,7 @@ class JsonBuilder : public YAML::EventHandler {
   const std::string& error() const { return error_; }
   int error_line() const { return error_line_; }
   int document_line() const { return document_line_; }
+  size_t document_offset() const { return document_offset_; }
   boost::json::value TakeDocument() { return std::move(root_); }
 
   void OnDocumentStart(const YAML::Mark& mark) override {
@@ -609,6 +619,7 @@ class JsonBuilder : public YAML::EventHandler {
     root_ = boost::json::value(nullptr, sp_);
     nodes_ = 0;
     document_line_ = mark.line + 1;
+    document_offset_ = mark.pos < 0 ? 0 : static_cast<size_t>(mark.pos);
   }
   void OnDocumentEnd() override {}
 
@@ -895,6 +906,7 @@ class JsonBuilder : public YAML::EventHandler {
   std::string error_;
   int error_line_ = 0;
   int document_line_ = 1;
+  size_t document_offset_ = 0;
 };
 
 Status DocumentError(size_t document, int line, std::string_view message) {
@@ -1413,10 +1425,16 @@ StatusOr<std::vector<YamlDocument>> ParseYaml(std::string_view text, const Parse
     return InvalidArgumentError("1: line " + std::to_string(line) + ": " + problem);
   }
   int deepest_line = 0;
-  if (EstimateDepth(text, &deepest_line) > limits.max_depth) {
+  int open_quote_line = -1;
+  if (EstimateDepth(text, &deepest_line, &open_quote_line) > limits.max_depth) {
     return InvalidArgumentError("1: line " + std::to_string(deepest_line + 1) +
                                 ": nesting deeper than " + std::to_string(limits.max_depth) +
                                 " levels");
+  }
+  // yaml-cpp ends an unterminated quoted scalar at the end of the input without complaint.
+  if (open_quote_line >= 0) {
+    return InvalidArgumentError("1: line " + std::to_string(open_quote_line + 1) +
+                                ": found unexpected end of stream while scanning a quoted scalar");
   }
 
   ViewStreambuf buf(text);
@@ -1429,6 +1447,13 @@ StatusOr<std::vector<YamlDocument>> ParseYaml(std::string_view text, const Parse
     while (parser.HandleNextDocument(builder)) {
       if (builder.failed()) {
         return DocumentError(docs.size() + 1, builder.error_line(), builder.error());
+      }
+      // yaml-cpp starts a new document wherever a block collection ends (`- a` then `b: c`);
+      // YAML (and go-yaml) require `---` before every document but the first.
+      const size_t start = builder.document_offset();
+      if (!docs.empty() && text.substr(std::min(start, text.size()), 3) != "---") {
+        return DocumentError(docs.size() + 1, builder.document_line(),
+                             "did not find expected <document start>");
       }
       docs.push_back(YamlDocument{builder.TakeDocument(), builder.document_line()});
     }

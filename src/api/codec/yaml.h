@@ -41,7 +41,7 @@ namespace draplane::api::codec {
 struct YamlDocument {
   // JSON null for an empty document.
   boost::json::value value;
-  // 1-based line on which the document's content starts.
+  // 1-based line on which the document starts (its `---` marker, if it has one).
   int line = 1;
 };
 

@@ -1,0 +1,142 @@
+#include "api/codec/json.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <string>
+
+namespace draplane::api::codec {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(JsonTest, ParsesOneValueWithSurroundingSpace) {
+  StatusOr<boost::json::value> v = ParseJson("  {\"a\": [1, 2.5, \"x\", null, true]}\n");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, boost::json::parse(R"({"a":[1,2.5,"x",null,true]})"));
+}
+
+TEST(JsonTest, DuplicateKeysKeepTheLastValue) {
+  StatusOr<boost::json::value> v = ParseJson(R"({"a": 1, "a": 2})");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->at("a"), 2);
+}
+
+TEST(JsonTest, ReportsLineAndColumnOfSyntaxErrors) {
+  StatusOr<boost::json::value> v = ParseJson("{\n  \"a\": 1,\n  \"b\": ]\n}");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(v.status().message(), HasSubstr("line 3 column"));
+}
+
+TEST(JsonTest, TruncatedInputIsAnError) {
+  StatusOr<boost::json::value> v = ParseJson(R"({"kind": "Pod", "metadata": {"name": "x")");
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), HasSubstr("line 1"));
+}
+
+TEST(JsonTest, TrailingDataIsAnError) {
+  StatusOr<boost::json::value> v = ParseJson("{} {}");
+  ASSERT_FALSE(v.ok());
+}
+
+TEST(JsonTest, RejectsInvalidUtf8) {
+  StatusOr<boost::json::value> v = ParseJson("\"\xff\xfe\"");
+  EXPECT_FALSE(v.ok());
+}
+
+TEST(JsonTest, DeepNestingFailsClearly) {
+  const std::string deep = std::string(10000, '[') + std::string(10000, ']');
+  StatusOr<boost::json::value> v = ParseJson(deep);
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), HasSubstr("nesting deeper than 1000 levels"));
+}
+
+TEST(JsonTest, NestingUpToTheLimitIsAccepted) {
+  const std::string deep = std::string(999, '[') + std::string(999, ']');
+  EXPECT_TRUE(ParseJson(deep).ok());
+}
+
+TEST(JsonTest, TenMegabyteStringsAreFine) {
+  const std::string big(10 << 20, 'x');
+  StatusOr<boost::json::value> v = ParseJson("{\"data\": \"" + big + "\"}");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->at("data").as_string().size(), big.size());
+}
+
+TEST(JsonTest, RejectsInputsOverTheSizeLimit) {
+  ParseLimits limits;
+  limits.max_bytes = 16;
+  StatusOr<boost::json::value> v = ParseJson(R"({"a": "0123456789abcdef"})", limits);
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), HasSubstr("larger than the limit of 16 bytes"));
+}
+
+TEST(JsonTest, StreamParsesSeveralValuesWithTheirLines) {
+  StatusOr<std::vector<JsonDocument>> docs = ParseJsonStream("{\"a\": 1}\n\n{\"b\": 2}\n  [3]");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  ASSERT_EQ(docs->size(), 3u);
+  EXPECT_EQ((*docs)[0].line, 1);
+  EXPECT_EQ((*docs)[1].line, 3);
+  EXPECT_EQ((*docs)[2].line, 4);
+  EXPECT_EQ((*docs)[2].value, boost::json::parse("[3]"));
+}
+
+TEST(JsonTest, StreamErrorsNameTheDocument) {
+  StatusOr<std::vector<JsonDocument>> docs = ParseJsonStream("{}\n{\"a\": }");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_THAT(docs.status().message(), HasSubstr("2: line 2 column"));
+}
+
+TEST(JsonTest, StreamOfNothingIsEmpty) {
+  StatusOr<std::vector<JsonDocument>> docs = ParseJsonStream(" \n\t ");
+  ASSERT_TRUE(docs.ok());
+  EXPECT_TRUE(docs->empty());
+}
+
+TEST(JsonTest, WritesLikeKubectl) {
+  boost::json::value v =
+      boost::json::parse(R"({"kind":"List","items":[],"metadata":{},"n":[1,{"a":"b"}]})");
+  EXPECT_EQ(WriteJson(v),
+            "{\n"
+            "    \"kind\": \"List\",\n"
+            "    \"items\": [],\n"
+            "    \"metadata\": {},\n"
+            "    \"n\": [\n"
+            "        1,\n"
+            "        {\n"
+            "            \"a\": \"b\"\n"
+            "        }\n"
+            "    ]\n"
+            "}\n");
+  EXPECT_EQ(WriteJson(v, {.indent = 0}),
+            R"({"kind":"List","items":[],"metadata":{},"n":[1,{"a":"b"}]})");
+}
+
+TEST(JsonTest, WritesNumbersLikeGo) {
+  EXPECT_EQ(WriteJson(boost::json::value(1.5), {.indent = 0}), "1.5");
+  EXPECT_EQ(WriteJson(boost::json::value(100.0), {.indent = 0}), "100");
+  EXPECT_EQ(WriteJson(boost::json::value(1e21), {.indent = 0}), "1e+21");
+  EXPECT_EQ(WriteJson(boost::json::value(1e-7), {.indent = 0}), "1e-7");
+  EXPECT_EQ(WriteJson(boost::json::value(0.000001), {.indent = 0}), "0.000001");
+  EXPECT_EQ(WriteJson(boost::json::value(-3), {.indent = 0}), "-3");
+  EXPECT_EQ(WriteJson(boost::json::value(uint64_t{18446744073709551615u}), {.indent = 0}),
+            "18446744073709551615");
+}
+
+TEST(JsonTest, EscapesOnlyWhatJsonRequires) {
+  boost::json::value v(std::string("a\"b\\c\nd\x01<&>\xc3\xa9"));
+  EXPECT_EQ(WriteJson(v, {.indent = 0}), "\"a\\\"b\\\\c\\nd\\u0001<&>\xc3\xa9\"");
+}
+
+TEST(JsonTest, WrittenJsonParsesBackToTheSameValue) {
+  boost::json::value v = boost::json::parse(
+      R"({"s":"tab\there","f":0.1,"i":-9223372036854775808,"u":18446744073709551615,"e":1e300,"n":null,"a":[[],{}]})");
+  StatusOr<boost::json::value> back = ParseJson(WriteJson(v));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, v);
+}
+
+}  // namespace
+}  // namespace draplane::api::codec

@@ -1,0 +1,49 @@
+#include "api/meta/time.h"
+
+#include <gtest/gtest.h>
+
+namespace draplane::api {
+namespace {
+
+TEST(TimeTest, ParsesRfc3339AndKeepsTheText) {
+  StatusOr<Time> t = Time::Parse("2008-01-01T01:01:01Z");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->text(), "2008-01-01T01:01:01Z");
+  EXPECT_EQ(t->unix_nanos(), int64_t{1199149261} * 1'000'000'000);
+  StatusOr<Time> offset = Time::Parse("2008-01-01T03:01:01.5+02:00");
+  ASSERT_TRUE(offset.ok());
+  EXPECT_EQ(offset->unix_nanos(), int64_t{1199149261} * 1'000'000'000 + 500'000'000);
+  EXPECT_EQ(offset->text(), "2008-01-01T03:01:01.5+02:00");
+}
+
+TEST(TimeTest, RejectsWhatGoRejects) {
+  for (const char* bad : {"", "2008-01-01", "2008-01-01 01:01:01Z", "2008-13-01T01:01:01Z",
+                          "2009-02-29T01:01:01Z", "2008-01-01T24:00:00Z", "2008-01-01T01:01:01",
+                          "2008-01-01T01:01:01.Z", "2008-01-01T01:01:01.1234567890Z",
+                          "2008-01-01T01:01:01+0200", "2008-01-01T01:01:01Zjunk"}) {
+    EXPECT_FALSE(Time::Parse(bad).ok()) << bad;
+  }
+  EXPECT_TRUE(Time::Parse("2008-02-29T01:01:01Z").ok());
+}
+
+TEST(TimeTest, FormatsLikeMetav1) {
+  const Timestamp ts(std::chrono::nanoseconds(int64_t{1199149261} * 1'000'000'000 + 123'456'789));
+  EXPECT_EQ(Time::FromTimestamp(ts).text(), "2008-01-01T01:01:01Z");
+  EXPECT_EQ(Time::MicroFromTimestamp(ts).text(), "2008-01-01T01:01:01.123456Z");
+  EXPECT_EQ(Time::MicroFromTimestamp(ts).unix_nanos(),
+            int64_t{1199149261} * 1'000'000'000 + 123'456'000);
+  const Timestamp before_epoch(std::chrono::seconds(-1));
+  EXPECT_EQ(Time::FromTimestamp(before_epoch).text(), "1969-12-31T23:59:59Z");
+}
+
+TEST(TimeTest, ComparesInstants) {
+  StatusOr<Time> a = Time::Parse("2008-01-01T01:01:01Z");
+  StatusOr<Time> b = Time::Parse("2008-01-01T02:01:01+01:00");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_LT(Time(), *a);
+  EXPECT_TRUE(Time().empty());
+}
+
+}  // namespace
+}  // namespace draplane::api
