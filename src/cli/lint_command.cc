@@ -293,8 +293,9 @@ int RunLint(const LintOptions& options) {
     return 2;
   }
   linter.Lint(*files);
-  linter.PrintSummary();
+  // Problems first, then the summary, also when both streams go to one terminal or file.
   if (std::fflush(stdout) != 0) return 2;
+  linter.PrintSummary();
   return linter.problems() > 0 ? 1 : 0;
 }
 
