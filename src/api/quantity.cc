@@ -443,9 +443,19 @@ class QuantityMath {
       Int128 sum;
       if (!__builtin_mul_overflow(hi.mantissa_, static_cast<Int128>(kPow10.v[diff]), &shifted) &&
           !__builtin_add_overflow(shifted, lo.mantissa_, &sum)) {
-        const UInt128 mag = Magnitude(sum);
-        if (mag < kPow10.v[kMaxDigits]) {
-          return NormalizeDigits(U128ToDigits(mag), lo.scale_, sum < 0, mode, out);
+        if (Magnitude(sum) < kPow10.v[kMaxDigits]) {
+          // Normalize in place: trailing zeros move into the scale.
+          int64_t scale = lo.scale_;
+          if (sum == 0) {
+            out = {};
+            return true;
+          }
+          while (scale < kMaxScale && sum % 10 == 0) {
+            sum /= 10;
+            ++scale;
+          }
+          out = {sum, static_cast<int32_t>(scale)};
+          return true;
         }
       }
     }
