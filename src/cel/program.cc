@@ -1,0 +1,120 @@
+#include "cel/program.h"
+
+#include <string_view>
+#include <vector>
+
+#include "cel/environment.h"
+
+namespace draplane::cel {
+namespace {
+
+// Per-thread evaluation scratch: an arena reset after each evaluation (keeping its first block)
+// and the variable slots.
+struct Scratch {
+  Arena arena;
+  std::vector<Value> slots;
+};
+
+Scratch& ThreadScratch() {
+  thread_local Scratch scratch;
+  return scratch;
+}
+
+constexpr std::string_view kNoSuchKey = "no such key:";
+
+// dynamic-resource-allocation cel/errors.go EnhanceRuntimeError.
+std::string Enhance(std::string_view message) {
+  std::string out(message);
+  if (out.find(kNoSuchKey) != std::string::npos) {
+    out +=
+        ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check "
+        "with has() for optional fields";
+  }
+  return out;
+}
+
+}  // namespace
+
+Program::Program(std::shared_ptr<const Environment> env, std::string expression,
+                 std::unique_ptr<Arena> constants, NodePtr root, int slot_count, Type output_type,
+                 std::optional<uint64_t> estimated_cost, uint64_t cost_limit)
+    : env_(std::move(env)),
+      expression_(std::move(expression)),
+      constants_(std::move(constants)),
+      root_(std::move(root)),
+      slot_count_(slot_count),
+      output_type_(std::move(output_type)),
+      estimated_cost_(estimated_cost),
+      cost_limit_(cost_limit) {}
+
+Program::~Program() = default;
+
+Value Program::Run(EvalContext& ctx) const {
+  Value v = root_->Eval(ctx);
+  if (ctx.cancelled || ctx.cost > ctx.cost_limit) {
+    ctx.cancelled = true;
+    return EvalContext::CostLimitExceeded();
+  }
+  return v;
+}
+
+SelectorResult Program::Match(const DeviceInput& device) const {
+  if (device.error()) return SelectorResult::Error(*device.error(), 0);
+  Scratch& scratch = ThreadScratch();
+  if (scratch.slots.size() < static_cast<size_t>(slot_count_)) {
+    scratch.slots.resize(static_cast<size_t>(slot_count_));
+  }
+  EvalContext ctx;
+  ctx.arena = &scratch.arena;
+  ctx.slots = scratch.slots.data();
+  ctx.device = &device;
+  ctx.cost_limit = cost_limit_;
+  Value v = Run(ctx);
+  SelectorResult result;
+  if (v.kind() == ValueKind::kBool) {
+    result = SelectorResult::Match(v.bool_value(), ctx.cost);
+  } else if (v.IsError()) {
+    result = SelectorResult::Error(Enhance(v.error().message), ctx.cost);
+  } else {
+    const TypeValue* t = TypeOf(v);
+    std::string type_name(t ? t->name : "error");
+    result = SelectorResult::Error("CEL result of type " + type_name +
+                                       " could not be converted to bool: type conversion error "
+                                       "from '" +
+                                       type_name + "' to 'bool'",
+                                   ctx.cost);
+  }
+  if (scratch.arena.used()) scratch.arena.Reset();
+  return result;
+}
+
+EvalResult Program::Evaluate(const Activation& activation) const {
+  auto arena = std::make_unique<Arena>();
+  std::vector<Value> slots(static_cast<size_t>(slot_count_));
+  EvalContext ctx;
+  ctx.arena = arena.get();
+  ctx.slots = slots.data();
+  ctx.activation = &activation;
+  ctx.cost_limit = cost_limit_;
+  Value v = Run(ctx);
+  return EvalResult(std::move(arena), v, ctx.cost);
+}
+
+EvalResult Program::Evaluate(const Activation& activation, const DeviceInput& device) const {
+  auto arena = std::make_unique<Arena>();
+  if (device.error()) {
+    Value err = MakeError(arena.get(), *device.error());
+    return EvalResult(std::move(arena), err, 0);
+  }
+  std::vector<Value> slots(static_cast<size_t>(slot_count_));
+  EvalContext ctx;
+  ctx.arena = arena.get();
+  ctx.slots = slots.data();
+  ctx.activation = &activation;
+  ctx.device = &device;
+  ctx.cost_limit = cost_limit_;
+  Value v = Run(ctx);
+  return EvalResult(std::move(arena), v, ctx.cost);
+}
+
+}  // namespace draplane::cel
