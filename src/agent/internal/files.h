@@ -1,0 +1,31 @@
+// Small file-system helpers of the agent (state dir, CDI specs, checkpoint), private to it.
+//
+// WriteFileAtomically writes `<path>.tmp-<pid>`, fsyncs it, renames it over `path` and fsyncs
+// the directory, so a reader (the container runtime, a restarted agent) sees either the old or
+// the new content, never a torn file — also when the agent is killed half-way.
+//
+// Thread-safety: stateless functions; concurrent writers of one path must be serialised by the
+// caller.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace draplane::agent::internal {
+
+// Creates `dir` and its parents (mode 0755). InvalidArgument naming the path on failure.
+Status MakeDirs(const std::string& dir);
+// The whole file; NotFound when it does not exist, InvalidArgument on other read errors.
+StatusOr<std::string> ReadFile(const std::string& path);
+Status WriteFileAtomically(const std::string& path, const std::string& content);
+// Removes a file; OK when it does not exist.
+Status RemoveFile(const std::string& path);
+// Names (not paths) of the regular files in `dir`, sorted; empty when `dir` does not exist.
+StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
+// A signature of the file's identity and content version (size and modification time), empty
+// when it cannot be stat'ed; used to notice edits.
+std::string FileSignature(const std::string& path);
+
+}  // namespace draplane::agent::internal
