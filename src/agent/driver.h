@@ -100,6 +100,8 @@ struct DevicePrepareRequest {
 
 // What a prepared device gives the agent.
 struct PreparedDevice {
+  // The CDI class (`<driver>/<class>` is the CDI kind of the device's spec): "gpu", "mig", ...
+  std::string cdi_class;
   ContainerEdits edits;
   // NICs: the network data the agent writes into the claim's `status.devices[].networkData`.
   std::optional<api::resourcev1::NetworkDeviceData> network;

@@ -440,6 +440,7 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
                             *holders->second.begin() + ")");
   }
   PreparedDevice out;
+  out.cdi_class = device->cdi_class;
   const std::string uuid = AttrString(*device, "uuid");
   if (device->cdi_class == "gpu" || device->cdi_class == "mig") {
     // gpu-<i> and its partitions use /dev/nvidia<i>.

@@ -1,0 +1,93 @@
+// Preparing and unpreparing claims on the node: the part of a DRA kubelet plugin that does not
+// talk to the API server (upstream kubelet gRPC NodePrepareResources / NodeUnprepareResources and
+// the kubeletplugin helper, §4.4 of docs/upstream-dra.md).
+//
+// Prepare(claim), in steps:
+//   1. A claim recorded as completed with the same devices is already prepared: return the
+//      recorded result without calling a driver (idempotency; repeated calls are normal).
+//   2. A claim recorded as started (a previous attempt died half-way) or completed with other
+//      devices (deallocated and allocated again) is cleaned up first: unprepare its devices,
+//      remove its CDI specs, drop the record.
+//   3. Record the claim as started with the devices about to be prepared; save the checkpoint.
+//   4. Ask each device's driver to prepare it (with the opaque config that applies). On a
+//      failure, unprepare what this attempt prepared and drop the record; the error keeps the
+//      driver's classification (failure.h). If that rollback fails too, the record stays
+//      "started" and the error is classified needs-cleanup.
+//   5. Write one CDI spec per CDI kind (cdi.h); record the CDI device IDs, the network data and
+//      the spec paths; mark the claim completed; save the checkpoint.
+// Unprepare(uid): unprepare every recorded device, remove the specs, drop the record. Unknown
+// claims are fine (idempotent).
+// Recover(): after a restart, clean up every claim still "started" (as in step 2) and remove
+// CDI spec files that no record mentions — so a crash neither leaks nor double-prepares.
+//
+// Thread-safety: not thread-safe; owned by the agent's loop thread.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "agent/checkpoint.h"
+#include "agent/driver.h"
+#include "common/status.h"
+
+namespace draplane::agent {
+
+// One allocated device of a claim that this node's drivers serve.
+struct AllocatedDevice {
+  std::string request;
+  std::string driver;
+  std::string pool;
+  std::string device;
+  std::optional<std::string> share_id;
+  bool admin_access = false;
+  // Opaque parameters that apply (class config first, then claim config); owned by the caller.
+  std::vector<const api::RawJson*> config;
+};
+
+struct ClaimToPrepare {
+  std::string uid;
+  std::string namespace_;
+  std::string name;
+  std::vector<AllocatedDevice> devices;
+};
+
+struct PreparerOptions {
+  // Holds checkpoint.json and cdi/. Created if missing.
+  std::string state_dir;
+  std::string node_name;
+};
+
+class Preparer {
+ public:
+  // `drivers` maps DRA driver names to the Driver serving them; the drivers must outlive the
+  // preparer.
+  Preparer(PreparerOptions options, std::map<std::string, Driver*> drivers);
+
+  // Loads the checkpoint and cleans up after a crash (see above). InvalidArgument for a corrupt
+  // checkpoint; errors of the cleanup otherwise.
+  Status Recover();
+
+  // Prepares a claim (see above); returns its completed record.
+  StatusOr<ClaimRecord> Prepare(const ClaimToPrepare& claim);
+  // Unprepares a claim; OK when it is not prepared.
+  Status Unprepare(const std::string& claim_uid);
+
+  const Checkpoint& checkpoint() const { return checkpoint_; }
+  std::string cdi_dir() const { return options_.state_dir + "/cdi"; }
+  std::string checkpoint_path() const { return options_.state_dir + "/checkpoint.json"; }
+
+ private:
+  DevicePrepareRequest RequestFor(const std::string& uid, const ClaimRecord& record,
+                                  const AllocatedDevice& device) const;
+  // Unprepares the devices of a record and removes its specs; the first error, after trying all.
+  Status CleanUp(const std::string& uid, const ClaimRecord& record);
+  Status Save();
+
+  PreparerOptions options_;
+  std::map<std::string, Driver*> drivers_;
+  Checkpoint checkpoint_;
+  bool recovered_ = false;
+};
+
+}  // namespace draplane::agent
