@@ -401,21 +401,37 @@ class Searcher {
   // --- bounds -----------------------------------------------------------------------------
 
   // Whether a candidate could still be taken by the key in the current state, as far as the
-  // checks without side effects can tell.
-  bool Available(const RequestKey& key, uint32_t c, const Candidate& cand) const {
+  // checks without side effects can tell: kNone when it could, else the reason it cannot.
+  Reason Unavailable(const RequestKey& key, uint32_t c, const Candidate& cand) const {
     DeviceIndex d = cand.device;
     const Device& dev = p_.devices[d];
-    if (key.admin_access ? (!Multi(dev) && MarkedByClaim(d, c)) : InUse(d)) return false;
-    if (f_.device_taints && cand.taint_blocked) return false;
-    if (dev.consumes_counters) {
-      if (!f_.partitionable_devices) return false;
-      if (p_.pools[dev.pool].overcommitted &&
-          !(Multi(dev) && (dev.capacity_in_use || share_count_[d] > 0))) {
-        return false;
-      }
+    if (key.admin_access) {
+      if (!Multi(dev) && MarkedByClaim(d, c)) return Reason::kInUseByThisClaim;
+    } else if (InUse(d)) {
+      return dev.allocated ? Reason::kAllocated : Reason::kInUseByThisAttempt;
     }
-    if (f_.consumable_capacity && CapacityMisfit(cand) != kNone) return false;
-    return true;
+    if (f_.consumable_capacity && CapacityMisfit(cand) != kNone) return Reason::kCapacity;
+    if (dev.consumes_counters) {
+      if (!f_.partitionable_devices) return Reason::kPartitionableDevicesDisabled;
+      bool skip = Multi(dev) && (dev.capacity_in_use || share_count_[d] > 0);
+      if (p_.pools[dev.pool].overcommitted && !skip) return Reason::kCounters;
+    }
+    if (f_.device_taints && cand.taint_blocked) return Reason::kTaintNotTolerated;
+    return Reason::kNone;
+  }
+
+  // The words for a reason Unavailable gave, for explanations.
+  std::string UnavailableDetail(Reason reason, const Candidate& cand) const {
+    switch (reason) {
+      case Reason::kCapacity:
+        return CapacityDetail(cand, CapacityMisfit(cand));
+      case Reason::kTaintNotTolerated:
+        return cand.taint;
+      case Reason::kCounters:
+        return "a counter of the pool is already overcommitted";
+      default:
+        return "";
+    }
   }
 
   // --- memo -------------------------------------------------------------------------------
@@ -532,7 +548,7 @@ class Searcher {
       int available = 0;
       if (left >= static_cast<size_t>(needed)) {
         for (size_t pos = start; pos < n && available < needed; ++pos) {
-          if (Available(key, c, candidates[pos])) ++available;
+          if (Unavailable(key, c, candidates[pos]) == Reason::kNone) ++available;
         }
       }
       if (available < needed) {
@@ -541,7 +557,13 @@ class Searcher {
           std::string detail = fmt::format("{} more device(s) needed, {} usable candidate(s) left",
                                            needed, available);
           for (size_t pos = start; pos < n; ++pos) {
-            Reject(key_index, candidates[pos].device, Reason::kNotEnoughCandidates, detail);
+            Reason why = Unavailable(key, c, candidates[pos]);
+            if (why == Reason::kNone) {
+              Reject(key_index, candidates[pos].device, Reason::kNotEnoughCandidates, detail);
+            } else {
+              Reject(key_index, candidates[pos].device, why,
+                     UnavailableDetail(why, candidates[pos]));
+            }
           }
         }
         return Ret::kNo;

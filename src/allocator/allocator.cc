@@ -1,0 +1,1197 @@
+#include "allocator/allocator.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <boost/json/serialize.hpp>
+#include <climits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "allocator/internal/explain.h"
+#include "allocator/internal/pools.h"
+#include "allocator/internal/problem.h"
+#include "allocator/internal/search.h"
+#include "allocator/internal/snapshot_state.h"
+#include "api/gen/resource_v1_codec.h"
+#include "common/status_macros.h"
+
+namespace draplane::allocator {
+namespace {
+
+namespace rv1 = api::resourcev1;
+using internal::AttributeValue;
+using internal::Candidate;
+using internal::CapacityPlan;
+using internal::DeviceIndex;
+using internal::GatheredPool;
+using internal::kNone;
+using internal::NodeEntry;
+using internal::Problem;
+using internal::Reason;
+using internal::SliceEntry;
+using internal::SnapshotState;
+
+// The presence bit of CapacityRequestPolicy.validValues (its first plain field): an explicitly
+// empty list is not nil for upstream's `ValidValues != nil`.
+constexpr uint64_t kValidValuesPresent = uint64_t{1} << 0;
+// Presence bits of DeviceRequestAllocationResult.bindingConditions / bindingFailureConditions.
+constexpr uint64_t kResultBindingConditionsPresent = uint64_t{1} << 5;
+constexpr uint64_t kResultBindingFailureConditionsPresent = uint64_t{1} << 6;
+
+// upstream klog.KObj: "namespace/name", or "name" without namespace.
+std::string ObjectRef(const rv1::ResourceClaim& claim) {
+  if (claim.metadata.namespace_.empty()) return claim.metadata.name;
+  return claim.metadata.namespace_ + "/" + claim.metadata.name;
+}
+
+// A request or subrequest as prepared once per Pod.
+struct KeySpec {
+  std::string name;    // request name, or subrequest name
+  std::string parent;  // request name of a subrequest
+  bool is_sub = false;
+  std::string class_name;
+  std::shared_ptr<const rv1::DeviceClass> device_class;  // null when not found
+  std::vector<uint32_t> class_exprs;                     // kNone: selector without CEL
+  std::vector<uint32_t> request_exprs;                   // kNone: selector without CEL
+  std::string mode;
+  int64_t count = 0;
+  bool admin = false;      // adminAccess true
+  bool has_admin = false;  // adminAccess set at all
+  const std::vector<rv1::DeviceToleration>* tolerations = nullptr;
+  const rv1::CapacityRequirements* capacity = nullptr;
+
+  std::string FullName() const { return parent.empty() ? name : parent + "/" + name; }
+};
+
+struct RequestSpec {
+  const rv1::DeviceRequest* request = nullptr;
+  bool has_sub = false;
+  std::vector<KeySpec> keys;
+};
+
+struct ClaimSpec {
+  const rv1::ResourceClaim* claim = nullptr;
+  std::string ref;
+  std::vector<RequestSpec> requests;
+};
+
+std::vector<uint32_t> InternSelectors(SnapshotState& state,
+                                      const std::vector<rv1::DeviceSelector>& selectors) {
+  std::vector<uint32_t> out;
+  out.reserve(selectors.size());
+  for (const rv1::DeviceSelector& s : selectors) {
+    out.push_back(s.cel.has_value() ? state.Expression(s.cel->expression) : kNone);
+  }
+  return out;
+}
+
+KeySpec PrepareKey(SnapshotState& state, const std::string& name, const std::string& parent,
+                   const std::string& class_name, const std::vector<rv1::DeviceSelector>& selectors,
+                   const std::string& mode, int64_t count,
+                   const std::vector<rv1::DeviceToleration>& tolerations,
+                   const std::optional<rv1::CapacityRequirements>& capacity) {
+  KeySpec k;
+  k.name = name;
+  k.parent = parent;
+  k.is_sub = !parent.empty();
+  k.class_name = class_name;
+  auto it = state.classes.find(class_name);
+  if (!class_name.empty() && it != state.classes.end()) {
+    k.device_class = it->second;
+    k.class_exprs = InternSelectors(state, k.device_class->spec.selectors);
+  }
+  k.request_exprs = InternSelectors(state, selectors);
+  k.mode = mode;
+  k.count = count;
+  k.tolerations = &tolerations;
+  k.capacity = capacity.has_value() ? &*capacity : nullptr;
+  return k;
+}
+
+// Where a problem device lives in the snapshot.
+struct DeviceRef {
+  SliceEntry* slice = nullptr;
+  uint32_t index = 0;
+  const rv1::Device& device() const { return slice->spec().devices[index]; }
+};
+
+// The result of selecting a device for a key (upstream isSelectable).
+struct Selectability {
+  Reason reason = Reason::kNone;  // kNone: selectable
+  std::string detail;
+  std::string error;  // fatal message when reaching the pair
+};
+
+// --- consumable capacity (upstream consumable_capacity.go) -----------------------------------
+
+// A device capacity after resolving qualified names against the driver: an entry explicitly
+// qualified with the driver's domain wins over an unqualified one for the same identifier.
+struct ResolvedCapacity {
+  std::string published;  // key in Device.capacity
+  std::string qualified;  // driver-qualified form
+  const rv1::DeviceCapacity* capacity = nullptr;
+};
+
+std::vector<ResolvedCapacity> ResolveDeviceCapacity(const rv1::Device& device,
+                                                    const std::string& driver) {
+  std::vector<ResolvedCapacity> out;
+  std::set<std::string> seen;
+  const std::string prefix = driver + "/";
+  for (const auto& [name, cap] : device.capacity) {
+    if (name.compare(0, prefix.size(), prefix) == 0) {
+      out.push_back({name, name, &cap});
+      seen.insert(name);
+    }
+  }
+  for (const auto& [name, cap] : device.capacity) {
+    if (name.compare(0, prefix.size(), prefix) == 0) continue;
+    std::string qualified = name.find('/') == std::string::npos ? prefix + name : name;
+    if (seen.count(qualified) != 0) continue;
+    out.push_back({name, qualified, &cap});
+    seen.insert(qualified);
+  }
+  std::sort(out.begin(), out.end(), [](const ResolvedCapacity& a, const ResolvedCapacity& b) {
+    return a.published < b.published;
+  });
+  return out;
+}
+
+// upstream resolveCapacityName: the index of the capacity a request name refers to, or kNone.
+uint32_t ResolveRequestName(const std::string& request_name, const std::string& driver,
+                            const std::vector<ResolvedCapacity>& caps) {
+  std::string qualified;
+  if (request_name.find('/') == std::string::npos) {
+    qualified = driver + "/" + request_name;
+  } else {
+    std::string domain = request_name.substr(0, request_name.find('/'));
+    // A qualified request with another domain only matches that exact key.
+    qualified = request_name;
+    if (domain != driver) {
+      for (uint32_t i = 0; i < caps.size(); ++i) {
+        if (caps[i].published == request_name) return i;
+      }
+      return kNone;
+    }
+  }
+  for (uint32_t i = 0; i < caps.size(); ++i) {
+    if (caps[i].qualified == qualified) return i;
+  }
+  return kNone;
+}
+
+api::Quantity RoundUpRange(const api::Quantity& requested,
+                           const rv1::CapacityRequestPolicyRange& range) {
+  if (requested.Compare(*range.min) < 0) return *range.min;
+  if (!range.step.has_value()) return requested;
+  int64_t step = range.step->Value();
+  if (step <= 0) return requested;
+  int64_t min = range.min->Value();
+  int64_t added = requested.Value() - min;
+  int64_t n = added / step;
+  if (added % step != 0) ++n;
+  return api::Quantity::FromInt64(min + step * n, range.step->format());
+}
+
+api::Quantity ConsumedQuantity(const api::Quantity* requested, const rv1::DeviceCapacity& cap) {
+  const std::optional<rv1::CapacityRequestPolicy>& policy = cap.request_policy;
+  if (requested == nullptr) {
+    if (policy.has_value() && policy->default_value.has_value()) return *policy->default_value;
+    return cap.value;
+  }
+  if (!policy.has_value()) return *requested;
+  if (policy->valid_range.has_value() && policy->valid_range->min.has_value()) {
+    return RoundUpRange(*requested, *policy->valid_range);
+  }
+  if (!policy->valid_values.empty() || (policy->present & kValidValuesPresent) != 0) {
+    for (const api::Quantity& v : policy->valid_values) {
+      if (requested->Compare(v) <= 0) return v;
+    }
+  }
+  return *requested;
+}
+
+// upstream violatesPolicy.
+bool ViolatesPolicy(const api::Quantity& consumed, const rv1::DeviceCapacity& cap) {
+  if (!cap.request_policy.has_value()) return false;
+  const rv1::CapacityRequestPolicy& policy = *cap.request_policy;
+  // Upstream compares the Go structs; numerically equal quantities that differ in
+  // representation then take the checks below, which the policy's own default passes too.
+  if (policy.default_value.has_value() && consumed.Compare(*policy.default_value) == 0) {
+    return false;
+  }
+  if (policy.valid_range.has_value()) {
+    const rv1::CapacityRequestPolicyRange& range = *policy.valid_range;
+    if (range.max.has_value() && consumed.Compare(*range.max) > 0) return true;
+    if (range.step.has_value() && range.step->Value() != 0) {
+      int64_t min = range.min.has_value() ? range.min->Value() : 0;
+      if ((consumed.Value() - min) % range.step->Value() != 0) return true;
+    }
+    return false;
+  }
+  if (!policy.valid_values.empty()) {
+    for (const api::Quantity& v : policy.valid_values) {
+      if (consumed.Compare(v) == 0) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+const api::Quantity* AllocatedCapacity(const AllocatedState::DeviceRecord* record,
+                                       const ResolvedCapacity& cap) {
+  if (record == nullptr) return nullptr;
+  auto it = record->aggregated.find(cap.published);
+  if (it == record->aggregated.end()) it = record->aggregated.find(cap.qualified);
+  if (it == record->aggregated.end() && cap.qualified != cap.published) {
+    size_t slash = cap.qualified.find('/');
+    it = record->aggregated.find(cap.qualified.substr(slash + 1));
+  }
+  return it == record->aggregated.end() ? nullptr : &it->second;
+}
+
+// --- the per-node problem ---------------------------------------------------------------------
+
+class ProblemBuilder {
+ public:
+  ProblemBuilder(SnapshotState& state, const NodeEntry& node_entry, const api::corev1::Node& node,
+                 const AllocatedState& allocated, const Features& features,
+                 const std::vector<ClaimSpec>& claims, bool explain)
+      : state_(state),
+        node_entry_(node_entry),
+        node_(node),
+        allocated_(allocated),
+        f_(features),
+        claims_(claims),
+        explain_(explain) {}
+
+  // upstream's pre-pass (claims in order, requests in order) plus the candidate lists. Returns
+  // a fatal error with upstream's message.
+  Status Build() {
+    AddDevices();
+    for (uint32_t c = 0; c < claims_.size(); ++c) DRAPLANE_RETURN_IF_ERROR(AddClaim(c));
+    for (uint32_t k = 0; k < problem.keys.size(); ++k) {
+      if (!problem.keys[k].all_mode) FillCandidates(k);
+    }
+    AddConstraintValues();
+    return Status::Ok();
+  }
+
+  Problem problem;
+  std::vector<DeviceRef> refs;            // per problem device
+  std::vector<const KeySpec*> key_specs;  // per problem key
+  std::vector<internal::KeyInfo> key_infos;
+  std::vector<uint32_t> pool_of_gathered;  // problem pool -> index in node_entry_.pools
+
+ private:
+  // Devices of usable pools in search order, with their allocated state, counters and
+  // capacities.
+  void AddDevices() {
+    for (uint32_t gp = 0; gp < node_entry_.pools.size(); ++gp) {
+      const GatheredPool& pool = node_entry_.pools[gp];
+      if (pool.incomplete || pool.invalid) continue;
+      uint32_t pool_index = static_cast<uint32_t>(problem.pools.size());
+      internal::Pool p;
+      p.driver = pool.driver;
+      p.name = pool.pool;
+      p.first_counter = static_cast<uint32_t>(problem.counters.size());
+      std::map<std::pair<std::string_view, std::string_view>, uint32_t> counter_index;
+      if (f_.partitionable_devices) AddCounters(pool, p, counter_index);
+      problem.pools.push_back(p);
+      pool_of_gathered.push_back(gp);
+      const AllocatedState::PoolRecord* record = allocated_.FindPool(pool.driver, pool.pool);
+      for (SliceEntry* slice : pool.targeting) {
+        const auto& devices = slice->spec().devices;
+        for (uint32_t i = 0; i < devices.size(); ++i) {
+          const rv1::Device& d = devices[i];
+          internal::Device dev;
+          dev.name = d.name;
+          dev.pool = pool_index;
+          const AllocatedState::DeviceRecord* rec = nullptr;
+          if (record != nullptr) {
+            auto it = record->devices.find(d.name);
+            if (it != record->devices.end()) rec = &it->second;
+          }
+          dev.allocated = rec != nullptr && rec->exclusive > 0;
+          dev.capacity_in_use = rec != nullptr && rec->capacity_entries > 0;
+          dev.consumes_counters = !d.consumes_counters.empty();
+          dev.multi_allocatable =
+              f_.consumable_capacity && d.allow_multiple_allocations.value_or(false);
+          if (f_.partitionable_devices) {
+            for (const auto& consumption : d.consumes_counters) {
+              for (const auto& [name, counter] : consumption.counters) {
+                auto it = counter_index.find({consumption.counter_set, name});
+                if (it == counter_index.end()) continue;  // validated by pool gathering
+                dev.counter_uses.push_back({it->second, counter.value});
+              }
+            }
+          }
+          if (f_.consumable_capacity) {
+            for (const ResolvedCapacity& cap : ResolveDeviceCapacity(d, pool.driver)) {
+              internal::DeviceCapacity dc;
+              dc.name = cap.published;
+              dc.value = cap.capacity->value;
+              if (const api::Quantity* used = AllocatedCapacity(rec, cap)) dc.allocated = *used;
+              dev.capacities.push_back(std::move(dc));
+            }
+          }
+          problem.devices.push_back(std::move(dev));
+          refs.push_back(DeviceRef{slice, i});
+        }
+      }
+    }
+  }
+
+  // upstream checkAvailableCounters' first part: the pool's counters minus what allocated
+  // devices (on or off this node) consume.
+  void AddCounters(const GatheredPool& pool, internal::Pool& p,
+                   std::map<std::pair<std::string_view, std::string_view>, uint32_t>& index) {
+    std::map<std::string_view, const rv1::CounterSet*> sets;
+    for (const SliceEntry* s : pool.counter_slices) {
+      for (const rv1::CounterSet& set : s->spec().shared_counters) sets.emplace(set.name, &set);
+    }
+    for (const auto& [set_name, set] : sets) {
+      for (const auto& [name, counter] : set->counters) {
+        index[{set_name, name}] = static_cast<uint32_t>(problem.counters.size());
+        problem.counters.push_back({set->name, name, counter.value});
+        ++p.num_counters;
+      }
+    }
+    for (const auto* list : {&pool.targeting, &pool.not_targeting}) {
+      for (const SliceEntry* s : *list) {
+        for (const rv1::Device& d : s->spec().devices) {
+          if (d.consumes_counters.empty()) continue;
+          if (!allocated_.IsAllocated(pool.driver, pool.pool, d.name)) continue;
+          for (const auto& consumption : d.consumes_counters) {
+            for (const auto& [name, counter] : consumption.counters) {
+              auto it = index.find({consumption.counter_set, name});
+              if (it == index.end()) continue;
+              api::Quantity& available = problem.counters[it->second].available;
+              available = available.Sub(counter.value);
+            }
+          }
+        }
+      }
+    }
+    for (uint32_t i = 0; i < p.num_counters; ++i) {
+      if (problem.counters[p.first_counter + i].available.Sign() < 0) p.overcommitted = true;
+    }
+  }
+
+  Status AddClaim(uint32_t c) {
+    const ClaimSpec& claim = claims_[c];
+    internal::Claim pc;
+    pc.name = claim.ref;
+    problem.claims.push_back(pc);
+    int64_t min_devices = 0;
+    for (uint32_t r = 0; r < claim.requests.size(); ++r) {
+      const RequestSpec& req = claim.requests[r];
+      const rv1::DeviceRequest& api_req = *req.request;
+      if (!f_.prioritized_list && req.has_sub) {
+        return InvalidArgumentError(fmt::format(
+            "claim {}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
+            claim.ref, api_req.name));
+      }
+      if (!f_.consumable_capacity) {
+        if (api_req.exactly.has_value() && api_req.exactly->capacity.has_value()) {
+          return InvalidArgumentError(
+              fmt::format("claim {}, request {}: has capacity requests, but the "
+                          "DRAConsumableCapacity feature is disabled",
+                          claim.ref, api_req.name));
+        }
+        for (const rv1::DeviceSubRequest& sub : api_req.first_available) {
+          if (sub.capacity.has_value()) {
+            return InvalidArgumentError(
+                fmt::format("claim {}, subrequest {}: has capacity requests, but the "
+                            "DRAConsumableCapacity feature is disabled",
+                            claim.ref, sub.name));
+          }
+        }
+      }
+      internal::Request pr;
+      pr.has_subrequests = req.has_sub;
+      int64_t min_for_request = req.has_sub ? INT64_MAX : 0;
+      for (uint32_t s = 0; s < req.keys.size(); ++s) {
+        DRAPLANE_ASSIGN_OR_RETURN(uint32_t key,
+                                  AddKey(c, r, req.has_sub ? int32_t(s) : -1, req.keys[s]));
+        pr.keys.push_back(key);
+        int64_t n = problem.keys[key].num_devices;
+        min_for_request = req.has_sub ? std::min(min_for_request, n) : n;
+      }
+      if (req.keys.empty()) min_for_request = 0;
+      min_devices += min_for_request;
+      problem.claims[c].requests.push_back(std::move(pr));
+    }
+    // The device count is only a lower bound, so the search checks again.
+    if (min_devices > internal::kAllocationResultsMaxSize) {
+      return FailedPreconditionError(
+          fmt::format("claim {}: number of requested devices {} exceeds the claim limit of {}",
+                      claim.ref, min_devices, internal::kAllocationResultsMaxSize));
+    }
+    const auto& constraints = claim.claim->spec.devices.constraints;
+    for (size_t i = 0; i < constraints.size(); ++i) {
+      const rv1::DeviceConstraint& dc = constraints[i];
+      internal::Constraint constraint;
+      if (dc.match_attribute.has_value()) {
+        constraint.kind = internal::Constraint::Kind::kMatch;
+        constraint.attribute = *dc.match_attribute;
+      } else if (dc.distinct_attribute.has_value()) {
+        constraint.kind = internal::Constraint::Kind::kDistinct;
+        constraint.attribute = *dc.distinct_attribute;
+      } else {
+        return FailedPreconditionError(
+            fmt::format("claim {}, constraint #{}: empty constraint (unsupported constraint type?)",
+                        claim.ref, i));
+      }
+      std::set<std::string_view> names(dc.requests.begin(), dc.requests.end());
+      for (uint32_t k = 0; k < problem.keys.size(); ++k) {
+        internal::RequestKey& key = problem.keys[k];
+        if (key.claim != c) continue;
+        bool in_scope = names.empty();
+        if (!in_scope) {
+          std::string base = key.parent.empty() ? key.name : key.parent;
+          in_scope = names.count(base) != 0 || (!key.parent.empty() && names.count(key.FullName()));
+        }
+        // More than 64 constraints cannot pass validation (at most 32 per claim).
+        if (in_scope && i < 64) key.constraint_scope |= uint64_t{1} << i;
+      }
+      problem.claims[c].constraints.push_back(std::move(constraint));
+    }
+    return Status::Ok();
+  }
+
+  // upstream validateDeviceRequest.
+  StatusOr<uint32_t> AddKey(uint32_t c, uint32_t r, int32_t s, const KeySpec& spec) {
+    const ClaimSpec& claim = claims_[c];
+    for (size_t i = 0; i < spec.request_exprs.size(); ++i) {
+      if (spec.request_exprs[i] == kNone) {
+        return InvalidArgumentError(
+            fmt::format("claim {}, request {}, selector #{}: CEL expression empty (unsupported "
+                        "selector type?)",
+                        claim.ref, spec.name, i));
+      }
+    }
+    if (!f_.admin_access && spec.has_admin) {
+      return InvalidArgumentError(fmt::format(
+          "claim {}, request {}: admin access is requested, but the feature is disabled", claim.ref,
+          spec.name));
+    }
+    if (spec.class_name.empty()) {
+      return InvalidArgumentError(
+          fmt::format("claim {}, request {}: missing device class name (unsupported request type?)",
+                      claim.ref, spec.name));
+    }
+    if (spec.device_class == nullptr) {
+      return NotFoundError(fmt::format(
+          "claim {}, request {}: could not retrieve device class {}: deviceclass.resource.k8s.io "
+          "\"{}\" not found",
+          claim.ref, spec.name, spec.class_name, spec.class_name));
+    }
+    internal::RequestKey key;
+    key.claim = c;
+    key.request = r;
+    key.subrequest = s;
+    key.name = spec.name;
+    key.parent = spec.parent;
+    key.device_class = spec.class_name;
+    key.admin_access = spec.admin;
+    uint32_t index = static_cast<uint32_t>(problem.keys.size());
+    if (explain_) problem.static_rejections.emplace_back(problem.devices.size());
+    key_specs.push_back(&spec);
+    key_infos.push_back({spec.mode, spec.count});
+    if (spec.mode == rv1::kDeviceAllocationModeExactCount) {
+      key.num_devices = static_cast<int>(std::min<int64_t>(spec.count, INT_MAX));
+      problem.keys.push_back(std::move(key));
+      return index;
+    }
+    if (spec.mode != rv1::kDeviceAllocationModeAll) {
+      return FailedPreconditionError(fmt::format("claim {}, request {}: unsupported count mode {}",
+                                                 claim.ref, spec.name, spec.mode));
+    }
+    key.all_mode = true;
+    problem.keys.push_back(std::move(key));
+    // "All" needs to know every device: an incomplete or invalid pool makes that impossible.
+    for (const GatheredPool& pool : node_entry_.pools) {
+      if (pool.incomplete) {
+        return FailedPreconditionError(fmt::format(
+            "claim {}, request {}: asks for all devices, but resource pool {} is currently being "
+            "updated",
+            claim.ref, spec.name, pool.Id()));
+      }
+      if (pool.invalid) {
+        return FailedPreconditionError(
+            fmt::format("claim {}, request {}: asks for all devices, but resource pool {} is "
+                        "currently invalid",
+                        claim.ref, spec.name, pool.Id()));
+      }
+    }
+    for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
+      Selectability sel = Select(c, spec, d);
+      if (!sel.error.empty()) return FailedPreconditionError(sel.error);
+      if (sel.reason != Reason::kNone) {
+        if (explain_) problem.static_rejections[index][d] = {sel.reason, sel.detail};
+        continue;
+      }
+      Candidate cand = MakeCandidate(spec, d);
+      if (cand.plan != kNone) {
+        // Devices whose remaining capacity cannot hold the request are left out.
+        const CapacityPlan& plan = problem.plans[cand.plan];
+        if (!plan.usable) {
+          if (explain_) problem.static_rejections[index][d] = {Reason::kCapacity, plan.why};
+          continue;
+        }
+      }
+      problem.keys[index].all_devices.push_back(std::move(cand));
+    }
+    problem.keys[index].num_devices = static_cast<int>(problem.keys[index].all_devices.size());
+    key_infos.back().count = problem.keys[index].num_devices;
+    return index;
+  }
+
+  void FillCandidates(uint32_t k) {
+    internal::RequestKey& key = problem.keys[k];
+    const KeySpec& spec = *key_specs[k];
+    for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
+      Selectability sel = Select(key.claim, spec, d);
+      if (sel.error.empty() && sel.reason != Reason::kNone) {
+        if (explain_) problem.static_rejections[k][d] = {sel.reason, sel.detail};
+        continue;
+      }
+      Candidate cand = MakeCandidate(spec, d);
+      if (!sel.error.empty()) {
+        cand.error = static_cast<uint32_t>(problem.errors.size());
+        problem.errors.push_back(sel.error);
+      }
+      key.candidates.push_back(std::move(cand));
+    }
+  }
+
+  // upstream isSelectable: binding conditions, class selectors, request selectors, per-device
+  // node selection. Verdicts come from the snapshot's cache.
+  Selectability Select(uint32_t c, const KeySpec& spec, DeviceIndex d) {
+    Selectability out;
+    const DeviceRef& ref = refs[d];
+    const rv1::Device& device = ref.device();
+    if (!f_.device_binding_and_status && internal::HasBindingConditions(device)) {
+      out.reason = Reason::kBindingConditionsUnsupported;
+      out.detail = "the device has binding conditions; DRADeviceBindingConditions is off";
+      return out;
+    }
+    std::string device_id;
+    auto id = [&]() -> const std::string& {
+      if (device_id.empty()) device_id = problem.DeviceId(d);
+      return device_id;
+    };
+    const std::string& class_name = spec.class_name;
+    for (size_t i = 0; i < spec.class_exprs.size(); ++i) {
+      uint32_t expr = spec.class_exprs[i];
+      if (expr == kNone) {
+        out.error = fmt::format(
+            "class {}: selector #{}: CEL compile error: CEL expression empty (unsupported selector "
+            "type?)",
+            class_name, i);
+        return out;
+      }
+      uint32_t v = state_.Verdict(expr, *ref.slice, ref.index);
+      if (v >= internal::kVerdictError) {
+        const std::string& text = state_.error_texts[v - internal::kVerdictError];
+        out.error =
+            state_.expressions[expr].program == nullptr
+                ? fmt::format("class {}: selector #{}: CEL compile error: {}", class_name, i, text)
+                : fmt::format("class {}: selector #{} on device {}: CEL runtime error: {}",
+                              class_name, i, id(), text);
+        return out;
+      }
+      if (v == internal::kVerdictFalse) {
+        out.reason = Reason::kClassSelectorFalse;
+        out.detail = fmt::format("class {} selector #{} is false: {}", class_name, i,
+                                 state_.expressions[expr].text);
+        return out;
+      }
+    }
+    const std::string& claim = claims_[c].ref;
+    for (size_t i = 0; i < spec.request_exprs.size(); ++i) {
+      uint32_t expr = spec.request_exprs[i];
+      uint32_t v = state_.Verdict(expr, *ref.slice, ref.index);
+      if (v >= internal::kVerdictError) {
+        const std::string& text = state_.error_texts[v - internal::kVerdictError];
+        out.error =
+            state_.expressions[expr].program == nullptr
+                ? fmt::format("claim {}: selector #{}: CEL compile error: {}", claim, i, text)
+                : fmt::format("claim {}: selector #{} on device {}: CEL runtime error: {}", claim,
+                              i, id(), text);
+        return out;
+      }
+      if (v == internal::kVerdictFalse) {
+        out.reason = Reason::kRequestSelectorFalse;
+        out.detail = fmt::format("request {} selector #{} is false: {}", spec.FullName(), i,
+                                 state_.expressions[expr].text);
+        return out;
+      }
+    }
+    if (ref.slice->spec().per_device_node_selection.value_or(false)) {
+      StatusOr<bool> match = internal::DeviceNodeMatches(*ref.slice, ref.index, node_);
+      if (!match.ok()) {
+        out.error = std::string(match.status().message());
+        return out;
+      }
+      if (!*match) {
+        out.reason = Reason::kNodeMismatch;
+        out.detail = "the device's node selection does not match node " + node_.metadata.name;
+        return out;
+      }
+    }
+    return out;
+  }
+
+  Candidate MakeCandidate(const KeySpec& spec, DeviceIndex d) {
+    Candidate cand;
+    cand.device = d;
+    const rv1::Device& device = refs[d].device();
+    if (f_.device_taints) {
+      for (const rv1::DeviceTaint& taint : device.taints) {
+        // Only the known effects prevent allocation; None and unknown effects are ignored.
+        if (taint.effect != rv1::kDeviceTaintEffectNoSchedule &&
+            taint.effect != rv1::kDeviceTaintEffectNoExecute) {
+          continue;
+        }
+        bool tolerated = false;
+        for (const rv1::DeviceToleration& t : *spec.tolerations) {
+          if (ToleratesTaint(t, taint)) {
+            tolerated = true;
+            break;
+          }
+        }
+        if (!tolerated) {
+          cand.taint_blocked = true;
+          cand.taint = taint.key + "=" + taint.value + ":" + taint.effect;
+          break;
+        }
+      }
+    }
+    if (f_.consumable_capacity) cand.plan = MakePlan(spec, d);
+    return cand;
+  }
+
+  // upstream resourceclaim.ToleratesTaint.
+  static bool ToleratesTaint(const rv1::DeviceToleration& t, const rv1::DeviceTaint& taint) {
+    if (!t.effect.empty() && t.effect != taint.effect) return false;
+    if (!t.key.empty() && t.key != taint.key) return false;
+    if (t.operator_.empty() || t.operator_ == rv1::kDeviceTolerationOperatorEqual) {
+      return t.value == taint.value;
+    }
+    return t.operator_ == rv1::kDeviceTolerationOperatorExists;
+  }
+
+  // upstream cmpRequestOverCapacity without the in-attempt consumption (the search adds that).
+  uint32_t MakePlan(const KeySpec& spec, DeviceIndex d) {
+    const rv1::Device& device = refs[d].device();
+    const internal::Device& dev = problem.devices[d];
+    std::vector<ResolvedCapacity> caps =
+        ResolveDeviceCapacity(device, problem.pools[dev.pool].driver);
+    CapacityPlan plan;
+    std::vector<const api::Quantity*> requested(caps.size(), nullptr);
+    if (spec.capacity != nullptr) {
+      for (const auto& [name, q] : spec.capacity->requests) {
+        uint32_t i = ResolveRequestName(name, problem.pools[dev.pool].driver, caps);
+        if (i == kNone) {
+          plan.usable = false;
+          plan.why = "capacity " + name + " is not defined on the device";
+          break;
+        }
+        if (requested[i] != nullptr) {
+          plan.usable = false;
+          plan.why = "capacity " + caps[i].published + " is requested twice";
+          break;
+        }
+        requested[i] = &q;
+      }
+    }
+    if (plan.usable) {
+      for (size_t i = 0; i < caps.size(); ++i) {
+        api::Quantity consumed = ConsumedQuantity(requested[i], *caps[i].capacity);
+        if (consumed.Sign() < 0) {
+          plan.usable = false;
+          plan.why = "capacity " + caps[i].published + " would be negative";
+          break;
+        }
+        if (ViolatesPolicy(consumed, *caps[i].capacity)) {
+          plan.usable = false;
+          plan.why = "capacity " + caps[i].published + ": " + consumed.ToString() +
+                     " violates the device's request policy";
+          break;
+        }
+        const internal::DeviceCapacity& dc = dev.capacities[i];
+        if (dc.allocated.Add(consumed).Compare(dc.value) > 0) {
+          plan.usable = false;
+          plan.why =
+              fmt::format("capacity {}: needs {}, {} of {} already consumed", caps[i].published,
+                          consumed.ToString(), dc.allocated.ToString(), dc.value.ToString());
+          break;
+        }
+        plan.consumed.push_back(std::move(consumed));
+      }
+    }
+    if (!plan.usable) plan.consumed.clear();
+    problem.plans.push_back(std::move(plan));
+    return static_cast<uint32_t>(problem.plans.size() - 1);
+  }
+
+  // upstream lookupAttribute for every (constraint, device), interned.
+  void AddConstraintValues() {
+    std::map<std::vector<int64_t>, uint32_t> dedupe;
+    std::map<std::string, int64_t, std::less<>> interned;
+    auto intern = [&](const std::string& s) {
+      auto [it, inserted] = interned.emplace(s, static_cast<int64_t>(problem.interned.size()));
+      if (inserted) problem.interned.push_back(s);
+      return it->second;
+    };
+    for (internal::Claim& claim : problem.claims) {
+      for (internal::Constraint& constraint : claim.constraints) {
+        constraint.value_of_device.assign(problem.devices.size(), kNone);
+        for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
+          const rv1::DeviceAttribute* attr =
+              LookupAttribute(refs[d].device(), problem.pools[problem.devices[d].pool].driver,
+                              constraint.attribute);
+          if (attr == nullptr) continue;
+          AttributeValue v = ToValue(*attr, intern);
+          std::vector<int64_t> key = Encode(v);
+          auto [it, inserted] = dedupe.emplace(key, static_cast<uint32_t>(problem.values.size()));
+          if (inserted) problem.values.push_back(std::move(v));
+          constraint.value_of_device[d] = it->second;
+        }
+      }
+    }
+  }
+
+  static const rv1::DeviceAttribute* LookupAttribute(const rv1::Device& device,
+                                                     const std::string& driver,
+                                                     const std::string& name) {
+    auto it = device.attributes.find(name);
+    if (it != device.attributes.end()) return &it->second;
+    size_t slash = name.find('/');
+    if (slash == std::string::npos) return nullptr;
+    if (std::string_view(name).substr(0, slash) != driver) return nullptr;
+    it = device.attributes.find(std::string_view(name).substr(slash + 1));
+    return it == device.attributes.end() ? nullptr : &it->second;
+  }
+
+  template <typename Intern>
+  static AttributeValue ToValue(const rv1::DeviceAttribute& a, Intern& intern) {
+    AttributeValue v;
+    v.present = true;
+    v.int_value = a.int_value;
+    v.bool_value = a.bool_value;
+    if (a.string_value) v.string_value = intern(*a.string_value);
+    if (a.version_value) v.version_value = intern(*a.version_value);
+    using SetType = AttributeValue::SetType;
+    // upstream attributeAsSet: non-empty lists first, then the scalars.
+    if (!a.ints.empty()) {
+      v.set_type = SetType::kInt;
+      v.set.assign(a.ints.begin(), a.ints.end());
+    } else if (!a.bools.empty()) {
+      v.set_type = SetType::kBool;
+      for (bool b : a.bools) v.set.push_back(b ? 1 : 0);
+    } else if (!a.strings.empty()) {
+      v.set_type = SetType::kString;
+      for (const std::string& s : a.strings) v.set.push_back(intern(s));
+    } else if (!a.versions.empty()) {
+      v.set_type = SetType::kVersion;
+      for (const std::string& s : a.versions) v.set.push_back(intern(s));
+    } else if (a.int_value) {
+      v.set_type = SetType::kInt;
+      v.set = {*a.int_value};
+    } else if (a.bool_value) {
+      v.set_type = SetType::kBool;
+      v.set = {*a.bool_value ? 1 : 0};
+    } else if (v.string_value) {
+      v.set_type = SetType::kString;
+      v.set = {*v.string_value};
+    } else if (v.version_value) {
+      v.set_type = SetType::kVersion;
+      v.set = {*v.version_value};
+    }
+    std::sort(v.set.begin(), v.set.end());
+    v.set.erase(std::unique(v.set.begin(), v.set.end()), v.set.end());
+    return v;
+  }
+
+  static std::vector<int64_t> Encode(const AttributeValue& v) {
+    std::vector<int64_t> key;
+    key.push_back((v.int_value ? 1 : 0) | (v.bool_value ? 2 : 0) | (v.string_value ? 4 : 0) |
+                  (v.version_value ? 8 : 0));
+    key.push_back(v.int_value.value_or(0));
+    key.push_back(v.bool_value.value_or(false) ? 1 : 0);
+    key.push_back(v.string_value.value_or(-1));
+    key.push_back(v.version_value.value_or(-1));
+    key.push_back(static_cast<int64_t>(v.set_type));
+    key.insert(key.end(), v.set.begin(), v.set.end());
+    return key;
+  }
+
+  SnapshotState& state_;
+  const NodeEntry& node_entry_;
+  const api::corev1::Node& node_;
+  const AllocatedState& allocated_;
+  const Features f_;
+  const std::vector<ClaimSpec>& claims_;
+  const bool explain_;
+};
+
+// --- results ------------------------------------------------------------------------------
+
+bool ContainsRequirement(const std::vector<api::corev1::NodeSelectorRequirement>& list,
+                         const api::corev1::NodeSelectorRequirement& r) {
+  std::set<std::string> values(r.values.begin(), r.values.end());
+  for (const auto& e : list) {
+    if (e.key != r.key || e.operator_ != r.operator_) continue;
+    if (std::set<std::string>(e.values.begin(), e.values.end()) != values) continue;
+    return true;
+  }
+  return false;
+}
+
+// upstream createNodeSelector.
+StatusOr<std::optional<api::corev1::NodeSelector>> NodeSelectorFor(
+    const std::vector<internal::DeviceChoice>& choices, const std::vector<DeviceRef>& refs,
+    const std::string& node_name) {
+  api::corev1::NodeSelectorTerm term;
+  for (const internal::DeviceChoice& choice : choices) {
+    const DeviceRef& ref = refs[choice.device];
+    const rv1::Device& device = ref.device();
+    const rv1::ResourceSliceSpec& spec = ref.slice->spec();
+    const std::optional<std::string>* name;
+    const std::optional<api::corev1::NodeSelector>* selector;
+    if (spec.per_device_node_selection.value_or(false)) {
+      name = &device.node_name;
+      selector = &device.node_selector;
+    } else {
+      name = &spec.node_name;
+      selector = &spec.node_selector;
+    }
+    if (name->has_value() || device.binds_to_node.value_or(false)) {
+      // Local to one node, or bound to the node: restrict the allocation to this node.
+      api::corev1::NodeSelector local;
+      api::corev1::NodeSelectorTerm t;
+      api::corev1::NodeSelectorRequirement r;
+      r.key = "metadata.name";
+      r.operator_ = "In";
+      r.values = {node_name};
+      t.match_fields.push_back(std::move(r));
+      local.node_selector_terms.push_back(std::move(t));
+      return std::optional<api::corev1::NodeSelector>(std::move(local));
+    }
+    if (!selector->has_value()) continue;
+    const auto& terms = (*selector)->node_selector_terms;
+    if (terms.empty()) continue;
+    if (terms.size() > 1) {
+      return FailedPreconditionError(
+          fmt::format("unsupported ResourceSlice.NodeSelector with {} terms", terms.size()));
+    }
+    for (const auto& r : terms[0].match_fields) {
+      if (!ContainsRequirement(term.match_fields, r)) term.match_fields.push_back(r);
+    }
+    for (const auto& r : terms[0].match_expressions) {
+      if (!ContainsRequirement(term.match_expressions, r)) term.match_expressions.push_back(r);
+    }
+  }
+  if (term.match_fields.empty() && term.match_expressions.empty()) {
+    return std::optional<api::corev1::NodeSelector>();
+  }
+  api::corev1::NodeSelector out;
+  out.node_selector_terms.push_back(std::move(term));
+  return std::optional<api::corev1::NodeSelector>(std::move(out));
+}
+
+// The selected key of request `r` of a claim (the chosen subrequest's key).
+const KeySpec& SelectedKey(const RequestSpec& req, int selected) {
+  return req.keys[req.has_sub ? static_cast<size_t>(std::max(selected, 0)) : 0];
+}
+
+// upstream's config assembly: class configs (each class once), then claim configs, then
+// `requests: nil` for configs that cover every request.
+std::vector<rv1::DeviceAllocationConfiguration> Configs(const ClaimSpec& claim,
+                                                        const std::vector<int>& selected) {
+  std::vector<rv1::DeviceAllocationConfiguration> out;
+  std::map<std::string, std::pair<size_t, size_t>> class_ranges;
+  for (size_t r = 0; r < claim.requests.size(); ++r) {
+    const KeySpec& key = SelectedKey(claim.requests[r], selected[r]);
+    if (key.device_class == nullptr) continue;
+    const std::string& name = key.device_class->metadata.name;
+    auto it = class_ranges.find(name);
+    if (it != class_ranges.end()) {
+      for (size_t i = it->second.first; i < it->second.second; ++i) {
+        out[i].requests.push_back(key.FullName());
+      }
+      continue;
+    }
+    size_t start = out.size();
+    for (const rv1::DeviceClassConfiguration& config : key.device_class->spec.config) {
+      rv1::DeviceAllocationConfiguration c;
+      c.source = std::string(rv1::kAllocationConfigSourceFromClass);
+      c.requests = {key.FullName()};
+      c.opaque = config.opaque;
+      out.push_back(std::move(c));
+    }
+    class_ranges[name] = {start, out.size()};
+  }
+  auto contains = [](const std::vector<std::string>& list, const std::string& s) {
+    return std::find(list.begin(), list.end(), s) != list.end();
+  };
+  for (const rv1::DeviceClaimConfiguration& config : claim.claim->spec.devices.config) {
+    rv1::DeviceAllocationConfiguration c;
+    c.source = std::string(rv1::kAllocationConfigSourceFromClaim);
+    c.requests = config.requests;
+    c.opaque = config.opaque;
+    if (config.requests.empty()) {
+      out.push_back(std::move(c));
+      continue;
+    }
+    for (size_t r = 0; r < claim.requests.size(); ++r) {
+      const RequestSpec& req = claim.requests[r];
+      if (contains(config.requests, req.request->name)) {
+        out.push_back(std::move(c));
+        break;
+      }
+      if (!req.has_sub) continue;
+      if (contains(config.requests, SelectedKey(req, selected[r]).FullName())) {
+        out.push_back(std::move(c));
+        break;
+      }
+    }
+  }
+  for (rv1::DeviceAllocationConfiguration& c : out) {
+    if (c.requests.empty()) continue;
+    bool all = true;
+    for (size_t r = 0; r < claim.requests.size() && all; ++r) {
+      const RequestSpec& req = claim.requests[r];
+      if (contains(c.requests, req.request->name)) continue;
+      if (req.has_sub && contains(c.requests, SelectedKey(req, selected[r]).FullName())) continue;
+      all = false;
+    }
+    if (all) c.requests.clear();
+  }
+  return out;
+}
+
+std::string Fingerprint(const std::vector<ClaimSpec>& claims) {
+  std::string out;
+  for (const ClaimSpec& c : claims) {
+    out += boost::json::serialize(rv1::Encode(c.claim->spec));
+    out.push_back('\n');
+  }
+  return out;
+}
+
+class AllocatorImpl final : public Allocator {
+ public:
+  AllocatorImpl(Snapshot& snapshot, std::vector<const rv1::ResourceClaim*> claims,
+                const Features& features)
+      : state_(snapshot.state()), features_(features) {
+    claims_.reserve(claims.size());
+    for (const rv1::ResourceClaim* claim : claims) {
+      ClaimSpec spec;
+      spec.claim = claim;
+      spec.ref = ObjectRef(*claim);
+      for (const rv1::DeviceRequest& req : claim->spec.devices.requests) {
+        RequestSpec rs;
+        rs.request = &req;
+        rs.has_sub = !req.first_available.empty();
+        if (rs.has_sub) {
+          for (const rv1::DeviceSubRequest& sub : req.first_available) {
+            rs.keys.push_back(PrepareKey(state_, sub.name, req.name, sub.device_class_name,
+                                         sub.selectors, sub.allocation_mode, sub.count,
+                                         sub.tolerations, sub.capacity));
+          }
+        } else if (req.exactly.has_value()) {
+          const rv1::ExactDeviceRequest& e = *req.exactly;
+          KeySpec k = PrepareKey(state_, req.name, "", e.device_class_name, e.selectors,
+                                 e.allocation_mode, e.count, e.tolerations, e.capacity);
+          k.admin = e.admin_access.value_or(false);
+          k.has_admin = e.admin_access.has_value();
+          rs.keys.push_back(std::move(k));
+        } else {
+          // Neither form: a request type this code does not know.
+          rs.keys.push_back(
+              PrepareKey(state_, req.name, "", "", {}, "", 0, kNoTolerations, std::nullopt));
+        }
+        spec.requests.push_back(std::move(rs));
+      }
+      claims_.push_back(std::move(spec));
+    }
+    fingerprint_ = state_.FingerprintId(Fingerprint(claims_));
+  }
+
+  StatusOr<Outcome> Allocate(const api::corev1::Node& node, const AllocatedState& allocated,
+                             const Options& options) override {
+    NodeEntry& entry = internal::GatherPools(state_, node, features_);
+    if (!entry.gather_error.ok()) {
+      return Status(entry.gather_error.code(),
+                    "gather pool information: " + std::string(entry.gather_error.message()));
+    }
+    const bool use_cache = options.use_node_cache && !options.explain && options.policies.empty();
+    std::vector<uint64_t> versions;
+    if (use_cache) {
+      if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
+        entry.state_id = allocated.id();
+        entry.records.clear();
+        for (const GatheredPool& p : entry.pools) {
+          entry.records.push_back(allocated.PoolFor(p.driver, p.pool));
+        }
+      }
+      versions.reserve(entry.records.size());
+      for (const AllocatedState::PoolRecord* r : entry.records) versions.push_back(r->version);
+      for (const NodeEntry::Unsatisfiable& u : entry.unsatisfiable) {
+        if (u.claims == fingerprint_ && u.state_id == allocated.id() && u.features == features_ &&
+            u.versions == versions) {
+          Outcome out;
+          out.kind = Outcome::Kind::kUnsatisfiable;
+          out.stats.node_cache_hit = true;
+          return out;
+        }
+      }
+    }
+
+    ProblemBuilder builder(state_, entry, node, allocated, features_, claims_, options.explain);
+    Status built = builder.Build();
+    internal::ExplainInputs explain;
+    std::optional<internal::ExplainRecorder> recorder;
+    if (options.explain) {
+      explain.problem = &builder.problem;
+      explain.pools = &entry.pools;
+      explain.node = node.metadata.name;
+      explain.keys = builder.key_infos;
+    }
+    // A fatal error aborts the Pod's attempt; its message says what is wrong.
+    if (!built.ok()) return built;
+    internal::AssignSymmetryClasses(builder.problem);
+    internal::SearchOptions search_options;
+    search_options.features = features_;
+    search_options.policies = options.policies;
+    search_options.prune = options.prune;
+    if (options.explain) {
+      recorder.emplace(builder.problem.keys.size(), builder.problem.devices.size());
+      search_options.observer = &*recorder;
+    }
+    StatusOr<internal::SearchResult> searched = internal::Search(builder.problem, search_options);
+    if (!searched.ok()) return searched.status();
+    internal::SearchResult& result = *searched;
+
+    Outcome out;
+    out.stats.allocate_one_calls = result.stats.allocate_one_calls;
+    out.stats.devices_tried = result.stats.devices_tried;
+    out.stats.count_bound_prunes = result.stats.count_bound_prunes;
+    out.stats.symmetry_skips = result.stats.symmetry_skips;
+    out.stats.memo_hits = result.stats.memo_hits;
+    if (result.solved) {
+      DRAPLANE_ASSIGN_OR_RETURN(out.results, Results(builder, result, node, options));
+      out.kind = Outcome::Kind::kAllocated;
+    } else {
+      bool invalid = false;
+      for (const GatheredPool& p : entry.pools) invalid = invalid || p.invalid;
+      if (invalid) {
+        // Not fatal: other nodes may still work.
+        out.kind = Outcome::Kind::kNodeError;
+        out.message = "invalid resource pools were encountered";
+      } else {
+        out.kind = Outcome::Kind::kUnsatisfiable;
+        if (use_cache) {
+          constexpr size_t kRemembered = 4;
+          if (entry.unsatisfiable.size() >= kRemembered) {
+            entry.unsatisfiable.erase(entry.unsatisfiable.begin());
+          }
+          entry.unsatisfiable.push_back({fingerprint_, features_, allocated.id(), versions});
+        }
+      }
+    }
+    if (options.explain) {
+      explain.recorder = &*recorder;
+      explain.result = &result;
+      explain.outcome = out.kind == Outcome::Kind::kAllocated       ? "allocated"
+                        : out.kind == Outcome::Kind::kUnsatisfiable ? "unsatisfiable"
+                                                                    : "node-error";
+      explain.error = out.message;
+      out.explanation = internal::BuildExplanation(explain);
+    }
+    return out;
+  }
+
+ private:
+  StatusOr<std::vector<rv1::AllocationResult>> Results(const ProblemBuilder& b,
+                                                       const internal::SearchResult& result,
+                                                       const api::corev1::Node& node,
+                                                       const Options& options) const {
+    Random& random = options.random != nullptr ? *options.random : SecureRandom();
+    std::vector<rv1::AllocationResult> out(claims_.size());
+    for (size_t c = 0; c < claims_.size(); ++c) {
+      rv1::AllocationResult& ar = out[c];
+      for (const internal::DeviceChoice& choice : result.choices[c]) {
+        const internal::RequestKey& key = b.problem.keys[choice.key];
+        const KeySpec& spec = *b.key_specs[choice.key];
+        const DeviceRef& ref = b.refs[choice.device];
+        const rv1::Device& device = ref.device();
+        const internal::Device& dev = b.problem.devices[choice.device];
+        rv1::DeviceRequestAllocationResult r;
+        r.request = key.FullName();
+        r.driver = b.problem.pools[dev.pool].driver;
+        r.pool = b.problem.pools[dev.pool].name;
+        r.device = dev.name;
+        if (spec.admin) r.admin_access = true;
+        r.tolerations = *spec.tolerations;
+        if (features_.device_binding_and_status) {
+          r.binding_conditions = device.binding_conditions;
+          r.binding_failure_conditions = device.binding_failure_conditions;
+          if ((device.present & internal::kDeviceBindingConditionsPresent) != 0) {
+            r.present |= kResultBindingConditionsPresent;
+          }
+          if ((device.present & internal::kDeviceBindingFailureConditionsPresent) != 0) {
+            r.present |= kResultBindingFailureConditionsPresent;
+          }
+        }
+        if (choice.shared) {
+          r.share_id = random.NewUuid();
+          const CapacityPlan& plan = b.problem.plans[choice.plan];
+          for (size_t i = 0; i < dev.capacities.size(); ++i) {
+            r.consumed_capacity.emplace(dev.capacities[i].name, plan.consumed[i]);
+          }
+        }
+        ar.devices.results.push_back(std::move(r));
+      }
+      ar.devices.config = Configs(claims_[c], result.selected_subrequest[c]);
+      StatusOr<std::optional<api::corev1::NodeSelector>> selector =
+          NodeSelectorFor(result.choices[c], b.refs, node.metadata.name);
+      if (!selector.ok()) {
+        return FailedPreconditionError(fmt::format("create NodeSelector for claim {}: {}",
+                                                   claims_[c].claim->metadata.name,
+                                                   selector.status().message()));
+      }
+      ar.node_selector = *std::move(selector);
+    }
+    return out;
+  }
+
+  static inline const std::vector<rv1::DeviceToleration> kNoTolerations = {};
+
+  SnapshotState& state_;
+  Features features_;
+  std::vector<ClaimSpec> claims_;
+  uint64_t fingerprint_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Allocator> NewAllocator(Snapshot& snapshot,
+                                        std::vector<const rv1::ResourceClaim*> claims,
+                                        const Features& features) {
+  return std::make_unique<AllocatorImpl>(snapshot, std::move(claims), features);
+}
+
+StatusOr<Outcome> Allocate(Snapshot& snapshot, const api::corev1::Node& node,
+                           const std::vector<const rv1::ResourceClaim*>& claims,
+                           const AllocatedState& allocated, const Features& features,
+                           const Options& options) {
+  return NewAllocator(snapshot, claims, features)->Allocate(node, allocated, options);
+}
+
+}  // namespace draplane::allocator

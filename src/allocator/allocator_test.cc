@@ -1,0 +1,677 @@
+#include "allocator/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <string>
+#include <vector>
+
+#include "allocator/internal/testing_engine.h"
+#include "api/codec/yaml.h"
+#include "api/gen/resource_v1_codec.h"
+
+namespace draplane::allocator {
+namespace {
+
+namespace rv1 = api::resourcev1;
+
+// Loads classes, slices, claims and the node from YAML; selectors use the testing engine's
+// language (internal/testing_engine.h), e.g. `driver=driver-a`.
+class Fixture {
+ public:
+  Fixture() : snapshot(internal::NewTestingSelectorEngine(&evaluations)) {
+    node.metadata.name = "node-1";
+    node.metadata.labels = {{"region", "east"}};
+  }
+
+  void Load(std::string_view yaml) {
+    StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(yaml);
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    for (const auto& doc : *docs) {
+      ASSERT_TRUE(doc.value.is_object());
+      std::string kind(doc.value.at("kind").as_string());
+      api::FieldErrorList errors;
+      if (kind == "DeviceClass") {
+        auto c = std::make_unique<rv1::DeviceClass>();
+        rv1::Decode(doc.value, c.get(), &errors);
+        snapshot.SetClass(*c);
+      } else if (kind == "ResourceSlice") {
+        auto s = std::make_unique<rv1::ResourceSlice>();
+        rv1::Decode(doc.value, s.get(), &errors);
+        handles.push_back(snapshot.AddSlice(*s));
+      } else if (kind == "ResourceClaim") {
+        claims.emplace_back();
+        rv1::Decode(doc.value, &claims.back(), &errors);
+      } else {
+        FAIL() << "unexpected kind " << kind;
+      }
+      ASSERT_TRUE(errors.empty()) << errors.front().ToString();
+    }
+  }
+
+  StatusOr<Outcome> Run(Options options = {}) {
+    std::vector<const rv1::ResourceClaim*> pointers;
+    for (const rv1::ResourceClaim& c : claims) pointers.push_back(&c);
+    if (options.random == nullptr) {
+      random = NewSeededRandom(7);
+      options.random = random.get();
+    }
+    return Allocate(snapshot, node, pointers, allocated, features, options);
+  }
+
+  // "driver/pool/device" of every result of claim `c`, in result order.
+  std::vector<std::string> Devices(const Outcome& o, size_t c = 0) {
+    std::vector<std::string> out;
+    for (const auto& r : o.results.at(c).devices.results) {
+      out.push_back(r.request + "=" + r.driver + "/" + r.pool + "/" + r.device);
+    }
+    return out;
+  }
+
+  int evaluations = 0;
+  Snapshot snapshot;
+  std::vector<Snapshot::SliceHandle> handles;
+  std::vector<rv1::ResourceClaim> claims;
+  api::corev1::Node node;
+  AllocatedState allocated;
+  Features features = AllFeatures();
+  std::unique_ptr<Random> random;
+};
+
+constexpr std::string_view kClassA = R"(
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: class-a}
+spec:
+  selectors: [{cel: {expression: driver=driver-a}}]
+)";
+
+constexpr std::string_view kTwoDevices = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: slice-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-1, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+  - {name: device-1, attributes: {model: {string: a100}}}
+  - {name: device-2, attributes: {model: {string: h100}}}
+)";
+
+std::string Claim(std::string_view requests, std::string_view extra = "",
+                  std::string_view name = "claim-0") {
+  return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: " +
+         std::string(name) + ", namespace: ns}\nspec:\n  devices:\n    requests:\n" +
+         std::string(requests) + std::string(extra);
+}
+
+TEST(AllocatorTest, AllocatesFirstDeviceAndPinsTheNode) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1"}));
+  const auto& selector = o->results[0].node_selector;
+  ASSERT_TRUE(selector.has_value());
+  ASSERT_EQ(selector->node_selector_terms.size(), 1u);
+  ASSERT_EQ(selector->node_selector_terms[0].match_fields.size(), 1u);
+  EXPECT_EQ(selector->node_selector_terms[0].match_fields[0].key, "metadata.name");
+  EXPECT_EQ(selector->node_selector_terms[0].match_fields[0].values,
+            std::vector<std::string>({"node-1"}));
+}
+
+TEST(AllocatorTest, RequestSelectorsNarrowTheClass) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"
+            "        selectors: [{cel: {expression: 'attr:model=h100'}}]\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}));
+}
+
+TEST(AllocatorTest, ConfigAssemblyPutsEachClassOnceThenClaimConfigs) {
+  Fixture f;
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: class-a}
+spec:
+  selectors: [{cel: {expression: driver=driver-a}}]
+  config:
+  - opaque: {driver: driver-a, parameters: {fromClass: a}}
+)");
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"
+      "    - name: req-1\n      firstAvailable:\n"
+      "      - {name: big, deviceClassName: class-a, allocationMode: ExactCount, count: 5}\n"
+      "      - {name: small, deviceClassName: class-a, allocationMode: ExactCount, count: 1}\n",
+      "    config:\n"
+      "    - {requests: [req-1/big], opaque: {driver: driver-a, parameters: {for: big}}}\n"
+      "    - {requests: [req-1/small], opaque: {driver: driver-a, parameters: {for: small}}}\n"
+      "    - {requests: [req-0], opaque: {driver: driver-a, parameters: {for: req-0}}}\n"
+      "    - {opaque: {driver: driver-a, parameters: {for: all}}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  const auto& config = o->results[0].devices.config;
+  ASSERT_EQ(config.size(), 4u);
+  EXPECT_EQ(config[0].source, "FromClass");
+  EXPECT_TRUE(config[0].requests.empty())
+      << "the class config covers req-0 and req-1/small: every request, so `requests` is nil";
+  EXPECT_EQ(config[1].source, "FromClaim");
+  EXPECT_EQ(config[1].requests, std::vector<std::string>({"req-1/small"}));
+  EXPECT_EQ(config[2].requests, std::vector<std::string>({"req-0"}));
+  EXPECT_TRUE(config[3].requests.empty());
+  EXPECT_EQ(boost::json::serialize(config[1].opaque->parameters.value()), R"({"for":"small"})")
+      << "the config of the unselected subrequest `big` is dropped";
+}
+
+TEST(AllocatorTest, NodeSelectorMergesSliceSelectors) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: network-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-net, generation: 1, resourceSliceCount: 1}
+  nodeSelector:
+    nodeSelectorTerms:
+    - matchExpressions: [{key: region, operator: In, values: [east, west]}]
+  devices: [{name: nic-1}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: network-2}
+spec:
+  driver: driver-a
+  pool: {name: pool-net2, generation: 1, resourceSliceCount: 1}
+  nodeSelector:
+    nodeSelectorTerms:
+    - matchExpressions: [{key: region, operator: In, values: [west, east]}, {key: zone, operator: Exists}]
+  devices: [{name: nic-2}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: everywhere}
+spec:
+  driver: driver-a
+  pool: {name: pool-all, generation: 1, resourceSliceCount: 1}
+  allNodes: true
+  devices: [{name: any-1}]
+)");
+  f.node.metadata.labels["zone"] = "a";
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "3}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  const auto& selector = o->results[0].node_selector;
+  ASSERT_TRUE(selector.has_value());
+  ASSERT_EQ(selector->node_selector_terms.size(), 1u);
+  const auto& term = selector->node_selector_terms[0];
+  ASSERT_EQ(term.match_expressions.size(), 2u) << "region In {east, west} once, plus zone";
+  EXPECT_EQ(term.match_expressions[0].key, "region");
+  EXPECT_EQ(term.match_expressions[1].key, "zone");
+  EXPECT_TRUE(term.match_fields.empty());
+}
+
+TEST(AllocatorTest, DevicesOnlyAvailableEverywhereGiveNoNodeSelector) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: everywhere}
+spec:
+  driver: driver-a
+  pool: {name: pool-all, generation: 1, resourceSliceCount: 1}
+  allNodes: true
+  devices: [{name: any-1}, {name: any-2, bindsToNode: true}]
+)");
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->results[0].node_selector.has_value());
+  // A device that binds to the node pins the allocation even on an allNodes slice.
+  f.allocated.AddDevice("driver-a", "pool-all", "any-1");
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(o->results[0].node_selector.has_value());
+  EXPECT_EQ(o->results[0].node_selector->node_selector_terms[0].match_fields[0].values,
+            std::vector<std::string>({"node-1"}));
+}
+
+constexpr std::string_view kTainted = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: slice-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-1, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+  - name: device-1
+    taints: [{key: health, value: bad, effect: NoSchedule}]
+  - name: device-2
+    taints: [{key: maintenance, value: soon, effect: None}]
+)";
+
+TEST(AllocatorTest, TaintsBlockUnlessToleratedAndNoneIsIgnored) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTainted);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}))
+      << "NoSchedule blocks device-1; None on device-2 is ignored";
+
+  f.claims.clear();
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"
+            "        tolerations: [{key: health, operator: Exists, effect: NoSchedule}]\n"));
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1"}));
+  ASSERT_EQ(o->results[0].devices.results[0].tolerations.size(), 1u)
+      << "tolerations are copied into the result";
+
+  f.features.device_taints = false;
+  f.claims.clear();
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1"}))
+      << "without DeviceTaints, taints are ignored";
+}
+
+constexpr std::string_view kSharedNic = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: slice-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-1, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+  - name: nic
+    allowMultipleAllocations: true
+    capacity:
+      bandwidth:
+        value: 10G
+        requestPolicy: {default: 1G, validRange: {min: 1G, step: 2G}}
+      queues:
+        value: "8"
+        requestPolicy: {default: "1", validValues: ["1", "2", "4"]}
+)";
+
+TEST(AllocatorTest, ConsumableCapacityRoundsUpAndNeverOversells) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kSharedNic);
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"
+            "        capacity: {requests: {bandwidth: 2G, queues: '3'}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  const auto& r = o->results[0].devices.results[0];
+  ASSERT_TRUE(r.share_id.has_value());
+  EXPECT_EQ(r.consumed_capacity.at("bandwidth"), api::Quantity::Parse("3G").value())
+      << "2G rounds up to min 1G + one step of 2G";
+  EXPECT_EQ(r.consumed_capacity.at("queues"), api::Quantity::FromInt64(4))
+      << "3 rounds up to the next valid value";
+
+  // The same seed gives the same share ID.
+  StatusOr<Outcome> again = f.Run();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->results[0].devices.results[0].share_id, r.share_id);
+
+  // 3G + 3G + 3G fit into 10G, a fourth share does not.
+  AllocatedState::Capacity used{{"bandwidth", api::Quantity::Parse("9G").value()},
+                                {"queues", api::Quantity::FromInt64(4)}};
+  f.allocated.AddConsumedCapacity("driver-a", "pool-1", "nic", used);
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+}
+
+TEST(AllocatorTest, CapacityPolicyViolationsRejectTheDevice) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kSharedNic);
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"
+            "        capacity: {requests: {queues: '5'}}\n"));
+  StatusOr<Outcome> o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable) << "5 is above every valid value";
+  ASSERT_TRUE(o->explanation.has_value());
+  const auto& candidate = o->explanation->claims[0].requests[0].candidates[0];
+  EXPECT_EQ(candidate.status, CandidateStatus::kCapacity);
+  EXPECT_NE(candidate.detail.find("queues"), std::string::npos) << candidate.detail;
+}
+
+constexpr std::string_view kPartitions = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: counters}
+spec:
+  driver: driver-a
+  pool: {name: gpu-0, generation: 1, resourceSliceCount: 2}
+  nodeName: node-1
+  sharedCounters:
+  - name: gpu-0
+    counters: {memory: {value: 40Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: partitions}
+spec:
+  driver: driver-a
+  pool: {name: gpu-0, generation: 1, resourceSliceCount: 2}
+  nodeName: node-1
+  devices:
+  - name: whole
+    consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 40Gi}}}]
+  - name: half-0
+    consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 20Gi}}}]
+  - name: half-1
+    consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 20Gi}}}]
+)";
+
+TEST(AllocatorTest, CountersAreNetOfAllocatedPartitions) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kPartitions);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/gpu-0/whole"}));
+
+  // With one half in use, the whole GPU no longer fits but the other half does.
+  f.allocated.AddDevice("driver-a", "gpu-0", "half-0");
+  o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/gpu-0/half-1"}));
+  const auto& whole = o->explanation->claims[0].requests[0].candidates[0];
+  EXPECT_EQ(whole.status, CandidateStatus::kCounters);
+  EXPECT_NE(whole.detail.find("needs 40Gi, available 20Gi"), std::string::npos) << whole.detail;
+}
+
+TEST(AllocatorTest, InvalidPoolIsANodeErrorOnlyWithoutSolution) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: broken}
+spec:
+  driver: driver-a
+  pool: {name: pool-0, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices: [{name: same}, {name: same}]
+)");
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kNodeError);
+  EXPECT_EQ(o->message, "invalid resource pools were encountered");
+  f.Load(kTwoDevices);
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kAllocated);
+}
+
+TEST(AllocatorTest, AllModeOnAnIncompletePoolIsFatal) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: part-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-1, generation: 1, resourceSliceCount: 2}
+  nodeName: node-1
+  devices: [{name: device-1}]
+)");
+  f.Load(Claim("    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: All}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().message(),
+            "claim ns/claim-0, request req-0: asks for all devices, but resource pool "
+            "driver-a/pool-1 is currently being updated");
+}
+
+TEST(AllocatorTest, FatalErrorsUseUpstreamsWording) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: missing, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(o.status().message().find("could not retrieve device class missing"),
+            std::string::npos);
+
+  f.claims.clear();
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"
+            "        selectors: [{cel: {expression: 'error:no such key: x'}}]\n"));
+  o = f.Run();
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().message(),
+            "claim ns/claim-0: selector #0 on device driver-a/pool-1/device-1: CEL runtime "
+            "error: no such key: x");
+
+  f.claims.clear();
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"
+            "        selectors: [{cel: {expression: 'bogus'}}]\n"));
+  o = f.Run();
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().message(),
+            "claim ns/claim-0: selector #0: CEL compile error: unknown test selector: bogus");
+
+  f.features.prioritized_list = false;
+  f.claims.clear();
+  f.Load(Claim(
+      "    - name: req-0\n      firstAvailable:\n"
+      "      - {name: one, deviceClassName: class-a, allocationMode: ExactCount, count: 1}\n"));
+  o = f.Run();
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().message(),
+            "claim ns/claim-0, request req-0: has subrequests, but the DRAPrioritizedList feature "
+            "is disabled");
+}
+
+TEST(AllocatorTest, ExplanationSaysWhyEachDeviceWasSkipped) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTainted);
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: other-driver}
+spec:
+  driver: driver-b
+  pool: {name: pool-b, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices: [{name: device-b}]
+)");
+  f.allocated.AddDevice("driver-a", "pool-1", "device-2");
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  ASSERT_TRUE(o->explanation.has_value());
+  const Explanation& e = *o->explanation;
+  EXPECT_EQ(e.outcome, "unsatisfiable");
+  ASSERT_EQ(e.pools.size(), 2u);
+  const auto& candidates = e.claims[0].requests[0].candidates;
+  ASSERT_EQ(candidates.size(), 3u);
+  EXPECT_EQ(candidates[0].device, "device-1");
+  EXPECT_EQ(candidates[0].status, CandidateStatus::kTaintNotTolerated);
+  EXPECT_EQ(candidates[0].detail, "health=bad:NoSchedule");
+  EXPECT_EQ(candidates[1].status, CandidateStatus::kAllocated);
+  EXPECT_EQ(candidates[2].device, "device-b");
+  EXPECT_EQ(candidates[2].status, CandidateStatus::kClassSelectorFalse);
+  EXPECT_NE(e.summary.find("needs 1 device(s) of class class-a"), std::string::npos) << e.summary;
+  EXPECT_NE(e.summary.find("1 are already allocated"), std::string::npos) << e.summary;
+  std::string text = e.ToText();
+  EXPECT_NE(text.find("driver-a/pool-1/device-1: taint-not-tolerated (health=bad:NoSchedule)"),
+            std::string::npos)
+      << text;
+  boost::json::value json = boost::json::parse(e.ToJson());
+  EXPECT_EQ(json.at("claims").at(0).at("requests").at(0).at("candidates").at(1).at("status"),
+            "already-allocated");
+}
+
+TEST(AllocatorTest, ExplanationRecordsTheChosenSubrequest) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - name: req-0\n      firstAvailable:\n"
+      "      - {name: three, deviceClassName: class-a, allocationMode: ExactCount, count: 3}\n"
+      "      - {name: one, deviceClassName: class-a, allocationMode: ExactCount, count: 1}\n"
+      "      - {name: two, deviceClassName: class-a, allocationMode: ExactCount, count: 2}\n"));
+  StatusOr<Outcome> o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok());
+  const RequestExplanation& r = o->explanation->claims[0].requests[0];
+  EXPECT_EQ(r.chosen_subrequest, 1);
+  ASSERT_EQ(r.subrequests.size(), 3u);
+  EXPECT_EQ(r.subrequests[0].outcome, "unsatisfiable");
+  EXPECT_EQ(r.subrequests[0].candidates[0].status, CandidateStatus::kNotEnoughCandidates);
+  EXPECT_EQ(r.subrequests[1].outcome, "allocated");
+  EXPECT_EQ(r.subrequests[2].outcome, "not tried");
+  EXPECT_NE(o->explanation->summary.find("fallback #1"), std::string::npos)
+      << o->explanation->summary;
+}
+
+TEST(AllocatorTest, PolicyRejectionsShowInTheExplanation) {
+  class NoH100 : public PolicyConstraint {
+   public:
+    std::string_view name() const override { return "quota team-a"; }
+    std::optional<std::string> Add(const PolicyCandidate& c) override {
+      if (c.device == "device-1") return "a100 quota used up";
+      return std::nullopt;
+    }
+    void Remove(const PolicyCandidate&) override {}
+  };
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  NoH100 policy;
+  StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&policy}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}));
+  const auto& first = o->explanation->claims[0].requests[0].candidates[0];
+  EXPECT_EQ(first.status, CandidateStatus::kPolicy);
+  EXPECT_EQ(first.detail, "quota team-a: a100 quota used up");
+}
+
+TEST(AllocatorTest, SelectorVerdictsAreCachedPerSliceVersion) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "2}}\n"));
+  ASSERT_TRUE(f.Run().ok());
+  EXPECT_EQ(f.evaluations, 2);
+  ASSERT_TRUE(f.Run({.use_node_cache = false}).ok());
+  EXPECT_EQ(f.evaluations, 2) << "no CEL on the second allocation";
+
+  auto updated = std::make_shared<rv1::ResourceSlice>(*f.snapshot.FindSlice(f.handles[0]));
+  updated->metadata.generation = 2;
+  f.snapshot.UpdateSlice(f.handles[0], updated);
+  ASSERT_TRUE(f.Run().ok());
+  EXPECT_EQ(f.evaluations, 4) << "a new slice version is evaluated again";
+}
+
+TEST(AllocatorTest, NodeCacheRemembersUnsatisfiableClaimsUntilTheStateChanges) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  f.allocated.AddDevice("driver-a", "pool-1", "device-1");
+  f.allocated.AddDevice("driver-a", "pool-1", "device-2");
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  // Another claim with the same spec (another Pod) hits the cache.
+  f.claims[0].metadata.name = "claim-1";
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->stats.node_cache_hit);
+  f.allocated.RemoveDevice("driver-a", "pool-1", "device-2");
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}));
+}
+
+TEST(AllocatorTest, AdminAccessNeedsTheFeatureAndIgnoresAllocations) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.allocated.AddDevice("driver-a", "pool-1", "device-1");
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1, adminAccess: true}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1"}));
+  EXPECT_EQ(o->results[0].devices.results[0].admin_access, true);
+  f.features.admin_access = false;
+  o = f.Run();
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("admin access is requested, but the feature is disabled"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace draplane::allocator

@@ -1,0 +1,110 @@
+// The SelectorEngine over draplane's CEL (src/cel), and the default Snapshot constructor that
+// uses it.
+#include <memory>
+#include <utility>
+
+#include "allocator/internal/selector_engine.h"
+#include "allocator/snapshot.h"
+#include "cel/environment.h"
+#include "cel/program.h"
+#include "cel/runtime/device_input.h"
+
+namespace draplane::allocator {
+namespace internal {
+namespace {
+
+namespace rv1 = api::resourcev1;
+
+// Presence bits of DeviceAttribute's list fields (its plain fields, in declaration order): an
+// explicitly empty list is a value (upstream: a non-nil slice), an absent one is not.
+constexpr uint64_t kIntsPresent = uint64_t{1} << 0;
+constexpr uint64_t kBoolsPresent = uint64_t{1} << 1;
+constexpr uint64_t kStringsPresent = uint64_t{1} << 2;
+constexpr uint64_t kVersionsPresent = uint64_t{1} << 3;
+
+class CelSelector final : public CompiledSelector {
+ public:
+  explicit CelSelector(std::shared_ptr<const cel::Program> program) : program(std::move(program)) {}
+  std::shared_ptr<const cel::Program> program;
+};
+
+class CelDevice final : public PreparedDevice {
+ public:
+  explicit CelDevice(std::shared_ptr<const cel::DeviceInput> input) : input(std::move(input)) {}
+  std::shared_ptr<const cel::DeviceInput> input;
+};
+
+class CelEngine final : public SelectorEngine {
+ public:
+  // The scheduler compiles with StoredExpressions: every declaration regardless of gates,
+  // including list attributes (upstream 5afedd9), and without cost estimation.
+  CelEngine() : env_(cel::Environment::NewDra({.env_type = cel::EnvType::kStoredExpressions})) {}
+
+  StatusOr<std::shared_ptr<const CompiledSelector>> Compile(std::string_view expression) override {
+    StatusOr<std::shared_ptr<const cel::Program>> program = env_->Compile(
+        expression,
+        cel::CompileOptions{.estimate_cost = false, .cost_limit = cel::kSelectorMaxCost});
+    if (!program.ok()) return program.status();
+    return std::shared_ptr<const CompiledSelector>(
+        std::make_shared<CelSelector>(*std::move(program)));
+  }
+
+  // upstream getAttributeValue with list attributes: lists first, then the scalars; an attribute
+  // with none of them set cannot be converted.
+  std::unique_ptr<PreparedDevice> Prepare(const rv1::Device& device,
+                                          std::string_view driver) override {
+    cel::DeviceInput::Builder builder(driver);
+    builder.SetAllowMultipleAllocations(device.allow_multiple_allocations.value_or(false));
+    for (const auto& [name, a] : device.attributes) {
+      if (!a.ints.empty() || (a.present & kIntsPresent) != 0) {
+        builder.AddInts(name, a.ints);
+      } else if (!a.bools.empty() || (a.present & kBoolsPresent) != 0) {
+        builder.AddBools(name, a.bools);
+      } else if (!a.strings.empty() || (a.present & kStringsPresent) != 0) {
+        builder.AddStrings(name, a.strings);
+      } else if (!a.versions.empty() || (a.present & kVersionsPresent) != 0) {
+        builder.AddVersions(name, a.versions);
+      } else if (a.int_value.has_value()) {
+        builder.AddInt(name, *a.int_value);
+      } else if (a.bool_value.has_value()) {
+        builder.AddBool(name, *a.bool_value);
+      } else if (a.string_value.has_value()) {
+        builder.AddString(name, *a.string_value);
+      } else if (a.version_value.has_value()) {
+        builder.AddVersion(name, *a.version_value);
+      } else {
+        builder.AddUnsupported(name);
+      }
+    }
+    for (const auto& [name, capacity] : device.capacity) builder.AddCapacity(name, capacity.value);
+    return std::make_unique<CelDevice>(std::move(builder).Build());
+  }
+
+  SelectorVerdict Evaluate(const CompiledSelector& selector,
+                           const PreparedDevice& device) override {
+    const auto& program = static_cast<const CelSelector&>(selector).program;
+    const auto& input = static_cast<const CelDevice&>(device).input;
+    cel::SelectorResult r = program->Match(*input);
+    SelectorVerdict v;
+    if (r.is_error()) {
+      v.error = true;
+      v.message = r.error();
+    } else {
+      v.matches = r.matches();
+    }
+    return v;
+  }
+
+ private:
+  std::shared_ptr<const cel::Environment> env_;
+};
+
+}  // namespace
+
+std::unique_ptr<SelectorEngine> NewCelSelectorEngine() { return std::make_unique<CelEngine>(); }
+
+}  // namespace internal
+
+Snapshot::Snapshot() : Snapshot(internal::NewCelSelectorEngine()) {}
+
+}  // namespace draplane::allocator

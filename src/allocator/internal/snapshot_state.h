@@ -1,0 +1,137 @@
+// The inside of a Snapshot: slice entries with their caches, indexes by node and by pool, the
+// selector expressions and their verdicts, and the per-node caches (docs/design/allocator.md §5).
+//
+// Thread-safety: not thread-safe (see snapshot.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator/allocated_state.h"
+#include "allocator/features.h"
+#include "allocator/internal/selector_engine.h"
+#include "allocator/snapshot.h"
+#include "api/gen/core_v1_types.h"
+#include "api/gen/resource_v1_types.h"
+#include "api/labels/node_selector.h"
+#include "common/status.h"
+
+namespace draplane::allocator::internal {
+
+// Verdict codes cached per (expression, device): 0 not evaluated yet, 1 true, 2 false,
+// kVerdictError + k the error text k of SnapshotState::error_texts.
+inline constexpr uint32_t kVerdictUnknown = 0;
+inline constexpr uint32_t kVerdictTrue = 1;
+inline constexpr uint32_t kVerdictFalse = 2;
+inline constexpr uint32_t kVerdictError = 3;
+
+// The presence bit of `Device.bindingConditions` (the sixth plain field): an explicitly empty
+// list is not nil for upstream's `BindingConditions != nil`.
+inline constexpr uint64_t kDeviceBindingConditionsPresent = uint64_t{1} << 5;
+inline constexpr uint64_t kDeviceBindingFailureConditionsPresent = uint64_t{1} << 6;
+
+struct SliceEntry {
+  Snapshot::SliceHandle handle = 0;
+  std::shared_ptr<const api::resourcev1::ResourceSlice> slice;
+  std::string node_name;  // spec.nodeName, "" when unset
+  std::string pool_key;   // driver + '\0' + pool name
+
+  // Compiled node selectors (upstream nodeaffinity.NewNodeSelector), made on first use.
+  std::optional<StatusOr<api::labels::NodeSelectorMatcher>> slice_selector;
+  std::vector<std::optional<StatusOr<api::labels::NodeSelectorMatcher>>> device_selectors;
+  // CEL inputs per device, made on first use.
+  std::vector<std::unique_ptr<PreparedDevice>> inputs;
+  // Expression id -> verdict code per device.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> verdicts;
+
+  const api::resourcev1::ResourceSliceSpec& spec() const { return slice->spec; }
+};
+
+// A pool as upstream's GatherPools leaves it for one node.
+struct GatheredPool {
+  std::string driver;
+  std::string pool;
+  bool incomplete = false;
+  bool invalid = false;
+  std::string invalid_reason;
+  // Device slices whose devices this node may use, sorted by name.
+  std::vector<SliceEntry*> targeting;
+  // Device slices of the pool the node does not see (their devices still consume counters).
+  std::vector<SliceEntry*> not_targeting;
+  // Slices with sharedCounters (PartitionableDevices on).
+  std::vector<SliceEntry*> counter_slices;
+
+  std::string Id() const { return driver + "/" + pool; }
+};
+
+struct NodeEntry {
+  // What the cached pools were gathered for.
+  uint64_t epoch = 0;
+  bool partitionable = false;
+  api::labels::LabelMap labels;
+  Status gather_error;              // upstream GatherPools error (fatal), OK otherwise
+  std::vector<GatheredPool> pools;  // search order
+
+  // AllocatedState pool records for `pools`, valid for the state with id `state_id`.
+  uint64_t state_id = 0;
+  std::vector<const AllocatedState::PoolRecord*> records;
+
+  // Claim sets known to be unsatisfiable on this node.
+  struct Unsatisfiable {
+    uint64_t claims = 0;  // claim-set fingerprint id
+    Features features;
+    uint64_t state_id = 0;
+    std::vector<uint64_t> versions;  // pool record versions, aligned with `pools`
+  };
+  std::vector<Unsatisfiable> unsatisfiable;  // most recent last, bounded
+};
+
+struct CompiledExpression {
+  std::string text;
+  std::shared_ptr<const CompiledSelector> program;  // null when compilation failed
+  std::string compile_error;
+};
+
+struct SnapshotState {
+  explicit SnapshotState(std::unique_ptr<SelectorEngine> selector_engine)
+      : engine(std::move(selector_engine)) {}
+
+  std::unique_ptr<SelectorEngine> engine;
+  std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceClass>, std::less<>> classes;
+  // Ordered by handle, which is insertion order.
+  std::map<Snapshot::SliceHandle, std::unique_ptr<SliceEntry>> slices;
+  std::unordered_map<std::string, std::vector<SliceEntry*>> by_node;  // nodeName set
+  std::vector<SliceEntry*> shared;                                    // nodeName unset
+  std::unordered_map<std::string, std::vector<SliceEntry*>> by_pool;  // key: pool_key
+  Snapshot::SliceHandle next_handle = 1;
+  uint64_t epoch = 1;
+
+  std::unordered_map<std::string, uint32_t> expression_ids;
+  std::vector<CompiledExpression> expressions;
+  std::vector<std::string> error_texts;
+  std::unordered_map<std::string, uint32_t> error_ids;
+
+  std::unordered_map<std::string, uint64_t> fingerprint_ids;
+  std::unordered_map<std::string, NodeEntry> nodes;
+
+  // Interns and compiles an expression (compile errors are kept, never retried).
+  uint32_t Expression(std::string_view text);
+  // The cached verdict code of `expression` on device `index` of `slice`, evaluated if needed.
+  uint32_t Verdict(uint32_t expression, SliceEntry& slice, size_t index);
+  // Interns an error text.
+  uint32_t ErrorId(const std::string& text);
+  // The id of a claim-set fingerprint (canonical text of the claim specs and features).
+  uint64_t FingerprintId(const std::string& fingerprint);
+
+  // Indexes.
+  void Index(SliceEntry* entry);
+  void Unindex(SliceEntry* entry);
+};
+
+}  // namespace draplane::allocator::internal

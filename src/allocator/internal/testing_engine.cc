@@ -1,0 +1,126 @@
+#include "allocator/internal/testing_engine.h"
+
+#include <string>
+#include <vector>
+
+namespace draplane::allocator::internal {
+namespace {
+
+struct Term {
+  enum class Kind { kTrue, kFalse, kDriver, kAttribute, kError };
+  Kind kind;
+  std::string name;
+  std::string value;
+};
+
+class TestingSelector final : public CompiledSelector {
+ public:
+  std::vector<Term> terms;
+};
+
+class TestingDevice final : public PreparedDevice {
+ public:
+  const api::resourcev1::Device* device = nullptr;
+  std::string driver;
+};
+
+std::string ScalarText(const api::resourcev1::DeviceAttribute& a) {
+  if (a.int_value) return std::to_string(*a.int_value);
+  if (a.bool_value) return *a.bool_value ? "true" : "false";
+  if (a.string_value) return *a.string_value;
+  if (a.version_value) return *a.version_value;
+  return "";
+}
+
+class TestingEngine final : public SelectorEngine {
+ public:
+  explicit TestingEngine(int* evaluations) : evaluations_(evaluations) {}
+
+  StatusOr<std::shared_ptr<const CompiledSelector>> Compile(std::string_view expression) override {
+    auto selector = std::make_shared<TestingSelector>();
+    std::string_view rest = expression;
+    while (!rest.empty()) {
+      size_t and_pos = rest.find(" && ");
+      std::string_view term = rest.substr(0, and_pos);
+      rest = and_pos == std::string_view::npos ? std::string_view() : rest.substr(and_pos + 4);
+      Term t;
+      if (term == "true") {
+        t.kind = Term::Kind::kTrue;
+      } else if (term == "false") {
+        t.kind = Term::Kind::kFalse;
+      } else if (term.substr(0, 7) == "driver=") {
+        t.kind = Term::Kind::kDriver;
+        t.value = std::string(term.substr(7));
+      } else if (term.substr(0, 5) == "attr:" && term.find('=') != std::string_view::npos) {
+        t.kind = Term::Kind::kAttribute;
+        size_t eq = term.find('=');
+        t.name = std::string(term.substr(5, eq - 5));
+        t.value = std::string(term.substr(eq + 1));
+      } else if (term.substr(0, 6) == "error:") {
+        t.kind = Term::Kind::kError;
+        t.value = std::string(term.substr(6));
+      } else {
+        return InvalidArgumentError("unknown test selector: " + std::string(term));
+      }
+      selector->terms.push_back(std::move(t));
+    }
+    return std::shared_ptr<const CompiledSelector>(selector);
+  }
+
+  std::unique_ptr<PreparedDevice> Prepare(const api::resourcev1::Device& device,
+                                          std::string_view driver) override {
+    auto d = std::make_unique<TestingDevice>();
+    d->device = &device;
+    d->driver = std::string(driver);
+    return d;
+  }
+
+  SelectorVerdict Evaluate(const CompiledSelector& selector,
+                           const PreparedDevice& device) override {
+    const auto& terms = static_cast<const TestingSelector&>(selector).terms;
+    const auto& d = static_cast<const TestingDevice&>(device);
+    if (evaluations_ != nullptr) ++*evaluations_;
+    SelectorVerdict v;
+    v.matches = true;
+    for (const Term& t : terms) {
+      switch (t.kind) {
+        case Term::Kind::kTrue:
+          break;
+        case Term::Kind::kFalse:
+          v.matches = false;
+          return v;
+        case Term::Kind::kDriver:
+          if (d.driver != t.value) {
+            v.matches = false;
+            return v;
+          }
+          break;
+        case Term::Kind::kAttribute: {
+          auto it = d.device->attributes.find(t.name);
+          if (it == d.device->attributes.end() || ScalarText(it->second) != t.value) {
+            v.matches = false;
+            return v;
+          }
+          break;
+        }
+        case Term::Kind::kError:
+          v.error = true;
+          v.matches = false;
+          v.message = t.value;
+          return v;
+      }
+    }
+    return v;
+  }
+
+ private:
+  int* evaluations_;
+};
+
+}  // namespace
+
+std::unique_ptr<SelectorEngine> NewTestingSelectorEngine(int* evaluations) {
+  return std::make_unique<TestingEngine>(evaluations);
+}
+
+}  // namespace draplane::allocator::internal

@@ -1,0 +1,74 @@
+// Allocation scenarios: data files that pin what the allocator must answer
+// (`../shared/conformance/allocator/FORMAT.md`). One scenario = a node, DeviceClasses and
+// ResourceSlices, the claims of one Pod, the devices already in use, the feature gates, and the
+// expected outcome. Used by `draplane scenario run` (a platform team can pin "this claim gets an
+// H100 on this snapshot" in its CI) and by the conformance suite under tests/allocator/.
+//
+// Comparison follows FORMAT.md: `compare: unordered` (default) matches claim results, device
+// results and node-selector terms / requirements / values ignoring order and requires an empty
+// config; `compare: exact` compares results and config in order. `shareID: any` accepts any
+// share ID. A failure comes with a readable diff of expected against actual.
+//
+// Thread-safety: pure functions over their inputs; RunScenario builds its own snapshot.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "allocator/allocated_state.h"
+#include "allocator/features.h"
+#include "api/gen/core_v1_types.h"
+#include "api/gen/resource_v1_types.h"
+#include "common/status.h"
+
+namespace draplane::allocator::scenario {
+
+struct Expectation {
+  enum class Outcome { kSuccess, kUnsatisfiable, kError };
+  Outcome outcome = Outcome::kSuccess;
+  std::string error;  // substring of the error message (kError)
+  std::vector<api::resourcev1::AllocationResult> results;  // kSuccess, one per claim
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  Features features;
+  api::corev1::Node node;
+  std::vector<api::resourcev1::DeviceClass> classes;
+  std::vector<api::resourcev1::ResourceSlice> slices;
+  std::vector<api::resourcev1::ResourceClaim> claims;
+  AllocatedState allocated;
+  bool exact = false;
+  Expectation expect;
+};
+
+// Parses one scenario document. InvalidArgument (naming the file) for malformed input.
+StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file);
+
+struct RunResult {
+  std::string name;
+  std::string file;
+  bool passed = false;
+  // Why it failed: a one-line reason followed by a diff of expected against actual.
+  std::string failure;
+};
+
+// Runs the allocator on the scenario (fixed share-ID seed, CEL selectors) and compares.
+RunResult RunScenario(const Scenario& scenario);
+
+// The scenario files under `paths`: files as given, directories searched recursively for
+// `*.yaml` / `*.yml` in lexical order. NotFound for a missing path.
+StatusOr<std::vector<std::string>> FindScenarioFiles(const std::vector<std::string>& paths);
+
+// A skip list: lines `<name> <reason>`; `#` starts a comment. InvalidArgument for a line
+// without a reason.
+struct SkipEntry {
+  std::string name;
+  std::string reason;
+};
+StatusOr<std::vector<SkipEntry>> ParseSkipList(std::string_view text);
+
+}  // namespace draplane::allocator::scenario

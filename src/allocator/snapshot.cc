@@ -1,0 +1,208 @@
+#include "allocator/snapshot.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "allocator/internal/snapshot_state.h"
+#include "common/check.h"
+
+namespace draplane::allocator {
+namespace internal {
+
+uint32_t SnapshotState::Expression(std::string_view text) {
+  auto it = expression_ids.find(std::string(text));
+  if (it != expression_ids.end()) return it->second;
+  CompiledExpression compiled;
+  compiled.text = std::string(text);
+  StatusOr<std::shared_ptr<const CompiledSelector>> program = engine->Compile(text);
+  if (program.ok()) {
+    compiled.program = *std::move(program);
+  } else {
+    compiled.compile_error = std::string(program.status().message());
+  }
+  uint32_t id = static_cast<uint32_t>(expressions.size());
+  expressions.push_back(std::move(compiled));
+  expression_ids.emplace(std::string(text), id);
+  return id;
+}
+
+uint32_t SnapshotState::ErrorId(const std::string& text) {
+  auto [it, inserted] = error_ids.emplace(text, static_cast<uint32_t>(error_texts.size()));
+  if (inserted) error_texts.push_back(text);
+  return it->second;
+}
+
+uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t index) {
+  const std::vector<api::resourcev1::Device>& devices = slice.spec().devices;
+  std::vector<uint32_t>& codes = slice.verdicts[expression];
+  if (codes.empty()) codes.assign(devices.size(), kVerdictUnknown);
+  uint32_t& code = codes[index];
+  if (code != kVerdictUnknown) return code;
+  const CompiledExpression& compiled = expressions[expression];
+  if (compiled.program == nullptr) {
+    // Reported by the caller with its own wording; cache "error" without a runtime text.
+    code = kVerdictError + ErrorId(compiled.compile_error);
+    return code;
+  }
+  if (slice.inputs.empty()) slice.inputs.resize(devices.size());
+  std::unique_ptr<PreparedDevice>& input = slice.inputs[index];
+  if (input == nullptr) input = engine->Prepare(devices[index], slice.spec().driver);
+  SelectorVerdict v = engine->Evaluate(*compiled.program, *input);
+  if (v.error) {
+    code = kVerdictError + ErrorId(v.message);
+  } else {
+    code = v.matches ? kVerdictTrue : kVerdictFalse;
+  }
+  return code;
+}
+
+uint64_t SnapshotState::FingerprintId(const std::string& fingerprint) {
+  auto [it, inserted] = fingerprint_ids.emplace(fingerprint, fingerprint_ids.size() + 1);
+  return it->second;
+}
+
+namespace {
+
+void EraseEntry(std::vector<SliceEntry*>& list, SliceEntry* entry) {
+  list.erase(std::remove(list.begin(), list.end(), entry), list.end());
+}
+
+// Inserts keeping the list ordered by handle (insertion order).
+void InsertOrdered(std::vector<SliceEntry*>& list, SliceEntry* entry) {
+  auto it = std::upper_bound(
+      list.begin(), list.end(), entry,
+      [](const SliceEntry* a, const SliceEntry* b) { return a->handle < b->handle; });
+  list.insert(it, entry);
+}
+
+}  // namespace
+
+void SnapshotState::Index(SliceEntry* entry) {
+  const api::resourcev1::ResourceSliceSpec& spec = entry->spec();
+  entry->node_name = spec.node_name.value_or("");
+  entry->pool_key = spec.driver + std::string(1, '\0') + spec.pool.name;
+  if (entry->node_name.empty()) {
+    InsertOrdered(shared, entry);
+  } else {
+    InsertOrdered(by_node[entry->node_name], entry);
+  }
+  InsertOrdered(by_pool[entry->pool_key], entry);
+}
+
+void SnapshotState::Unindex(SliceEntry* entry) {
+  if (entry->node_name.empty()) {
+    EraseEntry(shared, entry);
+  } else {
+    auto it = by_node.find(entry->node_name);
+    if (it != by_node.end()) {
+      EraseEntry(it->second, entry);
+      if (it->second.empty()) by_node.erase(it);
+    }
+  }
+  auto it = by_pool.find(entry->pool_key);
+  if (it != by_pool.end()) {
+    EraseEntry(it->second, entry);
+    if (it->second.empty()) by_pool.erase(it);
+  }
+}
+
+}  // namespace internal
+
+Snapshot::Snapshot(std::unique_ptr<internal::SelectorEngine> engine)
+    : state_(std::make_unique<internal::SnapshotState>(std::move(engine))) {}
+
+Snapshot::Snapshot(Snapshot&&) noexcept = default;
+Snapshot& Snapshot::operator=(Snapshot&&) noexcept = default;
+Snapshot::~Snapshot() = default;
+
+void Snapshot::SetClass(std::shared_ptr<const api::resourcev1::DeviceClass> device_class) {
+  DRAPLANE_CHECK(device_class != nullptr);
+  std::string name = device_class->metadata.name;
+  state_->classes[name] = std::move(device_class);
+  ++state_->epoch;
+}
+
+void Snapshot::SetClass(api::resourcev1::DeviceClass device_class) {
+  SetClass(std::make_shared<const api::resourcev1::DeviceClass>(std::move(device_class)));
+}
+
+bool Snapshot::RemoveClass(std::string_view name) {
+  auto it = state_->classes.find(name);
+  if (it == state_->classes.end()) return false;
+  state_->classes.erase(it);
+  ++state_->epoch;
+  return true;
+}
+
+const api::resourcev1::DeviceClass* Snapshot::FindClass(std::string_view name) const {
+  auto it = state_->classes.find(name);
+  return it == state_->classes.end() ? nullptr : it->second.get();
+}
+
+Snapshot::SliceHandle Snapshot::AddSlice(
+    std::shared_ptr<const api::resourcev1::ResourceSlice> slice) {
+  DRAPLANE_CHECK(slice != nullptr);
+  auto entry = std::make_unique<internal::SliceEntry>();
+  entry->handle = state_->next_handle++;
+  entry->slice = std::move(slice);
+  internal::SliceEntry* raw = entry.get();
+  state_->slices.emplace(raw->handle, std::move(entry));
+  state_->Index(raw);
+  ++state_->epoch;
+  return raw->handle;
+}
+
+Snapshot::SliceHandle Snapshot::AddSlice(api::resourcev1::ResourceSlice slice) {
+  return AddSlice(std::make_shared<const api::resourcev1::ResourceSlice>(std::move(slice)));
+}
+
+bool Snapshot::RemoveSlice(SliceHandle handle) {
+  auto it = state_->slices.find(handle);
+  if (it == state_->slices.end()) return false;
+  state_->Unindex(it->second.get());
+  state_->slices.erase(it);
+  ++state_->epoch;
+  return true;
+}
+
+Snapshot::SliceHandle Snapshot::UpdateSlice(
+    SliceHandle handle, std::shared_ptr<const api::resourcev1::ResourceSlice> slice) {
+  auto it = state_->slices.find(handle);
+  DRAPLANE_CHECK(it != state_->slices.end());
+  DRAPLANE_CHECK(slice != nullptr);
+  internal::SliceEntry& entry = *it->second;
+  const api::resourcev1::ResourceSlice& old = *entry.slice;
+  bool same_version = !slice->metadata.uid.empty() && slice->metadata.uid == old.metadata.uid &&
+                      !slice->metadata.resource_version.empty() &&
+                      slice->metadata.resource_version == old.metadata.resource_version &&
+                      slice->metadata.generation == old.metadata.generation;
+  state_->Unindex(&entry);
+  if (!same_version) {
+    entry.slice_selector.reset();
+    entry.device_selectors.clear();
+    entry.inputs.clear();
+    entry.verdicts.clear();
+  }
+  entry.slice = std::move(slice);
+  state_->Index(&entry);
+  ++state_->epoch;
+  return handle;
+}
+
+const api::resourcev1::ResourceSlice* Snapshot::FindSlice(SliceHandle handle) const {
+  auto it = state_->slices.find(handle);
+  return it == state_->slices.end() ? nullptr : it->second->slice.get();
+}
+
+std::vector<Snapshot::SliceHandle> Snapshot::Slices() const {
+  std::vector<SliceHandle> out;
+  out.reserve(state_->slices.size());
+  for (const auto& [handle, entry] : state_->slices) out.push_back(handle);
+  return out;
+}
+
+size_t Snapshot::slice_count() const { return state_->slices.size(); }
+size_t Snapshot::class_count() const { return state_->classes.size(); }
+uint64_t Snapshot::epoch() const { return state_->epoch; }
+
+}  // namespace draplane::allocator

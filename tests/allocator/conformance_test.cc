@@ -1,0 +1,81 @@
+// Runs every allocation scenario of the shared conformance set as its own test case
+// (`Scenarios/ConformanceTest.Run/<name>`), skipping the entries of tests/allocator/skip.txt with
+// their reason.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "allocator/scenario/scenario.h"
+
+namespace draplane::allocator::scenario {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::vector<std::string> ScenarioFiles() {
+  StatusOr<std::vector<std::string>> files =
+      FindScenarioFiles({std::string(DRAPLANE_SHARED_DIR) + "/conformance/allocator"});
+  return files.ok() ? *files : std::vector<std::string>();
+}
+
+const std::map<std::string, std::string>& SkipList() {
+  static const std::map<std::string, std::string> skips = [] {
+    std::map<std::string, std::string> out;
+    StatusOr<std::vector<SkipEntry>> entries =
+        ParseSkipList(ReadFile(std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/skip.txt"));
+    if (entries.ok()) {
+      for (const SkipEntry& e : *entries) out[e.name] = e.reason;
+    }
+    return out;
+  }();
+  return skips;
+}
+
+class ConformanceTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(ConformanceTest, Run) {
+  const std::string& file = GetParam();
+  StatusOr<Scenario> scenario = ParseScenario(ReadFile(file), file);
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  if (auto it = SkipList().find(scenario->name); it != SkipList().end()) {
+    GTEST_SKIP() << it->second;
+  }
+  RunResult result = RunScenario(*scenario);
+  EXPECT_TRUE(result.passed) << file << "\n" << result.failure;
+}
+
+std::string TestName(const testing::TestParamInfo<std::string>& info) {
+  std::string base = info.param.substr(info.param.find_last_of('/') + 1);
+  base = base.substr(0, base.find_last_of('.'));
+  for (char& c : base) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return base;
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, ConformanceTest, testing::ValuesIn(ScenarioFiles()), TestName);
+
+TEST(ConformanceSuiteTest, FindsTheSharedScenarios) {
+  // Guard against a silently empty suite (a wrong DRAPLANE_SHARED_DIR).
+  EXPECT_GE(ScenarioFiles().size(), 166u);
+}
+
+TEST(ConformanceSuiteTest, SkipListIsWellFormed) {
+  StatusOr<std::vector<SkipEntry>> entries =
+      ParseSkipList(ReadFile(std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/skip.txt"));
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  for (const SkipEntry& e : *entries) EXPECT_FALSE(e.reason.empty()) << e.name;
+}
+
+}  // namespace
+}  // namespace draplane::allocator::scenario
