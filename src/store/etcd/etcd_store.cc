@@ -56,7 +56,9 @@ StatusOr<std::string> Bytes(const object& o, std::string_view field) {
   const boost::json::value* v = o.if_contains(field);
   if (v == nullptr) return std::string();
   if (!v->is_string()) return InternalError("etcd sent a non-string " + std::string(field));
-  return internal::Base64Decode(v->get_string());
+  StatusOr<std::string> bytes = internal::Base64Decode(v->get_string());
+  if (!bytes.ok()) return InternalError("etcd sent malformed base64 in " + std::string(field));
+  return bytes;
 }
 
 Revision HeaderRevision(const object& response) {
@@ -169,16 +171,26 @@ class EtcdStore final : public Store {
     }
     ListResult result;
     result.revision = revision > 0 ? revision : HeaderRevision(*response);
+    std::string last_key;  // the last key of the page, draplane's or not
     if (const array* kvs = ArrayField(*response, "kvs")) {
       result.objects.reserve(kvs->size());
+      if (!kvs->empty()) {
+        DRAPLANE_ASSIGN_OR_RETURN(last_key, Bytes(kvs->back().as_object(), "key"));
+      }
       for (const boost::json::value& kv : *kvs) {
-        DRAPLANE_ASSIGN_OR_RETURN(ObjectPtr item, ToObject(kv.as_object(), 0));
-        result.objects.push_back(std::move(item));
+        StatusOr<ObjectPtr> item = ToObject(kv.as_object(), 0);
+        if (item.ok()) {
+          result.objects.push_back(std::move(*item));
+        } else if (item.status().code() == StatusCode::kInvalidArgument) {
+          log::Warning("etcd store: ignoring a foreign key: {}", item.status().ToString());
+        } else {
+          return item.status();
+        }
       }
     }
-    if (Bool(*response, "more") && !result.objects.empty()) {
-      result.continue_token = internal::EncodeContinueToken(
-          result.revision, internal::EncodeKey(result.objects.back()->key) + '\0');
+    if (Bool(*response, "more") && last_key.size() > prefix_.size()) {
+      result.continue_token =
+          internal::EncodeContinueToken(result.revision, last_key.substr(prefix_.size()) + '\0');
     }
     return result;
   }
@@ -326,8 +338,9 @@ class EtcdStore final : public Store {
   StatusOr<Key> KeyOf(const object& kv) const {
     DRAPLANE_ASSIGN_OR_RETURN(std::string etcd_key, Bytes(kv, "key"));
     if (!std::string_view(etcd_key).starts_with(prefix_)) {
-      return InternalError("etcd returned key \"" + etcd_key + "\" outside " + prefix_);
+      return InvalidArgumentError("etcd key \"" + etcd_key + "\" is outside " + prefix_);
     }
+    // InvalidArgument when the key is not one draplane wrote.
     return internal::DecodeKey(std::string_view(etcd_key).substr(prefix_.size()));
   }
 
@@ -434,13 +447,26 @@ class EtcdStore final : public Store {
     std::vector<WatchEvent> converted;
     converted.reserve(events->size());
     for (const boost::json::value& value : *events) {
+      const Revision revision =
+          value.is_object() && ObjectField(value.get_object(), "kv") != nullptr
+              ? Int(*ObjectField(value.get_object(), "kv"), "mod_revision")
+              : 0;
       StatusOr<WatchEvent> event = ToEvent(value.as_object());
-      if (!event.ok()) {
-        log::Warning("etcd store: skipping a watch event: {}", event.status().ToString());
-        continue;
+      if (event.ok()) {
+        converted.push_back(std::move(*event));
+      } else if (event.status().code() == StatusCode::kInvalidArgument) {
+        // Not a draplane object (another client wrote under the prefix): not ours to deliver.
+        log::Warning("etcd store: ignoring a foreign key: {}", event.status().ToString());
+      } else {
+        // An event the watchers need but cannot be given: they must re-list rather than miss it.
+        internal::RunNotifies(hub_.Publish(converted));
+        converted.clear();
+        internal::RunNotifies(
+            hub_.TerminateAll(ExpiredError("a watch event could not be delivered (" +
+                                           std::string(event.status().message()) + "); re-list"),
+                              revision));
       }
-      *next = event->revision + 1;
-      converted.push_back(std::move(*event));
+      *next = std::max(*next, revision + 1);
     }
     internal::RunNotifies(hub_.Publish(converted));
     return true;

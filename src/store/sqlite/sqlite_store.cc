@@ -148,10 +148,12 @@ StatusOr<int64_t> QueryInt(sqlite3* db, const char* sql) {
   return SqliteStatus(db, rc, sql);
 }
 
-ObjectPtr MakeObject(std::string_view encoded_key, std::string value, Revision revision,
-                     Revision create_revision) {
+StatusOr<ObjectPtr> MakeObject(std::string_view encoded_key, std::string value, Revision revision,
+                               Revision create_revision) {
   StatusOr<Key> key = internal::DecodeKey(encoded_key);
-  DRAPLANE_CHECK_MSG(key.ok(), "the store holds a malformed key");
+  if (!key.ok())
+    return InternalError("sqlite store holds a malformed key: " +
+                         std::string(key.status().message()));
   return std::make_shared<Object>(
       Object{std::move(*key), std::move(value), revision, create_revision});
 }
@@ -537,7 +539,8 @@ class SqliteStore final : public Store {
           result.continue_token = internal::EncodeContinueToken(revision, key);
           break;
         }
-        result.objects.push_back(MakeObject(key, q.Blob(3), q.Int(2), q.Int(1)));
+        DRAPLANE_ASSIGN_OR_RETURN(ObjectPtr object, MakeObject(key, q.Blob(3), q.Int(2), q.Int(1)));
+        result.objects.push_back(std::move(object));
       }
       if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(r.db.get(), rc, "list");
       return result;
@@ -555,7 +558,8 @@ class SqliteStore final : public Store {
         result.continue_token = internal::EncodeContinueToken(revision, key);
         break;
       }
-      result.objects.push_back(MakeObject(key, q.Blob(4), q.Int(1), q.Int(3)));
+      DRAPLANE_ASSIGN_OR_RETURN(ObjectPtr object, MakeObject(key, q.Blob(4), q.Int(1), q.Int(3)));
+      result.objects.push_back(std::move(object));
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(r.db.get(), rc, "list");
     return result;
@@ -603,14 +607,16 @@ class SqliteStore final : public Store {
         if (q.IsNull(5))
           return InternalError("history row " + std::to_string(revision) +
                                " lost its previous version");
-        prev = MakeObject(key, q.Blob(6), q.Int(5), create_revision);
+        DRAPLANE_ASSIGN_OR_RETURN(prev, MakeObject(key, q.Blob(6), q.Int(5), create_revision));
       }
       if (type == kTypeDeleted) {
         event.type = WatchEvent::Type::kDeleted;
-        event.object = MakeObject(key, prev->value, revision, create_revision);
+        DRAPLANE_ASSIGN_OR_RETURN(event.object,
+                                  MakeObject(key, prev->value, revision, create_revision));
       } else {
         event.type = type == kTypeAdded ? WatchEvent::Type::kAdded : WatchEvent::Type::kModified;
-        event.object = MakeObject(key, q.Blob(4), revision, create_revision);
+        DRAPLANE_ASSIGN_OR_RETURN(event.object,
+                                  MakeObject(key, q.Blob(4), revision, create_revision));
       }
       event.prev_object = std::move(prev);
       events.push_back(std::move(event));
