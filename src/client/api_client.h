@@ -1,0 +1,105 @@
+// The Kubernetes API as every draplane component sees it: requests on resources, answered with
+// JSON objects, and watch streams of change events.
+//
+// `ApiClient` is the seam between components (scheduler, controllers, node agent, CLI) and the
+// API server. `RestClient` (rest_client.h) implements it over HTTP against `draplane serve` or any
+// Kubernetes API server; `MemoryApi` (memory_api.h) implements it in memory for unit tests and the
+// simulator. The typed helpers (typed.h) and informers (informer.h) sit on top.
+//
+// Errors map Kubernetes status reasons onto draplane codes (rest_client.h lists the mapping):
+// NotFound, AlreadyExists, Conflict (resourceVersion mismatch), Expired (410 Gone: the requested
+// resourceVersion is too old), InvalidArgument (422 with field causes), FailedPrecondition
+// (401/403), ResourceExhausted (429), Unavailable (unreachable, 503), Internal.
+//
+// Thread-safety: implementations are safe for concurrent use. A WatchStream is read from one
+// thread; Cancel() may be called from any thread.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "client/resource.h"
+#include "common/status.h"
+
+namespace draplane::client {
+
+enum class Verb { kGet, kList, kCreate, kUpdate, kPatch, kDelete };
+
+enum class PatchType {
+  kMerge,           // application/merge-patch+json (RFC 7386)
+  kStrategicMerge,  // application/strategic-merge-patch+json
+  kJson,            // application/json-patch+json (RFC 6902)
+};
+
+struct ListOptions {
+  std::string label_selector{};
+  std::string field_selector{};
+  // "" (most recent), "0" (any), or a resourceVersion to list / watch from.
+  std::string resource_version{};
+  int64_t limit = 0;  // 0: no paging
+  std::string continue_token{};
+  // Watches: ask the server to end the stream after this many seconds (0: server default).
+  int64_t timeout_seconds = 0;
+  bool allow_watch_bookmarks = false;
+};
+
+struct DeleteOptions {
+  std::optional<int64_t> grace_period_seconds{};
+  std::string precondition_uid{};
+  std::string precondition_resource_version{};
+  std::string propagation_policy{};  // "", "Background", "Foreground", "Orphan"
+};
+
+struct ApiRequest {
+  Verb verb = Verb::kGet;
+  const ResourceType* resource = nullptr;
+  std::string namespace_{};  // empty: cluster-scoped, or every namespace for kList / Watch
+  std::string name{};
+  std::string subresource{};  // "status", "binding"
+  ListOptions list{};         // kList and Watch
+  DeleteOptions delete_options{};
+  PatchType patch_type = PatchType::kMerge;
+  std::string field_manager{};
+  // The object (kCreate, kUpdate) or the patch document (kPatch).
+  boost::json::value body{};
+};
+
+struct WatchEvent {
+  // "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (object: a metav1.Status).
+  std::string type{};
+  boost::json::value object{};
+};
+
+class WatchStream {
+ public:
+  virtual ~WatchStream() = default;
+  // Blocks for the next event. nullopt when the server ended the stream (a normal watch
+  // timeout); Cancelled after Cancel(); Unavailable when the connection broke; InvalidArgument
+  // for an undecodable event.
+  virtual StatusOr<std::optional<WatchEvent>> Next() = 0;
+  // Ends the stream; a blocked Next() returns. Thread-safe, idempotent.
+  virtual void Cancel() = 0;
+};
+
+class ApiClient {
+ public:
+  virtual ~ApiClient() = default;
+  // Executes a get / list / create / update / patch / delete. Returns the object (for kList, the
+  // list object with `items` and `metadata.resourceVersion`; for kDelete, the deleted object or
+  // the object now carrying a deletionTimestamp, or a Status).
+  virtual StatusOr<boost::json::value> Do(const ApiRequest& request) = 0;
+  // Starts a watch on the collection (`request.verb` is ignored). Expired when
+  // `list.resource_version` is too old (410 Gone).
+  virtual StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) = 0;
+};
+
+// The draplane Status for a Kubernetes error response: `http_code` and the body (a metav1.Status
+// when the server sent one; anything else is quoted in the message).
+Status StatusFromApiError(int http_code, const boost::json::value& body);
+// The same for an ERROR watch event's object.
+Status StatusFromWatchError(const boost::json::value& object);
+
+}  // namespace draplane::client

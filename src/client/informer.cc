@@ -1,0 +1,369 @@
+#include "client/informer.h"
+
+#include <boost/json.hpp>
+
+#include "common/check.h"
+#include "common/log.h"
+
+namespace draplane::client {
+
+InformerBase::InformerBase(ApiClient& api, const ResourceType& type, InformerOptions options)
+    : api_(api), type_(type), options_(std::move(options)), backoff_(options_.initial_backoff) {}
+
+InformerBase::~InformerBase() { Stop(); }
+
+void InformerBase::AddRawHandlers(RawHandlers handlers) {
+  DRAPLANE_CHECK_MSG(!started_.load(), "informer handlers must be added before Start()");
+  handlers_.push_back(std::move(handlers));
+}
+
+void InformerBase::AddRawIndex(std::string name,
+                               std::function<std::vector<std::string>(const Entry&)> fn) {
+  DRAPLANE_CHECK_MSG(!started_.load(), "informer indexes must be added before Start()");
+  std::lock_guard<std::mutex> lock(mu_);
+  indexes_[std::move(name)].fn = std::move(fn);
+}
+
+void InformerBase::Start() {
+  if (started_.exchange(true)) return;
+  thread_ = std::thread([this] { Run(); });
+  if (options_.resync_period > Duration::zero()) {
+    resync_thread_ = std::thread([this] { RunResync(); });
+  }
+}
+
+void InformerBase::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_.exchange(true)) {
+      // Already stopping; fall through to join (a second caller waits too).
+    }
+    if (watch_) watch_->Cancel();
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  if (resync_thread_.joinable()) resync_thread_.join();
+}
+
+bool InformerBase::WaitForSync() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return synced_.load() || stopping_.load(); });
+  return synced_.load();
+}
+
+std::string InformerBase::resource_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resource_version_;
+}
+
+size_t InformerBase::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+InformerBase::Entry InformerBase::GetEntry(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : it->second;
+}
+
+std::vector<InformerBase::Entry> InformerBase::ListEntries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Entry> out;
+  out.reserve(cache_.size());
+  for (const auto& [key, entry] : cache_) out.push_back(entry);
+  return out;
+}
+
+std::vector<InformerBase::Entry> InformerBase::EntriesByIndex(const std::string& name,
+                                                              const std::string& value) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Entry> out;
+  auto index = indexes_.find(name);
+  if (index == indexes_.end()) return out;
+  auto values = index->second.values.find(value);
+  if (values == index->second.values.end()) return out;
+  out.reserve(values->second.size());
+  for (const auto& [key, entry] : values->second) out.push_back(entry);
+  return out;
+}
+
+void InformerBase::IndexInsert(const std::string& key, const Entry& entry) {
+  for (auto& [name, index] : indexes_) {
+    for (const std::string& value : index.fn(entry)) index.values[value][key] = entry;
+  }
+}
+
+void InformerBase::IndexErase(const std::string& key, const Entry& entry) {
+  for (auto& [name, index] : indexes_) {
+    for (const std::string& value : index.fn(entry)) {
+      auto it = index.values.find(value);
+      if (it == index.values.end()) continue;
+      it->second.erase(key);
+      if (it->second.empty()) index.values.erase(it);
+    }
+  }
+}
+
+InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& entry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry old;
+  auto it = cache_.find(key);
+  if (it != cache_.end()) {
+    old = it->second;
+    IndexErase(key, old);
+    it->second = entry;
+  } else {
+    cache_.emplace(key, entry);
+  }
+  IndexInsert(key, entry);
+  return old;
+}
+
+InformerBase::Entry InformerBase::Remove(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return nullptr;
+  Entry old = it->second;
+  IndexErase(key, old);
+  cache_.erase(it);
+  return old;
+}
+
+void InformerBase::NotifyAdd(const Entry& entry) {
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  for (const RawHandlers& h : handlers_) {
+    if (h.on_add) h.on_add(entry);
+  }
+}
+
+void InformerBase::NotifyUpdate(const Entry& old_entry, const Entry& new_entry) {
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  for (const RawHandlers& h : handlers_) {
+    if (h.on_update) h.on_update(old_entry, new_entry);
+  }
+}
+
+void InformerBase::NotifyDelete(const Entry& entry) {
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  for (const RawHandlers& h : handlers_) {
+    if (h.on_delete) h.on_delete(entry);
+  }
+}
+
+void InformerBase::Backoff() {
+  std::unique_lock<std::mutex> lock(mu_);
+  // Pacing only: the wait is a real-time sleep that Stop() interrupts; no decision reads time.
+  cv_.wait_for(lock, backoff_, [&] { return stopping_.load(); });
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+}
+
+void InformerBase::ResetBackoff() { backoff_ = options_.initial_backoff; }
+
+Status InformerBase::ListAndReplace() {
+  std::map<std::string, Decoded> listed;
+  std::string continue_token;
+  std::string list_rv;
+  bool paged = options_.page_size > 0;
+  while (true) {
+    ApiRequest request;
+    request.verb = Verb::kList;
+    request.resource = &type_;
+    request.namespace_ = options_.namespace_;
+    request.list.label_selector = options_.label_selector;
+    request.list.field_selector = options_.field_selector;
+    request.list.limit = paged ? options_.page_size : 0;
+    request.list.continue_token = continue_token;
+    StatusOr<boost::json::value> page = api_.Do(request);
+    if (!page.ok()) {
+      if (page.status().code() == StatusCode::kExpired && !continue_token.empty()) {
+        // The continue token expired: start over with one unpaged list (client-go does the same).
+        listed.clear();
+        continue_token.clear();
+        paged = false;
+        continue;
+      }
+      return page.status();
+    }
+    const boost::json::object* object = page->if_object();
+    if (object == nullptr) return InternalError("list response is not an object");
+    continue_token.clear();
+    if (const boost::json::value* meta = object->if_contains("metadata");
+        meta != nullptr && meta->is_object()) {
+      if (const boost::json::value* rv = meta->as_object().if_contains("resourceVersion");
+          rv != nullptr && rv->is_string()) {
+        list_rv = std::string(rv->as_string());
+      }
+      if (const boost::json::value* token = meta->as_object().if_contains("continue");
+          token != nullptr && token->is_string()) {
+        continue_token = std::string(token->as_string());
+      }
+    }
+    if (const boost::json::value* items = object->if_contains("items");
+        items != nullptr && items->is_array()) {
+      for (const boost::json::value& item : items->as_array()) {
+        StatusOr<Decoded> decoded = DecodeEntry(item);
+        if (!decoded.ok()) {
+          log::Warning("informer {}: skipping undecodable object: {}", type_.resource,
+                       decoded.status().message());
+          continue;
+        }
+        std::string key = decoded->key;
+        listed[key] = std::move(*decoded);
+      }
+    }
+    if (continue_token.empty()) break;
+  }
+  list_count_.fetch_add(1);
+
+  // Replace: deletions first, then additions and updates, each in key order.
+  std::vector<Entry> removed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> gone;
+    for (const auto& [key, entry] : cache_) {
+      if (!listed.contains(key)) gone.push_back(key);
+    }
+    for (const std::string& key : gone) {
+      auto it = cache_.find(key);
+      IndexErase(key, it->second);
+      removed.push_back(it->second);
+      cache_.erase(it);
+    }
+  }
+  for (const Entry& e : removed) NotifyDelete(e);
+  for (auto& [key, decoded] : listed) {
+    Entry previous = Upsert(key, decoded.entry);
+    if (previous == nullptr) {
+      NotifyAdd(decoded.entry);
+    } else {
+      NotifyUpdate(previous, decoded.entry);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    resource_version_ = list_rv;
+  }
+  return Status::Ok();
+}
+
+Status InformerBase::WatchOnce() {
+  ApiRequest request;
+  request.resource = &type_;
+  request.namespace_ = options_.namespace_;
+  request.list.label_selector = options_.label_selector;
+  request.list.field_selector = options_.field_selector;
+  request.list.resource_version = resource_version();
+  request.list.allow_watch_bookmarks = true;
+  request.list.timeout_seconds = options_.watch_timeout_seconds;
+  StatusOr<std::unique_ptr<WatchStream>> stream = api_.Watch(request);
+  if (!stream.ok()) return stream.status();
+  watch_count_.fetch_add(1);
+  WatchStream* raw = stream->get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_.load()) return CancelledError("informer stopping");
+    watch_ = std::move(*stream);
+  }
+  Status result;
+  while (true) {
+    StatusOr<std::optional<WatchEvent>> next = raw->Next();
+    if (!next.ok()) {
+      result = next.status();
+      break;
+    }
+    if (!next->has_value()) break;  // the server ended the watch: resume
+    WatchEvent& event = **next;
+    if (event.type == "ERROR") {
+      result = StatusFromWatchError(event.object);
+      break;
+    }
+    if (event.type == "BOOKMARK") {
+      const boost::json::object* object = event.object.if_object();
+      const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
+      const boost::json::value* rv =
+          meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
+      if (rv != nullptr && rv->is_string()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        resource_version_ = std::string(rv->as_string());
+      }
+      continue;
+    }
+    StatusOr<Decoded> decoded = DecodeEntry(event.object);
+    if (!decoded.ok()) {
+      log::Warning("informer {}: skipping undecodable {} event: {}", type_.resource, event.type,
+                   decoded.status().message());
+      continue;
+    }
+    ResetBackoff();
+    if (event.type == "DELETED") {
+      Entry old = Remove(decoded->key);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        resource_version_ = decoded->resource_version;
+      }
+      NotifyDelete(old != nullptr ? old : decoded->entry);
+    } else {
+      Entry old = Upsert(decoded->key, decoded->entry);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        resource_version_ = decoded->resource_version;
+      }
+      if (old == nullptr) {
+        NotifyAdd(decoded->entry);
+      } else {
+        NotifyUpdate(old, decoded->entry);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  watch_.reset();
+  return result;
+}
+
+void InformerBase::Run() {
+  bool need_list = true;
+  while (!Stopping()) {
+    if (need_list) {
+      Status s = ListAndReplace();
+      if (!s.ok()) {
+        if (Stopping()) break;
+        log::Warning("informer {}: list failed: {}", type_.resource, s.ToString());
+        Backoff();
+        continue;
+      }
+      need_list = false;
+      ResetBackoff();
+      if (!synced_.exchange(true)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        cv_.notify_all();
+      }
+    }
+    Status s = WatchOnce();
+    if (Stopping()) break;
+    if (s.code() == StatusCode::kExpired) {
+      log::Debug("informer {}: resourceVersion expired, relisting", type_.resource);
+      need_list = true;
+    } else if (!s.ok()) {
+      log::Warning("informer {}: watch failed: {}", type_.resource, s.ToString());
+      Backoff();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();
+}
+
+void InformerBase::RunResync() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Pacing only (see Backoff).
+      cv_.wait_for(lock, options_.resync_period, [&] { return stopping_.load(); });
+      if (stopping_.load()) return;
+    }
+    if (!synced_.load()) continue;
+    for (const Entry& entry : ListEntries()) NotifyUpdate(entry, entry);
+  }
+}
+
+}  // namespace draplane::client

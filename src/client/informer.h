@@ -1,0 +1,216 @@
+// Informers: a local, watch-maintained cache of one resource with change notifications
+// (client-go's Reflector + Indexer + SharedInformer, reduced to what draplane needs).
+//
+// Algorithm (one thread per informer):
+//   1. List the collection (paged, `page_size` per page) and replace the cache: objects that
+//      disappeared are announced as deleted, new ones as added, and every other one as updated
+//      (as client-go's Replace does, so a relist repairs anything a broken watch missed). The
+//      informer has synced after the first successful list.
+//   2. Watch from the list's resourceVersion with bookmarks on and a server-side timeout. ADDED /
+//      MODIFIED upsert, DELETED removes, BOOKMARK only advances the resourceVersion.
+//   3. When the stream ends normally, watch again from the last resourceVersion seen (resume).
+//      410 Gone (Expired) — on starting the watch or as an ERROR event — goes back to step 1
+//      (relist). Other failures back off exponentially (`initial_backoff` doubling up to
+//      `max_backoff`) and retry the step that failed.
+//   4. With `resync_period` > 0, every cached object is re-announced as an update (old == new)
+//      that often, so level-triggered consumers can repair missed work.
+// Handlers run on the informer's threads, one at a time (never concurrently with each other), and
+// after the cache already reflects the change. A handler must not block for long.
+//
+// Indexes: `AddIndex(name, fn)` before Start(); `ByIndex(name, value)` returns the cached objects
+// whose `fn` produced `value`, in key order.
+//
+// Thread-safety: Get / List / ByIndex / HasSynced are safe from any thread. Start and Stop are
+// called by the owner; AddHandlers and AddIndex only before Start.
+// Ownership: the informer keeps a reference to the ApiClient, which must outlive it. Cached
+// objects are immutable and shared (`std::shared_ptr<const T>`).
+#pragma once
+
+#include <atomic>
+#include <boost/json/value.hpp>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/api_client.h"
+#include "client/resource.h"
+#include "client/typed.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace draplane::client {
+
+struct InformerOptions {
+  std::string namespace_{};  // empty: every namespace
+  std::string label_selector{};
+  std::string field_selector{};
+  Duration resync_period{0};
+  int64_t page_size = 500;
+  int64_t watch_timeout_seconds = 300;
+  Duration initial_backoff = std::chrono::milliseconds(100);
+  Duration max_backoff = std::chrono::seconds(30);
+};
+
+// The untyped machinery; use Informer<T>.
+class InformerBase {
+ public:
+  using Entry = std::shared_ptr<const void>;
+  struct RawHandlers {
+    std::function<void(const Entry&)> on_add;
+    std::function<void(const Entry& old_object, const Entry& new_object)> on_update;
+    std::function<void(const Entry&)> on_delete;
+  };
+
+  InformerBase(const InformerBase&) = delete;
+  InformerBase& operator=(const InformerBase&) = delete;
+  virtual ~InformerBase();
+
+  // Starts the list/watch thread (and the resync thread). Idempotent.
+  void Start();
+  // Stops and joins the threads; the cache stays readable. Idempotent.
+  void Stop();
+  // Blocks until the first list has been applied (true) or the informer was stopped (false).
+  bool WaitForSync();
+  bool HasSynced() const { return synced_.load(); }
+  // The resourceVersion the cache reflects ("" before the first list).
+  std::string resource_version() const;
+  // Counters for tests and metrics: completed lists and started watches.
+  int64_t list_count() const { return list_count_.load(); }
+  int64_t watch_count() const { return watch_count_.load(); }
+  size_t size() const;
+
+ protected:
+  struct Decoded {
+    Entry entry;
+    std::string key;
+    std::string resource_version;
+  };
+
+  InformerBase(ApiClient& api, const ResourceType& type, InformerOptions options);
+  virtual StatusOr<Decoded> DecodeEntry(const boost::json::value& json) const = 0;
+
+  void AddRawHandlers(RawHandlers handlers);
+  void AddRawIndex(std::string name, std::function<std::vector<std::string>(const Entry&)> fn);
+  Entry GetEntry(const std::string& key) const;
+  std::vector<Entry> ListEntries() const;
+  std::vector<Entry> EntriesByIndex(const std::string& name, const std::string& value) const;
+
+ private:
+  struct Index {
+    std::function<std::vector<std::string>(const Entry&)> fn;
+    std::map<std::string, std::map<std::string, Entry>> values;  // value -> key -> entry
+  };
+
+  void Run();
+  void RunResync();
+  Status ListAndReplace();
+  Status WatchOnce();
+  // Sleeps for the current backoff (or until stopped) and doubles it.
+  void Backoff();
+  void ResetBackoff();
+  // Cache mutations; each returns the previous entry (null when there was none).
+  Entry Upsert(const std::string& key, const Entry& entry);
+  Entry Remove(const std::string& key);
+  void IndexInsert(const std::string& key, const Entry& entry);
+  void IndexErase(const std::string& key, const Entry& entry);
+  void NotifyAdd(const Entry& entry);
+  void NotifyUpdate(const Entry& old_entry, const Entry& new_entry);
+  void NotifyDelete(const Entry& entry);
+  bool Stopping() const { return stopping_.load(); }
+
+  ApiClient& api_;
+  const ResourceType& type_;
+  const InformerOptions options_;
+  std::vector<RawHandlers> handlers_;  // fixed after Start
+  std::mutex handler_mu_;              // serialises handler calls
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Entry> cache_;    // guarded by mu_
+  std::map<std::string, Index> indexes_;  // guarded by mu_
+  std::string resource_version_;          // guarded by mu_
+  std::unique_ptr<WatchStream> watch_;    // guarded by mu_: the stream to cancel on Stop
+  Duration backoff_{0};
+
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<int64_t> list_count_{0};
+  std::atomic<int64_t> watch_count_{0};
+  std::thread thread_;
+  std::thread resync_thread_;
+};
+
+template <typename T>
+class Informer final : public InformerBase {
+ public:
+  using Ptr = std::shared_ptr<const T>;
+  struct Handlers {
+    std::function<void(const Ptr&)> on_add;
+    std::function<void(const Ptr& old_object, const Ptr& new_object)> on_update;
+    std::function<void(const Ptr&)> on_delete;
+  };
+
+  Informer(ApiClient& api, InformerOptions options = {})
+      : InformerBase(api, ResourceOf<T>(), std::move(options)) {}
+  ~Informer() override { Stop(); }
+
+  // Registers handlers; call before Start().
+  void AddHandlers(Handlers handlers) {
+    RawHandlers raw;
+    if (handlers.on_add) {
+      raw.on_add = [f = handlers.on_add](const Entry& e) { f(Cast(e)); };
+    }
+    if (handlers.on_update) {
+      raw.on_update = [f = handlers.on_update](const Entry& o, const Entry& n) {
+        f(Cast(o), Cast(n));
+      };
+    }
+    if (handlers.on_delete) {
+      raw.on_delete = [f = handlers.on_delete](const Entry& e) { f(Cast(e)); };
+    }
+    AddRawHandlers(std::move(raw));
+  }
+
+  // Registers an index; call before Start().
+  void AddIndex(std::string name, std::function<std::vector<std::string>(const T&)> fn) {
+    AddRawIndex(std::move(name), [f = std::move(fn)](const Entry& e) { return f(*Cast(e)); });
+  }
+
+  // The cached object, or null.
+  Ptr Get(std::string_view namespace_, std::string_view name) const {
+    return Cast(GetEntry(ObjectKey(namespace_, name)));
+  }
+  Ptr GetByKey(const std::string& key) const { return Cast(GetEntry(key)); }
+  // Every cached object, in key order.
+  std::vector<Ptr> List() const { return CastAll(ListEntries()); }
+  std::vector<Ptr> ByIndex(const std::string& name, const std::string& value) const {
+    return CastAll(EntriesByIndex(name, value));
+  }
+
+ private:
+  static Ptr Cast(const Entry& e) { return std::static_pointer_cast<const T>(e); }
+  static std::vector<Ptr> CastAll(const std::vector<Entry>& entries) {
+    std::vector<Ptr> out;
+    out.reserve(entries.size());
+    for (const Entry& e : entries) out.push_back(Cast(e));
+    return out;
+  }
+
+  StatusOr<Decoded> DecodeEntry(const boost::json::value& json) const override {
+    StatusOr<T> object = DecodeAs<T>(json);
+    if (!object.ok()) return object.status();
+    Decoded out;
+    out.key = ObjectKey(object->metadata.namespace_, object->metadata.name);
+    out.resource_version = object->metadata.resource_version;
+    out.entry = std::make_shared<const T>(std::move(*object));
+    return out;
+  }
+};
+
+}  // namespace draplane::client

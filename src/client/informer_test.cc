@@ -1,0 +1,198 @@
+#include "client/informer.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "client/memory_api.h"
+
+namespace draplane::client {
+namespace {
+
+using api::corev1::Pod;
+
+// Records handler calls and lets the test wait for a number of them.
+class Recorder {
+ public:
+  Informer<Pod>::Handlers Handlers() {
+    return {
+        .on_add = [this](const Informer<Pod>::Ptr& p) { Push("add " + p->metadata.name); },
+        .on_update =
+            [this](const Informer<Pod>::Ptr& o, const Informer<Pod>::Ptr& n) {
+              Push("update " + o->metadata.name + " " + o->metadata.resource_version + "->" +
+                   n->metadata.resource_version);
+            },
+        .on_delete = [this](const Informer<Pod>::Ptr& p) { Push("delete " + p->metadata.name); },
+    };
+  }
+  // Waits until at least `n` events were seen and returns them.
+  std::vector<std::string> WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return events_.size() >= n; });
+    return events_;
+  }
+
+ private:
+  void Push(std::string e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(e));
+    cv_.notify_all();
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> events_;
+};
+
+class InformerTest : public ::testing::Test {
+ protected:
+  InformerTest() : random_(NewSeededRandom(7)), api_(clock_, *random_) {}
+
+  StatusOr<Pod> CreatePod(const std::string& name, const std::string& node = "") {
+    Pod pod;
+    pod.metadata.name = name;
+    pod.metadata.namespace_ = "ns";
+    pod.spec.node_name = node;
+    return Create(api_, pod);
+  }
+
+  ManualClock clock_;
+  std::unique_ptr<Random> random_;
+  MemoryApi api_;
+};
+
+TEST_F(InformerTest, ListsThenFollowsTheWatch) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  EXPECT_EQ(recorder.WaitFor(1), std::vector<std::string>{"add a"});
+  ASSERT_NE(informer.Get("ns", "a"), nullptr);
+
+  ASSERT_TRUE(CreatePod("b").ok());
+  StatusOr<Pod> a = Get<Pod>(api_, "ns", "a");
+  ASSERT_TRUE(a.ok());
+  a->metadata.labels["x"] = "y";
+  StatusOr<Pod> updated = Update(api_, *a);
+  ASSERT_TRUE(updated.ok());
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "b").ok());
+  std::vector<std::string> events = recorder.WaitFor(4);
+  EXPECT_EQ(events[1], "add b");
+  EXPECT_EQ(events[2],
+            "update a " + a->metadata.resource_version + "->" + updated->metadata.resource_version);
+  EXPECT_EQ(events[3], "delete b");
+  EXPECT_EQ(informer.Get("ns", "b"), nullptr);
+  EXPECT_EQ(informer.Get("ns", "a")->metadata.labels.at("x"), "y");
+  EXPECT_EQ(informer.list_count(), 1);
+}
+
+TEST_F(InformerTest, ResumesAClosedWatchWithoutRelisting) {
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  ASSERT_TRUE(CreatePod("a").ok());
+  recorder.WaitFor(1);
+  api_.CloseWatches();  // as a server-side watch timeout
+  ASSERT_TRUE(CreatePod("b").ok());
+  EXPECT_EQ(recorder.WaitFor(2)[1], "add b");
+  EXPECT_EQ(informer.list_count(), 1);
+  EXPECT_GE(informer.watch_count(), 2);
+}
+
+TEST_F(InformerTest, RelistsAfterGoneAndReportsWhatWasMissed) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  ASSERT_TRUE(CreatePod("b").ok());
+  Recorder recorder;
+  Informer<Pod> informer(api_, {.initial_backoff = std::chrono::milliseconds(1)});
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  recorder.WaitFor(2);
+  // Keep the informer from watching (its watch requests ask for bookmarks) while changes happen
+  // and the event log is compacted: its resume then gets 410 Gone and it must relist.
+  api_.SetInterceptor([](const ApiRequest& r) -> std::optional<Status> {
+    if (r.list.allow_watch_bookmarks) return UnavailableError("paused");
+    return std::nullopt;
+  });
+  api_.CloseWatches();
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "a").ok());
+  ASSERT_TRUE(CreatePod("c").ok());
+  api_.CompactLog();
+  api_.SetInterceptor(nullptr);
+  std::vector<std::string> events = recorder.WaitFor(5);
+  // The relist replaces the cache: a is gone, b is re-announced, c is new.
+  EXPECT_EQ(events[2], "delete a");
+  EXPECT_EQ(events[3].rfind("update b", 0), 0u) << events[3];
+  EXPECT_EQ(events[4], "add c");
+  EXPECT_EQ(informer.list_count(), 2);
+  EXPECT_EQ(informer.size(), 2u);
+}
+
+TEST_F(InformerTest, BookmarksAdvanceTheResourceVersion) {
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  // An event that can only arrive through the watch proves the watch is open.
+  ASSERT_TRUE(CreatePod("first").ok());
+  recorder.WaitFor(1);
+  // A change in another resource moves the store's version without any pod event.
+  api::corev1::Node node;
+  node.metadata.name = "n";
+  ASSERT_TRUE(Create(api_, node).ok());
+  // The bookmark is queued on the open watch before it is closed, and the log is compacted past
+  // the informer's last pod event: only the bookmark lets it resume without relisting.
+  api_.SendBookmarks();
+  api_.CompactLog();
+  api_.CloseWatches();
+  ASSERT_TRUE(CreatePod("after").ok());
+  EXPECT_EQ(recorder.WaitFor(2)[1], "add after");
+  EXPECT_EQ(informer.list_count(), 1);
+}
+
+TEST_F(InformerTest, IndexesFollowTheCache) {
+  ASSERT_TRUE(CreatePod("a", "n1").ok());
+  ASSERT_TRUE(CreatePod("b", "n1").ok());
+  ASSERT_TRUE(CreatePod("c", "n2").ok());
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  informer.AddIndex("node",
+                    [](const Pod& p) { return std::vector<std::string>{p.spec.node_name}; });
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  EXPECT_EQ(informer.ByIndex("node", "n1").size(), 2u);
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "a", {.grace_period_seconds = 0}).ok());
+  recorder.WaitFor(4);
+  std::vector<Informer<Pod>::Ptr> on_n1 = informer.ByIndex("node", "n1");
+  ASSERT_EQ(on_n1.size(), 1u);
+  EXPECT_EQ(on_n1[0]->metadata.name, "b");
+  EXPECT_TRUE(informer.ByIndex("node", "n3").empty());
+}
+
+TEST_F(InformerTest, ResyncReannouncesEveryObject) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  Recorder recorder;
+  Informer<Pod> informer(api_, {.resync_period = std::chrono::milliseconds(10)});
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  std::vector<std::string> events = recorder.WaitFor(2);
+  EXPECT_EQ(events[0], "add a");
+  EXPECT_EQ(events[1].rfind("update a", 0), 0u);
+}
+
+TEST_F(InformerTest, StopEndsABlockedWatch) {
+  Informer<Pod> informer(api_);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  informer.Stop();
+  EXPECT_TRUE(informer.HasSynced());
+}
+
+}  // namespace
+}  // namespace draplane::client

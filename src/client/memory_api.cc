@@ -1,0 +1,889 @@
+#include "client/memory_api.h"
+
+#include <array>
+#include <atomic>
+#include <boost/json.hpp>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "api/labels/selector.h"
+#include "api/meta/time.h"
+
+namespace draplane::client {
+namespace {
+
+namespace json = boost::json;
+
+// Events kept for watches that resume from a resourceVersion.
+constexpr size_t kEventLogCapacity = 200'000;
+
+std::string Qualified(const ResourceType& type) {
+  if (type.group.empty()) return std::string(type.resource);
+  return std::string(type.resource) + "." + std::string(type.group);
+}
+
+json::object& EnsureObject(json::value& v) {
+  if (!v.is_object()) v = json::object();
+  return v.as_object();
+}
+
+json::object& Meta(json::value& object) { return EnsureObject(EnsureObject(object)["metadata"]); }
+
+const json::object* MetaOf(const json::value& object) {
+  if (!object.is_object()) return nullptr;
+  const json::value* meta = object.as_object().if_contains("metadata");
+  return meta != nullptr && meta->is_object() ? &meta->as_object() : nullptr;
+}
+
+std::string Str(const json::object* object, std::string_view key) {
+  if (object == nullptr) return "";
+  const json::value* v = object->if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+std::string MetaString(const json::value& object, std::string_view key) {
+  return Str(MetaOf(object), key);
+}
+
+bool HasNonEmptyArray(const json::object* object, std::string_view key) {
+  if (object == nullptr) return false;
+  const json::value* v = object->if_contains(key);
+  return v != nullptr && v->is_array() && !v->as_array().empty();
+}
+
+const json::object* Child(const json::value& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  const json::value* v = object.as_object().if_contains(key);
+  return v != nullptr && v->is_object() ? &v->as_object() : nullptr;
+}
+
+// The value at a dotted path as a field selector compares it.
+std::string FieldValue(const json::value& object, std::string_view path) {
+  const json::value* current = &object;
+  while (!path.empty()) {
+    size_t dot = path.find('.');
+    std::string_view part = path.substr(0, dot);
+    if (!current->is_object()) return "";
+    current = current->as_object().if_contains(part);
+    if (current == nullptr) return "";
+    path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+  }
+  if (current->is_string()) return std::string(current->as_string());
+  if (current->is_bool()) return current->as_bool() ? "true" : "false";
+  if (current->is_int64()) return std::to_string(current->as_int64());
+  if (current->is_null()) return "";
+  return json::serialize(*current);
+}
+
+struct FieldRequirement {
+  std::string path;
+  std::string value;
+  bool equal = true;
+};
+
+StatusOr<std::vector<FieldRequirement>> ParseFieldSelector(std::string_view text) {
+  std::vector<FieldRequirement> out;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view term = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (term.empty()) continue;
+    FieldRequirement r;
+    size_t pos;
+    if ((pos = term.find("!=")) != std::string_view::npos) {
+      r.equal = false;
+      r.path = std::string(term.substr(0, pos));
+      r.value = std::string(term.substr(pos + 2));
+    } else if ((pos = term.find("==")) != std::string_view::npos) {
+      r.path = std::string(term.substr(0, pos));
+      r.value = std::string(term.substr(pos + 2));
+    } else if ((pos = term.find('=')) != std::string_view::npos) {
+      r.path = std::string(term.substr(0, pos));
+      r.value = std::string(term.substr(pos + 1));
+    } else {
+      return InvalidArgumentError("invalid field selector term \"" + std::string(term) + "\"");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+struct Filter {
+  std::string namespace_;
+  api::labels::Selector labels;
+  std::vector<FieldRequirement> fields;
+
+  bool Matches(const json::value& object) const {
+    if (!namespace_.empty() && MetaString(object, "namespace") != namespace_) return false;
+    if (!labels.Empty()) {
+      api::labels::LabelMap map;
+      if (const json::object* meta = MetaOf(object)) {
+        if (const json::value* l = meta->if_contains("labels"); l != nullptr && l->is_object()) {
+          for (const auto& [k, v] : l->as_object()) {
+            if (v.is_string()) map.emplace(std::string(k), std::string(v.as_string()));
+          }
+        }
+      }
+      if (!labels.Matches(map)) return false;
+    }
+    for (const FieldRequirement& r : fields) {
+      if ((FieldValue(object, r.path) == r.value) != r.equal) return false;
+    }
+    return true;
+  }
+};
+
+StatusOr<Filter> MakeFilter(const ApiRequest& request) {
+  Filter filter;
+  filter.namespace_ = request.resource->namespaced ? request.namespace_ : "";
+  if (!request.list.label_selector.empty()) {
+    StatusOr<api::labels::Selector> s = api::labels::Parse(request.list.label_selector);
+    if (!s.ok()) return s.status();
+    filter.labels = std::move(*s);
+  }
+  StatusOr<std::vector<FieldRequirement>> fields = ParseFieldSelector(request.list.field_selector);
+  if (!fields.ok()) return fields.status();
+  filter.fields = std::move(*fields);
+  return filter;
+}
+
+bool ParseUint(std::string_view text, uint64_t* out) {
+  if (text.empty()) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// JSON pointer (RFC 6901) tokens.
+StatusOr<std::vector<std::string>> PointerTokens(std::string_view pointer) {
+  std::vector<std::string> tokens;
+  if (pointer.empty()) return tokens;
+  if (pointer.front() != '/')
+    return InvalidArgumentError("invalid JSON pointer " + std::string(pointer));
+  pointer.remove_prefix(1);
+  while (true) {
+    size_t slash = pointer.find('/');
+    std::string_view raw = pointer.substr(0, slash);
+    std::string token;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
+        token.push_back(raw[i + 1] == '0' ? '~' : '/');
+        ++i;
+      } else {
+        token.push_back(raw[i]);
+      }
+    }
+    tokens.push_back(std::move(token));
+    if (slash == std::string_view::npos) break;
+    pointer.remove_prefix(slash + 1);
+  }
+  return tokens;
+}
+
+}  // namespace
+
+void ApplyMergePatch(json::value& target, const json::value& patch) {
+  if (!patch.is_object()) {
+    target = patch;
+    return;
+  }
+  json::object& object = EnsureObject(target);
+  for (const auto& [key, value] : patch.as_object()) {
+    if (value.is_null()) {
+      object.erase(key);
+    } else {
+      ApplyMergePatch(object[key], value);
+    }
+  }
+}
+
+Status ApplyJsonPatch(json::value& target, const json::value& patch) {
+  if (!patch.is_array()) return InvalidArgumentError("a JSON patch must be an array");
+  for (const json::value& op_value : patch.as_array()) {
+    if (!op_value.is_object())
+      return InvalidArgumentError("a JSON patch operation must be an object");
+    const json::object& op = op_value.as_object();
+    std::string name = Str(&op, "op");
+    StatusOr<std::vector<std::string>> tokens = PointerTokens(Str(&op, "path"));
+    if (!tokens.ok()) return tokens.status();
+    if (tokens->empty()) return InvalidArgumentError("JSON patch on the whole document");
+    const json::value* value = op.if_contains("value");
+    // Walk to the parent.
+    json::value* parent = &target;
+    for (size_t i = 0; i + 1 < tokens->size(); ++i) {
+      const std::string& t = (*tokens)[i];
+      if (parent->is_object()) {
+        parent = parent->as_object().if_contains(t);
+      } else if (parent->is_array()) {
+        uint64_t index;
+        if (!ParseUint(t, &index) || index >= parent->as_array().size())
+          parent = nullptr;
+        else
+          parent = &parent->as_array()[index];
+      } else {
+        parent = nullptr;
+      }
+      if (parent == nullptr)
+        return InvalidArgumentError("JSON patch path not found: " + Str(&op, "path"));
+    }
+    const std::string& last = tokens->back();
+    if (name == "add" || name == "replace" || name == "test") {
+      if (value == nullptr) return InvalidArgumentError("JSON patch " + name + " without a value");
+    }
+    if (parent->is_object()) {
+      json::object& object = parent->as_object();
+      if (name == "add") {
+        object[last] = *value;
+      } else if (name == "replace" || name == "remove" || name == "test") {
+        json::value* current = object.if_contains(last);
+        if (current == nullptr)
+          return InvalidArgumentError("JSON patch path not found: " + Str(&op, "path"));
+        if (name == "replace") *current = *value;
+        if (name == "remove") object.erase(last);
+        if (name == "test" && *current != *value) return ConflictError("JSON patch test failed");
+      } else {
+        return InvalidArgumentError("unsupported JSON patch operation \"" + name + "\"");
+      }
+    } else if (parent->is_array()) {
+      json::array& array = parent->as_array();
+      uint64_t index = array.size();
+      bool append = last == "-";
+      if (!append && (!ParseUint(last, &index) || index > array.size())) {
+        return InvalidArgumentError("JSON patch index out of range: " + Str(&op, "path"));
+      }
+      if (name == "add") {
+        array.insert(array.begin() + static_cast<std::ptrdiff_t>(index), *value);
+      } else if (name == "replace" || name == "remove" || name == "test") {
+        if (append || index >= array.size())
+          return InvalidArgumentError("JSON patch index out of range");
+        if (name == "replace") array[index] = *value;
+        if (name == "remove") array.erase(array.begin() + static_cast<std::ptrdiff_t>(index));
+        if (name == "test" && array[index] != *value)
+          return ConflictError("JSON patch test failed");
+      } else {
+        return InvalidArgumentError("unsupported JSON patch operation \"" + name + "\"");
+      }
+    } else {
+      return InvalidArgumentError("JSON patch path not found: " + Str(&op, "path"));
+    }
+  }
+  return Status::Ok();
+}
+
+struct Watcher {
+  const ResourceType* resource = nullptr;
+  Filter filter;
+  bool bookmarks = false;
+  std::deque<WatchEvent> queue;
+  bool closed = false;
+  bool cancelled = false;
+  std::condition_variable cv;
+};
+
+struct LogEntry {
+  uint64_t rv = 0;
+  const ResourceType* resource = nullptr;
+  std::string type;
+  std::shared_ptr<const json::value> object;
+  std::shared_ptr<const json::value> old;  // MODIFIED only
+};
+
+struct MemoryApi::State {
+  State(const Clock& c, Random& r) : clock(c), random(r) {}
+
+  const Clock& clock;
+  Random& random;
+  mutable std::mutex mu;
+  uint64_t rv = 1;
+  std::map<const ResourceType*, std::map<std::string, json::value>> objects;
+  std::deque<LogEntry> log;
+  uint64_t log_floor = 1;  // watches from rv >= log_floor - 1 can be served from the log
+  std::vector<std::shared_ptr<Watcher>> watchers;
+  Interceptor interceptor;
+  std::array<std::atomic<int64_t>, 6> counts{};
+
+  std::string Now() const { return api::Time::FromTimestamp(clock.Now()).text(); }
+
+  std::string NewName(std::string prefix) {
+    static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    if (prefix.size() > 58) prefix.resize(58);
+    for (int i = 0; i < 5; ++i) prefix.push_back(kAlphabet[random.Uniform(sizeof kAlphabet - 1)]);
+    return prefix;
+  }
+
+  Status NotFound(const ResourceType& type, std::string_view name) const {
+    return NotFoundError(Qualified(type) + " \"" + std::string(name) + "\" not found");
+  }
+
+  // Records an event and hands it to matching watchers.
+  void Emit(const ResourceType* type, std::string event_type, const json::value& object,
+            const json::value* old) {
+    LogEntry entry;
+    entry.rv = rv;
+    entry.resource = type;
+    entry.type = std::move(event_type);
+    entry.object = std::make_shared<const json::value>(object);
+    if (old != nullptr) entry.old = std::make_shared<const json::value>(*old);
+    std::erase_if(watchers, [](const std::shared_ptr<Watcher>& w) { return w->closed; });
+    for (const std::shared_ptr<Watcher>& w : watchers) Deliver(*w, entry);
+    log.push_back(std::move(entry));
+    if (log.size() > kEventLogCapacity) {
+      log_floor = log.front().rv + 1;
+      log.pop_front();
+    }
+  }
+
+  static void Deliver(Watcher& w, const LogEntry& entry) {
+    if (w.closed || w.resource != entry.resource) return;
+    std::string type = entry.type;
+    if (entry.type == "MODIFIED") {
+      bool now = w.filter.Matches(*entry.object);
+      bool before = w.filter.Matches(*entry.old);
+      if (!now && !before) return;
+      if (now && !before) type = "ADDED";
+      if (!now && before) type = "DELETED";
+    } else if (!w.filter.Matches(*entry.object)) {
+      return;
+    }
+    w.queue.push_back(WatchEvent{std::move(type), *entry.object});
+    w.cv.notify_all();
+  }
+
+  void SetRv(json::value& object) { Meta(object)["resourceVersion"] = std::to_string(rv); }
+
+  StatusOr<json::value> Create(const ApiRequest& request);
+  StatusOr<json::value> Bind(const ApiRequest& request);
+  StatusOr<json::value> Update(const ApiRequest& request);
+  StatusOr<json::value> Patch(const ApiRequest& request);
+  StatusOr<json::value> Delete(const ApiRequest& request);
+  StatusOr<json::value> List(const ApiRequest& request);
+  StatusOr<json::value> Commit(const ResourceType& type, const std::string& key,
+                               json::value candidate, const std::string& subresource,
+                               bool check_rv);
+  bool NamespaceTerminating(std::string_view ns) const;
+};
+
+bool MemoryApi::State::NamespaceTerminating(std::string_view ns) const {
+  auto it = objects.find(&ResourceOf<api::corev1::Namespace>());
+  if (it == objects.end()) return false;
+  auto found = it->second.find(std::string(ns));
+  return found != it->second.end() && MetaOf(found->second) != nullptr &&
+         MetaOf(found->second)->if_contains("deletionTimestamp") != nullptr;
+}
+
+StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
+  const ResourceType& type = *request.resource;
+  if (!request.subresource.empty()) {
+    if (&type == &ResourceOf<api::corev1::Pod>() && request.subresource == "binding") {
+      return Bind(request);
+    }
+    return InvalidArgumentError("create on subresource " + request.subresource +
+                                " is not supported");
+  }
+  if (!request.body.is_object()) return InvalidArgumentError("the body must be a JSON object");
+  json::value object = request.body;
+  json::object& meta = Meta(object);
+  std::string ns = Str(&meta, "namespace");
+  if (type.namespaced) {
+    if (!request.namespace_.empty() && !ns.empty() && ns != request.namespace_) {
+      return InvalidArgumentError(
+          "the namespace of the provided object does not match the namespace sent on the request");
+    }
+    if (ns.empty()) ns = request.namespace_;
+    if (ns.empty()) return InvalidArgumentError("metadata.namespace: Required value");
+    meta["namespace"] = ns;
+    if (NamespaceTerminating(ns)) {
+      return FailedPreconditionError("unable to create new content in namespace " + ns +
+                                     " because it is being terminated");
+    }
+  } else {
+    meta.erase("namespace");
+    ns.clear();
+  }
+  std::string name = Str(&meta, "name");
+  if (name.empty()) {
+    std::string prefix = Str(&meta, "generateName");
+    if (prefix.empty()) {
+      return InvalidArgumentError(
+          "metadata.name: Required value: name or generateName is required");
+    }
+    name = NewName(prefix);
+    meta["name"] = name;
+  }
+  std::string key = ObjectKey(ns, name);
+  auto& bucket = objects[&type];
+  if (bucket.contains(key)) {
+    return AlreadyExistsError(Qualified(type) + " \"" + name + "\" already exists");
+  }
+  json::object& root = object.as_object();
+  root["apiVersion"] = type.ApiVersion();
+  root["kind"] = type.kind;
+  meta["uid"] = random.NewUuid();
+  meta["creationTimestamp"] = Now();
+  meta.erase("deletionTimestamp");
+  meta.erase("deletionGracePeriodSeconds");
+  if (&type != &ResourceOf<api::corev1::Event>() && &type != &ResourceOf<api::eventsv1::Event>() &&
+      &type != &ResourceOf<api::coordinationv1::Lease>()) {
+    meta["generation"] = 1;
+  }
+  if (&type == &ResourceOf<api::corev1::Pod>()) {
+    json::object& status = EnsureObject(root["status"]);
+    if (Str(&status, "phase").empty()) status["phase"] = "Pending";
+  } else if (&type == &ResourceOf<api::resourcev1::ResourceClaim>() ||
+             &type == &ResourceOf<api::resourcev1::DeviceTaintRule>()) {
+    root.erase("status");
+  } else if (&type == &ResourceOf<api::corev1::Namespace>()) {
+    json::object& spec = EnsureObject(root["spec"]);
+    if (!HasNonEmptyArray(&spec, "finalizers")) spec["finalizers"] = json::array{"kubernetes"};
+    EnsureObject(root["status"])["phase"] = "Active";
+  }
+  ++rv;
+  SetRv(object);
+  auto [it, inserted] = bucket.emplace(key, std::move(object));
+  Emit(&type, "ADDED", it->second, nullptr);
+  return it->second;
+}
+
+StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
+  const ResourceType& type = *request.resource;
+  auto& bucket = objects[&type];
+  auto it = bucket.find(ObjectKey(request.namespace_, request.name));
+  if (it == bucket.end()) return NotFound(type, request.name);
+  json::value& pod = it->second;
+  std::string binding_uid = MetaString(request.body, "uid");
+  std::string pod_name = request.namespace_ + "/" + request.name;
+  if (!binding_uid.empty() && binding_uid != MetaString(pod, "uid")) {
+    return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
+                         "\": Precondition failed: UID in precondition: " + binding_uid +
+                         ", UID in object meta: " + MetaString(pod, "uid"));
+  }
+  if (MetaOf(pod)->if_contains("deletionTimestamp") != nullptr) {
+    return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
+                         "\": pod " + request.name +
+                         " is being deleted, cannot be assigned to a host");
+  }
+  const json::object* target = Child(request.body, "target");
+  std::string node = Str(target, "name");
+  if (node.empty()) return InvalidArgumentError("target.name: Required value");
+  json::object& spec = EnsureObject(pod.as_object()["spec"]);
+  std::string current = Str(&spec, "nodeName");
+  if (!current.empty()) {
+    return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
+                         "\": pod " + request.name + " is already assigned to node \"" + current +
+                         "\"");
+  }
+  json::value old = pod;
+  spec["nodeName"] = node;
+  json::object& status = EnsureObject(pod.as_object()["status"]);
+  json::value& condition_list = status["conditions"];
+  if (!condition_list.is_array()) condition_list = json::array();
+  json::array& conditions = condition_list.as_array();
+  json::object scheduled{{"type", "PodScheduled"},
+                         {"status", "True"},
+                         {"lastProbeTime", nullptr},
+                         {"lastTransitionTime", Now()}};
+  bool replaced = false;
+  for (json::value& c : conditions) {
+    if (c.is_object() && Str(&c.as_object(), "type") == "PodScheduled") {
+      c = scheduled;
+      replaced = true;
+    }
+  }
+  if (!replaced) conditions.push_back(scheduled);
+  ++rv;
+  SetRv(pod);
+  Emit(&type, "MODIFIED", pod, &old);
+  return json::value(
+      json::object{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
+}
+
+StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const std::string& key,
+                                               json::value candidate,
+                                               const std::string& subresource, bool check_rv) {
+  auto& bucket = objects[&type];
+  auto it = bucket.find(key);
+  json::value& old = it->second;
+  std::string name = MetaString(old, "name");
+  if (!candidate.is_object()) return InvalidArgumentError("the body must be a JSON object");
+  std::string body_rv = MetaString(candidate, "resourceVersion");
+  if (check_rv && !body_rv.empty() && body_rv != MetaString(old, "resourceVersion")) {
+    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
+                         "\": the object has been modified; please apply your changes to the "
+                         "latest version and try again");
+  }
+  std::string body_uid = MetaString(candidate, "uid");
+  if (!body_uid.empty() && body_uid != MetaString(old, "uid")) {
+    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
+                         "\": Precondition failed: UID in precondition: " + body_uid +
+                         ", UID in object meta: " + MetaString(old, "uid"));
+  }
+  json::value next;
+  if (subresource == "status") {
+    next = old;
+    const json::value* status = candidate.as_object().if_contains("status");
+    if (status != nullptr) {
+      next.as_object()["status"] = *status;
+    } else {
+      next.as_object().erase("status");
+    }
+  } else if (subresource == "finalize") {
+    next = old;
+    const json::object* spec = Child(candidate, "spec");
+    json::object& next_spec = EnsureObject(next.as_object()["spec"]);
+    if (spec != nullptr && spec->if_contains("finalizers") != nullptr) {
+      next_spec["finalizers"] = spec->at("finalizers");
+    } else {
+      next_spec.erase("finalizers");
+    }
+  } else if (subresource.empty()) {
+    next = std::move(candidate);
+    json::object& root = next.as_object();
+    root["apiVersion"] = type.ApiVersion();
+    root["kind"] = type.kind;
+    if (type.has_status) {
+      if (const json::value* s = old.as_object().if_contains("status")) {
+        root["status"] = *s;
+      } else {
+        root.erase("status");
+      }
+    }
+    json::object& meta = Meta(next);
+    const json::object* old_meta = MetaOf(old);
+    for (std::string_view field :
+         {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
+          "deletionGracePeriodSeconds", "generation"}) {
+      if (const json::value* v = old_meta->if_contains(field)) {
+        meta[field] = *v;
+      } else {
+        meta.erase(field);
+      }
+    }
+    const json::value* old_spec = old.as_object().if_contains("spec");
+    const json::value* new_spec = root.if_contains("spec");
+    bool spec_changed = (old_spec == nullptr) != (new_spec == nullptr) ||
+                        (old_spec != nullptr && *old_spec != *new_spec);
+    if (spec_changed && meta.if_contains("generation") != nullptr &&
+        meta["generation"].is_int64()) {
+      meta["generation"] = meta["generation"].as_int64() + 1;
+    }
+  } else {
+    return InvalidArgumentError("update of subresource " + subresource + " is not supported");
+  }
+  // A no-op write leaves the object (and its resourceVersion) alone, as the API server does.
+  Meta(next)["resourceVersion"] = MetaString(old, "resourceVersion");
+  if (next == old) return old;
+
+  ++rv;
+  SetRv(next);
+  const json::object* meta = MetaOf(next);
+  bool deleting = meta->if_contains("deletionTimestamp") != nullptr;
+  bool finalizers = HasNonEmptyArray(meta, "finalizers");
+  if (&type == &ResourceOf<api::corev1::Namespace>()) {
+    finalizers = finalizers || HasNonEmptyArray(Child(next, "spec"), "finalizers");
+  }
+  if (deleting && !finalizers) {
+    json::value removed = std::move(next);
+    bucket.erase(it);
+    Emit(&type, "DELETED", removed, nullptr);
+    return removed;
+  }
+  json::value previous = std::move(old);
+  it->second = std::move(next);
+  Emit(&type, "MODIFIED", it->second, &previous);
+  return it->second;
+}
+
+StatusOr<json::value> MemoryApi::State::Update(const ApiRequest& request) {
+  const ResourceType& type = *request.resource;
+  std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
+  auto& bucket = objects[&type];
+  if (!bucket.contains(key)) return NotFound(type, request.name);
+  return Commit(type, key, request.body, request.subresource, /*check_rv=*/true);
+}
+
+StatusOr<json::value> MemoryApi::State::Patch(const ApiRequest& request) {
+  const ResourceType& type = *request.resource;
+  std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
+  auto& bucket = objects[&type];
+  auto it = bucket.find(key);
+  if (it == bucket.end()) return NotFound(type, request.name);
+  json::value candidate = it->second;
+  std::string old_rv = MetaString(candidate, "resourceVersion");
+  if (request.patch_type == PatchType::kJson) {
+    Status s = ApplyJsonPatch(candidate, request.body);
+    if (!s.ok()) return s;
+  } else {
+    if (!request.body.is_object()) return InvalidArgumentError("a merge patch must be an object");
+    ApplyMergePatch(candidate, request.body);
+  }
+  // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
+  // current object.
+  bool check = MetaString(candidate, "resourceVersion") != old_rv;
+  return Commit(type, key, std::move(candidate), request.subresource, check);
+}
+
+StatusOr<json::value> MemoryApi::State::Delete(const ApiRequest& request) {
+  const ResourceType& type = *request.resource;
+  std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
+  auto& bucket = objects[&type];
+  auto it = bucket.find(key);
+  if (it == bucket.end()) return NotFound(type, request.name);
+  json::value& object = it->second;
+  const DeleteOptions& options = request.delete_options;
+  if (!options.precondition_uid.empty() && options.precondition_uid != MetaString(object, "uid")) {
+    return ConflictError(
+        "Operation cannot be fulfilled on " + Qualified(type) + " \"" + request.name +
+        "\": Precondition failed: UID in precondition: " + options.precondition_uid +
+        ", UID in object meta: " + MetaString(object, "uid"));
+  }
+  if (!options.precondition_resource_version.empty() &&
+      options.precondition_resource_version != MetaString(object, "resourceVersion")) {
+    return ConflictError(
+        "Operation cannot be fulfilled on " + Qualified(type) + " \"" + request.name +
+        "\": Precondition failed: ResourceVersion in precondition: " +
+        options.precondition_resource_version +
+        ", ResourceVersion in object meta: " + MetaString(object, "resourceVersion"));
+  }
+  const json::object* meta = MetaOf(object);
+  bool already_deleting = meta->if_contains("deletionTimestamp") != nullptr;
+  bool finalizers = HasNonEmptyArray(meta, "finalizers");
+  // Pods bound to a node end gracefully unless terminal or the grace period is 0
+  // (podStrategy.CheckGracefulDelete); the kubelet finishes the deletion.
+  bool graceful = false;
+  int64_t grace = 0;
+  if (&type == &ResourceOf<api::corev1::Namespace>()) {
+    finalizers = finalizers || HasNonEmptyArray(Child(object, "spec"), "finalizers");
+  } else if (&type == &ResourceOf<api::corev1::Pod>()) {
+    const json::object* spec = Child(object, "spec");
+    std::string phase = Str(Child(object, "status"), "phase");
+    bool bound = !Str(spec, "nodeName").empty();
+    if (options.grace_period_seconds) {
+      grace = *options.grace_period_seconds;
+    } else if (spec != nullptr && spec->if_contains("terminationGracePeriodSeconds") != nullptr &&
+               spec->at("terminationGracePeriodSeconds").is_int64()) {
+      grace = spec->at("terminationGracePeriodSeconds").as_int64();
+    } else {
+      grace = 30;
+    }
+    graceful = bound && phase != "Succeeded" && phase != "Failed" && grace > 0;
+  }
+  if (finalizers || graceful) {
+    if (already_deleting) return object;
+    json::value old = object;
+    json::object& m = Meta(object);
+    m["deletionTimestamp"] =
+        api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(grace)).text();
+    m["deletionGracePeriodSeconds"] = grace;
+    if (&type == &ResourceOf<api::corev1::Namespace>()) {
+      EnsureObject(object.as_object()["status"])["phase"] = "Terminating";
+    }
+    ++rv;
+    SetRv(object);
+    Emit(&type, "MODIFIED", object, &old);
+    return object;
+  }
+  ++rv;
+  SetRv(object);
+  json::value removed = std::move(object);
+  bucket.erase(it);
+  Emit(&type, "DELETED", removed, nullptr);
+  return removed;
+}
+
+StatusOr<json::value> MemoryApi::State::List(const ApiRequest& request) {
+  const ResourceType& type = *request.resource;
+  StatusOr<Filter> filter = MakeFilter(request);
+  if (!filter.ok()) return filter.status();
+  json::array items;
+  std::string next;
+  std::string last_key;
+  auto& bucket = objects[&type];
+  auto it = request.list.continue_token.empty() ? bucket.begin()
+                                                : bucket.upper_bound(request.list.continue_token);
+  for (; it != bucket.end(); ++it) {
+    if (!filter->Matches(it->second)) continue;
+    if (request.list.limit > 0 && static_cast<int64_t>(items.size()) >= request.list.limit) {
+      next = last_key;
+      break;
+    }
+    items.push_back(it->second);
+    last_key = it->first;
+  }
+  json::object meta{{"resourceVersion", std::to_string(rv)}};
+  if (!next.empty()) meta["continue"] = next;
+  return json::value(json::object{{"kind", std::string(type.kind) + "List"},
+                                  {"apiVersion", type.ApiVersion()},
+                                  {"metadata", std::move(meta)},
+                                  {"items", std::move(items)}});
+}
+
+namespace {
+
+class MemoryWatchStream final : public WatchStream {
+ public:
+  MemoryWatchStream(std::shared_ptr<void> keep_alive, std::mutex* mu,
+                    std::shared_ptr<Watcher> watcher)
+      : keep_alive_(std::move(keep_alive)), mu_(mu), watcher_(std::move(watcher)) {}
+  ~MemoryWatchStream() override { Cancel(); }
+
+  StatusOr<std::optional<WatchEvent>> Next() override {
+    std::unique_lock<std::mutex> lock(*mu_);
+    watcher_->cv.wait(
+        lock, [&] { return watcher_->cancelled || watcher_->closed || !watcher_->queue.empty(); });
+    if (watcher_->cancelled) return CancelledError("watch cancelled");
+    if (!watcher_->queue.empty()) {
+      WatchEvent event = std::move(watcher_->queue.front());
+      watcher_->queue.pop_front();
+      return std::optional<WatchEvent>(std::move(event));
+    }
+    return std::optional<WatchEvent>();
+  }
+
+  void Cancel() override {
+    std::lock_guard<std::mutex> lock(*mu_);
+    watcher_->cancelled = true;
+    watcher_->closed = true;
+    watcher_->cv.notify_all();
+  }
+
+ private:
+  std::shared_ptr<void> keep_alive_;
+  std::mutex* mu_;
+  std::shared_ptr<Watcher> watcher_;
+};
+
+}  // namespace
+
+MemoryApi::MemoryApi(const Clock& clock, Random& random)
+    : state_(std::make_shared<State>(clock, random)) {}
+
+MemoryApi::~MemoryApi() { CloseWatches(); }
+
+StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
+  if (request.resource == nullptr) return InvalidArgumentError("request without a resource");
+  Interceptor interceptor;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    interceptor = state_->interceptor;
+  }
+  if (interceptor) {
+    if (std::optional<Status> failure = interceptor(request)) return *failure;
+  }
+  state_->counts[static_cast<size_t>(request.verb)].fetch_add(1);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  const ResourceType& type = *request.resource;
+  if (type.namespaced && request.namespace_.empty() && request.verb != Verb::kList &&
+      request.verb != Verb::kCreate) {
+    return InvalidArgumentError("a namespace is required for " + Qualified(type));
+  }
+  switch (request.verb) {
+    case Verb::kGet: {
+      auto& bucket = state_->objects[&type];
+      auto it = bucket.find(ObjectKey(type.namespaced ? request.namespace_ : "", request.name));
+      if (it == bucket.end()) return state_->NotFound(type, request.name);
+      return it->second;
+    }
+    case Verb::kList:
+      return state_->List(request);
+    case Verb::kCreate:
+      return state_->Create(request);
+    case Verb::kUpdate:
+      return state_->Update(request);
+    case Verb::kPatch:
+      return state_->Patch(request);
+    case Verb::kDelete:
+      return state_->Delete(request);
+  }
+  return InternalError("unknown verb");
+}
+
+StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& request) {
+  if (request.resource == nullptr) return InvalidArgumentError("request without a resource");
+  Interceptor interceptor;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    interceptor = state_->interceptor;
+  }
+  if (interceptor) {
+    if (std::optional<Status> failure = interceptor(request)) return *failure;
+  }
+  StatusOr<Filter> filter = MakeFilter(request);
+  if (!filter.ok()) return filter.status();
+  auto watcher = std::make_shared<Watcher>();
+  watcher->resource = request.resource;
+  watcher->filter = std::move(*filter);
+  watcher->bookmarks = request.list.allow_watch_bookmarks;
+  std::lock_guard<std::mutex> lock(state_->mu);
+  const std::string& from = request.list.resource_version;
+  if (from.empty() || from == "0") {
+    for (const auto& [key, object] : state_->objects[request.resource]) {
+      if (watcher->filter.Matches(object)) watcher->queue.push_back(WatchEvent{"ADDED", object});
+    }
+  } else {
+    uint64_t start;
+    if (!ParseUint(from, &start)) {
+      return InvalidArgumentError("invalid resourceVersion \"" + from + "\"");
+    }
+    if (start + 1 < state_->log_floor) {
+      return ExpiredError("too old resource version: " + from + " (" +
+                          std::to_string(state_->log_floor - 1) + ")");
+    }
+    for (const LogEntry& entry : state_->log) {
+      if (entry.rv > start) State::Deliver(*watcher, entry);
+    }
+  }
+  state_->watchers.push_back(watcher);
+  return std::unique_ptr<WatchStream>(
+      std::make_unique<MemoryWatchStream>(state_, &state_->mu, std::move(watcher)));
+}
+
+void MemoryApi::SetInterceptor(Interceptor interceptor) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->interceptor = std::move(interceptor);
+}
+
+void MemoryApi::SendBookmarks() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (const std::shared_ptr<Watcher>& w : state_->watchers) {
+    if (!w->bookmarks || w->closed) continue;
+    json::object object{
+        {"kind", w->resource->kind},
+        {"apiVersion", w->resource->ApiVersion()},
+        {"metadata", json::object{{"resourceVersion", std::to_string(state_->rv)}}}};
+    w->queue.push_back(WatchEvent{"BOOKMARK", std::move(object)});
+    w->cv.notify_all();
+  }
+}
+
+void MemoryApi::CloseWatches() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (const std::shared_ptr<Watcher>& w : state_->watchers) {
+    w->closed = true;
+    w->cv.notify_all();
+  }
+  state_->watchers.clear();
+}
+
+void MemoryApi::CompactLog() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->log.clear();
+  state_->log_floor = state_->rv + 1;
+}
+
+int64_t MemoryApi::RequestCount(Verb verb) const {
+  return state_->counts[static_cast<size_t>(verb)].load();
+}
+
+uint64_t MemoryApi::resource_version() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->rv;
+}
+
+}  // namespace draplane::client

@@ -1,0 +1,84 @@
+// An in-memory Kubernetes API: the ApiClient that unit tests and the simulator run components
+// against, with the API server semantics those components depend on.
+//
+// Semantics (kube-apiserver's generic registry, reduced to what draplane's components use):
+//   - every resource of KnownResources(); namespaced resources need a namespace;
+//   - create: `generateName` + 5 random characters, uid, resourceVersion (one counter for the
+//     whole store), creationTimestamp, generation 1; AlreadyExists for a taken name; Forbidden
+//     (FailedPrecondition) in a namespace that is being deleted; namespaces get the `kubernetes`
+//     finalizer in `spec.finalizers` and phase Active;
+//   - update: Conflict when the body's resourceVersion is set and stale; for resources with a
+//     status subresource the main resource ignores `status` and the `status` subresource changes
+//     only `status`; generation is bumped when `spec` changes; an object that is being deleted
+//     and loses its last finalizer is removed;
+//   - patch: JSON merge patch (RFC 7386) and JSON patch (RFC 6902: add, remove, replace, test);
+//     a strategic merge patch is applied as a merge patch (no list merge keys);
+//   - delete: preconditions (uid, resourceVersion); objects with finalizers get a
+//     deletionTimestamp; a bound pod is deleted gracefully (deletionTimestamp and
+//     deletionGracePeriodSeconds from the options, else the pod's
+//     terminationGracePeriodSeconds, else 30) unless the grace period is 0 — the kubelet (or
+//     draplane's kubelet simulation) finishes the deletion; a namespace becomes Terminating and
+//     is removed once `spec.finalizers` (the `finalize` subresource) and its metadata finalizers
+//     are empty;
+//   - pods/binding: sets `spec.nodeName` and the PodScheduled=True condition; Conflict when the
+//     pod is already bound or the binding's uid differs;
+//   - list: label selectors (api/labels), field selectors `path=value`, `path==value`,
+//     `path!=value` over dotted JSON paths, paging with `limit` / `continue`;
+//   - watch: from a resourceVersion (events kept in a bounded log; Expired when it is older than
+//     the log), or from "" / "0" with synthetic ADDED events first; selector transitions turn
+//     into ADDED / DELETED as the API server does; bookmarks on request (SendBookmarks).
+//
+// Test hooks: an interceptor that can fail requests (conflict injection), closing every watch,
+// compacting the event log, and per-verb request counters.
+//
+// Thread-safety: safe for concurrent use; watch events are delivered in resourceVersion order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "client/api_client.h"
+#include "common/clock.h"
+#include "common/random.h"
+
+namespace draplane::client {
+
+class MemoryApi : public ApiClient {
+ public:
+  // Returns a non-OK status to fail the request before it is executed, nullopt to proceed.
+  using Interceptor = std::function<std::optional<Status>(const ApiRequest&)>;
+
+  // The clock stamps creation and deletion times; the random source makes uids and generated
+  // names. Both must outlive the API.
+  MemoryApi(const Clock& clock, Random& random);
+  ~MemoryApi() override;
+
+  StatusOr<boost::json::value> Do(const ApiRequest& request) override;
+  StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) override;
+
+  void SetInterceptor(Interceptor interceptor);
+  // Sends a BOOKMARK with the current resourceVersion to every watch that asked for bookmarks.
+  void SendBookmarks();
+  // Ends every open watch stream normally (as a server-side timeout would).
+  void CloseWatches();
+  // Forgets the event log: watches from any earlier resourceVersion get Expired (410).
+  void CompactLog();
+  // The number of requests of `verb` executed so far (interceptor failures not counted).
+  int64_t RequestCount(Verb verb) const;
+  // The current resourceVersion.
+  uint64_t resource_version() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// Applies an RFC 7386 merge patch to `target`.
+void ApplyMergePatch(boost::json::value& target, const boost::json::value& patch);
+// Applies an RFC 6902 patch (add, remove, replace, test). InvalidArgument for a malformed patch
+// or a path that does not exist; Conflict (as the API server) for a failed `test`.
+Status ApplyJsonPatch(boost::json::value& target, const boost::json::value& patch);
+
+}  // namespace draplane::client

@@ -1,0 +1,244 @@
+#include "client/memory_api.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "client/typed.h"
+
+namespace draplane::client {
+namespace {
+
+using api::corev1::Namespace;
+using api::corev1::Pod;
+using api::resourcev1::ResourceClaim;
+
+class MemoryApiTest : public ::testing::Test {
+ protected:
+  MemoryApiTest() : random_(NewSeededRandom(1)), api_(clock_, *random_) {}
+
+  Pod MakePod(const std::string& name, const std::string& node = "") {
+    Pod pod;
+    pod.metadata.name = name;
+    pod.metadata.namespace_ = "ns";
+    pod.metadata.labels["app"] = name;
+    pod.spec.node_name = node;
+    return pod;
+  }
+
+  ManualClock clock_;
+  std::unique_ptr<Random> random_;
+  MemoryApi api_;
+};
+
+TEST_F(MemoryApiTest, CreateFillsMetadataAndRejectsDuplicates) {
+  ResourceClaim claim;
+  claim.metadata.generate_name = "pod-gpu-";
+  claim.metadata.namespace_ = "ns";
+  claim.status.reserved_for.emplace_back();
+  StatusOr<ResourceClaim> created = Create(api_, claim);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->metadata.name.size(), std::string("pod-gpu-").size() + 5);
+  EXPECT_FALSE(created->metadata.uid.empty());
+  EXPECT_EQ(created->metadata.generation, 1);
+  EXPECT_FALSE(created->metadata.resource_version.empty());
+  EXPECT_TRUE(created->status.reserved_for.empty()) << "status is dropped on create";
+  ResourceClaim again = *created;
+  again.metadata.resource_version.clear();
+  Status dup = Create(api_, again).status();
+  EXPECT_EQ(dup.code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(dup.message(),
+            "resourceclaims.resource.k8s.io \"" + created->metadata.name + "\" already exists");
+}
+
+TEST_F(MemoryApiTest, UpdateChecksResourceVersionAndSplitsStatus) {
+  ResourceClaim claim;
+  claim.metadata.name = "c";
+  claim.metadata.namespace_ = "ns";
+  StatusOr<ResourceClaim> created = Create(api_, claim);
+  ASSERT_TRUE(created.ok());
+
+  ResourceClaim with_status = *created;
+  with_status.status.reserved_for.emplace_back();
+  with_status.status.reserved_for.back().resource = "pods";
+  with_status.metadata.finalizers.push_back("f");
+  StatusOr<ResourceClaim> status_updated = UpdateStatus(api_, with_status);
+  ASSERT_TRUE(status_updated.ok()) << status_updated.status().ToString();
+  EXPECT_EQ(status_updated->status.reserved_for.size(), 1u);
+  EXPECT_TRUE(status_updated->metadata.finalizers.empty()) << "status writes ignore metadata";
+
+  // The first version is stale now.
+  Status stale = UpdateStatus(api_, with_status).status();
+  EXPECT_EQ(stale.code(), StatusCode::kConflict);
+
+  ResourceClaim main = *status_updated;
+  main.status.reserved_for.clear();
+  main.metadata.finalizers.push_back("f");
+  StatusOr<ResourceClaim> main_updated = Update(api_, main);
+  ASSERT_TRUE(main_updated.ok());
+  EXPECT_EQ(main_updated->metadata.finalizers, std::vector<std::string>{"f"});
+  EXPECT_EQ(main_updated->status.reserved_for.size(), 1u) << "main writes ignore status";
+  EXPECT_EQ(main_updated->metadata.generation, 1) << "spec unchanged";
+
+  // A no-op write keeps the resourceVersion.
+  StatusOr<ResourceClaim> noop = Update(api_, *main_updated);
+  ASSERT_TRUE(noop.ok());
+  EXPECT_EQ(noop->metadata.resource_version, main_updated->metadata.resource_version);
+}
+
+TEST_F(MemoryApiTest, FinalizersDelayDeletionUntilRemoved) {
+  ResourceClaim claim;
+  claim.metadata.name = "c";
+  claim.metadata.namespace_ = "ns";
+  claim.metadata.finalizers = {"resource.kubernetes.io/delete-protection"};
+  ASSERT_TRUE(Create(api_, claim).ok());
+  ASSERT_TRUE(Delete<ResourceClaim>(api_, "ns", "c").ok());
+  StatusOr<ResourceClaim> deleting = Get<ResourceClaim>(api_, "ns", "c");
+  ASSERT_TRUE(deleting.ok());
+  EXPECT_TRUE(deleting->metadata.deletion_timestamp.has_value());
+  deleting->metadata.finalizers.clear();
+  ASSERT_TRUE(Update(api_, *deleting).ok());
+  EXPECT_EQ(Get<ResourceClaim>(api_, "ns", "c").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(MemoryApiTest, BoundPodsAreDeletedGracefullyUnlessGraceIsZero) {
+  ASSERT_TRUE(Create(api_, MakePod("unbound")).ok());
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "unbound").ok());
+  EXPECT_EQ(Get<Pod>(api_, "ns", "unbound").status().code(), StatusCode::kNotFound);
+
+  ASSERT_TRUE(Create(api_, MakePod("bound", "node-1")).ok());
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "bound").ok());
+  StatusOr<Pod> terminating = Get<Pod>(api_, "ns", "bound");
+  ASSERT_TRUE(terminating.ok());
+  EXPECT_TRUE(terminating->metadata.deletion_timestamp.has_value());
+  EXPECT_EQ(terminating->metadata.deletion_grace_period_seconds, 30);
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "bound", {.grace_period_seconds = 0}).ok());
+  EXPECT_EQ(Get<Pod>(api_, "ns", "bound").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(MemoryApiTest, BindingSetsNodeNameOnceAndChecksUid) {
+  StatusOr<Pod> pod = Create(api_, MakePod("p"));
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ(BindPod(api_, "ns", "p", "wrong-uid", "n1").code(), StatusCode::kConflict);
+  ASSERT_TRUE(BindPod(api_, "ns", "p", pod->metadata.uid, "n1").ok());
+  StatusOr<Pod> bound = Get<Pod>(api_, "ns", "p");
+  ASSERT_TRUE(bound.ok());
+  EXPECT_EQ(bound->spec.node_name, "n1");
+  ASSERT_EQ(bound->status.conditions.size(), 1u);
+  EXPECT_EQ(bound->status.conditions[0].type, "PodScheduled");
+  EXPECT_EQ(bound->status.conditions[0].status, "True");
+  Status again = BindPod(api_, "ns", "p", "", "n2");
+  EXPECT_EQ(again.code(), StatusCode::kConflict);
+  EXPECT_NE(again.message().find("already assigned to node \"n1\""), std::string_view::npos);
+}
+
+TEST_F(MemoryApiTest, ListFiltersBySelectorsAndPages) {
+  for (const char* name : {"a", "b", "c", "d"}) {
+    ASSERT_TRUE(Create(api_, MakePod(name, std::string(name) == "b" ? "n1" : "")).ok());
+  }
+  StatusOr<ObjectList<Pod>> labelled = List<Pod>(api_, "ns", {.label_selector = "app in (a,c)"});
+  ASSERT_TRUE(labelled.ok());
+  ASSERT_EQ(labelled->items.size(), 2u);
+  EXPECT_EQ(labelled->items[1].metadata.name, "c");
+  StatusOr<ObjectList<Pod>> on_node = List<Pod>(api_, "", {.field_selector = "spec.nodeName=n1"});
+  ASSERT_TRUE(on_node.ok());
+  ASSERT_EQ(on_node->items.size(), 1u);
+  EXPECT_EQ(on_node->items[0].metadata.name, "b");
+  StatusOr<ObjectList<Pod>> page1 = List<Pod>(api_, "ns", {.limit = 3});
+  ASSERT_TRUE(page1.ok());
+  EXPECT_EQ(page1->items.size(), 3u);
+  ASSERT_FALSE(page1->continue_token.empty());
+  StatusOr<ObjectList<Pod>> page2 =
+      List<Pod>(api_, "ns", {.limit = 3, .continue_token = page1->continue_token});
+  ASSERT_TRUE(page2.ok());
+  ASSERT_EQ(page2->items.size(), 1u);
+  EXPECT_EQ(page2->items[0].metadata.name, "d");
+  EXPECT_TRUE(page2->continue_token.empty());
+}
+
+TEST_F(MemoryApiTest, PatchesMergeAndJsonPatch) {
+  ASSERT_TRUE(Create(api_, MakePod("p")).ok());
+  boost::json::value merge = boost::json::parse(R"({"metadata":{"labels":{"app":null,"x":"y"}}})");
+  StatusOr<Pod> merged = Patch<Pod>(api_, "ns", "p", PatchType::kMerge, merge);
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(merged->metadata.labels, (std::map<std::string, std::string, std::less<>>{{"x", "y"}}));
+  boost::json::value json_patch = boost::json::parse(
+      R"([{"op":"test","path":"/metadata/labels/x","value":"y"},
+          {"op":"add","path":"/metadata/finalizers","value":["f"]}])");
+  StatusOr<Pod> patched = Patch<Pod>(api_, "ns", "p", PatchType::kJson, json_patch);
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  EXPECT_EQ(patched->metadata.finalizers, std::vector<std::string>{"f"});
+  boost::json::value failing =
+      boost::json::parse(R"([{"op":"test","path":"/metadata/labels/x","value":"z"}])");
+  EXPECT_EQ(Patch<Pod>(api_, "ns", "p", PatchType::kJson, failing).status().code(),
+            StatusCode::kConflict);
+  boost::json::value status_patch = boost::json::parse(R"({"status":{"phase":"Running"}})");
+  StatusOr<Pod> ignored = Patch<Pod>(api_, "ns", "p", PatchType::kMerge, status_patch);
+  ASSERT_TRUE(ignored.ok());
+  EXPECT_EQ(ignored->status.phase, "Pending") << "the main resource ignores status";
+  StatusOr<Pod> running = Patch<Pod>(api_, "ns", "p", PatchType::kMerge, status_patch, "status");
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->status.phase, "Running");
+}
+
+TEST_F(MemoryApiTest, WatchResumesFromAVersionAndReportsSelectorTransitions) {
+  StatusOr<Pod> a = Create(api_, MakePod("a"));
+  ASSERT_TRUE(a.ok());
+  std::string after_create = a->metadata.resource_version;
+  ApiRequest request;
+  request.resource = &ResourceOf<Pod>();
+  request.list.field_selector = "spec.nodeName=n1";
+  request.list.resource_version = after_create;
+  StatusOr<std::unique_ptr<WatchStream>> watch = api_.Watch(request);
+  ASSERT_TRUE(watch.ok());
+  ASSERT_TRUE(BindPod(api_, "ns", "a", "", "n1").ok());
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "a", {.grace_period_seconds = 0}).ok());
+  StatusOr<std::optional<WatchEvent>> added = (*watch)->Next();
+  ASSERT_TRUE(added.ok() && added->has_value());
+  EXPECT_EQ((*added)->type, "ADDED") << "the pod entered the selector";
+  StatusOr<std::optional<WatchEvent>> deleted = (*watch)->Next();
+  ASSERT_TRUE(deleted.ok() && deleted->has_value());
+  EXPECT_EQ((*deleted)->type, "DELETED");
+
+  api_.CompactLog();
+  request.list.resource_version = after_create;
+  EXPECT_EQ(api_.Watch(request).status().code(), StatusCode::kExpired);
+}
+
+TEST_F(MemoryApiTest, NamespacesTerminateThroughTheirFinalizer) {
+  Namespace ns;
+  ns.metadata.name = "team";
+  StatusOr<Namespace> created = Create(api_, ns);
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ(created->spec.finalizers, std::vector<std::string>{"kubernetes"});
+  EXPECT_EQ(created->status.phase, "Active");
+  ASSERT_TRUE(Delete<Namespace>(api_, "", "team").ok());
+  StatusOr<Namespace> terminating = Get<Namespace>(api_, "", "team");
+  ASSERT_TRUE(terminating.ok());
+  EXPECT_EQ(terminating->status.phase, "Terminating");
+  Pod pod = MakePod("p");
+  pod.metadata.namespace_ = "team";
+  EXPECT_EQ(Create(api_, pod).status().code(), StatusCode::kFailedPrecondition);
+  Namespace finalized = *terminating;
+  finalized.spec.finalizers.clear();
+  ApiRequest finalize;
+  finalize.verb = Verb::kUpdate;
+  finalize.resource = &ResourceOf<Namespace>();
+  finalize.name = "team";
+  finalize.subresource = "finalize";
+  finalize.body = ToJson(finalized);
+  ASSERT_TRUE(api_.Do(finalize).ok());
+  EXPECT_EQ(Get<Namespace>(api_, "", "team").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(MemoryApiTest, InterceptorInjectsFailures) {
+  api_.SetInterceptor([](const ApiRequest& r) -> std::optional<Status> {
+    if (r.verb == Verb::kCreate) return ConflictError("injected");
+    return std::nullopt;
+  });
+  EXPECT_EQ(Create(api_, MakePod("p")).status().code(), StatusCode::kConflict);
+  EXPECT_EQ(api_.RequestCount(Verb::kCreate), 0);
+}
+
+}  // namespace
+}  // namespace draplane::client

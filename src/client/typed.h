@@ -1,0 +1,198 @@
+// Typed helpers over an ApiClient: get / list / create / update / updateStatus / patch / delete
+// for any generated kind `T` with a `ResourceOf<T>()` (resource.h), plus pod binding.
+//
+// Objects are encoded and decoded with the generated codecs (api/gen/*_codec.h), so fields the
+// model does not know survive a read-modify-write cycle. Errors are those of ApiClient::Do; a
+// response that does not decode as `T` is Internal.
+//
+// Usage:
+//   StatusOr<api::resourcev1::ResourceClaim> claim = Get<ResourceClaim>(api, "ns", "name");
+//   claim->status.reserved_for.push_back(...);
+//   StatusOr<ResourceClaim> updated = UpdateStatus(api, *claim);  // Conflict if it changed
+//
+// Thread-safety: as the ApiClient.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/field_error.h"
+#include "api/gen/coordination_v1_codec.h"
+#include "api/gen/core_v1_codec.h"
+#include "api/gen/events_v1_codec.h"
+#include "api/gen/resource_v1_codec.h"
+#include "client/api_client.h"
+#include "client/resource.h"
+#include "common/status.h"
+
+namespace draplane::client {
+
+// Decodes `json` as a `T`. Internal with the first field errors when it does not decode.
+template <typename T>
+StatusOr<T> DecodeAs(const boost::json::value& json) {
+  T out;
+  api::FieldErrorList errors;
+  Decode(json, &out, &errors);  // the generated codec, found by argument-dependent lookup
+  if (!errors.empty()) {
+    std::string message = "cannot decode " + std::string(ResourceOf<T>().kind) + ": ";
+    for (size_t i = 0; i < errors.size() && i < 3; ++i) {
+      if (i > 0) message += "; ";
+      message += errors[i].ToString();
+    }
+    return InternalError(std::move(message));
+  }
+  return out;
+}
+
+// Encodes `object` with its generated codec.
+template <typename T>
+boost::json::value ToJson(const T& object) {
+  return Encode(object);
+}
+
+template <typename T>
+struct ObjectList {
+  std::vector<T> items;
+  std::string resource_version;  // of the list
+  std::string continue_token;    // non-empty when more pages follow
+};
+
+// Decodes a list response (any `*List` kind) into its items.
+template <typename T>
+StatusOr<ObjectList<T>> DecodeList(const boost::json::value& json) {
+  ObjectList<T> out;
+  if (!json.is_object()) return InternalError("list response is not an object");
+  const boost::json::object& object = json.as_object();
+  if (const boost::json::value* meta = object.if_contains("metadata");
+      meta != nullptr && meta->is_object()) {
+    if (const boost::json::value* rv = meta->as_object().if_contains("resourceVersion");
+        rv != nullptr && rv->is_string()) {
+      out.resource_version = std::string(rv->as_string());
+    }
+    if (const boost::json::value* token = meta->as_object().if_contains("continue");
+        token != nullptr && token->is_string()) {
+      out.continue_token = std::string(token->as_string());
+    }
+  }
+  if (const boost::json::value* items = object.if_contains("items");
+      items != nullptr && items->is_array()) {
+    out.items.reserve(items->as_array().size());
+    for (const boost::json::value& item : items->as_array()) {
+      StatusOr<T> decoded = DecodeAs<T>(item);
+      if (!decoded.ok()) return decoded.status();
+      out.items.push_back(std::move(*decoded));
+    }
+  }
+  return out;
+}
+
+template <typename T>
+StatusOr<T> Get(ApiClient& api, std::string_view namespace_, std::string_view name) {
+  ApiRequest request;
+  request.verb = Verb::kGet;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = std::string(namespace_);
+  request.name = std::string(name);
+  StatusOr<boost::json::value> json = api.Do(request);
+  if (!json.ok()) return json.status();
+  return DecodeAs<T>(*json);
+}
+
+// One page (or everything, when options.limit is 0) of the collection; `namespace_` empty lists
+// every namespace.
+template <typename T>
+StatusOr<ObjectList<T>> List(ApiClient& api, std::string_view namespace_,
+                             const ListOptions& options = {}) {
+  ApiRequest request;
+  request.verb = Verb::kList;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = std::string(namespace_);
+  request.list = options;
+  StatusOr<boost::json::value> json = api.Do(request);
+  if (!json.ok()) return json.status();
+  return DecodeList<T>(*json);
+}
+
+template <typename T>
+StatusOr<T> Create(ApiClient& api, const T& object, std::string_view field_manager = "") {
+  ApiRequest request;
+  request.verb = Verb::kCreate;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = object.metadata.namespace_;
+  request.field_manager = std::string(field_manager);
+  request.body = ToJson(object);
+  StatusOr<boost::json::value> json = api.Do(request);
+  if (!json.ok()) return json.status();
+  return DecodeAs<T>(*json);
+}
+
+// Replaces the object (its `metadata.resourceVersion` must be current: Conflict otherwise).
+template <typename T>
+StatusOr<T> Update(ApiClient& api, const T& object, std::string_view field_manager = "") {
+  ApiRequest request;
+  request.verb = Verb::kUpdate;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = object.metadata.namespace_;
+  request.name = object.metadata.name;
+  request.field_manager = std::string(field_manager);
+  request.body = ToJson(object);
+  StatusOr<boost::json::value> json = api.Do(request);
+  if (!json.ok()) return json.status();
+  return DecodeAs<T>(*json);
+}
+
+// Replaces the object's status through the `status` subresource.
+template <typename T>
+StatusOr<T> UpdateStatus(ApiClient& api, const T& object, std::string_view field_manager = "") {
+  ApiRequest request;
+  request.verb = Verb::kUpdate;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = object.metadata.namespace_;
+  request.name = object.metadata.name;
+  request.subresource = "status";
+  request.field_manager = std::string(field_manager);
+  request.body = ToJson(object);
+  StatusOr<boost::json::value> json = api.Do(request);
+  if (!json.ok()) return json.status();
+  return DecodeAs<T>(*json);
+}
+
+template <typename T>
+StatusOr<T> Patch(ApiClient& api, std::string_view namespace_, std::string_view name,
+                  PatchType type, boost::json::value patch, std::string_view subresource = "",
+                  std::string_view field_manager = "") {
+  ApiRequest request;
+  request.verb = Verb::kPatch;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = std::string(namespace_);
+  request.name = std::string(name);
+  request.subresource = std::string(subresource);
+  request.patch_type = type;
+  request.field_manager = std::string(field_manager);
+  request.body = std::move(patch);
+  StatusOr<boost::json::value> json = api.Do(request);
+  if (!json.ok()) return json.status();
+  return DecodeAs<T>(*json);
+}
+
+template <typename T>
+Status Delete(ApiClient& api, std::string_view namespace_, std::string_view name,
+              const DeleteOptions& options = {}) {
+  ApiRequest request;
+  request.verb = Verb::kDelete;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = std::string(namespace_);
+  request.name = std::string(name);
+  request.delete_options = options;
+  StatusOr<boost::json::value> json = api.Do(request);
+  return json.status();
+}
+
+// Binds a pod to a node (POST pods/<name>/binding). `uid` (optional) guards against binding a
+// pod that was replaced. Conflict when the pod is already bound.
+Status BindPod(ApiClient& api, std::string_view namespace_, std::string_view name,
+               std::string_view uid, std::string_view node);
+
+}  // namespace draplane::client

@@ -1,0 +1,174 @@
+#include "client/workqueue.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace draplane::client {
+
+WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions limiter)
+    : clock_(clock),
+      limiter_(limiter),
+      tokens_(limiter.burst),
+      last_refill_(clock.MonotonicNow()) {}
+
+void WorkQueue::AddLocked(const std::string& key) {
+  if (shutting_down_ || dirty_.contains(key)) return;
+  dirty_.insert(key);
+  if (processing_.contains(key)) return;
+  queue_.push_back(key);
+  cv_.notify_one();
+}
+
+void WorkQueue::Add(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(key);
+}
+
+void WorkQueue::AddAfter(const std::string& key, Duration delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) return;
+  if (delay <= Duration::zero()) {
+    AddLocked(key);
+    return;
+  }
+  Duration deadline = clock_.MonotonicNow() + delay;
+  auto it = delayed_.find(key);
+  if (it != delayed_.end()) {
+    if (it->second <= deadline) return;  // keep the earlier deadline
+    auto range = by_deadline_.equal_range(it->second);
+    for (auto d = range.first; d != range.second; ++d) {
+      if (d->second == key) {
+        by_deadline_.erase(d);
+        break;
+      }
+    }
+    it->second = deadline;
+  } else {
+    delayed_.emplace(key, deadline);
+  }
+  by_deadline_.emplace(deadline, key);
+  cv_.notify_all();
+}
+
+Duration WorkQueue::LimiterDelay(const std::string& key) {
+  // ItemExponentialFailureRateLimiter.
+  int failures = failures_[key]++;
+  double exp = std::ldexp(1.0, std::min(failures, 62));
+  double item_ns = static_cast<double>(limiter_.base_delay.count()) * exp;
+  Duration item = item_ns >= static_cast<double>(limiter_.max_delay.count())
+                      ? limiter_.max_delay
+                      : Duration(static_cast<int64_t>(item_ns));
+  // BucketRateLimiter (golang.org/x/time/rate Reserve().Delay()).
+  Duration bucket{0};
+  if (limiter_.qps > 0) {
+    Duration now = clock_.MonotonicNow();
+    double elapsed = std::chrono::duration<double>(now - last_refill_).count();
+    last_refill_ = now;
+    tokens_ = std::min<double>(limiter_.burst, tokens_ + elapsed * limiter_.qps);
+    tokens_ -= 1;
+    if (tokens_ < 0) {
+      bucket = std::chrono::duration_cast<Duration>(
+          std::chrono::duration<double>(-tokens_ / limiter_.qps));
+    }
+  }
+  return std::max(item, bucket);
+}
+
+void WorkQueue::AddRateLimited(const std::string& key) {
+  Duration delay;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    delay = LimiterDelay(key);
+  }
+  AddAfter(key, delay);
+}
+
+void WorkQueue::Forget(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  failures_.erase(key);
+}
+
+int WorkQueue::NumRequeues(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = failures_.find(key);
+  return it == failures_.end() ? 0 : it->second;
+}
+
+void WorkQueue::PromoteDue() {
+  Duration now = clock_.MonotonicNow();
+  while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
+    std::string key = by_deadline_.begin()->second;
+    by_deadline_.erase(by_deadline_.begin());
+    delayed_.erase(key);
+    AddLocked(key);
+  }
+}
+
+std::optional<std::string> WorkQueue::Get() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    PromoteDue();
+    if (!queue_.empty()) break;
+    if (shutting_down_) return std::nullopt;
+    if (by_deadline_.empty()) {
+      cv_.wait(lock);
+    } else {
+      Duration left = by_deadline_.begin()->first - clock_.MonotonicNow();
+      // Pacing only: a real wait of at most the time left, then the clock is consulted again.
+      cv_.wait_for(lock, std::max(left, Duration(std::chrono::milliseconds(1))));
+    }
+  }
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  return key;
+}
+
+std::optional<std::string> WorkQueue::TryGet() {
+  std::lock_guard<std::mutex> lock(mu_);
+  PromoteDue();
+  if (queue_.empty()) return std::nullopt;
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  return key;
+}
+
+void WorkQueue::Done(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  processing_.erase(key);
+  if (dirty_.contains(key)) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
+}
+
+void WorkQueue::ShutDown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  cv_.notify_all();
+}
+
+bool WorkQueue::shutting_down() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutting_down_;
+}
+
+void WorkQueue::Poke() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cv_.notify_all();
+}
+
+size_t WorkQueue::Len() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+size_t WorkQueue::DelayedLen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return delayed_.size();
+}
+
+}  // namespace draplane::client

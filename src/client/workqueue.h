@@ -1,0 +1,96 @@
+// Work queues for controllers, with client-go's workqueue semantics
+// (k8s.io/client-go/util/workqueue: queue.go, delaying_queue.go, rate_limiting_queue.go,
+// default_rate_limiters.go).
+//
+// Guarantees, as client-go's:
+//   - dedup: a key is queued at most once; adding a queued key does nothing;
+//   - a key being processed (between Get and Done) is never handed to a second worker; adding it
+//     meanwhile marks it dirty and it is queued again when Done is called;
+//   - FIFO order among queued keys;
+//   - AddAfter(key, d) queues the key once `d` has passed on the injected clock (keeping the
+//     earliest deadline when added twice);
+//   - AddRateLimited(key) waits the limiter's delay: the maximum of an exponential per-key backoff
+//     (`base_delay` · 2^failures, capped at `max_delay`) and an overall token bucket (`qps`,
+//     `burst`); Forget(key) resets the key's failure count.
+//
+// Time: deadlines are read from the injected Clock. A blocked Get() re-checks them after a real
+// wait of at most the time left (pacing, not a decision); with a ManualClock, call Poke() after
+// advancing the clock to wake waiters.
+//
+// Thread-safety: every method is safe for concurrent use.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "common/clock.h"
+
+namespace draplane::client {
+
+struct RateLimiterOptions {
+  Duration base_delay = std::chrono::milliseconds(5);
+  Duration max_delay = std::chrono::seconds(1000);
+  double qps = 10;  // overall bucket; 0 disables the bucket
+  int burst = 100;
+};
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(const Clock& clock, RateLimiterOptions limiter = {});
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  void Add(const std::string& key);
+  void AddAfter(const std::string& key, Duration delay);
+  void AddRateLimited(const std::string& key);
+  // Resets the key's backoff.
+  void Forget(const std::string& key);
+  // Times the key was rate-limited since its last Forget.
+  int NumRequeues(const std::string& key) const;
+
+  // Blocks until a key is ready; nullopt once the queue is shut down and drained of ready keys.
+  std::optional<std::string> Get();
+  // A ready key if there is one, without blocking.
+  std::optional<std::string> TryGet();
+  // Marks the end of processing of a key returned by Get.
+  void Done(const std::string& key);
+
+  // Stops accepting keys and wakes every waiter.
+  void ShutDown();
+  bool shutting_down() const;
+  // Wakes waiters so they re-check delayed keys against the clock (after a ManualClock moved).
+  void Poke();
+
+  // Keys ready to be handed out.
+  size_t Len() const;
+  // Keys waiting for their delay.
+  size_t DelayedLen() const;
+
+ private:
+  // Moves delayed keys whose time has come into the queue. Requires mu_.
+  void PromoteDue();
+  void AddLocked(const std::string& key);
+  Duration LimiterDelay(const std::string& key);
+
+  const Clock& clock_;
+  const RateLimiterOptions limiter_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  std::set<std::string> dirty_;
+  std::set<std::string> processing_;
+  std::map<std::string, Duration> delayed_;           // key -> deadline (monotonic)
+  std::multimap<Duration, std::string> by_deadline_;  // deadline -> key
+  std::map<std::string, int> failures_;
+  double tokens_;
+  Duration last_refill_{0};
+  bool shutting_down_ = false;
+};
+
+}  // namespace draplane::client
