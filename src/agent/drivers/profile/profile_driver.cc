@@ -10,6 +10,7 @@
 
 #include "agent/internal/files.h"
 #include "agent/internal/json_reader.h"
+#include "agent/internal/opaque_config.h"
 #include "api/codec/json.h"
 #include "api/validation/names.h"
 #include "common/log.h"
@@ -223,57 +224,6 @@ void AddNics(const NodeTemplate& node, Inventory* inv) {
   }
 }
 
-// Opaque configuration the profile driver understands. NVIDIA's GpuConfig / MigDeviceConfig
-// (resource.nvidia.com/v1beta1) choose a sharing strategy; draplane's DeviceConfig
-// (draplane.dev/v1alpha1) adds environment variables. Anything else is a terminal error, as a
-// real driver refuses configuration it does not know.
-Status ApplyConfig(const DevicePrepareRequest& request, std::string_view env_prefix,
-                   PreparedDevice* out) {
-  for (const api::RawJson* raw : request.config) {
-    if (raw == nullptr || !raw->has_value()) continue;
-    const boost::json::value& v = raw->value();
-    const boost::json::object* o = v.if_object();
-    auto str = [&](std::string_view key) -> std::string {
-      if (o == nullptr) return "";
-      const boost::json::value* f = o->if_contains(key);
-      return f != nullptr && f->is_string() ? std::string(f->as_string()) : "";
-    };
-    const std::string api_version = str("apiVersion");
-    const std::string kind = str("kind");
-    if (api_version == "resource.nvidia.com/v1beta1" &&
-        (kind == "GpuConfig" || kind == "MigDeviceConfig") && request.driver == kGpuDriverName) {
-      const boost::json::value* sharing = o->if_contains("sharing");
-      if (sharing != nullptr && sharing->is_object()) {
-        const boost::json::value* strategy = sharing->as_object().if_contains("strategy");
-        if (strategy == nullptr || !strategy->is_string() ||
-            (strategy->as_string() != "TimeSlicing" && strategy->as_string() != "MPS")) {
-          return InvalidArgumentError(kind + ": sharing.strategy must be TimeSlicing or MPS");
-        }
-        out->edits.env.push_back(std::string(env_prefix) +
-                                 "_SHARING_STRATEGY=" + std::string(strategy->as_string()));
-      }
-      continue;
-    }
-    if (api_version == "draplane.dev/v1alpha1" && kind == "DeviceConfig") {
-      const boost::json::value* env = o->if_contains("env");
-      if (env != nullptr) {
-        if (!env->is_object()) return InvalidArgumentError("DeviceConfig: env must be a map");
-        for (const auto& [name, value] : env->as_object()) {
-          if (!api::validation::IsCIdentifier(name).empty() || !value.is_string()) {
-            return InvalidArgumentError("DeviceConfig: env." + std::string(name) +
-                                        " must be a C identifier with a string value");
-          }
-          out->edits.env.push_back(std::string(name) + "=" + std::string(value.as_string()));
-        }
-      }
-      continue;
-    }
-    return InvalidArgumentError("unsupported opaque configuration \"" + api_version +
-                                ", Kind=" + kind + "\" for driver " + request.driver);
-  }
-  return Status::Ok();
-}
-
 const DiscoveredDevice* FindDevice(const std::vector<Inventory>& inventories,
                                    std::string_view driver, std::string_view device) {
   for (const Inventory& inv : inventories) {
@@ -449,13 +399,13 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
     out.edits.device_nodes.push_back(DeviceNode{
         .path = "/dev/nvidia" + index, .type = "c", .major = 195, .minor = std::stoll(index)});
     out.edits.list_env.emplace_back("NVIDIA_VISIBLE_DEVICES", uuid);
-    DRAPLANE_RETURN_IF_ERROR(ApplyConfig(request, "NVIDIA", &out));
+    DRAPLANE_RETURN_IF_ERROR(internal::ApplyOpaqueConfig(request, "NVIDIA", &out));
   } else if (device->cdi_class == "fpga") {
     const std::string index = request.device.substr(5);
     out.edits.device_nodes.push_back(
         DeviceNode{.path = "/dev/dfl-port." + index, .type = "c", .major = {}, .minor = {}});
     out.edits.list_env.emplace_back("FPGA_VISIBLE_DEVICES", request.device);
-    DRAPLANE_RETURN_IF_ERROR(ApplyConfig(request, "FPGA", &out));
+    DRAPLANE_RETURN_IF_ERROR(internal::ApplyOpaqueConfig(request, "FPGA", &out));
   } else {
     const std::string index = request.device.substr(4);
     const std::string iface = AttrString(*device, "interfaceName");
@@ -465,7 +415,7 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
           .path = "/dev/infiniband/uverbs" + index, .type = "c", .major = {}, .minor = {}});
     }
     out.edits.list_env.emplace_back("NIC_INTERFACES", iface);
-    DRAPLANE_RETURN_IF_ERROR(ApplyConfig(request, "NIC", &out));
+    DRAPLANE_RETURN_IF_ERROR(internal::ApplyOpaqueConfig(request, "NIC", &out));
     // One address per allocation (per share of a shared NIC), derived from the node, the NIC
     // and the claim so repeated prepares agree.
     const uint64_t h =
