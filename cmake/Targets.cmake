@@ -10,6 +10,11 @@ if(DRAPLANE_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+if(DRAPLANE_FUZZ)
+  # Coverage instrumentation in every library, so libFuzzer's feedback reaches into them.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 function(draplane_apply_flags target)
   target_compile_options(${target} PRIVATE ${DRAPLANE_WARNINGS})
   target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/src)

@@ -38,6 +38,9 @@ CPP_KEYWORDS = {
     "while", "xor",
 }
 
+# Bit of `present` set on every struct a decoder filled (the plain fields use bits 0..62).
+DECODED_BIT = 63
+
 SCALARS = {
     # schema name: (C++ type, zero-value initializer or None, "empty" test on a value `v`)
     "string": ("std::string", None, "{v}.empty()"),
@@ -180,8 +183,8 @@ class Type:
             if f.type.container != "optional":
                 f.bit = bit
                 bit += 1
-        if bit > 64:
-            fail("type %s has more than 64 plain fields" % name)
+        if bit > DECODED_BIT:
+            fail("type %s has more than %d plain fields" % (name, DECODED_BIT))
         seen = set()
         for f in self.fields:
             if f.json in seen:
@@ -280,7 +283,8 @@ CONVENTIONS = """\
 //    plain field, in declaration order) which plain fields were present in the input, so an
 //    empty-but-present value (`[]`, `""`, `0`, `{}`) is written back while an absent one is not.
 //    A plain field is written when it is non-empty or its `present` bit is set; an optional
-//    field when it holds a value.
+//    field when it holds a value. Bit 63 of `present` marks a struct filled by a decoder; a
+//    list's `items` are always written (as `[]` when empty) unless a decoded list lacked them.
 //  - `operator==` compares the modelled fields semantically, like apiequality.Semantic.DeepEqual:
 //    quantities numerically, `unknown` and `present` are not compared.
 //  - Kinds start with `kind` and `api_version`, initialised to the type's own values; a decoded
@@ -461,7 +465,10 @@ def gen_field_encode(t, f):
         w("  if (in.%s.has_value()) out.emplace(%s, %s);\n" % (
             f.cpp, key, encode_elem_expr(r, "*in." + f.cpp)))
     elif r.container == "list":
-        cond = "true" if f.emit_empty else "!in.%s.empty() || %s" % (f.cpp, present)
+        cond = "!in.%s.empty() || %s" % (f.cpp, present)
+        if f.emit_empty:
+            # Always written for objects built in code; for decoded ones only if it was there.
+            cond += " || (in.present & (uint64_t{1} << %d)) == 0" % DECODED_BIT
         w("  if (%s) {\n" % cond)
         w("    boost::json::array arr(sp);\n    arr.reserve(in.%s.size());\n" % f.cpp)
         w("    for (const auto& x : in.%s) arr.push_back(%s);\n" % (f.cpp, encode_elem_expr(r, "x")))
@@ -495,6 +502,7 @@ def gen_codec_cc(s):
             w("  out->api_version.clear();\n  out->kind.clear();\n")
         w("  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);\n")
         w("  if (obj == nullptr) return;\n")
+        w("  out->present |= uint64_t{1} << %d;  // decoded\n" % DECODED_BIT)
         w("  for (const boost::json::key_value_pair& kv : *obj) {\n")
         w("    const std::string_view key = kv.key();\n")
         w("    const boost::json::value& v = kv.value();\n")

@@ -133,7 +133,8 @@ TEST(ObjectTest, KeepsQuantitiesAsWritten) {
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
     "spec": {"driver": "d", "pool": {"name": "p"}, "devices": [{"name": "g",
       "capacity": {"a": {"value": 4}, "b": {"value": 1.5}, "c": {"value": "1.5Gi"},
-                   "d": {"value": "2000m"}, "e": {"value": 18446744073709551615}}}]}})");
+                   "d": {"value": "2000m"}, "e": {"value": 18446744073709551615},
+                   "f": {"value": 1.0}, "g": {"value": 2e30}}}]}})");
   ExpectLossless(json);
   FieldErrorList errors;
   Object obj = DecodeObject(json, &errors);
@@ -150,6 +151,7 @@ TEST(ObjectTest, KeepsQuantitiesAsWritten) {
   EXPECT_TRUE(capacity.at("a").at("value").is_int64());
   EXPECT_TRUE(capacity.at("b").at("value").is_double());
   EXPECT_TRUE(capacity.at("d").at("value").is_string());
+  EXPECT_TRUE(capacity.at("f").at("value").is_double());
 }
 
 TEST(ObjectTest, ReportsWrongTypesWithFieldPaths) {
@@ -268,6 +270,16 @@ TEST(ObjectTest, EncodesObjectsBuiltInCode) {
   resourcev1::ResourceSliceList list;
   EXPECT_EQ(resourcev1::Encode(list), Json(R"({"kind": "ResourceSliceList",
     "apiVersion": "resource.k8s.io/v1", "items": []})"));
+}
+
+TEST(ObjectTest, ListsWriteItemsUnlessADecodedListHadNone) {
+  ExpectLossless(Json(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList"})"));
+  ExpectLossless(Json(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList",
+    "metadata": {"resourceVersion": "7"}, "items": []})"));
+  resourcev1::ResourceSliceList list;
+  list.metadata.resource_version = "7";
+  EXPECT_EQ(EncodeObject(list), Json(R"({"kind": "ResourceSliceList",
+    "apiVersion": "resource.k8s.io/v1", "metadata": {"resourceVersion": "7"}, "items": []})"));
 }
 
 TEST(ObjectTest, EqualityIsSemantic) {

@@ -1,6 +1,8 @@
 #include "api/codec/json.h"
 
 #include <boost/json.hpp>
+#include <boost/json/basic_parser_impl.hpp>
+#include <charconv>
 
 #include "api/meta/codec_support.h"
 #include "common/status_macros.h"
@@ -36,18 +38,103 @@ boost::json::parse_options Options(const ParseLimits& limits) {
   return opts;
 }
 
+// Builds a DOM like boost::json::parser, except that doubles are converted from their text with
+// std::from_chars: Boost 1.81's own conversion is not correctly rounded (about a third of all
+// 17-digit doubles come out one unit in the last place off), which would break round trips.
+class DomHandler {
+ public:
+  static constexpr size_t max_object_size = boost::json::object::max_size();
+  static constexpr size_t max_array_size = boost::json::array::max_size();
+  static constexpr size_t max_key_size = boost::json::string::max_size();
+  static constexpr size_t max_string_size = boost::json::string::max_size();
+
+  void Reset(const boost::json::storage_ptr& sp) {
+    stack_.reset(sp);
+    number_.clear();
+  }
+  boost::json::value Release() { return stack_.release(); }
+
+  bool on_document_begin(boost::json::error_code&) { return true; }
+  bool on_document_end(boost::json::error_code&) { return true; }
+  bool on_object_begin(boost::json::error_code&) { return true; }
+  bool on_object_end(size_t n, boost::json::error_code&) {
+    stack_.push_object(n);
+    return true;
+  }
+  bool on_array_begin(boost::json::error_code&) { return true; }
+  bool on_array_end(size_t n, boost::json::error_code&) {
+    stack_.push_array(n);
+    return true;
+  }
+  bool on_key_part(boost::json::string_view s, size_t, boost::json::error_code&) {
+    stack_.push_chars(s);
+    return true;
+  }
+  bool on_key(boost::json::string_view s, size_t, boost::json::error_code&) {
+    stack_.push_key(s);
+    return true;
+  }
+  bool on_string_part(boost::json::string_view s, size_t, boost::json::error_code&) {
+    stack_.push_chars(s);
+    return true;
+  }
+  bool on_string(boost::json::string_view s, size_t, boost::json::error_code&) {
+    stack_.push_string(s);
+    return true;
+  }
+  bool on_number_part(boost::json::string_view s, boost::json::error_code&) {
+    number_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_int64(int64_t i, boost::json::string_view, boost::json::error_code&) {
+    number_.clear();
+    stack_.push_int64(i);
+    return true;
+  }
+  bool on_uint64(uint64_t u, boost::json::string_view, boost::json::error_code&) {
+    number_.clear();
+    stack_.push_uint64(u);
+    return true;
+  }
+  bool on_double(double d, boost::json::string_view s, boost::json::error_code&) {
+    number_.append(s.data(), s.size());
+    double exact = d;
+    const char* end = number_.data() + number_.size();
+    auto r = std::from_chars(number_.data(), end, exact);
+    stack_.push_double(r.ec == std::errc() && r.ptr == end ? exact : d);
+    number_.clear();
+    return true;
+  }
+  bool on_bool(bool b, boost::json::error_code&) {
+    stack_.push_bool(b);
+    return true;
+  }
+  bool on_null(boost::json::error_code&) {
+    stack_.push_null();
+    return true;
+  }
+  bool on_comment_part(boost::json::string_view, boost::json::error_code&) { return true; }
+  bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }
+
+ private:
+  boost::json::value_stack stack_;
+  std::string number_;
+};
+
+using Parser = boost::json::basic_parser<DomHandler>;
+
 // Parses the value starting at `*pos` (after whitespace); advances `*pos` past it.
-StatusOr<boost::json::value> ParseOne(std::string_view text, size_t* pos,
-                                      boost::json::stream_parser& parser,
+StatusOr<boost::json::value> ParseOne(std::string_view text, size_t* pos, Parser& parser,
                                       const boost::json::storage_ptr& sp,
                                       const ParseLimits& limits) {
-  parser.reset(sp);
+  parser.reset();
+  parser.handler().Reset(sp);
   boost::json::error_code ec;
-  size_t used = parser.write_some(text.data() + *pos, text.size() - *pos, ec);
-  if (!ec && !parser.done()) parser.finish(ec);
+  size_t used = parser.write_some(false, text.data() + *pos, text.size() - *pos, ec);
+  if (!ec && !parser.done()) ec = boost::json::error::incomplete;
   if (ec) return ParseError(text, *pos + used, ec, limits);
   *pos += used;
-  return parser.release();
+  return parser.handler().Release();
 }
 
 void AppendString(std::string_view s, std::string* out) {
@@ -172,7 +259,7 @@ void LineColumn(std::string_view text, size_t offset, int* line, int* column) {
 StatusOr<boost::json::value> ParseJson(std::string_view text, const ParseLimits& limits,
                                        boost::json::storage_ptr sp) {
   DRAPLANE_RETURN_IF_ERROR(CheckSize(text, limits));
-  boost::json::stream_parser parser({}, Options(limits));
+  Parser parser(Options(limits));
   size_t pos = 0;
   StatusOr<boost::json::value> value = ParseOne(text, &pos, parser, sp, limits);
   if (!value.ok()) return value.status();
@@ -187,7 +274,7 @@ StatusOr<std::vector<JsonDocument>> ParseJsonStream(std::string_view text,
                                                     const ParseLimits& limits,
                                                     boost::json::storage_ptr sp) {
   DRAPLANE_RETURN_IF_ERROR(CheckSize(text, limits));
-  boost::json::stream_parser parser({}, Options(limits));
+  Parser parser(Options(limits));
   std::vector<JsonDocument> docs;
   size_t pos = 0;
   size_t counted = 0;  // lines are counted up to here

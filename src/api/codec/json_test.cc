@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cstdlib>
 #include <string>
 
 namespace draplane::api::codec {
@@ -128,6 +129,22 @@ TEST(JsonTest, WritesNumbersLikeGo) {
 TEST(JsonTest, EscapesOnlyWhatJsonRequires) {
   boost::json::value v(std::string("a\"b\\c\nd\x01<&>\xc3\xa9"));
   EXPECT_EQ(WriteJson(v, {.indent = 0}), "\"a\\\"b\\\\c\\nd\\u0001<&>\xc3\xa9\"");
+}
+
+TEST(JsonTest, ParsesDoublesCorrectlyRounded) {
+  // Boost.JSON 1.81's own conversion gets these one unit in the last place wrong.
+  for (const char* text : {"1.3927926388013963e-143", "9.5998012756364456e-283",
+                           "11111111111111111111111111111111111111111111111111111111111111111111111"
+                           "111111115",
+                           "0.30000000000000004"}) {
+    StatusOr<boost::json::value> v = ParseJson(text);
+    ASSERT_TRUE(v.ok());
+    ASSERT_TRUE(v->is_double()) << text;
+    EXPECT_EQ(v->get_double(), std::strtod(text, nullptr)) << text;
+    StatusOr<boost::json::value> back = ParseJson(WriteJson(*v, {.indent = 0}));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(*back, *v) << text;
+  }
 }
 
 TEST(JsonTest, WrittenJsonParsesBackToTheSameValue) {

@@ -16,6 +16,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourceClaim* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -68,6 +69,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourceRequirements* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -156,6 +158,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Container* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -230,6 +233,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeSelectorRequirement* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -302,6 +306,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeSelectorTerm* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -372,6 +377,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeSelector* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -422,6 +428,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PreferredSchedulingTerm* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -476,6 +483,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAffinity* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -535,6 +543,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Affinity* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -574,6 +583,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Toleration* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -657,6 +667,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PodSchedulingGate* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -698,6 +709,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PodResourceClaim* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -757,6 +769,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PodSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1033,6 +1046,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PodCondition* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1136,6 +1150,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PodResourceClaimStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1186,6 +1201,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ContainerExtendedResourceRequest* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1249,6 +1265,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PodExtendedResourceClaimStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1310,6 +1327,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAllocatableMappedResources* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1360,6 +1378,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAllocatableOverheadResources* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1419,6 +1438,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAllocatableResourceClaimStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1520,6 +1540,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, PodStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1714,6 +1735,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1805,6 +1827,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1871,7 +1894,7 @@ void EncodeInto(const PodList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -1890,6 +1913,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Taint* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1962,6 +1986,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2065,6 +2090,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeCondition* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2159,6 +2185,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAddress* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2211,6 +2238,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeSystemInfo* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2351,6 +2379,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2485,6 +2514,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2576,6 +2606,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2642,7 +2673,7 @@ void EncodeInto(const NodeList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -2661,6 +2692,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NamespaceSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2711,6 +2743,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NamespaceCondition* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2794,6 +2827,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NamespaceStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2857,6 +2891,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2948,6 +2983,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3014,7 +3050,7 @@ void EncodeInto(const NamespaceList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -3033,6 +3069,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ObjectReference* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3136,6 +3173,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, EventSource* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3188,6 +3226,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, EventSeries* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3242,6 +3281,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3451,6 +3491,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3517,7 +3558,7 @@ void EncodeInto(const EventList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -3538,6 +3579,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();

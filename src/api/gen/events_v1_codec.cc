@@ -17,6 +17,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, EventSeries* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -71,6 +72,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -282,6 +284,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -348,7 +351,7 @@ void EncodeInto(const EventList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));

@@ -18,7 +18,8 @@
 //    plain field, in declaration order) which plain fields were present in the input, so an
 //    empty-but-present value (`[]`, `""`, `0`, `{}`) is written back while an absent one is not.
 //    A plain field is written when it is non-empty or its `present` bit is set; an optional
-//    field when it holds a value.
+//    field when it holds a value. Bit 63 of `present` marks a struct filled by a decoder; a
+//    list's `items` are always written (as `[]` when empty) unless a decoded list lacked them.
 //  - `operator==` compares the modelled fields semantically, like apiequality.Semantic.DeepEqual:
 //    quantities numerically, `unknown` and `present` are not compared.
 //  - Kinds start with `kind` and `api_version`, initialised to the type's own values; a decoded

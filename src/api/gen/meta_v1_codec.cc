@@ -15,6 +15,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, OwnerReference* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -103,6 +104,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ManagedFieldsEntry* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -206,6 +208,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ObjectMeta* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -436,6 +439,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ShardInfo* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -477,6 +481,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ListMeta* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -556,6 +561,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, StatusCause* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -619,6 +625,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, StatusDetails* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -724,6 +731,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -836,6 +844,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Condition* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();

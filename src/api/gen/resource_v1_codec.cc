@@ -17,6 +17,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourcePool* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -80,6 +81,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceAttribute* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -224,6 +226,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, CapacityRequestPolicyRange* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -279,6 +282,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, CapacityRequestPolicy* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -347,6 +351,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceCapacity* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -397,6 +402,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Counter* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -438,6 +444,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceCounterConsumption* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -499,6 +506,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceTaint* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -571,6 +579,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAllocatableMapping* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -628,6 +637,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAllocatableOverhead* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -676,6 +686,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NodeAllocatableResource* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -724,6 +735,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Device* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -942,6 +954,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, CounterSet* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1003,6 +1016,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourceSliceSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1160,6 +1174,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1238,6 +1253,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1304,7 +1320,7 @@ void EncodeInto(const ResourceSliceList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -1323,6 +1339,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, CELDeviceSelector* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1364,6 +1381,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceSelector* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1403,6 +1421,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceToleration* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1486,6 +1505,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, CapacityRequirements* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1536,6 +1556,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ExactDeviceRequest* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1655,6 +1676,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceSubRequest* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1778,6 +1800,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceRequest* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1848,6 +1871,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceConstraint* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1916,6 +1940,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, OpaqueDeviceConfiguration* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -1968,6 +1993,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceClaimConfiguration* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2027,6 +2053,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceClaim* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2117,6 +2144,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourceClaimSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2160,6 +2188,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceRequestAllocationResult* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2346,6 +2375,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceAllocationConfiguration* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2414,6 +2444,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceAllocationResult* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2484,6 +2515,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, AllocationResult* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2545,6 +2577,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourceClaimConsumerReference* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2617,6 +2650,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, NetworkDeviceData* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2689,6 +2723,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, AllocatedDeviceStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2797,6 +2832,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourceClaimStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2878,6 +2914,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -2969,6 +3006,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3035,7 +3073,7 @@ void EncodeInto(const ResourceClaimList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -3054,6 +3092,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceClassConfiguration* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3093,6 +3132,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceClassSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3174,6 +3214,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3252,6 +3293,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3318,7 +3360,7 @@ void EncodeInto(const DeviceClassList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -3337,6 +3379,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ResourceClaimTemplateSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3395,6 +3438,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3473,6 +3517,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3539,7 +3584,7 @@ void EncodeInto(const ResourceClaimTemplateList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
@@ -3558,6 +3603,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceTaintSelector* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3613,6 +3659,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceTaintRuleSpec* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3665,6 +3712,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, DeviceTaintRuleStatus* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3717,6 +3765,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3808,6 +3857,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   out->kind.clear();
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
   for (const boost::json::key_value_pair& kv : *obj) {
     const std::string_view key = kv.key();
     const boost::json::value& v = kv.value();
@@ -3874,7 +3924,7 @@ void EncodeInto(const DeviceTaintRuleList& in, boost::json::object& out) {
     metav1::internal::EncodeInto(in.metadata, sub);
     if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
   }
-  if (true) {
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
     boost::json::array arr(sp);
     arr.reserve(in.items.size());
     for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));

@@ -142,6 +142,8 @@ void DecodeQuantity(const boost::json::value& json, const Path& path, DecodeCont
     text = std::to_string(*u);
   } else if (const double* d = json.if_double()) {
     text = FormatJsonDouble(*d);
+    // Keep the number a JSON double when it is written back (1.0 must not become 1).
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
   } else {
     ctx.TypeError(path, json, "quantity (string or number)");
     return;

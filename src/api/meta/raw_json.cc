@@ -6,6 +6,8 @@
 
 namespace draplane::api {
 
+RawJson::RawJson() = default;
+
 RawJson::RawJson(const boost::json::value& value)
     : value_(std::make_unique<boost::json::value>(value, boost::json::storage_ptr())) {}
 
@@ -42,6 +44,8 @@ bool operator==(const RawJson& a, const RawJson& b) {
   if (!a.value_ || !b.value_) return a.value_ == b.value_;
   return *a.value_ == *b.value_;
 }
+
+UnknownFields::UnknownFields() = default;
 
 UnknownFields::UnknownFields(const UnknownFields& other)
     : fields_(other.fields_ ? std::make_unique<boost::json::object>(*other.fields_) : nullptr) {}

@@ -21,7 +21,7 @@ namespace draplane::api {
 class RawJson {
  public:
   // No value (the field is absent).
-  RawJson() = default;
+  RawJson();
   explicit RawJson(const boost::json::value& value);
   explicit RawJson(boost::json::value&& value);
   RawJson(const RawJson& other);
@@ -46,7 +46,7 @@ class RawJson {
 
 class UnknownFields {
  public:
-  UnknownFields() = default;
+  UnknownFields();
   UnknownFields(const UnknownFields& other);
   UnknownFields& operator=(const UnknownFields& other);
   UnknownFields(UnknownFields&&) noexcept;

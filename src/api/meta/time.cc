@@ -1,5 +1,6 @@
 #include "api/meta/time.h"
 
+#include <cstdint>
 #include <cstdio>
 
 namespace draplane::api {
@@ -54,13 +55,7 @@ bool Expect(std::string_view s, size_t* pos, char c) {
   return true;
 }
 
-std::string Format(int64_t unix_nanos, bool micros) {
-  int64_t secs = unix_nanos / 1'000'000'000;
-  int64_t frac = unix_nanos % 1'000'000'000;
-  if (frac < 0) {
-    frac += 1'000'000'000;
-    secs -= 1;
-  }
+std::string Format(int64_t secs, int64_t frac, bool micros) {
   int64_t days = secs / 86400;
   int64_t rem = secs % 86400;
   if (rem < 0) {
@@ -88,7 +83,7 @@ std::string Format(int64_t unix_nanos, bool micros) {
 
 StatusOr<Time> Time::Parse(std::string_view text) {
   size_t pos = 0;
-  int64_t year, month, day, hour, minute, second;
+  int64_t year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
   bool ok =
       Digits(text, &pos, 4, &year) && Expect(text, &pos, '-') && Digits(text, &pos, 2, &month) &&
       Expect(text, &pos, '-') && Digits(text, &pos, 2, &day) && Expect(text, &pos, 'T') &&
@@ -112,7 +107,7 @@ StatusOr<Time> Time::Parse(std::string_view text) {
   } else if (ok && pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
     const int64_t sign = text[pos] == '-' ? -1 : 1;
     ++pos;
-    int64_t oh, om;
+    int64_t oh = 0, om = 0;
     ok = Digits(text, &pos, 2, &oh) && Expect(text, &pos, ':') && Digits(text, &pos, 2, &om) &&
          oh < 24 && om < 60;
     offset_seconds = sign * (oh * 3600 + om * 60);
@@ -126,23 +121,42 @@ StatusOr<Time> Time::Parse(std::string_view text) {
   }
   const int64_t secs =
       DaysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset_seconds;
-  return Time(std::string(text), secs * 1'000'000'000 + nanos);
+  return Time(std::string(text), secs, static_cast<int32_t>(nanos));
 }
 
+namespace {
+
+// Splits a Timestamp into seconds and nanoseconds in [0, 1e9).
+void Split(Timestamp t, int64_t* secs, int64_t* nanos) {
+  const int64_t ns = t.time_since_epoch().count();
+  *secs = ns / 1'000'000'000;
+  *nanos = ns % 1'000'000'000;
+  if (*nanos < 0) {
+    *nanos += 1'000'000'000;
+    *secs -= 1;
+  }
+}
+
+}  // namespace
+
 Time Time::FromTimestamp(Timestamp t) {
-  int64_t ns = t.time_since_epoch().count();
-  int64_t rem = ns % 1'000'000'000;
-  if (rem < 0) rem += 1'000'000'000;
-  ns -= rem;
-  return Time(Format(ns, /*micros=*/false), ns);
+  int64_t secs = 0, nanos = 0;
+  Split(t, &secs, &nanos);
+  return Time(Format(secs, 0, /*micros=*/false), secs, 0);
 }
 
 Time Time::MicroFromTimestamp(Timestamp t) {
-  int64_t ns = t.time_since_epoch().count();
-  int64_t rem = ns % 1000;
-  if (rem < 0) rem += 1000;
-  ns -= rem;
-  return Time(Format(ns, /*micros=*/true), ns);
+  int64_t secs = 0, nanos = 0;
+  Split(t, &secs, &nanos);
+  nanos -= nanos % 1000;
+  return Time(Format(secs, nanos, /*micros=*/true), secs, static_cast<int32_t>(nanos));
+}
+
+Timestamp Time::ToTimestamp() const {
+  constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
+  if (unix_seconds_ > kMaxSeconds) return Timestamp::max();
+  if (unix_seconds_ < -kMaxSeconds) return Timestamp::min();
+  return Timestamp(std::chrono::nanoseconds(unix_seconds_ * 1'000'000'000 + nanos_));
 }
 
 }  // namespace draplane::api

@@ -37,25 +37,32 @@ class Time {
   bool empty() const { return text_.empty(); }
   // The serialised text; empty for the zero time.
   const std::string& text() const { return text_; }
-  // The instant (the Unix epoch for the zero time).
-  Timestamp ToTimestamp() const { return Timestamp(std::chrono::nanoseconds(unix_nanos_)); }
-  int64_t unix_nanos() const { return unix_nanos_; }
+  // The instant as seconds since the Unix epoch plus nanoseconds in [0, 1e9); RFC 3339 years
+  // 0000-9999 fit, the zero time is the epoch.
+  int64_t unix_seconds() const { return unix_seconds_; }
+  int32_t nanos() const { return nanos_; }
+  // The instant as a Timestamp, saturated to Timestamp's range (years 1678-2262).
+  Timestamp ToTimestamp() const;
 
   // Compares instants (as metav1.Time.Equal does); the zero time sorts first.
   friend bool operator==(const Time& a, const Time& b) {
-    return a.empty() == b.empty() && a.unix_nanos_ == b.unix_nanos_;
+    return a.empty() == b.empty() && a.unix_seconds_ == b.unix_seconds_ && a.nanos_ == b.nanos_;
   }
   friend std::strong_ordering operator<=>(const Time& a, const Time& b) {
-    if (a.empty() != b.empty())
+    if (a.empty() != b.empty()) {
       return a.empty() ? std::strong_ordering::less : std::strong_ordering::greater;
-    return a.unix_nanos_ <=> b.unix_nanos_;
+    }
+    if (auto c = a.unix_seconds_ <=> b.unix_seconds_; c != 0) return c;
+    return a.nanos_ <=> b.nanos_;
   }
 
  private:
-  Time(std::string text, int64_t unix_nanos) : text_(std::move(text)), unix_nanos_(unix_nanos) {}
+  Time(std::string text, int64_t unix_seconds, int32_t nanos)
+      : text_(std::move(text)), unix_seconds_(unix_seconds), nanos_(nanos) {}
 
   std::string text_;
-  int64_t unix_nanos_ = 0;
+  int64_t unix_seconds_ = 0;
+  int32_t nanos_ = 0;
 };
 
 }  // namespace draplane::api

@@ -9,10 +9,12 @@ TEST(TimeTest, ParsesRfc3339AndKeepsTheText) {
   StatusOr<Time> t = Time::Parse("2008-01-01T01:01:01Z");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->text(), "2008-01-01T01:01:01Z");
-  EXPECT_EQ(t->unix_nanos(), int64_t{1199149261} * 1'000'000'000);
+  EXPECT_EQ(t->unix_seconds(), 1199149261);
+  EXPECT_EQ(t->nanos(), 0);
   StatusOr<Time> offset = Time::Parse("2008-01-01T03:01:01.5+02:00");
   ASSERT_TRUE(offset.ok());
-  EXPECT_EQ(offset->unix_nanos(), int64_t{1199149261} * 1'000'000'000 + 500'000'000);
+  EXPECT_EQ(offset->unix_seconds(), 1199149261);
+  EXPECT_EQ(offset->nanos(), 500'000'000);
   EXPECT_EQ(offset->text(), "2008-01-01T03:01:01.5+02:00");
 }
 
@@ -30,10 +32,22 @@ TEST(TimeTest, FormatsLikeMetav1) {
   const Timestamp ts(std::chrono::nanoseconds(int64_t{1199149261} * 1'000'000'000 + 123'456'789));
   EXPECT_EQ(Time::FromTimestamp(ts).text(), "2008-01-01T01:01:01Z");
   EXPECT_EQ(Time::MicroFromTimestamp(ts).text(), "2008-01-01T01:01:01.123456Z");
-  EXPECT_EQ(Time::MicroFromTimestamp(ts).unix_nanos(),
-            int64_t{1199149261} * 1'000'000'000 + 123'456'000);
+  EXPECT_EQ(Time::MicroFromTimestamp(ts).nanos(), 123'456'000);
+  EXPECT_EQ(Time::MicroFromTimestamp(ts).ToTimestamp(),
+            Timestamp(std::chrono::nanoseconds(int64_t{1199149261} * 1'000'000'000 + 123'456'000)));
   const Timestamp before_epoch(std::chrono::seconds(-1));
   EXPECT_EQ(Time::FromTimestamp(before_epoch).text(), "1969-12-31T23:59:59Z");
+}
+
+TEST(TimeTest, CoversRfc3339YearsBeyondTimestamp) {
+  StatusOr<Time> early = Time::Parse("0001-01-01T00:00:00Z");
+  StatusOr<Time> late = Time::Parse("9999-12-31T23:59:59.999999999Z");
+  ASSERT_TRUE(early.ok() && late.ok());
+  EXPECT_EQ(early->unix_seconds(), -62135596800);
+  EXPECT_EQ(late->unix_seconds(), 253402300799);
+  EXPECT_LT(*early, *late);
+  EXPECT_EQ(late->ToTimestamp(), Timestamp::max());
+  EXPECT_EQ(early->ToTimestamp(), Timestamp::min());
 }
 
 TEST(TimeTest, ComparesInstants) {

@@ -1,0 +1,81 @@
+// Shared checks of the JSON and YAML decode fuzz targets (json_decode_fuzz.cc,
+// yaml_decode_fuzz.cc). Every violation aborts through DRAPLANE_CHECK so libFuzzer records the
+// input.
+#pragma once
+
+#include <boost/json.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "api/codec/json.h"
+#include "api/codec/yaml.h"
+#include "api/object.h"
+#include "common/check.h"
+
+namespace draplane::fuzz {
+
+// JSON equality where numbers compare by value: text round trips turn integral doubles into
+// integers (1500.0 -> "1500"), as Go's encoders do.
+inline bool SameJson(const boost::json::value& a, const boost::json::value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_double() || b.is_double()) {
+      return a.to_number<double>() == b.to_number<double>();
+    }
+    if (a.is_int64() && b.is_int64()) return a.get_int64() == b.get_int64();
+    if (a.is_uint64() && b.is_uint64()) return a.get_uint64() == b.get_uint64();
+    return false;  // int64 vs uint64: Boost keeps non-negative int64 values as int64
+  }
+  if (a.kind() != b.kind()) return false;
+  if (a.is_array()) {
+    const auto& x = a.get_array();
+    const auto& y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!SameJson(x[i], y[i])) return false;
+    }
+    return true;
+  }
+  if (a.is_object()) {
+    const auto& x = a.get_object();
+    const auto& y = b.get_object();
+    if (x.size() != y.size()) return false;
+    for (const auto& kv : x) {
+      const boost::json::value* other = y.if_contains(kv.key());
+      if (other == nullptr || !SameJson(kv.value(), *other)) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
+// Decodes one document through the object model and checks:
+//   1. decode -> encode is the identity when decoding reported no field error;
+//   2. the encoded value survives JSON text -> JSON and YAML text -> JSON unchanged;
+//   3. the encoding of a typed object decodes without errors, to an equal object when the
+//      first decode was clean.
+inline void CheckDocument(const boost::json::value& doc) {
+  api::FieldErrorList errors;
+  const api::Object object = api::DecodeObject(doc, &errors);
+  const boost::json::value encoded = api::EncodeObject(object);
+  if (errors.empty()) DRAPLANE_CHECK(encoded == doc);
+
+  const StatusOr<boost::json::value> from_json = api::codec::ParseJson(api::codec::WriteJson(encoded));
+  DRAPLANE_CHECK(from_json.ok());
+  DRAPLANE_CHECK(SameJson(*from_json, encoded));
+
+  const std::string yaml = api::codec::WriteYaml(encoded);
+  const StatusOr<std::vector<api::codec::YamlDocument>> from_yaml = api::codec::ParseYaml(yaml);
+  DRAPLANE_CHECK_MSG(from_yaml.ok(),
+                     (std::string(from_yaml.status().message()) + "\n" + yaml).c_str());
+  DRAPLANE_CHECK(from_yaml->size() == 1);
+  DRAPLANE_CHECK_MSG(SameJson((*from_yaml)[0].value, encoded), yaml.c_str());
+
+  if (std::holds_alternative<api::Unstructured>(object)) return;
+  api::FieldErrorList again_errors;
+  const api::Object again = api::DecodeObject(encoded, &again_errors);
+  DRAPLANE_CHECK_MSG(again_errors.empty(), again_errors[0].ToString().c_str());
+  if (errors.empty()) DRAPLANE_CHECK(again == object);
+}
+
+}  // namespace draplane::fuzz
