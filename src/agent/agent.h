@@ -1,0 +1,161 @@
+// The node agent: one per node. It registers the Node and keeps its heartbeat Lease, publishes
+// the node's ResourceSlices from its drivers, prepares the claims of Pods bound to the node
+// (CDI specs, checkpoint), writes per-device claim status, and — for simulated nodes — plays the
+// kubelet: a Pod becomes Running / Ready once its devices are prepared, and a deleted Pod is
+// finished once they are unprepared.
+//
+// Work (docs/design/agent.md, "Agent loop"):
+//   - node:   create the Node if missing (labels, capacity = allocatable, Ready condition, the
+//             annotation `draplane.dev/agent: "true"` that tells other components an agent runs
+//             this node's Pods), refresh its status when it changes or every
+//             `node_status_interval`, and renew the Lease `kube-node-lease/<node>` every
+//             `heartbeat_interval`;
+//   - slices: Discover() on every driver every `discovery_interval`, build the node's slices
+//             and apply PlanSliceSync (slice_plan.h); every slice is validated first and nothing
+//             is published when one is invalid;
+//   - pod:    for a Pod bound to the node (SyncPod):
+//               1. deleting: unprepare the claims only it used; finish the deletion
+//                  (grace period 0) when simulating containers;
+//               2. Succeeded / Failed: unprepare the claims only it used;
+//               3. otherwise resolve its claims (direct, template-generated via
+//                  `status.resourceClaimStatuses`, and the extended-resource claim), require
+//                  each to be allocated and reserved for the Pod, prepare the devices of this
+//                  node's pools (prepare.h), write `status.devices` (condition Ready, CDI device
+//                  IDs in `data`, NIC network data), then mark the Pod Running and Ready.
+//             A failure is classified (failure.h): retryable → Warning Event
+//             FailedPrepareDynamicResources and a rate-limited retry; needs-cleanup → unprepare,
+//             then retry; terminal → the Event, condition DevicesPrepared=False and phase Failed.
+//   - gc:     unprepare prepared claims that no live Pod on the node uses any more (also claims
+//             deleted or re-created under the same name).
+// With Start(), an informer on the node's Pods and periodic timers feed a work queue served by
+// one loop thread; without it, the Sync* methods run the same steps synchronously (tests,
+// `draplane agent --once`).
+//
+// Thread-safety: Start/Stop from the owner; the Sync* methods must not be called while started.
+// Ownership: the agent owns its drivers; the ApiClient and Clock must outlive it.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/driver.h"
+#include "agent/prepare.h"
+#include "api/gen/core_v1_types.h"
+#include "api/quantity.h"
+#include "client/api_client.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace draplane::client {
+class EventRecorder;
+class WorkQueue;
+template <typename T>
+class Informer;
+}  // namespace draplane::client
+
+namespace draplane::agent {
+
+inline constexpr std::string_view kAgentAnnotation = "draplane.dev/agent";
+inline constexpr std::string_view kFailedPrepareReason = "FailedPrepareDynamicResources";
+inline constexpr std::string_view kDevicesPreparedCondition = "DevicesPrepared";
+inline constexpr std::string_view kNodeLeaseNamespace = "kube-node-lease";
+
+struct AgentOptions {
+  std::string node_name;
+  // Checkpoint and CDI specs (prepare.h).
+  std::string state_dir;
+  std::map<std::string, std::string> labels;
+  // Node capacity (= allocatable); cpu, memory and pods get defaults when absent.
+  std::map<std::string, api::Quantity> capacity;
+  Duration heartbeat_interval = std::chrono::seconds(10);
+  int32_t lease_duration_seconds = 40;
+  Duration node_status_interval = std::chrono::minutes(1);
+  Duration discovery_interval = std::chrono::seconds(5);
+  // Every Pod of the node is reconciled and garbage collected this often.
+  Duration resync_interval = std::chrono::seconds(30);
+  // Backoff of retryable prepare failures.
+  Duration retry_base_delay = std::chrono::milliseconds(500);
+  Duration retry_max_delay = std::chrono::seconds(30);
+  // Play the kubelet for this node's Pods (simulated nodes; `draplane agent` on a real node
+  // alongside a kubelet turns it off and only prepares).
+  bool simulate_containers = true;
+  std::string field_manager = "draplane-agent";
+};
+
+// What SyncPod did.
+enum class PodOutcome {
+  kDone,      // nothing more to do until the Pod changes
+  kRetry,     // retry with backoff (retryable failure, or the claims are not ready yet)
+  kTerminal,  // prepare failed for good; the Pod was failed
+};
+
+class Agent {
+ public:
+  // InvalidArgument when the options lack a node name or state dir, or two drivers publish
+  // the same DRA driver name.
+  static StatusOr<std::unique_ptr<Agent>> Create(client::ApiClient& api,
+                                                 std::vector<std::unique_ptr<Driver>> drivers,
+                                                 AgentOptions options, const Clock& clock);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Recovers the checkpoint (prepare.h Recover). Required before anything else.
+  Status Init();
+
+  // The steps, synchronously.
+  Status SyncNode();
+  Status SyncSlices();
+  StatusOr<PodOutcome> SyncPod(const std::string& namespace_, const std::string& name);
+  // Every Pod bound to the node, then garbage collection.
+  Status SyncPods();
+  Status CollectGarbage();
+
+  // Starts the informer, timers and loop thread (after Init()).
+  Status Start();
+  // Stops and joins; idempotent.
+  void Stop();
+
+  const std::string& node_name() const { return options_.node_name; }
+  const Preparer& preparer() const { return *preparer_; }
+  // The inventories of the last successful discovery.
+  const std::vector<Inventory>& inventories() const { return inventories_; }
+
+ private:
+  Agent(client::ApiClient& api, std::vector<std::unique_ptr<Driver>> drivers, AgentOptions options,
+        const Clock& clock);
+  void Run();
+  void Process(const std::string& key);
+  Status EnsureLease();
+  // Claims (namespace, name) of a Pod; nullopt-like NotFound error when a generated claim is
+  // not created yet.
+  StatusOr<std::vector<std::string>> PodClaimNames(const api::corev1::Pod& pod) const;
+  Status UnprepareUnused(const std::vector<api::corev1::Pod>& live_pods);
+  Status WriteDeviceStatus(const std::string& namespace_, const std::string& name,
+                           const std::string& uid, const ClaimRecord& record);
+  Status MarkRunning(const api::corev1::Pod& pod);
+  Status MarkFailed(const api::corev1::Pod& pod, const std::string& message);
+  void RecordFailure(const api::corev1::Pod& pod, const std::string& message);
+
+  client::ApiClient& api_;
+  std::vector<std::unique_ptr<Driver>> drivers_;
+  AgentOptions options_;
+  const Clock& clock_;
+  std::unique_ptr<Preparer> preparer_;
+  std::vector<std::string> managed_drivers_;
+  std::vector<Inventory> inventories_;
+  std::unique_ptr<client::EventRecorder> events_;
+  Timestamp last_node_status_{};
+  bool initialized_ = false;
+
+  std::unique_ptr<client::WorkQueue> queue_;
+  std::unique_ptr<client::Informer<api::corev1::Pod>> pods_;
+  std::thread loop_;
+  std::atomic<bool> started_{false};
+};
+
+}  // namespace draplane::agent

@@ -1,0 +1,308 @@
+#include "agent/agent.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "agent/cdi.h"
+#include "agent/drivers/profile/profile_driver.h"
+#include "agent/internal/files.h"
+#include "api/validation/validation.h"
+#include "client/memory_api.h"
+#include "client/typed.h"
+#include "common/random.h"
+
+namespace draplane::agent {
+namespace {
+
+namespace rv1 = api::resourcev1;
+namespace cv1 = api::corev1;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr std::string_view kProfile = R"(
+apiVersion: draplane.dev/v1alpha1
+kind: NodeProfile
+labels: {platform.example.com/accelerator: h100}
+capacity: {cpu: "64"}
+extendedResources: {example.com/gpu: "2"}
+devices:
+  gpus:
+  - {count: 2, productName: NVIDIA H100 80GB HBM3, architecture: Hopper,
+     cudaComputeCapability: "9.0", driverVersion: 550.90.07, memory: 80Gi}
+  fpgas: [{count: 1, model: Agilex 7, bitstreamFamily: inference-v2}]
+  nics: [{count: 1, model: CX7, bandwidth: 400G, shared: true}]
+faults:
+- {device: gpu-1, after: 60s, effect: NoExecute, message: XID 79}
+- {device: fpga-0, prepare: terminal, message: bitstream load failed}
+)";
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("agent-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    agent_ = NewAgent();
+  }
+  void TearDown() override {
+    agent_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::unique_ptr<Agent> NewAgent() {
+    StatusOr<ClusterProfile> profile = ParseProfile(kProfile);
+    EXPECT_TRUE(profile.ok()) << profile.status().ToString();
+    const NodeTemplate& node = profile->pools[0].node;
+    std::vector<std::unique_ptr<Driver>> drivers;
+    drivers.push_back(std::move(*ProfileDriver::Create({.node_name = "node-a",
+                                                        .profile_path = "",
+                                                        .node = node,
+                                                        .clock = &clock_,
+                                                        .state_dir = (dir_ / "state").string(),
+                                                        .crash_exits_process = false})));
+    std::map<std::string, api::Quantity> capacity = node.capacity;
+    for (const auto& [k, v] : node.extended_resources) capacity[k] = v;
+    StatusOr<std::unique_ptr<Agent>> agent =
+        Agent::Create(api_, std::move(drivers),
+                      AgentOptions{.node_name = "node-a",
+                                   .state_dir = (dir_ / "state").string(),
+                                   .labels = node.labels,
+                                   .capacity = capacity},
+                      clock_);
+    EXPECT_TRUE(agent.ok()) << agent.status().ToString();
+    Status init = (*agent)->Init();
+    EXPECT_TRUE(init.ok()) << init.ToString();
+    return std::move(*agent);
+  }
+
+  // An allocated claim reserved for pod `pod_uid`, with results on node-a.
+  void CreateClaim(const std::string& name, const std::string& pod_uid,
+                   std::vector<std::pair<std::string, std::string>> devices) {
+    rv1::ResourceClaim claim;
+    claim.metadata.name = name;
+    claim.metadata.namespace_ = "team-a";
+    rv1::DeviceRequest request;
+    request.name = "gpu";
+    request.exactly.emplace();
+    request.exactly->device_class_name = "gpu.nvidia.com";
+    claim.spec.devices.requests.push_back(request);
+    StatusOr<rv1::ResourceClaim> created = client::Create(api_, claim);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    rv1::AllocationResult allocation;
+    for (const auto& [driver, device] : devices) {
+      rv1::DeviceRequestAllocationResult r;
+      r.request = "gpu";
+      r.driver = driver;
+      r.pool = "node-a";
+      r.device = device;
+      allocation.devices.results.push_back(r);
+    }
+    created->status.allocation = allocation;
+    rv1::ResourceClaimConsumerReference ref;
+    ref.resource = "pods";
+    ref.name = "pod-" + name;
+    ref.uid = pod_uid;
+    created->status.reserved_for.push_back(ref);
+    ASSERT_TRUE(client::UpdateStatus(api_, *created).ok());
+  }
+
+  // A Pod bound to node-a using claim `claim`; returns its UID.
+  std::string CreatePod(const std::string& name, const std::string& claim) {
+    cv1::Pod pod;
+    pod.metadata.name = name;
+    pod.metadata.namespace_ = "team-a";
+    pod.spec.node_name = "node-a";
+    cv1::Container c;
+    c.name = "main";
+    c.image = "example.com/llm:1";
+    pod.spec.containers.push_back(c);
+    cv1::PodResourceClaim ref;
+    ref.name = "gpu";
+    ref.resource_claim_name = claim;
+    pod.spec.resource_claims.push_back(ref);
+    StatusOr<cv1::Pod> created = client::Create(api_, pod);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created->metadata.uid;
+  }
+
+  std::vector<std::string> CdiFiles() {
+    return *internal::ListFiles((dir_ / "state/cdi").string());
+  }
+
+  ManualClock clock_;
+  std::unique_ptr<Random> random_ = NewSeededRandom(7);
+  client::MemoryApi api_{clock_, *random_};
+  std::filesystem::path dir_;
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
+  ASSERT_TRUE(agent_->SyncNode().ok());
+  StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", "node-a");
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ(node->metadata.labels.at("platform.example.com/accelerator"), "h100");
+  EXPECT_EQ(node->metadata.labels.at("kubernetes.io/hostname"), "node-a");
+  EXPECT_EQ(node->metadata.annotations.at("draplane.dev/agent"), "true");
+  EXPECT_EQ(node->status.capacity.at("cpu").Value(), 64);
+  EXPECT_EQ(node->status.capacity.at("pods").Value(), 110);
+  EXPECT_EQ(node->status.allocatable.at("example.com/gpu").Value(), 2);
+  ASSERT_EQ(node->status.conditions.size(), 1u);
+  EXPECT_EQ(node->status.conditions[0].type, "Ready");
+  EXPECT_EQ(node->status.conditions[0].status, "True");
+  StatusOr<api::coordinationv1::Lease> lease =
+      client::Get<api::coordinationv1::Lease>(api_, "kube-node-lease", "node-a");
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(lease->spec.holder_identity.value_or(""), "node-a");
+  const api::Time first = *lease->spec.renew_time;
+  clock_.Advance(std::chrono::seconds(10));
+  ASSERT_TRUE(agent_->SyncNode().ok());
+  EXPECT_GT(
+      *client::Get<api::coordinationv1::Lease>(api_, "kube-node-lease", "node-a")->spec.renew_time,
+      first);
+}
+
+TEST_F(AgentTest, PublishesValidSlicesOnceAndTaintsUnhealthyDevices) {
+  ASSERT_TRUE(agent_->SyncSlices().ok());
+  auto slices = [&] { return client::List<rv1::ResourceSlice>(api_, "")->items; };
+  std::vector<rv1::ResourceSlice> first = slices();
+  ASSERT_EQ(first.size(), 3u);
+  for (const rv1::ResourceSlice& s : first) {
+    EXPECT_THAT(api::validation::ValidateResourceSlice(s), IsEmpty()) << s.metadata.name;
+    EXPECT_EQ(s.spec.pool.generation, 1);
+  }
+  const int64_t writes =
+      api_.RequestCount(client::Verb::kCreate) + api_.RequestCount(client::Verb::kUpdate);
+  ASSERT_TRUE(agent_->SyncSlices().ok());
+  EXPECT_EQ(api_.RequestCount(client::Verb::kCreate) + api_.RequestCount(client::Verb::kUpdate),
+            writes);
+
+  clock_.Advance(std::chrono::seconds(60));
+  ASSERT_TRUE(agent_->SyncSlices().ok());
+  StatusOr<rv1::ResourceSlice> gpus =
+      client::Get<rv1::ResourceSlice>(api_, "", "node-a-gpu.nvidia.com-0");
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(gpus->spec.pool.generation, 2);
+  ASSERT_EQ(gpus->spec.devices[1].taints.size(), 1u);
+  EXPECT_EQ(gpus->spec.devices[1].taints[0].key, "gpu.nvidia.com/unhealthy");
+  EXPECT_EQ(gpus->spec.devices[1].taints[0].effect, "NoExecute");
+  EXPECT_TRUE(gpus->spec.devices[0].taints.empty());
+}
+
+TEST_F(AgentTest, PodRunsAfterItsCdiSpecExistsAndDeletionReleasesEverything) {
+  const std::string uid = "11111111-1111-4111-8111-111111111111";
+  CreateClaim("train", uid, {{"gpu.nvidia.com", "gpu-0"}, {"nic.example.com", "nic-0"}});
+  // The Pod's real UID is what the claim must be reserved for.
+  const std::string pod_uid = CreatePod("pod-train", "train");
+  StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(api_, "team-a", "train");
+  claim->status.reserved_for[0].uid = pod_uid;
+  ASSERT_TRUE(client::UpdateStatus(api_, *claim).ok());
+
+  StatusOr<PodOutcome> outcome = agent_->SyncPod("team-a", "pod-train");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(*outcome, PodOutcome::kDone);
+  const std::string claim_uid = claim->metadata.uid;
+  EXPECT_THAT(CdiFiles(), ElementsAre("gpu.nvidia.com_gpu_" + claim_uid + ".json",
+                                      "nic.example.com_nic_" + claim_uid + ".json"));
+  StatusOr<CdiSpec> spec = ParseCdiSpec(*internal::ReadFile(
+      (dir_ / "state/cdi" / ("gpu.nvidia.com_gpu_" + claim_uid + ".json")).string()));
+  ASSERT_TRUE(spec.ok());
+  ASSERT_EQ(spec->devices.size(), 1u);
+  EXPECT_EQ(spec->devices[0].name, claim_uid + "-gpu-0");
+  StatusOr<cv1::Pod> pod = client::Get<cv1::Pod>(api_, "team-a", "pod-train");
+  EXPECT_EQ(pod->status.phase, "Running");
+  // Device status: Ready, CDI IDs, NIC network data.
+  claim = client::Get<rv1::ResourceClaim>(api_, "team-a", "train");
+  ASSERT_EQ(claim->status.devices.size(), 2u);
+  EXPECT_EQ(claim->status.devices[0].conditions[0].type, "Ready");
+  EXPECT_EQ(claim->status.devices[0].conditions[0].status, "True");
+  EXPECT_TRUE(claim->status.devices[1].network_data.has_value());
+  EXPECT_EQ(claim->status.devices[1].network_data->interface_name, "net0");
+  EXPECT_THAT(api::validation::ValidateResourceClaimStatus(*claim), IsEmpty());
+
+  // Again: nothing changes.
+  const int64_t updates = api_.RequestCount(client::Verb::kUpdate);
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-train"), PodOutcome::kDone);
+  EXPECT_EQ(api_.RequestCount(client::Verb::kUpdate), updates);
+
+  // Deleting the Pod: unprepared, spec gone, deletion finished.
+  ASSERT_TRUE(client::Delete<cv1::Pod>(api_, "team-a", "pod-train").ok());
+  ASSERT_TRUE(client::Get<cv1::Pod>(api_, "team-a", "pod-train").ok());  // graceful
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-train"), PodOutcome::kDone);
+  EXPECT_THAT(CdiFiles(), IsEmpty());
+  EXPECT_TRUE(agent_->preparer().checkpoint().claims.empty());
+  EXPECT_EQ(client::Get<cv1::Pod>(api_, "team-a", "pod-train").status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST_F(AgentTest, WaitsForTheClaimToBeReservedForThePod) {
+  CreateClaim("train", "someone-else", {{"gpu.nvidia.com", "gpu-0"}});
+  CreatePod("pod-train", "train");
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-train"), PodOutcome::kRetry);
+  EXPECT_THAT(CdiFiles(), IsEmpty());
+  EXPECT_EQ(client::Get<cv1::Pod>(api_, "team-a", "pod-train")->status.phase, "Pending");
+  // A template claim that does not exist yet.
+  cv1::Pod pod;
+  pod.metadata.name = "templated";
+  pod.metadata.namespace_ = "team-a";
+  pod.spec.node_name = "node-a";
+  cv1::PodResourceClaim ref;
+  ref.name = "gpu";
+  ref.resource_claim_template_name = "tmpl";
+  pod.spec.resource_claims.push_back(ref);
+  ASSERT_TRUE(client::Create(api_, pod).ok());
+  EXPECT_EQ(*agent_->SyncPod("team-a", "templated"), PodOutcome::kRetry);
+}
+
+TEST_F(AgentTest, TerminalPrepareFailureFailsThePodWithAnEvent) {
+  CreateClaim("fpga", "x", {{"fpga.example.com", "fpga-0"}});
+  const std::string pod_uid = CreatePod("pod-fpga", "fpga");
+  StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(api_, "team-a", "fpga");
+  claim->status.reserved_for[0].uid = pod_uid;
+  ASSERT_TRUE(client::UpdateStatus(api_, *claim).ok());
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-fpga"), PodOutcome::kTerminal);
+  StatusOr<cv1::Pod> pod = client::Get<cv1::Pod>(api_, "team-a", "pod-fpga");
+  EXPECT_EQ(pod->status.phase, "Failed");
+  EXPECT_EQ(pod->status.reason, "FailedPrepareDynamicResources");
+  bool condition = false;
+  for (const cv1::PodCondition& c : pod->status.conditions) {
+    if (c.type == "DevicesPrepared") {
+      condition = true;
+      EXPECT_EQ(c.status, "False");
+      EXPECT_THAT(c.message, HasSubstr("bitstream load failed"));
+    }
+  }
+  EXPECT_TRUE(condition);
+  StatusOr<client::ObjectList<cv1::Event>> events = client::List<cv1::Event>(api_, "team-a");
+  ASSERT_EQ(events->items.size(), 1u);
+  EXPECT_EQ(events->items[0].reason, "FailedPrepareDynamicResources");
+  EXPECT_EQ(events->items[0].type, "Warning");
+  EXPECT_THAT(events->items[0].message, HasSubstr("(terminal)"));
+  EXPECT_THAT(CdiFiles(), IsEmpty());
+}
+
+TEST_F(AgentTest, GarbageCollectsClaimsAfterARestartWhenThePodIsGone) {
+  CreateClaim("train", "x", {{"gpu.nvidia.com", "gpu-0"}});
+  const std::string pod_uid = CreatePod("pod-train", "train");
+  StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(api_, "team-a", "train");
+  claim->status.reserved_for[0].uid = pod_uid;
+  ASSERT_TRUE(client::UpdateStatus(api_, *claim).ok());
+  ASSERT_EQ(*agent_->SyncPod("team-a", "pod-train"), PodOutcome::kDone);
+  agent_.reset();
+  // While the agent is down the Pod goes away for good.
+  client::DeleteOptions force;
+  force.grace_period_seconds = 0;
+  ASSERT_TRUE(client::Delete<cv1::Pod>(api_, "team-a", "pod-train", force).ok());
+  agent_ = NewAgent();
+  EXPECT_EQ(agent_->preparer().checkpoint().claims.size(), 1u);  // not forgotten
+  ASSERT_TRUE(agent_->SyncPods().ok());
+  EXPECT_TRUE(agent_->preparer().checkpoint().claims.empty());
+  EXPECT_THAT(CdiFiles(), IsEmpty());
+}
+
+}  // namespace
+}  // namespace draplane::agent
