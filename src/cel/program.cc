@@ -59,9 +59,11 @@ Value Program::Run(EvalContext& ctx) const {
 }
 
 SelectorResult Program::Match(const DeviceInput& device) const {
-  if (device.error()) return SelectorResult::Error(*device.error(), 0);
+  if (device.error()) [[unlikely]] {
+    return SelectorResult::Error(*device.error(), 0);
+  }
   Scratch& scratch = ThreadScratch();
-  if (scratch.slots.size() < static_cast<size_t>(slot_count_)) {
+  if (scratch.slots.size() < static_cast<size_t>(slot_count_)) [[unlikely]] {
     scratch.slots.resize(static_cast<size_t>(slot_count_));
   }
   EvalContext ctx;
@@ -69,23 +71,30 @@ SelectorResult Program::Match(const DeviceInput& device) const {
   ctx.slots = scratch.slots.data();
   ctx.device = &device;
   ctx.cost_limit = cost_limit_;
-  Value v = Run(ctx);
-  SelectorResult result;
-  if (v.kind() == ValueKind::kBool) {
-    result = SelectorResult::Match(v.bool_value(), ctx.cost);
-  } else if (v.IsError()) {
-    result = SelectorResult::Error(Enhance(v.error().message), ctx.cost);
-  } else {
-    const TypeValue* t = TypeOf(v);
-    std::string type_name(t ? t->name : "error");
-    result = SelectorResult::Error("CEL result of type " + type_name +
-                                       " could not be converted to bool: type conversion error "
-                                       "from '" +
-                                       type_name + "' to 'bool'",
-                                   ctx.cost);
+  Value v = root_->Eval(ctx);
+  if (v.kind() == ValueKind::kBool && !ctx.cancelled && ctx.cost <= cost_limit_) [[likely]] {
+    if (scratch.arena.used()) scratch.arena.Reset();
+    return SelectorResult::Match(v.bool_value(), ctx.cost);
   }
+  // The error text may live in the arena: copy it out before resetting.
+  SelectorResult result = NotAMatch(v, ctx);
   if (scratch.arena.used()) scratch.arena.Reset();
   return result;
+}
+
+SelectorResult Program::NotAMatch(const Value& v, const EvalContext& ctx) const {
+  if (ctx.cancelled || ctx.cost > cost_limit_) {
+    return SelectorResult::Error(std::string(EvalContext::CostLimitExceeded().error().message),
+                                 ctx.cost);
+  }
+  if (v.IsError()) return SelectorResult::Error(Enhance(v.error().message), ctx.cost);
+  const TypeValue* t = TypeOf(v);
+  std::string type_name(t ? t->name : "error");
+  return SelectorResult::Error("CEL result of type " + type_name +
+                                   " could not be converted to bool: type conversion error "
+                                   "from '" +
+                                   type_name + "' to 'bool'",
+                               ctx.cost);
 }
 
 EvalResult Program::Evaluate(const Activation& activation) const {

@@ -111,6 +111,7 @@ class Program {
 
  private:
   Value Run(EvalContext& ctx) const;
+  SelectorResult NotAMatch(const Value& v, const EvalContext& ctx) const;
 
   std::shared_ptr<const Environment> env_;
   std::string expression_;

@@ -30,3 +30,55 @@ class RegexNode final : public Node {
 };
 
 }  // namespace draplane::cel
+
+namespace draplane::cel {
+
+// `x <op> <constant>` with an int, uint, double or string constant: compares directly when x
+// has the constant's kind, else falls back to the generic comparison.
+class CompareConstNode final : public Node {
+ public:
+  CompareConstNode(NodePtr lhs, Value constant, CompareNode::Op op, bool constant_on_left);
+  Value Eval(EvalContext& ctx) const override;
+
+ private:
+  NodePtr lhs_;
+  Value constant_;
+  uint64_t constant_size_;
+  CompareNode::Op op_;
+  bool constant_on_left_;
+};
+
+// `x.compareTo(C)`, `x.isGreaterThan(C)`, `x.isLessThan(C)` with a constant quantity or semver
+// C: one comparison without dispatch (cost 1 as the library charges).
+class ConstCompareToNode final : public Node {
+ public:
+  enum class Mode : uint8_t { kCompareTo, kGreaterThan, kLessThan };
+  ConstCompareToNode(NodePtr receiver, Value constant, Mode mode)
+      : receiver_(std::move(receiver)), constant_(constant), mode_(mode) {}
+  Value Eval(EvalContext& ctx) const override;
+
+ private:
+  NodePtr receiver_;
+  Value constant_;  // a quantity or a semver
+  Mode mode_;
+};
+
+// `s.contains(C)`, `s.startsWith(C)`, `s.endsWith(C)` with a constant string C.
+class StringConstMethodNode final : public Node {
+ public:
+  enum class Mode : uint8_t { kContains, kStartsWith, kEndsWith };
+  StringConstMethodNode(NodePtr receiver, std::string_view constant, Mode mode)
+      : receiver_(std::move(receiver)),
+        constant_(constant),
+        mode_(mode),
+        constant_cost_(TraversalCost(constant.size())) {}
+  Value Eval(EvalContext& ctx) const override;
+
+ private:
+  NodePtr receiver_;
+  std::string_view constant_;  // owned by the program's constant arena
+  Mode mode_;
+  uint64_t constant_cost_;
+};
+
+}  // namespace draplane::cel

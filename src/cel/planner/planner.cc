@@ -357,6 +357,18 @@ class Planner {
   }
 
   NodePtr MakeCompare(NodePtr l, NodePtr r, CompareNode::Op o) {
+    auto fast = [](const NodePtr& n) {
+      if (!IsConst(n)) return false;
+      ValueKind k = n->constant()->kind();
+      return k == ValueKind::kInt || k == ValueKind::kUint || k == ValueKind::kDouble ||
+             k == ValueKind::kString;
+    };
+    if (fast(r) && !IsConst(l)) {
+      return std::make_unique<CompareConstNode>(std::move(l), *r->constant(), o, false);
+    }
+    if (fast(l) && !IsConst(r)) {
+      return std::make_unique<CompareConstNode>(std::move(r), *l->constant(), o, true);
+    }
     return std::make_unique<CompareNode>(std::move(l), std::move(r), o);
   }
 
@@ -406,6 +418,26 @@ class Planner {
     if (candidates.empty() || args.size() > 8) {
       return std::make_unique<ConstNode>(
           MakeError(constants_, "no matching overload for '" + name + "'"));
+    }
+    // Methods with a constant argument that have a dispatch-free form.
+    if (target != nullptr && args.size() == 2 && IsConst(args[1]) && !IsConst(args[0])) {
+      const Value& c = *args[1]->constant();
+      if ((name == "compareTo" || name == "isGreaterThan" || name == "isLessThan") &&
+          (c.kind() == ValueKind::kQuantity || c.kind() == ValueKind::kSemver)) {
+        using M = ConstCompareToNode::Mode;
+        M mode = name == "compareTo"       ? M::kCompareTo
+                 : name == "isGreaterThan" ? M::kGreaterThan
+                                           : M::kLessThan;
+        return std::make_unique<ConstCompareToNode>(std::move(args[0]), c, mode);
+      }
+      if ((name == "contains" || name == "startsWith" || name == "endsWith") &&
+          c.kind() == ValueKind::kString) {
+        using M = StringConstMethodNode::Mode;
+        M mode = name == "contains"     ? M::kContains
+                 : name == "startsWith" ? M::kStartsWith
+                                        : M::kEndsWith;
+        return std::make_unique<StringConstMethodNode>(std::move(args[0]), c.string_value(), mode);
+      }
     }
     // Precompiled regular expressions.
     if (args.size() == 2 && IsConst(args[1]) && args[1]->constant()->kind() == ValueKind::kString &&

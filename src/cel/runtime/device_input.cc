@@ -235,7 +235,8 @@ std::shared_ptr<const DeviceInput> DeviceInput::Builder::Build() && {
     std::string_view dom = Intern(arena, domain);
     std::string_view idv = Intern(arena, id);
     current.push_back({Value::String(idv), v});
-    d->attr_index_.push_back({HashQualifiedKey(dom, idv), dom, idv, v});
+    d->attr_.hashes.push_back(HashQualifiedKey(dom, idv));
+    d->attr_.entries.push_back({dom, idv, v});
   }
   flush();
   d->attributes_ = BuildMap(arena, domains, /*default_empty=*/true);
@@ -256,7 +257,8 @@ std::shared_ptr<const DeviceInput> DeviceInput::Builder::Build() && {
     std::string_view dom = Intern(arena, domain);
     std::string_view idv = Intern(arena, id);
     current.push_back({Value::String(idv), v});
-    d->cap_index_.push_back({HashQualifiedKey(dom, idv), dom, idv, v});
+    d->cap_.hashes.push_back(HashQualifiedKey(dom, idv));
+    d->cap_.entries.push_back({dom, idv, v});
   }
   flush();
   d->capacity_ = BuildMap(arena, domains, /*default_empty=*/true);

@@ -96,10 +96,10 @@ class DeviceInput {
   // The attribute (or capacity) `id` of `domain`, or nullptr. `hash` must be
   // HashQualifiedKey(domain, id).
   const Value* FindAttribute(uint64_t hash, std::string_view domain, std::string_view id) const {
-    return Find(attr_index_, hash, domain, id);
+    return Find(attr_, hash, domain, id);
   }
   const Value* FindCapacity(uint64_t hash, std::string_view domain, std::string_view id) const {
-    return Find(cap_index_, hash, domain, id);
+    return Find(cap_, hash, domain, id);
   }
   // The per-domain map of attributes (or capacities), or nullptr when the domain has none.
   const Value* FindAttributeDomain(std::string_view domain) const;
@@ -108,17 +108,26 @@ class DeviceInput {
   static uint64_t HashQualifiedKey(std::string_view domain, std::string_view id);
 
  private:
-  struct IndexEntry {
-    uint64_t hash;
-    std::string_view domain;
-    std::string_view id;
-    Value value;
+  // (domain, id) -> value, with the hashes in their own array so the probe is a tight scan;
+  // a hash hit is verified against the names.
+  struct Index {
+    std::vector<uint64_t> hashes;
+    struct Entry {
+      std::string_view domain;
+      std::string_view id;
+      Value value;
+    };
+    std::vector<Entry> entries;
   };
   DeviceInput();
-  static const Value* Find(const std::vector<IndexEntry>& index, uint64_t hash,
-                           std::string_view domain, std::string_view id) {
-    for (const IndexEntry& e : index) {
-      if (e.hash == hash && e.id == id && e.domain == domain) return &e.value;
+  static const Value* Find(const Index& index, uint64_t hash, std::string_view domain,
+                           std::string_view id) {
+    const uint64_t* h = index.hashes.data();
+    const size_t n = index.hashes.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (h[i] != hash) continue;
+      const Index::Entry& e = index.entries[i];
+      if (StringsEqual(e.id, id) && StringsEqual(e.domain, domain)) return &e.value;
     }
     return nullptr;
   }
@@ -128,8 +137,8 @@ class DeviceInput {
   bool allow_multiple_allocations_ = false;
   std::optional<std::string> error_;
   Value root_, attributes_, capacity_;
-  std::vector<IndexEntry> attr_index_;
-  std::vector<IndexEntry> cap_index_;
+  Index attr_;
+  Index cap_;
 
   friend class Builder;
 };

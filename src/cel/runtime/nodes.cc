@@ -343,7 +343,7 @@ Value EqualConstNode::Eval(EvalContext& ctx) const {
         uint64_t n = s.size() < constant_size_ ? s.size() : constant_size_;
         ctx.cost += TraversalCost(n);
         eq = s.size() == constant_size_ &&
-             std::memcmp(s.data(), constant_.string_value().data(), s.size()) == 0;
+             BytesEqual(s.data(), constant_.string_value().data(), s.size());
         return Value::Bool(eq != negate_);
       }
       case ValueKind::kInt:
@@ -424,8 +424,9 @@ CallNode::CallNode(std::string function, std::vector<const OverloadImpl*> candid
   for (const OverloadImpl* c : candidates_) non_strict_ = non_strict_ || c->non_strict;
 }
 
-Value CallNode::Eval(EvalContext& ctx) const {
-  Value args[kMaxArgs];
+template <size_t N>
+Value CallNode::EvalN(EvalContext& ctx) const {
+  Value args[N];
   const size_t n = args_.size();
   for (size_t i = 0; i < n; ++i) args[i] = args_[i]->Eval(ctx);
   if (!non_strict_) {
@@ -446,6 +447,20 @@ Value CallNode::Eval(EvalContext& ctx) const {
     }
   }
   return NoSuchOverload();
+}
+
+Value CallNode::Eval(EvalContext& ctx) const {
+  switch (args_.size()) {
+    case 0:
+    case 1:
+      return EvalN<1>(ctx);
+    case 2:
+      return EvalN<2>(ctx);
+    case 3:
+      return EvalN<3>(ctx);
+    default:
+      return EvalN<kMaxArgs>(ctx);
+  }
 }
 
 Value ListNode::Eval(EvalContext& ctx) const {

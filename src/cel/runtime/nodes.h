@@ -217,6 +217,9 @@ class CallNode final : public Node {
   const std::vector<const OverloadImpl*>& candidates() const { return candidates_; }
 
  private:
+  template <size_t N>
+  Value EvalN(EvalContext& ctx) const;
+
   std::string function_;
   std::vector<const OverloadImpl*> candidates_;
   std::vector<NodePtr> args_;

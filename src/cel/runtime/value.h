@@ -278,6 +278,35 @@ std::string FormatValue(const Value& v);
 // "1e-05", "+Inf", "NaN").
 std::string FormatDouble(double d);
 
+// Byte equality of two strings of equal length `n`, inlined for the short strings selectors
+// compare (driver names, attribute values): overlapping 8-byte loads instead of a memcmp call.
+inline bool BytesEqual(const char* a, const char* b, size_t n) {
+  if (n >= 8) {
+    if (n > 16) return std::memcmp(a, b, n) == 0;
+    uint64_t x0, y0, x1, y1;
+    std::memcpy(&x0, a, 8);
+    std::memcpy(&y0, b, 8);
+    std::memcpy(&x1, a + n - 8, 8);
+    std::memcpy(&y1, b + n - 8, 8);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  if (n >= 4) {
+    uint32_t x0, y0, x1, y1;
+    std::memcpy(&x0, a, 4);
+    std::memcpy(&y0, b, 4);
+    std::memcpy(&x1, a + n - 4, 4);
+    std::memcpy(&y1, b + n - 4, 4);
+    return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+inline bool StringsEqual(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && BytesEqual(a.data(), b.data(), a.size());
+}
+
 // The error text of an error value.
 inline std::string_view ErrorMessage(const Value& v) { return v.error().message; }
 

@@ -1,0 +1,106 @@
+#include "cel/selector_lint.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <variant>
+
+namespace draplane::cel {
+namespace {
+
+namespace resourcev1 = api::resourcev1;
+
+std::shared_ptr<const Environment> EnvFor(const SelectorLintOptions& o) {
+  static std::mutex mu;
+  static auto* envs =
+      new std::map<std::tuple<int, bool, bool>, std::shared_ptr<const Environment>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto key =
+      std::make_tuple(static_cast<int>(o.env_type), o.consumable_capacity, o.list_type_attributes);
+  auto& env = (*envs)[key];
+  if (!env) {
+    env =
+        Environment::NewDra(DraEnvironmentOptions{.env_type = o.env_type,
+                                                  .consumable_capacity = o.consumable_capacity,
+                                                  .list_type_attributes = o.list_type_attributes});
+  }
+  return env;
+}
+
+void LintSelectors(const std::vector<resourcev1::DeviceSelector>& selectors,
+                   const api::FieldPath& path, const SelectorLintOptions& options,
+                   api::FieldErrorList* errors) {
+  for (size_t i = 0; i < selectors.size(); ++i) {
+    if (!selectors[i].cel) continue;  // a missing `cel` is api/validation's Required error
+    LintCelSelector(selectors[i].cel->expression,
+                    path.Index(static_cast<int64_t>(i)).Child("cel").Child("expression"), options,
+                    errors);
+  }
+}
+
+void LintClaimSpec(const resourcev1::ResourceClaimSpec& spec, const api::FieldPath& path,
+                   const SelectorLintOptions& options, api::FieldErrorList* errors) {
+  api::FieldPath requests = path.Child("devices").Child("requests");
+  for (size_t i = 0; i < spec.devices.requests.size(); ++i) {
+    const resourcev1::DeviceRequest& r = spec.devices.requests[i];
+    api::FieldPath rp = requests.Index(static_cast<int64_t>(i));
+    if (r.exactly) {
+      LintSelectors(r.exactly->selectors, rp.Child("exactly").Child("selectors"), options, errors);
+    }
+    for (size_t k = 0; k < r.first_available.size(); ++k) {
+      LintSelectors(r.first_available[k].selectors,
+                    rp.Child("firstAvailable").Index(static_cast<int64_t>(k)).Child("selectors"),
+                    options, errors);
+    }
+  }
+}
+
+}  // namespace
+
+void LintCelSelector(const std::string& expression, const api::FieldPath& path,
+                     const SelectorLintOptions& options, api::FieldErrorList* errors) {
+  if (expression.size() > kSelectorMaxLength) return;
+  CompileOptions compile;
+  compile.estimate_cost = true;
+  auto program = EnvFor(options)->Compile(expression, compile);
+  if (!program.ok()) {
+    errors->push_back(
+        api::Invalid(path, api::RenderValue(expression), std::string(program.status().message())));
+    return;
+  }
+  if ((*program)->estimated_cost().value_or(0) > kSelectorMaxCost) {
+    errors->push_back(api::Forbidden(path, "too complex, exceeds cost limit"));
+  }
+}
+
+api::FieldErrorList LintCelSelectors(const resourcev1::DeviceClass& obj,
+                                     const SelectorLintOptions& options) {
+  api::FieldErrorList errors;
+  LintSelectors(obj.spec.selectors, api::FieldPath("spec").Child("selectors"), options, &errors);
+  return errors;
+}
+
+api::FieldErrorList LintCelSelectors(const resourcev1::ResourceClaim& obj,
+                                     const SelectorLintOptions& options) {
+  api::FieldErrorList errors;
+  LintClaimSpec(obj.spec, api::FieldPath("spec"), options, &errors);
+  return errors;
+}
+
+api::FieldErrorList LintCelSelectors(const resourcev1::ResourceClaimTemplate& obj,
+                                     const SelectorLintOptions& options) {
+  api::FieldErrorList errors;
+  LintClaimSpec(obj.spec.spec, api::FieldPath("spec").Child("spec"), options, &errors);
+  return errors;
+}
+
+api::FieldErrorList LintCelSelectors(const api::Object& obj, const SelectorLintOptions& options) {
+  if (auto* c = std::get_if<resourcev1::DeviceClass>(&obj)) return LintCelSelectors(*c, options);
+  if (auto* c = std::get_if<resourcev1::ResourceClaim>(&obj)) return LintCelSelectors(*c, options);
+  if (auto* t = std::get_if<resourcev1::ResourceClaimTemplate>(&obj)) {
+    return LintCelSelectors(*t, options);
+  }
+  return {};
+}
+
+}  // namespace draplane::cel
