@@ -155,9 +155,10 @@ struct WatchOptions {
   // revision it saw). 0 means StoreOptions::watch_queue_limit. The backlog replayed when the
   // watch starts is not counted against the limit.
   size_t queue_limit = 0;
-  // Called when the queue turns from empty to non-empty and when the watch ends. It runs on a
-  // store thread with no store lock held: it must be quick and must not block (post to your
-  // event loop). It may call any method of the Watcher.
+  // Called when the queue turns from empty to non-empty and when the store ends the watch. It
+  // runs on a store thread with no store lock held: it must be quick and must not block (post to
+  // your event loop). It may call any method of the Watcher. No call starts after Cancel()
+  // returns.
   std::function<void()> notify{};
 };
 
@@ -183,9 +184,10 @@ class Watcher {
   // Appends up to `max_events` queued events to `*out` without blocking. Returns OK while the
   // watch is open or events remain. Once the watch has ended and every queued event has been
   // handed out, appends nothing and returns the reason it ended: Cancelled (Cancel() or store
-  // closed), ResourceExhausted (consumer too slow), Expired (the backend lost the history it
-  // needed), Unavailable (backend connection lost). After a notify, poll until nothing is
-  // appended: the next notify comes only when the queue turns non-empty again.
+  // closed), ResourceExhausted (consumer too slow), Expired (the backend lost history the watch
+  // needed, e.g. etcd compacted while the store was disconnected; while etcd is merely
+  // unreachable the store reconnects and the watch stays open). After a notify, poll until
+  // nothing is appended: the next notify comes only when the queue turns non-empty again.
   Status Poll(std::vector<WatchEvent>* out, size_t max_events = SIZE_MAX);
 
   // Blocks until an event is queued or the watch has ended with nothing left to deliver; returns

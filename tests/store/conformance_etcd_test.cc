@@ -151,3 +151,36 @@ TEST(EtcdTlsTest, TheStoreSpeaksMutualTlsAndRefusesUntrustedPeers) {
 
 }  // namespace
 }  // namespace draplane::store::testing
+
+namespace draplane::store::testing {
+namespace {
+
+// Several API servers on one etcd (issue 6): each has its own store on the same prefix.
+TEST(EtcdSharedPrefixTest, TwoStoresOnOnePrefixActAsOne) {
+  ASSERT_NE(shared, nullptr);
+  const std::string url = "etcd://" + shared->etcd->endpoint() + "?prefix=/shared/";
+  StatusOr<std::unique_ptr<Store>> a = OpenStore(url);
+  StatusOr<std::unique_ptr<Store>> b = OpenStore(url);
+  ASSERT_TRUE(a.ok() && b.ok());
+  StatusOr<std::unique_ptr<Watcher>> watch_b = (*b)->Watch("core/pods", {});
+  ASSERT_TRUE(watch_b.ok());
+
+  StatusOr<ObjectPtr> created = (*a)->Create(Key{"core/pods", "ns", "x"}, "from a");
+  ASSERT_TRUE(created.ok());
+  StatusOr<WatchEvent> seen = (*watch_b)->Next();
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->object->value, "from a");
+  EXPECT_EQ(seen->revision, (*created)->revision);
+
+  // Compare-and-swap holds across the two: a stale writer loses.
+  ASSERT_TRUE((*b)->Update(Key{"core/pods", "ns", "x"}, "from b", {(*created)->revision}).ok());
+  EXPECT_EQ(
+      (*a)->Update(Key{"core/pods", "ns", "x"}, "stale", {(*created)->revision}).status().code(),
+      StatusCode::kConflict);
+  EXPECT_EQ((*(*a)->Get(Key{"core/pods", "ns", "x"}))->value, "from b");
+  EXPECT_EQ((*b)->Create(Key{"core/pods", "ns", "x"}, "again").status().code(),
+            StatusCode::kAlreadyExists);
+}
+
+}  // namespace
+}  // namespace draplane::store::testing
