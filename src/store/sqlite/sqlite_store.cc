@@ -136,6 +136,8 @@ StatusOr<DbPtr> OpenConnection(const std::string& path) {
   if (rc != SQLITE_OK) return SqliteStatus(raw, rc, "open " + path);
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, 10'000);
+  // Reads map the file instead of copying pages through the page cache.
+  DRAPLANE_RETURN_IF_ERROR(Exec(raw, "PRAGMA mmap_size = 268435456"));
   return db;
 }
 
@@ -383,7 +385,9 @@ class SqliteStore final : public Store {
     DRAPLANE_ASSIGN_OR_RETURN(write_db_, OpenConnection(path_));
     sqlite3* db = write_db_.get();
     DRAPLANE_RETURN_IF_ERROR(CheckOrCreateSchema(db));
+    // Every commit fsyncs the WAL: a write is acknowledged only once it is durable.
     DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = FULL"));
+    DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA cache_size = -32768"));
     write_stmts_ = std::make_unique<WriteStmts>();
     WriteStmts& w = *write_stmts_;
     DRAPLANE_RETURN_IF_ERROR(w.begin.Prepare(db, "BEGIN IMMEDIATE"));
