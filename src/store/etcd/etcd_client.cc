@@ -154,11 +154,13 @@ class Connection {
   }
 
   // Reads some more of a streamed body into `data`; returns the bytes read (0 at the end).
+  // Fails when nothing arrives for `idle_timeout`.
   StatusOr<size_t> ReadSome(http::response_parser<http::buffer_body>* parser, char* data,
-                            size_t size) {
+                            size_t size, Duration idle_timeout) {
     parser->get().body().data = data;
     parser->get().body().size = size;
     boost::system::error_code ec;
+    Lowest().expires_after(idle_timeout);
     Visit([&](auto& stream) {
       http::async_read_some(stream, buffer_, *parser,
                             [&](boost::system::error_code e, size_t) { ec = e; });
@@ -335,6 +337,12 @@ class EtcdConnectionPool {
 
 namespace {
 
+// etcd sends a progress notification on an idle watch every 10 minutes (its default
+// --experimental-watch-progress-notify-interval) when asked to (`progress_notify`); a stream
+// silent for longer is presumed dead (e.g. a network partition TCP has not noticed) and is
+// reopened.
+constexpr Duration kWatchIdleTimeout = std::chrono::minutes(15);
+
 class WatchStreamImpl final : public EtcdClient::WatchStream {
  public:
   WatchStreamImpl(std::unique_ptr<Connection> connection,
@@ -368,7 +376,8 @@ class WatchStreamImpl final : public EtcdClient::WatchStream {
     std::vector<char> chunk(64 * 1024);
     while (!closed()) {
       if (parser_->is_done()) return UnavailableError("etcd ended the watch stream");
-      StatusOr<size_t> n = connection_->ReadSome(parser_.get(), chunk.data(), chunk.size());
+      StatusOr<size_t> n =
+          connection_->ReadSome(parser_.get(), chunk.data(), chunk.size(), kWatchIdleTimeout);
       if (!n.ok()) return closed() ? Status::Ok() : n.status();
       pending_.append(chunk.data(), *n);
       if (!DeliverPending(on_message)) return malformed_;
