@@ -27,6 +27,8 @@ int Run(int argc, char** argv) {
   AddVersionCommand(app);
   AddConvertCommand(app);
   AddLintCommand(app);
+  AddScenarioCommand(app);
+  AddAllocateCommand(app);
 
   try {
     app.parse(argc, argv);

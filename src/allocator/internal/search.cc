@@ -554,8 +554,12 @@ class Searcher {
       if (available < needed) {
         ++stats_.count_bound_prunes;
         if (o_.observer != nullptr) {
-          std::string detail = fmt::format("{} more device(s) needed, {} usable candidate(s) left",
-                                           needed, available);
+          int usable = 0;
+          for (size_t pos = start; pos < n; ++pos) {
+            if (Unavailable(key, c, candidates[pos]) == Reason::kNone) ++usable;
+          }
+          std::string detail =
+              fmt::format("{} more device(s) needed, {} usable candidate(s) left", needed, usable);
           for (size_t pos = start; pos < n; ++pos) {
             Reason why = Unavailable(key, c, candidates[pos]);
             if (why == Reason::kNone) {

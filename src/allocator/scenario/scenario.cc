@@ -201,7 +201,7 @@ std::string Diff(const std::string& expected, const std::string& actual) {
       out += "      " + a[i] + "\n";
       ++i;
       ++j;
-    } else if (j < b.size() && (i == a.size() || lcs[i][j + 1] >= lcs[i + 1][j])) {
+    } else if (j < b.size() && (i == a.size() || lcs[i][j + 1] > lcs[i + 1][j])) {
       out += "    + " + b[j] + "\n";
       ++j;
     } else {
