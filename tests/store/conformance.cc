@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
@@ -493,6 +494,62 @@ TEST_P(StoreConformanceTest, ConcurrentWritesAreWatchedExactlyOnceInRevisionOrde
     EXPECT_TRUE(watched.emplace(event.revision, Describe(event)).second);
   }
   EXPECT_EQ(watched, acknowledged);
+}
+
+// The API server's pattern: many watchers, one event loop woken by notify callbacks, Poll()
+// until empty. A lost notify would leave a watcher behind and hang the test.
+TEST_P(StoreConformanceTest, ManyWatchersDrainedFromOneLoopEachSeeEveryEventOnceInOrder) {
+  constexpr int kWatchers = 50;
+  constexpr int kWriters = 2;
+  constexpr int kWrites = 20;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<int> ready;
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int w = 0; w < kWatchers; ++w) {
+    watchers.push_back(MustWatch(*store_, "core/pods", {.notify = [&, w] {
+      std::lock_guard<std::mutex> lock(mu);
+      ready.push_back(w);
+      cv.notify_all();
+    }}));
+    ASSERT_NE(watchers.back(), nullptr);
+  }
+  std::mutex acked_mu;
+  std::vector<Revision> acked;
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kWriters; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        ObjectPtr created =
+            MustCreate(*store_, Pod("ns", "w" + std::to_string(t) + "-" + std::to_string(i)), "");
+        std::lock_guard<std::mutex> lock(acked_mu);
+        if (created != nullptr) acked.push_back(created->revision);
+      }
+    });
+  }
+  // The event loop.
+  std::vector<std::vector<Revision>> seen(kWatchers);
+  int complete = 0;
+  std::vector<WatchEvent> events;
+  while (complete < kWatchers) {
+    int w;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return !ready.empty(); });
+      w = ready.front();
+      ready.pop_front();
+    }
+    while (true) {
+      events.clear();
+      ASSERT_TRUE(watchers[w]->Poll(&events, 7).ok());
+      if (events.empty()) break;
+      for (const WatchEvent& event : events) seen[w].push_back(event.revision);
+      if (seen[w].size() == kWriters * kWrites) ++complete;
+    }
+  }
+  for (std::thread& writer : writers) writer.join();
+  std::sort(acked.begin(), acked.end());
+  for (int w = 0; w < kWatchers; ++w) EXPECT_EQ(seen[w], acked) << "watcher " << w;
 }
 
 TEST_P(StoreConformanceTest, BookmarksCarryARevisionCoveringDeliveredEvents) {
