@@ -1,0 +1,208 @@
+#include "scheduler/cluster_state.h"
+
+namespace draplane::scheduler {
+
+namespace rv1 = api::resourcev1;
+
+std::string ClaimKey(std::string_view namespace_, std::string_view name) {
+  std::string key;
+  key.reserve(namespace_.size() + name.size() + 1);
+  key.append(namespace_).push_back('/');
+  key.append(name);
+  return key;
+}
+
+ClusterState::ClusterState() = default;
+
+void ClusterState::RebuildOrder() {
+  order_.clear();
+  order_.reserve(nodes_.size());
+  for (auto& [name, info] : nodes_) order_.push_back(info.get());
+}
+
+void ClusterState::UpsertNode(std::shared_ptr<const api::corev1::Node> node) {
+  auto it = nodes_.find(node->metadata.name);
+  if (it != nodes_.end()) {
+    it->second->SetNode(std::move(node));
+    return;
+  }
+  std::string name = node->metadata.name;
+  auto info = std::make_unique<NodeInfo>(std::move(node));
+  // Pods observed before their node.
+  for (const auto& [uid, placement] : placements_) {
+    if (placement.node == name) info->AddPod(uid, placement.requests);
+  }
+  nodes_.emplace(name, std::move(info));
+  RebuildOrder();
+}
+
+void ClusterState::RemoveNode(std::string_view name) {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return;
+  nodes_.erase(it);
+  RebuildOrder();
+}
+
+NodeInfo* ClusterState::FindNode(std::string_view name) {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+const NodeInfo* ClusterState::FindNode(std::string_view name) const {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : it->second.get();
+}
+
+void ClusterState::PlacePod(const std::string& uid, const std::string& node,
+                            const Resources& requests, bool assumed) {
+  auto it = placements_.find(uid);
+  if (it != placements_.end() && it->second.node != node) {
+    if (NodeInfo* old = FindNode(it->second.node)) old->RemovePod(uid);
+  }
+  placements_[uid] = PodPlacement{node, assumed, requests};
+  if (NodeInfo* info = FindNode(node)) info->AddPod(uid, requests);
+}
+
+void ClusterState::UpsertAssignedPod(const PodPtr& pod) {
+  const std::string& phase = pod->status.phase;
+  if (pod->spec.node_name.empty() || phase == "Succeeded" || phase == "Failed") {
+    RemovePod(pod->metadata.uid);
+    return;
+  }
+  PlacePod(pod->metadata.uid, pod->spec.node_name, ComputePodRequests(*pod), false);
+}
+
+void ClusterState::RemovePod(std::string_view uid) {
+  auto it = placements_.find(std::string(uid));
+  if (it == placements_.end()) return;
+  if (NodeInfo* info = FindNode(it->second.node)) info->RemovePod(it->first);
+  placements_.erase(it);
+}
+
+void ClusterState::AssumePod(std::string_view uid, std::string_view node,
+                             const Resources& requests) {
+  PlacePod(std::string(uid), std::string(node), requests, true);
+}
+
+void ClusterState::ForgetAssumedPod(std::string_view uid) {
+  auto it = placements_.find(std::string(uid));
+  if (it == placements_.end() || !it->second.assumed) return;
+  RemovePod(uid);
+}
+
+bool ClusterState::IsAssumed(std::string_view uid) const {
+  auto it = placements_.find(std::string(uid));
+  return it != placements_.end() && it->second.assumed;
+}
+
+bool ClusterState::IsBound(std::string_view uid) const {
+  auto it = placements_.find(std::string(uid));
+  return it != placements_.end() && !it->second.assumed;
+}
+
+bool ClusterState::UpsertClaim(const ClaimPtr& claim) {
+  std::string key = ClaimKey(claim->metadata.namespace_, claim->metadata.name);
+  auto it = claims_.find(key);
+  if (it != claims_.end() && it->second->metadata.uid != claim->metadata.uid) {
+    // Replaced by a new object with the same name.
+    ledger_.Uncommit(it->second->metadata.uid);
+  }
+  claims_[key] = claim;
+  auto annotation = claim->metadata.annotations.find(kExtendedResourceClaimAnnotation);
+  if (annotation != claim->metadata.annotations.end() && annotation->second == "true") {
+    for (const api::metav1::OwnerReference& owner : claim->metadata.owner_references) {
+      if (owner.kind == "Pod" && owner.controller.value_or(false)) {
+        extended_claim_by_pod_[owner.uid] = key;
+      }
+    }
+  }
+  return ledger_.Commit(claim);
+}
+
+void ClusterState::RemoveClaim(const rv1::ResourceClaim& claim) {
+  std::string key = ClaimKey(claim.metadata.namespace_, claim.metadata.name);
+  auto it = claims_.find(key);
+  if (it != claims_.end() && it->second->metadata.uid == claim.metadata.uid) claims_.erase(it);
+  ledger_.Uncommit(claim.metadata.uid);
+  for (const api::metav1::OwnerReference& owner : claim.metadata.owner_references) {
+    auto e = extended_claim_by_pod_.find(owner.uid);
+    if (e != extended_claim_by_pod_.end() && e->second == key) extended_claim_by_pod_.erase(e);
+  }
+}
+
+ClusterState::ClaimPtr ClusterState::FindClaim(std::string_view namespace_,
+                                               std::string_view name) const {
+  auto it = claims_.find(ClaimKey(namespace_, name));
+  return it == claims_.end() ? nullptr : it->second;
+}
+
+ClusterState::ClaimPtr ClusterState::FindExtendedResourceClaim(std::string_view pod_uid) const {
+  auto it = extended_claim_by_pod_.find(std::string(pod_uid));
+  if (it == extended_claim_by_pod_.end()) return nullptr;
+  auto claim = claims_.find(it->second);
+  return claim == claims_.end() ? nullptr : claim->second;
+}
+
+void ClusterState::UpsertClass(std::shared_ptr<const rv1::DeviceClass> device_class) {
+  classes_[device_class->metadata.name] = device_class;
+  snapshot_.SetClass(device_class);
+  ledger_.SetClass(device_class);
+  RebuildExtendedResourceClasses();
+}
+
+void ClusterState::RemoveClass(std::string_view name) {
+  auto it = classes_.find(name);
+  if (it == classes_.end()) return;
+  classes_.erase(it);
+  snapshot_.RemoveClass(name);
+  ledger_.RemoveClass(name);
+  RebuildExtendedResourceClasses();
+}
+
+const rv1::DeviceClass* ClusterState::FindClass(std::string_view name) const {
+  auto it = classes_.find(name);
+  return it == classes_.end() ? nullptr : it->second.get();
+}
+
+void ClusterState::RebuildExtendedResourceClasses() {
+  // resource -> (class creation time, class name) of the current winner
+  std::map<std::string, std::pair<api::Time, std::string>, std::less<>> best;
+  auto offer = [&](const std::string& resource, const rv1::DeviceClass& c) {
+    auto it = best.find(resource);
+    if (it == best.end() || c.metadata.creation_timestamp > it->second.first ||
+        (c.metadata.creation_timestamp == it->second.first &&
+         c.metadata.name < it->second.second)) {
+      best[resource] = {c.metadata.creation_timestamp, c.metadata.name};
+    }
+  };
+  for (const auto& [name, c] : classes_) {
+    if (c->spec.extended_resource_name.has_value() && !c->spec.extended_resource_name->empty()) {
+      offer(*c->spec.extended_resource_name, *c);
+    }
+    offer(std::string(kImplicitExtendedResourcePrefix) + name, *c);
+  }
+  extended_resource_classes_.clear();
+  for (const auto& [resource, winner] : best) {
+    extended_resource_classes_.emplace(resource, winner.second);
+  }
+}
+
+void ClusterState::UpsertSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
+  auto it = slice_handles_.find(slice->metadata.name);
+  if (it == slice_handles_.end()) {
+    slice_handles_.emplace(slice->metadata.name, snapshot_.AddSlice(slice));
+  } else {
+    snapshot_.UpdateSlice(it->second, slice);
+  }
+  ledger_.SetSlice(std::move(slice));
+}
+
+void ClusterState::RemoveSlice(std::string_view name) {
+  auto it = slice_handles_.find(std::string(name));
+  if (it == slice_handles_.end()) return;
+  snapshot_.RemoveSlice(it->second);
+  slice_handles_.erase(it);
+  ledger_.RemoveSlice(name);
+}
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,121 @@
+// The cluster as the scheduler sees it: nodes with the pods placed on them (observed and
+// assumed), claims, device classes and resource slices, the allocator's snapshot of classes and
+// slices, and the device ledger (device_ledger.h). Informer events are applied to it on the
+// scheduler's loop thread; plugins read it during a scheduling cycle.
+//
+// This is the seam that keeps the scheduler core free of HTTP: the scheduler feeds it from
+// informers over any ApiClient, tests feed it directly, and `draplane explain` fills it from one
+// list of each resource.
+//
+// Thread-safety: not thread-safe; owned by one thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator/features.h"
+#include "allocator/snapshot.h"
+#include "api/gen/core_v1_types.h"
+#include "api/gen/resource_v1_types.h"
+#include "scheduler/device_ledger.h"
+#include "scheduler/framework/types.h"
+
+namespace draplane::scheduler {
+
+// Annotation of the claim the scheduler creates for extended resources backed by DRA
+// (resourceapi.ExtendedResourceClaimAnnotation).
+inline constexpr std::string_view kExtendedResourceClaimAnnotation =
+    "resource.kubernetes.io/extended-resource-claim";
+// Prefix of the implicit extended resource name of every device class (KEP-5004).
+inline constexpr std::string_view kImplicitExtendedResourcePrefix =
+    "deviceclass.resource.kubernetes.io/";
+
+class ClusterState {
+ public:
+  using PodPtr = std::shared_ptr<const api::corev1::Pod>;
+  using ClaimPtr = std::shared_ptr<const api::resourcev1::ResourceClaim>;
+
+  ClusterState();
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+
+  // Nodes.
+  void UpsertNode(std::shared_ptr<const api::corev1::Node> node);
+  void RemoveNode(std::string_view name);
+  // Every node, sorted by name (the stable evaluation order).
+  const std::vector<NodeInfo*>& nodes() const { return order_; }
+  NodeInfo* FindNode(std::string_view name);
+  const NodeInfo* FindNode(std::string_view name) const;
+
+  // Pods bound to nodes (terminal pods do not count; upstream removes them from its cache).
+  // A pod previously assumed on the same node is thereby confirmed.
+  void UpsertAssignedPod(const PodPtr& pod);
+  void RemovePod(std::string_view uid);
+  // Places a pod on a node before the API confirms it (upstream AssumePod).
+  void AssumePod(std::string_view uid, std::string_view node, const Resources& requests);
+  // Undoes AssumePod when binding failed (upstream ForgetPod); a confirmed pod stays.
+  void ForgetAssumedPod(std::string_view uid);
+  bool IsAssumed(std::string_view uid) const;
+  // The pod is on a node according to the API (not merely assumed).
+  bool IsBound(std::string_view uid) const;
+
+  // Claims. Returns true when the claim's allocation conflicts with an earlier one
+  // (DeviceLedger::Commit).
+  bool UpsertClaim(const ClaimPtr& claim);
+  void RemoveClaim(const api::resourcev1::ResourceClaim& claim);
+  ClaimPtr FindClaim(std::string_view namespace_, std::string_view name) const;
+  // The scheduler-made extended-resource claim owned by the pod with this uid, or null.
+  ClaimPtr FindExtendedResourceClaim(std::string_view pod_uid) const;
+
+  // Classes and slices.
+  void UpsertClass(std::shared_ptr<const api::resourcev1::DeviceClass> device_class);
+  void RemoveClass(std::string_view name);
+  const api::resourcev1::DeviceClass* FindClass(std::string_view name) const;
+  void UpsertSlice(std::shared_ptr<const api::resourcev1::ResourceSlice> slice);
+  void RemoveSlice(std::string_view name);
+
+  // Extended resource name -> device class serving it (explicit `extendedResourceName`, else
+  // the implicit `deviceclass.resource.kubernetes.io/<class>`); among classes naming the same
+  // resource the newest wins, then the first by name.
+  const std::map<std::string, std::string, std::less<>>& extended_resource_classes() const {
+    return extended_resource_classes_;
+  }
+
+  allocator::Snapshot& snapshot() { return snapshot_; }
+  DeviceLedger& ledger() { return ledger_; }
+  const DeviceLedger& ledger() const { return ledger_; }
+
+  size_t claim_count() const { return claims_.size(); }
+
+ private:
+  struct PodPlacement {
+    std::string node;
+    bool assumed = false;
+    Resources requests;
+  };
+  void RebuildOrder();
+  void RebuildExtendedResourceClasses();
+  void PlacePod(const std::string& uid, const std::string& node, const Resources& requests,
+                bool assumed);
+
+  std::map<std::string, std::unique_ptr<NodeInfo>, std::less<>> nodes_;
+  std::vector<NodeInfo*> order_;
+  std::unordered_map<std::string, PodPlacement> placements_;            // by pod uid
+  std::map<std::string, ClaimPtr, std::less<>> claims_;                 // by namespace/name
+  std::unordered_map<std::string, std::string> extended_claim_by_pod_;  // pod uid -> claim key
+  std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceClass>, std::less<>> classes_;
+  std::map<std::string, std::string, std::less<>> extended_resource_classes_;
+  std::unordered_map<std::string, allocator::Snapshot::SliceHandle> slice_handles_;
+  allocator::Snapshot snapshot_;
+  DeviceLedger ledger_;
+};
+
+// "namespace/name".
+std::string ClaimKey(std::string_view namespace_, std::string_view name);
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,305 @@
+#include "scheduler/device_ledger.h"
+
+#include <algorithm>
+
+#include "cel/cel.h"
+
+namespace draplane::scheduler {
+
+namespace rv1 = api::resourcev1;
+
+struct DeviceLedger::ClassEntry {
+  uint32_t id = 0;
+  std::shared_ptr<const rv1::DeviceClass> device_class;
+  // Compiled selectors; a selector that does not compile is left out (the bound stays an upper
+  // bound: fewer selectors match more devices).
+  std::vector<std::shared_ptr<const cel::Program>> programs;
+};
+
+struct DeviceLedger::SliceEntry {
+  std::shared_ptr<const rv1::ResourceSlice> slice;
+  bool local = false;  // every device is for spec.nodeName only
+  std::string node;
+  // Per device: ids of the classes matching it.
+  std::vector<std::vector<uint32_t>> classes;
+  bool contributed = false;
+};
+
+DeviceLedger::DeviceLedger() : env_(cel::Environment::NewDra({})) {}
+DeviceLedger::~DeviceLedger() = default;
+
+std::string DeviceLedger::DeviceKey(std::string_view driver, std::string_view pool,
+                                    std::string_view device) {
+  std::string key;
+  key.reserve(driver.size() + pool.size() + device.size() + 2);
+  key.append(driver).push_back('\0');
+  key.append(pool).push_back('\0');
+  key.append(device);
+  return key;
+}
+
+void DeviceLedger::BuildSlice(SliceEntry& entry) {
+  const rv1::ResourceSliceSpec& spec = entry.slice->spec;
+  entry.node = spec.node_name.value_or("");
+  entry.local = !entry.node.empty() && !spec.per_device_node_selection.value_or(false);
+  entry.classes.assign(spec.devices.size(), {});
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    std::shared_ptr<const cel::DeviceInput> input =
+        cel::DeviceInputFromApi(spec.devices[i], spec.driver);
+    for (const auto& [name, cls] : classes_) {
+      bool matches = true;
+      for (const std::shared_ptr<const cel::Program>& program : cls->programs) {
+        cel::SelectorResult r = program->Match(*input);
+        if (!r.is_error() && !r.matches()) {
+          matches = false;
+          break;
+        }
+      }
+      if (matches) entry.classes[i].push_back(cls->id);
+    }
+  }
+}
+
+void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
+  const rv1::ResourceSliceSpec& spec = entry.slice->spec;
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const rv1::Device& device = spec.devices[i];
+    if (!entry.local) {
+      for (uint32_t c : entry.classes[i]) nonlocal_[c] += sign;
+      continue;
+    }
+    std::string key = DeviceKey(spec.driver, spec.pool.name, device.name);
+    std::vector<Location>& where = locations_[key];
+    if (sign > 0) {
+      where.push_back({&entry, i});
+    } else {
+      std::erase_if(where, [&](const Location& l) { return l.slice == &entry && l.device == i; });
+      if (where.empty()) locations_.erase(key);
+    }
+    bool held = allocated_.IsAllocated(spec.driver, spec.pool.name, device.name);
+    bool shared = device.allow_multiple_allocations.value_or(false);
+    auto& counts = nodes_[entry.node];
+    for (uint32_t c : entry.classes[i]) {
+      Counts& n = counts[c];
+      if (!held) n.free += sign;
+      if (shared) n.shared += sign;
+    }
+  }
+  entry.contributed = sign > 0;
+}
+
+void DeviceLedger::RebuildAll() {
+  nodes_.clear();
+  nonlocal_.clear();
+  locations_.clear();
+  for (auto& [name, entry] : slices_) {
+    entry->contributed = false;
+    BuildSlice(*entry);
+    Contribute(*entry, +1);
+  }
+}
+
+void DeviceLedger::SetClass(std::shared_ptr<const rv1::DeviceClass> device_class) {
+  auto& entry = classes_[device_class->metadata.name];
+  if (!entry) {
+    entry = std::make_unique<ClassEntry>();
+    entry->id = next_class_id_++;
+  } else if (entry->device_class->spec.selectors == device_class->spec.selectors) {
+    entry->device_class = std::move(device_class);
+    return;
+  }
+  entry->device_class = std::move(device_class);
+  entry->programs.clear();
+  for (const rv1::DeviceSelector& selector : entry->device_class->spec.selectors) {
+    if (!selector.cel.has_value()) continue;
+    StatusOr<std::shared_ptr<const cel::Program>> program = env_->Compile(
+        selector.cel->expression,
+        cel::CompileOptions{
+            .check = true, .estimate_cost = false, .cost_limit = cel::kSelectorMaxCost});
+    if (program.ok()) entry->programs.push_back(std::move(*program));
+  }
+  RebuildAll();
+}
+
+void DeviceLedger::RemoveClass(std::string_view name) {
+  auto it = classes_.find(name);
+  if (it == classes_.end()) return;
+  classes_.erase(it);
+  RebuildAll();
+}
+
+void DeviceLedger::SetSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
+  auto& entry = slices_[slice->metadata.name];
+  if (entry && entry->contributed) Contribute(*entry, -1);
+  if (!entry) entry = std::make_unique<SliceEntry>();
+  entry->slice = std::move(slice);
+  BuildSlice(*entry);
+  Contribute(*entry, +1);
+}
+
+void DeviceLedger::RemoveSlice(std::string_view name) {
+  auto it = slices_.find(name);
+  if (it == slices_.end()) return;
+  if (it->second->contributed) Contribute(*it->second, -1);
+  slices_.erase(it);
+}
+
+void DeviceLedger::AdjustFree(std::string_view driver, std::string_view pool,
+                              std::string_view device, int64_t delta) {
+  auto it = locations_.find(DeviceKey(driver, pool, device));
+  if (it == locations_.end()) return;
+  for (const Location& l : it->second) {
+    auto& counts = nodes_[l.slice->node];
+    for (uint32_t c : l.slice->classes[l.device]) counts[c].free += delta;
+  }
+}
+
+void DeviceLedger::AddResult(const rv1::AllocationResult& allocation) {
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    bool before = allocated_.IsAllocated(r.driver, r.pool, r.device);
+    rv1::AllocationResult one;
+    one.devices.results.push_back(r);
+    allocated_.AddAllocation(one);
+    if (!before && allocated_.IsAllocated(r.driver, r.pool, r.device)) {
+      AdjustFree(r.driver, r.pool, r.device, -1);
+    }
+  }
+}
+
+void DeviceLedger::RemoveResult(const rv1::AllocationResult& allocation) {
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    bool before = allocated_.IsAllocated(r.driver, r.pool, r.device);
+    rv1::AllocationResult one;
+    one.devices.results.push_back(r);
+    allocated_.RemoveAllocation(one);
+    if (before && !allocated_.IsAllocated(r.driver, r.pool, r.device)) {
+      AdjustFree(r.driver, r.pool, r.device, +1);
+    }
+  }
+}
+
+bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
+  const std::string& uid = claim->metadata.uid;
+  if (!claim->status.allocation.has_value()) {
+    Uncommit(uid);
+    return false;
+  }
+  auto existing = committed_.find(uid);
+  if (existing != committed_.end()) {
+    if (existing->second.result() == *claim->status.allocation) {
+      existing->second.claim = std::move(claim);  // same devices: keep the accounting
+      return false;
+    }
+    RemoveResult(existing->second.result());
+    committed_.erase(existing);
+  }
+  RemoveInFlight(uid);
+  bool conflict = false;
+  for (const rv1::DeviceRequestAllocationResult& r : claim->status.allocation->devices.results) {
+    if (r.admin_access.value_or(false)) continue;
+    if (r.share_id.has_value()) {
+      conflict = conflict || allocated_.IsExclusivelyAllocated(r.driver, r.pool, r.device);
+    } else {
+      conflict = conflict || allocated_.IsAllocated(r.driver, r.pool, r.device);
+    }
+  }
+  AddResult(*claim->status.allocation);
+  Record record;
+  record.claim_key = claim->metadata.namespace_ + "/" + claim->metadata.name;
+  record.claim = std::move(claim);
+  committed_.emplace(uid, std::move(record));
+  return conflict;
+}
+
+void DeviceLedger::Uncommit(std::string_view uid) {
+  auto it = committed_.find(uid);
+  if (it == committed_.end()) return;
+  RemoveResult(it->second.result());
+  committed_.erase(it);
+}
+
+void DeviceLedger::AddInFlight(std::string uid, std::string claim_key,
+                               std::shared_ptr<const rv1::AllocationResult> allocation) {
+  RemoveInFlight(uid);
+  AddResult(*allocation);
+  Record record;
+  record.claim_key = std::move(claim_key);
+  record.allocation = std::move(allocation);
+  in_flight_.emplace(std::move(uid), std::move(record));
+}
+
+bool DeviceLedger::RemoveInFlight(std::string_view uid) {
+  auto it = in_flight_.find(uid);
+  if (it == in_flight_.end()) return false;
+  RemoveResult(it->second.result());
+  in_flight_.erase(it);
+  return true;
+}
+
+const rv1::AllocationResult* DeviceLedger::Committed(std::string_view uid) const {
+  auto it = committed_.find(uid);
+  return it == committed_.end() ? nullptr : &it->second.result();
+}
+
+int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view node) const {
+  auto cls = classes_.find(class_name);
+  if (cls == classes_.end()) return 0;
+  uint32_t id = cls->second->id;
+  if (auto nl = nonlocal_.find(id); nl != nonlocal_.end() && nl->second > 0) return kUnknown;
+  auto n = nodes_.find(std::string(node));
+  if (n == nodes_.end()) return 0;
+  auto c = n->second.find(id);
+  if (c == n->second.end()) return 0;
+  if (c->second.shared > 0) return kUnknown;
+  return c->second.free;
+}
+
+std::vector<DeviceLedger::Holding> DeviceLedger::Holdings() const {
+  std::vector<std::pair<std::string, Holding>> sorted;
+  for (const auto* group : {&committed_, &in_flight_}) {
+    std::vector<std::pair<std::string, Holding>> part;
+    for (const auto& [uid, record] : *group) {
+      part.push_back(
+          {record.claim_key, Holding{record.claim_key, group == &in_flight_, &record.result()}});
+    }
+    std::sort(part.begin(), part.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    sorted.insert(sorted.end(), part.begin(), part.end());
+  }
+  std::vector<Holding> out;
+  out.reserve(sorted.size());
+  for (auto& [key, h] : sorted) out.push_back(std::move(h));
+  return out;
+}
+
+std::vector<std::string> DeviceLedger::HoldersOf(std::string_view driver, std::string_view pool,
+                                                 std::string_view device) const {
+  std::vector<std::string> out;
+  for (const auto* group : {&committed_, &in_flight_}) {
+    for (const auto& [uid, record] : *group) {
+      for (const rv1::DeviceRequestAllocationResult& r : record.result().devices.results) {
+        if (r.driver == driver && r.pool == pool && r.device == device) {
+          out.push_back(record.claim_key);
+          break;
+        }
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::map<std::string, int64_t> DeviceLedger::DevicesByNamespace() const {
+  std::map<std::string, int64_t> out;
+  for (const auto* group : {&committed_, &in_flight_}) {
+    for (const auto& [uid, record] : *group) {
+      std::string ns = record.claim_key.substr(0, record.claim_key.find('/'));
+      for (const rv1::DeviceRequestAllocationResult& r : record.result().devices.results) {
+        if (!r.admin_access.value_or(false)) ++out[ns];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,143 @@
+// The scheduler's one view of who holds what (roadmap seam 2): every device allocation the
+// scheduler knows about — claims the API shows as allocated ("committed") and allocations this
+// scheduler reserved but has not seen written back yet ("in flight", upstream's
+// inFlightAllocations) — as an allocator::AllocatedState the allocator reads, plus a
+// per-(device class, node) index of free candidate devices that lets the scheduler reject a node
+// without running the allocator.
+//
+// Free-device index. For every node-local slice (spec.nodeName set, no per-device node
+// selection) and every device in it, the classes whose selectors match the device are computed
+// once per slice and class version (CEL, errors count as a match). `FreeDevices(class, node)` is
+// then the number of those devices that are not allocated. It is an upper bound of what the
+// allocator can use (taints, counters, request selectors and constraints only remove more), so
+// `FreeDevices < needed` proves a request cannot be satisfied on the node. The bound is unknown
+// (kUnknown) for a class that matches any device published for more than one node, or a
+// multi-allocatable device on the node, where counting devices says nothing.
+//
+// Conflicts. Several schedulers may allocate concurrently (replicas without leader election).
+// Allocations are written in one total order (the API server's resourceVersion) and observed in
+// that order, so `Commit` reports whether a newly observed allocation overlaps one observed
+// earlier: the later writer lost and must give the devices back (scheduler.md, "Replicas").
+//
+// Thread-safety: not thread-safe; owned by the scheduler's loop thread.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator/allocated_state.h"
+#include "api/gen/resource_v1_types.h"
+
+namespace draplane::cel {
+class Environment;
+class Program;
+class DeviceInput;
+}  // namespace draplane::cel
+
+namespace draplane::scheduler {
+
+class DeviceLedger {
+ public:
+  static constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
+
+  DeviceLedger();
+  ~DeviceLedger();
+  DeviceLedger(const DeviceLedger&) = delete;
+  DeviceLedger& operator=(const DeviceLedger&) = delete;
+
+  // Device classes and slices, for the free-device index.
+  void SetClass(std::shared_ptr<const api::resourcev1::DeviceClass> device_class);
+  void RemoveClass(std::string_view name);
+  void SetSlice(std::shared_ptr<const api::resourcev1::ResourceSlice> slice);
+  void RemoveSlice(std::string_view name);
+
+  // Records the allocation a claim has in the API (replacing an earlier record of the same claim
+  // uid; an unchanged allocation is a no-op). An in-flight record of the claim is dropped.
+  // Returns true when one of its devices was already held by another committed claim (a
+  // conflict: this allocation was written later).
+  bool Commit(std::shared_ptr<const api::resourcev1::ResourceClaim> claim);
+  // Forgets a claim's committed allocation (deallocated or deleted).
+  void Uncommit(std::string_view uid);
+  // An allocation this scheduler reserved for a claim (upstream SignalClaimPendingAllocation).
+  void AddInFlight(std::string uid, std::string claim_key,
+                   std::shared_ptr<const api::resourcev1::AllocationResult> allocation);
+  // Drops an in-flight allocation; false when there was none.
+  bool RemoveInFlight(std::string_view uid);
+  // upstream ClaimHasPendingAllocation.
+  bool IsInFlight(std::string_view uid) const { return in_flight_.contains(std::string(uid)); }
+  // The committed allocation of a claim, or null.
+  const api::resourcev1::AllocationResult* Committed(std::string_view uid) const;
+
+  // Everything held: committed plus in flight.
+  const allocator::AllocatedState& allocated() const { return allocated_; }
+
+  // Devices of `class_name` on `node` that are not allocated, or kUnknown (see above).
+  int64_t FreeDevices(std::string_view class_name, std::string_view node) const;
+
+  // One holder of devices.
+  struct Holding {
+    std::string claim;  // "namespace/name"
+    bool in_flight = false;
+    const api::resourcev1::AllocationResult* allocation = nullptr;
+  };
+  // Every holder, committed first, each group in claim key order.
+  std::vector<Holding> Holdings() const;
+  // Claim keys holding a device ("namespace/name"), sorted.
+  std::vector<std::string> HoldersOf(std::string_view driver, std::string_view pool,
+                                     std::string_view device) const;
+  // Devices held per namespace (tenant), admin-access results not counted.
+  std::map<std::string, int64_t> DevicesByNamespace() const;
+
+ private:
+  struct ClassEntry;
+  struct SliceEntry;
+  struct Counts {
+    int64_t free = 0;
+    int64_t shared = 0;  // multi-allocatable devices
+  };
+  struct Location {
+    SliceEntry* slice = nullptr;
+    size_t device = 0;
+  };
+  struct Record {
+    std::string claim_key;
+    std::shared_ptr<const api::resourcev1::ResourceClaim> claim;          // committed
+    std::shared_ptr<const api::resourcev1::AllocationResult> allocation;  // in flight
+    const api::resourcev1::AllocationResult& result() const {
+      return claim ? *claim->status.allocation : *allocation;
+    }
+  };
+
+  void AddResult(const api::resourcev1::AllocationResult& allocation);
+  void RemoveResult(const api::resourcev1::AllocationResult& allocation);
+  // Moves a device between free and held in the index.
+  void AdjustFree(std::string_view driver, std::string_view pool, std::string_view device,
+                  int64_t delta);
+  void BuildSlice(SliceEntry& entry);
+  void Contribute(SliceEntry& entry, int sign);
+  void RebuildAll();
+  static std::string DeviceKey(std::string_view driver, std::string_view pool,
+                               std::string_view device);
+
+  std::shared_ptr<const cel::Environment> env_;
+  std::map<std::string, std::unique_ptr<ClassEntry>, std::less<>> classes_;
+  uint32_t next_class_id_ = 0;
+  std::map<std::string, std::unique_ptr<SliceEntry>, std::less<>> slices_;
+  // node -> class id -> counts
+  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>> nodes_;
+  // class id -> number of matching devices visible to more than one node
+  std::unordered_map<uint32_t, int64_t> nonlocal_;
+  std::unordered_map<std::string, std::vector<Location>> locations_;
+
+  allocator::AllocatedState allocated_;
+  std::map<std::string, Record, std::less<>> committed_;  // by claim uid
+  std::map<std::string, Record, std::less<>> in_flight_;  // by claim uid
+};
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,238 @@
+#include "scheduler/framework/framework.h"
+
+#include <algorithm>
+
+namespace draplane::scheduler {
+
+int NumFeasibleNodesToFind(int num_nodes, int percentage) {
+  constexpr int kMinFeasibleNodesToFind = 100;
+  constexpr int kMinFeasibleNodesPercentageToFind = 5;
+  if (num_nodes < kMinFeasibleNodesToFind) return num_nodes;
+  if (percentage == 0) {
+    percentage = 50 - num_nodes / 125;
+    if (percentage < kMinFeasibleNodesPercentageToFind) {
+      percentage = kMinFeasibleNodesPercentageToFind;
+    }
+  }
+  int n = static_cast<int>(static_cast<int64_t>(num_nodes) * percentage / 100);
+  return std::max(n, kMinFeasibleNodesToFind);
+}
+
+void Framework::AddPlugin(std::shared_ptr<Plugin> plugin) {
+  Plugin* p = plugin.get();
+  if (auto* x = dynamic_cast<PreEnqueuePlugin*>(p)) pre_enqueue_.push_back(x);
+  if (auto* x = dynamic_cast<PreFilterPlugin*>(p)) pre_filter_.push_back(x);
+  if (auto* x = dynamic_cast<FilterPlugin*>(p)) filter_.push_back(x);
+  if (auto* x = dynamic_cast<PostFilterPlugin*>(p)) post_filter_.push_back(x);
+  if (auto* x = dynamic_cast<ScorePlugin*>(p)) score_.push_back(x);
+  if (auto* x = dynamic_cast<ReservePlugin*>(p)) reserve_.push_back(x);
+  if (auto* x = dynamic_cast<PreBindPlugin*>(p)) pre_bind_.push_back(x);
+  if (auto* x = dynamic_cast<BindPlugin*>(p)) bind_.push_back(x);
+  plugins_.push_back(std::move(plugin));
+}
+
+const Plugin* Framework::FindPlugin(std::string_view name) const {
+  for (const auto& p : plugins_) {
+    if (p->name() == name) return p.get();
+  }
+  return nullptr;
+}
+
+PluginStatus Framework::RunPreEnqueue(const api::corev1::Pod& pod) {
+  for (PreEnqueuePlugin* p : pre_enqueue_) {
+    PluginStatus s = p->PreEnqueue(pod);
+    if (!s.ok()) return s.WithPlugin(p->name());
+  }
+  return PluginStatus::Success();
+}
+
+namespace {
+
+// Per-attempt bookkeeping of the filter and score loops.
+struct CycleFlags {
+  std::vector<bool> skip_filter;
+  std::vector<bool> active_score;
+  std::vector<int64_t> max_score;
+};
+
+}  // namespace
+
+ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, ClusterState& cluster,
+                                   size_t* next_start) {
+  ScheduleResult result;
+  const std::vector<NodeInfo*>& all = cluster.nodes();
+  result.diagnosis.total_nodes = static_cast<int>(all.size());
+  CycleFlags flags;
+  flags.skip_filter.assign(filter_.size(), false);
+
+  // 1. PreFilter.
+  std::optional<std::vector<std::string>> restrict;
+  for (PreFilterPlugin* p : pre_filter_) {
+    PreFilterResult pre;
+    PluginStatus s = p->PreFilter(state, pod, &pre);
+    if (s.skipped()) {
+      for (size_t i = 0; i < filter_.size(); ++i) {
+        if (static_cast<Plugin*>(filter_[i]) == static_cast<Plugin*>(p))
+          flags.skip_filter[i] = true;
+      }
+      continue;
+    }
+    if (!s.ok()) {
+      s.WithPlugin(p->name());
+      if (s.code() != Code::kError) result.diagnosis.rejectors.insert(std::string(p->name()));
+      result.diagnosis.pre_filter = s;
+      result.status = s;
+      return result;
+    }
+    if (pre.node_names) {
+      if (!restrict) {
+        restrict = std::move(pre.node_names);
+      } else {
+        std::vector<std::string> both;
+        std::sort(restrict->begin(), restrict->end());
+        std::sort(pre.node_names->begin(), pre.node_names->end());
+        std::set_intersection(restrict->begin(), restrict->end(), pre.node_names->begin(),
+                              pre.node_names->end(), std::back_inserter(both));
+        restrict = std::move(both);
+      }
+    }
+  }
+
+  // The candidate nodes in evaluation order.
+  std::vector<NodeInfo*> restricted;
+  const std::vector<NodeInfo*>* nodes = &all;
+  if (restrict) {
+    std::sort(restrict->begin(), restrict->end());
+    for (const std::string& name : * restrict) {
+      if (NodeInfo* n = cluster.FindNode(name)) restricted.push_back(n);
+    }
+    nodes = &restricted;
+  }
+
+  // 2. PreScore.
+  flags.active_score.assign(score_.size(), false);
+  flags.max_score.assign(score_.size(), 0);
+  bool any_score = false;
+  for (size_t i = 0; i < score_.size(); ++i) {
+    std::optional<int64_t> max = score_[i]->PreScore(state, pod);
+    if (max) {
+      flags.active_score[i] = true;
+      flags.max_score[i] = *max;
+      any_score = true;
+    }
+  }
+
+  // 3. Filter (and score what passes).
+  size_t n = nodes->size();
+  int num_to_find =
+      any_score ? NumFeasibleNodesToFind(static_cast<int>(n), options_.percentage_of_nodes_to_score)
+                : 1;
+  size_t start = (restrict || n == 0) ? 0 : *next_start % n;
+  std::vector<const NodeInfo*> feasible;
+  std::vector<std::vector<int64_t>> raw(score_.size());
+  size_t evaluated = 0;
+  for (size_t k = 0; k < n && static_cast<int>(feasible.size()) < num_to_find; ++k) {
+    const NodeInfo& node = *(*nodes)[(start + k) % n];
+    ++evaluated;
+    PluginStatus s = FilterNode(state, pod, node, /*explain=*/false, flags.skip_filter);
+    if (s.code() == Code::kError) {
+      result.status = s;
+      result.evaluated_nodes = static_cast<int>(evaluated);
+      return result;
+    }
+    if (!s.ok()) {
+      result.diagnosis.rejectors.insert(s.plugin());
+      continue;
+    }
+    feasible.push_back(&node);
+    bool perfect = true;
+    for (size_t i = 0; i < score_.size(); ++i) {
+      if (!flags.active_score[i]) continue;
+      int64_t v = score_[i]->Score(state, pod, node);
+      raw[i].push_back(v);
+      if (v < flags.max_score[i]) perfect = false;
+    }
+    if (any_score && perfect) break;
+  }
+  if (!restrict && n > 0) *next_start = (start + evaluated) % n;
+  result.evaluated_nodes = static_cast<int>(evaluated);
+  result.feasible_nodes = static_cast<int>(feasible.size());
+
+  // 4. Nothing fits.
+  if (feasible.empty()) {
+    for (PostFilterPlugin* p : post_filter_) {
+      PluginStatus s = p->PostFilter(state, pod);
+      s.WithPlugin(p->name());
+      result.diagnosis.post_filter = s;
+      if (s.ok()) break;
+    }
+    if (options_.diagnose) {
+      for (size_t k = 0; k < n; ++k) {
+        const NodeInfo& node = *(*nodes)[k];
+        PluginStatus s = FilterNode(state, pod, node, /*explain=*/true, flags.skip_filter);
+        if (!s.ok()) result.diagnosis.nodes.push_back({node.name(), std::move(s)});
+      }
+    }
+    std::string message = "0/" + std::to_string(all.size()) + " nodes are available";
+    result.status = PluginStatus(Code::kUnschedulable, {std::move(message)});
+    return result;
+  }
+
+  // 5. Normalize, weigh, select.
+  std::vector<int64_t> total(feasible.size(), 0);
+  for (size_t i = 0; i < score_.size(); ++i) {
+    if (!flags.active_score[i]) continue;
+    score_[i]->NormalizeScore(state, raw[i]);
+    for (size_t j = 0; j < feasible.size(); ++j) total[j] += raw[i][j] * score_[i]->weight();
+  }
+  size_t best = 0;
+  for (size_t j = 1; j < feasible.size(); ++j) {
+    if (total[j] > total[best]) best = j;
+  }
+  result.node = feasible[best]->name();
+  result.status = PluginStatus::Success();
+  return result;
+}
+
+PluginStatus Framework::FilterNode(CycleState& state, const PodInfo& pod, const NodeInfo& node,
+                                   bool explain, const std::vector<bool>& skip) {
+  for (size_t i = 0; i < filter_.size(); ++i) {
+    if (skip[i]) continue;
+    FilterPlugin* p = filter_[i];
+    PluginStatus s = p->Filter(state, pod, node, explain);
+    if (s.ok() || s.skipped()) continue;
+    return s.WithPlugin(p->name());
+  }
+  return PluginStatus::Success();
+}
+
+PluginStatus Framework::RunReserve(CycleState& state, const PodInfo& pod, const std::string& node) {
+  for (size_t i = 0; i < reserve_.size(); ++i) {
+    PluginStatus s = reserve_[i]->Reserve(state, pod, node);
+    if (!s.ok()) {
+      for (size_t j = i + 1; j-- > 0;) reserve_[j]->Unreserve(state, pod, node);
+      return s.WithPlugin(reserve_[i]->name());
+    }
+  }
+  return PluginStatus::Success();
+}
+
+void Framework::RunUnreserve(CycleState& state, const PodInfo& pod, const std::string& node) {
+  for (size_t j = reserve_.size(); j-- > 0;) reserve_[j]->Unreserve(state, pod, node);
+}
+
+PluginStatus Framework::RunBindingCycle(CycleState& state, const PodInfo& pod,
+                                        const std::string& node) {
+  for (PreBindPlugin* p : pre_bind_) {
+    PluginStatus s = p->PreBind(state, pod, node);
+    if (!s.ok() && !s.skipped()) return s.WithPlugin(p->name());
+  }
+  for (BindPlugin* p : bind_) {
+    PluginStatus s = p->Bind(state, pod, node);
+    if (s.skipped()) continue;
+    return s.WithPlugin(p->name());
+  }
+  return PluginStatus::Error(InternalError("no bind plugin bound the pod"));
+}
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,190 @@
+// The scheduling framework's vocabulary (upstream k8s.io/kube-scheduler/framework and
+// pkg/scheduler/framework): plugin statuses, per-attempt cycle state, node and pod information,
+// cluster events.
+//
+// Thread-safety: plain values, except CycleState (one attempt; the scheduling cycle writes it on
+// the loop thread, then the binding cycle reads it on a binder thread — never concurrently).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <unordered_map>
+#include <vector>
+
+#include "api/gen/core_v1_types.h"
+#include "common/status.h"
+
+namespace draplane::scheduler {
+
+// upstream framework.Code.
+enum class Code {
+  kSuccess,
+  kError,
+  // Rejected; preemption might help (not attempted for DRA reasons).
+  kUnschedulable,
+  // Rejected; nothing on this node can change that during this attempt.
+  kUnschedulableAndUnresolvable,
+  kWait,
+  kSkip,
+  kPending,
+};
+
+std::string_view CodeName(Code code);
+
+// The outcome of one plugin call (upstream framework.Status): a code, reasons in words, the
+// plugin that produced it, and for kError the underlying Status.
+class PluginStatus {
+ public:
+  PluginStatus() = default;
+  static PluginStatus Success() { return PluginStatus(); }
+  static PluginStatus Skip() { return PluginStatus(Code::kSkip, {}); }
+  static PluginStatus Unschedulable(std::string reason) {
+    return PluginStatus(Code::kUnschedulable, {std::move(reason)});
+  }
+  static PluginStatus Unresolvable(std::string reason) {
+    return PluginStatus(Code::kUnschedulableAndUnresolvable, {std::move(reason)});
+  }
+  static PluginStatus Error(Status error);
+  static PluginStatus Pending(std::string reason) {
+    return PluginStatus(Code::kPending, {std::move(reason)});
+  }
+
+  PluginStatus(Code code, std::vector<std::string> reasons)
+      : code_(code), reasons_(std::move(reasons)) {}
+
+  Code code() const { return code_; }
+  bool ok() const { return code_ == Code::kSuccess; }
+  bool skipped() const { return code_ == Code::kSkip; }
+  // Unschedulable, UnschedulableAndUnresolvable or Pending.
+  bool rejected() const {
+    return code_ == Code::kUnschedulable || code_ == Code::kUnschedulableAndUnresolvable ||
+           code_ == Code::kPending;
+  }
+  const std::vector<std::string>& reasons() const { return reasons_; }
+  // The reasons joined with ", " (upstream Status.Message).
+  std::string Message() const;
+  const std::string& plugin() const { return plugin_; }
+  PluginStatus& WithPlugin(std::string_view plugin) {
+    plugin_ = std::string(plugin);
+    return *this;
+  }
+  const Status& error() const { return error_; }
+
+ private:
+  Code code_ = Code::kSuccess;
+  std::vector<std::string> reasons_;
+  std::string plugin_;
+  Status error_;
+};
+
+// Data plugins keep for one scheduling attempt, by type (upstream CycleState keyed by name).
+class CycleState {
+ public:
+  template <typename T>
+  T* Get() const {
+    auto it = data_.find(std::type_index(typeid(T)));
+    return it == data_.end() ? nullptr : static_cast<T*>(it->second.get());
+  }
+  template <typename T>
+  T* Set(std::shared_ptr<T> value) {
+    T* raw = value.get();
+    data_[std::type_index(typeid(T))] = std::move(value);
+    return raw;
+  }
+
+ private:
+  std::unordered_map<std::type_index, std::shared_ptr<void>> data_;
+};
+
+// Resource amounts in the units the scheduler compares (upstream framework.Resource): CPU in
+// millicores, memory and ephemeral storage in bytes, everything else (extended resources,
+// hugepages) by its integer value.
+struct Resources {
+  int64_t milli_cpu = 0;
+  int64_t memory = 0;
+  int64_t ephemeral_storage = 0;
+  int64_t pods = 0;
+  std::map<std::string, int64_t, std::less<>> scalar;
+
+  void Add(const Resources& other);
+  void Subtract(const Resources& other);
+  // From a resource list (node allocatable, or a container's requests).
+  static Resources FromList(const std::map<std::string, api::Quantity, std::less<>>& list);
+};
+
+// What a pod asks of a node (upstream resourcehelper.PodRequests): containers and sidecars
+// (restartable init containers) add up, each regular init container needs its own request plus
+// the sidecars started before it, the larger of the two wins, plus pod overhead; pod-level
+// `spec.resources.requests` replace the container sums for the resources they name. `pods` is 1.
+Resources ComputePodRequests(const api::corev1::Pod& pod);
+
+// True for resources counted in Resources::scalar that a device plugin or DRA may provide
+// (upstream IsExtendedResourceName): a name with a domain that is not kubernetes.io, or
+// `requests.`-free names outside the `kubernetes.io/` namespace; hugepages are not extended.
+bool IsExtendedResourceName(std::string_view name);
+
+// A node with the pods the scheduler placed or observed on it.
+class NodeInfo {
+ public:
+  explicit NodeInfo(std::shared_ptr<const api::corev1::Node> node);
+
+  const api::corev1::Node& node() const { return *node_; }
+  const std::shared_ptr<const api::corev1::Node>& node_ptr() const { return node_; }
+  const std::string& name() const { return node_->metadata.name; }
+  void SetNode(std::shared_ptr<const api::corev1::Node> node);
+
+  const Resources& allocatable() const { return allocatable_; }
+  const Resources& requested() const { return requested_; }
+  size_t pod_count() const { return pods_.size(); }
+  // Pod uid -> its requests.
+  const std::map<std::string, Resources, std::less<>>& pods() const { return pods_; }
+
+  // Adds (or replaces) a pod's requests; RemovePod undoes it. Both bump generation().
+  void AddPod(const std::string& uid, const Resources& requests);
+  bool RemovePod(const std::string& uid);
+  bool HasPod(const std::string& uid) const { return pods_.contains(uid); }
+  // Changes whenever the node or its pods change.
+  uint64_t generation() const { return generation_; }
+
+ private:
+  std::shared_ptr<const api::corev1::Node> node_;
+  Resources allocatable_;
+  Resources requested_;
+  std::map<std::string, Resources, std::less<>> pods_;
+  uint64_t generation_ = 0;
+};
+
+// The kinds of cluster changes that can make a rejected pod schedulable (upstream
+// framework.ClusterEvent: a resource and an action type).
+enum class EventResource {
+  kPod,          // the unscheduled pod itself changed
+  kAssignedPod,  // a pod bound to a node
+  kNode,
+  kResourceClaim,
+  kResourceSlice,
+  kDeviceClass,
+};
+
+enum ActionType : uint32_t {
+  kAdd = 1u << 0,
+  kDelete = 1u << 1,
+  kUpdateNodeLabel = 1u << 2,
+  kUpdateNodeTaint = 1u << 3,
+  kUpdateNodeAllocatable = 1u << 4,
+  kUpdateNodeCondition = 1u << 5,
+  kUpdatePodGeneratedResourceClaim = 1u << 6,
+  kUpdatePodSpec = 1u << 7,  // tolerations, resources, scheduling gates
+  kUpdate = 1u << 8,         // any other update
+  kAll = 0xffffffffu,
+};
+
+struct ClusterEventSpec {
+  EventResource resource;
+  uint32_t actions = 0;
+};
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,59 @@
+#include "scheduler/metrics.h"
+
+namespace draplane::scheduler {
+
+SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
+  metrics::CounterFamily attempts = metrics::NewCounterFamily(
+      "scheduler_schedule_attempts_total",
+      "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not "
+      "be scheduled, while 'error' means an internal scheduler problem.",
+      {"result", "profile"});
+  metrics::GaugeFamily pending = metrics::NewGaugeFamily(
+      "scheduler_pending_pods",
+      "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; "
+      "'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in "
+      "unschedulablePods that the scheduler attempted to schedule and failed; 'gated' is the "
+      "number of unschedulable pods that the scheduler never attempted to schedule because they "
+      "are gated.",
+      {"queue"});
+  metrics::HistogramFamily attempt = metrics::NewHistogramFamily(
+      "scheduler_scheduling_attempt_duration_seconds",
+      "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+      {"result", "profile"}, metrics::ExponentialBuckets(0.00001, 2, 20));
+  SchedulerMetrics m{
+      .attempts_scheduled = attempts.WithLabels({"scheduled", profile}),
+      .attempts_unschedulable = attempts.WithLabels({"unschedulable", profile}),
+      .attempts_error = attempts.WithLabels({"error", profile}),
+      .pending_active = pending.WithLabels({"active"}),
+      .pending_backoff = pending.WithLabels({"backoff"}),
+      .pending_unschedulable = pending.WithLabels({"unschedulable"}),
+      .pending_gated = pending.WithLabels({"gated"}),
+      .attempt_scheduled_seconds = attempt.WithLabels({"scheduled", profile}),
+      .attempt_unschedulable_seconds = attempt.WithLabels({"unschedulable", profile}),
+      .attempt_error_seconds = attempt.WithLabels({"error", profile}),
+      .sli_seconds = metrics::NewHistogramFamily(
+          "scheduler_pod_scheduling_sli_duration_seconds",
+          "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
+          "queue and might involve multiple scheduling attempts.",
+          {"attempts"}, metrics::ExponentialBuckets(0.001, 2, 20)),
+      .plugin_seconds = metrics::NewHistogramFamily(
+          "scheduler_plugin_execution_duration_seconds",
+          "Duration for running a plugin at a specific extension point.",
+          {"plugin", "extension_point", "status"}, metrics::ExponentialBuckets(0.00001, 1.5, 20)),
+      .claim_allocation_seconds =
+          metrics::NewHistogramFamily(
+              "draplane_scheduler_dra_claim_allocation_duration_seconds",
+              "Time from the scheduler first seeing a ResourceClaim to its allocation being "
+              "written and confirmed.",
+              {}, metrics::ExponentialBuckets(0.001, 2, 20))
+              .WithLabels(std::vector<std::string>{}),
+      .subrequest_allocations = metrics::NewCounterFamily(
+          "draplane_scheduler_dra_subrequest_allocations_total",
+          "firstAvailable requests allocated, by the index of the chosen subrequest (0: the "
+          "first choice; higher: a fallback).",
+          {"index"}),
+  };
+  return m;
+}
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,45 @@
+// The scheduler's metrics, with upstream names where they exist (pkg/scheduler/metrics):
+//
+//   scheduler_schedule_attempts_total{result,profile}          scheduled|unschedulable|error
+//   scheduler_pending_pods{queue}                                active|backoff|unschedulable|gated
+//   scheduler_scheduling_attempt_duration_seconds{result,profile}
+//   scheduler_pod_scheduling_sli_duration_seconds{attempts}    first enqueue -> bound
+//   scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}
+//        DynamicResources at PreFilter, Filter (per attempt, summed over nodes), Reserve,
+//        PreBind; Filter is sampled on one attempt in ten, as upstream samples plugin metrics
+//   draplane_scheduler_dra_claim_allocation_duration_seconds   claim first seen -> allocation
+//                                                              written and confirmed
+//   draplane_scheduler_dra_subrequest_allocations_total{index} the firstAvailable alternative
+//                                                              chosen (0 = first choice); the
+//                                                              fallback rate per index
+//
+// Thread-safety: the handles are safe for concurrent use (common/metrics.h).
+#pragma once
+
+#include <string>
+
+#include "common/metrics.h"
+
+namespace draplane::scheduler {
+
+struct SchedulerMetrics {
+  metrics::Counter attempts_scheduled;
+  metrics::Counter attempts_unschedulable;
+  metrics::Counter attempts_error;
+  metrics::Gauge pending_active;
+  metrics::Gauge pending_backoff;
+  metrics::Gauge pending_unschedulable;
+  metrics::Gauge pending_gated;
+  metrics::Histogram attempt_scheduled_seconds;
+  metrics::Histogram attempt_unschedulable_seconds;
+  metrics::Histogram attempt_error_seconds;
+  metrics::HistogramFamily sli_seconds;
+  metrics::HistogramFamily plugin_seconds;
+  metrics::Histogram claim_allocation_seconds;
+  metrics::CounterFamily subrequest_allocations;
+
+  // The process-wide families for `profile` (the scheduler name).
+  static SchedulerMetrics For(const std::string& profile);
+};
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,919 @@
+#include "scheduler/plugins/dynamic_resources.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <set>
+
+#include "allocator/allocator.h"
+#include "api/labels/node_selector.h"
+#include "client/typed.h"
+#include "common/log.h"
+#include "scheduler/explain.h"
+
+namespace draplane::scheduler {
+
+namespace rv1 = api::resourcev1;
+using api::corev1::Pod;
+
+namespace {
+
+constexpr std::string_view kPluginName = "DynamicResources";
+// resourceapi.FirstAvailableDeviceRequestMaxSize: the score of subrequest i is 8 - i.
+constexpr int64_t kFirstAvailableMaxSize = 8;
+constexpr std::string_view kSpecialClaimName = "<extended-resources>";
+
+// upstream IsDRAExtendedResourceName.
+bool IsDraExtendedResourceName(std::string_view name) {
+  return IsExtendedResourceName(name) || name.starts_with(kImplicitExtendedResourcePrefix);
+}
+
+struct ClaimEntry {
+  ClusterState::ClaimPtr claim;
+  bool special = false;
+  // The special claim exists in the API (from an earlier attempt).
+  bool special_in_api = false;
+  std::optional<api::labels::NodeSelectorMatcher> available_on;
+  std::string pod_claim_name;
+};
+
+struct Alternative {
+  std::string device_class;
+  int64_t count = 0;
+};
+
+// The claims to allocate on nodes that serve the same extended resources through DRA.
+struct Variant {
+  std::shared_ptr<rv1::ResourceClaim> special;  // null: no special claim on such nodes
+  std::vector<api::corev1::ContainerExtendedResourceRequest> mappings;
+  std::vector<const rv1::ResourceClaim*> claims;  // user claims to allocate, then the special one
+  std::vector<size_t> entries;                    // ClaimEntry index of each of `claims`
+  std::unique_ptr<allocator::Allocator> allocator;
+  // Free-device bounds: every request needs one alternative with enough free devices; the
+  // single-alternative requests need their sum per class.
+  std::vector<std::vector<Alternative>> demands;
+  std::map<std::string, int64_t, std::less<>> sums;
+};
+
+struct NodeAllocation {
+  const Variant* variant = nullptr;
+  std::vector<rv1::AllocationResult> results;  // aligned with variant->claims
+};
+
+// What PreBind writes and Unreserve undoes, per claim.
+struct BindRecord {
+  size_t entry = 0;
+  std::shared_ptr<const rv1::AllocationResult> allocation;  // null: only reserve
+  std::string in_flight_uid;
+  // Set by PreBind (binder thread), read by Unreserve afterwards (loop thread).
+  std::string name;  // the claim's name in the API
+  std::string uid;
+  bool reserved = false;
+  bool lost = false;
+  bool created = false;
+};
+
+struct DraState {
+  std::vector<ClaimEntry> claims;
+  std::vector<size_t> to_allocate;
+  std::optional<size_t> special_index;
+  std::map<std::string, int64_t, std::less<>> extended;  // DRA-mappable resource -> amount
+  std::map<std::string, std::unique_ptr<Variant>> variants;
+  std::map<std::string, NodeAllocation, std::less<>> node_allocations;
+  std::set<size_t> unavailable;
+  std::map<std::string, std::string> claim_names;
+  int explain_left = 0;
+  int64_t max_score = 0;
+  bool any_first_available = false;
+  std::vector<BindRecord> binds;
+  const Variant* reserved_variant = nullptr;
+};
+
+std::string SpecialInFlightUid(std::string_view pod_uid) {
+  return std::string(pod_uid) + "/extended-resources";
+}
+
+bool IsControlledBy(const rv1::ResourceClaim& claim, const Pod& pod) {
+  for (const api::metav1::OwnerReference& owner : claim.metadata.owner_references) {
+    if (owner.controller.value_or(false)) return owner.uid == pod.metadata.uid;
+  }
+  return false;
+}
+
+uint64_t ParseVersion(std::string_view rv) {
+  uint64_t v = 0;
+  for (char c : rv) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// The effective requests of a container (limits stand in for missing requests).
+std::map<std::string, api::Quantity, std::less<>> EffectiveRequests(
+    const api::corev1::Container& c) {
+  std::map<std::string, api::Quantity, std::less<>> out = c.resources.requests;
+  for (const auto& [name, q] : c.resources.limits) out.emplace(name, q);
+  return out;
+}
+
+// upstream createDeviceRequests / createRequestMappings: one ExactCount request per (container,
+// resource) for the resources the node serves through DRA, named container-<i>-request-<j>
+// (i: index in initContainers ++ containers, j: index of the resource among the container's
+// sorted requests), sorted by name.
+void BuildSpecialRequests(const Pod& pod, const std::set<std::string>& resources,
+                          const std::map<std::string, std::string, std::less<>>& classes,
+                          Variant* variant) {
+  std::vector<const api::corev1::Container*> containers;
+  for (const auto& c : pod.spec.init_containers) containers.push_back(&c);
+  for (const auto& c : pod.spec.containers) containers.push_back(&c);
+  std::vector<std::pair<rv1::DeviceRequest, api::corev1::ContainerExtendedResourceRequest>> out;
+  for (size_t i = 0; i < containers.size(); ++i) {
+    std::map<std::string, api::Quantity, std::less<>> requests = EffectiveRequests(*containers[i]);
+    size_t index = 0;
+    for (const auto& [name, quantity] : requests) {
+      size_t ridx = index++;
+      if (!resources.contains(name)) continue;
+      std::optional<int64_t> count = quantity.AsInt64();
+      if (!count || *count == 0) continue;
+      auto cls = classes.find(name);
+      if (cls == classes.end()) continue;
+      rv1::DeviceRequest r;
+      r.name = "container-" + std::to_string(i) + "-request-" + std::to_string(ridx);
+      r.exactly.emplace();
+      r.exactly->device_class_name = cls->second;
+      r.exactly->allocation_mode = std::string(rv1::kDeviceAllocationModeExactCount);
+      r.exactly->count = *count;
+      api::corev1::ContainerExtendedResourceRequest m;
+      m.container_name = containers[i]->name;
+      m.resource_name = name;
+      m.request_name = r.name;
+      out.emplace_back(std::move(r), std::move(m));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.first.name < b.first.name; });
+  for (auto& [request, mapping] : out) {
+    variant->special->spec.devices.requests.push_back(std::move(request));
+    variant->mappings.push_back(std::move(mapping));
+  }
+}
+
+void AddDemands(const rv1::ResourceClaim& claim, Variant* v) {
+  for (const rv1::DeviceRequest& r : claim.spec.devices.requests) {
+    std::vector<Alternative> alternatives;
+    bool usable = true;
+    if (r.exactly.has_value()) {
+      const rv1::ExactDeviceRequest& e = *r.exactly;
+      if (e.allocation_mode == rv1::kDeviceAllocationModeAll || e.admin_access.value_or(false)) {
+        usable = false;
+      } else {
+        alternatives.push_back({e.device_class_name, std::max<int64_t>(e.count, 1)});
+      }
+    } else {
+      for (const rv1::DeviceSubRequest& s : r.first_available) {
+        if (s.allocation_mode == rv1::kDeviceAllocationModeAll) usable = false;
+        alternatives.push_back({s.device_class_name, std::max<int64_t>(s.count, 1)});
+      }
+    }
+    if (!usable || alternatives.empty()) continue;
+    if (alternatives.size() == 1) v->sums[alternatives[0].device_class] += alternatives[0].count;
+    v->demands.push_back(std::move(alternatives));
+  }
+}
+
+// The pod's reference for reservedFor.
+rv1::ResourceClaimConsumerReference PodReference(const Pod& pod) {
+  rv1::ResourceClaimConsumerReference ref;
+  ref.resource = "pods";
+  ref.name = pod.metadata.name;
+  ref.uid = pod.metadata.uid;
+  return ref;
+}
+
+int64_t ScoreAllocation(const rv1::ResourceClaim& claim, const rv1::AllocationResult& allocation) {
+  std::set<std::string, std::less<>> chosen;
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    if (r.request.find('/') != std::string::npos) chosen.insert(r.request);
+  }
+  int64_t score = 0;
+  for (const rv1::DeviceRequest& req : claim.spec.devices.requests) {
+    if (req.exactly.has_value()) continue;
+    for (size_t i = 0; i < req.first_available.size(); ++i) {
+      if (chosen.contains(req.name + "/" + req.first_available[i].name)) {
+        score += kFirstAvailableMaxSize - static_cast<int64_t>(i);
+      }
+    }
+  }
+  return score;
+}
+
+class DynamicResources final : public PreEnqueuePlugin,
+                               public PreFilterPlugin,
+                               public FilterPlugin,
+                               public PostFilterPlugin,
+                               public ScorePlugin,
+                               public ReservePlugin,
+                               public PreBindPlugin {
+ public:
+  DynamicResources(DynamicResourcesDeps deps, DynamicResourcesOptions options)
+      : deps_(std::move(deps)), options_(std::move(options)) {}
+
+  std::string_view name() const override { return kPluginName; }
+
+  std::vector<ClusterEventSpec> EventsToRegister() const override {
+    return {
+        {EventResource::kNode, kAdd | kUpdateNodeLabel | kUpdateNodeAllocatable | kUpdateNodeTaint},
+        {EventResource::kResourceClaim, kAdd | kUpdate},
+        {EventResource::kPod, kUpdatePodGeneratedResourceClaim},
+        {EventResource::kDeviceClass, kAdd | kUpdate},
+        {EventResource::kResourceSlice, kAdd | kUpdate}};
+  }
+
+  // upstream isSchedulableAfterClaimChange / isSchedulableAfterPodChange.
+  bool IsSchedulableAfter(const ClusterEvent& event, const Pod& pod) const override {
+    if (event.resource == EventResource::kPod) {
+      return event.pod != nullptr && event.pod->metadata.uid == pod.metadata.uid &&
+             CheckClaims(pod).empty();
+    }
+    if (event.resource != EventResource::kResourceClaim || event.new_claim == nullptr) return true;
+    const rv1::ResourceClaim& now = *event.new_claim;
+    const rv1::ResourceClaim* before = event.old_claim;
+    if (before != nullptr && before->status.allocation.has_value() &&
+        !now.status.allocation.has_value()) {
+      return true;  // a deallocation may have freed devices
+    }
+    if (!CheckClaims(pod).empty()) return false;
+    bool uses = IsControlledBy(now, pod) &&
+                now.metadata.annotations.contains(std::string(kExtendedResourceClaimAnnotation));
+    for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+      PodClaimName n = ClaimNameForPod(pod, entry);
+      if (!n.name.empty() && n.name == now.metadata.name &&
+          now.metadata.namespace_ == pod.metadata.namespace_) {
+        uses = true;
+      }
+    }
+    if (!uses) return false;
+    if (before == nullptr) return true;
+    return !(before->status == now.status);
+  }
+
+  PluginStatus PreEnqueue(const Pod& pod) override {
+    std::string problem = CheckClaims(pod);
+    if (problem.empty()) return PluginStatus::Success();
+    return PluginStatus::Unschedulable(std::move(problem));
+  }
+
+  PluginStatus PreFilter(CycleState& cycle, const PodInfo& info, PreFilterResult*) override {
+    const Pod& pod = *info.pod;
+    ClusterState& cluster = *deps_.cluster;
+    auto state = std::make_shared<DraState>();
+    for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+      PodClaimName n = ClaimNameForPod(pod, entry);
+      if (!n.error.empty()) return PluginStatus::Unresolvable(n.error);
+      if (n.skip) continue;
+      ClusterState::ClaimPtr claim = cluster.FindClaim(pod.metadata.namespace_, n.name);
+      if (claim == nullptr) {
+        return PluginStatus::Unresolvable("resourceclaim.resource.k8s.io \"" + n.name +
+                                          "\" not found");
+      }
+      if (claim->metadata.deletion_timestamp.has_value()) {
+        return PluginStatus::Unresolvable("resourceclaim \"" + n.name + "\" is being deleted");
+      }
+      if (n.must_check_owner && !IsControlledBy(*claim, pod)) {
+        return PluginStatus::Unresolvable(
+            "ResourceClaim " + ClaimKey(pod.metadata.namespace_, n.name) +
+            " was not created for pod " + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
+            " (pod is not owner)");
+      }
+      state->claim_names[ClaimKey(pod.metadata.namespace_, n.name)] = entry.name;
+      ClaimEntry e;
+      e.claim = std::move(claim);
+      e.pod_claim_name = entry.name;
+      state->claims.push_back(std::move(e));
+    }
+
+    // Extended resources backed by DRA (upstream preFilterExtendedResources).
+    if (options_.extended_resources) {
+      const auto& mapping = cluster.extended_resource_classes();
+      for (const auto& [resource, amount] : info.requests.scalar) {
+        if (amount != 0 && IsDraExtendedResourceName(resource) && mapping.contains(resource)) {
+          state->extended[resource] = amount;
+        }
+      }
+      if (!state->extended.empty()) {
+        ClaimEntry e;
+        e.special = true;
+        e.pod_claim_name = "extended-resources";
+        e.claim = cluster.FindExtendedResourceClaim(pod.metadata.uid);
+        e.special_in_api = e.claim != nullptr;
+        state->special_index = state->claims.size();
+        if (e.claim) {
+          state->claim_names[ClaimKey(e.claim->metadata.namespace_, e.claim->metadata.name)] =
+              e.pod_claim_name;
+        }
+        state->claims.push_back(std::move(e));
+      }
+    }
+    if (state->claims.empty()) return PluginStatus::Skip();
+
+    for (size_t i = 0; i < state->claims.size(); ++i) {
+      ClaimEntry& e = state->claims[i];
+      if (e.special) continue;
+      const rv1::ResourceClaim& claim = *e.claim;
+      for (const rv1::DeviceRequest& r : claim.spec.devices.requests) {
+        if (!r.first_available.empty()) state->any_first_available = true;
+        if (!r.first_available.empty()) state->max_score += kFirstAvailableMaxSize;
+      }
+      if (claim.status.allocation.has_value()) {
+        if (!IsReservedForPod(pod, claim) &&
+            claim.status.reserved_for.size() >= kReservedForMaxSize) {
+          return PluginStatus::Unschedulable("resourceclaim in use");
+        }
+        if (claim.status.allocation->node_selector.has_value()) {
+          StatusOr<api::labels::NodeSelectorMatcher> m =
+              api::labels::NodeSelectorMatcher::CompileStrict(
+                  *claim.status.allocation->node_selector);
+          if (!m.ok()) return PluginStatus::Error(m.status());
+          e.available_on = std::move(*m);
+        }
+        continue;
+      }
+      state->to_allocate.push_back(i);
+      if (cluster.ledger().IsInFlight(claim.metadata.uid)) {
+        return PluginStatus::Unschedulable(
+            "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
+            " is in the process of being allocated");
+      }
+      for (const rv1::DeviceRequest& r : claim.spec.devices.requests) {
+        if (r.exactly.has_value()) {
+          PluginStatus s = ValidateClass(r.exactly->device_class_name, r.name);
+          if (!s.ok()) return s;
+        } else if (!r.first_available.empty()) {
+          if (!options_.features.prioritized_list) {
+            return PluginStatus::Unschedulable(
+                "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
+                ", request " + r.name +
+                ": has subrequests, but the DRAPrioritizedList feature is disabled");
+          }
+          for (const rv1::DeviceSubRequest& s : r.first_available) {
+            PluginStatus v = ValidateClass(s.device_class_name, r.name + "/" + s.name);
+            if (!v.ok()) return v;
+          }
+        } else {
+          return PluginStatus::Unschedulable(
+              "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
+              ", request " + r.name + ": unknown request type");
+        }
+      }
+    }
+    state->explain_left = options_.explain_budget;
+    cycle.Set(std::move(state));
+    return PluginStatus::Success();
+  }
+
+  PluginStatus Filter(CycleState& cycle, const PodInfo& info, const NodeInfo& node,
+                      bool explain) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr) return PluginStatus::Success();
+    if (s->special_index && s->claims[*s->special_index].special_in_api) {
+      // A special claim from an earlier attempt: PostFilter deletes it, then we start over.
+      s->unavailable.insert(*s->special_index);
+      return PluginStatus::Unresolvable("cannot schedule extended resource claim");
+    }
+    for (size_t i = 0; i < s->claims.size(); ++i) {
+      const ClaimEntry& e = s->claims[i];
+      if (!e.available_on) continue;
+      StatusOr<bool> m = e.available_on->Match(node.node());
+      if (!m.ok() || !*m) {
+        s->unavailable.insert(i);
+        return PluginStatus::Unresolvable(explain ? "claim " + e.pod_claim_name +
+                                                        " is allocated to devices of other nodes"
+                                                  : "resourceclaim not available on the node");
+      }
+    }
+    Variant* v = VariantFor(*s, *info.pod, node);
+    if (v == nullptr) return PluginStatus::Error(InternalError("no claims variant"));
+    if (v->claims.empty()) return PluginStatus::Success();
+    if (!explain && !MayFit(*v, node)) {
+      return PluginStatus::Unresolvable("cannot allocate all claims");
+    }
+    allocator::Options options;
+    options.explain = explain && s->explain_left > 0;
+    if (options.explain) --s->explain_left;
+    options.random = deps_.random;
+    StatusOr<allocator::Outcome> outcome =
+        v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
+    if (!outcome.ok()) {
+      if (explain) return PluginStatus::Unresolvable(std::string(outcome.status().message()));
+      return PluginStatus::Error(outcome.status());
+    }
+    switch (outcome->kind) {
+      case allocator::Outcome::Kind::kAllocated: {
+        NodeAllocation& na = s->node_allocations[node.name()];
+        na.variant = v;
+        na.results = std::move(outcome->results);
+        return PluginStatus::Success();
+      }
+      case allocator::Outcome::Kind::kNodeError:
+        return PluginStatus::Unresolvable(outcome->message);
+      case allocator::Outcome::Kind::kUnsatisfiable:
+        if (outcome->explanation) {
+          return PluginStatus::Unresolvable(
+              SummarizeDevices(*outcome->explanation, s->claim_names));
+        }
+        return PluginStatus::Unresolvable(explain ? "cannot allocate all claims (not explained)"
+                                                  : "cannot allocate all claims");
+    }
+    return PluginStatus::Unresolvable("cannot allocate all claims");
+  }
+
+  PluginStatus PostFilter(CycleState& cycle, const PodInfo& info) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr || s->claims.empty()) {
+      return PluginStatus::Unschedulable("no new claims to deallocate");
+    }
+    const Pod& pod = *info.pod;
+    for (size_t i : s->unavailable) {
+      const ClaimEntry& e = s->claims[i];
+      if (e.special) {
+        if (!e.special_in_api) continue;
+        DeleteClaimAsync(e.claim->metadata.namespace_, e.claim->metadata.name,
+                         e.claim->metadata.uid);
+        return PluginStatus::Unschedulable("deletion of ResourceClaim completed");
+      }
+      const rv1::ResourceClaim& c = *e.claim;
+      if (c.status.reserved_for.empty() ||
+          (c.status.reserved_for.size() == 1 && c.status.reserved_for[0].uid == pod.metadata.uid)) {
+        DeallocateAsync(c.metadata.namespace_, c.metadata.name, c.metadata.uid, "");
+        return PluginStatus::Unschedulable("deallocation of ResourceClaim completed");
+      }
+    }
+    return PluginStatus::Unschedulable("still not schedulable");
+  }
+
+  std::optional<int64_t> PreScore(CycleState& cycle, const PodInfo&) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr || !options_.features.prioritized_list || !s->any_first_available) {
+      return std::nullopt;
+    }
+    return s->max_score;
+  }
+
+  int64_t Score(CycleState& cycle, const PodInfo&, const NodeInfo& node) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr) return 0;
+    int64_t score = 0;
+    auto na = s->node_allocations.find(node.name());
+    for (size_t i = 0; i < s->claims.size(); ++i) {
+      const ClaimEntry& e = s->claims[i];
+      if (e.special || e.claim == nullptr) continue;
+      if (e.claim->status.allocation.has_value()) {
+        score += ScoreAllocation(*e.claim, *e.claim->status.allocation);
+      } else if (na != s->node_allocations.end()) {
+        const Variant& v = *na->second.variant;
+        for (size_t k = 0; k < v.entries.size(); ++k) {
+          if (v.entries[k] == i) score += ScoreAllocation(*e.claim, na->second.results[k]);
+        }
+      }
+    }
+    return score;
+  }
+
+  // upstream helper.DefaultNormalizeScore(MaxNodeScore, false, scores).
+  void NormalizeScore(CycleState&, std::vector<int64_t>& scores) override {
+    int64_t max = 0;
+    for (int64_t v : scores) max = std::max(max, v);
+    if (max == 0) return;
+    for (int64_t& v : scores) v = v * 100 / max;
+  }
+
+  PluginStatus Reserve(CycleState& cycle, const PodInfo& info, const std::string& node) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr || s->claims.empty()) return PluginStatus::Success();
+    const Pod& pod = *info.pod;
+    s->binds.clear();
+    auto na = s->node_allocations.find(node);
+    if (na != s->node_allocations.end()) {
+      const Variant& v = *na->second.variant;
+      s->reserved_variant = &v;
+      for (size_t k = 0; k < v.claims.size(); ++k) {
+        BindRecord b;
+        b.entry = v.entries[k];
+        b.allocation = std::make_shared<const rv1::AllocationResult>(na->second.results[k]);
+        const ClaimEntry& e = s->claims[b.entry];
+        if (e.special) {
+          b.in_flight_uid = SpecialInFlightUid(pod.metadata.uid);
+          deps_.cluster->ledger().AddInFlight(
+              b.in_flight_uid, ClaimKey(pod.metadata.namespace_, kSpecialClaimName), b.allocation);
+        } else {
+          b.in_flight_uid = e.claim->metadata.uid;
+          deps_.cluster->ledger().AddInFlight(
+              b.in_flight_uid, ClaimKey(e.claim->metadata.namespace_, e.claim->metadata.name),
+              b.allocation);
+        }
+        s->binds.push_back(std::move(b));
+      }
+    } else if (!s->to_allocate.empty()) {
+      return PluginStatus::Error(InternalError("claim allocation not found for node " + node));
+    }
+    for (size_t i = 0; i < s->claims.size(); ++i) {
+      const ClaimEntry& e = s->claims[i];
+      if (e.special || !e.claim->status.allocation.has_value()) continue;
+      if (IsReservedForPod(pod, *e.claim)) continue;
+      BindRecord b;
+      b.entry = i;
+      s->binds.push_back(std::move(b));
+    }
+    return PluginStatus::Success();
+  }
+
+  void Unreserve(CycleState& cycle, const PodInfo& info, const std::string&) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr) return;
+    for (BindRecord& b : s->binds) {
+      if (!b.in_flight_uid.empty()) deps_.cluster->ledger().RemoveInFlight(b.in_flight_uid);
+    }
+    const Pod& pod = *info.pod;
+    for (const BindRecord& b : s->binds) {
+      const ClaimEntry& e = s->claims[b.entry];
+      std::string ns = pod.metadata.namespace_;
+      if (e.special && b.created) {
+        DeleteClaimAsync(ns, b.name, b.uid);
+      } else if (b.lost) {
+        DeallocateAsync(ns, b.name, b.uid, "");
+      } else if (b.reserved) {
+        DeallocateAsync(ns, b.name, b.uid, pod.metadata.uid);
+      }
+    }
+    s->binds.clear();
+  }
+
+  PluginStatus PreBind(CycleState& cycle, const PodInfo& info, const std::string& node) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr || s->binds.empty()) return PluginStatus::Skip();
+    const Pod& pod = *info.pod;
+    std::string special_name;
+    for (BindRecord& b : s->binds) {
+      const ClaimEntry& e = s->claims[b.entry];
+      StatusOr<rv1::ResourceClaim> current =
+          e.special ? CreateSpecialClaim(*s, pod, &b) : rv1::ResourceClaim(*e.claim);
+      if (!current.ok()) return PluginStatus::Error(current.status());
+      b.name = current->metadata.name;
+      b.uid = current->metadata.uid;
+      if (e.special) special_name = b.name;
+      Status written = WriteClaim(pod, *current, &b);
+      if (!written.ok()) return PluginStatus::Error(written);
+    }
+    if (!special_name.empty() && s->reserved_variant != nullptr) {
+      Status patched = RecordExtendedResourceClaim(pod, special_name, *s->reserved_variant);
+      if (!patched.ok()) return PluginStatus::Error(patched);
+    }
+    (void)node;
+    return PluginStatus::Success();
+  }
+
+ private:
+  // The reason a pod's claims are not ready, or "" (upstream foreachPodResourceClaim).
+  std::string CheckClaims(const Pod& pod) const {
+    for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+      PodClaimName n = ClaimNameForPod(pod, entry);
+      if (!n.error.empty()) return n.error;
+      if (n.skip) continue;
+      ClusterState::ClaimPtr claim = deps_.cluster->FindClaim(pod.metadata.namespace_, n.name);
+      if (claim == nullptr) return "resourceclaim.resource.k8s.io \"" + n.name + "\" not found";
+      if (claim->metadata.deletion_timestamp.has_value()) {
+        return "resourceclaim \"" + n.name + "\" is being deleted";
+      }
+      if (n.must_check_owner && !IsControlledBy(*claim, pod)) {
+        return "ResourceClaim " + ClaimKey(pod.metadata.namespace_, n.name) +
+               " was not created for pod " + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
+               " (pod is not owner)";
+      }
+    }
+    return "";
+  }
+
+  PluginStatus ValidateClass(const std::string& device_class, const std::string& request) const {
+    if (device_class.empty()) {
+      return PluginStatus::Error(
+          InvalidArgumentError("request " + request + ": unsupported request type"));
+    }
+    if (deps_.cluster->FindClass(device_class) == nullptr) {
+      return PluginStatus::Unschedulable("request " + request + ": device class " + device_class +
+                                         " does not exist");
+    }
+    return PluginStatus::Success();
+  }
+
+  // The claims to allocate on `node`: the user claims, plus the special claim for the mapped
+  // extended resources this node does not advertise (it has no device plugin for them).
+  Variant* VariantFor(DraState& s, const Pod& pod, const NodeInfo& node) {
+    std::set<std::string> dra;
+    std::string key;
+    for (const auto& [resource, amount] : s.extended) {
+      auto a = node.allocatable().scalar.find(resource);
+      if (a != node.allocatable().scalar.end() && a->second > 0) continue;  // device plugin
+      dra.insert(resource);
+      key += resource;
+      key.push_back('\n');
+    }
+    auto it = s.variants.find(key);
+    if (it != s.variants.end()) return it->second.get();
+    auto v = std::make_unique<Variant>();
+    for (size_t i : s.to_allocate) {
+      v->claims.push_back(s.claims[i].claim.get());
+      v->entries.push_back(i);
+    }
+    if (!dra.empty() && s.special_index) {
+      v->special = std::make_shared<rv1::ResourceClaim>();
+      rv1::ResourceClaim& c = *v->special;
+      c.metadata.namespace_ = pod.metadata.namespace_;
+      c.metadata.name = std::string(kSpecialClaimName);
+      c.metadata.uid = SpecialInFlightUid(pod.metadata.uid);
+      c.metadata.generate_name = pod.metadata.name + "-extended-resources-";
+      api::metav1::OwnerReference owner;
+      owner.api_version = "v1";
+      owner.kind = "Pod";
+      owner.name = pod.metadata.name;
+      owner.uid = pod.metadata.uid;
+      owner.controller = true;
+      owner.block_owner_deletion = true;
+      c.metadata.owner_references.push_back(std::move(owner));
+      c.metadata.annotations[std::string(kExtendedResourceClaimAnnotation)] = "true";
+      BuildSpecialRequests(pod, dra, deps_.cluster->extended_resource_classes(), v.get());
+      if (!c.spec.devices.requests.empty()) {
+        v->claims.push_back(v->special.get());
+        v->entries.push_back(*s.special_index);
+      }
+    }
+    for (const rv1::ResourceClaim* c : v->claims) AddDemands(*c, v.get());
+    v->allocator = allocator::NewAllocator(deps_.cluster->snapshot(), v->claims, options_.features);
+    Variant* raw = v.get();
+    s.variants.emplace(std::move(key), std::move(v));
+    return raw;
+  }
+
+  // False when the free-device index proves the claims cannot fit on the node.
+  bool MayFit(const Variant& v, const NodeInfo& node) const {
+    const DeviceLedger& ledger = deps_.cluster->ledger();
+    for (const auto& [device_class, needed] : v.sums) {
+      if (ledger.FreeDevices(device_class, node.name()) < needed) return false;
+    }
+    for (const std::vector<Alternative>& alternatives : v.demands) {
+      bool some = false;
+      for (const Alternative& a : alternatives) {
+        if (ledger.FreeDevices(a.device_class, node.name()) >= a.count) {
+          some = true;
+          break;
+        }
+      }
+      if (!some) return false;
+    }
+    return true;
+  }
+
+  StatusOr<rv1::ResourceClaim> CreateSpecialClaim(const DraState& s, const Pod& pod,
+                                                  BindRecord* b) {
+    if (s.reserved_variant == nullptr || s.reserved_variant->special == nullptr) {
+      return InternalError("no extended resource claim to create");
+    }
+    rv1::ResourceClaim claim = *s.reserved_variant->special;
+    claim.metadata.name.clear();
+    claim.metadata.uid.clear();
+    claim.metadata.finalizers = {std::string(kClaimFinalizer)};
+    (void)pod;
+    StatusOr<rv1::ResourceClaim> created =
+        client::Create(*deps_.api, claim, options_.field_manager);
+    if (!created.ok()) {
+      return created.status().WithPrefix("create extended resource claim");
+    }
+    b->created = true;
+    return created;
+  }
+
+  // upstream bindClaim: allocation (with the finalizer) and reservation, with retries.
+  Status WriteClaim(const Pod& pod, rv1::ResourceClaim current, BindRecord* b) {
+    std::string key = ClaimKey(current.metadata.namespace_, current.metadata.name);
+    bool refresh = false;
+    for (int attempt = 0; attempt <= options_.conflict_retries; ++attempt) {
+      if (refresh) {
+        StatusOr<rv1::ResourceClaim> fresh = client::Get<rv1::ResourceClaim>(
+            *deps_.api, current.metadata.namespace_, current.metadata.name);
+        if (!fresh.ok()) return fresh.status().WithPrefix("get updated claim " + key);
+        current = std::move(*fresh);
+      }
+      refresh = true;
+      if (current.metadata.deletion_timestamp.has_value()) {
+        return FailedPreconditionError("claim " + key + " got deleted in the meantime");
+      }
+      if (b->allocation) {
+        if (current.status.allocation.has_value()) {
+          return ConflictError("claim " + key + " got allocated elsewhere in the meantime");
+        }
+        auto& f = current.metadata.finalizers;
+        if (std::find(f.begin(), f.end(), kClaimFinalizer) == f.end()) {
+          f.push_back(std::string(kClaimFinalizer));
+          StatusOr<rv1::ResourceClaim> updated =
+              client::Update(*deps_.api, current, options_.field_manager);
+          if (!updated.ok()) {
+            if (updated.status().code() == StatusCode::kConflict) continue;
+            return updated.status().WithPrefix("add finalizer to claim " + key);
+          }
+          current = std::move(*updated);
+        }
+        current.status.allocation = *b->allocation;
+      } else {
+        if (IsReservedForPod(pod, current)) return Status::Ok();
+        if (!current.status.allocation.has_value()) {
+          return FailedPreconditionError("claim " + key + " is no longer allocated");
+        }
+        if (current.status.reserved_for.size() >= kReservedForMaxSize) {
+          return FailedPreconditionError("claim " + key + " is reserved for too many consumers");
+        }
+      }
+      current.status.reserved_for.push_back(PodReference(pod));
+      StatusOr<rv1::ResourceClaim> written =
+          client::UpdateStatus(*deps_.api, current, options_.field_manager);
+      if (!written.ok()) {
+        if (written.status().code() == StatusCode::kConflict) continue;
+        return written.status().WithPrefix(b->allocation
+                                               ? "add allocation and reservation to claim " + key
+                                               : "add reservation to claim " + key);
+      }
+      b->reserved = true;
+      b->name = written->metadata.name;
+      b->uid = written->metadata.uid;
+      if (b->allocation && options_.confirm_allocations && deps_.confirmations != nullptr) {
+        uint64_t rv = ParseVersion(written->metadata.resource_version);
+        if (rv != 0) {
+          AllocationConfirmations::Outcome o =
+              deps_.confirmations->Await(b->uid, rv, options_.confirm_timeout);
+          deps_.confirmations->Forget(b->uid);
+          if (o != AllocationConfirmations::Outcome::kWon) {
+            b->lost = true;
+            return ConflictError(o == AllocationConfirmations::Outcome::kLost
+                                     ? "allocation of claim " + key +
+                                           " lost to a concurrent allocation of the same devices"
+                                     : "allocation of claim " + key + " was not confirmed in time");
+          }
+        }
+      }
+      return Status::Ok();
+    }
+    return ConflictError("claim " + key + ": too many conflicts");
+  }
+
+  Status RecordExtendedResourceClaim(const Pod& pod, const std::string& claim_name,
+                                     const Variant& v) {
+    boost::json::array mappings;
+    for (const auto& m : v.mappings) {
+      mappings.push_back(boost::json::object{{"containerName", m.container_name},
+                                             {"resourceName", m.resource_name},
+                                             {"requestName", m.request_name}});
+    }
+    boost::json::object patch{
+        {"status",
+         boost::json::object{{"extendedResourceClaimStatus",
+                              boost::json::object{{"resourceClaimName", claim_name},
+                                                  {"requestMappings", std::move(mappings)}}}}}};
+    return client::Patch<Pod>(*deps_.api, pod.metadata.namespace_, pod.metadata.name,
+                              client::PatchType::kMerge, std::move(patch), "status",
+                              options_.field_manager)
+        .status();
+  }
+
+  // Clears the allocation (when `pod_uid` is empty) or removes one consumer from reservedFor.
+  void DeallocateAsync(std::string ns, std::string name, std::string uid, std::string pod_uid) {
+    if (name.empty()) return;
+    client::ApiClient* api = deps_.api;
+    int retries = options_.conflict_retries;
+    std::string manager = options_.field_manager;
+    deps_.run_async([=] {
+      for (int attempt = 0; attempt <= retries; ++attempt) {
+        StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(*api, ns, name);
+        if (!claim.ok() || claim->metadata.uid != uid) return;
+        if (pod_uid.empty()) {
+          claim->status.allocation.reset();
+          claim->status.reserved_for.clear();
+          claim->status.devices.clear();
+        } else {
+          std::erase_if(claim->status.reserved_for,
+                        [&](const auto& r) { return r.uid == pod_uid; });
+        }
+        StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(*api, *claim, manager);
+        if (written.ok()) {
+          if (pod_uid.empty()) {
+            // Drop the finalizer too: the claim no longer holds devices.
+            rv1::ResourceClaim next = *written;
+            std::erase(next.metadata.finalizers, std::string(kClaimFinalizer));
+            if (next.metadata.finalizers != written->metadata.finalizers) {
+              client::Update(*api, next, manager).status().IgnoreError();  // the claim
+              // controller removes it otherwise
+            }
+          }
+          return;
+        }
+        if (written.status().code() != StatusCode::kConflict) {
+          log::Warning("scheduler: releasing claim {}/{}: {}", ns, name,
+                       written.status().ToString());
+          return;
+        }
+      }
+    });
+  }
+
+  void DeleteClaimAsync(std::string ns, std::string name, std::string uid) {
+    client::ApiClient* api = deps_.api;
+    deps_.run_async([=] {
+      client::DeleteOptions options;
+      options.precondition_uid = uid;
+      Status s = client::Delete<rv1::ResourceClaim>(*api, ns, name, options);
+      if (s.ok() || s.code() == StatusCode::kNotFound) {
+        // The finalizer keeps an allocated claim; remove it so the claim goes away.
+        StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(*api, ns, name);
+        if (claim.ok() && claim->metadata.uid == uid) {
+          claim->status.allocation.reset();
+          claim->status.reserved_for.clear();
+          StatusOr<rv1::ResourceClaim> cleared = client::UpdateStatus(*api, *claim);
+          if (cleared.ok()) {
+            cleared->metadata.finalizers.clear();
+            client::Update(*api, *cleared).status().IgnoreError();  // gone already is fine
+          }
+        }
+        return;
+      }
+      log::Warning("scheduler: deleting claim {}/{}: {}", ns, name, s.ToString());
+    });
+  }
+
+  DynamicResourcesDeps deps_;
+  DynamicResourcesOptions options_;
+};
+
+}  // namespace
+
+void AllocationConfirmations::Observe(const std::string& uid, uint64_t resource_version,
+                                      bool lost) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = entries_[uid];
+  e.resource_version = std::max(e.resource_version, resource_version);
+  e.lost = e.lost || lost;
+  cv_.notify_all();
+}
+
+AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::string& uid,
+                                                                uint64_t resource_version,
+                                                                Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool seen = cv_.wait_for(lock, timeout, [&] {
+    auto it = entries_.find(uid);
+    return it != entries_.end() && it->second.resource_version >= resource_version;
+  });
+  if (!seen) return Outcome::kTimedOut;
+  return entries_[uid].lost ? Outcome::kLost : Outcome::kWon;
+}
+
+void AllocationConfirmations::Forget(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.erase(uid);
+}
+
+PodClaimName ClaimNameForPod(const Pod& pod, const api::corev1::PodResourceClaim& entry) {
+  PodClaimName out;
+  if (entry.resource_claim_name.has_value()) {
+    out.name = *entry.resource_claim_name;
+    return out;
+  }
+  if (entry.resource_claim_template_name.has_value()) {
+    for (const api::corev1::PodResourceClaimStatus& s : pod.status.resource_claim_statuses) {
+      if (s.name != entry.name) continue;
+      if (!s.resource_claim_name.has_value()) {
+        out.skip = true;
+        return out;
+      }
+      out.name = *s.resource_claim_name;
+      out.must_check_owner = true;
+      return out;
+    }
+    out.error = "pod \"" + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
+                "\": ResourceClaim not created yet";
+    return out;
+  }
+  out.error = "pod \"" + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
+              "\", spec.resourceClaim \"" + entry.name + "\": unsupported ResourceClaim source";
+  return out;
+}
+
+bool IsReservedForPod(const Pod& pod, const rv1::ResourceClaim& claim) {
+  for (const rv1::ResourceClaimConsumerReference& r : claim.status.reserved_for) {
+    if (r.resource == "pods" && r.api_group.empty() && r.uid == pod.metadata.uid) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
+                                                  DynamicResourcesOptions options) {
+  return std::make_shared<DynamicResources>(std::move(deps), std::move(options));
+}
+
+}  // namespace draplane::scheduler

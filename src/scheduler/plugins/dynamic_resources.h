@@ -1,0 +1,121 @@
+// The DynamicResources plugin: ResourceClaims, with upstream's semantics
+// (pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go, about 1.36, and
+// extendeddynamicresources.go for KEP-5004), on draplane's allocator.
+//
+//   PreEnqueue  every claim exists and is not being deleted; a claim generated from a template
+//               is found through pod.status.resourceClaimStatuses and must be owned by the pod.
+//   PreFilter   loads the claims; an allocated claim the pod cannot reserve (256 consumers) or
+//               a claim another pod is allocating (in flight) or a missing class rejects the
+//               pod. Extended resources mapped to a DeviceClass get the pod's special claim.
+//               Prepares one allocator per claim set and the free-device bounds.
+//   Filter      allocated claims must be available on the node; the free-device index rejects
+//               nodes that cannot have enough devices; then the allocator. Results are kept
+//               per node. On a node without a device plugin for a mapped extended resource the
+//               special claim asks for it (requests `container-<i>-request-<j>`).
+//   PostFilter  deallocates one allocated claim that is unavailable everywhere and reserved for
+//               nobody else, or deletes a stale special claim.
+//   Score       8 − i for every firstAvailable request whose subrequest i was chosen (already
+//               allocated claims count from their status; upstream's fix for mixed pods);
+//               normalized to 0..100 by the maximum.
+//   Reserve     marks the node's allocations in flight in the device ledger.
+//   Unreserve   drops them; removes the pod from reservedFor of claims already written;
+//               deallocates claims whose allocation lost a race; deletes a created special
+//               claim. API work runs asynchronously.
+//   PreBind     per claim not yet reserved for the pod, with conflict retries: create the special
+//               claim; add the finalizer resource.kubernetes.io/delete-protection (Update); set
+//               status.allocation and append the pod to status.reservedFor (UpdateStatus); then
+//               wait until this scheduler observes its own write and learns whether another
+//               scheduler allocated one of the devices first (device_ledger.h) — a lost race
+//               fails the binding. Records pod.status.extendedResourceClaimStatus.
+//
+// Thread-safety: PreBind runs on binder threads and touches only the cycle state, the
+// thread-safe ApiClient and AllocationConfirmations; everything else runs on the loop thread.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "allocator/features.h"
+#include "client/api_client.h"
+#include "common/clock.h"
+#include "common/random.h"
+#include "scheduler/cluster_state.h"
+#include "scheduler/framework/plugin.h"
+
+namespace draplane::scheduler {
+
+// resourceapi.Finalizer.
+inline constexpr std::string_view kClaimFinalizer = "resource.kubernetes.io/delete-protection";
+// resourceapi.ResourceClaimReservedForMaxSize.
+inline constexpr size_t kReservedForMaxSize = 256;
+
+// Hands observations of this scheduler's own claim writes from the loop thread to the binder
+// threads waiting for them.
+class AllocationConfirmations {
+ public:
+  enum class Outcome { kWon, kLost, kTimedOut };
+  // Loop thread: the ledger observed an allocation of `uid` at `resource_version`; `lost` when
+  // it overlapped an allocation observed earlier. Sticky until Forget.
+  void Observe(const std::string& uid, uint64_t resource_version, bool lost);
+  // Binder thread: waits until `uid` was observed at `resource_version` or later (a real-time
+  // wait of at most `timeout`).
+  Outcome Await(const std::string& uid, uint64_t resource_version, Duration timeout);
+  void Forget(const std::string& uid);
+
+ private:
+  struct Entry {
+    uint64_t resource_version = 0;
+    bool lost = false;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Entry> entries_;
+};
+
+struct DynamicResourcesOptions {
+  allocator::Features features;
+  // DRAExtendedResource.
+  bool extended_resources = true;
+  // Wait for the scheduler's own allocation writes to be observed (needed when several
+  // schedulers may allocate the same devices; scheduler.md "Replicas").
+  bool confirm_allocations = true;
+  Duration confirm_timeout = std::chrono::seconds(30);
+  // Nodes per failed attempt whose allocation is explained in detail.
+  int explain_budget = 64;
+  // Retries of a claim write after a Conflict (client-go retry.DefaultRetry: 5 steps).
+  int conflict_retries = 5;
+  std::string field_manager = "draplane-scheduler";
+};
+
+struct DynamicResourcesDeps {
+  ClusterState* cluster = nullptr;
+  client::ApiClient* api = nullptr;
+  AllocationConfirmations* confirmations = nullptr;
+  // Runs API work off the loop thread (Unreserve, PostFilter).
+  std::function<void(std::function<void()>)> run_async;
+  const Clock* clock = nullptr;
+  // Share IDs of multi-allocatable devices; owned by the caller, used on the loop thread.
+  Random* random = nullptr;
+};
+
+std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
+                                                  DynamicResourcesOptions options);
+
+// Helpers shared with the controllers' view of the same rules.
+// upstream resourceclaim.Name: the claim name for a pod claim entry, or an error message.
+struct PodClaimName {
+  std::string name;  // empty when `error` is set or no claim was generated (skip)
+  bool must_check_owner = false;
+  std::string error;  // "ResourceClaim not created yet" etc.
+  bool skip = false;  // the template produced no claim (status entry without a name)
+};
+PodClaimName ClaimNameForPod(const api::corev1::Pod& pod,
+                             const api::corev1::PodResourceClaim& entry);
+// upstream resourceclaim.IsReservedForPod.
+bool IsReservedForPod(const api::corev1::Pod& pod, const api::resourcev1::ResourceClaim& claim);
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,175 @@
+#include "scheduler/queue.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace draplane::scheduler {
+
+SchedulingQueue::SchedulingQueue(const Clock& clock, QueueOptions options, Gate gate)
+    : clock_(clock), options_(options), gate_(std::move(gate)) {}
+
+int64_t SchedulingQueue::Priority(const api::corev1::Pod& pod) {
+  return pod.spec.priority.value_or(0);
+}
+
+Duration SchedulingQueue::BackoffFor(const QueuedPod& pod) const {
+  Duration d = options_.initial_backoff;
+  for (int i = 1; i < pod.attempts && d < options_.max_backoff; ++i) d *= 2;
+  return std::min(d, options_.max_backoff);
+}
+
+void SchedulingQueue::Unlink(const std::string& uid) {
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) return;
+  Entry& e = it->second;
+  switch (e.where) {
+    case Where::kActive:
+      active_.erase({-Priority(*e.pod.pod), e.sequence, uid});
+      break;
+    case Where::kBackoff:
+      backoff_.erase({e.ready_at, e.sequence, uid});
+      break;
+    case Where::kUnschedulable:
+      unschedulable_.erase(uid);
+      if (e.gated) --gated_count_;
+      e.gated = false;
+      break;
+  }
+}
+
+void SchedulingQueue::Place(const std::string& uid) {
+  Entry& e = pods_.at(uid);
+  if (std::optional<std::string> refused = gate_(*e.pod.pod)) {
+    e.where = Where::kUnschedulable;
+    e.gated = true;
+    ++gated_count_;
+    e.pod.rejectors = {*refused};
+    e.pod.queued_at = clock_.MonotonicNow();
+    unschedulable_[uid] = e.pod.queued_at;
+    return;
+  }
+  e.sequence = ++sequence_;
+  Duration now = clock_.MonotonicNow();
+  Duration ready = e.pod.attempts > 0 ? e.pod.last_failure + BackoffFor(e.pod) : Duration{0};
+  if (ready > now) {
+    e.where = Where::kBackoff;
+    e.ready_at = ready;
+    backoff_.insert({ready, e.sequence, uid});
+  } else {
+    e.where = Where::kActive;
+    active_.insert({-Priority(*e.pod.pod), e.sequence, uid});
+  }
+}
+
+void SchedulingQueue::AddOrUpdate(std::shared_ptr<const api::corev1::Pod> pod) {
+  const std::string uid = pod->metadata.uid;
+  auto it = pods_.find(uid);
+  if (it == pods_.end()) {
+    Entry e;
+    e.pod.pod = std::move(pod);
+    pods_.emplace(uid, std::move(e));
+    Place(uid);
+    return;
+  }
+  Entry& e = it->second;
+  if (e.where != Where::kUnschedulable && Priority(*e.pod.pod) != Priority(*pod)) {
+    Unlink(uid);
+    e.pod.pod = std::move(pod);
+    Place(uid);
+    return;
+  }
+  e.pod.pod = std::move(pod);
+}
+
+void SchedulingQueue::Delete(const std::string& uid) {
+  Unlink(uid);
+  pods_.erase(uid);
+}
+
+void SchedulingQueue::PromoteBackoff() {
+  Duration now = clock_.MonotonicNow();
+  while (!backoff_.empty() && std::get<0>(*backoff_.begin()) <= now) {
+    std::string uid = std::get<2>(*backoff_.begin());
+    backoff_.erase(backoff_.begin());
+    Entry& e = pods_.at(uid);
+    e.where = Where::kActive;
+    active_.insert({-Priority(*e.pod.pod), e.sequence, uid});
+  }
+}
+
+std::optional<QueuedPod> SchedulingQueue::Pop() {
+  PromoteBackoff();
+  if (active_.empty()) return std::nullopt;
+  std::string uid = std::get<2>(*active_.begin());
+  active_.erase(active_.begin());
+  auto it = pods_.find(uid);
+  QueuedPod out = std::move(it->second.pod);
+  pods_.erase(it);
+  return out;
+}
+
+std::optional<Duration> SchedulingQueue::NextReady() const {
+  if (backoff_.empty()) return std::nullopt;
+  Duration left = std::get<0>(*backoff_.begin()) - clock_.MonotonicNow();
+  return std::max(left, Duration{0});
+}
+
+void SchedulingQueue::RequeueUnschedulable(QueuedPod pod, std::set<std::string> rejectors) {
+  pod.last_failure = clock_.MonotonicNow();
+  if (rejectors.empty()) {
+    RequeueAfterError(std::move(pod));
+    return;
+  }
+  pod.rejectors = std::move(rejectors);
+  pod.queued_at = pod.last_failure;
+  std::string uid = pod.pod->metadata.uid;
+  Entry e;
+  e.pod = std::move(pod);
+  e.where = Where::kUnschedulable;
+  unschedulable_[uid] = e.pod.queued_at;
+  pods_[uid] = std::move(e);
+}
+
+void SchedulingQueue::RequeueAfterError(QueuedPod pod) {
+  pod.last_failure = clock_.MonotonicNow();
+  pod.rejectors.clear();
+  std::string uid = pod.pod->metadata.uid;
+  Entry e;
+  e.pod = std::move(pod);
+  e.sequence = ++sequence_;
+  e.where = Where::kBackoff;
+  e.ready_at = e.pod.last_failure + BackoffFor(e.pod);
+  backoff_.insert({e.ready_at, e.sequence, uid});
+  pods_[uid] = std::move(e);
+}
+
+void SchedulingQueue::OnEvent(const Interest& interest) {
+  std::vector<std::string> move;
+  for (const auto& [uid, since] : unschedulable_) {
+    const Entry& e = pods_.at(uid);
+    for (const std::string& plugin : e.pod.rejectors) {
+      if (interest(plugin, *e.pod.pod)) {
+        move.push_back(uid);
+        break;
+      }
+    }
+  }
+  for (const std::string& uid : move) {
+    Unlink(uid);
+    Place(uid);
+  }
+}
+
+void SchedulingQueue::FlushUnschedulable() {
+  Duration now = clock_.MonotonicNow();
+  std::vector<std::string> move;
+  for (const auto& [uid, since] : unschedulable_) {
+    if (since + options_.max_unschedulable <= now) move.push_back(uid);
+  }
+  for (const std::string& uid : move) {
+    Unlink(uid);
+    Place(uid);
+  }
+}
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,117 @@
+// The scheduling queue (upstream pkg/scheduler/backend/queue/scheduling_queue.go): pods waiting
+// for a scheduling attempt.
+//
+//   active         ready now; ordered by priority (higher first), then by when they entered the
+//                  queue (upstream PrioritySort)
+//   backoff        failed recently with an error or were moved by an event before their backoff
+//                  expired; ready again at last attempt + backoff, where backoff is
+//                  `initial_backoff` · 2^(attempts−1), at most `max_backoff` (1 s and 10 s
+//                  upstream)
+//   unschedulable  rejected; they stay until an event one of their rejecting plugins registered
+//                  for (and whose queueing hint agrees) moves them to backoff or active, or until
+//                  they waited `max_unschedulable` (5 min upstream)
+//   gated          PreEnqueue said not yet; kept with the unschedulable pods and re-checked by the
+//                  same events
+//
+// Time comes from the injected clock; the scheduler asks NextReady() how long it may sleep.
+//
+// Thread-safety: not thread-safe; owned by the scheduler's loop thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "api/gen/core_v1_types.h"
+#include "common/clock.h"
+#include "scheduler/framework/plugin.h"
+#include "scheduler/framework/types.h"
+
+namespace draplane::scheduler {
+
+struct QueueOptions {
+  Duration initial_backoff = std::chrono::seconds(1);
+  Duration max_backoff = std::chrono::seconds(10);
+  Duration max_unschedulable = std::chrono::minutes(5);
+};
+
+struct QueuedPod {
+  std::shared_ptr<const api::corev1::Pod> pod;
+  int attempts = 0;
+  // Plugins that rejected the last attempt (or the PreEnqueue plugin that gated it).
+  std::set<std::string> rejectors;
+  Duration last_failure{0};  // monotonic
+  Duration queued_at{0};     // monotonic: entered the unschedulable pool
+};
+
+class SchedulingQueue {
+ public:
+  // PreEnqueue check run before a pod becomes active; nullopt admits it, else the plugin that
+  // refused.
+  using Gate = std::function<std::optional<std::string>(const api::corev1::Pod&)>;
+  // Whether an event may make a pod rejected by `plugin` schedulable.
+  using Interest = std::function<bool(const std::string& plugin, const api::corev1::Pod& pod)>;
+
+  SchedulingQueue(const Clock& clock, QueueOptions options, Gate gate);
+
+  // A new pending pod, or an update of one (its place is kept; whether the update makes a waiting
+  // pod schedulable is for OnEvent to decide).
+  void AddOrUpdate(std::shared_ptr<const api::corev1::Pod> pod);
+  void Delete(const std::string& uid);
+  bool Contains(const std::string& uid) const { return pods_.contains(uid); }
+
+  // The next active pod (after promoting backoff pods whose time came); it is no longer in the
+  // queue until it is handed back with one of the Requeue calls or forgotten.
+  std::optional<QueuedPod> Pop();
+  // How long until a backoff pod becomes ready (zero when one is ready now); nullopt when the
+  // backoff queue is empty.
+  std::optional<Duration> NextReady() const;
+
+  // A failed attempt. Unschedulable pods wait for events; errors go through backoff.
+  void RequeueUnschedulable(QueuedPod pod, std::set<std::string> rejectors);
+  void RequeueAfterError(QueuedPod pod);
+
+  // An event: moves unschedulable and gated pods that `interest` selects.
+  void OnEvent(const Interest& interest);
+  // Moves pods that waited longer than max_unschedulable.
+  void FlushUnschedulable();
+
+  size_t active() const { return active_.size(); }
+  size_t backoff() const { return backoff_.size(); }
+  size_t unschedulable() const { return unschedulable_.size(); }
+  size_t gated() const { return gated_count_; }
+
+ private:
+  enum class Where { kActive, kBackoff, kUnschedulable };
+  struct Entry {
+    QueuedPod pod;
+    Where where = Where::kActive;
+    uint64_t sequence = 0;  // FIFO order among equal priorities
+    Duration ready_at{0};   // backoff
+    bool gated = false;
+  };
+  using ActiveKey = std::tuple<int64_t, uint64_t, std::string>;  // -priority, sequence, uid
+  using BackoffKey = std::tuple<Duration, uint64_t, std::string>;
+
+  void Place(const std::string& uid);  // active or backoff, after the gate
+  void Unlink(const std::string& uid);
+  void PromoteBackoff();
+  Duration BackoffFor(const QueuedPod& pod) const;
+  static int64_t Priority(const api::corev1::Pod& pod);
+
+  const Clock& clock_;
+  const QueueOptions options_;
+  Gate gate_;
+  std::unordered_map<std::string, Entry> pods_;
+  std::set<ActiveKey> active_;
+  std::set<BackoffKey> backoff_;
+  std::map<std::string, Duration> unschedulable_;  // uid -> queued_at (sorted by uid)
+  size_t gated_count_ = 0;
+  uint64_t sequence_ = 0;
+};
+
+}  // namespace draplane::scheduler

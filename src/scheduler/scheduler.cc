@@ -1,0 +1,646 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+
+#include "client/typed.h"
+#include "common/log.h"
+#include "scheduler/explain.h"
+#include "scheduler/plugins/default_binder.h"
+#include "scheduler/plugins/node_plugins.h"
+
+namespace draplane::scheduler {
+
+namespace rv1 = api::resourcev1;
+using api::corev1::Pod;
+
+struct Scheduler::InboxItem {
+  enum class Kind {
+    kPod,
+    kPodDelete,
+    kNode,
+    kNodeDelete,
+    kClaim,
+    kClaimDelete,
+    kClass,
+    kClassDelete,
+    kSlice,
+    kSliceDelete,
+    kBindingDone,
+  };
+  Kind kind = Kind::kPod;
+  std::shared_ptr<const void> old_object{};
+  std::shared_ptr<const void> new_object{};
+  std::shared_ptr<Binding> binding{};
+  PluginStatus status{};
+};
+
+struct Scheduler::Binding {
+  QueuedPod queued;
+  PodInfo info;
+  std::shared_ptr<CycleState> state;
+  std::string node;
+  Duration started{0};
+  std::vector<std::string> allocated_claims;  // uids allocated in this cycle
+};
+
+namespace {
+
+bool Terminal(const Pod& pod) {
+  return pod.status.phase == api::corev1::kPodPhaseSucceeded ||
+         pod.status.phase == api::corev1::kPodPhaseFailed;
+}
+
+uint64_t ParseVersion(std::string_view rv) {
+  uint64_t v = 0;
+  for (char c : rv) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// The fields whose change may make a pending pod schedulable.
+uint32_t PodUpdateActions(const Pod& before, const Pod& after) {
+  uint32_t actions = 0;
+  if (!(before.status.resource_claim_statuses == after.status.resource_claim_statuses)) {
+    actions |= kUpdatePodGeneratedResourceClaim;
+  }
+  const auto& a = before.spec;
+  const auto& b = after.spec;
+  if (!(a.tolerations == b.tolerations) || !(a.scheduling_gates == b.scheduling_gates) ||
+      !(a.containers == b.containers) || !(a.init_containers == b.init_containers) ||
+      a.node_selector != b.node_selector || !(a.affinity == b.affinity) ||
+      !(a.resource_claims == b.resource_claims)) {
+    actions |= kUpdatePodSpec;
+  }
+  return actions;
+}
+
+uint32_t NodeUpdateActions(const api::corev1::Node& before, const api::corev1::Node& after) {
+  uint32_t actions = 0;
+  if (before.metadata.labels != after.metadata.labels) actions |= kUpdateNodeLabel;
+  if (!(before.spec.taints == after.spec.taints) ||
+      before.spec.unschedulable != after.spec.unschedulable) {
+    actions |= kUpdateNodeTaint;
+  }
+  if (before.status.allocatable != after.status.allocatable) actions |= kUpdateNodeAllocatable;
+  if (!(before.status.conditions == after.status.conditions)) actions |= kUpdateNodeCondition;
+  return actions;
+}
+
+bool IsExtendedResourceClaim(const rv1::ResourceClaim& claim, std::string* owner_uid) {
+  auto a = claim.metadata.annotations.find(kExtendedResourceClaimAnnotation);
+  if (a == claim.metadata.annotations.end() || a->second != "true") return false;
+  for (const auto& owner : claim.metadata.owner_references) {
+    if (owner.kind == "Pod" && owner.controller.value_or(false)) {
+      *owner_uid = owner.uid;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOptions options)
+    : api_(api),
+      clock_(clock),
+      options_(std::move(options)),
+      metrics_(SchedulerMetrics::For(options_.scheduler_names.empty()
+                                         ? std::string("default-scheduler")
+                                         : options_.scheduler_names.front())),
+      random_(NewSeededRandom(options_.random_seed != 0 ? options_.random_seed
+                                                        : SecureRandom().Next64())),
+      framework_(
+          FrameworkOptions{.percentage_of_nodes_to_score = options_.percentage_of_nodes_to_score,
+                           .diagnose = true}) {
+  framework_.AddPlugin(NewSchedulingGatesPlugin());
+  // Filters in upstream's default order.
+  framework_.AddPlugin(NewNodeUnschedulablePlugin());
+  framework_.AddPlugin(NewNodeNamePlugin());
+  framework_.AddPlugin(NewTaintTolerationPlugin());
+  framework_.AddPlugin(NewNodeAffinityPlugin());
+  framework_.AddPlugin(NewNodeResourcesFitPlugin(cluster_));
+  DynamicResourcesDeps deps;
+  deps.cluster = &cluster_;
+  deps.api = &api_;
+  deps.confirmations = &confirmations_;
+  deps.run_async = [this](std::function<void()> work) { RunAsync(std::move(work)); };
+  deps.clock = &clock_;
+  deps.random = random_.get();
+  DynamicResourcesOptions dra;
+  dra.features = options_.features;
+  dra.extended_resources = options_.extended_resources;
+  dra.confirm_allocations = options_.confirm_allocations && !options_.synchronous;
+  dra.explain_budget = options_.explain_budget;
+  framework_.AddPlugin(NewDynamicResourcesPlugin(std::move(deps), dra));
+  framework_.AddPlugin(NewDefaultBinderPlugin(api_));
+  queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
+                                             [this](const Pod& pod) -> std::optional<std::string> {
+                                               PluginStatus s = framework_.RunPreEnqueue(pod);
+                                               if (s.ok()) return std::nullopt;
+                                               return s.plugin();
+                                             });
+  if (options_.record_events) {
+    events_ = std::make_unique<client::EventRecorder>(
+        api_, clock_,
+        client::EventRecorderOptions{.component = options_.component,
+                                     .host = options_.identity,
+                                     .synchronous = options_.synchronous});
+  }
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+bool Scheduler::Ours(const Pod& pod) const {
+  std::string_view name = pod.spec.scheduler_name;
+  if (name.empty()) name = "default-scheduler";
+  return std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(), name) !=
+         options_.scheduler_names.end();
+}
+
+void Scheduler::Post(InboxItem item) {
+  std::lock_guard<std::mutex> lock(mu_);
+  inbox_.push_back(std::move(item));
+  cv_.notify_all();
+}
+
+Status Scheduler::Start() {
+  using Kind = InboxItem::Kind;
+  pods_ = std::make_unique<client::Informer<Pod>>(api_);
+  nodes_ = std::make_unique<client::Informer<api::corev1::Node>>(api_);
+  claims_ = std::make_unique<client::Informer<rv1::ResourceClaim>>(api_);
+  classes_ = std::make_unique<client::Informer<rv1::DeviceClass>>(api_);
+  slices_ = std::make_unique<client::Informer<rv1::ResourceSlice>>(api_);
+  auto wire = [this](auto& informer, Kind kind, Kind deleted) {
+    using Ptr = typename std::remove_reference_t<decltype(*informer)>::Ptr;
+    informer->AddHandlers(
+        {.on_add = [this, kind](const Ptr& p) { Post({.kind = kind, .new_object = p}); },
+         .on_update = [this, kind](
+                          const Ptr& o,
+                          const Ptr& n) { Post({.kind = kind, .old_object = o, .new_object = n}); },
+         .on_delete = [this, deleted](const Ptr& p) { Post({.kind = deleted, .old_object = p}); }});
+  };
+  wire(classes_, Kind::kClass, Kind::kClassDelete);
+  wire(slices_, Kind::kSlice, Kind::kSliceDelete);
+  wire(nodes_, Kind::kNode, Kind::kNodeDelete);
+  wire(claims_, Kind::kClaim, Kind::kClaimDelete);
+  wire(pods_, Kind::kPod, Kind::kPodDelete);
+  classes_->Start();
+  slices_->Start();
+  nodes_->Start();
+  claims_->Start();
+  pods_->Start();
+  for (client::InformerBase* i : std::initializer_list<client::InformerBase*>{
+           classes_.get(), slices_.get(), nodes_.get(), claims_.get(), pods_.get()}) {
+    if (!i->WaitForSync()) return CancelledError("scheduler stopped before its caches synced");
+  }
+  if (options_.synchronous) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = false;
+  }
+  for (int i = 0; i < std::max(1, options_.binder_threads); ++i) {
+    binders_.emplace_back([this] { BinderLoop(); });
+  }
+  loop_ = std::thread([this] { Loop(); });
+  log::Info("scheduler: started ({} nodes, {} pending pods)", nodes_->size(), pods_->size());
+  return Status::Ok();
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+    work_cv_.notify_all();
+  }
+  for (client::InformerBase* i : std::initializer_list<client::InformerBase*>{
+           pods_.get(), claims_.get(), nodes_.get(), slices_.get(), classes_.get()}) {
+    if (i != nullptr) i->Stop();
+  }
+  if (loop_.joinable()) loop_.join();
+  for (std::thread& t : binders_) t.join();
+  binders_.clear();
+  if (events_) events_->Stop();
+}
+
+void Scheduler::RunAsync(std::function<void()> work) {
+  if (options_.synchronous) {
+    work();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  work_.push_back(std::move(work));
+  work_cv_.notify_one();
+}
+
+void Scheduler::BinderLoop() {
+  while (true) {
+    std::function<void()> work;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !work_.empty(); });
+      if (work_.empty()) return;  // stopping and drained
+      work = std::move(work_.front());
+      work_.pop_front();
+    }
+    work();
+  }
+}
+
+void Scheduler::Loop() {
+  while (true) {
+    Drain();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) break;
+    }
+    Duration now = clock_.MonotonicNow();
+    if (now - last_flush_ >= std::chrono::seconds(30)) {
+      last_flush_ = now;
+      queue_->FlushUnschedulable();
+    }
+    if (std::optional<QueuedPod> next = queue_->Pop()) {
+      ScheduleOne(std::move(*next));
+      continue;
+    }
+    UpdateGauges();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!inbox_.empty() || stopping_) continue;
+    // Pacing only: sleep until an event arrives or the next backoff expires (the clock decides
+    // what is due).
+    Duration wait = queue_->NextReady().value_or(std::chrono::seconds(1));
+    cv_.wait_for(lock, std::max(wait, Duration(std::chrono::milliseconds(1))));
+  }
+}
+
+int Scheduler::RunUntilIdle() {
+  int attempts = 0;
+  while (true) {
+    Drain();
+    std::optional<QueuedPod> next = queue_->Pop();
+    if (!next) break;
+    ScheduleOne(std::move(*next));
+    ++attempts;
+  }
+  Drain();
+  UpdateGauges();
+  return attempts;
+}
+
+size_t Scheduler::Drain() {
+  std::deque<InboxItem> items;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    items.swap(inbox_);
+  }
+  for (InboxItem& item : items) Apply(item);
+  return items.size();
+}
+
+void Scheduler::MoveOnEvent(const ClusterEvent& event) {
+  if (queue_->unschedulable() == 0) return;
+  queue_->OnEvent([&](const std::string& plugin_name, const Pod& pod) {
+    if (event.resource == EventResource::kPod &&
+        (event.pod == nullptr || event.pod->metadata.uid != pod.metadata.uid)) {
+      return false;
+    }
+    const Plugin* plugin = framework_.FindPlugin(plugin_name);
+    if (plugin == nullptr) return true;
+    for (const ClusterEventSpec& spec : plugin->EventsToRegister()) {
+      if (spec.resource == event.resource && (spec.actions & event.actions) != 0) {
+        return plugin->IsSchedulableAfter(event, pod);
+      }
+    }
+    return false;
+  });
+}
+
+void Scheduler::Apply(InboxItem& item) {
+  using Kind = InboxItem::Kind;
+  Duration now = clock_.MonotonicNow();
+  switch (item.kind) {
+    case Kind::kPod: {
+      auto pod = std::static_pointer_cast<const Pod>(item.new_object);
+      auto old = std::static_pointer_cast<const Pod>(item.old_object);
+      const std::string& uid = pod->metadata.uid;
+      if (!pod->spec.node_name.empty()) {
+        bool was_pending = pending_.erase(uid) > 0;
+        if (was_pending) queue_->Delete(uid);
+        bool was_placed = old && !old->spec.node_name.empty() && !Terminal(*old);
+        cluster_.UpsertAssignedPod(pod);
+        if (Terminal(*pod) && was_placed) {
+          MoveOnEvent({.resource = EventResource::kAssignedPod, .actions = kDelete});
+        }
+        if (auto f = first_seen_.find(uid); f != first_seen_.end() && !binding_.contains(uid)) {
+          first_seen_.erase(f);
+        }
+        return;
+      }
+      if (!Ours(*pod) || pod->metadata.deletion_timestamp.has_value() || Terminal(*pod)) {
+        if (pending_.erase(uid) > 0) queue_->Delete(uid);
+        return;
+      }
+      bool known = pending_.contains(uid);
+      pending_[uid] = pod;
+      if (binding_.contains(uid)) return;
+      if (!known) first_seen_.emplace(uid, now);
+      queue_->AddOrUpdate(pod);
+      if (known && old) {
+        uint32_t actions = PodUpdateActions(*old, *pod);
+        if (actions != 0) {
+          MoveOnEvent({.resource = EventResource::kPod, .actions = actions, .pod = pod.get()});
+        }
+      }
+      return;
+    }
+    case Kind::kPodDelete: {
+      auto pod = std::static_pointer_cast<const Pod>(item.old_object);
+      const std::string& uid = pod->metadata.uid;
+      if (pending_.erase(uid) > 0) queue_->Delete(uid);
+      first_seen_.erase(uid);
+      bool placed = !pod->spec.node_name.empty() && !Terminal(*pod);
+      cluster_.RemovePod(uid);
+      if (placed) MoveOnEvent({.resource = EventResource::kAssignedPod, .actions = kDelete});
+      return;
+    }
+    case Kind::kNode: {
+      auto node = std::static_pointer_cast<const api::corev1::Node>(item.new_object);
+      auto old = std::static_pointer_cast<const api::corev1::Node>(item.old_object);
+      cluster_.UpsertNode(node);
+      uint32_t actions = old ? NodeUpdateActions(*old, *node) : kAdd;
+      if (actions != 0) MoveOnEvent({.resource = EventResource::kNode, .actions = actions});
+      return;
+    }
+    case Kind::kNodeDelete:
+      cluster_.RemoveNode(
+          std::static_pointer_cast<const api::corev1::Node>(item.old_object)->metadata.name);
+      return;
+    case Kind::kClaim: {
+      auto claim = std::static_pointer_cast<const rv1::ResourceClaim>(item.new_object);
+      auto old = std::static_pointer_cast<const rv1::ResourceClaim>(item.old_object);
+      const std::string& uid = claim->metadata.uid;
+      if (!old) claim_first_seen_.emplace(uid, now);
+      bool ours = false;
+      if (claim->status.allocation.has_value()) {
+        std::string owner;
+        if (cluster_.ledger().IsInFlight(uid)) {
+          ours = true;
+        } else if (IsExtendedResourceClaim(*claim, &owner) &&
+                   cluster_.ledger().RemoveInFlight(owner + "/extended-resources")) {
+          ours = true;
+        }
+      }
+      bool conflict = cluster_.UpsertClaim(claim);
+      if (ours) {
+        confirmations_.Observe(uid, ParseVersion(claim->metadata.resource_version), conflict);
+        if (auto f = claim_first_seen_.find(uid); f != claim_first_seen_.end()) {
+          metrics_.claim_allocation_seconds.Observe(
+              std::chrono::duration<double>(now - f->second).count());
+        }
+        for (const rv1::DeviceRequestAllocationResult& r :
+             claim->status.allocation->devices.results) {
+          size_t slash = r.request.find('/');
+          if (slash == std::string::npos) continue;
+          std::string request = r.request.substr(0, slash);
+          for (const rv1::DeviceRequest& spec : claim->spec.devices.requests) {
+            if (spec.name != request) continue;
+            for (size_t i = 0; i < spec.first_available.size(); ++i) {
+              if (request + "/" + spec.first_available[i].name == r.request) {
+                metrics_.subrequest_allocations.WithLabels({std::to_string(i)}).Increment();
+              }
+            }
+          }
+          break;  // one count per claim's first firstAvailable result
+        }
+      }
+      if (claim->status.allocation.has_value()) claim_first_seen_.erase(uid);
+      if (conflict && !ours) {
+        log::Debug("scheduler: claim {}/{} overlaps an earlier allocation",
+                   claim->metadata.namespace_, claim->metadata.name);
+      }
+      MoveOnEvent({.resource = EventResource::kResourceClaim,
+                   .actions = old ? kUpdate : kAdd,
+                   .old_claim = old.get(),
+                   .new_claim = claim.get()});
+      return;
+    }
+    case Kind::kClaimDelete: {
+      auto claim = std::static_pointer_cast<const rv1::ResourceClaim>(item.old_object);
+      claim_first_seen_.erase(claim->metadata.uid);
+      cluster_.RemoveClaim(*claim);
+      return;
+    }
+    case Kind::kClass: {
+      auto c = std::static_pointer_cast<const rv1::DeviceClass>(item.new_object);
+      cluster_.UpsertClass(c);
+      MoveOnEvent(
+          {.resource = EventResource::kDeviceClass, .actions = item.old_object ? kUpdate : kAdd});
+      return;
+    }
+    case Kind::kClassDelete:
+      cluster_.RemoveClass(
+          std::static_pointer_cast<const rv1::DeviceClass>(item.old_object)->metadata.name);
+      return;
+    case Kind::kSlice: {
+      auto s = std::static_pointer_cast<const rv1::ResourceSlice>(item.new_object);
+      cluster_.UpsertSlice(s);
+      MoveOnEvent(
+          {.resource = EventResource::kResourceSlice, .actions = item.old_object ? kUpdate : kAdd});
+      return;
+    }
+    case Kind::kSliceDelete:
+      cluster_.RemoveSlice(
+          std::static_pointer_cast<const rv1::ResourceSlice>(item.old_object)->metadata.name);
+      return;
+    case Kind::kBindingDone:
+      FinishBinding(std::move(item.binding), std::move(item.status));
+      return;
+  }
+}
+
+void Scheduler::ScheduleOne(QueuedPod queued) {
+  const std::string uid = queued.pod->metadata.uid;
+  auto pending = pending_.find(uid);
+  if (pending == pending_.end()) return;
+  queued.pod = pending->second;  // the newest version
+  ++queued.attempts;
+  ++attempts_;
+  Duration start = clock_.MonotonicNow();
+  auto binding = std::make_shared<Binding>();
+  binding->info.pod = queued.pod;
+  binding->info.requests = ComputePodRequests(*queued.pod);
+  binding->info.attempts = queued.attempts;
+  binding->state = std::make_shared<CycleState>();
+  ScheduleResult result =
+      framework_.Schedule(*binding->state, binding->info, cluster_, &next_start_);
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(clock_.MonotonicNow() - start).count();
+  };
+
+  if (result.status.ok()) {
+    PluginStatus reserved = framework_.RunReserve(*binding->state, binding->info, result.node);
+    if (!reserved.ok()) {
+      metrics_.attempts_error.Increment();
+      metrics_.attempt_error_seconds.Observe(elapsed());
+      RecordFailure(*queued.pod, "SchedulerError", reserved.Message());
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.errors;
+      }
+      queue_->RequeueAfterError(std::move(queued));
+      return;
+    }
+    cluster_.AssumePod(uid, result.node, binding->info.requests);
+    binding->queued = std::move(queued);
+    binding->node = result.node;
+    binding->started = start;
+    binding_[uid] = binding;
+    metrics_.attempts_scheduled.Increment();
+    metrics_.attempt_scheduled_seconds.Observe(elapsed());
+    if (options_.synchronous) {
+      PluginStatus s = framework_.RunBindingCycle(*binding->state, binding->info, binding->node);
+      FinishBinding(binding, std::move(s));
+    } else {
+      RunAsync([this, binding] { RunBinding(binding); });
+    }
+    return;
+  }
+
+  if (result.status.code() == Code::kError) {
+    metrics_.attempts_error.Increment();
+    metrics_.attempt_error_seconds.Observe(elapsed());
+    RecordFailure(*queued.pod, "SchedulerError", result.status.Message());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.errors;
+    }
+    queue_->RequeueAfterError(std::move(queued));
+    return;
+  }
+  metrics_.attempts_unschedulable.Increment();
+  metrics_.attempt_unschedulable_seconds.Observe(elapsed());
+  RecordFailure(*queued.pod, "Unschedulable", FailedSchedulingMessage(result.diagnosis));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.unschedulable;
+  }
+  queue_->RequeueUnschedulable(std::move(queued), result.diagnosis.rejectors);
+}
+
+void Scheduler::RunBinding(std::shared_ptr<Binding> binding) {
+  PluginStatus s = framework_.RunBindingCycle(*binding->state, binding->info, binding->node);
+  InboxItem item;
+  item.kind = InboxItem::Kind::kBindingDone;
+  item.binding = std::move(binding);
+  item.status = std::move(s);
+  Post(std::move(item));
+}
+
+void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus status) {
+  const Pod& pod = *binding->info.pod;
+  const std::string& uid = pod.metadata.uid;
+  binding_.erase(uid);
+  if (status.ok()) {
+    if (events_) {
+      events_->Record(client::ReferenceTo(pod), "Normal", "Scheduled",
+                      "Successfully assigned " + pod.metadata.namespace_ + "/" + pod.metadata.name +
+                          " to " + binding->node);
+    }
+    if (auto f = first_seen_.find(uid); f != first_seen_.end()) {
+      metrics_.sli_seconds.WithLabels({std::to_string(std::min(binding->info.attempts, 15))})
+          .Observe(std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count());
+      first_seen_.erase(f);
+    }
+    // The informer confirms the assumed pod; the pod is no longer pending.
+    pending_.erase(uid);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.scheduled;
+    return;
+  }
+  if (cluster_.IsBound(uid)) {
+    // The API already shows the pod on a node (the answer to a successful bind got lost): keep
+    // everything as it is.
+    pending_.erase(uid);
+    return;
+  }
+  framework_.RunUnreserve(*binding->state, binding->info, binding->node);
+  cluster_.ForgetAssumedPod(uid);
+  bool lost = status.Message().find("lost to a concurrent allocation") != std::string::npos;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.errors;
+    if (lost) ++stats_.lost_races;
+  }
+  if (!lost)
+    log::Info("scheduler: binding {}/{} failed: {}", pod.metadata.namespace_, pod.metadata.name,
+              status.Message());
+  auto pending = pending_.find(uid);
+  if (pending == pending_.end()) return;  // deleted or bound by someone else meanwhile
+  if (!lost) RecordFailure(pod, "SchedulerError", status.Message());
+  binding->queued.pod = pending->second;
+  queue_->RequeueAfterError(std::move(binding->queued));
+}
+
+void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
+                              const std::string& message) {
+  if (!options_.record_events) return;
+  events_->Record(client::ReferenceTo(pod), "Warning", "FailedScheduling", message);
+  // PodScheduled=False with the explanation, unless the pod already says exactly that.
+  std::vector<api::corev1::PodCondition> conditions = pod.status.conditions;
+  bool found = false;
+  for (api::corev1::PodCondition& c : conditions) {
+    if (c.type != api::corev1::kPodConditionTypePodScheduled) continue;
+    if (c.status == "False" && c.reason == reason && c.message == message) return;
+    found = true;
+    if (c.status != "False") c.last_transition_time = api::Time::FromTimestamp(clock_.Now());
+    c.status = "False";
+    c.reason = reason;
+    c.message = message;
+  }
+  if (!found) {
+    api::corev1::PodCondition c;
+    c.type = std::string(api::corev1::kPodConditionTypePodScheduled);
+    c.status = "False";
+    c.reason = reason;
+    c.message = message;
+    c.last_transition_time = api::Time::FromTimestamp(clock_.Now());
+    conditions.push_back(std::move(c));
+  }
+  boost::json::array list;
+  for (const api::corev1::PodCondition& c : conditions) list.push_back(api::corev1::Encode(c));
+  boost::json::object patch{{"status", boost::json::object{{"conditions", std::move(list)}}}};
+  std::string ns = pod.metadata.namespace_;
+  std::string name = pod.metadata.name;
+  client::ApiClient* api = &api_;
+  RunAsync([api, ns, name, patch = std::move(patch)]() mutable {
+    Status s =
+        client::Patch<Pod>(*api, ns, name, client::PatchType::kMerge, std::move(patch), "status")
+            .status();
+    if (!s.ok() && s.code() != StatusCode::kNotFound) {
+      log::Debug("scheduler: pod {}/{} condition: {}", ns, name, s.ToString());
+    }
+  });
+}
+
+void Scheduler::UpdateGauges() {
+  metrics_.pending_active.Set(static_cast<double>(queue_->active()));
+  metrics_.pending_backoff.Set(static_cast<double>(queue_->backoff()));
+  metrics_.pending_unschedulable.Set(
+      static_cast<double>(queue_->unschedulable() - queue_->gated()));
+  metrics_.pending_gated.Set(static_cast<double>(queue_->gated()));
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.active = queue_->active();
+  stats_.backoff = queue_->backoff();
+  stats_.unschedulable_pods = queue_->unschedulable();
+  stats_.binding = binding_.size();
+}
+
+Scheduler::Stats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace draplane::scheduler

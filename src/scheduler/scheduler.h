@@ -1,0 +1,155 @@
+// The draplane scheduler: an ordinary Kubernetes API client that binds pending Pods to nodes,
+// allocating their ResourceClaims on the way (docs/design/scheduler.md).
+//
+// Structure:
+//   informers (pods, nodes, resourceclaims, deviceclasses, resourceslices) ──events──▶ inbox
+//   loop thread: apply events to the ClusterState and the queue, pop a pod, run the scheduling
+//                cycle (framework.h), reserve, assume the pod on the node, hand the binding cycle
+//                to a binder thread; failures become FailedScheduling Events and a
+//                PodScheduled=False condition with the explanation
+//   binder threads: PreBind (claim writes) and Bind; the result goes back through the inbox
+//
+// Only the loop thread touches the ClusterState, the queue and the plugins' loop-side state;
+// the simulator and tests may instead drive the loop step by step (`synchronous`), which runs
+// the binding cycle and all API work on the calling thread.
+//
+// Thread-safety: Start/Stop from the owning thread; stats() from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "allocator/features.h"
+#include "client/api_client.h"
+#include "client/events.h"
+#include "client/informer.h"
+#include "common/clock.h"
+#include "common/random.h"
+#include "scheduler/cluster_state.h"
+#include "scheduler/framework/framework.h"
+#include "scheduler/metrics.h"
+#include "scheduler/plugins/dynamic_resources.h"
+#include "scheduler/queue.h"
+
+namespace draplane::scheduler {
+
+struct SchedulerOptions {
+  // Pods whose spec.schedulerName is one of these (an empty name counts as
+  // "default-scheduler").
+  std::vector<std::string> scheduler_names = {"default-scheduler", "draplane"};
+  allocator::Features features = allocator::AllFeatures();
+  bool extended_resources = true;
+  int percentage_of_nodes_to_score = 0;
+  int binder_threads = 16;
+  QueueOptions queue{};
+  bool confirm_allocations = true;
+  // Record FailedScheduling / Scheduled Events and the PodScheduled condition.
+  bool record_events = true;
+  // Events: source.component and reportingInstance.
+  std::string component = "default-scheduler";
+  std::string identity{};
+  // Share IDs: 0 draws a seed from the secure source.
+  uint64_t random_seed = 0;
+  // Run binding and API work on the loop thread (tests, simulator).
+  bool synchronous = false;
+  // Nodes per failed attempt whose device allocation is explained in detail.
+  int explain_budget = 64;
+};
+
+class Scheduler {
+ public:
+  // The ApiClient and clock must outlive the scheduler.
+  Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOptions options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Starts informers, waits for their first lists, then starts the loop and binder threads.
+  // Returns Cancelled when Stop() was called meanwhile.
+  Status Start();
+  // Stops the loop, binders and informers; binding cycles in progress finish first.
+  void Stop();
+
+  // Synchronous mode (options.synchronous, no threads started by Start): applies every event
+  // received so far and runs scheduling attempts until no pod is ready; returns the number of
+  // attempts made.
+  int RunUntilIdle();
+
+  struct Stats {
+    int64_t scheduled = 0;      // pods bound
+    int64_t unschedulable = 0;  // failed attempts
+    int64_t errors = 0;         // attempts or bindings that failed with an error
+    int64_t lost_races = 0;     // allocations given back to a concurrent scheduler
+    size_t active = 0;
+    size_t backoff = 0;
+    size_t unschedulable_pods = 0;
+    size_t binding = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct InboxItem;
+  struct Binding;
+
+  void Post(InboxItem item);
+  void Loop();
+  // Applies queued events; returns the number handled.
+  size_t Drain();
+  void Apply(InboxItem& item);
+  void ScheduleOne(QueuedPod queued);
+  void RunBinding(std::shared_ptr<Binding> binding);
+  void FinishBinding(std::shared_ptr<Binding> binding, PluginStatus status);
+  void MoveOnEvent(const ClusterEvent& event);
+  void RecordFailure(const api::corev1::Pod& pod, const std::string& reason,
+                     const std::string& message);
+  void RunAsync(std::function<void()> work);
+  void BinderLoop();
+  bool Ours(const api::corev1::Pod& pod) const;
+  void UpdateGauges();
+
+  client::ApiClient& api_;
+  const Clock& clock_;
+  const SchedulerOptions options_;
+  SchedulerMetrics metrics_;
+  std::unique_ptr<Random> random_;
+  ClusterState cluster_;
+  AllocationConfirmations confirmations_;
+  Framework framework_;
+  std::unique_ptr<SchedulingQueue> queue_;
+  std::unique_ptr<client::EventRecorder> events_;
+  size_t next_start_ = 0;
+
+  // Pending pods ours to schedule, and pods whose binding cycle runs (loop thread).
+  std::unordered_map<std::string, std::shared_ptr<const api::corev1::Pod>> pending_;
+  std::unordered_map<std::string, Duration> first_seen_;        // pod uid -> first enqueue
+  std::unordered_map<std::string, Duration> claim_first_seen_;  // claim uid -> first event
+  std::unordered_map<std::string, std::shared_ptr<Binding>> binding_;
+  Duration last_flush_{0};
+  uint64_t attempts_ = 0;
+
+  std::unique_ptr<client::Informer<api::corev1::Pod>> pods_;
+  std::unique_ptr<client::Informer<api::corev1::Node>> nodes_;
+  std::unique_ptr<client::Informer<api::resourcev1::ResourceClaim>> claims_;
+  std::unique_ptr<client::Informer<api::resourcev1::DeviceClass>> classes_;
+  std::unique_ptr<client::Informer<api::resourcev1::ResourceSlice>> slices_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<InboxItem> inbox_;             // guarded by mu_
+  std::deque<std::function<void()>> work_;  // guarded by mu_
+  std::condition_variable work_cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread loop_;
+  std::vector<std::thread> binders_;
+  Stats stats_;  // guarded by mu_
+};
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,315 @@
+#include "scheduler/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "scheduler/internal/testing.h"
+
+namespace draplane::scheduler {
+namespace {
+
+using testing::Cluster;
+using testing::DeviceSpec;
+namespace rv1 = api::resourcev1;
+
+constexpr char kGpuClass[] = R"(device.driver == "gpu.example.com")";
+
+std::vector<DeviceSpec> Gpus(const std::string& prefix, int n, const std::string& model) {
+  std::vector<DeviceSpec> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back({prefix + std::to_string(i), {{"model", model}}, "", 0});
+  }
+  return out;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void StartScheduler(SchedulerOptions options = {}) {
+    options.random_seed = 7;
+    options.binder_threads = 4;
+    scheduler_ = std::make_unique<Scheduler>(cluster_.api(), RealClock(), options);
+    ASSERT_TRUE(scheduler_->Start().ok());
+  }
+  void TearDown() override {
+    if (scheduler_) scheduler_->Stop();
+  }
+  bool Bound(const std::string& pod) {
+    StatusOr<api::corev1::Pod> p = cluster_.GetPod(pod);
+    return p.ok() && !p->spec.node_name.empty();
+  }
+  std::string NodeOf(const std::string& pod) {
+    StatusOr<api::corev1::Pod> p = cluster_.GetPod(pod);
+    return p.ok() ? p->spec.node_name : "";
+  }
+  // The PodScheduled=False message of a pod, or "".
+  std::string PendingMessage(const std::string& pod) {
+    StatusOr<api::corev1::Pod> p = cluster_.GetPod(pod);
+    if (!p.ok()) return "";
+    for (const auto& c : p->status.conditions) {
+      if (c.type == "PodScheduled" && c.status == "False") return c.message;
+    }
+    return "";
+  }
+
+  Cluster cluster_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, BindsAPodAndAllocatesItsClaim) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(NodeOf("p1"), "node-a");
+  StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim("c1");
+  ASSERT_TRUE(claim.ok());
+  ASSERT_TRUE(claim->status.allocation.has_value());
+  ASSERT_EQ(claim->status.allocation->devices.results.size(), 1u);
+  EXPECT_EQ(claim->status.allocation->devices.results[0].device, "gpu-0");
+  ASSERT_EQ(claim->status.reserved_for.size(), 1u);
+  EXPECT_EQ(claim->status.reserved_for[0].name, "p1");
+  EXPECT_EQ(claim->metadata.finalizers,
+            std::vector<std::string>{"resource.kubernetes.io/delete-protection"});
+}
+
+TEST_F(SchedulerTest, APodThatDoesNotFitStaysPendingWithAnExplanation) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Node("node-b", {{"pool", "cpu-only"}});
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Claim(cluster_.ClaimSpec("c2", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("p2").empty(); }));
+  std::string message = PendingMessage("p2");
+  EXPECT_EQ(message.rfind("0/2 nodes are available: ", 0), 0u) << message;
+  EXPECT_NE(message.find("1 node: request req: 0 of 1 needed device available (1 is already "
+                         "allocated)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("1 node: no devices offered to the node"), std::string::npos) << message;
+  bool event = false;
+  for (const auto& e : cluster_.Events()) {
+    if (e.reason == "FailedScheduling" && e.involved_object.name == "p2") event = true;
+  }
+  EXPECT_TRUE(event);
+
+  // Freeing the device (the claim controller would deallocate it after p1 ends) lets p2 run.
+  ASSERT_TRUE(
+      client::Delete<api::corev1::Pod>(cluster_.api(), "default", "p1", {.grace_period_seconds = 0})
+          .ok());
+  StatusOr<rv1::ResourceClaim> c1 = cluster_.GetClaim("c1");
+  ASSERT_TRUE(c1.ok());
+  c1->status.allocation.reset();
+  c1->status.reserved_for.clear();
+  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c1).ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+}
+
+TEST_F(SchedulerTest, NoDeviceIsGivenToTwoPods) {
+  cluster_.Class("gpu", kGpuClass);
+  for (int n = 0; n < 3; ++n) {
+    std::string node = "node-" + std::to_string(n);
+    cluster_.Node(node);
+    cluster_.Slice(node, "gpu.example.com", Gpus("gpu-", 2, "A100"));
+  }
+  for (int i = 0; i < 8; ++i) {
+    cluster_.Claim(cluster_.ClaimSpec("c" + std::to_string(i), "gpu"));
+    cluster_.Pod(cluster_.PodSpec("p" + std::to_string(i), {"c" + std::to_string(i)}));
+  }
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    int bound = 0;
+    int pending = 0;
+    for (const auto& p : cluster_.Pods()) {
+      if (!p.spec.node_name.empty()) ++bound;
+      for (const auto& c : p.status.conditions) {
+        if (c.type == "PodScheduled" && c.status == "False") ++pending;
+      }
+    }
+    return bound == 6 && pending == 2;
+  }));
+  std::set<std::string> devices;
+  for (const auto& c : cluster_.Claims()) {
+    if (!c.status.allocation) continue;
+    for (const auto& r : c.status.allocation->devices.results) {
+      EXPECT_TRUE(devices.insert(r.pool + "/" + r.device).second) << r.pool << "/" << r.device;
+    }
+  }
+  EXPECT_EQ(devices.size(), 6u);
+}
+
+TEST_F(SchedulerTest, PrioritizedListPrefersTheFirstAlternativeAcrossNodes) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a100");
+  cluster_.Node("node-h100");
+  cluster_.Slice("node-a100", "gpu.example.com", Gpus("a100-", 2, "A100"));
+  cluster_.Slice("node-h100", "gpu.example.com", Gpus("h100-", 1, "H100"));
+  auto fallback = [&](const std::string& name) {
+    rv1::ResourceClaim c;
+    c.metadata.name = name;
+    c.metadata.namespace_ = "default";
+    rv1::DeviceRequest r;
+    r.name = "gpus";
+    rv1::DeviceSubRequest h100;
+    h100.name = "h100";
+    h100.device_class_name = "gpu";
+    h100.allocation_mode = "ExactCount";
+    h100.count = 1;
+    h100.selectors.emplace_back();
+    h100.selectors.back().cel.emplace();
+    h100.selectors.back().cel->expression =
+        R"(device.attributes["gpu.example.com"].model == "H100")";
+    rv1::DeviceSubRequest pair = h100;
+    pair.name = "a100-pair";
+    pair.count = 2;
+    pair.selectors.back().cel->expression =
+        R"(device.attributes["gpu.example.com"].model == "A100")";
+    r.first_available = {h100, pair};
+    c.spec.devices.requests.push_back(r);
+    return c;
+  };
+  cluster_.Claim(fallback("c1"));
+  cluster_.Claim(fallback("c2"));
+  cluster_.Claim(fallback("c3"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(NodeOf("p1"), "node-h100") << "the H100 scores higher than the A100 pair";
+  cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+  EXPECT_EQ(NodeOf("p2"), "node-a100");
+  StatusOr<rv1::ResourceClaim> c2 = cluster_.GetClaim("c2");
+  ASSERT_TRUE(c2.ok() && c2->status.allocation.has_value());
+  ASSERT_EQ(c2->status.allocation->devices.results.size(), 2u);
+  EXPECT_EQ(c2->status.allocation->devices.results[0].request, "gpus/a100-pair");
+  cluster_.Pod(cluster_.PodSpec("p3", {"c3"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("p3").empty(); }));
+  std::string message = PendingMessage("p3");
+  EXPECT_NE(message.find("subrequest h100: 0 of 1 needed device available"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("subrequest a100-pair: 0 of 2 needed devices available"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Node("node-b");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Slice("node-b", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
+  for (const char* name : {"p1", "p2", "p3"}) cluster_.Pod(cluster_.PodSpec(name, {"shared"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1") && Bound("p2") && Bound("p3"); }));
+  EXPECT_EQ(NodeOf("p1"), NodeOf("p2"));
+  EXPECT_EQ(NodeOf("p2"), NodeOf("p3"));
+  StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim("shared");
+  ASSERT_TRUE(claim.ok());
+  EXPECT_EQ(claim->status.reserved_for.size(), 3u);
+}
+
+TEST_F(SchedulerTest, ExtendedResourcesAreServedByDraOrByADevicePlugin) {
+  cluster_.Class("legacy-gpu", kGpuClass, "example.com/gpu");
+  cluster_.Node("node-dra", {{"kind", "dra"}});
+  cluster_.Node("node-legacy", {{"kind", "legacy"}}, {{"example.com/gpu", "2"}});
+  cluster_.Slice("node-dra", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  auto pod = [&](const std::string& name, const std::string& kind) {
+    api::corev1::Pod p = cluster_.PodSpec(name);
+    p.spec.node_selector["kind"] = kind;
+    p.spec.containers[0].resources.requests["example.com/gpu"] = api::Quantity::FromInt64(1);
+    p.spec.containers[0].resources.limits["example.com/gpu"] = api::Quantity::FromInt64(1);
+    return p;
+  };
+  cluster_.Pod(pod("dra", "dra"));
+  cluster_.Pod(pod("legacy", "legacy"));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("dra") && Bound("legacy"); }));
+  StatusOr<api::corev1::Pod> dra = cluster_.GetPod("dra");
+  ASSERT_TRUE(dra.ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<api::corev1::Pod> p = cluster_.GetPod("dra");
+    return p.ok() && p->status.extended_resource_claim_status.has_value();
+  }));
+  dra = cluster_.GetPod("dra");
+  const auto& status = *dra->status.extended_resource_claim_status;
+  ASSERT_EQ(status.request_mappings.size(), 1u);
+  EXPECT_EQ(status.request_mappings[0].request_name, "container-0-request-0");
+  EXPECT_EQ(status.request_mappings[0].resource_name, "example.com/gpu");
+  StatusOr<rv1::ResourceClaim> special = cluster_.GetClaim(status.resource_claim_name);
+  ASSERT_TRUE(special.ok());
+  EXPECT_EQ(special->metadata.name.rfind("dra-extended-resources-", 0), 0u);
+  EXPECT_EQ(special->metadata.annotations.at("resource.kubernetes.io/extended-resource-claim"),
+            "true");
+  ASSERT_TRUE(special->status.allocation.has_value());
+  EXPECT_EQ(special->status.allocation->devices.results[0].device, "gpu-0");
+  // The legacy pod got no claim: it counts against node.status.allocatable.
+  StatusOr<api::corev1::Pod> legacy = cluster_.GetPod("legacy");
+  EXPECT_FALSE(legacy->status.extended_resource_claim_status.has_value());
+  EXPECT_EQ(cluster_.Claims().size(), 1u);
+}
+
+TEST_F(SchedulerTest, NodeFiltersAreExplained) {
+  cluster_.Node("tainted");
+  {
+    StatusOr<api::corev1::Node> n = client::Get<api::corev1::Node>(cluster_.api(), "", "tainted");
+    ASSERT_TRUE(n.ok());
+    n->spec.taints.emplace_back();
+    n->spec.taints.back().key = "dedicated";
+    n->spec.taints.back().value = "infra";
+    n->spec.taints.back().effect = "NoSchedule";
+    ASSERT_TRUE(client::Update(cluster_.api(), *n).ok());
+  }
+  cluster_.Node("small", {{"zone", "a"}}, {{"cpu", "1"}});
+  cluster_.Node("other-zone", {{"zone", "b"}});
+  api::corev1::Pod pod = cluster_.PodSpec("big");
+  pod.spec.containers[0].resources.requests["cpu"] = api::Quantity::Parse("2").value();
+  pod.spec.node_selector["zone"] = "a";
+  cluster_.Pod(pod);
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("big").empty(); }));
+  std::string message = PendingMessage("big");
+  EXPECT_NE(message.find("1 node: untolerated taint {dedicated: infra}"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("1 node: Insufficient cpu"), std::string::npos) << message;
+  EXPECT_NE(message.find("1 node: node affinity/selector mismatch"), std::string::npos) << message;
+}
+
+TEST_F(SchedulerTest, PodsWaitForTheirGeneratedClaims) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  rv1::ResourceClaimSpec spec = cluster_.ClaimSpec("x", "gpu").spec;
+  cluster_.Template("t", spec);
+  cluster_.Pod(cluster_.PodSpec("p", {"tmpl:t"}));
+  StartScheduler();
+  // What the claim controller does: create the claim, owned by the pod, and record it.
+  StatusOr<api::corev1::Pod> pod = cluster_.GetPod("p");
+  ASSERT_TRUE(pod.ok());
+  rv1::ResourceClaim claim = cluster_.ClaimSpec("p-t-abcde", "gpu");
+  api::metav1::OwnerReference owner;
+  owner.api_version = "v1";
+  owner.kind = "Pod";
+  owner.name = "p";
+  owner.uid = pod->metadata.uid;
+  owner.controller = true;
+  claim.metadata.owner_references.push_back(owner);
+  cluster_.Claim(claim);
+  boost::json::value patch = boost::json::parse(
+      R"({"status":{"resourceClaimStatuses":[{"name":"t","resourceClaimName":"p-t-abcde"}]}})");
+  ASSERT_TRUE(client::Patch<api::corev1::Pod>(cluster_.api(), "default", "p",
+                                              client::PatchType::kMerge, patch, "status")
+                  .ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p"); }));
+}
+
+}  // namespace
+}  // namespace draplane::scheduler
