@@ -26,6 +26,8 @@ namespace draplane::store {
 namespace {
 
 constexpr int64_t kDefaultRetainedRevisions = 100'000;
+// How long the writer waits for the writers of its previous batch to queue again.
+constexpr auto kGatherWait = std::chrono::microseconds(200);
 // Events the in-memory watch ring holds; older resumes are replayed from the history table.
 constexpr size_t kRingEvents = 10'000;
 // "DRAP": marks the file as a draplane store (PRAGMA application_id).
@@ -647,15 +649,24 @@ class SqliteStore final : public Store {
 
   void WriterLoop() {
     std::vector<std::unique_ptr<WriteRequest>> batch;
+    size_t last_batch = 0;
     while (true) {
       {
         std::unique_lock<std::mutex> lock(queue_mu_);
         queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, and everything queued has been served
+        // The writers just acknowledged are usually about to write again: give them a moment
+        // to join this batch rather than leave them for the next fsync (PostgreSQL's
+        // commit_delay / commit_siblings). A lone writer never waits.
+        if (queue_.size() < last_batch) {
+          queue_cv_.wait_for(lock, kGatherWait,
+                             [&] { return stopping_ || queue_.size() >= last_batch; });
+        }
         batch.assign(std::make_move_iterator(queue_.begin()),
                      std::make_move_iterator(queue_.end()));
         queue_.clear();
       }
+      last_batch = batch.size();
       size_t i = 0;
       while (i < batch.size()) {
         if (batch[i]->kind == WriteRequest::Kind::kCompact) {
