@@ -151,9 +151,9 @@ class Informer final : public InformerBase {
  public:
   using Ptr = std::shared_ptr<const T>;
   struct Handlers {
-    std::function<void(const Ptr&)> on_add;
-    std::function<void(const Ptr& old_object, const Ptr& new_object)> on_update;
-    std::function<void(const Ptr&)> on_delete;
+    std::function<void(const Ptr&)> on_add{};
+    std::function<void(const Ptr& old_object, const Ptr& new_object)> on_update{};
+    std::function<void(const Ptr&)> on_delete{};
   };
 
   Informer(ApiClient& api, InformerOptions options = {})

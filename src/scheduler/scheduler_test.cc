@@ -4,13 +4,13 @@
 
 #include <boost/json.hpp>
 
-#include "scheduler/internal/testing.h"
+#include "client/testing/cluster.h"
 
 namespace draplane::scheduler {
 namespace {
 
-using testing::Cluster;
-using testing::DeviceSpec;
+using client::testing::Cluster;
+using client::testing::DeviceSpec;
 namespace rv1 = api::resourcev1;
 
 constexpr char kGpuClass[] = R"(device.driver == "gpu.example.com")";

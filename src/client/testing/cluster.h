@@ -20,7 +20,7 @@
 #include "common/clock.h"
 #include "common/random.h"
 
-namespace draplane::scheduler::testing {
+namespace draplane::client::testing {
 
 namespace rv1 = api::resourcev1;
 
@@ -79,4 +79,4 @@ class Cluster {
   uint64_t changes_ = 0;
 };
 
-}  // namespace draplane::scheduler::testing
+}  // namespace draplane::client::testing

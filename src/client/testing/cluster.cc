@@ -1,8 +1,8 @@
-#include "scheduler/internal/testing.h"
+#include "client/testing/cluster.h"
 
 #include "common/check.h"
 
-namespace draplane::scheduler::testing {
+namespace draplane::client::testing {
 
 Cluster::Cluster()
     : random_(NewSeededRandom(42)), api_(std::make_unique<client::MemoryApi>(clock_, *random_)) {
@@ -189,4 +189,4 @@ std::vector<api::corev1::Event> Cluster::Events() {
   return client::List<api::corev1::Event>(*api_, "").value().items;
 }
 
-}  // namespace draplane::scheduler::testing
+}  // namespace draplane::client::testing

@@ -1,0 +1,56 @@
+// `draplane controller-manager` as a library: the controllers draplane runs next to the
+// scheduler, sharing one set of informers (docs/design/controllers.md).
+//
+//   resourceclaim     claims from templates, reservations, deallocation, generated-claim cleanup
+//   garbagecollector  owner references (pods, claims, slices owned by pods or nodes)
+//   namespace         namespace deletion
+//   kubelet           (optional, `--simulate-kubelet`) bound pods run, deleted pods terminate
+//
+// Thread-safety: Start/Stop from the owning thread.
+#pragma once
+
+#include <memory>
+
+#include "client/api_client.h"
+#include "common/clock.h"
+#include "controllers/gc/garbage_collector.h"
+#include "controllers/kubelet/kubelet_simulator.h"
+#include "controllers/namespace/namespace_controller.h"
+#include "controllers/resourceclaim/controller.h"
+#include "controllers/shared_informers.h"
+
+namespace draplane::controllers {
+
+struct ControllerManagerOptions {
+  bool resource_claims = true;
+  bool garbage_collector = true;
+  bool namespaces = true;
+  bool simulate_kubelet = false;
+  ResourceClaimControllerOptions resource_claim{};
+};
+
+class ControllerManager {
+ public:
+  // The ApiClient and clock must outlive the manager.
+  ControllerManager(client::ApiClient& api, const Clock& clock, ControllerManagerOptions options);
+  ~ControllerManager();
+  ControllerManager(const ControllerManager&) = delete;
+  ControllerManager& operator=(const ControllerManager&) = delete;
+
+  // Starts the informers, waits for their first lists, then starts the controllers.
+  // Cancelled when stopped meanwhile.
+  Status Start();
+  void Stop();
+
+  ResourceClaimController* resource_claims() { return resource_claims_.get(); }
+
+ private:
+  SharedInformers informers_;
+  std::unique_ptr<ResourceClaimController> resource_claims_;
+  std::unique_ptr<GarbageCollector> gc_;
+  std::unique_ptr<NamespaceController> namespaces_;
+  std::unique_ptr<KubeletSimulator> kubelet_;
+  bool started_ = false;
+};
+
+}  // namespace draplane::controllers

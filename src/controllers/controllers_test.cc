@@ -1,0 +1,204 @@
+#include <gtest/gtest.h>
+
+#include "client/testing/cluster.h"
+#include "controllers/controller_manager.h"
+
+namespace draplane::controllers {
+namespace {
+
+using client::testing::Cluster;
+namespace rv1 = api::resourcev1;
+using api::corev1::Pod;
+
+TEST(ResourceClaimControllerTest, GenerateNameCutsBothPartsProportionally) {
+  EXPECT_EQ(ResourceClaimController::GenerateName("pod", "gpu"), "pod-gpu-");
+  std::string pod(50, 'p');
+  std::string claim(20, 'c');
+  std::string name = ResourceClaimController::GenerateName(pod, claim);
+  // 72 characters become 50*57/72 = 39 and 20*57/72 = 15, joined by a hyphen.
+  EXPECT_EQ(name, std::string(39, 'p') + "-" + std::string(15, 'c'));
+}
+
+class ControllersTest : public ::testing::Test {
+ protected:
+  void Start(ControllerManagerOptions options = {}) {
+    manager_ = std::make_unique<ControllerManager>(cluster_.api(), RealClock(), options);
+    ASSERT_TRUE(manager_->Start().ok());
+  }
+  void TearDown() override {
+    if (manager_) manager_->Stop();
+  }
+  // Allocates and reserves a claim for a pod as the scheduler would.
+  void AllocateFor(const std::string& claim_name, const Pod& pod) {
+    StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim(claim_name);
+    ASSERT_TRUE(claim.ok());
+    claim->metadata.finalizers.push_back("resource.kubernetes.io/delete-protection");
+    StatusOr<rv1::ResourceClaim> updated = client::Update(cluster_.api(), *claim);
+    ASSERT_TRUE(updated.ok());
+    updated->status.allocation.emplace();
+    rv1::DeviceRequestAllocationResult r;
+    r.request = "req";
+    r.driver = "gpu.example.com";
+    r.pool = "node-a";
+    r.device = "gpu-0";
+    updated->status.allocation->devices.results.push_back(r);
+    rv1::ResourceClaimConsumerReference ref;
+    ref.resource = "pods";
+    ref.name = pod.metadata.name;
+    ref.uid = pod.metadata.uid;
+    updated->status.reserved_for.push_back(ref);
+    ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *updated).ok());
+  }
+
+  Cluster cluster_;
+  std::unique_ptr<ControllerManager> manager_;
+};
+
+TEST_F(ControllersTest, ClaimsAreCreatedFromTemplatesAndRecordedInThePodStatus) {
+  rv1::ResourceClaimSpec spec = cluster_.ClaimSpec("x", "gpu").spec;
+  rv1::ResourceClaimTemplate t;
+  t.metadata.name = "gpu";
+  t.metadata.namespace_ = "default";
+  t.spec.metadata.labels["tier"] = "inference";
+  t.spec.spec = spec;
+  ASSERT_TRUE(client::Create(cluster_.api(), t).ok());
+  cluster_.Pod(cluster_.PodSpec("llm", {"tmpl:gpu"}));
+  Start();
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<Pod> p = cluster_.GetPod("llm");
+    return p.ok() && p->status.resource_claim_statuses.size() == 1;
+  }));
+  StatusOr<Pod> pod = cluster_.GetPod("llm");
+  const auto& status = pod->status.resource_claim_statuses[0];
+  EXPECT_EQ(status.name, "gpu");
+  ASSERT_TRUE(status.resource_claim_name.has_value());
+  EXPECT_EQ(status.resource_claim_name->rfind("llm-gpu-", 0), 0u);
+  StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim(*status.resource_claim_name);
+  ASSERT_TRUE(claim.ok());
+  EXPECT_EQ(claim->metadata.annotations.at("resource.kubernetes.io/pod-claim-name"), "gpu");
+  EXPECT_EQ(claim->metadata.labels.at("tier"), "inference");
+  ASSERT_EQ(claim->metadata.owner_references.size(), 1u);
+  EXPECT_EQ(claim->metadata.owner_references[0].uid, pod->metadata.uid);
+  EXPECT_TRUE(claim->metadata.owner_references[0].controller.value_or(false));
+  EXPECT_TRUE(claim->metadata.owner_references[0].block_owner_deletion.value_or(false));
+  EXPECT_EQ(claim->spec, spec);
+}
+
+TEST_F(ControllersTest, AFinishedPodReleasesDeallocatesAndDeletesItsGeneratedClaim) {
+  Pod spec = cluster_.PodSpec("job");
+  spec.spec.node_name = "node-a";
+  cluster_.Pod(spec);
+  StatusOr<Pod> pod = cluster_.GetPod("job");
+  ASSERT_TRUE(pod.ok());
+  rv1::ResourceClaim claim = cluster_.ClaimSpec("job-gpu-x1y2z", "gpu");
+  api::metav1::OwnerReference owner;
+  owner.api_version = "v1";
+  owner.kind = "Pod";
+  owner.name = "job";
+  owner.uid = pod->metadata.uid;
+  owner.controller = true;
+  claim.metadata.owner_references.push_back(owner);
+  cluster_.Claim(claim);
+  AllocateFor("job-gpu-x1y2z", *pod);
+  // Another claim, shared, keeps its allocation while another pod still uses it.
+  cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
+  Pod other_spec = cluster_.PodSpec("other", {"shared"});
+  other_spec.spec.node_name = "node-a";
+  cluster_.Pod(other_spec);
+  StatusOr<Pod> other = cluster_.GetPod("other");
+  AllocateFor("shared", *other);
+  Start();
+  ASSERT_TRUE(client::Patch<Pod>(
+                  cluster_.api(), "default", "job", client::PatchType::kMerge,
+                  boost::json::object{{"status", boost::json::object{{"phase", "Succeeded"}}}},
+                  "status")
+                  .ok());
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return cluster_.GetClaim("job-gpu-x1y2z").status().code() == StatusCode::kNotFound; }));
+  StatusOr<rv1::ResourceClaim> shared = cluster_.GetClaim("shared");
+  ASSERT_TRUE(shared.ok());
+  EXPECT_TRUE(shared->status.allocation.has_value());
+  EXPECT_EQ(shared->status.reserved_for.size(), 1u);
+}
+
+TEST_F(ControllersTest, ADeletedPodReleasesASharedClaimWhichIsThenDeallocated) {
+  cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
+  Pod spec = cluster_.PodSpec("user", {"shared"});
+  spec.spec.node_name = "node-a";
+  cluster_.Pod(spec);
+  StatusOr<Pod> pod = cluster_.GetPod("user");
+  AllocateFor("shared", *pod);
+  Start();
+  ASSERT_TRUE(
+      client::Delete<Pod>(cluster_.api(), "default", "user", {.grace_period_seconds = 0}).ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim("shared");
+    return c.ok() && !c->status.allocation.has_value() && c->metadata.finalizers.empty();
+  }));
+  StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim("shared");
+  EXPECT_TRUE(c->status.reserved_for.empty());
+}
+
+TEST_F(ControllersTest, OrphanedObjectsAreCollected) {
+  rv1::ResourceClaim claim = cluster_.ClaimSpec("orphan", "gpu");
+  api::metav1::OwnerReference owner;
+  owner.api_version = "v1";
+  owner.kind = "Pod";
+  owner.name = "gone";
+  owner.uid = "no-such-uid";
+  claim.metadata.owner_references.push_back(owner);
+  cluster_.Claim(claim);
+  rv1::ResourceClaim foreign = cluster_.ClaimSpec("foreign", "gpu");
+  api::metav1::OwnerReference job;
+  job.api_version = "batch/v1";
+  job.kind = "Job";
+  job.name = "j";
+  job.uid = "job-uid";
+  foreign.metadata.owner_references.push_back(job);
+  cluster_.Claim(foreign);
+  Start();
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return cluster_.GetClaim("orphan").status().code() == StatusCode::kNotFound; }));
+  EXPECT_TRUE(cluster_.GetClaim("foreign").ok()) << "owners of unknown kinds are not judged";
+}
+
+TEST_F(ControllersTest, DeletingANamespaceDeletesItsContentThenTheNamespace) {
+  cluster_.Namespace("team");
+  cluster_.ns = "team";
+  cluster_.Claim(cluster_.ClaimSpec("c", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p"));
+  Start();
+  ASSERT_TRUE(client::Delete<api::corev1::Namespace>(cluster_.api(), "", "team").ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return client::Get<api::corev1::Namespace>(cluster_.api(), "", "team").status().code() ==
+           StatusCode::kNotFound;
+  }));
+  EXPECT_TRUE(cluster_.Pods().empty());
+  EXPECT_TRUE(cluster_.Claims().empty());
+}
+
+TEST_F(ControllersTest, TheKubeletSimulatorRunsBoundPodsAndFinishesDeletions) {
+  cluster_.Node("node-a");
+  Pod spec = cluster_.PodSpec("web");
+  spec.spec.node_name = "node-a";
+  cluster_.Pod(spec);
+  cluster_.Pod(cluster_.PodSpec("unbound"));
+  Start({.simulate_kubelet = true});
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<Pod> p = cluster_.GetPod("web");
+    return p.ok() && p->status.phase == "Running";
+  }));
+  StatusOr<Pod> web = cluster_.GetPod("web");
+  bool ready = false;
+  for (const auto& c : web->status.conditions)
+    ready = ready || (c.type == "Ready" && c.status == "True");
+  EXPECT_TRUE(ready);
+  EXPECT_FALSE(web->status.pod_ip.empty());
+  EXPECT_EQ(cluster_.GetPod("unbound")->status.phase, "Pending");
+  ASSERT_TRUE(client::Delete<Pod>(cluster_.api(), "default", "web").ok());
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return cluster_.GetPod("web").status().code() == StatusCode::kNotFound; }));
+}
+
+}  // namespace
+}  // namespace draplane::controllers

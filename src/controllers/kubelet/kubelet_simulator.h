@@ -1,0 +1,50 @@
+// Pods without a kubelet (`--simulate-kubelet`): until node agents run (issue 8), this
+// controller plays the kubelet for every node, so bound Pods reach Running and deleted Pods
+// terminate.
+//
+//   - a Pod bound to a node and still Pending becomes Running: startTime, hostIP (the node's
+//     InternalIP, else 127.0.0.1), a podIP derived from the pod uid, the conditions
+//     PodReadyToStartContainers, Initialized, ContainersReady and Ready set to True, and one
+//     running, ready containerStatus per container (so `kubectl get pods` shows 1/1 Running);
+//   - a bound Pod with a deletionTimestamp is deleted with grace period 0, as the kubelet does
+//     once its containers stopped.
+//
+// Thread-safety: Start/Stop from the owner; syncs run on the worker threads.
+#pragma once
+
+#include <string>
+
+#include "client/api_client.h"
+#include "client/workqueue.h"
+#include "common/clock.h"
+#include "controllers/internal/queue_workers.h"
+#include "controllers/shared_informers.h"
+
+namespace draplane::controllers {
+
+struct KubeletSimulatorOptions {
+  int workers = 2;
+  client::RateLimiterOptions rate_limits{};
+};
+
+class KubeletSimulator {
+ public:
+  KubeletSimulator(client::ApiClient& api, SharedInformers& informers, const Clock& clock,
+                   KubeletSimulatorOptions options = {});
+  ~KubeletSimulator();
+
+  void Start();
+  void Stop();
+  Status Sync(const std::string& key);  // "ns/name" of a pod
+
+ private:
+  client::ApiClient& api_;
+  const Clock& clock_;
+  const KubeletSimulatorOptions options_;
+  client::Informer<api::corev1::Pod>& pods_;
+  client::Informer<api::corev1::Node>& nodes_;
+  client::WorkQueue queue_;
+  internal::QueueWorkers workers_;
+};
+
+}  // namespace draplane::controllers

@@ -1,0 +1,367 @@
+#include "controllers/resourceclaim/controller.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+
+#include "client/typed.h"
+#include "common/log.h"
+
+namespace draplane::controllers {
+
+namespace rv1 = api::resourcev1;
+using api::corev1::Pod;
+
+namespace {
+
+constexpr std::string_view kFinalizer = "resource.kubernetes.io/delete-protection";
+constexpr size_t kDeletedMemory = 10'000;
+constexpr size_t kReservedForMaxSize = 256;
+
+// upstream isPodDone: none of the containers runs now or ever will.
+bool IsPodDone(const Pod& pod) {
+  return pod.status.phase == api::corev1::kPodPhaseSucceeded ||
+         pod.status.phase == api::corev1::kPodPhaseFailed ||
+         (pod.metadata.deletion_timestamp.has_value() && pod.spec.node_name.empty());
+}
+
+// The controlling Pod owner of a claim (upstream owningPod).
+const api::metav1::OwnerReference* OwningPod(const rv1::ResourceClaim& claim) {
+  for (const api::metav1::OwnerReference& owner : claim.metadata.owner_references) {
+    if (owner.controller.value_or(false) && owner.api_version == "v1" && owner.kind == "Pod") {
+      return &owner;
+    }
+  }
+  return nullptr;
+}
+
+bool IsReservedFor(const rv1::ResourceClaim& claim, const Pod& pod) {
+  for (const auto& r : claim.status.reserved_for) {
+    if (r.resource == "pods" && r.api_group.empty() && r.uid == pod.metadata.uid) return true;
+  }
+  return false;
+}
+
+// Names of the claims a pod uses that exist by name now.
+std::vector<std::string> ClaimNamesOf(const Pod& pod) {
+  std::vector<std::string> out;
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    if (entry.resource_claim_name) out.push_back(*entry.resource_claim_name);
+  }
+  for (const api::corev1::PodResourceClaimStatus& s : pod.status.resource_claim_statuses) {
+    if (s.resource_claim_name) out.push_back(*s.resource_claim_name);
+  }
+  if (pod.status.extended_resource_claim_status) {
+    out.push_back(pod.status.extended_resource_claim_status->resource_claim_name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ResourceClaimController::GenerateName(std::string_view pod_name,
+                                                  std::string_view claim_name) {
+  std::string name = std::string(pod_name) + "-" + std::string(claim_name) + "-";
+  constexpr size_t kMaxBaseLen = 57;  // room for 5 random characters in 63
+  if (name.size() > kMaxBaseLen) {
+    // Both parts cut in proportion to their length (upstream keeps no trailing hyphen here).
+    size_t total = name.size();
+    name = std::string(pod_name.substr(0, pod_name.size() * kMaxBaseLen / total)) + "-" +
+           std::string(claim_name.substr(0, claim_name.size() * kMaxBaseLen / total));
+  }
+  return name;
+}
+
+ResourceClaimController::ResourceClaimController(client::ApiClient& api, SharedInformers& informers,
+                                                 const Clock& clock,
+                                                 ResourceClaimControllerOptions options)
+    : api_(api),
+      options_(std::move(options)),
+      pods_(informers.Get<Pod>()),
+      claims_(informers.Get<rv1::ResourceClaim>()),
+      templates_(informers.Get<rv1::ResourceClaimTemplate>()),
+      queue_(clock, options_.rate_limits),
+      workers_("resourceclaim-controller", queue_,
+               [this](const std::string& key) { return Sync(key); }) {
+  claims_.AddIndex("owner-pod", [](const rv1::ResourceClaim& c) {
+    std::vector<std::string> out;
+    if (const api::metav1::OwnerReference* owner = OwningPod(c)) out.push_back(owner->uid);
+    return out;
+  });
+  pods_.AddIndex("template", [](const Pod& p) {
+    std::vector<std::string> out;
+    for (const auto& entry : p.spec.resource_claims) {
+      if (entry.resource_claim_template_name) {
+        out.push_back(p.metadata.namespace_ + "/" + *entry.resource_claim_template_name);
+      }
+    }
+    return out;
+  });
+  pods_.AddHandlers({
+      .on_add = [this](const auto& p) { EnqueuePod(*p); },
+      .on_update = [this](const auto&, const auto& p) { EnqueuePod(*p); },
+      .on_delete =
+          [this](const auto& p) {
+            RememberDeleted(p->metadata.uid);
+            EnqueuePodClaims(*p);
+          },
+  });
+  claims_.AddHandlers({
+      .on_add =
+          [this](const auto& c) {
+            queue_.Add("claim:" + client::ObjectKey(c->metadata.namespace_, c->metadata.name));
+          },
+      .on_update =
+          [this](const auto&, const auto& c) {
+            queue_.Add("claim:" + client::ObjectKey(c->metadata.namespace_, c->metadata.name));
+          },
+      .on_delete =
+          [this](const auto& c) {
+            // The pod may need a new claim (or at least a fresh look).
+            if (const api::metav1::OwnerReference* owner = OwningPod(*c)) {
+              queue_.Add("pod:" + client::ObjectKey(c->metadata.namespace_, owner->name));
+            }
+          },
+  });
+  templates_.AddHandlers({
+      .on_add =
+          [this](const auto& t) {
+            for (const auto& pod :
+                 pods_.ByIndex("template", t->metadata.namespace_ + "/" + t->metadata.name)) {
+              queue_.Add("pod:" + client::ObjectKey(pod->metadata.namespace_, pod->metadata.name));
+            }
+          },
+  });
+}
+
+ResourceClaimController::~ResourceClaimController() { Stop(); }
+
+void ResourceClaimController::Start() { workers_.Start(options_.workers); }
+
+void ResourceClaimController::Stop() { workers_.Stop(); }
+
+void ResourceClaimController::EnqueuePod(const Pod& pod) {
+  bool needs_claims = false;
+  for (const auto& entry : pod.spec.resource_claims) {
+    if (entry.resource_claim_template_name) needs_claims = true;
+  }
+  if (IsPodDone(pod) || pod.metadata.deletion_timestamp.has_value()) {
+    EnqueuePodClaims(pod);
+    return;
+  }
+  if (needs_claims || !pod.spec.node_name.empty()) {
+    queue_.Add("pod:" + client::ObjectKey(pod.metadata.namespace_, pod.metadata.name));
+  }
+}
+
+void ResourceClaimController::EnqueuePodClaims(const Pod& pod) {
+  for (const std::string& name : ClaimNamesOf(pod)) {
+    queue_.Add("claim:" + client::ObjectKey(pod.metadata.namespace_, name));
+  }
+  for (const auto& claim : claims_.ByIndex("owner-pod", pod.metadata.uid)) {
+    queue_.Add("claim:" + client::ObjectKey(claim->metadata.namespace_, claim->metadata.name));
+  }
+}
+
+void ResourceClaimController::RememberDeleted(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!deleted_.insert(uid).second) return;
+  deleted_order_.push_back(uid);
+  if (deleted_order_.size() > kDeletedMemory) {
+    deleted_.erase(deleted_order_.front());
+    deleted_order_.pop_front();
+  }
+}
+
+bool ResourceClaimController::WasDeleted(const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return deleted_.contains(uid);
+}
+
+Status ResourceClaimController::Sync(const std::string& key) {
+  size_t colon = key.find(':');
+  if (colon == std::string::npos) return InvalidArgumentError("bad key " + key);
+  std::string ns;
+  std::string name;
+  client::SplitObjectKey(std::string_view(key).substr(colon + 1), &ns, &name);
+  if (key.starts_with("pod:")) return SyncPod(ns, name);
+  if (key.starts_with("claim:")) return SyncClaim(ns, name);
+  return InvalidArgumentError("bad key " + key);
+}
+
+Status ResourceClaimController::SyncPod(const std::string& ns, const std::string& name) {
+  client::Informer<Pod>::Ptr pod = pods_.Get(ns, name);
+  if (pod == nullptr) return Status::Ok();
+  if (IsPodDone(*pod) || pod->metadata.deletion_timestamp.has_value()) {
+    EnqueuePodClaims(*pod);
+    return Status::Ok();
+  }
+  std::vector<api::corev1::PodResourceClaimStatus> statuses = pod->status.resource_claim_statuses;
+  bool changed = false;
+  for (const api::corev1::PodResourceClaim& entry : pod->spec.resource_claims) {
+    if (!entry.resource_claim_template_name) continue;
+    bool recorded = std::any_of(statuses.begin(), statuses.end(),
+                                [&](const auto& s) { return s.name == entry.name; });
+    if (recorded) continue;
+    // A claim created earlier whose name did not make it into the status.
+    std::shared_ptr<const rv1::ResourceClaim> existing;
+    for (const auto& claim : claims_.ByIndex("owner-pod", pod->metadata.uid)) {
+      auto a = claim->metadata.annotations.find(kPodClaimNameAnnotation);
+      if (a != claim->metadata.annotations.end() && a->second == entry.name) {
+        existing = claim;
+        break;
+      }
+    }
+    std::string claim_name;
+    if (existing) {
+      claim_name = existing->metadata.name;
+    } else {
+      auto tmpl = templates_.Get(ns, *entry.resource_claim_template_name);
+      if (tmpl == nullptr) {
+        // The informer may lag behind; ask the API before giving up for now.
+        StatusOr<rv1::ResourceClaimTemplate> fetched =
+            client::Get<rv1::ResourceClaimTemplate>(api_, ns, *entry.resource_claim_template_name);
+        if (!fetched.ok()) {
+          return fetched.status().WithPrefix("resource claim template \"" +
+                                             *entry.resource_claim_template_name + "\"");
+        }
+        tmpl = std::make_shared<const rv1::ResourceClaimTemplate>(std::move(*fetched));
+      }
+      rv1::ResourceClaim claim;
+      claim.metadata.namespace_ = ns;
+      claim.metadata.generate_name = GenerateName(pod->metadata.name, entry.name);
+      claim.metadata.labels = tmpl->spec.metadata.labels;
+      claim.metadata.annotations = tmpl->spec.metadata.annotations;
+      claim.metadata.annotations[std::string(kPodClaimNameAnnotation)] = entry.name;
+      api::metav1::OwnerReference owner;
+      owner.api_version = "v1";
+      owner.kind = "Pod";
+      owner.name = pod->metadata.name;
+      owner.uid = pod->metadata.uid;
+      owner.controller = true;
+      owner.block_owner_deletion = true;
+      claim.metadata.owner_references.push_back(std::move(owner));
+      claim.spec = tmpl->spec.spec;
+      StatusOr<rv1::ResourceClaim> created = client::Create(api_, claim, options_.field_manager);
+      if (!created.ok()) return created.status().WithPrefix("create ResourceClaim " + entry.name);
+      claim_name = created->metadata.name;
+    }
+    api::corev1::PodResourceClaimStatus status;
+    status.name = entry.name;
+    status.resource_claim_name = claim_name;
+    statuses.push_back(std::move(status));
+    changed = true;
+  }
+  if (changed) {
+    boost::json::array list;
+    for (const auto& s : statuses) list.push_back(api::corev1::Encode(s));
+    boost::json::object patch{
+        {"status", boost::json::object{{"resourceClaimStatuses", std::move(list)}}}};
+    StatusOr<Pod> patched = client::Patch<Pod>(api_, ns, name, client::PatchType::kMerge,
+                                               std::move(patch), "status", options_.field_manager);
+    if (!patched.ok()) return patched.status().WithPrefix("update pod claim statuses");
+  }
+  // Pods placed without the scheduler: reserve their allocated claims.
+  if (!pod->spec.node_name.empty()) {
+    for (const std::string& claim_name : ClaimNamesOf(*pod)) {
+      auto claim = claims_.Get(ns, claim_name);
+      if (claim == nullptr || !claim->status.allocation || IsReservedFor(*claim, *pod)) continue;
+      if (claim->status.reserved_for.size() >= kReservedForMaxSize) continue;
+      rv1::ResourceClaim next = *claim;
+      rv1::ResourceClaimConsumerReference ref;
+      ref.resource = "pods";
+      ref.name = pod->metadata.name;
+      ref.uid = pod->metadata.uid;
+      next.status.reserved_for.push_back(std::move(ref));
+      StatusOr<rv1::ResourceClaim> written =
+          client::UpdateStatus(api_, next, options_.field_manager);
+      if (!written.ok()) return written.status().WithPrefix("reserve claim for pod");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ResourceClaimController::SyncClaim(const std::string& ns, const std::string& name) {
+  client::Informer<rv1::ResourceClaim>::Ptr cached = claims_.Get(ns, name);
+  if (cached == nullptr) return Status::Ok();
+  const rv1::ResourceClaim& claim = *cached;
+
+  // 4. Valid reservations.
+  std::vector<rv1::ResourceClaimConsumerReference> valid;
+  for (const rv1::ResourceClaimConsumerReference& r : claim.status.reserved_for) {
+    if (!(r.api_group.empty() && r.resource == "pods")) {
+      valid.push_back(r);  // another kind of consumer: not ours to judge
+      continue;
+    }
+    bool keep = true;
+    if (WasDeleted(r.uid)) {
+      keep = false;
+    } else if (client::Informer<Pod>::Ptr pod = pods_.Get(ns, r.name)) {
+      if (pod->metadata.uid != r.uid || IsPodDone(*pod)) keep = false;
+    } else {
+      // Not in the cache: the scheduler may have just created the reservation for a pod the
+      // informer has not delivered yet. Only the API can tell.
+      StatusOr<Pod> fetched = client::Get<Pod>(api_, ns, r.name);
+      if (!fetched.ok() && fetched.status().code() != StatusCode::kNotFound) {
+        return fetched.status();
+      }
+      if (!fetched.ok() || fetched->metadata.uid != r.uid || IsPodDone(*fetched)) keep = false;
+    }
+    if (keep) valid.push_back(r);
+  }
+
+  bool finalizer = std::find(claim.metadata.finalizers.begin(), claim.metadata.finalizers.end(),
+                             kFinalizer) != claim.metadata.finalizers.end();
+  if (valid.size() < claim.status.reserved_for.size()) {
+    rv1::ResourceClaim next = claim;
+    next.status.reserved_for = valid;
+    // 5. Deallocate on the transition to "not used anymore".
+    if (valid.empty() && finalizer) {
+      next.status.allocation.reset();
+      next.status.devices.clear();
+    }
+    StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(api_, next, options_.field_manager);
+    if (!written.ok()) return written.status().WithPrefix("update claim reservations");
+    if (finalizer && !written->status.allocation) {
+      rv1::ResourceClaim unfinalized = *written;
+      std::erase(unfinalized.metadata.finalizers, std::string(kFinalizer));
+      StatusOr<rv1::ResourceClaim> updated =
+          client::Update(api_, unfinalized, options_.field_manager);
+      if (!updated.ok()) return updated.status().WithPrefix("remove claim finalizer");
+    }
+  } else if (finalizer && valid.empty() &&
+             (claim.metadata.deletion_timestamp.has_value() ||
+              claim.status.allocation.has_value())) {
+    // Deleted or allocated while nobody uses it: an allocation whose reservation was removed
+    // elsewhere (scheduler Unreserve), or a claim being deleted.
+    rv1::ResourceClaim next = claim;
+    if (next.status.allocation) {
+      next.status.allocation.reset();
+      next.status.devices.clear();
+      StatusOr<rv1::ResourceClaim> written =
+          client::UpdateStatus(api_, next, options_.field_manager);
+      if (!written.ok()) return written.status().WithPrefix("deallocate claim");
+      next = std::move(*written);
+    }
+    std::erase(next.metadata.finalizers, std::string(kFinalizer));
+    StatusOr<rv1::ResourceClaim> updated = client::Update(api_, next, options_.field_manager);
+    if (!updated.ok()) return updated.status().WithPrefix("remove claim finalizer");
+  }
+
+  // 6. Generated claims of pods that will not run.
+  if (valid.empty() && !claim.metadata.deletion_timestamp.has_value()) {
+    if (const api::metav1::OwnerReference* owner = OwningPod(claim)) {
+      client::Informer<Pod>::Ptr pod = pods_.Get(ns, owner->name);
+      if (pod != nullptr && (pod->metadata.uid != owner->uid || IsPodDone(*pod))) {
+        client::DeleteOptions options;
+        options.precondition_uid = claim.metadata.uid;
+        Status s = client::Delete<rv1::ResourceClaim>(api_, ns, name, options);
+        if (!s.ok() && s.code() != StatusCode::kNotFound) {
+          return s.WithPrefix("delete unused generated claim");
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace draplane::controllers
