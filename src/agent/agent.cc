@@ -210,12 +210,6 @@ Status Agent::EnsureLease() {
     return client::Update(api_, *got, options_.field_manager).status();
   }
   if (got.status().code() != StatusCode::kNotFound) return got.status();
-  cv1::Namespace ns;
-  ns.metadata.name = std::string(kNodeLeaseNamespace);
-  StatusOr<cv1::Namespace> created_ns = client::Create(api_, ns, options_.field_manager);
-  if (!created_ns.ok() && created_ns.status().code() != StatusCode::kAlreadyExists) {
-    return created_ns.status();
-  }
   co::Lease lease;
   lease.metadata.name = options_.node_name;
   lease.metadata.namespace_ = std::string(kNodeLeaseNamespace);
@@ -232,6 +226,16 @@ Status Agent::EnsureLease() {
   lease.spec.lease_duration_seconds = options_.lease_duration_seconds;
   lease.spec.renew_time = now;
   StatusOr<co::Lease> created = client::Create(api_, lease, options_.field_manager);
+  if (!created.ok() && created.status().code() == StatusCode::kNotFound) {
+    // The API server normally creates kube-node-lease; a bare one (tests) may not have.
+    cv1::Namespace ns;
+    ns.metadata.name = std::string(kNodeLeaseNamespace);
+    StatusOr<cv1::Namespace> created_ns = client::Create(api_, ns, options_.field_manager);
+    if (!created_ns.ok() && created_ns.status().code() != StatusCode::kAlreadyExists) {
+      return created_ns.status();
+    }
+    created = client::Create(api_, lease, options_.field_manager);
+  }
   if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
     return created.status();
   }
@@ -365,7 +369,12 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
     StatusOr<rv1::ResourceClaim> claim =
         client::Get<rv1::ResourceClaim>(api_, namespace_, claim_name);
     if (!claim.ok()) {
-      if (claim.status().code() == StatusCode::kNotFound) return PodOutcome::kRetry;
+      // Not found, or not yet readable by this node (the node authorizer lets a node read a
+      // claim only once it is reserved for one of its Pods): try again later.
+      if (claim.status().code() == StatusCode::kNotFound ||
+          claim.status().code() == StatusCode::kFailedPrecondition) {
+        return PodOutcome::kRetry;
+      }
       return claim.status();
     }
     bool reserved = false;
@@ -575,8 +584,11 @@ Status Agent::UnprepareUnused(const std::vector<cv1::Pod>& live_pods) {
     // Still referenced by name: is it still the same claim?
     StatusOr<rv1::ResourceClaim> claim =
         client::Get<rv1::ResourceClaim>(api_, record.namespace_, record.name);
-    if (!claim.ok() && claim.status().code() != StatusCode::kNotFound) return claim.status();
-    if (!claim.ok() || claim->metadata.uid != uid || !claim->status.allocation) {
+    // Gone, or no longer readable by this node (no Pod of the node uses it any more).
+    const bool gone = !claim.ok() && (claim.status().code() == StatusCode::kNotFound ||
+                                      claim.status().code() == StatusCode::kFailedPrecondition);
+    if (!claim.ok() && !gone) return claim.status();
+    if (gone || claim->metadata.uid != uid || !claim->status.allocation) {
       unused.push_back(uid);
     }
   }

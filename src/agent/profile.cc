@@ -161,6 +161,7 @@ NicSpec ReadNic(const boost::json::value& v, const std::string& path, Status* st
 FaultSpec ReadFault(const boost::json::value& v, const std::string& path, Status* status) {
   FieldReader r(v, path);
   FaultSpec out;
+  if (auto s = r.String("node")) out.node = *s;
   if (auto s = r.String("driver")) out.driver = *s;
   if (auto s = r.String("device")) out.device = *s;
   if (out.device.empty()) r.Fail("device", "required");
@@ -252,8 +253,9 @@ NodeTemplate ReadNodeTemplate(FieldReader& r, Status* status) {
 
 std::string FaultSpec::Key() const {
   std::ostringstream out;
-  out << static_cast<int>(kind) << '|' << driver << '|' << device << '|' << after.count() << '|'
-      << (duration ? duration->count() : -1) << '|' << effect << '|' << times << '|' << message;
+  out << static_cast<int>(kind) << '|' << node << '|' << driver << '|' << device << '|'
+      << after.count() << '|' << (duration ? duration->count() : -1) << '|' << effect << '|'
+      << times << '|' << message;
   return out.str();
 }
 
@@ -267,7 +269,11 @@ StatusOr<ClusterProfile> ParseProfile(std::string_view text) {
     doc = &d.value;
   }
   if (doc == nullptr) return InvalidArgumentError("the profile is empty");
-  FieldReader r(*doc, "");
+  return ParseProfileJson(*doc);
+}
+
+StatusOr<ClusterProfile> ParseProfileJson(const boost::json::value& doc) {
+  FieldReader r(doc, "");
   std::string api_version = r.String("apiVersion").value_or("");
   std::string kind = r.String("kind").value_or("");
   if (!r.status().ok()) return r.status();

@@ -18,6 +18,7 @@
 //     nics:  [{count, model, bandwidth, rdma, shared, requestPolicy: {default, min, max, step}}]
 //   faults:
 //     - {device: gpu-1, after: 30s, for: 60s, effect: NoExecute, message: "XID 79"}
+//     - {node: h100-2, device: gpu-0, message: "XID 48"}   # one node of a pool only
 //     - {device: fpga-0, prepare: terminal, message: "bitstream load failed"}
 //
 //   kind: ClusterProfile               # many nodes
@@ -32,6 +33,7 @@
 // Thread-safety: plain values and pure functions.
 #pragma once
 
+#include <boost/json/fwd.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -118,6 +120,8 @@ enum class FaultKind {
 
 struct FaultSpec {
   FaultKind kind = FaultKind::kUnhealthy;
+  // Only on this node; empty: every node of the pool.
+  std::string node;
   std::string driver;  // empty: any driver with a device of that name
   std::string device;
   // Unhealthy faults: starts `after` the fault was first loaded, lasts `duration` (forever when
@@ -173,6 +177,8 @@ struct ProfileNode {
 // Parses a NodeProfile or ClusterProfile from YAML (or JSON) text. InvalidArgument naming the
 // field path (`nodePools[1].devices.gpus[0].memory: ...`) for anything malformed.
 StatusOr<ClusterProfile> ParseProfile(std::string_view text);
+// The same for one document already parsed (YAML or JSON) into a JSON value.
+StatusOr<ClusterProfile> ParseProfileJson(const boost::json::value& document);
 // Reads and parses a profile file; NotFound when it does not exist.
 StatusOr<ClusterProfile> LoadProfile(const std::string& path);
 

@@ -27,6 +27,7 @@ int Run(int argc, char** argv) {
   AddVersionCommand(app);
   AddConvertCommand(app);
   AddLintCommand(app);
+  AddAgentCommand(app);
   AddScenarioCommand(app);
   AddAllocateCommand(app);
 

@@ -18,6 +18,7 @@ struct CommandExit {
 void AddVersionCommand(CLI::App& app);
 void AddConvertCommand(CLI::App& app);
 void AddLintCommand(CLI::App& app);
+void AddAgentCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
 

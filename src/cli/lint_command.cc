@@ -20,10 +20,12 @@
 #include <variant>
 #include <vector>
 
+#include "agent/profile.h"
 #include "api/codec/files.h"
 #include "api/codec/manifest.h"
 #include "api/object.h"
 #include "api/validation/validation.h"
+#include "cel/selector_lint.h"
 #include "cli/commands.h"
 
 namespace draplane::cli {
@@ -181,6 +183,14 @@ class Linter {
           ++not_validated_[api::ObjectKind(object)];
           return;
         }
+        // CEL selectors: compile and cost errors at their field paths.
+        cel::SelectorLintOptions cel_options;
+        cel_options.consumable_capacity = features_.consumable_capacity;
+        cel_options.list_type_attributes = features_.list_type_attributes;
+        for (api::FieldError& e : cel::LintCelSelectors(
+                 object, it == old_.end() ? nullptr : &it->second, cel_options)) {
+          errors.push_back(std::move(e));
+        }
         Report(where, errors);
       });
     }
@@ -223,6 +233,15 @@ class Linter {
       api::Object object = api::DecodeObject(manifest.value, &errors);
       std::string where = file.name + ":" + manifest.position.Label() + ": " +
                           DisplayKind(object) + "/" + DisplayName(object) + ": ";
+      if (std::holds_alternative<api::Unstructured>(object) && errors.empty() &&
+          api::ObjectApiVersion(object) == agent::kProfileApiVersion) {
+        // draplane's own NodeProfile / ClusterProfile (examples/cluster-demo.yaml): checked by
+        // the agent's profile parser.
+        if (Status s = agent::ParseProfileJson(manifest.value).status(); !s.ok()) {
+          Print(where + std::string(s.message()));
+        }
+        continue;
+      }
       if (std::holds_alternative<api::Unstructured>(object) && errors.empty()) {
         const std::string kind = api::ObjectKind(object);
         // The API server's wording for a kind its scheme does not know.

@@ -288,6 +288,9 @@ ProfileDriver::ProfileDriver(ProfileDriverOptions options) : options_(std::move(
 
 void ProfileDriver::SetTemplate(NodeTemplate node) {
   node_ = std::move(node);
+  std::erase_if(node_.faults, [&](const FaultSpec& fault) {
+    return !fault.node.empty() && fault.node != options_.node_name;
+  });
   catalog_ = BuildProfileInventories(options_.node_name, node_);
   const Timestamp now = options_.clock->Now();
   std::map<std::string, Timestamp> seen;

@@ -329,3 +329,38 @@ TEST_F(ProfileDriverTest, ReloadsAnEditedProfile) {
 
 }  // namespace
 }  // namespace draplane::agent
+
+namespace draplane::agent {
+namespace {
+
+TEST(ProfileDriverFaultTest, NodeScopedFaultsHitOnlyTheirNode) {
+  StatusOr<ClusterProfile> profile = ParseProfile(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterProfile
+nodePools:
+- name: l4
+  count: 2
+  devices:
+    gpus: [{count: 1, productName: NVIDIA L4, architecture: Ada Lovelace,
+            cudaComputeCapability: "8.9", driverVersion: "550.90.07", memory: 24Gi}]
+  faults:
+  - {node: l4-1, device: gpu-0, message: XID 48}
+)");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  ManualClock clock;
+  auto health = [&](const std::string& node) {
+    std::unique_ptr<ProfileDriver> d =
+        std::move(*ProfileDriver::Create({.node_name = node,
+                                          .profile_path = "",
+                                          .node = profile->pools[0].node,
+                                          .clock = &clock,
+                                          .state_dir = "",
+                                          .crash_exits_process = false}));
+    return (*d->Discover())[0].devices[0].health.healthy;
+  };
+  EXPECT_TRUE(health("l4-0"));
+  EXPECT_FALSE(health("l4-1"));
+}
+
+}  // namespace
+}  // namespace draplane::agent

@@ -1,0 +1,259 @@
+// `draplane agent`: the node agent (agent/agent.h) for one node.
+//
+//   draplane agent --node NAME --kubeconfig F --profile F      simulated devices from a profile
+//   draplane agent --node NAME --kubeconfig F --drivers nvml,sysfs   real devices
+//   draplane agent --profile F [--node NAME] --dry-run         print the slices it would publish
+//
+// Without --dry-run or --once it runs until SIGINT / SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "agent/drivers/nvml/nvml_driver.h"
+#include "agent/drivers/profile/profile_driver.h"
+#include "agent/drivers/sysfs/sysfs_driver.h"
+#include "agent/profile.h"
+#include "agent/simulated.h"
+#include "agent/slice_plan.h"
+#include "api/codec/yaml.h"
+#include "api/gen/resource_v1_codec.h"
+#include "api/validation/validation.h"
+#include "cli/commands.h"
+#include "client/kubeconfig.h"
+#include "client/rest_client.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+
+namespace draplane::cli {
+namespace {
+
+struct AgentFlags {
+  std::string node;
+  std::string kubeconfig;
+  std::string profile;
+  std::string drivers;
+  std::string state_dir;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string sysfs_root = "/sys";
+  std::string heartbeat = "10s";
+  std::string discovery = "5s";
+  bool dry_run = false;
+  bool once = false;
+  bool no_simulate_containers = false;
+};
+
+constexpr char kAgentFooter[] = R"(
+Drivers (--drivers, comma-separated; default: profile with --profile, else nvml,sysfs):
+  profile  simulated GPUs (with MIG), FPGAs and NICs from --profile, a NodeProfile or a
+           ClusterProfile (then --node picks the node); faults in the profile inject unhealthy
+           devices and prepare failures; the file is re-read when it changes
+  nvml     NVIDIA GPUs through libnvidia-ml.so.1 (--nvml-library); without the library the
+           agent says so and publishes no GPUs
+  sysfs    NICs and FPGAs by PCI class under --sysfs-root
+
+The agent registers the Node and its heartbeat Lease, publishes the node's ResourceSlices,
+prepares the claims of Pods bound to the node (CDI specs under <state-dir>/cdi, checkpoint in
+<state-dir>/checkpoint.json), and plays the kubelet for them unless --no-simulate-containers.
+--dry-run prints the slices it would publish (YAML) and exits; --once syncs once and exits.)";
+
+StatusOr<std::vector<std::unique_ptr<agent::Driver>>> MakeDrivers(const AgentFlags& flags,
+                                                                  const std::string& node,
+                                                                  const std::string& state_dir,
+                                                                  const Clock& clock) {
+  std::string list = flags.drivers;
+  if (list.empty()) list = flags.profile.empty() ? "nvml,sysfs" : "profile";
+  std::vector<std::unique_ptr<agent::Driver>> out;
+  std::stringstream in(list);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    if (name == "profile") {
+      if (flags.profile.empty()) return InvalidArgumentError("--drivers profile needs --profile");
+      DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<agent::ProfileDriver> d,
+                                agent::ProfileDriver::Create({.node_name = node,
+                                                              .profile_path = flags.profile,
+                                                              .node = {},
+                                                              .clock = &clock,
+                                                              .state_dir = state_dir,
+                                                              .crash_exits_process = true}));
+      out.push_back(std::move(d));
+    } else if (name == "nvml") {
+      std::unique_ptr<agent::NvmlDriver> d = agent::NvmlDriver::Open(
+          {.library = flags.nvml_library, .sysfs_root = flags.sysfs_root, .clock = &clock});
+      if (!d->available())
+        std::fprintf(stderr, "draplane agent: nvml: %s\n", d->unavailable_reason().c_str());
+      out.push_back(std::move(d));
+    } else if (name == "sysfs") {
+      out.push_back(agent::SysfsDriver::New({.sysfs_root = flags.sysfs_root, .rules = {}}));
+    } else {
+      return InvalidArgumentError("unknown driver \"" + name + "\" (profile, nvml, sysfs)");
+    }
+  }
+  return out;
+}
+
+// The node name: --node, else the NodeProfile's metadata.name, else the host name.
+StatusOr<std::string> NodeName(const AgentFlags& flags) {
+  if (!flags.node.empty()) return flags.node;
+  if (!flags.profile.empty()) {
+    DRAPLANE_ASSIGN_OR_RETURN(agent::ClusterProfile profile, agent::LoadProfile(flags.profile));
+    if (profile.is_node_profile && !profile.name.empty()) return profile.name;
+    return InvalidArgumentError("--node is required with a ClusterProfile");
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    return InvalidArgumentError("--node is required (no host name)");
+  }
+  return std::string(host);
+}
+
+int DryRun(const AgentFlags& flags, const std::string& node) {
+  std::vector<std::unique_ptr<agent::Driver>> drivers;
+  {
+    // A dry run keeps no state.
+    StatusOr<std::vector<std::unique_ptr<agent::Driver>>> made =
+        MakeDrivers(flags, node, "", RealClock());
+    if (!made.ok()) {
+      std::fprintf(stderr, "draplane agent: %s\n", made.status().ToString().c_str());
+      return 2;
+    }
+    drivers = std::move(*made);
+  }
+  boost::json::array items;
+  int problems = 0;
+  for (const std::unique_ptr<agent::Driver>& driver : drivers) {
+    StatusOr<std::vector<agent::Inventory>> found = driver->Discover();
+    if (!found.ok()) {
+      std::fprintf(stderr, "draplane agent: %s driver: %s\n", driver->kind().c_str(),
+                   found.status().ToString().c_str());
+      return 1;
+    }
+    for (const agent::Inventory& inv : *found) {
+      for (const api::resourcev1::ResourceSlice& slice : agent::BuildPoolSlices(node, inv, 1)) {
+        for (const api::FieldError& e : api::validation::ValidateResourceSlice(slice)) {
+          std::fprintf(stderr, "%s: %s\n", slice.metadata.name.c_str(), e.ToString().c_str());
+          ++problems;
+        }
+        items.push_back(api::resourcev1::Encode(slice));
+      }
+    }
+  }
+  boost::json::object list{{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}};
+  std::fputs(api::codec::WriteYaml(boost::json::value(std::move(list))).c_str(), stdout);
+  return problems == 0 ? 0 : 1;
+}
+
+int RunAgent(const AgentFlags& flags) {
+  StatusOr<std::string> node = NodeName(flags);
+  if (!node.ok()) {
+    std::fprintf(stderr, "draplane agent: %s\n", node.status().ToString().c_str());
+    return 2;
+  }
+  if (flags.dry_run) return DryRun(flags, *node);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto fail = [](const Status& s) {
+    std::fprintf(stderr, "draplane agent: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  StatusOr<Duration> heartbeat = agent::ParseDuration(flags.heartbeat);
+  StatusOr<Duration> discovery = agent::ParseDuration(flags.discovery);
+  if (!heartbeat.ok()) return fail(heartbeat.status().WithPrefix("--heartbeat-interval"));
+  if (!discovery.ok()) return fail(discovery.status().WithPrefix("--discovery-interval"));
+  const std::string kubeconfig =
+      flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
+  StatusOr<client::RestConfig> config = client::LoadKubeconfig(kubeconfig);
+  if (!config.ok()) return fail(config.status());
+  StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
+  if (!api.ok()) return fail(api.status());
+  const std::string state_dir =
+      flags.state_dir.empty() ? "/var/lib/draplane/agent/" + *node : flags.state_dir;
+
+  const Clock& clock = RealClock();
+  StatusOr<std::vector<std::unique_ptr<agent::Driver>>> drivers =
+      MakeDrivers(flags, *node, state_dir, clock);
+  if (!drivers.ok()) return fail(drivers.status());
+  agent::AgentOptions options;
+  options.node_name = *node;
+  options.state_dir = state_dir;
+  options.heartbeat_interval = *heartbeat;
+  options.discovery_interval = *discovery;
+  options.simulate_containers = !flags.no_simulate_containers;
+  if (!flags.profile.empty()) {
+    StatusOr<agent::ClusterProfile> profile = agent::LoadProfile(flags.profile);
+    if (!profile.ok()) return fail(profile.status());
+    StatusOr<agent::ProfileNode> entry = agent::FindNode(*profile, *node);
+    if (!entry.ok()) return fail(entry.status());
+    agent::ApplyNodeTemplate(*entry->node, &options);
+  }
+  StatusOr<std::unique_ptr<agent::Agent>> agent =
+      agent::Agent::Create(**api, std::move(*drivers), std::move(options), clock);
+  if (!agent.ok()) return fail(agent.status());
+  Status init = (*agent)->Init();
+  if (!init.ok()) return fail(init);
+  if (flags.once) {
+    for (Status s : {(*agent)->SyncNode(), (*agent)->SyncSlices(), (*agent)->SyncPods()}) {
+      if (!s.ok()) return fail(s);
+    }
+    return 0;
+  }
+  Status started = (*agent)->Start();
+  if (!started.ok()) return fail(started);
+  std::printf("agent: node %s, state %s, server %s\n", node->c_str(), state_dir.c_str(),
+              config->server.c_str());
+  std::fflush(stdout);
+  int received = 0;
+  sigwait(&signals, &received);
+  log::Info("agent: received signal {}, stopping", received);
+  (*agent)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddAgentCommand(CLI::App& app) {
+  auto flags = std::make_shared<AgentFlags>();
+  CLI::App* cmd =
+      app.add_subcommand("agent", "Run the node agent: publish devices, prepare claims");
+  cmd->footer(kAgentFooter);
+  cmd->add_option("--node", flags->node,
+                  "Node name (default: the NodeProfile's name, or the host name)");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
+  cmd->add_option("--profile", flags->profile,
+                  "NodeProfile or ClusterProfile of simulated devices");
+  cmd->add_option("--drivers", flags->drivers, "Comma-separated drivers: profile, nvml, sysfs");
+  cmd->add_option("--state-dir", flags->state_dir,
+                  "Checkpoint and CDI specs (default /var/lib/draplane/agent/<node>)");
+  cmd->add_option("--nvml-library", flags->nvml_library, "The NVML library to load")
+      ->capture_default_str();
+  cmd->add_option("--sysfs-root", flags->sysfs_root, "Root of the sysfs tree")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-interval", flags->heartbeat, "Lease renewal period")
+      ->capture_default_str();
+  cmd->add_option("--discovery-interval", flags->discovery, "Device discovery period")
+      ->capture_default_str();
+  cmd->add_flag("--dry-run", flags->dry_run, "Print the ResourceSlices it would publish and exit");
+  cmd->add_flag("--once", flags->once, "Sync the node, its slices and its Pods once, then exit");
+  cmd->add_flag("--no-simulate-containers", flags->no_simulate_containers,
+                "Only prepare devices; leave Pod status to the kubelet");
+  cmd->callback([flags] {
+    int code = RunAgent(*flags);
+    if (code != 0) throw CommandExit{code};
+  });
+}
+
+}  // namespace draplane::cli
