@@ -20,6 +20,10 @@ ControllerManager::ControllerManager(client::ApiClient& api, const Clock& clock,
   if (options.simulate_kubelet) {
     kubelet_ = std::make_unique<KubeletSimulator>(api, informers_, clock);
   }
+  if (options.device_taint_eviction) {
+    device_taint_ =
+        std::make_unique<DeviceTaintController>(api, informers_, clock, options.device_taint);
+  }
 }
 
 ControllerManager::~ControllerManager() { Stop(); }
@@ -31,6 +35,7 @@ Status ControllerManager::Start() {
   if (gc_) gc_->Start();
   if (namespaces_) namespaces_->Start();
   if (kubelet_) kubelet_->Start();
+  if (device_taint_) device_taint_->Start();
   started_ = true;
   log::Info(
       "controller-manager: started (resourceclaim={}, garbagecollector={}, namespace={}, "
@@ -42,6 +47,7 @@ Status ControllerManager::Start() {
 void ControllerManager::Stop() {
   // Informers first: no new work arrives while the workers drain.
   informers_.Stop();
+  if (device_taint_) device_taint_->Stop();
   if (kubelet_) kubelet_->Stop();
   if (namespaces_) namespaces_->Stop();
   if (gc_) gc_->Stop();

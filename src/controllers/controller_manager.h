@@ -5,6 +5,7 @@
 //   garbagecollector  owner references (pods, claims, slices owned by pods or nodes)
 //   namespace         namespace deletion
 //   kubelet           (optional, `--simulate-kubelet`) bound pods run, deleted pods terminate
+//   devicetaint       NoExecute device taints evict pods; DeviceTaintRule status (dry run for None)
 //
 // Thread-safety: Start/Stop from the owning thread.
 #pragma once
@@ -13,6 +14,7 @@
 
 #include "client/api_client.h"
 #include "common/clock.h"
+#include "controllers/devicetaint/controller.h"
 #include "controllers/gc/garbage_collector.h"
 #include "controllers/kubelet/kubelet_simulator.h"
 #include "controllers/namespace/namespace_controller.h"
@@ -26,7 +28,9 @@ struct ControllerManagerOptions {
   bool garbage_collector = true;
   bool namespaces = true;
   bool simulate_kubelet = false;
+  bool device_taint_eviction = true;
   ResourceClaimControllerOptions resource_claim{};
+  DeviceTaintControllerOptions device_taint{};
 };
 
 class ControllerManager {
@@ -50,6 +54,7 @@ class ControllerManager {
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<NamespaceController> namespaces_;
   std::unique_ptr<KubeletSimulator> kubelet_;
+  std::unique_ptr<DeviceTaintController> device_taint_;
   bool started_ = false;
 };
 

@@ -54,6 +54,11 @@ Status KubeletSimulator::Sync(const std::string& key) {
   client::SplitObjectKey(key, &ns, &name);
   auto pod = pods_.Get(ns, name);
   if (pod == nullptr || !NeedsWork(*pod)) return Status::Ok();
+  // A node with a node agent (annotation draplane.dev/agent, agent/agent.h) runs its own Pods.
+  if (auto node = nodes_.Get("", pod->spec.node_name);
+      node != nullptr && node->metadata.annotations.count("draplane.dev/agent") > 0) {
+    return Status::Ok();
+  }
 
   if (pod->metadata.deletion_timestamp.has_value()) {
     client::DeleteOptions options;

@@ -1,0 +1,245 @@
+#include "controllers/devicetaint/controller.h"
+
+#include <utility>
+
+#include "client/typed.h"
+#include "common/log.h"
+
+namespace draplane::controllers {
+
+namespace rv1 = api::resourcev1;
+namespace cv1 = api::corev1;
+using devicetaint::PodEviction;
+
+namespace {
+
+constexpr std::string_view kEvictKey = "evict";
+constexpr std::string_view kRulePrefix = "rule:";
+
+}  // namespace
+
+DeviceTaintController::DeviceTaintController(client::ApiClient& api, SharedInformers& informers,
+                                             const Clock& clock,
+                                             DeviceTaintControllerOptions options)
+    : api_(api),
+      clock_(clock),
+      options_(std::move(options)),
+      slices_(informers.Get<rv1::ResourceSlice>()),
+      rules_(informers.Get<rv1::DeviceTaintRule>()),
+      claims_(informers.Get<rv1::ResourceClaim>()),
+      pods_(informers.Get<cv1::Pod>()),
+      events_(api, clock,
+              client::EventRecorderOptions{
+                  .component = options_.field_manager, .host = "", .synchronous = false}),
+      queue_(clock, options_.rate_limits),
+      workers_("device-taint-eviction", queue_,
+               [this](const std::string& key) { return Sync(key); }) {
+  auto evict = [this] { queue_.Add(std::string(kEvictKey)); };
+  slices_.AddHandlers({.on_add = [evict](const auto&) { evict(); },
+                       .on_update = [evict](const auto&, const auto&) { evict(); },
+                       .on_delete = [evict](const auto&) { evict(); }});
+  claims_.AddHandlers({.on_add = [evict](const auto&) { evict(); },
+                       .on_update = [evict](const auto&, const auto&) { evict(); },
+                       .on_delete = [evict](const auto&) { evict(); }});
+  pods_.AddHandlers({.on_add = [evict](const auto&) { evict(); },
+                     .on_update = [evict](const auto&, const auto&) { evict(); },
+                     .on_delete = [evict](const auto&) { evict(); }});
+  auto rule = [this, evict](const auto& r) {
+    queue_.Add(std::string(kRulePrefix) + r->metadata.name);
+    evict();
+  };
+  rules_.AddHandlers({.on_add = rule,
+                      .on_update = [rule](const auto&, const auto& r) { rule(r); },
+                      .on_delete = [evict](const auto&) { evict(); }});
+}
+
+DeviceTaintController::~DeviceTaintController() { Stop(); }
+
+void DeviceTaintController::Start() {
+  queue_.Add(std::string(kEvictKey));
+  for (const auto& rule : rules_.List()) {
+    queue_.Add(std::string(kRulePrefix) + rule->metadata.name);
+  }
+  workers_.Start(1);
+}
+
+void DeviceTaintController::Stop() {
+  workers_.Stop();
+  events_.Stop();
+}
+
+int64_t DeviceTaintController::evicted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return evicted_;
+}
+
+int64_t DeviceTaintController::evicted_by_rule(const std::string& rule_uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = evicted_by_rule_.find(rule_uid);
+  return it == evicted_by_rule_.end() ? 0 : it->second;
+}
+
+Status DeviceTaintController::Sync(const std::string& key) {
+  if (key == kEvictKey) return SyncEvictions();
+  if (key.starts_with(kRulePrefix)) return SyncRule(key.substr(kRulePrefix.size()));
+  return Status::Ok();
+}
+
+void DeviceTaintController::NoteTaints() {
+  // Remember when taints without timeAdded were first seen (step 3 of evaluator.h).
+  const Timestamp now = clock_.Now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& rule : rules_.List()) {
+    if (!rule->spec.taint.time_added) taint_seen_.emplace(devicetaint::RuleTaintKey(*rule), now);
+  }
+  for (const auto& slice : slices_.List()) {
+    for (const rv1::Device& device : slice->spec.devices) {
+      for (const rv1::DeviceTaint& taint : device.taints) {
+        if (taint.time_added) continue;
+        taint_seen_.emplace(devicetaint::SliceTaintKey(slice->spec.driver, slice->spec.pool.name,
+                                                       device.name, taint.key),
+                            now);
+      }
+    }
+  }
+}
+
+devicetaint::Snapshot DeviceTaintController::TakeSnapshot(
+    std::vector<std::shared_ptr<const void>>* keep) {
+  NoteTaints();
+  devicetaint::Snapshot s;
+  for (const auto& o : slices_.List()) {
+    s.slices.push_back(o.get());
+    keep->push_back(o);
+  }
+  for (const auto& o : rules_.List()) {
+    s.rules.push_back(o.get());
+    keep->push_back(o);
+  }
+  for (const auto& o : claims_.List()) {
+    s.claims.push_back(o.get());
+    keep->push_back(o);
+  }
+  for (const auto& o : pods_.List()) {
+    s.pods.push_back(o.get());
+    keep->push_back(o);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  s.taint_seen = taint_seen_;
+  return s;
+}
+
+Status DeviceTaintController::SyncEvictions() {
+  std::vector<std::shared_ptr<const void>> keep;
+  devicetaint::Snapshot snapshot = TakeSnapshot(&keep);
+  const Timestamp now = clock_.Now();
+  std::optional<Timestamp> next;
+  Status first;
+  for (const PodEviction& e : devicetaint::Evaluate(snapshot)) {
+    if (e.when > now) {
+      next = next ? std::min(*next, e.when) : e.when;
+      continue;
+    }
+    Status s = Evict(e);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  if (next) queue_.AddAfter(std::string(kEvictKey), *next - now);
+  return first;
+}
+
+Status DeviceTaintController::Evict(const PodEviction& e) {
+  StatusOr<cv1::Pod> pod = client::Get<cv1::Pod>(api_, e.namespace_, e.name);
+  if (!pod.ok()) {
+    return pod.status().code() == StatusCode::kNotFound ? Status::Ok() : pod.status();
+  }
+  // Replaced by another Pod of the same name, or already going away: nothing to do.
+  if (pod->metadata.uid != e.uid || pod->metadata.deletion_timestamp) return Status::Ok();
+  std::string reasons;
+  for (const devicetaint::TaintReason& r : e.reasons) {
+    reasons += (reasons.empty() ? "" : ", ") + r.ToString();
+  }
+  log::Info("device-taint-eviction: evicting pod {}/{} ({})", e.namespace_, e.name, reasons);
+  events_.Record(client::ReferenceTo(*pod), cv1::kEventTypeNormal, "DeviceTaintManagerEviction",
+                 "Marking for deletion");
+  bool has_condition = false;
+  for (const cv1::PodCondition& c : pod->status.conditions) {
+    if (c.type == cv1::kPodConditionTypeDisruptionTarget && c.status == "True")
+      has_condition = true;
+  }
+  if (!has_condition) {
+    cv1::Pod updated = *pod;
+    std::erase_if(updated.status.conditions, [](const cv1::PodCondition& c) {
+      return c.type == cv1::kPodConditionTypeDisruptionTarget;
+    });
+    cv1::PodCondition c;
+    c.type = std::string(cv1::kPodConditionTypeDisruptionTarget);
+    c.status = "True";
+    c.reason = "DeletionByDeviceTaintManager";
+    c.message = "Device Taint manager: deleting due to NoExecute taint";
+    c.last_transition_time = api::Time::FromTimestamp(clock_.Now());
+    updated.status.conditions.push_back(std::move(c));
+    StatusOr<cv1::Pod> written = client::UpdateStatus(api_, updated, options_.field_manager);
+    if (!written.ok()) {
+      return written.status().code() == StatusCode::kNotFound ? Status::Ok() : written.status();
+    }
+  }
+  client::DeleteOptions options;
+  options.precondition_uid = e.uid;
+  Status deleted = client::Delete<cv1::Pod>(api_, e.namespace_, e.name, options);
+  if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++evicted_;
+  for (const devicetaint::TaintReason& r : e.reasons) {
+    if (r.rule.empty()) continue;
+    ++evicted_by_rule_[r.rule_uid];
+    queue_.AddAfter(std::string(kRulePrefix) + r.rule, options_.rule_status_period);
+  }
+  return Status::Ok();
+}
+
+Status DeviceTaintController::SyncRule(const std::string& name) {
+  auto cached = rules_.Get("", name);
+  if (cached == nullptr) return Status::Ok();
+  const Timestamp now = clock_.Now();
+  const api::metav1::Condition* existing = nullptr;
+  for (const api::metav1::Condition& c : cached->status.conditions) {
+    if (c.type == devicetaint::kEvictionInProgress) existing = &c;
+  }
+  if (existing != nullptr && existing->observed_generation == cached->metadata.generation) {
+    const Duration since = now - existing->last_transition_time.ToTimestamp();
+    // None is a one-time report per generation; NoExecute refreshes at most every period.
+    if (cached->spec.taint.effect == rv1::kDeviceTaintEffectNone) return Status::Ok();
+    if (since < options_.rule_status_period) {
+      queue_.AddAfter(std::string(kRulePrefix) + name, options_.rule_status_period - since);
+      return Status::Ok();
+    }
+  }
+  std::vector<std::shared_ptr<const void>> keep;
+  devicetaint::Snapshot snapshot = TakeSnapshot(&keep);
+  devicetaint::RuleReport report = devicetaint::ReportRule(snapshot, *cached);
+  api::metav1::Condition desired =
+      devicetaint::RuleCondition(*cached, report, evicted_by_rule(cached->metadata.uid));
+  if (existing != nullptr) desired.last_transition_time = existing->last_transition_time;
+  if (existing == nullptr || !(desired == *existing)) {
+    desired.last_transition_time = api::Time::FromTimestamp(now);
+    rv1::DeviceTaintRule updated = *cached;
+    std::erase_if(updated.status.conditions, [](const api::metav1::Condition& c) {
+      return c.type == devicetaint::kEvictionInProgress;
+    });
+    updated.status.conditions.push_back(desired);
+    StatusOr<rv1::DeviceTaintRule> written =
+        client::UpdateStatus(api_, updated, options_.field_manager);
+    if (!written.ok()) {
+      if (written.status().code() == StatusCode::kNotFound) return Status::Ok();
+      return written.status();  // Conflict: retried with the newer rule
+    }
+    log::Info("device-taint-eviction: rule {}: {} {} {}", name, desired.status, desired.reason,
+              desired.message);
+  }
+  if (desired.status == "True") {
+    queue_.AddAfter(std::string(kRulePrefix) + name, options_.rule_status_period);
+  }
+  return Status::Ok();
+}
+
+}  // namespace draplane::controllers
