@@ -103,4 +103,23 @@ api::FieldErrorList LintCelSelectors(const api::Object& obj, const SelectorLintO
   return {};
 }
 
+api::FieldErrorList LintCelSelectors(const api::Object& obj, const api::Object* old,
+                                     SelectorLintOptions options) {
+  bool unchanged = false;
+  if (old != nullptr) {
+    if (auto* c = std::get_if<resourcev1::DeviceClass>(&obj)) {
+      auto* o = std::get_if<resourcev1::DeviceClass>(old);
+      unchanged = o != nullptr && o->spec.selectors == c->spec.selectors;
+    } else if (auto* c = std::get_if<resourcev1::ResourceClaim>(&obj)) {
+      auto* o = std::get_if<resourcev1::ResourceClaim>(old);
+      unchanged = o != nullptr && o->spec.devices.requests == c->spec.devices.requests;
+    } else if (auto* t = std::get_if<resourcev1::ResourceClaimTemplate>(&obj)) {
+      auto* o = std::get_if<resourcev1::ResourceClaimTemplate>(old);
+      unchanged = o != nullptr && o->spec.spec.devices.requests == t->spec.spec.devices.requests;
+    }
+  }
+  options.env_type = unchanged ? EnvType::kStoredExpressions : EnvType::kNewExpressions;
+  return LintCelSelectors(obj, options);
+}
+
 }  // namespace draplane::cel

@@ -40,6 +40,12 @@ api::FieldErrorList LintCelSelectors(const api::resourcev1::ResourceClaimTemplat
 // Dispatches on the kind; other kinds have no selectors (empty list).
 api::FieldErrorList LintCelSelectors(const api::Object& obj,
                                      const SelectorLintOptions& options = {});
+// For an update of `old` (null for a create): the selectors are compiled as StoredExpressions
+// when they equal the old object's (upstream treats unchanged selectors as stored, so a gate
+// turned off later does not invalidate them), else as NewExpressions; `options.env_type` is
+// ignored.
+api::FieldErrorList LintCelSelectors(const api::Object& obj, const api::Object* old,
+                                     SelectorLintOptions options);
 
 // Lints one expression at `path` (the `...cel.expression` field).
 void LintCelSelector(const std::string& expression, const api::FieldPath& path,

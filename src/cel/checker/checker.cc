@@ -240,6 +240,10 @@ class Checker {
         if (it->name == name) return std::make_pair(it->name, it->type);
       }
     }
+    if (env_.container().empty() && !name.empty() && name[0] != '.') {
+      if (const VariableDecl* v = env_.FindVariable(name)) return std::make_pair(v->name, v->type);
+      return std::nullopt;
+    }
     for (const std::string& candidate : ResolveCandidateNames(env_.container(), name)) {
       if (const VariableDecl* v = env_.FindVariable(candidate)) {
         return std::make_pair(v->name, v->type);
@@ -249,6 +253,11 @@ class Checker {
   }
 
   const FunctionDecl* LookupFunction(std::string_view name, std::string* resolved) const {
+    if (env_.container().empty() && !name.empty() && name[0] != '.') {
+      const FunctionDecl* f = env_.FindFunction(name);
+      if (f != nullptr) *resolved = std::string(name);
+      return f;
+    }
     for (const std::string& candidate : ResolveCandidateNames(env_.container(), name)) {
       if (const FunctionDecl* f = env_.FindFunction(candidate)) {
         *resolved = candidate;
@@ -449,9 +458,11 @@ class Checker {
 
     std::optional<Type> result_type;
     Reference ref{name, {}, namespaced};
+    const bool logical = fn.name == kAnd || fn.name == kOr;
     for (const OverloadDecl& ov : fn.overloads) {
       if ((target == nullptr) == ov.member) continue;
-      if (fn.name == kAnd || fn.name == kOr) {
+      if (!logical && !MayMatch(ov, arg_types)) continue;
+      if (logical) {
         bool ok = true;
         for (size_t i = 0; i < arg_types.size(); ++i) {
           if (!IsAssignable(arg_types[i], Type::Bool())) {
@@ -510,6 +521,33 @@ class Checker {
     }
     SetType(call, std::move(*result_type));
     result_.references[call.id] = std::move(ref);
+  }
+
+  // A cheap necessary condition for an overload to match: the arity agrees and every argument
+  // whose type and parameter type are both concrete scalars has the parameter's kind.
+  static bool MayMatch(const OverloadDecl& ov, const std::vector<Type>& args) {
+    if (ov.params.size() != args.size()) return false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      TypeKind a = args[i].kind(), p = ov.params[i].kind();
+      if (a == p || !IsScalarKind(a) || !IsScalarKind(p)) continue;
+      return false;
+    }
+    return true;
+  }
+  static bool IsScalarKind(TypeKind k) {
+    switch (k) {
+      case TypeKind::kBool:
+      case TypeKind::kInt:
+      case TypeKind::kUint:
+      case TypeKind::kDouble:
+      case TypeKind::kString:
+      case TypeKind::kBytes:
+      case TypeKind::kTimestamp:
+      case TypeKind::kDuration:
+        return true;
+      default:
+        return false;
+    }
   }
 
   Type JoinTypes(const Type* previous, const Type& current) {

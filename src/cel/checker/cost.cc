@@ -478,15 +478,85 @@ class Coster {
     return n;
   }
 
+  enum class K : uint8_t {
+    kNone,
+    kIncludes,
+    kListTraversal,
+    kUrl,
+    kStringOp,
+    kReplace,
+    kSplit,
+    kJoin,
+    kFind,
+    kParseNet,
+    kIp,
+    kIpCanonical,
+    kNominal,
+    kContainsNet,
+    kQuantityParse,
+  };
+  static K Classify(const std::string& fn) {
+    static const auto* table = new std::unordered_map<std::string_view, K>{
+        {"includes", K::kIncludes},
+        {"isSorted", K::kListTraversal},
+        {"sum", K::kListTraversal},
+        {"max", K::kListTraversal},
+        {"min", K::kListTraversal},
+        {"indexOf", K::kListTraversal},
+        {"lastIndexOf", K::kListTraversal},
+        {"url", K::kUrl},
+        {"lowerAscii", K::kStringOp},
+        {"upperAscii", K::kStringOp},
+        {"substring", K::kStringOp},
+        {"trim", K::kStringOp},
+        {"replace", K::kReplace},
+        {"split", K::kSplit},
+        {"join", K::kJoin},
+        {"find", K::kFind},
+        {"findAll", K::kFind},
+        {"cidr", K::kParseNet},
+        {"isIP", K::kParseNet},
+        {"isCIDR", K::kParseNet},
+        {"ip", K::kIp},
+        {"ip.isCanonical", K::kIpCanonical},
+        {"masked", K::kNominal},
+        {"prefixLength", K::kNominal},
+        {"family", K::kNominal},
+        {"isUnspecified", K::kNominal},
+        {"isLoopback", K::kNominal},
+        {"isLinkLocalMulticast", K::kNominal},
+        {"isLinkLocalUnicast", K::kNominal},
+        {"sign", K::kNominal},
+        {"asInteger", K::kNominal},
+        {"isInteger", K::kNominal},
+        {"asApproximateFloat", K::kNominal},
+        {"isGreaterThan", K::kNominal},
+        {"isLessThan", K::kNominal},
+        {"compareTo", K::kNominal},
+        {"add", K::kNominal},
+        {"sub", K::kNominal},
+        {"containsIP", K::kContainsNet},
+        {"containsCIDR", K::kContainsNet},
+        {"quantity", K::kQuantityParse},
+        {"isQuantity", K::kQuantityParse},
+    };
+    auto it = table->find(fn);
+    return it == table->end() ? K::kNone : it->second;
+  }
+
   // apiserver pkg/cel/library/cost.go EstimateCallCost (and DRA's `includes`).
   std::optional<CallEstimate> KubernetesEstimate(const std::string& fn, const std::string& id,
                                                  const Node* target,
                                                  const std::vector<Node>& args) {
-    if (fn == "includes" && id == "dra_includes_dyn_dyn" && target) {
-      return CallEstimate{ByCost(Size{0, 48}, Fixed(1)), std::nullopt};
+    const K k = Classify(fn);
+    if (k == K::kNone) return std::nullopt;
+    if (k == K::kIncludes) {
+      if (id == "dra_includes_dyn_dyn" && target) {
+        return CallEstimate{ByCost(Size{0, 48}, Fixed(1)), std::nullopt};
+      }
+      return std::nullopt;
     }
-    if (fn == "isSorted" || fn == "sum" || fn == "max" || fn == "min" || fn == "indexOf" ||
-        fn == "lastIndexOf") {
+    if (k == K::kListTraversal) {
       if (!target) return std::nullopt;
       if (auto el = ListElementNode(*target)) {
         Cost el_cost = Fixed(1);
@@ -498,18 +568,18 @@ class Coster {
       }
       return CallEstimate{ByFactor(NodeSize(*target), kStringTraversal), std::nullopt};
     }
-    if (fn == "url") {
+    if (k == K::kUrl) {
       if (args.size() == 1) {
         return CallEstimate{ByFactor(NodeSize(args[0]), kStringTraversal), std::nullopt};
       }
       return std::nullopt;
     }
-    if (fn == "lowerAscii" || fn == "upperAscii" || fn == "substring" || fn == "trim") {
+    if (k == K::kStringOp) {
       if (!target) return std::nullopt;
       Size sz = NodeSize(*target);
       return CallEstimate{ByFactor(sz, kStringTraversal), sz};
     }
-    if (fn == "replace") {
+    if (k == K::kReplace) {
       if (!target || args.size() < 2) return std::nullopt;
       Size sz = NodeSize(*target);
       Size from = NodeSize(args[0]);
@@ -538,7 +608,7 @@ class Coster {
       Size size = count.Mul(to).Add(retained);
       return CallEstimate{ByFactor(sz, 2 * kStringTraversal), size};
     }
-    if (fn == "split") {
+    if (k == K::kSplit) {
       if (!target) return std::nullopt;
       Size sz = NodeSize(*target);
       uint64_t max = sz.max;
@@ -548,7 +618,7 @@ class Coster {
       }
       return CallEstimate{ByFactor(sz, 2 * kStringTraversal), Size{0, max}};
     }
-    if (fn == "join") {
+    if (k == K::kJoin) {
       if (!target) return std::nullopt;
       Size sz;
       Size list = NodeSize(*target);
@@ -560,18 +630,18 @@ class Coster {
       }
       return CallEstimate{ByFactor(sz, kStringTraversal), sz};
     }
-    if (fn == "find" || fn == "findAll") {
+    if (k == K::kFind) {
       if (!target || args.empty()) return std::nullopt;
       Size sz = NodeSize(*target);
       Cost str = ByFactor(sz.Add(Size{1, 1}), kStringTraversal);
       Cost re = ByFactor(NodeSize(args[0]), kRegexLength);
       return CallEstimate{str.Mul(re), Size{0, sz.max}};
     }
-    if (fn == "cidr" || fn == "isIP" || fn == "isCIDR") {
+    if (k == K::kParseNet) {
       if (!target || args.empty()) return std::nullopt;
       return CallEstimate{ByFactor(NodeSize(args[0]), kStringTraversal), std::nullopt};
     }
-    if (fn == "ip") {
+    if (k == K::kIp) {
       if (target && !args.empty()) {
         if (id == "cidr_ip") return CallEstimate{Fixed(1), std::nullopt};
         return CallEstimate{ByFactor(NodeSize(args[0]), kStringTraversal), std::nullopt};
@@ -579,15 +649,12 @@ class Coster {
       if (target) return CallEstimate{Fixed(1), std::nullopt};
       return std::nullopt;
     }
-    if (fn == "ip.isCanonical") {
+    if (k == K::kIpCanonical) {
       if (!target || args.empty()) return std::nullopt;
       return CallEstimate{ByFactor(NodeSize(args[0]), 2 * kStringTraversal), std::nullopt};
     }
-    if (fn == "masked" || fn == "prefixLength" || fn == "family" || fn == "isUnspecified" ||
-        fn == "isLoopback" || fn == "isLinkLocalMulticast" || fn == "isLinkLocalUnicast") {
-      return CallEstimate{Fixed(1), std::nullopt};
-    }
-    if (fn == "containsIP" || fn == "containsCIDR") {
+    if (k == K::kNominal) return CallEstimate{Fixed(1), std::nullopt};
+    if (k == K::kContainsNet) {
       if (!target || args.empty()) return std::nullopt;
       Size sz{4, 16};
       Cost c = ByFactor(sz.Add(sz), kStringTraversal);
@@ -597,16 +664,10 @@ class Coster {
       }
       return CallEstimate{c, std::nullopt};
     }
-    if (fn == "quantity" || fn == "isQuantity") {
-      if (!target || args.empty()) return std::nullopt;
-      return CallEstimate{ByFactor(NodeSize(args[0]), kStringTraversal), std::nullopt};
-    }
-    if (fn == "sign" || fn == "asInteger" || fn == "isInteger" || fn == "asApproximateFloat" ||
-        fn == "isGreaterThan" || fn == "isLessThan" || fn == "compareTo" || fn == "add" ||
-        fn == "sub") {
-      return CallEstimate{Fixed(1), std::nullopt};
-    }
-    return std::nullopt;
+    // kQuantityParse: upstream only estimates with a receiver, which the global functions
+    // never have.
+    if (!target || args.empty()) return std::nullopt;
+    return CallEstimate{ByFactor(NodeSize(args[0]), kStringTraversal), std::nullopt};
   }
 
   // cel-go checker/cost.go functionCost.

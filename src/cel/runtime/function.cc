@@ -91,6 +91,7 @@ void FunctionRegistry::Add(const std::string& function, OverloadDecl decl, Funct
   if (!slot) {
     slot = std::make_unique<Function>();
     slot->decl.name = function;
+    index_[slot->decl.name] = slot.get();
   }
   // Overload ids are unique within a function; re-adding replaces (used by versioned libs).
   for (size_t i = 0; i < slot->decl.overloads.size(); ++i) {
@@ -117,12 +118,15 @@ void FunctionRegistry::Add(const std::string& function, OverloadDecl decl, Funct
 
 void FunctionRegistry::Remove(std::string_view function) {
   auto it = functions_.find(function);
-  if (it != functions_.end()) functions_.erase(it);
+  if (it != functions_.end()) {
+    index_.erase(it->second->decl.name);
+    functions_.erase(it);
+  }
 }
 
 const Function* FunctionRegistry::Find(std::string_view name) const {
-  auto it = functions_.find(name);
-  return it == functions_.end() ? nullptr : it->second.get();
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : it->second;
 }
 
 const OverloadImpl* FunctionRegistry::FindOverload(std::string_view function,

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "cel/checker/decls.h"
@@ -96,6 +97,8 @@ class FunctionRegistry {
  private:
   // unique_ptr keeps OverloadImpl::decl pointers stable while functions are added.
   std::map<std::string, std::unique_ptr<Function>, std::less<>> functions_;
+  // Hash index over functions_ for lookups during checking and planning.
+  std::unordered_map<std::string_view, const Function*> index_;
 };
 
 // The runtime argument kind for a checker type.
