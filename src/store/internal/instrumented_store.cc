@@ -4,7 +4,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <tuple>
 #include <type_traits>
 
 #include "common/metrics.h"
@@ -70,10 +69,12 @@ class InstrumentedStore final : public Store {
   }
 
  private:
+  // The metric handles of one (resource, operation), looked up once.
   struct Series {
-    metrics::Histogram latency;
+    std::optional<metrics::Histogram> latency;
     std::array<std::optional<metrics::Counter>, kCodeCount> by_code;
   };
+  using PerOp = std::array<Series, kOpNames.size()>;
 
   template <typename Call>
   std::invoke_result_t<Call> Measure(std::string_view resource, Op op, Call call) {
@@ -92,28 +93,26 @@ class InstrumentedStore final : public Store {
 
   void Record(std::string_view resource, Op op, StatusCode code, double seconds) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = series_.find(std::make_tuple(resource, op));
-    if (it == series_.end()) {
-      const std::string_view name = kOpNames[static_cast<size_t>(op)];
-      it = series_
-               .emplace(std::make_tuple(std::string(resource), op),
-                        Series{GetFamilies().latency.WithLabels({backend(), resource, name}), {}})
-               .first;
+    auto it = series_.find(resource);
+    if (it == series_.end()) it = series_.emplace(std::string(resource), PerOp{}).first;
+    Series& series = it->second[static_cast<size_t>(op)];
+    const std::string_view name = kOpNames[static_cast<size_t>(op)];
+    if (!series.latency.has_value()) {
+      series.latency = GetFamilies().latency.WithLabels({backend(), resource, name});
     }
-    Series& series = it->second;
     std::optional<metrics::Counter>& counter = series.by_code[static_cast<size_t>(code)];
     if (!counter.has_value()) {
-      counter = GetFamilies().requests.WithLabels(
-          {backend(), resource, kOpNames[static_cast<size_t>(op)], StatusCodeName(code)});
+      counter =
+          GetFamilies().requests.WithLabels({backend(), resource, name, StatusCodeName(code)});
     }
     counter->Increment();
-    series.latency.Observe(seconds);
+    series.latency->Observe(seconds);
   }
 
   std::unique_ptr<Store> inner_;
   Clock& clock_;
   std::mutex mu_;
-  std::map<std::tuple<std::string, Op>, Series, std::less<>> series_;  // guarded by mu_
+  std::map<std::string, PerOp, std::less<>> series_;  // by resource; guarded by mu_
 };
 
 }  // namespace
