@@ -25,6 +25,9 @@ int Run(int argc, char** argv) {
   });
 
   AddVersionCommand(app);
+  AddSchedulerCommand(app);
+  AddControllerManagerCommand(app);
+  AddExplainCommand(app);
   AddConvertCommand(app);
   AddLintCommand(app);
   AddAgentCommand(app);

@@ -16,6 +16,9 @@ struct CommandExit {
 };
 
 void AddVersionCommand(CLI::App& app);
+void AddSchedulerCommand(CLI::App& app);
+void AddControllerManagerCommand(CLI::App& app);
+void AddExplainCommand(CLI::App& app);
 void AddConvertCommand(CLI::App& app);
 void AddLintCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);

@@ -6,8 +6,7 @@
 #include "client/typed.h"
 #include "common/log.h"
 #include "scheduler/explain.h"
-#include "scheduler/plugins/default_binder.h"
-#include "scheduler/plugins/node_plugins.h"
+#include "scheduler/profile.h"
 
 namespace draplane::scheduler {
 
@@ -115,13 +114,6 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
       framework_(
           FrameworkOptions{.percentage_of_nodes_to_score = options_.percentage_of_nodes_to_score,
                            .diagnose = true}) {
-  framework_.AddPlugin(NewSchedulingGatesPlugin());
-  // Filters in upstream's default order.
-  framework_.AddPlugin(NewNodeUnschedulablePlugin());
-  framework_.AddPlugin(NewNodeNamePlugin());
-  framework_.AddPlugin(NewTaintTolerationPlugin());
-  framework_.AddPlugin(NewNodeAffinityPlugin());
-  framework_.AddPlugin(NewNodeResourcesFitPlugin(cluster_));
   DynamicResourcesDeps deps;
   deps.cluster = &cluster_;
   deps.api = &api_;
@@ -134,8 +126,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   dra.extended_resources = options_.extended_resources;
   dra.confirm_allocations = options_.confirm_allocations && !options_.synchronous;
   dra.explain_budget = options_.explain_budget;
-  framework_.AddPlugin(NewDynamicResourcesPlugin(std::move(deps), dra));
-  framework_.AddPlugin(NewDefaultBinderPlugin(api_));
+  AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
   queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
                                              [this](const Pod& pod) -> std::optional<std::string> {
                                                PluginStatus s = framework_.RunPreEnqueue(pod);

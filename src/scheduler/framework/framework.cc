@@ -194,6 +194,30 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   return result;
 }
 
+Framework::Evaluation Framework::Evaluate(CycleState& state, const PodInfo& pod,
+                                          ClusterState& cluster) {
+  Evaluation out;
+  std::vector<bool> skip(filter_.size(), false);
+  for (PreFilterPlugin* p : pre_filter_) {
+    PreFilterResult pre;
+    PluginStatus s = p->PreFilter(state, pod, &pre);
+    if (s.skipped()) {
+      for (size_t i = 0; i < filter_.size(); ++i) {
+        if (static_cast<Plugin*>(filter_[i]) == static_cast<Plugin*>(p)) skip[i] = true;
+      }
+      continue;
+    }
+    if (!s.ok()) {
+      out.pre_filter = s.WithPlugin(p->name());
+      return out;
+    }
+  }
+  for (const NodeInfo* node : cluster.nodes()) {
+    out.nodes.push_back({node->name(), FilterNode(state, pod, *node, /*explain=*/true, skip)});
+  }
+  return out;
+}
+
 PluginStatus Framework::FilterNode(CycleState& state, const PodInfo& pod, const NodeInfo& node,
                                    bool explain, const std::vector<bool>& skip) {
   for (size_t i = 0; i < filter_.size(); ++i) {

@@ -85,6 +85,14 @@ class Framework {
   // Steps 1–5 above. `next_start` is read and advanced.
   ScheduleResult Schedule(CycleState& state, const PodInfo& pod, ClusterState& cluster,
                           size_t* next_start);
+  // For explanations (`draplane explain`): PreFilter, then every filter on every node with
+  // explanations on. A PreFilter rejection is returned in `pre_filter` and no node is evaluated;
+  // otherwise `nodes` holds every node's verdict (Success for the nodes that fit), in node order.
+  struct Evaluation {
+    std::optional<PluginStatus> pre_filter;
+    std::vector<NodeVerdict> nodes;
+  };
+  Evaluation Evaluate(CycleState& state, const PodInfo& pod, ClusterState& cluster);
   // Reserve in order; on failure the plugins reserved so far are unreserved.
   PluginStatus RunReserve(CycleState& state, const PodInfo& pod, const std::string& node);
   // Unreserve in reverse order.

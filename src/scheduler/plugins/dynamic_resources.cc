@@ -86,6 +86,8 @@ struct DraState {
   bool any_first_available = false;
   std::vector<BindRecord> binds;
   const Variant* reserved_variant = nullptr;
+  // Allocator explanations of the nodes explained in this attempt.
+  std::map<std::string, allocator::Explanation, std::less<>> explanations;
 };
 
 std::string SpecialInFlightUid(std::string_view pod_uid) {
@@ -407,6 +409,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       if (explain) return PluginStatus::Unresolvable(std::string(outcome.status().message()));
       return PluginStatus::Error(outcome.status());
     }
+    if (outcome->explanation) s->explanations[node.name()] = *outcome->explanation;
     switch (outcome->kind) {
       case allocator::Outcome::Kind::kAllocated: {
         NodeAllocation& na = s->node_allocations[node.name()];
@@ -909,6 +912,13 @@ bool IsReservedForPod(const Pod& pod, const rv1::ResourceClaim& claim) {
     if (r.resource == "pods" && r.api_group.empty() && r.uid == pod.metadata.uid) return true;
   }
   return false;
+}
+
+const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node) {
+  const DraState* s = state.Get<DraState>();
+  if (s == nullptr) return nullptr;
+  auto it = s->explanations.find(node);
+  return it == s->explanations.end() ? nullptr : &it->second;
 }
 
 std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,

@@ -39,6 +39,7 @@
 #include <mutex>
 #include <string>
 
+#include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "client/api_client.h"
 #include "common/clock.h"
@@ -104,6 +105,10 @@ struct DynamicResourcesDeps {
 
 std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
                                                   DynamicResourcesOptions options);
+
+// The allocator's explanation for `node` recorded during an explaining Filter pass of this
+// attempt, or null.
+const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node);
 
 // Helpers shared with the controllers' view of the same rules.
 // upstream resourceclaim.Name: the claim name for a pod claim entry, or an error message.

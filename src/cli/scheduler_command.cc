@@ -1,0 +1,179 @@
+// `draplane scheduler`: runs the scheduler (scheduler/scheduler.h) against an API server until
+// SIGINT or SIGTERM. With --leader-elect (the default) several replicas can run; one, holding
+// the coordination.k8s.io Lease, schedules.
+#include <pthread.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "allocator/features.h"
+#include "cli/commands.h"
+#include "client/kubeconfig.h"
+#include "client/leader_election.h"
+#include "client/rest_client.h"
+#include "common/log.h"
+#include "common/random.h"
+#include "scheduler/scheduler.h"
+
+namespace draplane::cli {
+namespace {
+
+struct SchedulerFlags {
+  std::string kubeconfig;
+  std::string context;
+  std::vector<std::string> scheduler_names = {"default-scheduler", "draplane"};
+  std::string kubernetes_version = "1.36";
+  std::string feature_gates;
+  bool leader_elect = true;
+  std::string lease_name = "draplane-scheduler";
+  std::string lease_namespace = "kube-system";
+  std::string identity;
+  int percentage_of_nodes_to_score = 0;
+  int binders = 16;
+  bool no_events = false;
+};
+
+int Fail(const std::string& what, const Status& s) {
+  std::fprintf(stderr, "draplane scheduler: %s: %s\n", what.c_str(), s.ToString().c_str());
+  return 2;
+}
+
+int RunScheduler(const SchedulerFlags& flags) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
+  StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
+  if (!config.ok()) return Fail("kubeconfig", config.status());
+  config->user_agent = "draplane-scheduler";
+  StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
+  if (!api.ok()) return Fail("client", api.status());
+
+  StatusOr<allocator::Features> features = allocator::DefaultFeatures(flags.kubernetes_version);
+  if (!features.ok()) return Fail("--kubernetes-version", features.status());
+  if (!flags.feature_gates.empty()) {
+    features = allocator::ApplyFeatureGates(flags.feature_gates, *features);
+    if (!features.ok()) return Fail("--feature-gates", features.status());
+  }
+  std::string identity = flags.identity;
+  if (identity.empty()) identity = "draplane-scheduler-" + SecureRandom().NewUuid().substr(0, 8);
+
+  scheduler::SchedulerOptions options;
+  options.scheduler_names = flags.scheduler_names;
+  options.features = *features;
+  options.percentage_of_nodes_to_score = flags.percentage_of_nodes_to_score;
+  options.binder_threads = flags.binders;
+  options.record_events = !flags.no_events;
+  options.identity = identity;
+  scheduler::Scheduler sched(**api, RealClock(), options);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  bool lost = false;
+  std::thread waiter([&] {
+    int received = 0;
+    sigwait(&signals, &received);
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
+  });
+
+  std::unique_ptr<client::LeaderElector> elector;
+  std::thread election;
+  if (flags.leader_elect) {
+    client::LeaderElectionConfig le;
+    le.lease_name = flags.lease_name;
+    le.lease_namespace = flags.lease_namespace;
+    le.identity = identity;
+    le.on_started_leading = [&] {
+      Status s = sched.Start();
+      if (!s.ok()) log::Error("scheduler: {}", s.ToString());
+    };
+    le.on_stopped_leading = [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      lost = true;
+      cv.notify_all();
+    };
+    StatusOr<std::unique_ptr<client::LeaderElector>> created =
+        client::LeaderElector::Create(**api, RealClock(), le);
+    if (!created.ok()) {
+      pthread_kill(waiter.native_handle(), SIGTERM);
+      waiter.join();
+      return Fail("leader election", created.status());
+    }
+    elector = std::move(*created);
+    election = std::thread([&] { elector->Run(); });
+  } else {
+    Status s = sched.Start();
+    if (!s.ok()) {
+      pthread_kill(waiter.native_handle(), SIGTERM);
+      waiter.join();
+      return Fail("start", s);
+    }
+  }
+  std::printf("scheduler %s running against %s\n", identity.c_str(), config->server.c_str());
+  std::fflush(stdout);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return stop || lost; });
+  }
+  sched.Stop();
+  if (elector) {
+    elector->Stop();
+    election.join();
+  }
+  if (!stop) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  if (lost && !stop) {
+    std::fprintf(stderr, "draplane scheduler: lost the leader lease, exiting\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddSchedulerCommand(CLI::App& app) {
+  auto flags = std::make_shared<SchedulerFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "scheduler", "Run the scheduler: bind pending Pods to nodes and allocate their claims");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
+  cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");
+  cmd->add_option("--scheduler-name", flags->scheduler_names,
+                  "spec.schedulerName values to schedule (repeatable)")
+      ->capture_default_str();
+  cmd->add_option("--kubernetes-version", flags->kubernetes_version,
+                  "Default DRA feature gates of this release (1.34 ... 1.37)")
+      ->capture_default_str();
+  cmd->add_option("--feature-gates", flags->feature_gates,
+                  "Gate=true|false,... (DRAPrioritizedList, DRAPartitionableDevices, ...)");
+  cmd->add_option("--leader-elect", flags->leader_elect,
+                  "Hold a coordination.k8s.io Lease so that only one replica schedules")
+      ->capture_default_str();
+  cmd->add_option("--leader-elect-lease-name", flags->lease_name)->capture_default_str();
+  cmd->add_option("--leader-elect-namespace", flags->lease_namespace)->capture_default_str();
+  cmd->add_option("--identity", flags->identity, "Replica identity (default: generated)");
+  cmd->add_option("--percentage-of-nodes-to-score", flags->percentage_of_nodes_to_score,
+                  "0: adaptive, as upstream")
+      ->capture_default_str();
+  cmd->add_option("--binders", flags->binders, "Threads writing claims and bindings")
+      ->capture_default_str();
+  cmd->add_flag("--no-events", flags->no_events,
+                "Do not record Events and PodScheduled conditions");
+  cmd->callback([flags] {
+    int code = RunScheduler(*flags);
+    if (code != 0) throw CommandExit{code};
+  });
+}
+
+}  // namespace draplane::cli

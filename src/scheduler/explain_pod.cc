@@ -1,0 +1,212 @@
+#include "scheduler/explain_pod.h"
+
+#include <boost/json.hpp>
+
+#include "common/random.h"
+#include "scheduler/explain.h"
+#include "scheduler/profile.h"
+
+namespace draplane::scheduler {
+
+namespace rv1 = api::resourcev1;
+using api::corev1::Pod;
+
+namespace {
+
+ClaimView ViewClaim(const ClusterState& cluster, const Pod& pod, const std::string& pod_claim,
+                    const ClusterState::ClaimPtr& claim) {
+  ClaimView v;
+  v.pod_claim = pod_claim;
+  if (claim == nullptr) return v;
+  v.claim = claim->metadata.name;
+  if (!claim->status.allocation) {
+    v.state = "not allocated";
+  } else {
+    v.state = "allocated";
+    for (const rv1::DeviceRequestAllocationResult& r : claim->status.allocation->devices.results) {
+      v.devices.push_back(r.driver + "/" + r.pool + "/" + r.device + " (" + r.request + ")");
+    }
+  }
+  for (const auto& r : claim->status.reserved_for) v.reserved_for.push_back(r.name);
+  (void)cluster;
+  (void)pod;
+  return v;
+}
+
+std::string Indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    out += prefix + text.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
+                          const allocator::Features& features) {
+  PodExplanation out;
+  out.pod = pod.metadata.namespace_ + "/" + pod.metadata.name;
+  out.phase = pod.status.phase.empty() ? "Pending" : pod.status.phase;
+  out.node = pod.spec.node_name;
+  for (const auto& c : pod.status.conditions) {
+    if (c.type == "PodScheduled" && c.status == "False") out.scheduled_message = c.message;
+  }
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    PodClaimName n = ClaimNameForPod(pod, entry);
+    if (!n.error.empty() || n.skip) {
+      ClaimView v;
+      v.pod_claim = entry.name;
+      v.state = n.skip ? "not needed" : "not created yet";
+      out.claims.push_back(std::move(v));
+      continue;
+    }
+    ClaimView v =
+        ViewClaim(cluster, pod, entry.name, cluster.FindClaim(pod.metadata.namespace_, n.name));
+    if (v.claim.empty()) {
+      v.claim = n.name;
+      v.state = "missing";
+    }
+    out.claims.push_back(std::move(v));
+  }
+  if (ClusterState::ClaimPtr special = cluster.FindExtendedResourceClaim(pod.metadata.uid)) {
+    out.claims.push_back(ViewClaim(cluster, pod, "extended-resources", special));
+  }
+  if (!pod.spec.node_name.empty()) {
+    out.summary = "bound to node " + pod.spec.node_name;
+    return out;
+  }
+
+  Framework framework;
+  DynamicResourcesDeps deps;
+  deps.cluster = &cluster;
+  deps.run_async = [](std::function<void()>) {};
+  std::unique_ptr<Random> random = NewSeededRandom(1);
+  deps.random = random.get();
+  DynamicResourcesOptions options;
+  options.features = features;
+  options.explain_budget = 1 << 30;
+  options.confirm_allocations = false;
+  AddDefaultPlugins(framework, deps, options, nullptr);
+  CycleState state;
+  PodInfo info;
+  info.pod = std::make_shared<const Pod>(pod);
+  info.requests = ComputePodRequests(pod);
+  PluginStatus gate = framework.RunPreEnqueue(pod);
+  if (!gate.ok()) {
+    out.pre_filter = gate.plugin() + ": " + gate.Message();
+    out.summary = "waiting before scheduling: " + gate.Message();
+    return out;
+  }
+  Framework::Evaluation e = framework.Evaluate(state, info, cluster);
+  if (e.pre_filter) {
+    out.pre_filter = e.pre_filter->plugin() + ": " + e.pre_filter->Message();
+    Diagnosis d;
+    d.total_nodes = static_cast<int>(cluster.nodes().size());
+    d.pre_filter = e.pre_filter;
+    out.summary = FailedSchedulingMessage(d);
+    return out;
+  }
+  Diagnosis diagnosis;
+  diagnosis.total_nodes = static_cast<int>(cluster.nodes().size());
+  std::vector<std::string> fitting;
+  for (NodeVerdict& v : e.nodes) {
+    NodeView n;
+    n.node = v.node;
+    n.fits = v.status.ok();
+    if (!n.fits) {
+      n.plugin = v.status.plugin();
+      n.reason = v.status.Message();
+      diagnosis.nodes.push_back(v);
+    } else {
+      fitting.push_back(v.node);
+    }
+    if (const allocator::Explanation* x = DeviceExplanation(state, v.node)) n.devices = *x;
+    out.nodes.push_back(std::move(n));
+  }
+  if (fitting.empty()) {
+    out.summary = FailedSchedulingMessage(diagnosis);
+  } else {
+    out.summary = "fits on " + std::to_string(fitting.size()) + " of " +
+                  std::to_string(e.nodes.size()) + " nodes: ";
+    for (size_t i = 0; i < fitting.size() && i < 10; ++i) {
+      out.summary += (i > 0 ? ", " : "") + fitting[i];
+    }
+    if (fitting.size() > 10) out.summary += ", ...";
+  }
+  return out;
+}
+
+std::string PodExplanation::ToText(bool devices) const {
+  std::string out = "Pod " + pod + ": " + phase;
+  if (!node.empty()) out += " on node " + node;
+  out += "\n";
+  if (!scheduled_message.empty()) out += "  PodScheduled=False: " + scheduled_message + "\n";
+  if (!claims.empty()) {
+    out += "Claims:\n";
+    for (const ClaimView& c : claims) {
+      out += "  " + c.pod_claim;
+      if (!c.claim.empty()) out += " -> " + c.claim;
+      out += ": " + c.state + "\n";
+      for (const std::string& d : c.devices) out += "      device " + d + "\n";
+      if (!c.reserved_for.empty()) {
+        out += "      reserved for";
+        for (const std::string& r : c.reserved_for) out += " " + r;
+        out += "\n";
+      }
+    }
+  }
+  if (pre_filter) out += "Rejected before node evaluation: " + *pre_filter + "\n";
+  if (!nodes.empty()) {
+    out += "Nodes (" + std::to_string(nodes.size()) + "):\n";
+    for (const NodeView& n : nodes) {
+      out += "  " + n.node + ": ";
+      out += n.fits ? std::string("fits") : n.plugin + ": " + n.reason;
+      out += "\n";
+      if (devices && n.devices) out += Indent(n.devices->ToText(), "      ");
+    }
+  }
+  out += "Summary: " + summary + "\n";
+  return out;
+}
+
+std::string PodExplanation::ToJson() const {
+  boost::json::object o;
+  o["pod"] = pod;
+  o["phase"] = phase;
+  if (!node.empty()) o["node"] = node;
+  if (!scheduled_message.empty()) o["podScheduledMessage"] = scheduled_message;
+  boost::json::array cs;
+  for (const ClaimView& c : claims) {
+    boost::json::array devices;
+    for (const std::string& d : c.devices) devices.push_back(boost::json::value(d));
+    boost::json::array reserved;
+    for (const std::string& r : c.reserved_for) reserved.push_back(boost::json::value(r));
+    cs.push_back(boost::json::object{{"podClaim", c.pod_claim},
+                                     {"claim", c.claim},
+                                     {"state", c.state},
+                                     {"devices", std::move(devices)},
+                                     {"reservedFor", std::move(reserved)}});
+  }
+  o["claims"] = std::move(cs);
+  if (pre_filter) o["preFilter"] = *pre_filter;
+  boost::json::array ns;
+  for (const NodeView& n : nodes) {
+    boost::json::object v{{"node", n.node}, {"fits", n.fits}};
+    if (!n.fits) {
+      v["plugin"] = n.plugin;
+      v["reason"] = n.reason;
+    }
+    if (n.devices) v["devices"] = boost::json::parse(n.devices->ToJson(0));
+    ns.push_back(std::move(v));
+  }
+  o["nodes"] = std::move(ns);
+  o["summary"] = summary;
+  return boost::json::serialize(o);
+}
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,58 @@
+// `draplane explain pod`: why a Pod is (or is not) where it is, as data.
+//
+// For a bound Pod: its node and the devices each of its claims holds. For a pending Pod: the
+// scheduler's default profile evaluated against the cluster state given — PreFilter, then every
+// filter on every node with the allocator explaining each device decision — so the output lists
+// each node's verdict and, for device failures, every candidate device with the reason it was
+// skipped (allocator::Explanation). Nothing is written to the cluster.
+//
+// Thread-safety: uses the ClusterState exclusively while it runs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "allocator/explanation.h"
+#include "allocator/features.h"
+#include "api/gen/core_v1_types.h"
+#include "scheduler/cluster_state.h"
+
+namespace draplane::scheduler {
+
+struct ClaimView {
+  std::string pod_claim;  // spec.resourceClaims[].name ("extended-resources" for KEP-5004)
+  std::string claim;      // the ResourceClaim's name, "" when not created yet
+  std::string state;      // "allocated", "not allocated", "not created yet", "missing"
+  std::vector<std::string> devices;       // "driver/pool/device (request)"
+  std::vector<std::string> reserved_for;  // pod names
+};
+
+struct NodeView {
+  std::string node;
+  bool fits = false;
+  std::string plugin;  // the rejecting plugin
+  std::string reason;
+  std::optional<allocator::Explanation> devices;
+};
+
+struct PodExplanation {
+  std::string pod;  // "namespace/name"
+  std::string phase;
+  std::string node;               // bound node, if any
+  std::string scheduled_message;  // PodScheduled=False message, if any
+  std::vector<ClaimView> claims;
+  std::optional<std::string> pre_filter;  // "<plugin>: <reason>" when rejected before nodes
+  std::vector<NodeView> nodes;
+  // "fits on 3 of 12 nodes: a, b, c" or the FailedScheduling message.
+  std::string summary;
+
+  // For terminals; with `devices`, every node's device explanation is printed in full.
+  std::string ToText(bool devices) const;
+  std::string ToJson() const;
+};
+
+PodExplanation ExplainPod(ClusterState& cluster, const api::corev1::Pod& pod,
+                          const allocator::Features& features);
+
+}  // namespace draplane::scheduler
