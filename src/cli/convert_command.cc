@@ -9,6 +9,7 @@
 #include "api/codec/files.h"
 #include "api/codec/json.h"
 #include "api/codec/manifest.h"
+#include "api/codec/stream.h"
 #include "api/codec/yaml.h"
 #include "api/object.h"
 #include "cli/commands.h"
@@ -36,36 +37,40 @@ with :items[N] for an item of a List); the exit code is 1 if there was any, 2 fo
 unreadable files, and nothing is written to standard output then.)";
 
 int RunConvert(const ConvertOptions& options) {
-  StatusOr<std::vector<api::codec::ManifestFile>> files =
-      api::codec::CollectManifestFiles(options.paths);
+  StatusOr<std::vector<std::string>> files = api::codec::ExpandManifestPaths(options.paths);
   if (!files.ok()) {
     std::fprintf(stderr, "draplane convert: %s\n", std::string(files.status().message()).c_str());
     return 2;
   }
   std::vector<boost::json::value> outputs;
   bool failed = false;
-  for (const api::codec::ManifestFile& file : *files) {
-    StatusOr<std::vector<api::codec::ManifestObject>> objects =
-        api::codec::ParseManifest(file.text);
-    if (!objects.ok()) {
-      std::fprintf(stderr, "%s:%s\n", file.name.c_str(),
-                   std::string(objects.status().message()).c_str());
-      failed = true;
-      continue;
+  for (const std::string& file : *files) {
+    const std::string name = file == "-" ? "<stdin>" : file;
+    // Streamed, so a large JSON dump is never held as text or as one document.
+    Status status =
+        api::codec::StreamManifestFile(file, {}, [&](api::codec::ManifestObject& manifest) {
+          api::FieldErrorList errors;
+          api::Object object = api::DecodeObject(manifest.value, &errors);
+          if (!errors.empty()) {
+            const std::string where = name + ":" + manifest.position.Label() + ": " +
+                                      api::ObjectKind(object) + "/" + api::ObjectName(object) +
+                                      ": ";
+            for (const api::FieldError& error : errors) {
+              std::fprintf(stderr, "%s%s\n", where.c_str(), error.ToString().c_str());
+            }
+            failed = true;
+            return Status::Ok();
+          }
+          outputs.push_back(api::EncodeObject(object));
+          return Status::Ok();
+        });
+    if (status.code() == StatusCode::kNotFound) {
+      std::fprintf(stderr, "draplane convert: %s\n", std::string(status.message()).c_str());
+      return 2;
     }
-    for (const api::codec::ManifestObject& manifest : *objects) {
-      api::FieldErrorList errors;
-      api::Object object = api::DecodeObject(manifest.value, &errors);
-      if (!errors.empty()) {
-        const std::string where = file.name + ":" + manifest.position.Label() + ": " +
-                                  api::ObjectKind(object) + "/" + api::ObjectName(object) + ": ";
-        for (const api::FieldError& error : errors) {
-          std::fprintf(stderr, "%s%s\n", where.c_str(), error.ToString().c_str());
-        }
-        failed = true;
-        continue;
-      }
-      outputs.push_back(api::EncodeObject(object));
+    if (!status.ok()) {
+      std::fprintf(stderr, "%s:%s\n", name.c_str(), std::string(status.message()).c_str());
+      failed = true;
     }
   }
   if (failed) return 1;

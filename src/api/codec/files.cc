@@ -27,13 +27,11 @@ StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
 
 }  // namespace
 
-StatusOr<std::vector<ManifestFile>> CollectManifestFiles(const std::vector<std::string>& paths) {
-  std::vector<ManifestFile> out;
+StatusOr<std::vector<std::string>> ExpandManifestPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
   for (const std::string& arg : paths) {
     if (arg == "-") {
-      std::string text((std::istreambuf_iterator<char>(std::cin)),
-                       std::istreambuf_iterator<char>());
-      out.push_back(ManifestFile{"<stdin>", std::move(text)});
+      out.push_back(arg);
       continue;
     }
     std::error_code ec;
@@ -43,9 +41,7 @@ StatusOr<std::vector<ManifestFile>> CollectManifestFiles(const std::vector<std::
       return NotFoundError(arg + ": no such file or directory");
     }
     if (!std::filesystem::is_directory(status)) {
-      StatusOr<std::string> text = ReadFile(path);
-      if (!text.ok()) return text.status();
-      out.push_back(ManifestFile{arg, std::move(text).value()});
+      out.push_back(arg);
       continue;
     }
     std::vector<std::filesystem::path> found;
@@ -56,11 +52,25 @@ StatusOr<std::vector<ManifestFile>> CollectManifestFiles(const std::vector<std::
     }
     if (ec) return InvalidArgumentError(arg + ": " + ec.message());
     std::sort(found.begin(), found.end());
-    for (const std::filesystem::path& file : found) {
-      StatusOr<std::string> text = ReadFile(file);
-      if (!text.ok()) return text.status();
-      out.push_back(ManifestFile{file.string(), std::move(text).value()});
+    for (const std::filesystem::path& file : found) out.push_back(file.string());
+  }
+  return out;
+}
+
+StatusOr<std::vector<ManifestFile>> CollectManifestFiles(const std::vector<std::string>& paths) {
+  StatusOr<std::vector<std::string>> files = ExpandManifestPaths(paths);
+  if (!files.ok()) return files.status();
+  std::vector<ManifestFile> out;
+  for (const std::string& file : *files) {
+    if (file == "-") {
+      std::string text((std::istreambuf_iterator<char>(std::cin)),
+                       std::istreambuf_iterator<char>());
+      out.push_back(ManifestFile{"<stdin>", std::move(text)});
+      continue;
     }
+    StatusOr<std::string> text = ReadFile(file);
+    if (!text.ok()) return text.status();
+    out.push_back(ManifestFile{file, std::move(text).value()});
   }
   return out;
 }

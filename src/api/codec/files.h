@@ -24,4 +24,8 @@ struct ManifestFile {
 // path).
 StatusOr<std::vector<ManifestFile>> CollectManifestFiles(const std::vector<std::string>& paths);
 
+// The files CollectManifestFiles would read, without reading them: directories expanded, `-`
+// kept as is (for StreamManifestFile). Same errors, except read failures.
+StatusOr<std::vector<std::string>> ExpandManifestPaths(const std::vector<std::string>& paths);
+
 }  // namespace draplane::api::codec

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "api/codec/internal/documents.h"
 #include "api/codec/json.h"
 #include "api/codec/yaml.h"
 #include "api/meta/codec_support.h"
@@ -18,8 +19,13 @@ bool LooksLikeJson(std::string_view text) {
   return false;
 }
 
-Status AddDocument(boost::json::value value, int document, int line, const ManifestOptions& options,
-                   std::vector<ManifestObject>* out) {
+}  // namespace
+
+namespace internal {
+
+Status EmitDocument(boost::json::value value, int document, int line,
+                    const ManifestOptions& options,
+                    const std::function<Status(ManifestObject& object)>& sink) {
   if (value.is_null()) return Status::Ok();  // an empty document
   boost::json::object* obj = value.if_object();
   if (obj == nullptr) {
@@ -32,8 +38,8 @@ Status AddDocument(boost::json::value value, int document, int line, const Manif
       IsListKind(std::string_view(kind->get_string().data(), kind->get_string().size())) &&
       obj->contains("items");
   if (!is_list) {
-    out->push_back(ManifestObject{SourcePosition{document, line, -1}, std::move(value)});
-    return Status::Ok();
+    ManifestObject out{SourcePosition{document, line, -1}, std::move(value)};
+    return sink(out);
   }
   boost::json::value& items = (*obj)["items"];
   if (items.is_null()) return Status::Ok();
@@ -48,13 +54,13 @@ Status AddDocument(boost::json::value value, int document, int line, const Manif
                                   "]: expected an object, got " +
                                   std::string(api::internal::JsonTypeName((*arr)[i])));
     }
-    out->push_back(
-        ManifestObject{SourcePosition{document, line, static_cast<int>(i)}, std::move((*arr)[i])});
+    ManifestObject out{SourcePosition{document, line, static_cast<int>(i)}, std::move((*arr)[i])};
+    DRAPLANE_RETURN_IF_ERROR(sink(out));
   }
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace internal
 
 std::string SourcePosition::Label() const {
   std::string out = std::to_string(document);
@@ -70,20 +76,24 @@ StatusOr<std::vector<ManifestObject>> ParseManifest(std::string_view text,
                                                     const ManifestOptions& options,
                                                     boost::json::storage_ptr sp) {
   std::vector<ManifestObject> out;
+  const auto collect = [&out](ManifestObject& object) {
+    out.push_back(std::move(object));
+    return Status::Ok();
+  };
   int document = 0;
   if (LooksLikeJson(text)) {
     DRAPLANE_ASSIGN_OR_RETURN(std::vector<JsonDocument> docs,
                               ParseJsonStream(text, options.limits, sp));
     for (JsonDocument& doc : docs) {
       DRAPLANE_RETURN_IF_ERROR(
-          AddDocument(std::move(doc.value), ++document, doc.line, options, &out));
+          internal::EmitDocument(std::move(doc.value), ++document, doc.line, options, collect));
     }
     return out;
   }
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<YamlDocument> docs, ParseYaml(text, options.limits, sp));
   for (YamlDocument& doc : docs) {
     DRAPLANE_RETURN_IF_ERROR(
-        AddDocument(std::move(doc.value), ++document, doc.line, options, &out));
+        internal::EmitDocument(std::move(doc.value), ++document, doc.line, options, collect));
   }
   return out;
 }
