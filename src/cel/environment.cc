@@ -166,7 +166,7 @@ StatusOr<std::shared_ptr<const Program>> Environment::Compile(std::string_view e
     }
     if (!checked->issues.empty()) return CompileError(ast, checked->issues);
     output = checked->TypeOf(ast.root->id);
-    if (dra_) {
+    if (dra_ && options.require_bool_result) {
       // dynamic-resource-allocation cel/compile.go: the result must be bool or the unknown type.
       const bool list_types =
           dra_->env_type == EnvType::kStoredExpressions || dra_->list_type_attributes;

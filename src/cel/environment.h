@@ -64,6 +64,9 @@ struct CompileOptions {
   bool estimate_cost = true;
   // Runtime cost limit per evaluation.
   uint64_t cost_limit = 1000000;
+  // DRA environment: require a bool (or unknown-type) result, as upstream does. `draplane cel
+  // eval --device-json` turns it off to print any value.
+  bool require_bool_result = true;
 };
 
 // resourceapi.CELSelectorExpressionMaxCost and CELSelectorExpressionMaxLength.

@@ -30,6 +30,7 @@ int Run(int argc, char** argv) {
   AddExplainCommand(app);
   AddConvertCommand(app);
   AddLintCommand(app);
+  AddCelCommand(app);
   AddAgentCommand(app);
   AddScenarioCommand(app);
   AddAllocateCommand(app);

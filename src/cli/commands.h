@@ -21,6 +21,7 @@ void AddControllerManagerCommand(CLI::App& app);
 void AddExplainCommand(CLI::App& app);
 void AddConvertCommand(CLI::App& app);
 void AddLintCommand(CLI::App& app);
+void AddCelCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
