@@ -46,6 +46,8 @@ function(draplane_test)
   if(ARG_LABELS)
     set(labels ${ARG_LABELS})
   endif()
+  # gtest_discover_tests splices PROPERTIES into set_tests_properties; keep the list intact.
+  string(REPLACE ";" "\\;" labels "${labels}")
   gtest_discover_tests(${ARG_NAME}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
     PROPERTIES LABELS "${labels}"

@@ -109,13 +109,13 @@ class [[nodiscard]] StatusOr {
   StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     if (status_.ok()) status_ = InternalError("StatusOr constructed from an OK Status");
   }
-  StatusOr(const T& value) : value_(value) {}        // NOLINT: implicit by design
-  StatusOr(T&& value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(const T& value) : value_(std::in_place, value) {}        // NOLINT: implicit by design
+  StatusOr(T&& value) : value_(std::in_place, std::move(value)) {}  // NOLINT: implicit by design
   template <typename U>
   requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, Status> &&
            !std::is_same_v<std::decay_t<U>, StatusOr<T>> && !std::is_same_v<std::decay_t<U>, T>)
       StatusOr(U&& value)
-      : value_(std::forward<U>(value)) {}  // NOLINT: implicit by design
+      : value_(std::in_place, std::forward<U>(value)) {}  // NOLINT: implicit by design
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const& { return status_; }

@@ -84,6 +84,18 @@ TEST(StatusOrTest, OkStatusWithoutValueBecomesInternal) {
   EXPECT_EQ(s.status().code(), StatusCode::kInternal);
 }
 
+TEST(StatusOrTest, HoldsAnEmptyOptionalAsAValue) {
+  StatusOr<std::optional<int>> none = std::nullopt;
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  StatusOr<std::optional<int>> some = std::optional<int>(3);
+  ASSERT_TRUE(some.ok());
+  EXPECT_EQ(**some, 3);
+  std::optional<int> empty;
+  StatusOr<std::optional<int>> copied = empty;
+  EXPECT_TRUE(copied.ok());
+}
+
 TEST(StatusOrDeathTest, ValueOfErrorAborts) {
   StatusOr<int> bad = Half(3);
   EXPECT_DEATH((void)bad.value(), "odd");
