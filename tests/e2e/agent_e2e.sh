@@ -84,6 +84,26 @@ spec:
              tolerationSeconds: 5}
 EOF
 
+step "the scheduler's allocator, on a dump of the cluster, finds the published devices"
+k get deviceclasses,resourceslices,nodes -o yaml >"$e2e_work/dump.yaml"
+cat >"$e2e_work/claim.yaml" <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two-h100, namespace: team-a}
+spec:
+  devices:
+    requests:
+    - name: gpus
+      exactly:
+        deviceClassName: gpu.nvidia.com
+        count: 2
+        selectors:
+        - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"'}
+EOF
+allocation=$("$DRAPLANE" allocate --cluster "$e2e_work/dump.yaml" --claim "$e2e_work/claim.yaml" \
+  --all-nodes) || fail "the allocator found no devices in the published slices:"$'\n'"$allocation"
+expect_contains "$allocation" "gpu-1" "allocation on the published slices"
+
 # pod NS NAME TEMPLATE [POOL]: a Pod with one claim from TEMPLATE (optionally pinned to a pool
 # label of the profile).
 pod() {
