@@ -4,7 +4,6 @@
 #pragma once
 
 #include <boost/json.hpp>
-
 #include <cmath>
 #include <string>
 
@@ -60,7 +59,8 @@ inline void CheckDocument(const boost::json::value& doc) {
   const boost::json::value encoded = api::EncodeObject(object);
   if (errors.empty()) DRAPLANE_CHECK(encoded == doc);
 
-  const StatusOr<boost::json::value> from_json = api::codec::ParseJson(api::codec::WriteJson(encoded));
+  const StatusOr<boost::json::value> from_json =
+      api::codec::ParseJson(api::codec::WriteJson(encoded));
   DRAPLANE_CHECK(from_json.ok());
   DRAPLANE_CHECK(SameJson(*from_json, encoded));
 

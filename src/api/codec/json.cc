@@ -3,6 +3,8 @@
 #include <boost/json.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 #include "api/meta/codec_support.h"
 #include "common/status_macros.h"
@@ -18,7 +20,8 @@ Status ParseError(std::string_view text, size_t offset, const boost::json::error
   LineColumn(text, offset, &line, &column);
   std::string what = ec == boost::json::error::too_deep
                          ? "nesting deeper than " + std::to_string(limits.max_depth) + " levels"
-                         : ec.message();
+                     : ec == boost::json::error::exponent_overflow ? "number out of range"
+                                                                   : ec.message();
   return InvalidArgumentError("line " + std::to_string(line) + " column " + std::to_string(column) +
                               ": " + what);
 }
@@ -96,13 +99,23 @@ class DomHandler {
     stack_.push_uint64(u);
     return true;
   }
-  bool on_double(double d, boost::json::string_view s, boost::json::error_code&) {
+  bool on_double(double d, boost::json::string_view s, boost::json::error_code& ec) {
     number_.append(s.data(), s.size());
     double exact = d;
     const char* end = number_.data() + number_.size();
     auto r = std::from_chars(number_.data(), end, exact);
-    stack_.push_double(r.ec == std::errc() && r.ptr == end ? exact : d);
+    if (r.ec == std::errc::result_out_of_range) {
+      // Underflow reads as (nearly) zero, as in Go; overflow is an error below.
+      exact = std::strtod(number_.c_str(), nullptr);
+      r.ec = std::errc();
+    }
     number_.clear();
+    if (!std::isfinite(exact)) {
+      // Go's encoding/json rejects numbers a float64 cannot hold; so do we.
+      ec = boost::json::error::exponent_overflow;
+      return false;
+    }
+    stack_.push_double(r.ec == std::errc() && r.ptr == end ? exact : d);
     return true;
   }
   bool on_bool(bool b, boost::json::error_code&) {

@@ -147,6 +147,14 @@ TEST(JsonTest, ParsesDoublesCorrectlyRounded) {
   }
 }
 
+TEST(JsonTest, NumbersBeyondDoubleRangeAreErrors) {
+  StatusOr<boost::json::value> v = ParseJson("{\"a\": 1e400}");
+  ASSERT_FALSE(v.ok());
+  EXPECT_THAT(v.status().message(), HasSubstr("number out of range"));
+  EXPECT_FALSE(ParseJson(std::string(400, '9')).ok());
+  EXPECT_TRUE(ParseJson("1e-400").ok());  // underflow is zero, as in Go
+}
+
 TEST(JsonTest, WrittenJsonParsesBackToTheSameValue) {
   boost::json::value v = boost::json::parse(
       R"({"s":"tab\there","f":0.1,"i":-9223372036854775808,"u":18446744073709551615,"e":1e300,"n":null,"a":[[],{}]})");

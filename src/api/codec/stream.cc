@@ -3,6 +3,8 @@
 #include <boost/json.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -46,6 +48,8 @@ class StreamHandler {
     key_.clear();
     number_.clear();
     item_index_ = 0;
+    item_error_.reset();
+    skip_ = false;
     top_ = boost::json::object();
   }
   // The first problem found (or the sink's error); OK while parsing may go on.
@@ -112,7 +116,16 @@ class StreamHandler {
     double exact = d;
     const char* end = number_.data() + number_.size();
     auto r = std::from_chars(number_.data(), end, exact);
+    if (r.ec == std::errc::result_out_of_range) {
+      // Underflow reads as (nearly) zero, as in Go; overflow is an error below.
+      exact = std::strtod(number_.c_str(), nullptr);
+      r.ec = std::errc();
+    }
     number_.clear();
+    if (!std::isfinite(exact)) {
+      ec = boost::json::error::exponent_overflow;
+      return false;
+    }
     if (!BeginScalar("number", ec)) return false;
     stack_.push_double(r.ec == std::errc() && r.ptr == end ? exact : d);
     return EndScalar(ec);
@@ -163,10 +176,19 @@ class StreamHandler {
       return true;
     }
     // depth_ == 2 inside the streamed `items`.
-    if (!object) {
-      return Fail(InvalidArgumentError(Prefix() + "items[" + std::to_string(item_index_) +
-                                       "]: expected an object, got " + std::string(type)),
-                  ec);
+    if (!object || item_error_) {
+      Status error = InvalidArgumentError(Prefix() + "items[" + std::to_string(item_index_) +
+                                          "]: expected an object, got " + std::string(type));
+      if (kind_) return Fail(std::move(error), ec);
+      // Without a kind yet the document may turn out not to be a List, where ParseManifest
+      // takes `items` as an ordinary field: decide at the end of the document, deliver no more.
+      if (!item_error_) item_error_ = std::move(error);
+      building_ = true;
+      item_ = true;
+      skip_ = true;
+      build_depth_ = 3;
+      stack_.reset();
+      return true;
     }
     building_ = true;
     item_ = true;
@@ -210,6 +232,11 @@ class StreamHandler {
   bool FinishValue(boost::json::error_code& ec) {
     building_ = false;
     boost::json::value value = stack_.release();
+    if (skip_) {
+      skip_ = false;
+      ++item_index_;
+      return true;
+    }
     if (!item_) {
       if (key_ == "kind" && value.is_string()) {
         kind_ = std::string(value.get_string().data(), value.get_string().size());
@@ -226,6 +253,7 @@ class StreamHandler {
 
   bool FinishDocument(boost::json::error_code& ec) {
     if (streamed_) {
+      if (item_error_ && kind_ && IsListKind(*kind_)) return Fail(std::move(*item_error_), ec);
       if (!kind_ || !IsListKind(*kind_)) {
         return Fail(
             InvalidArgumentError(Prefix() + "a top-level items array needs a List kind, got " +
@@ -248,6 +276,7 @@ class StreamHandler {
   boost::json::value_stack stack_;
   boost::json::object top_;
   std::optional<std::string> kind_;
+  std::optional<Status> item_error_;  // the first bad item seen while the kind was unknown
   std::string key_;
   std::string number_;
   int document_ = 0;
@@ -260,6 +289,7 @@ class StreamHandler {
   bool in_string_ = false;
   bool in_items_ = false;
   bool streamed_ = false;
+  bool skip_ = false;  // building a value only to discard it
 };
 
 bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -295,7 +325,8 @@ Status StreamJson(std::istream& in, std::vector<char> first, const ManifestOptio
     const std::string what =
         ec == boost::json::error::too_deep
             ? "nesting deeper than " + std::to_string(options.limits.max_depth) + " levels"
-            : ec.message();
+        : ec == boost::json::error::exponent_overflow ? "number out of range"
+                                                      : ec.message();
     return InvalidArgumentError(std::to_string(document) + ": line " + std::to_string(at.line) +
                                 " column " + std::to_string(at.column) + ": " + what);
   };

@@ -107,6 +107,15 @@ TEST(StreamTest, ItemsOfANonListKindSeenTooLateAreAnError) {
   EXPECT_THAT(s.status().message(), HasSubstr("a top-level items array needs a List kind"));
 }
 
+TEST(StreamTest, BadItemsOfADocumentWithoutKindYetAreDecidedAtTheEnd) {
+  StatusOr<std::vector<Seen>> s = Stream(R"({"items": [{"kind": "A"}, 1], "kind": "List"})");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("1: items[1]: expected an object, got number"));
+  s = Stream(R"({"items": [1, {"kind": "A"}], "spec": {}})");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("a top-level items array needs a List kind"));
+}
+
 TEST(StreamTest, StopsAtTheFirstSinkError) {
   std::istringstream in(R"({"kind": "List", "items": [{"kind": "A"}, {"kind": "B"}]})");
   int calls = 0;

@@ -349,6 +349,10 @@ std::optional<std::string> ResolvedToJson(const Resolved& r, std::string_view te
       *out = FloatToJson(r.f, sp);
       return std::nullopt;
     case Resolved::Kind::kBigInt:
+      if (!std::isfinite(r.f)) {
+        return "number out of range: " + std::string(text.substr(0, 64)) +
+               (text.size() > 64 ? "..." : "");
+      }
       *out = boost::json::value(r.f, sp);
       return std::nullopt;
     case Resolved::Kind::kString:

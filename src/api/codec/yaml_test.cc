@@ -129,6 +129,12 @@ TEST(YamlTest, InfinityAndNanCannotBecomeJson) {
   }
 }
 
+TEST(YamlTest, HugeIntegersBecomeDoublesUntilTheyOverflow) {
+  EXPECT_EQ(One("v: 0x10000000000000000").at("v"), 18446744073709551616.0);
+  EXPECT_THAT(ParseError("v: 0x" + std::string(300, 'f')).message(),
+              HasSubstr("number out of range"));
+}
+
 TEST(YamlTest, QuotedAndBlockScalarsAreStrings) {
   EXPECT_EQ(One("v: \"123\"").at("v"), "123");
   EXPECT_EQ(One("v: 'true'").at("v"), "true");
