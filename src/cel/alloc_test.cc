@@ -14,6 +14,12 @@ std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
 }  // namespace
 
+// GCC flags free() in a replaced operator delete as mismatched with the replaced operator new,
+// which calls malloc(): the pair is consistent.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 void* operator new(std::size_t size) {
   if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
   void* p = std::malloc(size == 0 ? 1 : size);
