@@ -26,7 +26,6 @@
 #include "api/object.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
-#include "cel/selector_lint.h"
 #include "cli/commands.h"
 
 namespace draplane::cli {
@@ -183,14 +182,6 @@ class Linter {
         if (!Validate(object, it == old_.end() ? nullptr : &it->second, features_, &errors)) {
           ++not_validated_[api::ObjectKind(object)];
           return;
-        }
-        // CEL selectors: compile and cost errors at their field paths.
-        cel::SelectorLintOptions cel_options;
-        cel_options.consumable_capacity = features_.consumable_capacity;
-        cel_options.list_type_attributes = features_.list_type_attributes;
-        for (api::FieldError& e : cel::LintCelSelectors(
-                 object, it == old_.end() ? nullptr : &it->second, cel_options)) {
-          errors.push_back(std::move(e));
         }
         // CEL selectors: compile and cost errors at their field paths.
         cel::SelectorLintOptions cel_options;
