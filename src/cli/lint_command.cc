@@ -9,8 +9,10 @@
 //      namespaced kinds (-n, default "default") and upstream defaulting (api/validation).
 //   4. Validate: on create, or on update when --old names an object of the same kind, namespace
 //      and name. Claims and taint rules that carry a status also get the status rules.
+//   5. Compile every CEL selector (cel/selector_lint.h): compile and cost errors at their paths.
 // Unknown kinds are problems; modelled kinds draplane does not validate (Pod, Node, ...) are
-// decoded and counted in the summary.
+// decoded and counted in the summary; draplane's own node / cluster profiles are checked by the
+// agent's profile parser.
 #include <cstdio>
 #include <map>
 #include <memory>
