@@ -306,3 +306,73 @@ TEST_F(AgentTest, GarbageCollectsClaimsAfterARestartWhenThePodIsGone) {
 
 }  // namespace
 }  // namespace draplane::agent
+
+#include "client/testing/cluster.h"
+
+namespace draplane::agent {
+namespace {
+
+// The agent's own threads (informer, work queue, loop) against an in-memory API: a Pod bound to
+// the node runs once its devices are prepared, and its deletion is finished after unpreparing.
+TEST(AgentLoopTest, RunsAndFinishesPodsOnItsOwn) {
+  client::testing::Cluster cluster;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("agent-loop-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  StatusOr<ClusterProfile> profile = ParseProfile(kProfile);
+  ASSERT_TRUE(profile.ok());
+  std::vector<std::unique_ptr<Driver>> drivers;
+  drivers.push_back(std::move(*ProfileDriver::Create({.node_name = "node-a",
+                                                      .profile_path = "",
+                                                      .node = profile->pools[0].node,
+                                                      .clock = &cluster.clock(),
+                                                      .state_dir = (dir / "state").string(),
+                                                      .crash_exits_process = false})));
+  StatusOr<std::unique_ptr<Agent>> agent = Agent::Create(
+      cluster.api(), std::move(drivers),
+      AgentOptions{.node_name = "node-a", .state_dir = (dir / "state").string()}, cluster.clock());
+  ASSERT_TRUE(agent.ok());
+  ASSERT_TRUE((*agent)->Init().ok());
+  ASSERT_TRUE((*agent)->Start().ok());
+
+  // As the scheduler does it: the claim is allocated and reserved before the Pod is bound.
+  cv1::Pod pod = cluster.PodSpec("p", {"c"});
+  cluster.Pod(pod);
+  StatusOr<cv1::Pod> created = cluster.GetPod("p");
+  ASSERT_TRUE(created.ok());
+  cluster.Claim(cluster.ClaimSpec("c", "gpu.nvidia.com"));
+  StatusOr<rv1::ResourceClaim> stored = cluster.GetClaim("c");
+  ASSERT_TRUE(stored.ok());
+  rv1::AllocationResult allocation;
+  rv1::DeviceRequestAllocationResult r;
+  r.request = stored->spec.devices.requests[0].name;
+  r.driver = "gpu.nvidia.com";
+  r.pool = "node-a";
+  r.device = "gpu-0";
+  allocation.devices.results.push_back(r);
+  stored->status.allocation = allocation;
+  rv1::ResourceClaimConsumerReference ref;
+  ref.resource = "pods";
+  ref.name = "p";
+  ref.uid = created->metadata.uid;
+  stored->status.reserved_for.push_back(ref);
+  ASSERT_TRUE(client::UpdateStatus(cluster.api(), *stored).ok());
+  ASSERT_TRUE(
+      client::BindPod(cluster.api(), cluster.ns, "p", created->metadata.uid, "node-a").ok());
+
+  ASSERT_TRUE(cluster.WaitUntil([&] {
+    StatusOr<cv1::Pod> p = cluster.GetPod("p");
+    return p.ok() && p->status.phase == "Running";
+  }));
+  EXPECT_EQ(internal::ListFiles((dir / "state/cdi").string())->size(), 1u);
+  ASSERT_TRUE(client::Delete<cv1::Pod>(cluster.api(), cluster.ns, "p").ok());
+  ASSERT_TRUE(cluster.WaitUntil(
+      [&] { return cluster.GetPod("p").status().code() == StatusCode::kNotFound; }));
+  (*agent)->Stop();
+  EXPECT_TRUE(internal::ListFiles((dir / "state/cdi").string())->empty());
+  EXPECT_TRUE((*agent)->preparer().checkpoint().claims.empty());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace draplane::agent
