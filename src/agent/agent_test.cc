@@ -11,6 +11,7 @@
 #include "agent/internal/files.h"
 #include "api/validation/validation.h"
 #include "client/memory_api.h"
+#include "client/testing/cluster.h"
 #include "client/typed.h"
 #include "common/random.h"
 
@@ -307,7 +308,6 @@ TEST_F(AgentTest, GarbageCollectsClaimsAfterARestartWhenThePodIsGone) {
 }  // namespace
 }  // namespace draplane::agent
 
-#include "client/testing/cluster.h"
 
 namespace draplane::agent {
 namespace {
