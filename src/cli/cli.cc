@@ -31,9 +31,11 @@ int Run(int argc, char** argv) {
   AddConvertCommand(app);
   AddLintCommand(app);
   AddCelCommand(app);
-  AddAgentCommand(app);
+  AddServeCommand(app);
+  AddKubeconfigCommand(app);
   AddScenarioCommand(app);
   AddAllocateCommand(app);
+  AddAgentCommand(app);
 
   try {
     app.parse(argc, argv);

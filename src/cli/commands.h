@@ -22,8 +22,10 @@ void AddExplainCommand(CLI::App& app);
 void AddConvertCommand(CLI::App& app);
 void AddLintCommand(CLI::App& app);
 void AddCelCommand(CLI::App& app);
-void AddAgentCommand(CLI::App& app);
+void AddServeCommand(CLI::App& app);
+void AddKubeconfigCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
+void AddAgentCommand(CLI::App& app);
 
 }  // namespace draplane::cli

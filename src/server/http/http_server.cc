@@ -334,8 +334,11 @@ class Session final : public SessionBase {
       Close();
       return;
     }
-    // A protocol error: answer once and close.
+    // A protocol error: answer once and close. The client may still be sending the rest of its
+    // request; closing at once would reset the connection before it reads the answer, so the
+    // close lingers (shutdown our side, read and drop what arrives for a short while).
     keep_alive_ = false;
+    linger_ = true;
     if (ec == bhttp::error::body_limit) {
       WriteResponse(core_->options.protocol_error(
           413, "the server has received too large a request entity (limit " +
@@ -404,11 +407,30 @@ class Session final : public SessionBase {
     message->prepare_payload();
     tcp().expires_after(core_->options.idle_timeout);
     bhttp::async_write(stream_, *message, [self = Self(), message](beast::error_code ec, size_t) {
+      if (!ec && self->linger_) {
+        self->Linger();
+        return;
+      }
       if (ec || !self->keep_alive_) {
         self->Close();
         return;
       }
       self->ReadRequest();
+    });
+  }
+
+  // Half-closes the connection and discards what the client still sends, up to a bound.
+  void Linger() {
+    beast::error_code ignored;
+    tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcp().expires_after(std::chrono::seconds(2));
+    tcp().async_read_some(net::buffer(discard_), [self = Self()](beast::error_code ec, size_t n) {
+      self->lingered_ += n;
+      if (ec || self->lingered_ > kMaxLingerBytes) {
+        self->Close();
+        return;
+      }
+      self->Linger();
     });
   }
 
@@ -485,6 +507,9 @@ class Session final : public SessionBase {
     net::async_write(stream_, bhttp::make_chunk(net::const_buffer(chunk->data(), chunk->size())),
                      [self = Self(), chunk](beast::error_code ec, size_t) {
                        self->writing_ = false;
+                       // Close() (connection lost, shutdown) already dropped and accounted
+                       // every queued chunk, this one included.
+                       if (self->state_ == State::kClosed) return;
                        self->chunks_.pop_front();
                        if (self->stream_impl_) self->stream_impl_->Written(chunk->size());
                        if (ec) {
@@ -544,6 +569,9 @@ class Session final : public SessionBase {
   std::string remote_address_;
   State state_ = State::kReading;
   bool keep_alive_ = true;
+  bool linger_ = false;
+  size_t lingered_ = 0;
+  static constexpr size_t kMaxLingerBytes = 16 * 1024 * 1024;
 
   // Streaming.
   std::shared_ptr<StreamImpl> stream_impl_;

@@ -1,0 +1,83 @@
+// `draplane serve`: runs the Kubernetes-compatible API server (server/server.h) until SIGINT or
+// SIGTERM, then shuts down gracefully. Prints `ready: <url> kubeconfig=<path>` on stdout once it
+// accepts requests.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "common/log.h"
+#include "server/server.h"
+
+namespace draplane::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServerOptions options;
+  std::vector<std::string> tls_sans;
+  bool no_anonymous = false;
+};
+
+int RunServe(ServeFlags& flags) {
+  // Block the shutdown signals before any thread starts, so that only sigwait() sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  flags.options.tls_sans = flags.tls_sans;
+  flags.options.anonymous_auth = !flags.no_anonymous;
+  flags.options.draplane_version = DRAPLANE_VERSION;
+  StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(flags.options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "draplane serve: %s\n", server.status().ToString().c_str());
+    return 2;
+  }
+  std::printf("ready: %s kubeconfig=%s\n", (*server)->url().c_str(),
+              (*server)->admin_kubeconfig_path().c_str());
+  std::fflush(stdout);
+  int received = 0;
+  sigwait(&signals, &received);
+  log::Info("serve: received signal {}, shutting down", received);
+  (*server)->Shutdown();
+  return 0;
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Run the Kubernetes-compatible API server (kubectl works against it)");
+  cmd->add_option("--listen", flags->options.listen,
+                  "HOST:PORT to serve on (HTTPS unless --plain-http)")
+      ->capture_default_str();
+  cmd->add_option("--data-dir", flags->options.data_dir,
+                  "Directory for the CA, certificates, tokens, admin.kubeconfig and the "
+                  "default SQLite store")
+      ->capture_default_str();
+  cmd->add_option("--store", flags->options.store_url,
+                  "memory://, sqlite:///path/to/db or etcd://host:port[,...] "
+                  "(default: sqlite://<data-dir>/store.db)");
+  cmd->add_flag("--plain-http", flags->options.plain_http,
+                "Serve plain HTTP (only allowed on a loopback address)");
+  cmd->add_option("--tls-san", flags->tls_sans,
+                  "Extra DNS name or IP for the serving certificate (repeatable)");
+  cmd->add_flag("--no-anonymous-auth", flags->no_anonymous,
+                "Answer unauthenticated requests with 401 instead of treating them as "
+                "system:anonymous");
+  cmd->add_option("--io-threads", flags->options.io_threads, "Network I/O threads")
+      ->capture_default_str();
+  cmd->add_option("--workers", flags->options.worker_threads, "Request worker threads")
+      ->capture_default_str();
+  cmd->callback([flags] {
+    int code = RunServe(*flags);
+    if (code != 0) throw CommandExit{code};
+  });
+}
+
+}  // namespace draplane::cli

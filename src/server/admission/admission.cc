@@ -1,0 +1,206 @@
+#include "server/admission/admission.h"
+
+#include "server/authz/node.h"
+
+namespace draplane::server::admission {
+namespace {
+
+using handlers::ApiError;
+using handlers::JsonObject;
+
+bool IsProtectedNamespace(std::string_view name) {
+  return name == "default" || name == "kube-system" || name == "kube-public" ||
+         name == "kube-node-lease";
+}
+
+// The first exactly.adminAccess=true request of a claim spec ("spec.devices.requests") or of a
+// template ("spec.spec.devices.requests").
+std::optional<api::FieldPath> AdminAccessRequest(const JsonObject& spec, const api::FieldPath&) {
+  const JsonObject* devices = handlers::FindObject(spec, "devices");
+  const boost::json::array* requests =
+      devices ? handlers::FindArray(*devices, "requests") : nullptr;
+  if (requests == nullptr) return std::nullopt;
+  for (size_t i = 0; i < requests->size(); ++i) {
+    if (!(*requests)[i].is_object()) continue;
+    const JsonObject* exactly = handlers::FindObject((*requests)[i].get_object(), "exactly");
+    if (exactly == nullptr) continue;
+    const boost::json::value* admin = exactly->if_contains("adminAccess");
+    if (admin != nullptr && admin->is_bool() && admin->get_bool()) {
+      // Upstream names the request's adminAccess (AuthorizedForAdmin).
+      return api::FieldPath("spec")
+          .Child("devices")
+          .Child("requests")
+          .Index(static_cast<int64_t>(i))
+          .Child("adminAccess");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<api::FieldPath> AdminAccessResult(const JsonObject& obj) {
+  const JsonObject* status = handlers::FindObject(obj, "status");
+  const JsonObject* allocation = status ? handlers::FindObject(*status, "allocation") : nullptr;
+  const JsonObject* devices = allocation ? handlers::FindObject(*allocation, "devices") : nullptr;
+  const boost::json::array* results = devices ? handlers::FindArray(*devices, "results") : nullptr;
+  if (results == nullptr) return std::nullopt;
+  for (size_t i = 0; i < results->size(); ++i) {
+    if (!(*results)[i].is_object()) continue;
+    const boost::json::value* admin = (*results)[i].get_object().if_contains("adminAccess");
+    if (admin != nullptr && admin->is_bool() && admin->get_bool()) {
+      return api::FieldPath("status")
+          .Child("allocation")
+          .Child("devices")
+          .Child("results")
+          .Index(static_cast<int64_t>(i))
+          .Child("adminAccess");
+    }
+  }
+  return std::nullopt;
+}
+
+// draplane's DeviceTaintRule guardrail (docs/design/agent.md): a rule whose deviceSelector is
+// missing or sets none of driver / pool / device would taint every device of the cluster
+// (kubernetes#141422); it is refused unless annotated `draplane.dev/select-all: "true"`.
+std::optional<ApiError> DeviceTaintRuleSelector(const Attributes& a) {
+  const handlers::ResourceInfo& r = *a.resource;
+  if (r.group != "resource.k8s.io" || r.resource != "devicetaintrules" || a.object == nullptr ||
+      !a.subresource.empty() || a.operation == Operation::kDelete) {
+    return std::nullopt;
+  }
+  const JsonObject* spec = handlers::FindObject(*a.object, "spec");
+  const JsonObject* selector = spec ? handlers::FindObject(*spec, "deviceSelector") : nullptr;
+  if (selector != nullptr) {
+    for (const char* field : {"driver", "pool", "device"}) {
+      const boost::json::value* v = selector->if_contains(field);
+      if (v != nullptr && v->is_string()) return std::nullopt;
+    }
+  }
+  handlers::StringMap annotations = handlers::MetaStringMap(*a.object, "annotations");
+  auto it = annotations.find("draplane.dev/select-all");
+  if (it != annotations.end() && it->second == "true") return std::nullopt;
+  api::FieldErrorList errors;
+  errors.push_back(api::Forbidden(
+      api::FieldPath("spec").Child("deviceSelector"),
+      "a DeviceTaintRule without driver, pool or device would taint every device; select "
+      "devices, or add the annotation `draplane.dev/select-all: \"true\"` to mean all of them"));
+  return handlers::NewInvalid(r.GroupKind(), a.name, errors);
+}
+
+}  // namespace
+
+std::optional<ApiError> Admission::Admit(const Attributes& a) const {
+  if (auto e = NamespaceLifecycle(a)) return e;
+  if (auto e = NodeRestriction(a)) return e;
+  if (auto e = DraAdminAccess(a)) return e;
+  if (auto e = DeviceTaintRuleSelector(a)) return e;
+  return std::nullopt;
+}
+
+std::optional<ApiError> Admission::NamespaceLifecycle(const Attributes& a) const {
+  const handlers::ResourceInfo& r = *a.resource;
+  if (r.group.empty() && r.resource == "namespaces" && a.operation == Operation::kDelete &&
+      IsProtectedNamespace(a.name)) {
+    return handlers::NewForbidden(r.Gr(), a.name, "this namespace may not be deleted");
+  }
+  if (!r.namespaced || a.operation != Operation::kCreate || a.namespace_.empty()) {
+    return std::nullopt;
+  }
+  StatusOr<store::ObjectPtr> ns = store_->Get(store::Key{"core/namespaces", "", a.namespace_});
+  if (!ns.ok()) {
+    if (ns.status().code() == StatusCode::kNotFound) {
+      return handlers::NewNotFound({"", "namespaces"}, a.namespace_);
+    }
+    return handlers::FromStatus(ns.status(), {{"", "namespaces"}, a.namespace_, "Namespace"});
+  }
+  StatusOr<JsonObject> parsed = handlers::ParseObject((*ns)->value);
+  if (parsed.ok() && (!handlers::MetaString(*parsed, "deletionTimestamp").empty() ||
+                      handlers::GetPathString(*parsed, {"status", "phase"}) == "Terminating")) {
+    return handlers::NewForbidden(r.Gr(), a.name,
+                                  "unable to create new content in namespace " + a.namespace_ +
+                                      " because it is being terminated");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> Admission::NodeRestriction(const Attributes& a) const {
+  std::string node = authz::NodeNameOf(*a.user);
+  if (node.empty()) return std::nullopt;
+  const handlers::ResourceInfo& r = *a.resource;
+  if (r.group == "resource.k8s.io" && r.resource == "resourceslices") {
+    auto node_of = [](const JsonObject* o) {
+      return o == nullptr ? std::string()
+                          : std::string(handlers::GetPathString(*o, {"spec", "nodeName"}));
+    };
+    std::string verb = a.operation == Operation::kCreate   ? "create"
+                       : a.operation == Operation::kUpdate ? "update"
+                                                           : "delete";
+    for (const JsonObject* o : {a.object, a.old_object}) {
+      if (o == nullptr) continue;
+      std::string owner = node_of(o);
+      if (owner != node) {
+        return handlers::NewForbidden(r.Gr(), a.name,
+                                      "node \"" + node + "\" cannot " + verb +
+                                          " a ResourceSlice whose spec.nodeName is \"" + owner +
+                                          "\"; a node may only write the slices of its own node");
+      }
+    }
+    return std::nullopt;
+  }
+  if (r.group.empty() && r.resource == "nodes" && a.operation == Operation::kCreate &&
+      a.name != node) {
+    return handlers::NewForbidden(
+        r.Gr(), a.name, "node \"" + node + "\" is not allowed to create node \"" + a.name + "\"");
+  }
+  if (r.group == "coordination.k8s.io" && r.resource == "leases" &&
+      a.operation == Operation::kCreate && (a.namespace_ != "kube-node-lease" || a.name != node)) {
+    return handlers::NewForbidden(r.Gr(), a.name,
+                                  "node \"" + node +
+                                      "\" may only create its own lease in "
+                                      "namespace kube-node-lease");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> Admission::DraAdminAccess(const Attributes& a) const {
+  const handlers::ResourceInfo& r = *a.resource;
+  if (r.group != "resource.k8s.io" || a.object == nullptr) return std::nullopt;
+  std::optional<api::FieldPath> path;
+  if (r.resource == "resourceclaims" && a.subresource.empty() &&
+      a.operation == Operation::kCreate) {
+    if (const JsonObject* spec = handlers::FindObject(*a.object, "spec")) {
+      path = AdminAccessRequest(*spec, api::FieldPath("spec"));
+    }
+  } else if (r.resource == "resourceclaimtemplates" && a.operation != Operation::kDelete) {
+    const JsonObject* outer = handlers::FindObject(*a.object, "spec");
+    const JsonObject* spec = outer ? handlers::FindObject(*outer, "spec") : nullptr;
+    if (spec != nullptr) path = AdminAccessRequest(*spec, api::FieldPath("spec"));
+  } else if (r.resource == "resourceclaims" && a.subresource == "status" &&
+             a.operation == Operation::kUpdate) {
+    // AuthorizedForAdminStatus: only a newly granted admin access is checked.
+    if (a.old_object == nullptr || !AdminAccessResult(*a.old_object)) {
+      path = AdminAccessResult(*a.object);
+    }
+  }
+  if (!path) return std::nullopt;
+  StatusOr<store::ObjectPtr> ns = store_->Get(store::Key{"core/namespaces", "", a.namespace_});
+  api::FieldErrorList errors;
+  if (!ns.ok()) {
+    errors.push_back(
+        api::InternalFieldError(*path, "could not retrieve namespace to verify admin access: " +
+                                           std::string(ns.status().message())));
+  } else {
+    StatusOr<JsonObject> parsed = handlers::ParseObject((*ns)->value);
+    handlers::StringMap labels;
+    if (parsed.ok()) labels = handlers::MetaStringMap(*parsed, "labels");
+    auto it = labels.find(kAdminAccessLabel);
+    if (it == labels.end() || it->second != "true") {
+      errors.push_back(api::Forbidden(*path, "admin access to devices requires the `" +
+                                                 std::string(kAdminAccessLabel) +
+                                                 ": true` label on the containing namespace"));
+    }
+  }
+  if (errors.empty()) return std::nullopt;
+  return handlers::NewInvalid(r.GroupKind(), a.name, errors);
+}
+
+}  // namespace draplane::server::admission

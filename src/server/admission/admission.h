@@ -1,0 +1,65 @@
+// Admission: checks that need more than the object itself, run after authorization and the
+// kind's own validation, before the write (kube-apiserver's admission chain). Plugins, in order:
+//
+//   NamespaceLifecycle  a namespaced object needs an existing namespace that is not being
+//                       deleted (404 / 403); default, kube-system, kube-public and
+//                       kube-node-lease cannot be deleted (upstream plugin/pkg/admission/
+//                       namespace/lifecycle).
+//   NodeRestriction     a node identity may only create, update or delete ResourceSlices whose
+//                       spec.nodeName is its own (old and new object), only create its own Node
+//                       and its own heartbeat Lease (plugin/pkg/admission/noderestriction).
+//   DRAAdminAccess      a claim or claim template asking for adminAccess, or a claim status that
+//                       grants it, needs the namespace label
+//                       `resource.kubernetes.io/admin-access: "true"` (pkg/registry/resource
+//                       AuthorizedForAdmin / AuthorizedForAdminStatus); failures are field
+//                       errors of the Invalid answer, with upstream's path and wording.
+//   DeviceTaintRule     draplane's guardrail: a DeviceTaintRule whose deviceSelector is missing
+//                       or empty is refused unless annotated `draplane.dev/select-all: "true"`
+//                       (docs/design/agent.md).
+//
+// Thread-safety: stateless apart from the store handle; safe for concurrent use.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "server/auth/authenticator.h"
+#include "server/handlers/errors.h"
+#include "server/handlers/json_util.h"
+#include "server/handlers/registry.h"
+#include "store/store.h"
+
+namespace draplane::server::admission {
+
+enum class Operation { kCreate, kUpdate, kDelete };
+
+struct Attributes {
+  const handlers::ResourceInfo* resource = nullptr;
+  std::string subresource;
+  Operation operation = Operation::kCreate;
+  const auth::UserInfo* user = nullptr;
+  std::string namespace_;
+  std::string name;
+  const handlers::JsonObject* object = nullptr;      // the new object (create, update)
+  const handlers::JsonObject* old_object = nullptr;  // update, delete
+};
+
+class Admission {
+ public:
+  explicit Admission(store::Store* store) : store_(store) {}
+
+  // Returns the error that refuses the request, or std::nullopt to let it through.
+  std::optional<handlers::ApiError> Admit(const Attributes& attributes) const;
+
+ private:
+  std::optional<handlers::ApiError> NamespaceLifecycle(const Attributes& a) const;
+  std::optional<handlers::ApiError> NodeRestriction(const Attributes& a) const;
+  std::optional<handlers::ApiError> DraAdminAccess(const Attributes& a) const;
+
+  store::Store* store_;
+};
+
+// The namespace label that allows admin access to devices.
+inline constexpr std::string_view kAdminAccessLabel = "resource.kubernetes.io/admin-access";
+
+}  // namespace draplane::server::admission

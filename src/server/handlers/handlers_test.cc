@@ -1,0 +1,266 @@
+// Unit tests of the handler building blocks: request info, field selectors, patches, errors,
+// discovery, output negotiation, stored-form splicing.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "server/handlers/discovery.h"
+#include "server/handlers/errors.h"
+#include "server/handlers/field_selector.h"
+#include "server/handlers/json_util.h"
+#include "server/handlers/output.h"
+#include "server/handlers/patch.h"
+#include "server/handlers/protobuf.h"
+#include "server/handlers/registry.h"
+#include "server/handlers/request_info.h"
+
+namespace draplane::server::handlers {
+namespace {
+
+boost::json::value Json(std::string_view text) { return boost::json::parse(text); }
+
+TEST(RequestInfoTest, ReadsNamespacedResourcePaths) {
+  RequestInfo info = ParseRequestInfo(
+      "GET", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/c1/status", {});
+  EXPECT_TRUE(info.is_resource_request);
+  EXPECT_EQ(info.verb, "get");
+  EXPECT_EQ(info.api_group, "resource.k8s.io");
+  EXPECT_EQ(info.api_version, "v1");
+  EXPECT_EQ(info.namespace_, "team-a");
+  EXPECT_EQ(info.resource, "resourceclaims");
+  EXPECT_EQ(info.name, "c1");
+  EXPECT_EQ(info.subresource, "status");
+}
+
+TEST(RequestInfoTest, ListWatchAndDeleteCollection) {
+  EXPECT_EQ(ParseRequestInfo("GET", "/api/v1/pods", {}).verb, "list");
+  EXPECT_EQ(ParseRequestInfo("GET", "/api/v1/pods", {{"watch", "true"}}).verb, "watch");
+  EXPECT_EQ(ParseRequestInfo("GET", "/api/v1/pods", {{"watch", "0"}}).verb, "list");
+  EXPECT_EQ(ParseRequestInfo("GET", "/api/v1/watch/namespaces/a/pods", {}).verb, "watch");
+  EXPECT_EQ(ParseRequestInfo("DELETE", "/api/v1/namespaces/a/pods", {}).verb, "deletecollection");
+  EXPECT_EQ(ParseRequestInfo("POST", "/api/v1/namespaces/a/pods", {}).verb, "create");
+}
+
+TEST(RequestInfoTest, NamespacesAreTheirOwnResource) {
+  RequestInfo info = ParseRequestInfo("GET", "/api/v1/namespaces/team-a", {});
+  EXPECT_EQ(info.resource, "namespaces");
+  EXPECT_EQ(info.name, "team-a");
+  RequestInfo status = ParseRequestInfo("PUT", "/api/v1/namespaces/team-a/finalize", {});
+  EXPECT_EQ(status.subresource, "finalize");
+  EXPECT_EQ(status.verb, "update");
+}
+
+TEST(RequestInfoTest, NameFromMetadataNameFieldSelector) {
+  RequestInfo info = ParseRequestInfo("GET", "/api/v1/namespaces/a/pods",
+                                      {{"fieldSelector", "metadata.name=p1"}, {"watch", "1"}});
+  EXPECT_EQ(info.verb, "watch");
+  EXPECT_EQ(info.name, "p1");
+}
+
+TEST(RequestInfoTest, NonResourcePaths) {
+  RequestInfo info = ParseRequestInfo("GET", "/apis/resource.k8s.io/v1", {});
+  EXPECT_FALSE(info.is_resource_request);
+  EXPECT_EQ(info.verb, "get");
+  EXPECT_FALSE(ParseRequestInfo("GET", "/healthz", {}).is_resource_request);
+}
+
+TEST(FieldSelectorTest, ParsesOperatorsAndEscapes) {
+  StatusOr<FieldSelector> s =
+      FieldSelector::Parse("spec.nodeName=n1,status.phase!=Failed,a==b\\,c");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->requirements().size(), 3u);
+  EXPECT_EQ(*s->RequiresExactMatch("spec.nodeName"), "n1");
+  EXPECT_FALSE(s->RequiresExactMatch("status.phase").has_value());
+  EXPECT_EQ(s->requirements()[2].value, "b,c");
+  EXPECT_TRUE(s->Matches({{"spec.nodeName", "n1"}, {"status.phase", "Running"}, {"a", "b,c"}}));
+  EXPECT_FALSE(s->Matches({{"spec.nodeName", "n1"}, {"status.phase", "Failed"}, {"a", "b,c"}}));
+  EXPECT_FALSE(FieldSelector::Parse("spec.nodeName").ok());
+}
+
+TEST(PatchTest, JsonPatchOperations) {
+  auto doc = Json(R"({"a":{"b":[1,2]},"c":"x"})");
+  auto result = ApplyJsonPatch(doc, Json(R"([
+    {"op":"add","path":"/a/b/-","value":3},
+    {"op":"replace","path":"/c","value":"y"},
+    {"op":"copy","from":"/c","path":"/d"},
+    {"op":"move","from":"/a/b/0","path":"/e"},
+    {"op":"test","path":"/e","value":1},
+    {"op":"remove","path":"/d"}])"));
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(*result, Json(R"({"a":{"b":[2,3]},"c":"y","e":1})"));
+}
+
+TEST(PatchTest, JsonPatchFailuresAreTyped) {
+  auto doc = Json(R"({"a":1})");
+  EXPECT_EQ(ApplyJsonPatch(doc, Json(R"([{"op":"remove","path":"/b"}])")).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ApplyJsonPatch(doc, Json(R"([{"op":"test","path":"/a","value":2}])")).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ApplyJsonPatch(doc, Json(R"({"op":"add"})")).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ApplyJsonPatch(doc, Json(R"([{"op":"zap","path":"/a"}])")).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(PatchTest, MergePatchDeletesWithNull) {
+  EXPECT_EQ(ApplyMergePatch(Json(R"({"a":{"b":1,"c":2},"d":[1]})"),
+                            Json(R"({"a":{"b":null,"e":3},"d":[2]})")),
+            Json(R"({"a":{"c":2,"e":3},"d":[2]})"));
+}
+
+TEST(PatchTest, StrategicMergeMergesListsByKey) {
+  auto pod = Json(R"({"metadata":{"finalizers":["a"],"labels":{"x":"1"}},
+    "spec":{"containers":[{"name":"c1","image":"i1"},{"name":"c2","image":"i2"}],
+            "tolerations":[{"key":"t1"}]}})");
+  auto patch = Json(R"({"metadata":{"finalizers":["b"],"labels":{"x":null,"y":"2"}},
+    "spec":{"containers":[{"name":"c2","image":"i2b"},{"name":"c3","image":"i3"},
+                          {"name":"c1","$patch":"delete"}],
+            "tolerations":[{"key":"t2"}],
+            "$setElementOrder/containers":[{"name":"c3"},{"name":"c2"}]}})");
+  auto result = ApplyStrategicMergePatch(pod, patch, "Pod");
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(*result, Json(R"({"metadata":{"finalizers":["a","b"],"labels":{"y":"2"}},
+    "spec":{"containers":[{"name":"c3","image":"i3"},{"name":"c2","image":"i2b"}],
+            "tolerations":[{"key":"t2"}]}})"));
+}
+
+TEST(PatchTest, StrategicMergeDirectives) {
+  auto doc = Json(R"({"metadata":{"finalizers":["a","b"],"annotations":{"k":"v","l":"w"}}})");
+  auto replaced = ApplyStrategicMergePatch(
+      doc, Json(R"({"metadata":{"annotations":{"$patch":"replace","n":"z"}}})"), "Pod");
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(*replaced, Json(R"({"metadata":{"finalizers":["a","b"],"annotations":{"n":"z"}}})"));
+  auto deleted = ApplyStrategicMergePatch(
+      doc, Json(R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["a"]}})"), "Pod");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, Json(R"({"metadata":{"finalizers":["b"],"annotations":{"k":"v","l":"w"}}})"));
+  EXPECT_EQ(ApplyStrategicMergePatch(doc, Json(R"({"metadata":{"$patch":"boom"}})"), "Pod")
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  // A list without a declared strategy is replaced.
+  auto claim = Json(R"({"status":{"reservedFor":[{"uid":"1","name":"a"}],"devices":[1,2]}})");
+  auto merged = ApplyStrategicMergePatch(
+      claim, Json(R"({"status":{"reservedFor":[{"uid":"2","name":"b"}],"devices":[3]}})"),
+      "ResourceClaim");
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(*merged,
+            Json(R"({"status":{"reservedFor":[{"uid":"1","name":"a"},{"uid":"2","name":"b"}],
+                                        "devices":[3]}})"));
+}
+
+TEST(ErrorsTest, StatusJsonHasUpstreamShape) {
+  ApiError e = NewNotFound({"resource.k8s.io", "resourceclaims"}, "c1");
+  EXPECT_EQ(e.code, 404);
+  EXPECT_EQ(StatusJson(e),
+            R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",)"
+            R"("message":"resourceclaims.resource.k8s.io \"c1\" not found","reason":"NotFound",)"
+            R"("details":{"name":"c1","group":"resource.k8s.io","kind":"resourceclaims"},)"
+            R"("code":404})");
+  ApiError invalid = NewInvalid("ResourceClaim.resource.k8s.io", "c1",
+                                {api::Required(api::FieldPath("spec").Child("devices"), "")});
+  EXPECT_EQ(invalid.code, 422);
+  EXPECT_EQ(invalid.message,
+            "ResourceClaim.resource.k8s.io \"c1\" is invalid: spec.devices: Required value");
+  ASSERT_EQ(invalid.causes.size(), 1u);
+  EXPECT_EQ(invalid.causes[0].field, "spec.devices");
+  EXPECT_EQ(FromStatus(ExpiredError("too old"), {}).code, 410);
+  EXPECT_EQ(FromStatus(ConflictError("x"), {{"", "pods"}, "p", "Pod"}).reason, "Conflict");
+}
+
+TEST(DiscoveryTest, ChoosesAggregatedDiscoveryFromAccept) {
+  EXPECT_EQ(AggregatedVersion("application/json;g=apidiscovery.k8s.io;v=v2;as="
+                              "APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;"
+                              "v=v2beta1;as=APIGroupDiscoveryList,application/json"),
+            "v2");
+  EXPECT_EQ(AggregatedVersion("application/json;g=apidiscovery.k8s.io;v=v2beta1;as="
+                              "APIGroupDiscoveryList,application/json"),
+            "v2beta1");
+  EXPECT_FALSE(AggregatedVersion("application/json, */*").has_value());
+}
+
+TEST(DiscoveryTest, ResourceListDescribesSubresources) {
+  auto doc = ResourceListDiscovery(Registry::Default(), "resource.k8s.io", "v1");
+  ASSERT_TRUE(doc.has_value());
+  auto json = Json(*doc);
+  bool found_status = false;
+  for (const auto& r : json.at("resources").as_array()) {
+    if (r.at("name") == "resourceclaims/status") {
+      found_status = true;
+      EXPECT_EQ(r.at("verbs"), Json(R"(["get","patch","update"])"));
+    }
+    if (r.at("name") == "resourceclaims") {
+      EXPECT_EQ(r.at("singularName"), "resourceclaim");
+      EXPECT_EQ(r.at("namespaced"), true);
+      EXPECT_EQ(r.at("kind"), "ResourceClaim");
+    }
+  }
+  EXPECT_TRUE(found_status);
+  auto core = Json(*ResourceListDiscovery(Registry::Default(), "", "v1"));
+  bool pods = false;
+  for (const auto& r : core.at("resources").as_array()) {
+    if (r.at("name") == "pods") {
+      pods = true;
+      EXPECT_EQ(r.at("shortNames"), Json(R"(["po"])"));
+      EXPECT_EQ(r.at("categories"), Json(R"(["all"])"));
+    }
+  }
+  EXPECT_TRUE(pods);
+}
+
+TEST(OutputTest, NegotiatesTables) {
+  auto table = NegotiateOutput(
+      "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;"
+      "g=meta.k8s.io,application/json",
+      "");
+  ASSERT_TRUE(table.has_value());
+  EXPECT_EQ(table->kind, OutputKind::kTable);
+  EXPECT_EQ(NegotiateOutput("application/vnd.kubernetes.protobuf,application/json", "")->kind,
+            OutputKind::kJson);
+  EXPECT_FALSE(NegotiateOutput("application/vnd.kubernetes.protobuf", "").has_value());
+  EXPECT_EQ(NegotiateOutput("", "")->kind, OutputKind::kJson);
+}
+
+TEST(JsonUtilTest, SplicesResourceVersionIntoStoredForm) {
+  JsonObject obj = Json(R"({"spec":{"a":1},"kind":"Pod","metadata":{"name":"p",
+    "resourceVersion":"9"},"apiVersion":"v1"})")
+                       .as_object();
+  std::string stored = ToStoredJson(obj);
+  EXPECT_EQ(stored, R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"a":1}})");
+  EXPECT_EQ(WithResourceVersion(stored, 42),
+            R"({"apiVersion":"v1","kind":"Pod","metadata":{"resourceVersion":"42","name":"p"},)"
+            R"("spec":{"a":1}})");
+  // Not in stored form: parsed instead.
+  EXPECT_EQ(Json(WithResourceVersion(R"({"metadata":{},"kind":"X"})", 7)),
+            Json(R"({"metadata":{"resourceVersion":"7"},"kind":"X"})"));
+}
+
+TEST(JsonUtilTest, HumanDurationMatchesUpstream) {
+  using namespace std::chrono;
+  EXPECT_EQ(HumanDuration(seconds(5)), "5s");
+  EXPECT_EQ(HumanDuration(seconds(119)), "119s");
+  EXPECT_EQ(HumanDuration(seconds(200)), "3m20s");
+  EXPECT_EQ(HumanDuration(minutes(45)), "45m");
+  EXPECT_EQ(HumanDuration(hours(5) + minutes(7)), "5h7m");
+  EXPECT_EQ(HumanDuration(hours(30)), "30h");
+  EXPECT_EQ(HumanDuration(hours(24 * 3 + 4)), "3d4h");
+  EXPECT_EQ(HumanDuration(hours(24 * 400)), "400d");
+}
+
+TEST(ProtobufTest, DecodesNamespaceEnvelope) {
+  // runtime.Unknown{typeMeta{apiVersion: "v1", kind: "Namespace"}, raw: Namespace{metadata{name}}}
+  std::string meta = std::string("\x0a\x02t1", 4);                     // ObjectMeta.name = "t1"
+  std::string ns = std::string("\x0a", 1) + char(meta.size()) + meta;  // Namespace.metadata
+  std::string type_meta = std::string("\x0a\x02v1\x12\x09Namespace", 15);
+  std::string unknown = std::string("\x0a", 1) + char(type_meta.size()) + type_meta +
+                        std::string("\x12", 1) + char(ns.size()) + ns;
+  std::string body = std::string("k8s\0", 4) + unknown;
+  StatusOr<JsonObject> obj = DecodeKubernetesProtobuf(body);
+  ASSERT_TRUE(obj.ok()) << obj.status().ToString();
+  EXPECT_EQ(boost::json::value(*obj),
+            Json(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t1"}})"));
+  EXPECT_EQ(DecodeKubernetesProtobuf("nope").status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace draplane::server::handlers

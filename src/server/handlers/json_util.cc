@@ -1,0 +1,242 @@
+#include "server/handlers/json_util.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "api/codec/json.h"
+
+namespace draplane::server::handlers {
+
+const JsonObject* FindObject(const JsonObject& obj, std::string_view key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->value().is_object()) return nullptr;
+  return &it->value().get_object();
+}
+
+JsonObject* FindObject(JsonObject& obj, std::string_view key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->value().is_object()) return nullptr;
+  return &it->value().get_object();
+}
+
+const boost::json::array* FindArray(const JsonObject& obj, std::string_view key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->value().is_array()) return nullptr;
+  return &it->value().get_array();
+}
+
+std::string_view GetString(const JsonObject& obj, std::string_view key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->value().is_string()) return {};
+  const boost::json::string& s = it->value().get_string();
+  return std::string_view(s.data(), s.size());
+}
+
+std::string_view GetPathString(const JsonObject& obj,
+                               std::initializer_list<std::string_view> path) {
+  const JsonObject* current = &obj;
+  size_t i = 0;
+  for (std::string_view key : path) {
+    if (++i == path.size()) return GetString(*current, key);
+    current = FindObject(*current, key);
+    if (current == nullptr) return {};
+  }
+  return {};
+}
+
+JsonObject& EnsureObject(JsonObject& obj, std::string_view key) {
+  boost::json::value& v = obj[key];
+  if (!v.is_object()) v = JsonObject();
+  return v.get_object();
+}
+
+std::string_view MetaString(const JsonObject& obj, std::string_view field) {
+  const JsonObject* meta = FindObject(obj, "metadata");
+  return meta == nullptr ? std::string_view() : GetString(*meta, field);
+}
+
+StringMap MetaStringMap(const JsonObject& obj, std::string_view field) {
+  StringMap out;
+  const JsonObject* meta = FindObject(obj, "metadata");
+  if (meta == nullptr) return out;
+  const JsonObject* map = FindObject(*meta, field);
+  if (map == nullptr) return out;
+  for (const auto& member : *map) {
+    if (member.value().is_string()) {
+      out.emplace(std::string(member.key()), std::string(member.value().get_string()));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> Finalizers(const JsonObject& obj) {
+  std::vector<std::string> out;
+  const JsonObject* meta = FindObject(obj, "metadata");
+  if (meta == nullptr) return out;
+  const boost::json::array* list = FindArray(*meta, "finalizers");
+  if (list == nullptr) return out;
+  for (const boost::json::value& v : *list) {
+    if (v.is_string()) out.emplace_back(v.get_string());
+  }
+  return out;
+}
+
+void SetFinalizers(JsonObject& obj, const std::vector<std::string>& finalizers) {
+  JsonObject& meta = EnsureObject(obj, "metadata");
+  if (finalizers.empty()) {
+    meta.erase("finalizers");
+    return;
+  }
+  boost::json::array list;
+  for (const std::string& f : finalizers) list.emplace_back(f);
+  meta["finalizers"] = std::move(list);
+}
+
+std::string ToStoredJson(const JsonObject& obj) {
+  JsonObject ordered;
+  ordered.reserve(obj.size());
+  for (std::string_view key : {"apiVersion", "kind", "metadata"}) {
+    auto it = obj.find(key);
+    if (it != obj.end()) ordered.emplace(key, it->value());
+  }
+  if (boost::json::value* meta = ordered.if_contains("metadata"); meta && meta->is_object()) {
+    meta->get_object().erase("resourceVersion");
+  }
+  for (const auto& member : obj) {
+    if (member.key() == "apiVersion" || member.key() == "kind" || member.key() == "metadata") {
+      continue;
+    }
+    ordered.emplace(member.key(), member.value());
+  }
+  std::string out;
+  api::codec::AppendJson(ordered, api::codec::JsonWriteOptions{.indent = 0}, &out);
+  return out;
+}
+
+namespace {
+
+// The offset just after the top-level `"metadata":{`, or npos when `text` is not in stored form.
+size_t MetadataBodyOffset(std::string_view text) {
+  // Stored form starts with {"apiVersion":"...","kind":"...","metadata":{ ; the values before
+  // metadata are strings, whose unescaped quotes end them, so the first `"metadata":{` outside
+  // them is the top-level one. Verify the prefix shape cheaply.
+  if (text.rfind("{\"apiVersion\":\"", 0) != 0) return std::string_view::npos;
+  size_t pos = text.find("\",\"kind\":\"");
+  if (pos == std::string_view::npos) return std::string_view::npos;
+  pos = text.find("\",\"metadata\":{", pos + 10);
+  if (pos == std::string_view::npos) return std::string_view::npos;
+  return pos + 14;
+}
+
+}  // namespace
+
+std::string WithResourceVersion(std::string_view stored, int64_t revision) {
+  size_t offset = MetadataBodyOffset(stored);
+  std::string rv = std::to_string(revision);
+  if (offset != std::string_view::npos && offset < stored.size()) {
+    std::string out;
+    out.reserve(stored.size() + rv.size() + 24);
+    out.append(stored.substr(0, offset));
+    out.append("\"resourceVersion\":\"");
+    out.append(rv);
+    out.append(stored[offset] == '}' ? "\"" : "\",");
+    out.append(stored.substr(offset));
+    return out;
+  }
+  StatusOr<JsonObject> parsed = ParseObject(stored);
+  if (!parsed.ok()) return std::string(stored);
+  EnsureObject(*parsed, "metadata")["resourceVersion"] = rv;
+  return boost::json::serialize(*parsed);
+}
+
+StatusOr<JsonObject> ParseObject(std::string_view text) {
+  StatusOr<boost::json::value> value = api::codec::ParseJson(text);
+  if (!value.ok()) return value.status();
+  if (!value->is_object()) return InvalidArgumentError("expected a JSON object");
+  return std::move(value->get_object());
+}
+
+std::string FormatTime(Timestamp time) {
+  std::time_t seconds = static_cast<std::time_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(time.time_since_epoch()).count());
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[80];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return buf;
+}
+
+std::optional<Timestamp> ParseTime(std::string_view text) {
+  int year, month, day, hour, minute, second;
+  if (text.size() < 20) return std::nullopt;
+  std::string s(text);
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &year, &month, &day, &hour, &minute,
+                  &second) != 6) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  int64_t epoch = static_cast<int64_t>(timegm(&tm));
+  // Fractional seconds and zone offsets: accept "Z" or "+hh:mm"/"-hh:mm" after optional ".fff".
+  size_t pos = 19;
+  int64_t nanos = 0;
+  if (pos < s.size() && s[pos] == '.') {
+    int64_t scale = 100'000'000;
+    ++pos;
+    while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
+      nanos += (s[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+    }
+  }
+  if (pos < s.size() && (s[pos] == '+' || s[pos] == '-') && pos + 6 <= s.size()) {
+    int oh = 0, om = 0;
+    if (std::sscanf(s.c_str() + pos + 1, "%2d:%2d", &oh, &om) != 2) return std::nullopt;
+    int64_t offset = (oh * 3600 + om * 60) * (s[pos] == '+' ? 1 : -1);
+    epoch -= offset;
+  } else if (pos >= s.size() || s[pos] != 'Z') {
+    return std::nullopt;
+  }
+  return Timestamp(std::chrono::seconds(epoch) + std::chrono::nanoseconds(nanos));
+}
+
+std::string HumanDuration(Duration d) {
+  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 60 * 2) return std::to_string(seconds) + "s";
+  int64_t minutes = seconds / 60;
+  if (minutes < 10) {
+    int64_t s = seconds % 60;
+    if (s == 0) return std::to_string(minutes) + "m";
+    return std::to_string(minutes) + "m" + std::to_string(s) + "s";
+  }
+  if (minutes < 60 * 3) return std::to_string(minutes) + "m";
+  int64_t hours = seconds / 3600;
+  if (hours < 8) {
+    int64_t m = minutes % 60;
+    if (m == 0) return std::to_string(hours) + "h";
+    return std::to_string(hours) + "h" + std::to_string(m) + "m";
+  }
+  if (hours < 48) return std::to_string(hours) + "h";
+  if (hours < 24 * 8) {
+    int64_t h = hours % 24;
+    if (h == 0) return std::to_string(hours / 24) + "d";
+    return std::to_string(hours / 24) + "d" + std::to_string(h) + "h";
+  }
+  if (hours < 24 * 365 * 2) return std::to_string(hours / 24) + "d";
+  if (hours < 24 * 365 * 8) {
+    int64_t dy = (hours / 24) % 365;
+    if (dy == 0) return std::to_string(hours / 24 / 365) + "y";
+    return std::to_string(hours / 24 / 365) + "y" + std::to_string(dy) + "d";
+  }
+  return std::to_string(hours / 24 / 365) + "y";
+}
+
+}  // namespace draplane::server::handlers

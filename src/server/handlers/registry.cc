@@ -1,0 +1,248 @@
+#include "server/handlers/registry.h"
+
+#include <algorithm>
+#include <map>
+
+#include "server/handlers/strategy.h"
+
+namespace draplane::server::handlers {
+namespace {
+
+const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
+                                            "list",   "patch",  "update",           "watch"};
+const std::vector<std::string> kStatusVerbs = {"get", "patch", "update"};
+
+ResourceInfo Resource(std::string group, std::string resource, std::string kind,
+                      std::string singular, bool namespaced) {
+  ResourceInfo info;
+  info.group = std::move(group);
+  info.version = "v1";
+  info.resource = std::move(resource);
+  info.kind = std::move(kind);
+  info.singular = std::move(singular);
+  info.namespaced = namespaced;
+  info.verbs = kAllVerbs;
+  return info;
+}
+
+ResourceInfo CreateOnly(std::string group, std::string resource, std::string kind,
+                        std::string singular, bool namespaced) {
+  ResourceInfo info = Resource(std::move(group), std::move(resource), std::move(kind),
+                               std::move(singular), namespaced);
+  info.verbs = {"create"};
+  info.virtual_resource = true;
+  return info;
+}
+
+SubresourceInfo Status(const std::string& kind) { return {"status", kind, kStatusVerbs}; }
+
+// The served resources, described as kube-apiserver 1.33 describes them in discovery
+// (api/discovery/*.json upstream), plus resource.k8s.io/v1 DeviceTaintRule.
+std::vector<ResourceInfo> DefaultResources() {
+  std::vector<ResourceInfo> out;
+
+  // Core group.
+  {
+    ResourceInfo r = CreateOnly("", "bindings", "Binding", "binding", true);
+    r.strategy = &BindingStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r = Resource("", "events", "Event", "event", true);
+    r.short_names = {"ev"};
+    r.allow_create_on_update = true;
+    r.strategy = &CoreEventStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r = Resource("", "namespaces", "Namespace", "namespace", false);
+    r.verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
+    r.short_names = {"ns"};
+    r.subresources = {{"finalize", "Namespace", {"update"}}, Status("Namespace")};
+    r.strategy = &NamespaceStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r = Resource("", "nodes", "Node", "node", false);
+    r.short_names = {"no"};
+    r.subresources = {Status("Node")};
+    r.strategy = &NodeStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r = Resource("", "pods", "Pod", "pod", true);
+    r.short_names = {"po"};
+    r.categories = {"all"};
+    r.subresources = {{"binding", "Binding", {"create"}}, Status("Pod")};
+    r.tracks_generation = true;
+    r.strategy = &PodStrategy();
+    out.push_back(std::move(r));
+  }
+
+  // events.k8s.io
+  {
+    ResourceInfo r = Resource("events.k8s.io", "events", "Event", "event", true);
+    r.short_names = {"ev"};
+    r.allow_create_on_update = true;
+    r.strategy = &EventsV1EventStrategy();
+    out.push_back(std::move(r));
+  }
+  // authentication.k8s.io
+  {
+    ResourceInfo r = CreateOnly("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview",
+                                "selfsubjectreview", false);
+    r.strategy = &ReviewStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r =
+        CreateOnly("authentication.k8s.io", "tokenreviews", "TokenReview", "tokenreview", false);
+    r.strategy = &ReviewStrategy();
+    out.push_back(std::move(r));
+  }
+  // authorization.k8s.io
+  for (auto [resource, kind, namespaced] : std::vector<std::tuple<std::string, std::string, bool>>{
+           {"localsubjectaccessreviews", "LocalSubjectAccessReview", true},
+           {"selfsubjectaccessreviews", "SelfSubjectAccessReview", false},
+           {"selfsubjectrulesreviews", "SelfSubjectRulesReview", false},
+           {"subjectaccessreviews", "SubjectAccessReview", false}}) {
+    std::string singular = resource.substr(0, resource.size() - 1);
+    ResourceInfo r = CreateOnly("authorization.k8s.io", resource, kind, singular, namespaced);
+    r.strategy = &ReviewStrategy();
+    out.push_back(std::move(r));
+  }
+  // rbac.authorization.k8s.io
+  for (auto [resource, kind, namespaced] : std::vector<std::tuple<std::string, std::string, bool>>{
+           {"clusterrolebindings", "ClusterRoleBinding", false},
+           {"clusterroles", "ClusterRole", false},
+           {"rolebindings", "RoleBinding", true},
+           {"roles", "Role", true}}) {
+    std::string singular = resource.substr(0, resource.size() - 1);
+    ResourceInfo r = Resource("rbac.authorization.k8s.io", resource, kind, singular, namespaced);
+    r.strategy = &RbacStrategy();
+    out.push_back(std::move(r));
+  }
+  // coordination.k8s.io
+  {
+    ResourceInfo r = Resource("coordination.k8s.io", "leases", "Lease", "lease", true);
+    r.allow_create_on_update = true;
+    r.strategy = &LeaseStrategy();
+    out.push_back(std::move(r));
+  }
+  // resource.k8s.io
+  {
+    ResourceInfo r =
+        Resource("resource.k8s.io", "deviceclasses", "DeviceClass", "deviceclass", false);
+    r.tracks_generation = true;
+    r.strategy = &DeviceClassStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r = Resource("resource.k8s.io", "devicetaintrules", "DeviceTaintRule",
+                              "devicetaintrule", false);
+    r.subresources = {Status("DeviceTaintRule")};
+    r.tracks_generation = true;
+    r.strategy = &DeviceTaintRuleStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r =
+        Resource("resource.k8s.io", "resourceclaims", "ResourceClaim", "resourceclaim", true);
+    r.subresources = {Status("ResourceClaim")};
+    r.strategy = &ResourceClaimStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r = Resource("resource.k8s.io", "resourceclaimtemplates", "ResourceClaimTemplate",
+                              "resourceclaimtemplate", true);
+    r.strategy = &ResourceClaimTemplateStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r =
+        Resource("resource.k8s.io", "resourceslices", "ResourceSlice", "resourceslice", false);
+    r.tracks_generation = true;
+    r.strategy = &ResourceSliceStrategy();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ResourceInfo::ApiVersion() const {
+  return group.empty() ? version : group + "/" + version;
+}
+
+std::string ResourceInfo::GroupKind() const { return group.empty() ? kind : kind + "." + group; }
+
+std::string ResourceInfo::StoreResource() const {
+  return (group.empty() ? std::string("core") : group) + "/" + resource;
+}
+
+const SubresourceInfo* ResourceInfo::FindSubresource(std::string_view name) const {
+  for (const SubresourceInfo& s : subresources) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+bool ResourceInfo::HasVerb(std::string_view verb) const {
+  return std::find(verbs.begin(), verbs.end(), verb) != verbs.end();
+}
+
+Registry::Registry(std::vector<ResourceInfo> resources) {
+  std::vector<std::string> group_order;
+  for (ResourceInfo& info : resources) {
+    std::string gv = info.ApiVersion();
+    if (std::find(group_order.begin(), group_order.end(), gv) == group_order.end()) {
+      group_order.push_back(gv);
+    }
+    resources_.push_back(std::make_unique<ResourceInfo>(std::move(info)));
+  }
+  for (const std::string& gv : group_order) {
+    GroupVersionInfo group_version;
+    for (const auto& info : resources_) {
+      if (info->ApiVersion() != gv) continue;
+      group_version.group = info->group;
+      group_version.version = info->version;
+      group_version.resources.push_back(info.get());
+    }
+    std::sort(
+        group_version.resources.begin(), group_version.resources.end(),
+        [](const ResourceInfo* a, const ResourceInfo* b) { return a->resource < b->resource; });
+    group_versions_.push_back(std::move(group_version));
+  }
+}
+
+const Registry& Registry::Default() {
+  static const Registry* registry = new Registry(DefaultResources());  // never destroyed
+  return *registry;
+}
+
+const ResourceInfo* Registry::Find(std::string_view group, std::string_view version,
+                                   std::string_view resource) const {
+  for (const auto& info : resources_) {
+    if (info->group == group && info->version == version && info->resource == resource) {
+      return info.get();
+    }
+  }
+  return nullptr;
+}
+
+const ResourceInfo* Registry::FindKind(std::string_view group, std::string_view kind) const {
+  for (const auto& info : resources_) {
+    if (info->group == group && info->kind == kind && !info->virtual_resource) return info.get();
+  }
+  return nullptr;
+}
+
+std::vector<const ResourceInfo*> Registry::StoredResources() const {
+  std::vector<const ResourceInfo*> out;
+  for (const auto& info : resources_) {
+    if (!info->virtual_resource) out.push_back(info.get());
+  }
+  return out;
+}
+
+}  // namespace draplane::server::handlers

@@ -1,0 +1,88 @@
+// The resources the server serves, described once: what discovery reports for each (as
+// kube-apiserver describes the same resource), where it is stored, and which generic behaviours
+// apply (status subresource, generation, graceful deletion ...). Kind-specific logic (defaulting,
+// validation, selectable fields, table columns) hangs off `ResourceInfo::strategy`.
+//
+// Thread-safety: the registry is immutable after construction.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/handlers/errors.h"
+
+namespace draplane::server::handlers {
+
+class Strategy;
+
+struct SubresourceInfo {
+  std::string name;  // "status", "binding", "finalize"
+  // The kind the subresource answers with, and its group/version when it differs from the
+  // parent's (pods/binding answers with core/v1 Binding).
+  std::string kind;
+  std::vector<std::string> verbs;
+};
+
+struct ResourceInfo {
+  std::string group;     // "" for the core group
+  std::string version;   // "v1"
+  std::string resource;  // "resourceclaims"
+  std::string kind;      // "ResourceClaim"
+  std::string singular;  // "resourceclaim"
+  bool namespaced = false;
+  std::vector<std::string> verbs;
+  std::vector<std::string> short_names;
+  std::vector<std::string> categories;
+  std::vector<SubresourceInfo> subresources;
+  // Create-only virtual resources (SelfSubjectAccessReview ...) are not stored.
+  bool virtual_resource = false;
+  // Objects carry metadata.generation, 1 on create, bumped when `spec` changes.
+  bool tracks_generation = false;
+  // An update of the object may create it (leases, events: AllowCreateOnUpdate).
+  bool allow_create_on_update = false;
+  const Strategy* strategy = nullptr;
+
+  // "resource.k8s.io/v1" or "v1".
+  std::string ApiVersion() const;
+  // "ResourceClaim.resource.k8s.io" or "Pod".
+  std::string GroupKind() const;
+  // The store's resource name: "resource.k8s.io/resourceclaims", "core/pods".
+  std::string StoreResource() const;
+  GroupResource Gr() const { return GroupResource{group, resource}; }
+  const SubresourceInfo* FindSubresource(std::string_view name) const;
+  bool HasVerb(std::string_view verb) const;
+};
+
+// A served group version.
+struct GroupVersionInfo {
+  std::string group;
+  std::string version;
+  std::vector<const ResourceInfo*> resources;  // sorted by resource name
+};
+
+class Registry {
+ public:
+  // The registry of everything draplane serves (docs/design/server.md lists it).
+  static const Registry& Default();
+
+  // The resource `resource` of group/version, or nullptr.
+  const ResourceInfo* Find(std::string_view group, std::string_view version,
+                           std::string_view resource) const;
+  // The resource whose kind is `kind` in group `group` (any served version), or nullptr.
+  const ResourceInfo* FindKind(std::string_view group, std::string_view kind) const;
+  // Every served group version: the core group first, then the groups in the order discovery
+  // lists them.
+  const std::vector<GroupVersionInfo>& group_versions() const { return group_versions_; }
+  // Every stored resource (not virtual), in a fixed order.
+  std::vector<const ResourceInfo*> StoredResources() const;
+
+  explicit Registry(std::vector<ResourceInfo> resources);
+
+ private:
+  std::vector<std::unique_ptr<ResourceInfo>> resources_;
+  std::vector<GroupVersionInfo> group_versions_;
+};
+
+}  // namespace draplane::server::handlers

@@ -1,0 +1,1142 @@
+#include "server/handlers/rest.h"
+
+#include <algorithm>
+
+#include "api/codec/json.h"
+#include "api/codec/yaml.h"
+#include "common/log.h"
+#include "server/handlers/output.h"
+#include "server/handlers/patch.h"
+#include "server/handlers/protobuf.h"
+#include "server/handlers/strategy.h"
+#include "server/openapi/openapi.h"
+#include "store/object_meta.h"
+
+namespace draplane::server::handlers {
+namespace {
+
+// Internal escape of an ApiError through the store's update function.
+constexpr std::string_view kAbortMarker = "draplane:abort-update";
+
+http::Response Answer(int status, std::string body, std::string content_type) {
+  http::Response r;
+  r.status = status;
+  r.headers.push_back({"Content-Type", std::move(content_type)});
+  r.headers.push_back({"Cache-Control", "no-cache, private"});
+  r.body = std::move(body);
+  return r;
+}
+
+store::Key KeyOf(const ResourceInfo& resource, const std::string& ns, const std::string& name) {
+  return store::Key{resource.StoreResource(), resource.namespaced ? ns : "", name};
+}
+
+ErrorContext Context(const ResourceInfo& resource, std::string name) {
+  return ErrorContext{resource.Gr(), std::move(name), resource.GroupKind()};
+}
+
+std::string ContentTypeOf(const http::Request& request) {
+  std::string type(request.header("Content-Type"));
+  size_t semi = type.find(';');
+  if (semi != std::string::npos) type = type.substr(0, semi);
+  while (!type.empty() && type.back() == ' ') type.pop_back();
+  std::transform(type.begin(), type.end(), type.begin(), ::tolower);
+  return type;
+}
+
+// dryRun: only "All" is valid (upstream ValidateDeleteOptions / ValidateCreateOptions).
+std::variant<bool, ApiError> DryRun(const Scope& scope) {
+  bool dry = false;
+  for (const auto& [k, v] : scope.query) {
+    if (k != "dryRun") continue;
+    if (v != "All") {
+      api::FieldErrorList errors = {
+          api::NotSupported(api::FieldPath("dryRun"), api::RenderValue(v), {"All"})};
+      return NewInvalid("CreateOptions.meta.k8s.io", "", errors);
+    }
+    dry = true;
+  }
+  return dry;
+}
+
+// Checks the apiVersion and kind of a request body against the endpoint; fills them when
+// absent (as the decoder defaults them from the endpoint).
+std::optional<ApiError> CheckTypeMeta(JsonObject& obj, const ResourceInfo& resource,
+                                      std::string_view expected_kind) {
+  std::string expected_version = resource.ApiVersion();
+  std::string_view version = GetString(obj, "apiVersion");
+  std::string_view kind = GetString(obj, "kind");
+  if (obj.contains("apiVersion") && !obj.at("apiVersion").is_string()) {
+    return NewBadRequest("apiVersion must be a string");
+  }
+  if (obj.contains("kind") && !obj.at("kind").is_string()) {
+    return NewBadRequest("kind must be a string");
+  }
+  if (!version.empty() && version != expected_version) {
+    return NewBadRequest("the API version in the data (" + std::string(version) +
+                         ") does not match the expected API version (" + expected_version + ")");
+  }
+  if (!kind.empty() && kind != expected_kind) {
+    return NewBadRequest(std::string(kind) + " in version \"" + resource.version +
+                         "\" cannot be handled as a " + std::string(expected_kind) +
+                         ": the kind in the data does not match the endpoint");
+  }
+  obj["apiVersion"] = expected_version;
+  obj["kind"] = expected_kind;
+  return std::nullopt;
+}
+
+std::optional<ApiError> FromCheck(const ResourceInfo& resource, const std::string& name,
+                                  const CheckResult& result) {
+  if (!result.decode_errors.empty()) {
+    std::string message = resource.kind + " in version \"" + resource.version +
+                          "\" cannot be handled as a " + resource.kind + ": ";
+    for (size_t i = 0; i < result.decode_errors.size(); ++i) {
+      if (i > 0) message += ", ";
+      message += result.decode_errors[i].ToString();
+    }
+    return NewBadRequest(std::move(message));
+  }
+  if (!result.errors.empty()) return NewInvalid(resource.GroupKind(), name, result.errors);
+  return std::nullopt;
+}
+
+// fieldValidation (Strict, Warn, Ignore; Warn when absent): unknown fields are an error, a
+// warning, or silently dropped; in every case they are not stored (upstream's typed decoding).
+std::optional<ApiError> CheckFieldValidation(const Scope& scope, const ResourceInfo& resource,
+                                             JsonObject& obj, std::vector<std::string>* warnings) {
+  std::string mode = scope.Param("fieldValidation");
+  if (mode.empty()) mode = "Warn";
+  if (mode != "Strict" && mode != "Warn" && mode != "Ignore") {
+    return NewBadRequest("fieldValidation: Unsupported value: \"" + mode +
+                         "\": supported values: \"Ignore\", \"Warn\", \"Strict\"");
+  }
+  std::vector<std::string> unknown =
+      openapi::UnknownFields(resource.group, resource.version, resource.kind, obj, true);
+  if (unknown.empty() || mode == "Ignore") return std::nullopt;
+  if (mode == "Strict") {
+    std::string message = resource.kind + " in version \"" + resource.version +
+                          "\" cannot be handled as a " + resource.kind +
+                          ": strict decoding error: ";
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      if (i > 0) message += ", ";
+      message += "unknown field \"" + unknown[i] + "\"";
+    }
+    return NewBadRequest(std::move(message));
+  }
+  for (const std::string& field : unknown) warnings->push_back("unknown field \"" + field + "\"");
+  return std::nullopt;
+}
+
+// Adds `Warning: 299 - "..."` headers (RFC 7234 warn-code 299, as kube-apiserver sends them).
+void AddWarnings(http::Response& response, const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) {
+    std::string escaped;
+    for (char c : w) {
+      if (c == '"' || c == '\\') escaped.push_back('\\');
+      escaped.push_back(c);
+    }
+    response.headers.push_back({"Warning", "299 - \"" + escaped + "\""});
+  }
+}
+
+// The metadata a client may not set on create (rest.BeforeCreate / FillObjectMetaSystemFields).
+void StampCreate(JsonObject& obj, const ResourceInfo& resource, const Clock& clock) {
+  JsonObject& meta = EnsureObject(obj, "metadata");
+  meta["uid"] = SecureRandom().NewUuid();
+  meta["creationTimestamp"] = FormatTime(clock.Now());
+  meta.erase("resourceVersion");
+  meta.erase("deletionTimestamp");
+  meta.erase("deletionGracePeriodSeconds");
+  meta.erase("selfLink");
+  meta.erase("managedFields");
+  if (resource.tracks_generation) {
+    meta["generation"] = 1;
+  } else {
+    meta.erase("generation");
+  }
+}
+
+// Carries the system-owned metadata of `old` into `obj` on update (rest.BeforeUpdate).
+void CarryMetadata(JsonObject& obj, const JsonObject& old) {
+  JsonObject& meta = EnsureObject(obj, "metadata");
+  const JsonObject* old_meta = FindObject(old, "metadata");
+  if (old_meta == nullptr) return;
+  for (std::string_view field :
+       {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
+        "selfLink", "managedFields"}) {
+    if (const boost::json::value* v = old_meta->if_contains(field)) {
+      if (field == "uid" && meta.contains("uid") && !GetString(meta, "uid").empty()) continue;
+      meta[field] = *v;
+    } else if (field != "uid") {
+      meta.erase(field);
+    }
+  }
+}
+
+bool SameJson(const JsonObject& a, const JsonObject& b, std::string_view key) {
+  const boost::json::value* va = a.if_contains(key);
+  const boost::json::value* vb = b.if_contains(key);
+  if (va == nullptr || vb == nullptr) return va == vb;
+  return *va == *vb;
+}
+
+int64_t GenerationOf(const JsonObject& obj) {
+  const JsonObject* meta = FindObject(obj, "metadata");
+  if (meta == nullptr) return 0;
+  const boost::json::value* g = meta->if_contains("generation");
+  return g != nullptr && g->is_int64() ? g->get_int64() : 0;
+}
+
+// A finalizer list after the deletion of `obj` wants no more of them.
+bool HasFinalizers(const JsonObject& obj, const ResourceInfo& resource) {
+  if (!Finalizers(obj).empty()) return true;
+  if (resource.group.empty() && resource.resource == "namespaces") {
+    const JsonObject* spec = FindObject(obj, "spec");
+    const boost::json::array* f = spec ? FindArray(*spec, "finalizers") : nullptr;
+    return f != nullptr && !f->empty();
+  }
+  return false;
+}
+
+std::string Served(const store::Object& object) {
+  return WithResourceVersion(object.value, object.revision);
+}
+
+}  // namespace
+
+std::string GenerateNameSuffix(Random& random) {
+  static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  std::string out;
+  for (int i = 0; i < 5; ++i) out.push_back(kAlphabet[random.Uniform(sizeof(kAlphabet) - 1)]);
+  return out;
+}
+
+std::string Scope::Param(std::string_view name) const {
+  for (const auto& [k, v] : query) {
+    if (k == name) return v;
+  }
+  return "";
+}
+
+bool Scope::Has(std::string_view name) const {
+  for (const auto& [k, v] : query) {
+    if (k == name) return true;
+  }
+  return false;
+}
+
+std::variant<JsonObject, ApiError> Rest::DecodeBody(const http::Request& request) {
+  std::string type = ContentTypeOf(request);
+  StatusOr<boost::json::value> value = InvalidArgumentError("");
+  if (type.empty() || type == "application/json" || type == "*/*") {
+    value = api::codec::ParseJson(request.body);
+  } else if (type == kProtobufContentType) {
+    StatusOr<JsonObject> decoded = DecodeKubernetesProtobuf(request.body);
+    if (!decoded.ok()) {
+      if (decoded.status().code() == StatusCode::kUnimplemented) {
+        ApiError e = NewUnsupportedMediaType(type);
+        e.message = std::string(decoded.status().message());
+        return e;
+      }
+      return NewBadRequest(std::string(decoded.status().message()));
+    }
+    return std::move(decoded).value();
+  } else if (type == "application/yaml" || type == "application/x-yaml" || type == "text/yaml") {
+    StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(request.body);
+    if (!docs.ok()) {
+      value = docs.status();
+    } else if (docs->size() != 1) {
+      return NewBadRequest("the request body must hold exactly one YAML document");
+    } else {
+      value = std::move((*docs)[0].value);
+    }
+  } else {
+    return NewUnsupportedMediaType(type);
+  }
+  if (!value.ok()) {
+    return NewBadRequest("the body of the request could not be decoded: " +
+                         std::string(value.status().message()));
+  }
+  if (!value->is_object()) {
+    return NewBadRequest("the body of the request must be a JSON object, not " +
+                         std::string(value->is_array() ? "an array" : "a scalar"));
+  }
+  return std::move(value->get_object());
+}
+
+StatusOr<std::pair<api::labels::Selector, FieldSelector>> Rest::ParseSelectors(const Scope& scope) {
+  api::labels::Selector labels;
+  if (scope.Has("labelSelector")) {
+    StatusOr<api::labels::Selector> parsed = api::labels::Parse(scope.Param("labelSelector"));
+    if (!parsed.ok()) return InvalidArgumentError(std::string(parsed.status().message()));
+    labels = std::move(parsed).value();
+  }
+  FieldSelector fields;
+  if (scope.Has("fieldSelector")) {
+    StatusOr<FieldSelector> parsed = FieldSelector::Parse(scope.Param("fieldSelector"));
+    if (!parsed.ok()) return parsed.status();
+    fields = std::move(parsed).value();
+    std::vector<std::string> supported = {"metadata.name", "metadata.namespace"};
+    for (const std::string& f : scope.resource->strategy->SelectableFieldNames()) {
+      supported.push_back(f);
+    }
+    for (const std::string& f : fields.Fields()) {
+      if (std::find(supported.begin(), supported.end(), f) == supported.end()) {
+        return InvalidArgumentError("field label not supported: " + f);
+      }
+    }
+  }
+  return std::make_pair(std::move(labels), std::move(fields));
+}
+
+void Rest::ObserveWrite(const ResourceInfo& resource, const store::Object& object, bool deleted) {
+  if (deps_.rbac != nullptr && resource.group == "rbac.authorization.k8s.io") {
+    deps_.rbac->Observe(resource.StoreResource(), object, deleted);
+  }
+}
+
+http::Response Rest::Handle(const Scope& scope) {
+  const std::string& verb = scope.info->verb;
+  const std::string& sub = scope.info->subresource;
+  const ResourceInfo& r = *scope.resource;
+  if (!sub.empty()) {
+    const SubresourceInfo* info = r.FindSubresource(sub);
+    if (info == nullptr) return ToResponse(NewNotFoundPath());
+    if (std::find(info->verbs.begin(), info->verbs.end(), verb) == info->verbs.end()) {
+      return ToResponse(NewMethodNotSupported(r.Gr(), verb));
+    }
+    if (sub == "binding") return Bind(scope, scope.info->namespace_, scope.info->name);
+  } else if (!r.HasVerb(verb)) {
+    return ToResponse(NewMethodNotSupported(r.Gr(), verb));
+  }
+  if (r.group.empty() && r.resource == "bindings") {
+    return Bind(scope, scope.info->namespace_, "");
+  }
+  // Verbs that name an object need a name; create names none (upstream: 405 on both).
+  bool named = !scope.info->name.empty();
+  if (((verb == "update" || verb == "patch") && !named) || (verb == "create" && named)) {
+    return ToResponse(NewMethodNotSupported(r.Gr(), verb));
+  }
+  if (verb == "get") return Get(scope);
+  if (verb == "list") return List(scope);
+  if (verb == "create") return Create(scope);
+  if (verb == "update") return Update(scope);
+  if (verb == "patch") return Patch(scope);
+  if (verb == "delete") return Delete(scope);
+  if (verb == "deletecollection") return DeleteCollection(scope);
+  return ToResponse(NewMethodNotSupported(r.Gr(), verb));
+}
+
+http::Response Rest::Get(const Scope& scope) {
+  const ResourceInfo& r = *scope.resource;
+  std::optional<OutputFormat> format =
+      NegotiateOutput(scope.request->header("Accept"), scope.Param("includeObject"));
+  if (!format) return ToResponse(NewNotAcceptable(scope.request->header("Accept")));
+  StatusOr<store::ObjectPtr> obj =
+      deps_.store->Get(KeyOf(r, scope.info->namespace_, scope.info->name));
+  if (!obj.ok()) return ToResponse(FromStatus(obj.status(), Context(r, scope.info->name)));
+  StatusOr<std::string> body = RenderObject(r, Served(**obj), *format, deps_.clock->Now());
+  if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+  return Answer(200, std::move(body).value(), format->ContentType());
+}
+
+http::Response Rest::List(const Scope& scope) {
+  const ResourceInfo& r = *scope.resource;
+  std::optional<OutputFormat> format =
+      NegotiateOutput(scope.request->header("Accept"), scope.Param("includeObject"));
+  if (!format) return ToResponse(NewNotAcceptable(scope.request->header("Accept")));
+  auto selectors = ParseSelectors(scope);
+  if (!selectors.ok()) return ToResponse(NewBadRequest(std::string(selectors.status().message())));
+  const auto& [labels, fields] = *selectors;
+
+  store::ListOptions options;
+  options.ns = r.namespaced ? scope.info->namespace_ : "";
+  std::string rv_text = scope.Param("resourceVersion");
+  std::string match = scope.Param("resourceVersionMatch");
+  std::string continue_token = scope.Param("continue");
+  int64_t limit = 0;
+  if (scope.Has("limit")) {
+    try {
+      limit = std::stoll(scope.Param("limit"));
+    } catch (...) {
+      return ToResponse(NewBadRequest("invalid limit: " + scope.Param("limit")));
+    }
+    if (limit < 0) limit = 0;
+  }
+  StatusOr<store::Revision> rv = store::ParseResourceVersion(rv_text);
+  if (!rv.ok()) {
+    return ToResponse(NewBadRequest("invalid resourceVersion: " + rv_text));
+  }
+  if (!match.empty() && rv_text.empty()) {
+    return ToResponse(
+        NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is "
+                      "provided"));
+  }
+  if (!match.empty() && match != "Exact" && match != "NotOlderThan") {
+    return ToResponse(NewBadRequest("invalid resourceVersionMatch: " + match));
+  }
+  if (!continue_token.empty()) {
+    if (!rv_text.empty() && rv_text != "0") {
+      return ToResponse(
+          NewBadRequest("specifying resource version is not allowed when using "
+                        "continue"));
+    }
+    options.continue_token = continue_token;
+  } else if (match == "Exact") {
+    if (*rv == 0) {
+      return ToResponse(
+          NewBadRequest("resourceVersionMatch \"Exact\" is forbidden for "
+                        "resourceVersion \"0\""));
+    }
+    options.revision = *rv;
+  } else if (*rv > 0) {
+    // NotOlderThan (or no match): any state at least as new as `rv`; the latest is.
+    StatusOr<store::Revision> current = deps_.store->CurrentRevision();
+    if (!current.ok()) return ToResponse(FromStatus(current.status(), Context(r, "")));
+    if (*current < *rv) return ToResponse(NewTooLargeResourceVersion(*rv, *current));
+  }
+
+  ListPage page;
+  std::optional<std::string> exact_name = fields.RequiresExactMatch("metadata.name");
+  bool filter = !labels.Empty() || !fields.empty();
+  auto accept = [&](const store::Object& obj, std::string served) {
+    if (filter) {
+      StatusOr<JsonObject> parsed = ParseObject(served);
+      if (!parsed.ok()) return;
+      WatchSpec spec;
+      spec.resource = &r;
+      spec.labels = labels;
+      spec.fields = fields;
+      if (!WatchManager::Matches(spec, *parsed)) return;
+    }
+    (void)obj;
+    page.items.push_back(std::move(served));
+  };
+  if (exact_name && continue_token.empty() && options.revision == 0) {
+    // A single object: read it directly; the list's revision is the store's current one.
+    StatusOr<store::Revision> current = deps_.store->CurrentRevision();
+    if (!current.ok()) return ToResponse(FromStatus(current.status(), Context(r, "")));
+    page.resource_version = std::to_string(*current);
+    StatusOr<store::ObjectPtr> obj = deps_.store->Get(KeyOf(r, options.ns, *exact_name));
+    if (obj.ok()) {
+      if (!r.namespaced || options.ns.empty() || (*obj)->key.ns == options.ns) {
+        accept(**obj, Served(**obj));
+      }
+    } else if (obj.status().code() != StatusCode::kNotFound) {
+      return ToResponse(FromStatus(obj.status(), Context(r, "")));
+    }
+    if (r.namespaced && options.ns.empty()) {
+      // Without a namespace, every namespace may hold the name: list to find them all.
+      page.items.clear();
+      exact_name.reset();
+    }
+  }
+  if (!exact_name || !continue_token.empty() || options.revision != 0) {
+    // Pages of `limit - have` objects, so that the continue token resumes right after the last
+    // object returned even when selectors drop some.
+    while (true) {
+      if (limit > 0) options.limit = limit - static_cast<int64_t>(page.items.size());
+      StatusOr<store::ListResult> result = deps_.store->List(r.StoreResource(), options);
+      if (!result.ok()) {
+        if (result.status().code() == StatusCode::kExpired && !options.continue_token.empty()) {
+          return ToResponse(NewResourceExpired(
+              "The provided continue parameter is too old to display a consistent list result. "
+              "You can start a new list without the continue parameter, or use the continue "
+              "token in this response to retrieve the remainder of the results. Continuing with "
+              "the provided token results in an inconsistent list - objects that were created, "
+              "modified, or deleted between the time the first chunk was returned and now may "
+              "show up in the list."));
+        }
+        if (result.status().code() == StatusCode::kExpired) {
+          return ToResponse(NewResourceExpired("too old resource version: " + rv_text));
+        }
+        if (result.status().code() == StatusCode::kDeadlineExceeded) {
+          StatusOr<store::Revision> current = deps_.store->CurrentRevision();
+          return ToResponse(NewTooLargeResourceVersion(*rv, current.ok() ? *current : 0));
+        }
+        if (result.status().code() == StatusCode::kInvalidArgument) {
+          return ToResponse(NewBadRequest(std::string(result.status().message())));
+        }
+        return ToResponse(FromStatus(result.status(), Context(r, "")));
+      }
+      page.resource_version = std::to_string(result->revision);
+      for (const store::ObjectPtr& obj : result->objects) {
+        if (exact_name && obj->key.name != *exact_name) continue;
+        accept(*obj, Served(*obj));
+      }
+      page.continue_token = result->continue_token;
+      if (result->continue_token.empty()) break;
+      if (limit > 0 && static_cast<int64_t>(page.items.size()) >= limit) break;
+      options.continue_token = result->continue_token;
+    }
+  }
+  StatusOr<std::string> body = RenderList(r, page, *format, deps_.clock->Now());
+  if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+  return Answer(200, std::move(body).value(), format->ContentType());
+}
+
+void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
+  const ResourceInfo& r = *scope.resource;
+  if (!r.HasVerb("watch")) {
+    exchange->Respond(ToResponse(NewMethodNotSupported(r.Gr(), "watch")));
+    return;
+  }
+  std::optional<OutputFormat> format =
+      NegotiateOutput(scope.request->header("Accept"), scope.Param("includeObject"));
+  if (!format || format->kind == OutputKind::kYaml) {
+    exchange->Respond(ToResponse(NewNotAcceptable(scope.request->header("Accept"))));
+    return;
+  }
+  auto selectors = ParseSelectors(scope);
+  if (!selectors.ok()) {
+    exchange->Respond(ToResponse(NewBadRequest(std::string(selectors.status().message()))));
+    return;
+  }
+  std::string rv_text = scope.Param("resourceVersion");
+  StatusOr<store::Revision> rv = store::ParseResourceVersion(rv_text);
+  if (!rv.ok()) {
+    exchange->Respond(ToResponse(NewBadRequest("invalid resourceVersion: " + rv_text)));
+    return;
+  }
+  WatchSpec spec;
+  spec.resource = &r;
+  spec.namespace_ = r.namespaced ? scope.info->namespace_ : "";
+  spec.labels = std::move(selectors->first);
+  spec.fields = std::move(selectors->second);
+  if (std::optional<std::string> name = spec.fields.RequiresExactMatch("metadata.name")) {
+    spec.name = *name;
+  }
+  spec.format = *format;
+  std::string bookmarks = scope.Param("allowWatchBookmarks");
+  spec.bookmarks = bookmarks == "true" || bookmarks == "1";
+  std::string send_initial = scope.Param("sendInitialEvents");
+  if (send_initial == "true") {
+    if (!spec.bookmarks || scope.Param("resourceVersionMatch") != "NotOlderThan") {
+      exchange->Respond(
+          ToResponse(NewBadRequest("sendInitialEvents requires allowWatchBookmarks=true and "
+                                   "resourceVersionMatch=NotOlderThan")));
+      return;
+    }
+    spec.initial_events = true;
+    spec.initial_events_end_bookmark = true;
+  } else {
+    spec.initial_events = rv_text.empty() || rv_text == "0";
+  }
+  spec.start_revision = *rv;
+  if (scope.Has("timeoutSeconds")) {
+    try {
+      int64_t seconds = std::stoll(scope.Param("timeoutSeconds"));
+      if (seconds > 0) spec.timeout = std::chrono::seconds(seconds);
+    } catch (...) {
+      exchange->Respond(ToResponse(NewBadRequest("invalid timeoutSeconds")));
+      return;
+    }
+  }
+  deps_.watches->Serve(std::move(spec), std::move(exchange));
+}
+
+StatusOr<store::ObjectPtr> Rest::CreateInternal(const ResourceInfo& resource, JsonObject obj) {
+  StampCreate(obj, resource, *deps_.clock);
+  resource.strategy->PrepareForCreate(obj);
+  CheckResult check = resource.strategy->Check(obj);
+  if (!check.ok()) {
+    return InvalidArgumentError("invalid built-in object " + resource.kind + " " +
+                                std::string(MetaString(obj, "name")));
+  }
+  store::Key key = KeyOf(resource, std::string(MetaString(obj, "namespace")),
+                         std::string(MetaString(obj, "name")));
+  StatusOr<store::ObjectPtr> created = deps_.store->Create(key, ToStoredJson(obj));
+  if (created.ok()) ObserveWrite(resource, **created, false);
+  return created;
+}
+
+http::Response Rest::Create(const Scope& scope) {
+  const ResourceInfo& r = *scope.resource;
+  auto dry = DryRun(scope);
+  if (auto* e = std::get_if<ApiError>(&dry)) return ToResponse(*e);
+  std::optional<OutputFormat> format =
+      NegotiateOutput(scope.request->header("Accept"), scope.Param("includeObject"));
+  if (!format) return ToResponse(NewNotAcceptable(scope.request->header("Accept")));
+  auto decoded = DecodeBody(*scope.request);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
+  JsonObject obj = std::move(std::get<JsonObject>(decoded));
+  if (auto e = CheckTypeMeta(obj, r, r.kind)) return ToResponse(*e);
+  std::vector<std::string> warnings;
+  if (auto e = CheckFieldValidation(scope, r, obj, &warnings)) return ToResponse(*e);
+  JsonObject& meta = EnsureObject(obj, "metadata");
+  std::string ns(GetString(meta, "namespace"));
+  if (r.namespaced) {
+    if (ns.empty()) {
+      meta["namespace"] = scope.info->namespace_;
+      ns = scope.info->namespace_;
+    } else if (ns != scope.info->namespace_) {
+      return ToResponse(NewBadRequest(
+          "the namespace of the provided object does not match the namespace sent on the "
+          "request"));
+    }
+  } else {
+    meta.erase("namespace");
+    ns.clear();
+  }
+  std::string name(GetString(meta, "name"));
+  if (name.empty() && !GetString(meta, "generateName").empty()) {
+    name = std::string(GetString(meta, "generateName")) + GenerateNameSuffix(SecureRandom());
+    meta["name"] = name;
+  }
+  StampCreate(obj, r, *deps_.clock);
+  r.strategy->PrepareForCreate(obj);
+  // Admission first (kube-apiserver's admission plugins such as NamespaceLifecycle and
+  // NodeRestriction refuse before the object is validated), then the kind's validation.
+  admission::Attributes attributes;
+  attributes.resource = &r;
+  attributes.operation = admission::Operation::kCreate;
+  attributes.user = scope.user;
+  attributes.namespace_ = ns;
+  attributes.name = name;
+  attributes.object = &obj;
+  if (auto e = deps_.admission->Admit(attributes)) return ToResponse(*e);
+  if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return ToResponse(*e);
+  std::string stored = ToStoredJson(obj);
+  if (std::get<bool>(dry)) {
+    StatusOr<std::string> body = RenderObject(r, stored, *format, deps_.clock->Now());
+    if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+    http::Response response = Answer(201, std::move(body).value(), format->ContentType());
+    AddWarnings(response, warnings);
+    return response;
+  }
+  StatusOr<store::ObjectPtr> created = deps_.store->Create(KeyOf(r, ns, name), std::move(stored));
+  if (!created.ok()) return ToResponse(FromStatus(created.status(), Context(r, name)));
+  ObserveWrite(r, **created, false);
+  StatusOr<std::string> body = RenderObject(r, Served(**created), *format, deps_.clock->Now());
+  if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+  http::Response response = Answer(201, std::move(body).value(), format->ContentType());
+  AddWarnings(response, warnings);
+  return response;
+}
+
+http::Response Rest::Update(const Scope& scope) {
+  auto decoded = DecodeBody(*scope.request);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
+  JsonObject body = std::move(std::get<JsonObject>(decoded));
+  return UpdateWith(
+      scope, [&](const JsonObject&) -> std::variant<JsonObject, ApiError> { return body; }, false);
+}
+
+http::Response Rest::Patch(const Scope& scope) {
+  const ResourceInfo& r = *scope.resource;
+  std::string type = ContentTypeOf(*scope.request);
+  if (type != "application/json-patch+json" && type != "application/merge-patch+json" &&
+      type != "application/strategic-merge-patch+json") {
+    return ToResponse(NewUnsupportedMediaType(type));
+  }
+  StatusOr<boost::json::value> patch = api::codec::ParseJson(scope.request->body);
+  if (!patch.ok()) {
+    return ToResponse(NewBadRequest("the body of the request could not be decoded: " +
+                                    std::string(patch.status().message())));
+  }
+  if (type == "application/json-patch+json" && !patch->is_array()) {
+    return ToResponse(
+        NewBadRequest("json: cannot unmarshal object into Go value of type "
+                      "jsonpatch.Patch"));
+  }
+  if (type != "application/json-patch+json" && !patch->is_object()) {
+    return ToResponse(NewBadRequest("the patch must be a JSON object"));
+  }
+  const boost::json::value& patch_value = *patch;
+  return UpdateWith(
+      scope,
+      [&](const JsonObject& current) -> std::variant<JsonObject, ApiError> {
+        StatusOr<boost::json::value> result = InvalidArgumentError("");
+        if (type == "application/json-patch+json") {
+          result = ApplyJsonPatch(current, patch_value);
+        } else if (type == "application/merge-patch+json") {
+          result = ApplyMergePatch(current, patch_value);
+        } else {
+          result = ApplyStrategicMergePatch(current, patch_value, r.kind);
+        }
+        if (!result.ok()) {
+          if (result.status().code() == StatusCode::kFailedPrecondition) {
+            ApiError e;
+            e.code = 422;
+            e.reason = "Invalid";
+            e.message = std::string(result.status().message());
+            return e;
+          }
+          return NewBadRequest(std::string(result.status().message()));
+        }
+        if (!result->is_object()) return NewBadRequest("the patched object must be a map");
+        return std::move(result->get_object());
+      },
+      true);
+}
+
+http::Response Rest::UpdateWith(
+    const Scope& scope,
+    const std::function<std::variant<JsonObject, ApiError>(const JsonObject& current)>& mutate,
+    bool from_patch) {
+  const ResourceInfo& r = *scope.resource;
+  const std::string& name = scope.info->name;
+  const std::string ns = r.namespaced ? scope.info->namespace_ : "";
+  const bool status_update = scope.info->subresource == "status";
+  const bool finalize = scope.info->subresource == "finalize";
+  auto dry = DryRun(scope);
+  if (auto* e = std::get_if<ApiError>(&dry)) return ToResponse(*e);
+  std::optional<OutputFormat> format =
+      NegotiateOutput(scope.request->header("Accept"), scope.Param("includeObject"));
+  if (!format) return ToResponse(NewNotAcceptable(scope.request->header("Accept")));
+
+  std::optional<ApiError> failure;
+  bool created = false;
+  bool delete_after = false;
+  std::string dry_result;
+  std::vector<std::string> warnings;
+  auto fn = [&](const store::Object* current) -> StatusOr<std::string> {
+    failure.reset();
+    created = false;
+    delete_after = false;
+    dry_result.clear();
+    warnings.clear();
+    auto fail = [&](ApiError e) -> StatusOr<std::string> {
+      failure = std::move(e);
+      return InternalError(std::string(kAbortMarker));
+    };
+    JsonObject old;
+    if (current != nullptr) {
+      StatusOr<JsonObject> parsed = ParseObject(Served(*current));
+      if (!parsed.ok()) return fail(NewInternalError(parsed.status().message()));
+      old = std::move(parsed).value();
+    } else if (from_patch) {
+      return fail(NewNotFound(r.Gr(), name));
+    }
+    auto mutated = mutate(old);
+    if (auto* e = std::get_if<ApiError>(&mutated)) return fail(*e);
+    JsonObject obj = std::move(std::get<JsonObject>(mutated));
+    if (auto e = CheckTypeMeta(obj, r, r.kind)) return fail(*e);
+    if (auto e = CheckFieldValidation(scope, r, obj, &warnings)) return fail(*e);
+    JsonObject& meta = EnsureObject(obj, "metadata");
+    if (GetString(meta, "name") != name) {
+      return fail(NewBadRequest("the name of the object (" + std::string(GetString(meta, "name")) +
+                                ") does not match the name on the URL (" + name + ")"));
+    }
+    if (r.namespaced) {
+      std::string_view obj_ns = GetString(meta, "namespace");
+      if (obj_ns.empty()) {
+        meta["namespace"] = ns;
+      } else if (obj_ns != ns) {
+        return fail(NewBadRequest(
+            "the namespace of the provided object does not match the namespace sent on the "
+            "request"));
+      }
+    } else {
+      meta.erase("namespace");
+    }
+    std::string rv_text(GetString(meta, "resourceVersion"));
+    StatusOr<store::Revision> rv = store::ParseResourceVersion(rv_text);
+    if (!rv.ok()) {
+      return fail(NewBadRequest("invalid resourceVersion: " + rv_text));
+    }
+    if (current == nullptr) {
+      // Create on update (leases, events).
+      if (!r.allow_create_on_update || status_update || finalize) {
+        return fail(NewNotFound(r.Gr(), name));
+      }
+      if (*rv != 0) return fail(NewNotFound(r.Gr(), name));
+      StampCreate(obj, r, *deps_.clock);
+      r.strategy->PrepareForCreate(obj);
+      admission::Attributes attributes;
+      attributes.resource = &r;
+      attributes.operation = admission::Operation::kCreate;
+      attributes.user = scope.user;
+      attributes.namespace_ = ns;
+      attributes.name = name;
+      attributes.object = &obj;
+      if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
+      if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return fail(*e);
+      created = true;
+      std::string stored = ToStoredJson(obj);
+      if (std::get<bool>(dry)) {
+        dry_result = stored;
+        return InternalError(std::string(kAbortMarker));  // nothing is written
+      }
+      return stored;
+    }
+    if (*rv != 0 && *rv != current->revision) return fail(NewModifiedConflict(r.Gr(), name));
+    // An update without a resourceVersion is unconditional: it applies to the current object
+    // (the generic registry's AllowUnconditionalUpdate).
+    if (*rv == 0)
+      EnsureObject(obj, "metadata")["resourceVersion"] = std::to_string(current->revision);
+    CarryMetadata(obj, old);
+    if (status_update) {
+      r.strategy->PrepareForStatusUpdate(obj, old);
+    } else if (finalize) {
+      // namespaces/finalize: only spec.finalizers may change.
+      JsonObject result = old;
+      JsonObject& spec = EnsureObject(result, "spec");
+      const JsonObject* new_spec = FindObject(obj, "spec");
+      if (new_spec != nullptr && new_spec->contains("finalizers")) {
+        spec["finalizers"] = new_spec->at("finalizers");
+      } else {
+        spec.erase("finalizers");
+      }
+      obj = std::move(result);
+    } else {
+      r.strategy->PrepareForUpdate(obj, old);
+      if (r.tracks_generation) {
+        int64_t generation = GenerationOf(old);
+        if (!SameJson(obj, old, "spec")) ++generation;
+        EnsureObject(obj, "metadata")["generation"] = generation == 0 ? 1 : generation;
+      }
+    }
+    admission::Attributes attributes;
+    attributes.resource = &r;
+    attributes.subresource = scope.info->subresource;
+    attributes.operation = admission::Operation::kUpdate;
+    attributes.user = scope.user;
+    attributes.namespace_ = ns;
+    attributes.name = name;
+    attributes.object = &obj;
+    attributes.old_object = &old;
+    if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
+    CheckResult check =
+        status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
+    if (auto e = FromCheck(r, name, check)) return fail(*e);
+    delete_after = !MetaString(obj, "deletionTimestamp").empty() && !HasFinalizers(obj, r);
+    std::string stored = ToStoredJson(obj);
+    if (std::get<bool>(dry)) {
+      dry_result = WithResourceVersion(stored, current->revision);
+      return InternalError(std::string(kAbortMarker));  // nothing is written
+    }
+    return stored;
+  };
+  store::GuaranteedUpdateOptions options;
+  options.allow_create = r.allow_create_on_update && !status_update && !finalize && !from_patch;
+  StatusOr<store::ObjectPtr> result =
+      deps_.store->GuaranteedUpdate(KeyOf(r, ns, name), fn, options);
+  if (!result.ok()) {
+    if (!failure && !dry_result.empty()) {
+      StatusOr<std::string> body = RenderObject(r, dry_result, *format, deps_.clock->Now());
+      if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+      http::Response response =
+          Answer(created ? 201 : 200, std::move(body).value(), format->ContentType());
+      AddWarnings(response, warnings);
+      return response;
+    }
+    if (failure) return ToResponse(*failure);
+    return ToResponse(FromStatus(result.status(), Context(r, name)));
+  }
+  ObserveWrite(r, **result, false);
+  if (delete_after) {
+    // The last finalizer is gone from an object being deleted: remove it now (the generic
+    // registry's ShouldDeleteDuringUpdate).
+    StatusOr<store::ObjectPtr> deleted =
+        deps_.store->Delete((*result)->key, store::Preconditions{(*result)->revision});
+    if (deleted.ok()) {
+      ObserveWrite(r, **deleted, true);
+      result = deleted;
+    }
+  }
+  StatusOr<std::string> body = RenderObject(r, Served(**result), *format, deps_.clock->Now());
+  if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+  http::Response response =
+      Answer(created ? 201 : 200, std::move(body).value(), format->ContentType());
+  AddWarnings(response, warnings);
+  return response;
+}
+
+namespace {
+
+struct DeleteOptions {
+  std::optional<int64_t> grace_period_seconds;
+  std::string propagation_policy;  // "", Orphan, Background, Foreground
+  std::string precondition_uid;
+  std::string precondition_rv;
+};
+
+std::variant<DeleteOptions, ApiError> ParseDeleteOptions(const Scope& scope) {
+  DeleteOptions options;
+  if (!scope.request->body.empty()) {
+    auto decoded = Rest::DecodeBody(*scope.request);
+    if (auto* e = std::get_if<ApiError>(&decoded)) return *e;
+    const JsonObject& body = std::get<JsonObject>(decoded);
+    if (const boost::json::value* g = body.if_contains("gracePeriodSeconds"); g && g->is_int64()) {
+      options.grace_period_seconds = g->get_int64();
+    }
+    options.propagation_policy = std::string(GetString(body, "propagationPolicy"));
+    if (const boost::json::value* o = body.if_contains("orphanDependents"); o && o->is_bool()) {
+      if (options.propagation_policy.empty()) {
+        options.propagation_policy = o->get_bool() ? "Orphan" : "Background";
+      }
+    }
+    if (const JsonObject* pre = FindObject(body, "preconditions")) {
+      options.precondition_uid = std::string(GetString(*pre, "uid"));
+      options.precondition_rv = std::string(GetString(*pre, "resourceVersion"));
+    }
+  }
+  if (scope.Has("gracePeriodSeconds")) {
+    try {
+      options.grace_period_seconds = std::stoll(scope.Param("gracePeriodSeconds"));
+    } catch (...) {
+      return NewBadRequest("invalid gracePeriodSeconds");
+    }
+  }
+  if (scope.Has("propagationPolicy")) options.propagation_policy = scope.Param("propagationPolicy");
+  const std::string& p = options.propagation_policy;
+  if (!p.empty() && p != "Orphan" && p != "Background" && p != "Foreground") {
+    api::FieldErrorList errors = {api::NotSupported(api::FieldPath("propagationPolicy"),
+                                                    api::RenderValue(p),
+                                                    {"Foreground", "Background", "Orphan"})};
+    return NewInvalid("DeleteOptions.meta.k8s.io", "", errors);
+  }
+  return options;
+}
+
+}  // namespace
+
+std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const std::string& ns,
+                                                    const std::string& name, bool* deleted_now) {
+  const ResourceInfo& r = *scope.resource;
+  *deleted_now = false;
+  auto dry = DryRun(scope);
+  if (auto* e = std::get_if<ApiError>(&dry)) return *e;
+  auto parsed_options = ParseDeleteOptions(scope);
+  if (auto* e = std::get_if<ApiError>(&parsed_options)) return *e;
+  const DeleteOptions& options = std::get<DeleteOptions>(parsed_options);
+  store::Key key = KeyOf(r, ns, name);
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    StatusOr<store::ObjectPtr> current = deps_.store->Get(key);
+    if (!current.ok()) return FromStatus(current.status(), Context(r, name));
+    StatusOr<JsonObject> parsed = ParseObject(Served(**current));
+    if (!parsed.ok()) return NewInternalError(parsed.status().message());
+    JsonObject obj = std::move(parsed).value();
+    std::string uid(MetaString(obj, "uid"));
+    if (!options.precondition_uid.empty() && options.precondition_uid != uid) {
+      return NewConflict(r.Gr(), name,
+                         "Precondition failed: UID in precondition: " + options.precondition_uid +
+                             ", UID in object meta: " + uid);
+    }
+    if (!options.precondition_rv.empty() &&
+        options.precondition_rv != std::to_string((*current)->revision)) {
+      return NewConflict(
+          r.Gr(), name,
+          "Precondition failed: ResourceVersion in precondition: " + options.precondition_rv +
+              ", ResourceVersion in object meta: " + std::to_string((*current)->revision));
+    }
+    admission::Attributes attributes;
+    attributes.resource = &r;
+    attributes.operation = admission::Operation::kDelete;
+    attributes.user = scope.user;
+    attributes.namespace_ = ns;
+    attributes.name = name;
+    attributes.old_object = &obj;
+    if (auto e = deps_.admission->Admit(attributes)) return *e;
+
+    // Decide between an immediate delete and a graceful one (deletionTimestamp set, object
+    // kept until its finalizers are gone or its grace period ends).
+    std::vector<std::string> finalizers = Finalizers(obj);
+    auto add_finalizer = [&](const std::string& f) {
+      if (std::find(finalizers.begin(), finalizers.end(), f) == finalizers.end()) {
+        finalizers.push_back(f);
+      }
+    };
+    if (options.propagation_policy == "Orphan") add_finalizer("orphan");
+    if (options.propagation_policy == "Foreground") add_finalizer("foregroundDeletion");
+    int64_t grace = 0;
+    bool is_pod = r.group.empty() && r.resource == "pods";
+    bool is_namespace = r.group.empty() && r.resource == "namespaces";
+    if (is_pod && !GetPathString(obj, {"spec", "nodeName"}).empty()) {
+      // Pods bound to a node end gracefully (the kubelet, or the server's reaper, removes them).
+      grace = 30;
+      if (const JsonObject* spec = FindObject(obj, "spec")) {
+        if (const boost::json::value* g = spec->if_contains("terminationGracePeriodSeconds");
+            g && g->is_int64()) {
+          grace = g->get_int64();
+        }
+      }
+      if (options.grace_period_seconds) grace = *options.grace_period_seconds;
+      std::string phase(GetPathString(obj, {"status", "phase"}));
+      if (phase == "Succeeded" || phase == "Failed") grace = 0;
+    }
+    JsonObject with_finalizers = obj;
+    SetFinalizers(with_finalizers, finalizers);
+    bool keep = HasFinalizers(with_finalizers, r) || grace > 0;
+    if (!keep) {
+      if (std::get<bool>(dry)) {
+        *deleted_now = true;
+        return Served(**current);
+      }
+      StatusOr<store::ObjectPtr> deleted =
+          deps_.store->Delete(key, store::Preconditions{(*current)->revision});
+      if (!deleted.ok()) {
+        if (deleted.status().code() == StatusCode::kConflict) continue;
+        return FromStatus(deleted.status(), Context(r, name));
+      }
+      ObserveWrite(r, **deleted, true);
+      *deleted_now = true;
+      return Served(**deleted);
+    }
+    JsonObject& meta = EnsureObject(with_finalizers, "metadata");
+    bool already = meta.contains("deletionTimestamp");
+    if (!already || (is_pod && grace == 0)) {
+      meta["deletionTimestamp"] =
+          FormatTime(deps_.clock->Now() + std::chrono::seconds(std::max<int64_t>(grace, 0)));
+      meta["deletionGracePeriodSeconds"] = grace;
+    }
+    if (is_namespace) EnsureObject(with_finalizers, "status")["phase"] = "Terminating";
+    std::string stored = ToStoredJson(with_finalizers);
+    if (std::get<bool>(dry)) return WithResourceVersion(stored, (*current)->revision);
+    if (already && stored == (*current)->value) return Served(**current);
+    StatusOr<store::ObjectPtr> updated =
+        deps_.store->Update(key, std::move(stored), store::Preconditions{(*current)->revision});
+    if (!updated.ok()) {
+      if (updated.status().code() == StatusCode::kConflict) continue;
+      return FromStatus(updated.status(), Context(r, name));
+    }
+    ObserveWrite(r, **updated, false);
+    if (is_pod && grace == 0 && !HasFinalizers(with_finalizers, r)) {
+      StatusOr<store::ObjectPtr> deleted =
+          deps_.store->Delete(key, store::Preconditions{(*updated)->revision});
+      if (deleted.ok()) {
+        *deleted_now = true;
+        return Served(**deleted);
+      }
+    }
+    return Served(**updated);
+  }
+  return NewModifiedConflict(r.Gr(), name);
+}
+
+http::Response Rest::Delete(const Scope& scope) {
+  const ResourceInfo& r = *scope.resource;
+  std::optional<OutputFormat> format =
+      NegotiateOutput(scope.request->header("Accept"), scope.Param("includeObject"));
+  if (!format) return ToResponse(NewNotAcceptable(scope.request->header("Accept")));
+  bool deleted_now = false;
+  auto result =
+      DeleteOne(scope, r.namespaced ? scope.info->namespace_ : "", scope.info->name, &deleted_now);
+  if (auto* e = std::get_if<ApiError>(&result)) return ToResponse(*e);
+  const std::string& served = std::get<std::string>(result);
+  bool return_object = !deleted_now || (r.group.empty() && r.resource == "pods");
+  if (!return_object) {
+    StatusOr<JsonObject> parsed = ParseObject(served);
+    std::string uid = parsed.ok() ? std::string(MetaString(*parsed, "uid")) : "";
+    return Answer(200, SuccessStatusJson(r.Gr(), scope.info->name, uid), "application/json");
+  }
+  StatusOr<std::string> body = RenderObject(r, served, *format, deps_.clock->Now());
+  if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+  return Answer(200, std::move(body).value(), format->ContentType());
+}
+
+http::Response Rest::DeleteCollection(const Scope& scope) {
+  const ResourceInfo& r = *scope.resource;
+  auto selectors = ParseSelectors(scope);
+  if (!selectors.ok()) return ToResponse(NewBadRequest(std::string(selectors.status().message())));
+  WatchSpec filter;
+  filter.resource = &r;
+  filter.labels = selectors->first;
+  filter.fields = selectors->second;
+  store::ListOptions options;
+  options.ns = r.namespaced ? scope.info->namespace_ : "";
+  ListPage page;
+  while (true) {
+    StatusOr<store::ListResult> result = deps_.store->List(r.StoreResource(), options);
+    if (!result.ok()) return ToResponse(FromStatus(result.status(), Context(r, "")));
+    page.resource_version = std::to_string(result->revision);
+    for (const store::ObjectPtr& obj : result->objects) {
+      StatusOr<JsonObject> parsed = ParseObject(Served(*obj));
+      if (!parsed.ok() || !WatchManager::Matches(filter, *parsed)) continue;
+      bool deleted_now = false;
+      auto deleted = DeleteOne(scope, obj->key.ns, obj->key.name, &deleted_now);
+      if (auto* e = std::get_if<ApiError>(&deleted)) {
+        if (e->code == 404) continue;
+        return ToResponse(*e);
+      }
+      page.items.push_back(std::get<std::string>(deleted));
+    }
+    if (result->continue_token.empty()) break;
+    options.continue_token = result->continue_token;
+  }
+  OutputFormat json;
+  StatusOr<std::string> body = RenderList(r, page, json, deps_.clock->Now());
+  if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
+  return Answer(200, std::move(body).value(), "application/json");
+}
+
+// pkg/registry/core/pod/storage BindingREST.Create / assignPod.
+http::Response Rest::Bind(const Scope& scope, const std::string& ns, const std::string& pod_name) {
+  const ResourceInfo* pods = Registry::Default().Find("", "v1", "pods");
+  auto decoded = DecodeBody(*scope.request);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
+  JsonObject binding = std::move(std::get<JsonObject>(decoded));
+  std::string name(MetaString(binding, "name"));
+  if (!pod_name.empty() && name != pod_name) {
+    return ToResponse(NewBadRequest("the name of the binding (" + name +
+                                    ") does not match the name of the pod (" + pod_name + ")"));
+  }
+  const JsonObject* target = FindObject(binding, "target");
+  std::string node = target ? std::string(GetString(*target, "name")) : "";
+  std::string target_kind = target ? std::string(GetString(*target, "kind")) : "";
+  api::FieldErrorList errors;
+  if (node.empty()) errors.push_back(api::Required(api::FieldPath("target").Child("name"), ""));
+  if (!target_kind.empty() && target_kind != "Node") {
+    errors.push_back(api::Invalid(api::FieldPath("target").Child("kind"),
+                                  api::RenderValue(target_kind), "must be empty or 'Node'"));
+  }
+  if (!errors.empty()) return ToResponse(NewInvalid("Binding", name, errors));
+  auto dry = DryRun(scope);
+  if (auto* e = std::get_if<ApiError>(&dry)) return ToResponse(*e);
+  std::optional<ApiError> failure;
+  std::string now = FormatTime(deps_.clock->Now());
+  auto fn = [&](const store::Object* current) -> StatusOr<std::string> {
+    StatusOr<JsonObject> parsed = ParseObject(current->value);
+    if (!parsed.ok()) return parsed.status();
+    JsonObject pod = std::move(parsed).value();
+    if (!MetaString(pod, "deletionTimestamp").empty()) {
+      failure = NewConflict(pods->Gr(), name,
+                            "pod " + name + " is being deleted, cannot be assigned to a host");
+      return InternalError(std::string(kAbortMarker));
+    }
+    JsonObject& spec = EnsureObject(pod, "spec");
+    if (!GetString(spec, "nodeName").empty()) {
+      failure = NewConflict(pods->Gr(), name,
+                            "pod " + name + " is already assigned to node \"" +
+                                std::string(GetString(spec, "nodeName")) + "\"");
+      return InternalError(std::string(kAbortMarker));
+    }
+    spec["nodeName"] = node;
+    for (const auto& [key, value] : MetaStringMap(binding, "annotations")) {
+      EnsureObject(EnsureObject(pod, "metadata"), "annotations")[key] = value;
+    }
+    JsonObject& status = EnsureObject(pod, "status");
+    boost::json::array conditions;
+    if (const boost::json::array* existing = FindArray(status, "conditions")) {
+      for (const boost::json::value& c : *existing) {
+        if (c.is_object() && GetString(c.get_object(), "type") == "PodScheduled") continue;
+        conditions.push_back(c);
+      }
+    }
+    JsonObject scheduled;
+    scheduled["type"] = "PodScheduled";
+    scheduled["status"] = "True";
+    scheduled["lastProbeTime"] = nullptr;
+    scheduled["lastTransitionTime"] = now;
+    conditions.push_back(std::move(scheduled));
+    status["conditions"] = std::move(conditions);
+    if (std::get<bool>(dry)) return current->value;
+    return ToStoredJson(pod);
+  };
+  StatusOr<store::ObjectPtr> result = deps_.store->GuaranteedUpdate(KeyOf(*pods, ns, name), fn, {});
+  if (!result.ok()) {
+    if (failure) return ToResponse(*failure);
+    return ToResponse(FromStatus(result.status(), Context(*pods, name)));
+  }
+  boost::json::object status;
+  status["kind"] = "Status";
+  status["apiVersion"] = "v1";
+  status["metadata"] = boost::json::object();
+  status["status"] = "Success";
+  status["code"] = 201;
+  return Answer(201, boost::json::serialize(status), "application/json");
+}
+
+}  // namespace draplane::server::handlers

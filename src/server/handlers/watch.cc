@@ -1,0 +1,443 @@
+#include "server/handlers/watch.h"
+
+#include "common/log.h"
+#include "common/metrics.h"
+#include "server/handlers/errors.h"
+#include "server/handlers/strategy.h"
+
+namespace draplane::server::handlers {
+namespace {
+
+constexpr size_t kCacheCapacity = 8192;
+constexpr size_t kPollBatch = 256;
+
+const metrics::GaugeFamily& WatchersGauge() {
+  static const metrics::GaugeFamily family =
+      metrics::NewGaugeFamily("apiserver_registered_watchers",
+                              "Number of currently registered watchers.", {"group", "resource"});
+  return family;
+}
+
+const metrics::CounterFamily& WatchEventsCounter() {
+  static const metrics::CounterFamily family =
+      metrics::NewCounterFamily("apiserver_watch_events_total",
+                                "Number of events sent in watch clients.", {"group", "resource"});
+  return family;
+}
+
+std::string_view TypeName(char type) {
+  switch (type) {
+    case 'A':
+      return "ADDED";
+    case 'M':
+      return "MODIFIED";
+    case 'D':
+      return "DELETED";
+    case 'B':
+      return "BOOKMARK";
+    default:
+      return "ERROR";
+  }
+}
+
+std::string EventLine(char type, std::string_view object) {
+  std::string out;
+  out.reserve(object.size() + 32);
+  out += "{\"type\":\"";
+  out += TypeName(type);
+  out += "\",\"object\":";
+  out += object;
+  out += "}\n";
+  return out;
+}
+
+std::string BookmarkObject(const ResourceInfo& resource, store::Revision revision,
+                           bool initial_events_end) {
+  std::string out = "{\"kind\":\"" + resource.kind + "\",\"apiVersion\":\"" +
+                    resource.ApiVersion() + "\",\"metadata\":{\"resourceVersion\":\"" +
+                    std::to_string(revision) + "\",\"creationTimestamp\":null";
+  if (initial_events_end) out += ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}";
+  out += "}}";
+  return out;
+}
+
+}  // namespace
+
+bool WatchManager::Matches(const WatchSpec& spec, const JsonObject& object) {
+  if (!spec.labels.Empty()) {
+    if (!spec.labels.Matches(MetaStringMap(object, "labels"))) return false;
+  }
+  if (!spec.fields.empty()) {
+    StringMap fields;
+    fields["metadata.name"] = std::string(MetaString(object, "name"));
+    fields["metadata.namespace"] = std::string(MetaString(object, "namespace"));
+    spec.resource->strategy->SelectableFields(object, &fields);
+    if (!spec.fields.Matches(fields)) return false;
+  }
+  return true;
+}
+
+class WatchManager::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(WatchManager* manager, uint64_t id, WatchSpec spec, Duration deadline)
+      : manager_(manager),
+        id_(id),
+        spec_(std::move(spec)),
+        deadline_(deadline),
+        next_bookmark_(manager_->clock_.MonotonicNow() + manager_->options_.bookmark_interval),
+        gauge_(WatchersGauge().WithLabels({spec_.resource->group, spec_.resource->resource})),
+        events_(
+            WatchEventsCounter().WithLabels({spec_.resource->group, spec_.resource->resource})) {}
+
+  uint64_t id() const { return id_; }
+  const WatchSpec& spec() const { return spec_; }
+
+  // Connects the session to its stream and store watcher and sends the initial lines, holding
+  // the drain lock so that no change can overtake them.
+  void Attach(std::shared_ptr<http::ResponseStream> stream, std::unique_ptr<store::Watcher> watcher,
+              std::vector<std::string> initial) {
+    std::lock_guard drain_lock(drain_mu_);
+    {
+      std::lock_guard lock(mu_);
+      stream_ = stream;
+      watcher_ = std::move(watcher);
+      gauge_.Increment();
+    }
+    for (std::string& line : initial) {
+      if (!Write(*stream, std::make_shared<const std::string>(std::move(line)))) break;
+    }
+  }
+
+  void Notify() {
+    if (scheduled_.exchange(true)) return;
+    std::weak_ptr<Session> weak = weak_from_this();
+    if (!manager_->pool_->Post([weak] {
+          if (auto self = weak.lock()) self->Drain();
+        })) {
+      scheduled_.store(false);
+    }
+  }
+
+  // Polls the store watcher and forwards what passes the selectors.
+  void Drain() {
+    scheduled_.store(false);
+    std::lock_guard drain_lock(drain_mu_);
+    std::shared_ptr<http::ResponseStream> stream;
+    store::Watcher* watcher;
+    {
+      std::lock_guard lock(mu_);
+      stream = stream_;
+      watcher = watcher_.get();
+    }
+    if (stream == nullptr || watcher == nullptr) return;
+    std::vector<store::WatchEvent> events;
+    while (true) {
+      events.clear();
+      Status status = watcher->Poll(&events, kPollBatch);
+      for (const store::WatchEvent& event : events) {
+        if (!Forward(event, *stream)) return;
+      }
+      if (!status.ok()) {
+        End(status, *stream);
+        return;
+      }
+      if (events.empty()) return;
+    }
+  }
+
+  // Called by Tick.
+  void Tick(Duration now) {
+    std::shared_ptr<http::ResponseStream> stream;
+    store::Watcher* watcher;
+    {
+      std::lock_guard lock(mu_);
+      stream = stream_;
+      watcher = watcher_.get();
+    }
+    if (stream == nullptr) return;
+    if (now >= deadline_) {
+      stream->Close();
+      return;
+    }
+    if (spec_.bookmarks && watcher != nullptr && now >= next_bookmark_) {
+      next_bookmark_ = now + manager_->options_.bookmark_interval;
+      watcher->RequestBookmark();
+    }
+  }
+
+  void Close() {
+    std::shared_ptr<http::ResponseStream> stream;
+    {
+      std::lock_guard lock(mu_);
+      stream = stream_;
+    }
+    if (stream) stream->Close();
+  }
+
+  // The stream ended: release the store watcher.
+  void Closed() {
+    std::unique_ptr<store::Watcher> watcher;
+    {
+      std::lock_guard lock(mu_);
+      watcher = std::move(watcher_);
+      if (stream_ != nullptr) gauge_.Decrement();
+      stream_.reset();
+    }
+    if (watcher) watcher->Cancel();
+  }
+
+  // The served JSON of an object at a revision, parsed when selectors or tables need it.
+  bool Forward(const store::WatchEvent& event, http::ResponseStream& stream) {
+    const ResourceInfo* resource = spec_.resource;
+    if (event.type == store::WatchEvent::Type::kBookmark) {
+      if (!spec_.bookmarks) return true;
+      return Write(stream, manager_->CachedLine(resource, event.revision, 'B', [&] {
+        return EventLine('B', BookmarkObject(*resource, event.revision, false));
+      }));
+    }
+    if (event.object == nullptr) return true;
+    char type = event.type == store::WatchEvent::Type::kAdded      ? 'A'
+                : event.type == store::WatchEvent::Type::kModified ? 'M'
+                                                                   : 'D';
+    const std::string& value = event.object->value;
+    bool need_parse =
+        !spec_.labels.Empty() || !spec_.fields.empty() || spec_.format.kind != OutputKind::kJson;
+    if (!need_parse) {
+      return Write(stream, manager_->CachedLine(resource, event.revision, type, [&] {
+        return EventLine(type, WithResourceVersion(value, event.revision));
+      }));
+    }
+    StatusOr<JsonObject> current = ParseObject(WithResourceVersion(value, event.revision));
+    if (!current.ok()) return true;
+    bool current_matches = Matches(spec_, *current);
+    std::optional<JsonObject> previous;
+    if (type == 'M' && event.prev_object != nullptr) {
+      StatusOr<JsonObject> p =
+          ParseObject(WithResourceVersion(event.prev_object->value, event.revision));
+      if (p.ok()) previous = std::move(p).value();
+    }
+    const JsonObject* out = &*current;
+    if (type == 'M') {
+      bool previous_matches = previous.has_value() && Matches(spec_, *previous);
+      if (current_matches && !previous_matches) {
+        type = 'A';
+      } else if (!current_matches && previous_matches) {
+        type = 'D';
+        out = &*previous;
+      } else if (!current_matches) {
+        return true;
+      }
+    } else if (!current_matches) {
+      return true;
+    }
+    std::string object_text;
+    if (spec_.format.kind == OutputKind::kTable) {
+      object_text = boost::json::serialize(RenderTable(
+          *resource, {out}, spec_.format, std::to_string(event.revision), manager_->clock_.Now()));
+    } else if (spec_.format.kind == OutputKind::kPartialMetadata) {
+      boost::json::object partial;
+      partial["kind"] = "PartialObjectMetadata";
+      partial["apiVersion"] = "meta.k8s.io/" + spec_.format.meta_version;
+      if (const JsonObject* meta = FindObject(*out, "metadata")) partial["metadata"] = *meta;
+      object_text = boost::json::serialize(partial);
+    } else {
+      object_text = boost::json::serialize(*out);
+    }
+    return Write(stream, std::make_shared<const std::string>(EventLine(type, object_text)));
+  }
+
+ private:
+  bool Write(http::ResponseStream& stream, http::Chunk line) {
+    if (!stream.Write(std::move(line))) return false;
+    events_.Increment();
+    return true;
+  }
+
+  void End(const Status& status, http::ResponseStream& stream) {
+    if (status.code() == StatusCode::kExpired) {
+      ApiError e = NewResourceExpired(std::string(status.message()));
+      stream.Write(std::make_shared<const std::string>(EventLine('E', StatusJson(e))));
+    } else if (status.code() != StatusCode::kCancelled &&
+               status.code() != StatusCode::kResourceExhausted) {
+      ApiError e = FromStatus(status, {spec_.resource->Gr(), "", spec_.resource->GroupKind()});
+      stream.Write(std::make_shared<const std::string>(EventLine('E', StatusJson(e))));
+    }
+    stream.Close();
+  }
+
+  WatchManager* manager_;
+  const uint64_t id_;
+  const WatchSpec spec_;
+  const Duration deadline_;
+  Duration next_bookmark_;
+  metrics::Gauge gauge_;
+  metrics::Counter events_;
+  std::atomic<bool> scheduled_{false};
+  std::mutex drain_mu_;
+  std::mutex mu_;
+  std::shared_ptr<http::ResponseStream> stream_;  // guarded by mu_
+  std::unique_ptr<store::Watcher> watcher_;       // guarded by mu_
+};
+
+WatchManager::WatchManager(store::Store* store, internal::ThreadPool* pool, const Clock& clock,
+                           WatchManagerOptions options)
+    : store_(store),
+      pool_(pool),
+      clock_(clock),
+      options_(options),
+      random_(NewSeededRandom(SecureRandom().Next64())) {}
+
+WatchManager::~WatchManager() { Shutdown(); }
+
+http::Chunk WatchManager::CachedLine(const ResourceInfo* resource, store::Revision revision,
+                                     char type, const std::function<std::string()>& render) {
+  CacheKey key{resource, revision, type};
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  auto line = std::make_shared<const std::string>(render());
+  std::lock_guard lock(cache_mu_);
+  if (cache_.emplace(key, line).second) {
+    cache_order_.push_back(key);
+    if (cache_order_.size() > kCacheCapacity) {
+      cache_.erase(cache_order_.front());
+      cache_order_.pop_front();
+    }
+  }
+  return line;
+}
+
+void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchange) {
+  const ResourceInfo* resource = spec.resource;
+  std::string store_resource = resource->StoreResource();
+  std::vector<std::string> initial;
+  store::Revision from = spec.start_revision;
+  if (spec.initial_events) {
+    store::ListOptions options;
+    options.ns = spec.namespace_;
+    options.limit = 500;
+    while (true) {
+      StatusOr<store::ListResult> page = store_->List(store_resource, options);
+      if (!page.ok()) {
+        exchange->Respond(ToResponse(FromStatus(page.status(), {resource->Gr(), "", ""})));
+        return;
+      }
+      from = page->revision;
+      for (const store::ObjectPtr& obj : page->objects) {
+        if (!spec.name.empty() && obj->key.name != spec.name) continue;
+        std::string served = WithResourceVersion(obj->value, obj->revision);
+        if (!spec.labels.Empty() || !spec.fields.empty() || spec.format.kind != OutputKind::kJson) {
+          StatusOr<JsonObject> parsed = ParseObject(served);
+          if (!parsed.ok() || !Matches(spec, *parsed)) continue;
+          if (spec.format.kind == OutputKind::kTable) {
+            served = boost::json::serialize(RenderTable(
+                *resource, {&*parsed}, spec.format, std::to_string(obj->revision), clock_.Now()));
+          }
+        }
+        initial.push_back(EventLine('A', served));
+      }
+      if (page->continue_token.empty()) break;
+      options.continue_token = page->continue_token;
+    }
+  }
+
+  Duration timeout = spec.timeout;
+  std::shared_ptr<Session> session;
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) {
+      exchange->Respond(ToResponse(NewServiceUnavailable("the server is shutting down")));
+      return;
+    }
+    if (timeout.count() <= 0) {
+      int64_t min = options_.min_timeout.count();
+      timeout = Duration(min + static_cast<int64_t>(random_->Uniform(static_cast<uint64_t>(min))));
+    }
+    session = std::make_shared<Session>(this, next_id_++, std::move(spec),
+                                        clock_.MonotonicNow() + timeout);
+  }
+
+  store::WatchOptions options;
+  options.ns = session->spec().namespace_;
+  options.name = session->spec().name;
+  options.revision = from;
+  std::weak_ptr<Session> weak = session;
+  options.notify = [weak] {
+    if (auto s = weak.lock()) s->Notify();
+  };
+  StatusOr<std::unique_ptr<store::Watcher>> watcher = store_->Watch(store_resource, options);
+
+  std::vector<http::Header> headers = {{"Content-Type", session->spec().format.ContentType()},
+                                       {"Cache-Control", "no-cache, private"}};
+  std::shared_ptr<http::ResponseStream> stream = exchange->StartStream(200, std::move(headers));
+  if (!watcher.ok()) {
+    // The watch cache's behaviour: the error travels as an event of a 200 stream.
+    ApiError e = watcher.status().code() == StatusCode::kExpired
+                     ? NewResourceExpired("too old resource version: " + std::to_string(from) +
+                                          " (" + std::string(watcher.status().message()) + ")")
+                     : FromStatus(watcher.status(), {resource->Gr(), "", ""});
+    stream->Write(std::make_shared<const std::string>(EventLine('E', StatusJson(e))));
+    stream->Close();
+    return;
+  }
+  if (session->spec().initial_events_end_bookmark) {
+    initial.push_back(EventLine('B', BookmarkObject(*resource, from, true)));
+  }
+  session->Attach(stream, std::move(watcher).value(), std::move(initial));
+  {
+    std::lock_guard lock(mu_);
+    sessions_[session->id()] = session;
+  }
+  uint64_t id = session->id();
+  stream->SetOnClosed([this, weak, id] {
+    if (auto s = weak.lock()) s->Closed();
+    Remove(id);
+  });
+  session->Notify();
+}
+
+void WatchManager::Remove(uint64_t id) {
+  std::shared_ptr<Session> session;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return;
+    session = std::move(it->second);
+    sessions_.erase(it);
+  }
+}
+
+void WatchManager::Tick() {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    sessions.reserve(sessions_.size());
+    for (auto& [id, s] : sessions_) sessions.push_back(s);
+  }
+  Duration now = clock_.MonotonicNow();
+  for (auto& s : sessions) s->Tick(now);
+}
+
+void WatchManager::Shutdown() {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    shut_down_ = true;
+    for (auto& [id, s] : sessions_) sessions.push_back(s);
+  }
+  for (auto& s : sessions) {
+    s->Close();
+    s->Closed();
+  }
+  std::lock_guard lock(mu_);
+  sessions_.clear();
+}
+
+size_t WatchManager::active() const {
+  std::lock_guard lock(mu_);
+  return sessions_.size();
+}
+
+}  // namespace draplane::server::handlers

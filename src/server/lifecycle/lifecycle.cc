@@ -1,0 +1,415 @@
+#include "server/lifecycle/lifecycle.h"
+
+#include "common/log.h"
+#include "server/handlers/json_util.h"
+
+namespace draplane::server::lifecycle {
+namespace {
+
+using handlers::JsonObject;
+
+std::string GroupOf(std::string_view api_version) {
+  size_t slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string()
+                                         : std::string(api_version.substr(0, slash));
+}
+
+bool Contains(const std::vector<std::string>& v, std::string_view s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool HasAnyFinalizer(const JsonObject& obj, bool is_namespace) {
+  if (!handlers::Finalizers(obj).empty()) return true;
+  if (!is_namespace) return false;
+  const JsonObject* spec = handlers::FindObject(obj, "spec");
+  const boost::json::array* f = spec ? handlers::FindArray(*spec, "finalizers") : nullptr;
+  return f != nullptr && !f->empty();
+}
+
+bool IsNamespaceKey(const store::Key& key) { return key.resource == "core/namespaces"; }
+
+}  // namespace
+
+LifecycleController::LifecycleController(store::Store* store, const Clock* clock)
+    : store_(store), clock_(clock) {
+  resources_ = handlers::Registry::Default().StoredResources();
+}
+
+LifecycleController::~LifecycleController() { Stop(); }
+
+Status LifecycleController::Load() {
+  StatusOr<store::Revision> current = store_->CurrentRevision();
+  if (!current.ok()) return current.status();
+  objects_.clear();
+  by_uid_.clear();
+  dependents_.clear();
+  for (const handlers::ResourceInfo* resource : resources_) {
+    store::ListOptions options;
+    options.revision = *current;
+    options.limit = 1000;
+    while (true) {
+      StatusOr<store::ListResult> page = store_->List(resource->StoreResource(), options);
+      if (!page.ok()) return page.status();
+      for (const store::ObjectPtr& obj : page->objects) Index(obj->key, &obj->value);
+      if (page->continue_token.empty()) break;
+      options.continue_token = page->continue_token;
+    }
+  }
+  loaded_revision_ = *current;
+  return Status::Ok();
+}
+
+Status LifecycleController::Start() {
+  if (Status s = Load(); !s.ok()) return s;
+  thread_ = std::thread([this] { Run(); });
+  return Status::Ok();
+}
+
+void LifecycleController::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LifecycleController::Tick() {
+  {
+    std::lock_guard lock(mu_);
+    tick_ = true;
+  }
+  cv_.notify_all();
+}
+
+void LifecycleController::Run() {
+  while (true) {
+    std::vector<std::unique_ptr<store::Watcher>> watchers;
+    bool failed = false;
+    for (const handlers::ResourceInfo* resource : resources_) {
+      store::WatchOptions options;
+      options.revision = loaded_revision_;
+      options.notify = [this] {
+        {
+          std::lock_guard lock(mu_);
+          pending_ = true;
+        }
+        cv_.notify_all();
+      };
+      StatusOr<std::unique_ptr<store::Watcher>> w =
+          store_->Watch(resource->StoreResource(), std::move(options));
+      if (!w.ok()) {
+        failed = true;
+        break;
+      }
+      watchers.push_back(std::move(w).value());
+    }
+    while (!failed) {
+      bool tick = false;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || pending_ || tick_ || !dirty_.empty(); });
+        if (stopping_) return;
+        pending_ = false;
+        tick = tick_;
+        tick_ = false;
+      }
+      for (auto& watcher : watchers) {
+        while (!failed) {
+          std::vector<store::WatchEvent> events;
+          Status s = watcher->Poll(&events, 512);
+          if (!s.ok()) {
+            failed = true;
+            break;
+          }
+          if (events.empty()) break;
+          for (const store::WatchEvent& e : events) {
+            if (e.type == store::WatchEvent::Type::kBookmark || e.object == nullptr) continue;
+            loaded_revision_ = std::max(loaded_revision_, e.revision);
+            Index(e.object->key,
+                  e.type == store::WatchEvent::Type::kDeleted ? nullptr : &e.object->value);
+          }
+        }
+      }
+      if (tick) dirty_.insert(timed_.begin(), timed_.end());
+      // Bounded rounds: work that writes comes back through the watch.
+      std::set<store::Key> work;
+      work.swap(dirty_);
+      for (const store::Key& key : work) {
+        {
+          std::lock_guard lock(mu_);
+          if (stopping_) return;
+        }
+        Examine(key);
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+    log::Warning("lifecycle: watch ended; reloading the object index");
+    watchers.clear();
+    while (true) {
+      Status s = Load();
+      if (s.ok()) break;
+      log::Warning("lifecycle: reload failed: {}", s.ToString());
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      if (stopping_) return;
+    }
+    for (const auto& [key, entry] : objects_) dirty_.insert(key);
+  }
+}
+
+void LifecycleController::Index(const store::Key& key, const std::string* value) {
+  auto it = objects_.find(key);
+  if (it != objects_.end()) {
+    const Entry& old = it->second;
+    by_uid_.erase(old.uid);
+    for (const OwnerRef& owner : old.owners) {
+      auto d = dependents_.find(owner.uid);
+      if (d == dependents_.end()) continue;
+      d->second.erase(key);
+      // An owner waiting for its dependents to go may now proceed.
+      if (auto o = by_uid_.find(owner.uid); o != by_uid_.end()) dirty_.insert(o->second);
+      if (d->second.empty()) dependents_.erase(d);
+    }
+    if (value == nullptr) {
+      if (auto d = dependents_.find(old.uid); d != dependents_.end()) {
+        dirty_.insert(d->second.begin(), d->second.end());
+      }
+      if (!key.ns.empty()) dirty_.insert(store::Key{"core/namespaces", "", key.ns});
+      timed_.erase(key);
+      objects_.erase(it);
+      return;
+    }
+  }
+  if (value == nullptr) return;
+  StatusOr<JsonObject> parsed = handlers::ParseObject(*value);
+  if (!parsed.ok()) return;
+  Entry entry;
+  entry.uid = std::string(handlers::MetaString(*parsed, "uid"));
+  entry.finalizers = handlers::Finalizers(*parsed);
+  entry.deletion_timestamp = std::string(handlers::MetaString(*parsed, "deletionTimestamp"));
+  entry.deleting = !entry.deletion_timestamp.empty();
+  if (IsNamespaceKey(key)) entry.namespace_terminating = HasAnyFinalizer(*parsed, true);
+  if (const JsonObject* meta = handlers::FindObject(*parsed, "metadata")) {
+    if (const boost::json::array* refs = handlers::FindArray(*meta, "ownerReferences")) {
+      for (const boost::json::value& r : *refs) {
+        if (!r.is_object()) continue;
+        const JsonObject& o = r.get_object();
+        entry.owners.push_back(OwnerRef{std::string(handlers::GetString(o, "apiVersion")),
+                                        std::string(handlers::GetString(o, "kind")),
+                                        std::string(handlers::GetString(o, "name")),
+                                        std::string(handlers::GetString(o, "uid"))});
+      }
+    }
+  }
+  if (!entry.uid.empty()) by_uid_[entry.uid] = key;
+  for (const OwnerRef& owner : entry.owners) dependents_[owner.uid].insert(key);
+  if (!entry.owners.empty() || entry.deleting) dirty_.insert(key);
+  for (const OwnerRef& owner : entry.owners) {
+    if (auto o = by_uid_.find(owner.uid); o != by_uid_.end()) {
+      auto owner_entry = objects_.find(o->second);
+      if (owner_entry != objects_.end() && owner_entry->second.deleting) dirty_.insert(o->second);
+    }
+  }
+  if (!key.ns.empty()) {
+    auto ns = objects_.find(store::Key{"core/namespaces", "", key.ns});
+    if (ns != objects_.end() && ns->second.deleting) dirty_.insert(ns->first);
+  }
+  objects_[key] = std::move(entry);
+}
+
+bool LifecycleController::OwnerGone(const store::Key& dependent, const OwnerRef& owner) {
+  const handlers::ResourceInfo* info =
+      handlers::Registry::Default().FindKind(GroupOf(owner.api_version), owner.kind);
+  if (info == nullptr || owner.uid.empty()) return false;  // a kind this server cannot judge
+  if (by_uid_.count(owner.uid) > 0) return false;
+  store::Key key{info->StoreResource(), info->namespaced ? dependent.ns : "", owner.name};
+  StatusOr<store::ObjectPtr> obj = store_->Get(key);
+  if (!obj.ok()) return obj.status().code() == StatusCode::kNotFound;
+  StatusOr<JsonObject> parsed = handlers::ParseObject((*obj)->value);
+  return parsed.ok() && handlers::MetaString(*parsed, "uid") != owner.uid;
+}
+
+void LifecycleController::DeleteObject(const store::Key& key) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    StatusOr<store::ObjectPtr> current = store_->Get(key);
+    if (!current.ok()) return;
+    StatusOr<JsonObject> parsed = handlers::ParseObject((*current)->value);
+    if (!parsed.ok()) return;
+    if (!HasAnyFinalizer(*parsed, IsNamespaceKey(key))) {
+      StatusOr<store::ObjectPtr> deleted =
+          store_->Delete(key, store::Preconditions{(*current)->revision});
+      if (deleted.ok() || deleted.status().code() != StatusCode::kConflict) return;
+      continue;
+    }
+    if (!handlers::MetaString(*parsed, "deletionTimestamp").empty()) return;
+    JsonObject& meta = handlers::EnsureObject(*parsed, "metadata");
+    meta["deletionTimestamp"] = handlers::FormatTime(clock_->Now());
+    meta["deletionGracePeriodSeconds"] = 0;
+    if (IsNamespaceKey(key)) handlers::EnsureObject(*parsed, "status")["phase"] = "Terminating";
+    StatusOr<store::ObjectPtr> updated = store_->Update(key, handlers::ToStoredJson(*parsed),
+                                                        store::Preconditions{(*current)->revision});
+    if (updated.ok() || updated.status().code() != StatusCode::kConflict) return;
+  }
+}
+
+void LifecycleController::EditObject(const store::Key& key,
+                                     const std::function<bool(JsonObject&)>& edit) {
+  bool deleting = false;
+  bool finalized = false;
+  auto fn = [&](const store::Object* current) -> StatusOr<std::string> {
+    StatusOr<JsonObject> parsed = handlers::ParseObject(current->value);
+    if (!parsed.ok()) return parsed.status();
+    if (!edit(*parsed)) return current->value;
+    deleting = !handlers::MetaString(*parsed, "deletionTimestamp").empty();
+    finalized = !HasAnyFinalizer(*parsed, IsNamespaceKey(key));
+    return handlers::ToStoredJson(*parsed);
+  };
+  StatusOr<store::ObjectPtr> result = store_->GuaranteedUpdate(key, fn, {});
+  if (result.ok() && deleting && finalized) {
+    store_->Delete(key, store::Preconditions{(*result)->revision}).status().IgnoreError();
+  }
+}
+
+void LifecycleController::Examine(const store::Key& key) {
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return;
+  const Entry entry = it->second;
+
+  if (entry.deleting) {
+    if (IsNamespaceKey(key)) ExamineNamespace(key, entry);
+    auto deps_it = dependents_.find(entry.uid);
+    std::set<store::Key> deps =
+        deps_it == dependents_.end() ? std::set<store::Key>() : deps_it->second;
+    if (Contains(entry.finalizers, "foregroundDeletion")) {
+      if (deps.empty()) {
+        EditObject(key, [](JsonObject& obj) {
+          std::vector<std::string> f = handlers::Finalizers(obj);
+          f.erase(std::remove(f.begin(), f.end(), "foregroundDeletion"), f.end());
+          handlers::SetFinalizers(obj, f);
+          return true;
+        });
+      } else {
+        for (const store::Key& dep : deps) DeleteObject(dep);
+      }
+    }
+    if (Contains(entry.finalizers, "orphan")) {
+      std::string uid = entry.uid;
+      for (const store::Key& dep : deps) {
+        EditObject(dep, [&uid](JsonObject& obj) {
+          JsonObject& meta = handlers::EnsureObject(obj, "metadata");
+          auto refs = meta.find("ownerReferences");
+          if (refs == meta.end() || !refs->value().is_array()) return false;
+          boost::json::array kept;
+          for (const boost::json::value& r : refs->value().get_array()) {
+            if (r.is_object() && handlers::GetString(r.get_object(), "uid") == uid) continue;
+            kept.push_back(r);
+          }
+          if (kept.size() == refs->value().get_array().size()) return false;
+          if (kept.empty()) {
+            meta.erase("ownerReferences");
+          } else {
+            refs->value() = std::move(kept);
+          }
+          return true;
+        });
+      }
+      if (deps.empty()) {
+        EditObject(key, [](JsonObject& obj) {
+          std::vector<std::string> f = handlers::Finalizers(obj);
+          f.erase(std::remove(f.begin(), f.end(), "orphan"), f.end());
+          handlers::SetFinalizers(obj, f);
+          return true;
+        });
+      }
+    }
+    if (key.resource == "core/pods" && entry.finalizers.empty()) {
+      std::optional<Timestamp> deadline = handlers::ParseTime(entry.deletion_timestamp);
+      if (deadline && *deadline <= clock_->Now()) {
+        timed_.erase(key);
+        DeleteObject(key);
+      } else {
+        timed_.insert(key);
+      }
+    }
+  }
+
+  // Owners: delete when all are gone, drop references to those that are gone, follow a
+  // foreground deletion of an owner.
+  if (entry.owners.empty()) return;
+  std::vector<std::string> gone;
+  bool owner_in_foreground = false;
+  for (const OwnerRef& owner : entry.owners) {
+    if (OwnerGone(key, owner)) {
+      gone.push_back(owner.uid);
+      continue;
+    }
+    auto o = by_uid_.find(owner.uid);
+    if (o == by_uid_.end()) continue;
+    auto owner_entry = objects_.find(o->second);
+    if (owner_entry != objects_.end() && owner_entry->second.deleting &&
+        Contains(owner_entry->second.finalizers, "foregroundDeletion")) {
+      owner_in_foreground = true;
+    }
+  }
+  if (!entry.deleting && (gone.size() == entry.owners.size() || owner_in_foreground)) {
+    DeleteObject(key);
+  } else if (!gone.empty()) {
+    EditObject(key, [&gone](JsonObject& obj) {
+      JsonObject& meta = handlers::EnsureObject(obj, "metadata");
+      auto refs = meta.find("ownerReferences");
+      if (refs == meta.end() || !refs->value().is_array()) return false;
+      boost::json::array kept;
+      for (const boost::json::value& r : refs->value().get_array()) {
+        if (r.is_object() && Contains(gone, handlers::GetString(r.get_object(), "uid"))) continue;
+        kept.push_back(r);
+      }
+      if (kept.empty()) return false;  // all gone: the object is being deleted instead
+      refs->value() = std::move(kept);
+      return true;
+    });
+  }
+}
+
+void LifecycleController::ExamineNamespace(const store::Key& key, const Entry& entry) {
+  const std::string& ns = key.name;
+  bool empty = true;
+  std::vector<store::Key> to_delete;
+  for (const auto& [other, other_entry] : objects_) {
+    if (other.ns != ns) continue;
+    empty = false;
+    if (!other_entry.deleting) to_delete.push_back(other);
+  }
+  for (const store::Key& k : to_delete) DeleteObject(k);
+  if (!empty) {
+    timed_.insert(key);
+    return;
+  }
+  timed_.erase(key);
+  if (!entry.namespace_terminating && entry.finalizers.empty()) {
+    DeleteObject(key);
+    return;
+  }
+  EditObject(key, [](JsonObject& obj) {
+    JsonObject& spec = handlers::EnsureObject(obj, "spec");
+    auto f = spec.find("finalizers");
+    if (f == spec.end() || !f->value().is_array()) return false;
+    boost::json::array kept;
+    for (const boost::json::value& v : f->value().get_array()) {
+      if (v.is_string() && v.get_string() == "kubernetes") continue;
+      kept.push_back(v);
+    }
+    if (kept.size() == f->value().get_array().size()) return false;
+    if (kept.empty()) {
+      spec.erase("finalizers");
+    } else {
+      f->value() = std::move(kept);
+    }
+    return true;
+  });
+}
+
+}  // namespace draplane::server::lifecycle

@@ -1,0 +1,104 @@
+// Object lifecycle work the API server does after a delete was accepted, running inside the
+// server over the store (upstream runs these in kube-controller-manager):
+//
+//   garbage collection (pkg/controller/garbagecollector): an object whose owners
+//     (metadata.ownerReferences of a served kind) are all gone is deleted (background
+//     propagation); references to owners that are gone are removed when other owners remain;
+//   foreground deletion: an owner being deleted with the `foregroundDeletion` finalizer has its
+//     dependents deleted, and loses the finalizer (and is then deleted) once none is left;
+//   orphaning: an owner being deleted with the `orphan` finalizer has its references removed
+//     from its dependents, then loses the finalizer;
+//   namespace deletion (pkg/controller/namespace): a namespace being deleted has every object in
+//     it deleted; once it is empty the `kubernetes` entry of spec.finalizers is removed and the
+//     namespace goes away;
+//   graceful pod deletion: a pod whose deletionTimestamp (its grace period's end) has passed and
+//     that has no finalizers is removed, standing in for the kubelet until node agents exist.
+//
+// The controller keeps an index of every object's uid and owners, built by a full load and kept
+// current by store watches, and works on one thread. Decisions that delete are re-checked
+// against the store before they are made.
+//
+// Thread-safety: Start/Stop/Tick may be called from any thread.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "server/handlers/registry.h"
+#include "store/store.h"
+
+namespace draplane::server::lifecycle {
+
+class LifecycleController {
+ public:
+  LifecycleController(store::Store* store, const Clock* clock);
+  ~LifecycleController();
+
+  // Loads the index and starts the worker thread.
+  Status Start();
+  // Stops the worker. Idempotent.
+  void Stop();
+  // Wakes the worker for time-based work (pod grace periods); called about once a second.
+  void Tick();
+
+ private:
+  struct OwnerRef {
+    std::string api_version;
+    std::string kind;
+    std::string name;
+    std::string uid;
+  };
+  struct Entry {
+    std::string uid;
+    std::vector<OwnerRef> owners;
+    std::vector<std::string> finalizers;
+    bool deleting = false;
+    std::string deletion_timestamp;
+    bool namespace_terminating = false;  // namespaces: spec.finalizers still non-empty
+  };
+
+  Status Load();
+  void Run();
+  // Applies one stored object (nullptr value: deleted) to the index; marks what to look at.
+  void Index(const store::Key& key, const std::string* value);
+  void Examine(const store::Key& key);
+  void ExamineNamespace(const store::Key& key, const Entry& entry);
+  // Whether an owner reference points at an object that is gone (only for served kinds; the
+  // index is confirmed against the store).
+  bool OwnerGone(const store::Key& dependent, const OwnerRef& owner);
+  // Deletes an object, setting deletionTimestamp instead when it has finalizers.
+  void DeleteObject(const store::Key& key);
+  // Rewrites metadata of an object; `edit` returns false to leave it unchanged.
+  void EditObject(const store::Key& key, const std::function<bool(boost::json::object&)>& edit);
+
+  store::Store* store_;
+  const Clock* clock_;
+  std::vector<const handlers::ResourceInfo*> resources_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  bool pending_ = false;   // guarded by mu_
+  bool tick_ = false;      // guarded by mu_
+  std::thread thread_;
+
+  // Owned by the worker thread (and by Load before the thread starts).
+  store::Revision loaded_revision_ = 0;
+  std::map<store::Key, Entry> objects_;
+  std::map<std::string, store::Key> by_uid_;
+  std::map<std::string, std::set<store::Key>> dependents_;
+  std::set<store::Key> dirty_;
+  std::set<store::Key> timed_;  // pods waiting for their grace period; namespaces emptying
+};
+
+}  // namespace draplane::server::lifecycle

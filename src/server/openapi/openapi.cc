@@ -1,0 +1,351 @@
+#include "server/openapi/openapi.h"
+
+#include <boost/json.hpp>
+#include <map>
+#include <mutex>
+
+#include "server/handlers/discovery.h"
+
+namespace draplane::server::openapi {
+namespace internal {
+extern const char kComponentSchemasJson[];
+}  // namespace internal
+
+namespace {
+
+using boost::json::array;
+using boost::json::object;
+using boost::json::value;
+
+const object* Resolve(const object* schema) {
+  for (int depth = 0; schema != nullptr && depth < 8; ++depth) {
+    const value* r = schema->if_contains("$ref");
+    if (r == nullptr) {
+      const value* all = schema->if_contains("allOf");
+      if (all != nullptr && all->is_array() && all->get_array().size() == 1 &&
+          all->get_array()[0].is_object()) {
+        schema = &all->get_array()[0].get_object();
+        continue;
+      }
+      return schema;
+    }
+    std::string_view name = r->get_string();
+    constexpr std::string_view kPrefix = "#/components/schemas/";
+    if (name.rfind(kPrefix, 0) != 0) return nullptr;
+    const value* target = ComponentSchemas().if_contains(name.substr(kPrefix.size()));
+    schema = target != nullptr && target->is_object() ? &target->get_object() : nullptr;
+  }
+  return schema;
+}
+
+void Walk(value& v, const object* schema, const std::string& path, bool prune,
+          std::vector<std::string>* unknown) {
+  schema = Resolve(schema);
+  if (schema == nullptr) return;
+  if (const value* preserve = schema->if_contains("x-kubernetes-preserve-unknown-fields");
+      preserve != nullptr && preserve->is_bool() && preserve->get_bool()) {
+    return;
+  }
+  if (v.is_object()) {
+    object& o = v.get_object();
+    const value* properties = schema->if_contains("properties");
+    const value* additional = schema->if_contains("additionalProperties");
+    if (properties != nullptr && properties->is_object()) {
+      std::vector<std::string> drop;
+      for (auto& member : o) {
+        std::string child =
+            path.empty() ? std::string(member.key()) : path + "." + std::string(member.key());
+        const value* property = properties->get_object().if_contains(member.key());
+        if (property == nullptr) {
+          unknown->push_back(child);
+          drop.emplace_back(member.key());
+          continue;
+        }
+        if (property->is_object())
+          Walk(member.value(), &property->get_object(), child, prune, unknown);
+      }
+      if (prune) {
+        for (const std::string& key : drop) o.erase(key);
+      }
+    } else if (additional != nullptr && additional->is_object()) {
+      for (auto& member : o) {
+        Walk(member.value(), &additional->get_object(), path + "." + std::string(member.key()),
+             prune, unknown);
+      }
+    }
+    return;
+  }
+  if (v.is_array()) {
+    const value* items = schema->if_contains("items");
+    if (items == nullptr || !items->is_object()) return;
+    array& a = v.get_array();
+    for (size_t i = 0; i < a.size(); ++i) {
+      Walk(a[i], &items->get_object(), path + "[" + std::to_string(i) + "]", prune, unknown);
+    }
+  }
+}
+
+// FNV-1a, printed in upper-case hex like upstream's document hashes.
+std::string Hash(std::string_view text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (int i = 15; i >= 0; --i) out.push_back(kHex[(h >> (i * 4)) & 0xf]);
+  return out;
+}
+
+object Param(std::string_view name, std::string_view in, std::string_view description,
+             bool required = false) {
+  object p;
+  p["name"] = name;
+  p["in"] = in;
+  p["description"] = description;
+  if (required) p["required"] = true;
+  object schema;
+  schema["type"] = "string";
+  schema["uniqueItems"] = true;
+  p["schema"] = std::move(schema);
+  return p;
+}
+
+object Gvk(const handlers::ResourceInfo& r) {
+  object g;
+  g["group"] = r.group;
+  g["kind"] = r.kind;
+  g["version"] = r.version;
+  return g;
+}
+
+object JsonContent(const std::optional<std::string>& schema_name) {
+  object content;
+  object media;
+  if (schema_name) media["schema"] = object{{"$ref", "#/components/schemas/" + *schema_name}};
+  content["application/json"] = media;
+  content["application/yaml"] = media;
+  return content;
+}
+
+object Operation(const handlers::ResourceInfo& r, std::string_view action,
+                 std::string_view operation_id, const std::optional<std::string>& schema_name,
+                 array parameters, std::optional<object> request_content) {
+  object op;
+  op["description"] = std::string(action) + " " + r.kind;
+  op["operationId"] = operation_id;
+  op["tags"] = array{r.group.empty() ? std::string("core_v1") : r.group + "_" + r.version};
+  if (!parameters.empty()) op["parameters"] = std::move(parameters);
+  if (request_content) {
+    object body;
+    body["content"] = std::move(*request_content);
+    body["required"] = true;
+    op["requestBody"] = std::move(body);
+  }
+  object responses;
+  object ok;
+  ok["description"] = "OK";
+  ok["content"] = JsonContent(schema_name);
+  responses[action == "post" ? "201" : "200"] = std::move(ok);
+  responses["401"] = object{{"description", "Unauthorized"}};
+  op["responses"] = std::move(responses);
+  op["x-kubernetes-action"] = action;
+  op["x-kubernetes-group-version-kind"] = Gvk(r);
+  return op;
+}
+
+array WriteParams() {
+  return array{
+      Param("dryRun", "query",
+            "When present, indicates that modifications should not be persisted. Valid value: "
+            "All"),
+      Param("fieldManager", "query", "A name associated with the actor making these changes."),
+      Param("fieldValidation", "query",
+            "Ignore, Warn (the default) or Strict: what to do with unknown or duplicate fields "
+            "in the request."),
+  };
+}
+
+array ListParams() {
+  return array{Param("allowWatchBookmarks", "query", "Request watch bookmarks."),
+               Param("continue", "query", "The continue token of the previous page."),
+               Param("fieldSelector", "query", "Restrict the list by fields."),
+               Param("labelSelector", "query", "Restrict the list by labels."),
+               Param("limit", "query", "The maximum number of objects in one page."),
+               Param("resourceVersion", "query", "The resourceVersion to list or watch from."),
+               Param("resourceVersionMatch", "query", "Exact or NotOlderThan."),
+               Param("sendInitialEvents", "query", "Watch-list: send the current state first."),
+               Param("timeoutSeconds", "query", "How long a list or watch may take."),
+               Param("watch", "query", "Watch for changes instead of listing.")};
+}
+
+// Paths of one resource (and its status subresource), as upstream names them.
+void AddResourcePaths(const handlers::ResourceInfo& r, object& paths) {
+  std::string base = r.group.empty() ? "/api/" + r.version : "/apis/" + r.group + "/" + r.version;
+  std::string collection =
+      r.namespaced ? base + "/namespaces/{namespace}/" + r.resource : base + "/" + r.resource;
+  std::string item = collection + "/{name}";
+  std::optional<std::string> schema = SchemaNameOf(r.group, r.version, r.kind);
+  std::optional<std::string> list_schema = SchemaNameOf(r.group, r.version, r.kind + "List");
+  std::string id_kind = r.kind;
+  std::string id_group = r.group.empty() ? "CoreV1" : "";
+  if (!r.group.empty()) {
+    // resource.k8s.io -> ResourceV1: the first label capitalised, upstream's operationId style.
+    std::string first = r.group.substr(0, r.group.find('.'));
+    first[0] = static_cast<char>(std::toupper(first[0]));
+    id_group = first + "V1";
+  }
+  std::string ns_part = r.namespaced ? "Namespaced" : "";
+  auto with_namespace = [&](array params) {
+    if (r.namespaced) {
+      params.push_back(Param("namespace", "path", "object name and auth scope", true));
+    }
+    return params;
+  };
+  object patch_content;
+  patch_content["application/json-patch+json"] = object{{"schema", object{{"type", "object"}}}};
+  patch_content["application/merge-patch+json"] = object{{"schema", object{{"type", "object"}}}};
+
+  object collection_ops;
+  if (r.HasVerb("list")) {
+    collection_ops["get"] = Operation(r, "list", "list" + id_group + ns_part + id_kind, list_schema,
+                                      with_namespace(ListParams()), std::nullopt);
+  }
+  if (r.HasVerb("create")) {
+    collection_ops["post"] = Operation(r, "post", "create" + id_group + ns_part + id_kind, schema,
+                                       with_namespace(WriteParams()), JsonContent(schema));
+  }
+  if (r.HasVerb("deletecollection")) {
+    collection_ops["delete"] =
+        Operation(r, "deletecollection", "deleteCollection" + id_group + ns_part + id_kind,
+                  std::nullopt, with_namespace(ListParams()), std::nullopt);
+  }
+  if (!collection_ops.empty()) paths[collection] = std::move(collection_ops);
+
+  if (r.virtual_resource) return;
+  array item_params = with_namespace(array{Param("name", "path", "name of the object", true)});
+  object item_ops;
+  item_ops["get"] =
+      Operation(r, "get", "read" + id_group + ns_part + id_kind, schema, item_params, std::nullopt);
+  array write = WriteParams();
+  for (value& p : item_params) write.push_back(p);
+  item_ops["put"] = Operation(r, "put", "replace" + id_group + ns_part + id_kind, schema, write,
+                              JsonContent(schema));
+  item_ops["patch"] =
+      Operation(r, "patch", "patch" + id_group + ns_part + id_kind, schema, write, patch_content);
+  item_ops["delete"] = Operation(r, "delete", "delete" + id_group + ns_part + id_kind, std::nullopt,
+                                 item_params, std::nullopt);
+  paths[item] = std::move(item_ops);
+  if (r.namespaced && r.HasVerb("list")) {
+    object all;
+    all["get"] = Operation(r, "list", "list" + id_group + id_kind + "ForAllNamespaces", list_schema,
+                           ListParams(), std::nullopt);
+    paths[base + "/" + r.resource] = std::move(all);
+  }
+  if (r.FindSubresource("status") != nullptr) {
+    object status_ops;
+    status_ops["get"] = Operation(r, "get", "read" + id_group + ns_part + id_kind + "Status",
+                                  schema, item_params, std::nullopt);
+    status_ops["put"] = Operation(r, "put", "replace" + id_group + ns_part + id_kind + "Status",
+                                  schema, write, JsonContent(schema));
+    status_ops["patch"] = Operation(r, "patch", "patch" + id_group + ns_part + id_kind + "Status",
+                                    schema, write, patch_content);
+    paths[item + "/status"] = std::move(status_ops);
+  }
+}
+
+struct Documents {
+  std::map<std::string, std::string> by_path;  // "apis/resource.k8s.io/v1" -> document
+  std::string index;
+};
+
+const Documents& BuildDocuments(const handlers::Registry& registry) {
+  static std::once_flag once;
+  static Documents* documents = nullptr;
+  std::call_once(once, [&] {
+    documents = new Documents();  // never destroyed
+    object index_paths;
+    for (const handlers::GroupVersionInfo& gv : registry.group_versions()) {
+      std::string key =
+          gv.group.empty() ? "api/" + gv.version : "apis/" + gv.group + "/" + gv.version;
+      object doc;
+      doc["openapi"] = "3.0.0";
+      doc["info"] = object{{"title", "Kubernetes"},
+                           {"version", std::string(handlers::kServedKubernetesGitVersion)}};
+      object paths;
+      for (const handlers::ResourceInfo* r : gv.resources) AddResourcePaths(*r, paths);
+      doc["paths"] = std::move(paths);
+      object components;
+      components["schemas"] = ComponentSchemas();
+      doc["components"] = std::move(components);
+      std::string text = boost::json::serialize(doc);
+      index_paths[key] =
+          object{{"serverRelativeURL", "/openapi/v3/" + key + "?hash=" + Hash(text)}};
+      documents->by_path[key] = std::move(text);
+    }
+    object index;
+    index["paths"] = std::move(index_paths);
+    documents->index = boost::json::serialize(index);
+  });
+  return *documents;
+}
+
+}  // namespace
+
+const object& ComponentSchemas() {
+  static const object* schemas = [] {
+    boost::system::error_code ec;
+    value v = boost::json::parse(internal::kComponentSchemasJson, ec);
+    return new object(ec || !v.is_object() ? object() : std::move(v.get_object()));
+  }();
+  return *schemas;
+}
+
+std::optional<std::string> SchemaNameOf(std::string_view group, std::string_view version,
+                                        std::string_view kind) {
+  static const std::map<std::string, std::string>* index = [] {
+    auto* out = new std::map<std::string, std::string>();
+    for (const auto& member : ComponentSchemas()) {
+      const value* gvks =
+          member.value().get_object().if_contains("x-kubernetes-group-version-kind");
+      if (gvks == nullptr || !gvks->is_array()) continue;
+      for (const value& gvk : gvks->get_array()) {
+        const object& g = gvk.get_object();
+        std::string key = std::string(g.at("group").get_string()) + "/" +
+                          std::string(g.at("version").get_string()) + "/" +
+                          std::string(g.at("kind").get_string());
+        (*out)[key] = std::string(member.key());
+      }
+    }
+    return out;
+  }();
+  auto it = index->find(std::string(group) + "/" + std::string(version) + "/" + std::string(kind));
+  if (it == index->end()) return std::nullopt;
+  return it->second;
+}
+
+std::string V3Index(const handlers::Registry& registry) { return BuildDocuments(registry).index; }
+
+std::optional<std::string> V3Document(const handlers::Registry& registry,
+                                      std::string_view group_version_path) {
+  const Documents& docs = BuildDocuments(registry);
+  auto it = docs.by_path.find(std::string(group_version_path));
+  if (it == docs.by_path.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> UnknownFields(std::string_view group, std::string_view version,
+                                       std::string_view kind, object& obj, bool prune) {
+  std::vector<std::string> unknown;
+  std::optional<std::string> name = SchemaNameOf(group, version, kind);
+  if (!name) return unknown;
+  const value* schema = ComponentSchemas().if_contains(*name);
+  if (schema == nullptr || !schema->is_object()) return unknown;
+  value v(std::move(obj));
+  Walk(v, &schema->get_object(), "", prune, &unknown);
+  obj = std::move(v.get_object());
+  return unknown;
+}
+
+}  // namespace draplane::server::openapi

@@ -1,0 +1,373 @@
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/log.h"
+#include "common/random.h"
+#include "common/status_macros.h"
+#include "server/admission/admission.h"
+#include "server/auth/authenticator.h"
+#include "server/auth/kubeconfig.h"
+#include "server/auth/pki.h"
+#include "server/authz/bootstrap.h"
+#include "server/authz/node.h"
+#include "server/authz/rbac.h"
+#include "server/handlers/api_handler.h"
+#include "server/handlers/errors.h"
+#include "server/handlers/rest.h"
+#include "server/handlers/watch.h"
+#include "server/http/http_server.h"
+#include "server/internal/thread_pool.h"
+#include "server/lifecycle/lifecycle.h"
+
+namespace draplane::server {
+namespace {
+
+std::string UrlHost(const std::string& host) {
+  std::string h = host;
+  if (h == "0.0.0.0" || h.empty()) h = "127.0.0.1";
+  if (h == "::") h = "::1";
+  if (h.find(':') != std::string::npos) return "[" + h + "]";
+  return h;
+}
+
+std::string IpOf(const std::string& host) { return host == "localhost" ? "127.0.0.1" : host; }
+
+http::Response ProtocolError(int status, std::string message) {
+  handlers::ApiError e;
+  e.code = status;
+  e.reason = status == 413   ? "RequestEntityTooLarge"
+             : status == 400 ? "BadRequest"
+             : status == 431 ? "RequestHeaderFieldsTooLarge"
+                             : "InternalError";
+  e.message = std::move(message);
+  return handlers::ToResponse(e);
+}
+
+class ServerImpl final : public Server {
+ public:
+  explicit ServerImpl(ServerOptions options) : options_(std::move(options)) {
+    clock_ = options_.clock != nullptr ? options_.clock : &RealClock();
+  }
+
+  ~ServerImpl() override { Shutdown(); }
+
+  Status Init() {
+    std::string host;
+    uint16_t port = 0;
+    DRAPLANE_RETURN_IF_ERROR(ParseListenAddress(options_.listen, &host, &port));
+    if (options_.plain_http && !IsLoopback(host)) {
+      return InvalidArgumentError("plain HTTP is only served on a loopback address, not " + host);
+    }
+    if (::mkdir(options_.data_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return UnavailableError("cannot create data directory " + options_.data_dir);
+    }
+
+    std::optional<http::TlsOptions> tls;
+    if (!options_.plain_http) {
+      std::vector<std::string> hosts = options_.tls_sans;
+      hosts.push_back(host);
+      DRAPLANE_ASSIGN_OR_RETURN(pki_, auth::EnsureServingPki(options_.data_dir, hosts, *clock_));
+      tls = http::TlsOptions{pki_.serving.certificate_pem + pki_.ca.certificate_pem,
+                             pki_.serving.private_key_pem, pki_.ca.certificate_pem};
+    }
+
+    std::string store_url = options_.store_url;
+    if (store_url.empty()) store_url = "sqlite://" + options_.data_dir + "/store.db";
+    store::StoreOptions store_options = options_.store_options;
+    if (store_options.clock == nullptr) store_options.clock = const_cast<Clock*>(clock_);
+    DRAPLANE_ASSIGN_OR_RETURN(store_, store::OpenStore(store_url, store_options));
+
+    authenticator_ = std::make_unique<auth::Authenticator>(
+        auth::AuthenticatorOptions{.token_file = auth::TokenFilePath(options_.data_dir),
+                                   .anonymous = options_.anonymous_auth});
+    rbac_cache_ = std::make_unique<authz::RbacCache>(store_.get());
+    DRAPLANE_RETURN_IF_ERROR(rbac_cache_->Start());
+    node_authorizer_ = std::make_unique<authz::NodeAuthorizer>(store_.get());
+    rbac_authorizer_ = std::make_unique<authz::RbacAuthorizer>(rbac_cache_.get());
+    authorizer_ = std::make_unique<authz::UnionAuthorizer>(
+        std::vector<const authz::Authorizer*>{node_authorizer_.get(), rbac_authorizer_.get()});
+    admission_ = std::make_unique<admission::Admission>(store_.get());
+    pool_ = std::make_unique<internal::ThreadPool>(options_.worker_threads);
+    watches_ = std::make_unique<handlers::WatchManager>(
+        store_.get(), pool_.get(), *clock_,
+        handlers::WatchManagerOptions{.bookmark_interval = options_.watch_bookmark_interval,
+                                      .min_timeout = options_.watch_min_timeout});
+    rest_ =
+        std::make_unique<handlers::Rest>(handlers::RestDependencies{.store = store_.get(),
+                                                                    .clock = clock_,
+                                                                    .admission = admission_.get(),
+                                                                    .rbac = rbac_cache_.get(),
+                                                                    .watches = watches_.get()});
+    DRAPLANE_RETURN_IF_ERROR(Bootstrap());
+
+    http::HttpServerOptions http_options;
+    http_options.host = IpOf(host);
+    http_options.port = port;
+    http_options.tls = tls;
+    http_options.io_threads = options_.io_threads;
+    http_options.protocol_error = ProtocolError;
+    // The handler is created before the listener so that no request finds it missing.
+    api_ = std::make_unique<handlers::ApiHandler>(
+        handlers::ApiHandlerOptions{.draplane_version = options_.draplane_version,
+                                    .server_address = ""},
+        handlers::ApiHandlerDependencies{.registry = &handlers::Registry::Default(),
+                                         .authenticator = authenticator_.get(),
+                                         .authorizer = authorizer_.get(),
+                                         .rbac = rbac_authorizer_.get(),
+                                         .rest = rest_.get(),
+                                         .pool = pool_.get(),
+                                         .clock = clock_});
+    DRAPLANE_ASSIGN_OR_RETURN(
+        http_, http::HttpServer::Start(
+                   http_options, [this](http::Request request, std::shared_ptr<http::Exchange> e) {
+                     api_->Handle(std::move(request), std::move(e));
+                   }));
+    url_ = std::string(options_.plain_http ? "http://" : "https://") + UrlHost(host) + ":" +
+           std::to_string(http_->port());
+
+    lifecycle_ = std::make_unique<lifecycle::LifecycleController>(store_.get(), clock_);
+    DRAPLANE_RETURN_IF_ERROR(lifecycle_->Start());
+    DRAPLANE_RETURN_IF_ERROR(WriteAdminKubeconfig());
+    DRAPLANE_RETURN_IF_ERROR(
+        auth::WriteFileAtomically(auth::ServerUrlPath(options_.data_dir), url_ + "\n", 0644));
+    ticker_ = std::thread([this] { TickLoop(); });
+    api_->set_ready(true);
+    return Status::Ok();
+  }
+
+  std::string url() const override { return url_; }
+
+  std::string admin_kubeconfig_path() const override {
+    return auth::AdminKubeconfigPath(options_.data_dir);
+  }
+
+  ClientCredentials IssueCredentials(const std::string& user,
+                                     const std::vector<std::string>& groups) override {
+    std::string token = auth::NewToken(SecureRandom());
+    authenticator_->AddMemoryToken(token, auth::UserInfo{user, SecureRandom().NewUuid(), groups});
+    return ClientCredentials{url_, options_.plain_http ? "" : pki_.ca.certificate_pem, user, token};
+  }
+
+  Status Embed(std::unique_ptr<EmbeddedComponent> component, const std::string& user,
+               const std::vector<std::string>& groups) override {
+    ClientCredentials credentials = IssueCredentials(user, groups);
+    DRAPLANE_RETURN_IF_ERROR(component->Start(credentials).WithPrefix(component->name()));
+    std::lock_guard lock(mu_);
+    components_.push_back(std::move(component));
+    return Status::Ok();
+  }
+
+  store::Store* store() override { return store_.get(); }
+
+  void Shutdown() override {
+    {
+      std::lock_guard lock(mu_);
+      if (shut_down_) return;
+      shut_down_ = true;
+    }
+    std::vector<std::unique_ptr<EmbeddedComponent>> components;
+    {
+      std::lock_guard lock(mu_);
+      components = std::move(components_);
+    }
+    for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->Stop();
+    if (api_) api_->set_ready(false);
+    if (lifecycle_) lifecycle_->Stop();
+    {
+      std::lock_guard lock(tick_mu_);
+      stopping_ = true;
+    }
+    tick_cv_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
+    // Streams end first so that their clients go away, then requests in flight finish.
+    if (watches_) watches_->Shutdown();
+    if (http_) http_->Shutdown(std::chrono::seconds(10));
+    if (pool_) pool_->Shutdown();
+    if (rbac_cache_) rbac_cache_->Stop();
+    http_.reset();
+  }
+
+ private:
+  void TickLoop() {
+    std::unique_lock lock(tick_mu_);
+    while (!stopping_) {
+      tick_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      if (stopping_) break;
+      lock.unlock();
+      watches_->Tick();
+      lifecycle_->Tick();
+      lock.lock();
+    }
+  }
+
+  // Default namespaces and the bootstrap RBAC policy (authz/bootstrap.h).
+  Status Bootstrap() {
+    const handlers::Registry& registry = handlers::Registry::Default();
+    const handlers::ResourceInfo* namespaces = registry.Find("", "v1", "namespaces");
+    for (std::string_view name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+      handlers::JsonObject ns;
+      ns["apiVersion"] = "v1";
+      ns["kind"] = "Namespace";
+      handlers::JsonObject meta;
+      meta["name"] = name;
+      ns["metadata"] = std::move(meta);
+      StatusOr<store::ObjectPtr> created = rest_->CreateInternal(*namespaces, std::move(ns));
+      if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+        return created.status();
+      }
+    }
+    for (authz::BootstrapObject& bootstrap : authz::BootstrapPolicy()) {
+      std::string kind(handlers::GetString(bootstrap.object, "kind"));
+      const handlers::ResourceInfo* info = registry.FindKind("rbac.authorization.k8s.io", kind);
+      std::string name(handlers::MetaString(bootstrap.object, "name"));
+      store::Key key{info->StoreResource(), "", name};
+      StatusOr<store::ObjectPtr> existing = store_->Get(key);
+      if (!existing.ok()) {
+        if (existing.status().code() != StatusCode::kNotFound) return existing.status();
+        StatusOr<store::ObjectPtr> created = rest_->CreateInternal(*info, bootstrap.object);
+        if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+          return created.status();
+        }
+        continue;
+      }
+      // Auto-reconciliation: rewrite the content of objects that still allow it.
+      StatusOr<handlers::JsonObject> current = handlers::ParseObject((*existing)->value);
+      if (!current.ok()) continue;
+      handlers::StringMap annotations = handlers::MetaStringMap(*current, "annotations");
+      if (annotations["rbac.authorization.kubernetes.io/autoupdate"] != "true") continue;
+      bool changed = false;
+      for (std::string_view field : {"rules", "roleRef", "subjects"}) {
+        const boost::json::value* want = bootstrap.object.if_contains(field);
+        const boost::json::value* have = current->if_contains(field);
+        if (want == nullptr) continue;
+        if (have == nullptr || !(*have == *want)) {
+          (*current)[field] = *want;
+          changed = true;
+        }
+      }
+      if (!changed) continue;
+      StatusOr<store::ObjectPtr> updated = store_->Update(
+          key, handlers::ToStoredJson(*current), store::Preconditions{(*existing)->revision});
+      if (updated.ok()) rbac_cache_->Observe(info->StoreResource(), **updated, false);
+    }
+    return Status::Ok();
+  }
+
+  Status WriteAdminKubeconfig() {
+    auth::KubeconfigSpec spec;
+    spec.server = url_;
+    spec.user = "admin";
+    if (options_.plain_http) {
+      // No client certificates without TLS: a token kept in the data directory.
+      std::string token_path = options_.data_dir + "/admin.token";
+      StatusOr<std::string> token = auth::ReadFile(token_path);
+      std::string value;
+      if (token.ok() && !token->empty()) {
+        value = *token;
+        while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+      } else {
+        value = auth::NewToken(SecureRandom());
+        DRAPLANE_RETURN_IF_ERROR(auth::WriteFileAtomically(token_path, value + "\n", 0600));
+      }
+      authenticator_->AddMemoryToken(
+          value, auth::UserInfo{"admin", "", {std::string(auth::kMastersGroup)}});
+      spec.token = value;
+    } else {
+      spec.ca_pem = pki_.ca.certificate_pem;
+      auth::CertificateRequest request;
+      request.common_name = "admin";
+      request.organizations = {std::string(auth::kMastersGroup)};
+      request.client_auth = true;
+      DRAPLANE_ASSIGN_OR_RETURN(auth::CertificateAndKey cert,
+                                auth::IssueCertificate(pki_.ca, request, *clock_));
+      spec.client_certificate_pem = std::move(cert.certificate_pem);
+      spec.client_key_pem = std::move(cert.private_key_pem);
+    }
+    return auth::WriteFileAtomically(admin_kubeconfig_path(), auth::RenderKubeconfig(spec), 0600);
+  }
+
+  ServerOptions options_;
+  const Clock* clock_;
+  auth::ServingPki pki_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<auth::Authenticator> authenticator_;
+  std::unique_ptr<authz::RbacCache> rbac_cache_;
+  std::unique_ptr<authz::NodeAuthorizer> node_authorizer_;
+  std::unique_ptr<authz::RbacAuthorizer> rbac_authorizer_;
+  std::unique_ptr<authz::UnionAuthorizer> authorizer_;
+  std::unique_ptr<admission::Admission> admission_;
+  std::unique_ptr<internal::ThreadPool> pool_;
+  std::unique_ptr<handlers::WatchManager> watches_;
+  std::unique_ptr<handlers::Rest> rest_;
+  std::unique_ptr<handlers::ApiHandler> api_;
+  std::unique_ptr<http::HttpServer> http_;
+  std::unique_ptr<lifecycle::LifecycleController> lifecycle_;
+  std::string url_;
+
+  std::mutex mu_;
+  bool shut_down_ = false;                                      // guarded by mu_
+  std::vector<std::unique_ptr<EmbeddedComponent>> components_;  // guarded by mu_
+
+  std::mutex tick_mu_;
+  std::condition_variable tick_cv_;
+  bool stopping_ = false;  // guarded by tick_mu_
+  std::thread ticker_;
+};
+
+}  // namespace
+
+Status ParseListenAddress(const std::string& listen, std::string* host, uint16_t* port) {
+  std::string port_text;
+  if (!listen.empty() && listen[0] == '[') {
+    size_t close = listen.find(']');
+    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+      return InvalidArgumentError("malformed listen address \"" + listen + "\"");
+    }
+    *host = listen.substr(1, close - 1);
+    port_text = listen.substr(close + 2);
+  } else {
+    size_t colon = listen.rfind(':');
+    if (colon == std::string::npos) {
+      return InvalidArgumentError("listen address \"" + listen + "\" has no port");
+    }
+    *host = listen.substr(0, colon);
+    port_text = listen.substr(colon + 1);
+  }
+  if (host->empty()) *host = "0.0.0.0";
+  char* end = nullptr;
+  long value = std::strtol(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || value < 0 || value > 65535) {
+    return InvalidArgumentError("invalid port in listen address \"" + listen + "\"");
+  }
+  *port = static_cast<uint16_t>(value);
+  unsigned char raw[16];
+  std::string ip = IpOf(*host);
+  if (inet_pton(AF_INET, ip.c_str(), raw) != 1 && inet_pton(AF_INET6, ip.c_str(), raw) != 1) {
+    return InvalidArgumentError("listen host \"" + *host + "\" must be an IP address or localhost");
+  }
+  return Status::Ok();
+}
+
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  unsigned char raw[4];
+  return inet_pton(AF_INET, host.c_str(), raw) == 1 && raw[0] == 127;
+}
+
+StatusOr<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  auto server = std::make_unique<ServerImpl>(std::move(options));
+  Status status = server->Init();
+  if (!status.ok()) {
+    server->Shutdown();
+    return status;
+  }
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace draplane::server

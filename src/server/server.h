@@ -1,0 +1,108 @@
+// The draplane API server: a Kubernetes-compatible API (discovery, the resource.k8s.io/v1 DRA
+// kinds, pods, nodes, namespaces, events, leases, RBAC) over a Store, served over HTTPS to
+// kubectl and any Kubernetes client (docs/design/server.md).
+//
+// `Server::Start` prepares the data directory (CA and serving certificate, token file,
+// `admin.kubeconfig`), opens the store, creates the bootstrap RBAC policy and the default
+// namespaces, and starts serving; when it returns, requests are accepted.
+//
+// Embedding: components that are ordinary API clients (scheduler, controllers, simulated node
+// agents) can run inside the serve process. `Embed` hands each one the credentials of its own
+// identity (an in-memory token) and the server's URL and CA; components start after the server
+// is ready and stop, in reverse order, before it shuts down. They talk to the server over its
+// loopback listener exactly as they would to a remote kube-apiserver.
+//
+// Thread-safety: all methods may be called from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "store/store.h"
+
+namespace draplane::server {
+
+struct ServerOptions {
+  // HOST:PORT; HOST an IP literal or "localhost"; port 0 picks a free port.
+  std::string listen = "127.0.0.1:6443";
+  std::string data_dir = "./draplane-data";
+  // Store URL (store/store.h); empty: "sqlite://<data_dir>/store.db".
+  std::string store_url;
+  // Serve plain HTTP instead of HTTPS; refused unless `listen` is a loopback address.
+  bool plain_http = false;
+  // Extra DNS names / IPs for the serving certificate.
+  std::vector<std::string> tls_sans;
+  // Unauthenticated requests become system:anonymous (RBAC then allows only public paths).
+  bool anonymous_auth = true;
+  int io_threads = 2;
+  int worker_threads = 8;
+  // Watch bookmarks are sent this often to watchers that allow them.
+  Duration watch_bookmark_interval = std::chrono::seconds(30);
+  // Watches without timeoutSeconds end after a random time in [min, 2*min).
+  Duration watch_min_timeout = std::chrono::minutes(30);
+  // Time source for timestamps written into objects (defaults to RealClock()).
+  const Clock* clock = nullptr;
+  store::StoreOptions store_options;
+  // The draplane version reported in /version's gitVersion.
+  std::string draplane_version = "0.0.0";
+};
+
+// What a client needs to talk to the server as one identity.
+struct ClientCredentials {
+  std::string server_url;  // "https://127.0.0.1:6443"
+  std::string ca_pem;      // empty for plain HTTP
+  std::string user;
+  std::string token;  // bearer token
+};
+
+// A component running inside the serve process as an API client.
+class EmbeddedComponent {
+ public:
+  virtual ~EmbeddedComponent() = default;
+  virtual std::string name() const = 0;
+  // Starts the component (it owns its threads). Called once the server accepts requests.
+  virtual Status Start(const ClientCredentials& credentials) = 0;
+  // Stops it and joins its threads; the server is still serving.
+  virtual void Stop() = 0;
+};
+
+class Server {
+ public:
+  // Starts serving (see the file comment). Errors: InvalidArgument for bad options (plain HTTP
+  // on a non-loopback address, malformed listen address), Unavailable when the address cannot
+  // be bound or the store cannot be opened, and the store's errors.
+  static StatusOr<std::unique_ptr<Server>> Start(ServerOptions options);
+
+  virtual ~Server() = default;
+
+  // The base URL clients use, e.g. "https://127.0.0.1:6443".
+  virtual std::string url() const = 0;
+  // <data_dir>/admin.kubeconfig (user "admin", group system:masters).
+  virtual std::string admin_kubeconfig_path() const = 0;
+
+  // Issues a token identity valid for this process's life.
+  virtual ClientCredentials IssueCredentials(const std::string& user,
+                                             const std::vector<std::string>& groups) = 0;
+
+  // Starts `component` as `user` in `groups` (e.g. system:kube-scheduler) and keeps it until
+  // shutdown. Returns the component's start error.
+  virtual Status Embed(std::unique_ptr<EmbeddedComponent> component, const std::string& user,
+                       const std::vector<std::string>& groups) = 0;
+
+  // The store the server writes to (for in-process tests and tools; components use the API).
+  virtual store::Store* store() = 0;
+
+  // Stops embedded components, ends watches, finishes requests in flight and closes the store.
+  // Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+// Splits "HOST:PORT" / "[V6]:PORT". InvalidArgument when malformed.
+Status ParseListenAddress(const std::string& listen, std::string* host, uint16_t* port);
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopback(const std::string& host);
+
+}  // namespace draplane::server

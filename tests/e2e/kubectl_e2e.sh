@@ -1,0 +1,326 @@
+#!/usr/bin/env bash
+# End to end: the real `draplane serve` (SQLite store in a temporary data directory, HTTPS on a
+# free loopback port) driven by the real kubectl (/usr/bin/kubectl, a dispatcher over kubectl
+# 1.27-1.33 that picks its binary from the server's /version) through the generated
+# kubeconfigs: the admin's client certificate, a tenant's token and a node's client
+# certificate.
+#
+# Usage: kubectl_e2e.sh DRAPLANE_BINARY SOURCE_DIR
+set -euo pipefail
+DRAPLANE=$1
+SRC=$2
+source "$SRC/tests/e2e/lib.sh"
+
+data="$e2e_work/data"
+start_server "$data"
+k() { kubectl --kubeconfig "$admin_kubeconfig" "$@"; }
+
+step "kubectl version (which kubectl the dispatcher picked)"
+version=$(k version -o json)
+client=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["gitVersion"])' <<<"$version")
+server=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])' <<<"$version")
+echo "kubectl picked by the dispatcher: $client; server reports $server"
+expect_contains "$client" "v1.33"
+
+step "api-resources"
+resources=$(k api-resources)
+for r in deviceclasses resourceclaims resourceclaimtemplates resourceslices devicetaintrules \
+         pods nodes namespaces events leases roles clusterrolebindings; do
+  expect_contains "$resources" "$r" "api-resources"
+done
+expect_contains "$(k api-resources --api-group=resource.k8s.io -o wide)" "create,delete,deletecollection,get,list,patch,update,watch"
+
+step "namespaces (kubectl create sends protobuf)"
+k create namespace team-llm >/dev/null
+k create namespace team-vision >/dev/null
+expect_contains "$(k get namespaces)" "team-vision"
+
+step "apply -f every example manifest"
+for f in "$SRC"/examples/*.yaml; do
+  grep -q '^kind: ClusterProfile' "$f" && continue  # a simulator profile, not an API object
+  out=$(k apply -f "$f")
+  expect_contains "$out" "created" "apply $f"
+done
+out=$(k apply -f "$SRC/examples/deviceclasses.yaml")
+expect_contains "$out" "unchanged" "a second apply"
+
+step "get: table, wide, yaml, json, jsonpath"
+table=$(k get resourceclaims -A)
+expect_contains "$table" "NAMESPACE"
+expect_contains "$table" "STATE"
+expect_contains "$table" "mig-pair"
+expect_contains "$table" "pending"
+wide=$(k get resourceclaims -A -o wide)
+expect_contains "$wide" "DEVICES"
+expect_contains "$(k get resourceslices)" "gpu-node-1"
+expect_contains "$(k get resourceslices)" "DRIVER"
+expect_contains "$(k get pods -n team-llm -o wide)" "llm-server-0"
+expect_contains "$(k get resourceclaim mig-pair -n team-vision -o yaml)" "deviceClassName: mig.nvidia.com"
+expect_contains "$(k get deviceclass gpu.nvidia.com -o json)" '"kind": "DeviceClass"'
+names=$(k get deviceclasses -o jsonpath='{.items[*].metadata.name}')
+expect_contains "$names" "gpu.nvidia.com legacy-gpu mig.nvidia.com nic.example.com" "jsonpath"
+expect_contains "$(k get resourceclaims -n team-vision --show-labels)" "LABELS"
+expect_contains "$(k get all -n team-llm)" "llm-server-0"
+
+step "status subresource: the claim's allocation shows in table and wide output"
+uid=$(k get pod llm-server-0 -n team-llm -o jsonpath='{.metadata.uid}')
+k patch resourceclaim training-net -n team-llm --subresource=status --type=merge -p '{
+  "status":{"allocation":{"devices":{"results":[{"request":"nic","driver":"nic.example.com",
+  "pool":"gpu-node-1","device":"eth1"}]}},
+  "reservedFor":[{"resource":"pods","name":"llm-server-0","uid":"'"$uid"'"}]}}' >/dev/null
+expect_contains "$(k get resourceclaim training-net -n team-llm)" "allocated,reserved"
+expect_contains "$(k get resourceclaim training-net -n team-llm -o wide)" "nic=nic.example.com/gpu-node-1/eth1"
+
+step "get -w sees later changes"
+watch_out="$e2e_work/watch.out"
+kubectl --kubeconfig "$admin_kubeconfig" get resourceclaims -n team-vision -w \
+  --output-watch-events >"$watch_out" 2>&1 &
+background_pids+=($!)
+wait_for_file_line "$watch_out" "mig-pair" 60
+k label resourceclaim mig-pair -n team-vision stage=watched >/dev/null
+k create -f - >/dev/null <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: late-claim
+  namespace: team-vision
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.nvidia.com
+EOF
+wait_for_file_line "$watch_out" "MODIFIED +mig-pair" 60
+wait_for_file_line "$watch_out" "ADDED +late-claim" 60
+
+step "describe"
+expect_contains "$(k describe resourceclaim mig-pair -n team-vision)" "Name:"
+expect_contains "$(k describe pod llm-server-0 -n team-llm)" "llm-server-0"
+expect_contains "$(k describe deviceclass gpu.nvidia.com)" "gpu.nvidia.com"
+
+step "label and annotate"
+k label deviceclass gpu.nvidia.com tier=premium >/dev/null
+expect_contains "$(k get deviceclass gpu.nvidia.com --show-labels)" "tier=premium"
+k annotate deviceclass gpu.nvidia.com owner=platform-team >/dev/null
+expect_contains "$(k get deviceclass gpu.nvidia.com -o jsonpath='{.metadata.annotations.owner}')" "platform-team"
+k label deviceclass gpu.nvidia.com tier- >/dev/null
+expect_not_contains "$(k get deviceclass gpu.nvidia.com --show-labels)" "tier=premium"
+
+step "patch: merge, json, strategic"
+generation=$(k get deviceclass gpu.nvidia.com -o jsonpath='{.metadata.generation}')
+k patch deviceclass gpu.nvidia.com --type=merge -p '{"metadata":{"labels":{"m":"1"}}}' >/dev/null
+k patch deviceclass gpu.nvidia.com --type=json -p '[{"op":"add","path":"/metadata/labels/j","value":"2"}]' >/dev/null
+k patch pod llm-server-0 -n team-llm -p '{"metadata":{"labels":{"s":"3"}}}' >/dev/null
+labels=$(k get deviceclass gpu.nvidia.com -o jsonpath='{.metadata.labels}')
+expect_contains "$labels" '"m":"1"'
+expect_contains "$labels" '"j":"2"'
+expect_contains "$(k get pod llm-server-0 -n team-llm -o jsonpath='{.metadata.labels.s}')" "3"
+[ "$(k get deviceclass gpu.nvidia.com -o jsonpath='{.metadata.generation}')" = "$generation" ] ||
+  fail "a metadata-only patch bumped the generation"
+k patch deviceclass gpu.nvidia.com --type=merge -p '{"spec":{"config":[]}}' >/dev/null
+k patch deviceclass legacy-gpu --type=json -p '[{"op":"add","path":"/spec/selectors/-","value":{"cel":{"expression":"true"}}}]' >/dev/null
+[ "$(k get deviceclass legacy-gpu -o jsonpath='{.metadata.generation}')" = "2" ] ||
+  fail "a spec change did not bump the generation"
+
+step "apply an edited manifest (client-side apply: last-applied-configuration + patch)"
+sed 's/dra.draplane.dev\/tier: premium/dra.draplane.dev\/tier: standard/' \
+  "$SRC/examples/deviceclasses.yaml" >"$e2e_work/classes.yaml"
+k apply -f "$e2e_work/classes.yaml" >/dev/null
+expect_contains "$(k get deviceclass gpu.nvidia.com -o jsonpath='{.metadata.annotations}')" "kubectl.kubernetes.io/last-applied-configuration"
+
+step "edit with EDITOR=true (no change)"
+out=$(EDITOR=true k edit deviceclass gpu.nvidia.com 2>&1)
+expect_contains "$out" "Edit cancelled, no changes made."
+
+step "CEL selectors are compiled at create time"
+if out=$(k apply -f - 2>&1 <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: broken-cel
+spec:
+  selectors:
+  - cel:
+      expression: 'device.attributes["gpu.nvidia.com"].memory >'
+EOF
+); then
+  fail "a DeviceClass with a broken CEL expression was accepted"
+fi
+expect_contains "$out" "compilation failed"
+
+step "--dry-run=server"
+k create namespace dry-run-ns --dry-run=server >/dev/null
+if k get namespace dry-run-ns >/dev/null 2>&1; then fail "a server dry run created the namespace"; fi
+out=$(k apply --dry-run=server -f "$SRC/examples/claim-mig-pair.yaml")
+expect_contains "$out" "(server dry run)"
+
+step "delete with a finalizer"
+k apply -f - >/dev/null <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: held
+  namespace: team-vision
+  finalizers: [example.com/hold]
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.nvidia.com
+EOF
+k delete resourceclaim held -n team-vision --wait=false >/dev/null
+[ -n "$(k get resourceclaim held -n team-vision -o jsonpath='{.metadata.deletionTimestamp}')" ] ||
+  fail "a claim with a finalizer lost it or has no deletionTimestamp"
+expect_contains "$(k get resourceclaim held -n team-vision)" "deleted"
+k patch resourceclaim held -n team-vision --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]' >/dev/null
+k wait --for=delete resourceclaim/held -n team-vision --timeout=60s >/dev/null
+
+step "delete with ownerReference cascade (background, foreground, orphan)"
+owned() {  # owned OWNER_POD CLAIM
+  local owner_uid
+  owner_uid=$(k get pod "$1" -n team-vision -o jsonpath='{.metadata.uid}')
+  k apply -f - >/dev/null <<EOF
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: $2
+  namespace: team-vision
+  ownerReferences:
+  - apiVersion: v1
+    kind: Pod
+    name: $1
+    uid: $owner_uid
+    blockOwnerDeletion: true
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.nvidia.com
+EOF
+}
+for p in owner-bg owner-fg owner-orphan; do
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $p
+  namespace: team-vision
+spec:
+  containers:
+  - name: pause
+    image: registry.example.com/pause:3
+EOF
+done
+owned owner-bg dep-bg
+owned owner-fg dep-fg
+owned owner-orphan dep-orphan
+k delete pod owner-bg -n team-vision >/dev/null
+k wait --for=delete resourceclaim/dep-bg -n team-vision --timeout=60s >/dev/null
+k delete pod owner-fg -n team-vision --cascade=foreground --wait=false >/dev/null
+k wait --for=delete resourceclaim/dep-fg -n team-vision --timeout=60s >/dev/null
+k wait --for=delete pod/owner-fg -n team-vision --timeout=60s >/dev/null
+k delete pod owner-orphan -n team-vision --cascade=orphan >/dev/null
+k wait --for=delete pod/owner-orphan -n team-vision --timeout=60s >/dev/null
+[ -z "$(k get resourceclaim dep-orphan -n team-vision -o jsonpath='{.metadata.ownerReferences}')" ] ||
+  fail "an orphaned dependent kept its owner reference"
+
+step "wait --for=condition"
+k apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-node-1
+  labels:
+    node-role.kubernetes.io/gpu: ""
+EOF
+kubectl --kubeconfig "$admin_kubeconfig" wait --for=condition=Ready node/gpu-node-1 --timeout=60s \
+  >"$e2e_work/wait.out" 2>&1 &
+wait_pid=$!
+background_pids+=($wait_pid)
+k patch node gpu-node-1 --subresource=status --type=merge -p '{"status":{"conditions":[
+  {"type":"Ready","status":"True","reason":"KubeletReady","message":"ok",
+   "lastHeartbeatTime":"2025-01-01T00:00:00Z","lastTransitionTime":"2025-01-01T00:00:00Z"}]}}' >/dev/null
+wait "$wait_pid" || fail "kubectl wait --for=condition=Ready failed: $(cat "$e2e_work/wait.out")"
+expect_contains "$(cat "$e2e_work/wait.out")" "condition met"
+expect_contains "$(k get nodes)" "Ready"
+
+step "auth can-i / whoami as the admin"
+expect_contains "$(k auth can-i create resourceclaims -n team-llm)" "yes"
+expect_contains "$(k auth whoami)" "admin"
+
+step "a tenant identity (token from draplane kubeconfig)"
+"$DRAPLANE" kubeconfig --data-dir "$data" --user alice --groups tenants >"$e2e_work/alice.kubeconfig"
+k create rolebinding alice-tenant --clusterrole=draplane:tenant --user=alice -n team-llm >/dev/null
+alice() { kubectl --kubeconfig "$e2e_work/alice.kubeconfig" "$@"; }
+expect_contains "$(alice get resourceclaims -n team-llm)" "training-net"
+expect_contains "$(alice auth can-i create resourceclaims -n team-llm)" "yes"
+expect_contains "$(alice auth can-i get resourceclaims -n team-vision 2>&1 || true)" "no"
+if out=$(alice get resourceclaims -n team-vision 2>&1); then fail "alice read team-vision"; fi
+expect_contains "$out" "Forbidden"
+expect_contains "$out" 'User "alice" cannot list resource "resourceclaims"'
+alice apply -f - >/dev/null <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: alice-claim
+  namespace: team-llm
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.nvidia.com
+EOF
+expect_contains "$(alice get resourceclaims -n team-llm)" "alice-claim"
+if out=$(alice delete resourceclaim mig-pair -n team-vision 2>&1); then fail "alice deleted team-vision's claim"; fi
+expect_contains "$out" "Forbidden"
+expect_contains "$(k get resourceclaim mig-pair -n team-vision)" "mig-pair"
+
+step "a node identity (client certificate from draplane kubeconfig)"
+"$DRAPLANE" kubeconfig --data-dir "$data" --user system:node:gpu-node-3 --groups system:nodes \
+  --client-certificate >"$e2e_work/node.kubeconfig"
+node() { kubectl --kubeconfig "$e2e_work/node.kubeconfig" "$@"; }
+expect_contains "$(node auth whoami)" "system:node:gpu-node-3"
+node apply -f - >/dev/null <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: gpu-node-3-gpu
+spec:
+  driver: gpu.nvidia.com
+  nodeName: gpu-node-3
+  pool: {name: gpu-node-3, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+EOF
+expect_contains "$(k get resourceslices)" "gpu-node-3-gpu"
+if out=$(node apply -f - 2>&1 <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: forged-for-node-1
+spec:
+  driver: gpu.nvidia.com
+  nodeName: gpu-node-1
+  pool: {name: gpu-node-1, generation: 9, resourceSliceCount: 1}
+  devices:
+  - name: gpu-7
+EOF
+); then fail "node 3 wrote a slice of node 1"; fi
+expect_contains "$out" "Forbidden"
+if out=$(node delete deviceclass gpu.nvidia.com 2>&1); then fail "a node deleted a DeviceClass"; fi
+expect_contains "$out" "Forbidden"
+if node get resourceslices >/dev/null 2>&1; then fail "a node listed every slice"; fi
+expect_contains "$(node get resourceslices --field-selector spec.nodeName=gpu-node-3)" "gpu-node-3-gpu"
+
+step "events, explain and metrics"
+expect_contains "$(k explain resourceclaims.spec.devices 2>&1)" "requests"
+expect_contains "$(k get --raw /metrics)" "apiserver_request_total"
+expect_contains "$(k get --raw /readyz)" "ok"
+
+step "graceful shutdown"
+stop_server
+echo "PASS"
