@@ -115,6 +115,7 @@ struct DeviceRef {
   SliceEntry* slice = nullptr;
   uint32_t index = 0;
   const rv1::Device& device() const { return slice->spec().devices[index]; }
+  const internal::DeviceData& data() const { return slice->data[index]; }
 };
 
 // The result of selecting a device for a key (upstream isSelectable).
@@ -126,37 +127,7 @@ struct Selectability {
 
 // --- consumable capacity (upstream consumable_capacity.go) -----------------------------------
 
-// A device capacity after resolving qualified names against the driver: an entry explicitly
-// qualified with the driver's domain wins over an unqualified one for the same identifier.
-struct ResolvedCapacity {
-  std::string published;  // key in Device.capacity
-  std::string qualified;  // driver-qualified form
-  const rv1::DeviceCapacity* capacity = nullptr;
-};
-
-std::vector<ResolvedCapacity> ResolveDeviceCapacity(const rv1::Device& device,
-                                                    const std::string& driver) {
-  std::vector<ResolvedCapacity> out;
-  std::set<std::string> seen;
-  const std::string prefix = driver + "/";
-  for (const auto& [name, cap] : device.capacity) {
-    if (name.compare(0, prefix.size(), prefix) == 0) {
-      out.push_back({name, name, &cap});
-      seen.insert(name);
-    }
-  }
-  for (const auto& [name, cap] : device.capacity) {
-    if (name.compare(0, prefix.size(), prefix) == 0) continue;
-    std::string qualified = name.find('/') == std::string::npos ? prefix + name : name;
-    if (seen.count(qualified) != 0) continue;
-    out.push_back({name, qualified, &cap});
-    seen.insert(qualified);
-  }
-  std::sort(out.begin(), out.end(), [](const ResolvedCapacity& a, const ResolvedCapacity& b) {
-    return a.published < b.published;
-  });
-  return out;
-}
+using internal::ResolvedCapacity;
 
 // upstream resolveCapacityName: the index of the capacity a request name refers to, or kNone.
 uint32_t ResolveRequestName(const std::string& request_name, const std::string& driver,
@@ -170,7 +141,7 @@ uint32_t ResolveRequestName(const std::string& request_name, const std::string& 
     qualified = request_name;
     if (domain != driver) {
       for (uint32_t i = 0; i < caps.size(); ++i) {
-        if (caps[i].published == request_name) return i;
+        if (*caps[i].published == request_name) return i;
       }
       return kNone;
     }
@@ -194,13 +165,13 @@ api::Quantity RoundUpRange(const api::Quantity& requested,
   return api::Quantity::FromInt64(min + step * n, range.step->format());
 }
 
-api::Quantity ConsumedQuantity(const api::Quantity* requested, const rv1::DeviceCapacity& cap) {
-  const std::optional<rv1::CapacityRequestPolicy>& policy = cap.request_policy;
+api::Quantity ConsumedQuantity(const api::Quantity* requested, const internal::Capacity& cap) {
+  const rv1::CapacityRequestPolicy* policy = cap.policy.get();
   if (requested == nullptr) {
-    if (policy.has_value() && policy->default_value.has_value()) return *policy->default_value;
+    if (policy != nullptr && policy->default_value.has_value()) return *policy->default_value;
     return cap.value;
   }
-  if (!policy.has_value()) return *requested;
+  if (policy == nullptr) return *requested;
   if (policy->valid_range.has_value() && policy->valid_range->min.has_value()) {
     return RoundUpRange(*requested, *policy->valid_range);
   }
@@ -213,9 +184,9 @@ api::Quantity ConsumedQuantity(const api::Quantity* requested, const rv1::Device
 }
 
 // upstream violatesPolicy.
-bool ViolatesPolicy(const api::Quantity& consumed, const rv1::DeviceCapacity& cap) {
-  if (!cap.request_policy.has_value()) return false;
-  const rv1::CapacityRequestPolicy& policy = *cap.request_policy;
+bool ViolatesPolicy(const api::Quantity& consumed, const internal::Capacity& cap) {
+  if (cap.policy == nullptr) return false;
+  const rv1::CapacityRequestPolicy& policy = *cap.policy;
   // Upstream compares the Go structs; numerically equal quantities that differ in
   // representation then take the checks below, which the policy's own default passes too.
   if (policy.default_value.has_value() && consumed.Compare(*policy.default_value) == 0) {
@@ -242,9 +213,9 @@ bool ViolatesPolicy(const api::Quantity& consumed, const rv1::DeviceCapacity& ca
 const api::Quantity* AllocatedCapacity(const AllocatedState::DeviceRecord* record,
                                        const ResolvedCapacity& cap) {
   if (record == nullptr) return nullptr;
-  auto it = record->aggregated.find(cap.published);
+  auto it = record->aggregated.find(*cap.published);
   if (it == record->aggregated.end()) it = record->aggregated.find(cap.qualified);
-  if (it == record->aggregated.end() && cap.qualified != cap.published) {
+  if (it == record->aggregated.end() && cap.qualified != *cap.published) {
     size_t slash = cap.qualified.find('/');
     it = record->aggregated.find(cap.qualified.substr(slash + 1));
   }
@@ -327,10 +298,12 @@ class ProblemBuilder {
               }
             }
           }
-          if (f_.consumable_capacity) {
-            for (const ResolvedCapacity& cap : ResolveDeviceCapacity(d, pool.driver)) {
+          // Capacities matter to the search only for shares; an exclusive device is checked
+          // once, statically (MakePlan).
+          if (dev.multi_allocatable) {
+            for (const ResolvedCapacity& cap : state_.Capacities(*slice, i)) {
               internal::DeviceCapacity dc;
-              dc.name = cap.published;
+              dc.name = *cap.published;
               dc.value = cap.capacity->value;
               if (const api::Quantity* used = AllocatedCapacity(rec, cap)) dc.allocated = *used;
               dev.capacities.push_back(std::move(dc));
@@ -685,16 +658,21 @@ class ProblemBuilder {
   }
 
   // upstream cmpRequestOverCapacity without the in-attempt consumption (the search adds that).
+  // Returns kNone for an exclusive device that fits: nothing else in the attempt can consume its
+  // capacity, so the static check is the whole check.
   uint32_t MakePlan(const KeySpec& spec, DeviceIndex d) {
-    const rv1::Device& device = refs[d].device();
+    const DeviceRef& ref = refs[d];
     const internal::Device& dev = problem.devices[d];
-    std::vector<ResolvedCapacity> caps =
-        ResolveDeviceCapacity(device, problem.pools[dev.pool].driver);
+    const std::string& driver = problem.pools[dev.pool].driver;
+    const std::vector<ResolvedCapacity>& caps = state_.Capacities(*ref.slice, ref.index);
+    if (caps.empty() && (spec.capacity == nullptr || spec.capacity->requests.empty())) {
+      return dev.multi_allocatable ? EmptyPlan() : kNone;
+    }
     CapacityPlan plan;
     std::vector<const api::Quantity*> requested(caps.size(), nullptr);
     if (spec.capacity != nullptr) {
       for (const auto& [name, q] : spec.capacity->requests) {
-        uint32_t i = ResolveRequestName(name, problem.pools[dev.pool].driver, caps);
+        uint32_t i = ResolveRequestName(name, driver, caps);
         if (i == kNone) {
           plan.usable = false;
           plan.why = "capacity " + name + " is not defined on the device";
@@ -702,40 +680,52 @@ class ProblemBuilder {
         }
         if (requested[i] != nullptr) {
           plan.usable = false;
-          plan.why = "capacity " + caps[i].published + " is requested twice";
+          plan.why = "capacity " + *caps[i].published + " is requested twice";
           break;
         }
         requested[i] = &q;
       }
     }
-    if (plan.usable) {
-      for (size_t i = 0; i < caps.size(); ++i) {
-        api::Quantity consumed = ConsumedQuantity(requested[i], *caps[i].capacity);
-        if (consumed.Sign() < 0) {
-          plan.usable = false;
-          plan.why = "capacity " + caps[i].published + " would be negative";
-          break;
-        }
-        if (ViolatesPolicy(consumed, *caps[i].capacity)) {
-          plan.usable = false;
-          plan.why = "capacity " + caps[i].published + ": " + consumed.ToString() +
-                     " violates the device's request policy";
-          break;
-        }
-        const internal::DeviceCapacity& dc = dev.capacities[i];
-        if (dc.allocated.Add(consumed).Compare(dc.value) > 0) {
-          plan.usable = false;
-          plan.why =
-              fmt::format("capacity {}: needs {}, {} of {} already consumed", caps[i].published,
-                          consumed.ToString(), dc.allocated.ToString(), dc.value.ToString());
-          break;
-        }
-        plan.consumed.push_back(std::move(consumed));
+    const AllocatedState::DeviceRecord* rec =
+        allocated_.Find(driver, problem.pools[dev.pool].name, dev.name);
+    for (size_t i = 0; plan.usable && i < caps.size(); ++i) {
+      api::Quantity consumed = ConsumedQuantity(requested[i], *caps[i].capacity);
+      if (consumed.Sign() < 0) {
+        plan.usable = false;
+        plan.why = "capacity " + *caps[i].published + " would be negative";
+        break;
       }
+      if (ViolatesPolicy(consumed, *caps[i].capacity)) {
+        plan.usable = false;
+        plan.why = "capacity " + *caps[i].published + ": " + consumed.ToString() +
+                   " violates the device's request policy";
+        break;
+      }
+      const api::Quantity& value = caps[i].capacity->value;
+      const api::Quantity* used = AllocatedCapacity(rec, caps[i]);
+      api::Quantity total = used != nullptr ? used->Add(consumed) : consumed;
+      if (total.Compare(value) > 0) {
+        plan.usable = false;
+        plan.why = fmt::format("capacity {}: needs {}, {} of {} already consumed",
+                               *caps[i].published, consumed.ToString(),
+                               used != nullptr ? used->ToString() : "0", value.ToString());
+        break;
+      }
+      if (dev.multi_allocatable) plan.consumed.push_back(std::move(consumed));
     }
+    if (plan.usable && !dev.multi_allocatable) return kNone;
     if (!plan.usable) plan.consumed.clear();
     problem.plans.push_back(std::move(plan));
     return static_cast<uint32_t>(problem.plans.size() - 1);
+  }
+
+  // A usable plan that consumes nothing (a multi-allocatable device without capacities).
+  uint32_t EmptyPlan() {
+    if (empty_plan_ == kNone) {
+      empty_plan_ = static_cast<uint32_t>(problem.plans.size());
+      problem.plans.emplace_back();
+    }
+    return empty_plan_;
   }
 
   // upstream lookupAttribute for every (constraint, device), interned.
@@ -750,12 +740,27 @@ class ProblemBuilder {
     for (internal::Claim& claim : problem.claims) {
       for (internal::Constraint& constraint : claim.constraints) {
         constraint.value_of_device.assign(problem.devices.size(), kNone);
+        // upstream lookupAttribute: the fully qualified name, else the bare id when the
+        // domain is the device's driver.
+        const std::string& name = constraint.attribute;
+        const uint32_t exact = state_.names.Find(name);
+        const size_t slash = name.find('/');
+        const std::string_view domain = slash == std::string::npos
+                                            ? std::string_view()
+                                            : std::string_view(name).substr(0, slash);
+        const uint32_t bare = slash == std::string::npos
+                                  ? internal::NameTable::kMissing
+                                  : state_.names.Find(std::string_view(name).substr(slash + 1));
         for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
-          const rv1::DeviceAttribute* attr =
-              LookupAttribute(refs[d].device(), problem.pools[problem.devices[d].pool].driver,
-                              constraint.attribute);
+          const internal::DeviceData& data = refs[d].data();
+          const internal::Attribute* attr =
+              exact != internal::NameTable::kMissing ? data.Find(exact) : nullptr;
+          if (attr == nullptr && bare != internal::NameTable::kMissing &&
+              domain == problem.pools[problem.devices[d].pool].driver) {
+            attr = data.Find(bare);
+          }
           if (attr == nullptr) continue;
-          AttributeValue v = ToValue(*attr, intern);
+          AttributeValue v = ToValue(attr->ToApi(), intern);
           std::vector<int64_t> key = Encode(v);
           auto [it, inserted] = dedupe.emplace(key, static_cast<uint32_t>(problem.values.size()));
           if (inserted) problem.values.push_back(std::move(v));
@@ -763,18 +768,6 @@ class ProblemBuilder {
         }
       }
     }
-  }
-
-  static const rv1::DeviceAttribute* LookupAttribute(const rv1::Device& device,
-                                                     const std::string& driver,
-                                                     const std::string& name) {
-    auto it = device.attributes.find(name);
-    if (it != device.attributes.end()) return &it->second;
-    size_t slash = name.find('/');
-    if (slash == std::string::npos) return nullptr;
-    if (std::string_view(name).substr(0, slash) != driver) return nullptr;
-    it = device.attributes.find(std::string_view(name).substr(slash + 1));
-    return it == device.attributes.end() ? nullptr : &it->second;
   }
 
   template <typename Intern>
@@ -837,6 +830,7 @@ class ProblemBuilder {
   const Features f_;
   const std::vector<ClaimSpec>& claims_;
   const bool explain_;
+  uint32_t empty_plan_ = kNone;
 };
 
 // --- results ------------------------------------------------------------------------------
@@ -1031,7 +1025,6 @@ class AllocatorImpl final : public Allocator {
                     "gather pool information: " + std::string(entry.gather_error.message()));
     }
     const bool use_cache = options.use_node_cache && !options.explain && options.policies.empty();
-    std::vector<uint64_t> versions;
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
         entry.state_id = allocated.id();
@@ -1040,11 +1033,16 @@ class AllocatorImpl final : public Allocator {
           entry.records.push_back(allocated.PoolFor(p.driver, p.pool));
         }
       }
-      versions.reserve(entry.records.size());
-      for (const AllocatedState::PoolRecord* r : entry.records) versions.push_back(r->version);
       for (const NodeEntry::Unsatisfiable& u : entry.unsatisfiable) {
-        if (u.claims == fingerprint_ && u.state_id == allocated.id() && u.features == features_ &&
-            u.versions == versions) {
+        if (u.claims != fingerprint_ || u.state_id != allocated.id() ||
+            !(u.features == features_)) {
+          continue;
+        }
+        bool same = true;
+        for (size_t i = 0; i < entry.records.size() && same; ++i) {
+          same = u.versions[i] == entry.records[i]->version;
+        }
+        if (same) {
           Outcome out;
           out.kind = Outcome::Kind::kUnsatisfiable;
           out.stats.node_cache_hit = true;
@@ -1101,7 +1099,11 @@ class AllocatorImpl final : public Allocator {
           if (entry.unsatisfiable.size() >= kRemembered) {
             entry.unsatisfiable.erase(entry.unsatisfiable.begin());
           }
-          entry.unsatisfiable.push_back({fingerprint_, features_, allocated.id(), versions});
+          std::vector<uint64_t> versions;
+          versions.reserve(entry.records.size());
+          for (const AllocatedState::PoolRecord* r : entry.records) versions.push_back(r->version);
+          entry.unsatisfiable.push_back(
+              {fingerprint_, features_, allocated.id(), std::move(versions)});
         }
       }
     }

@@ -50,6 +50,15 @@ class Fixture {
     }
   }
 
+  template <typename T>
+  std::unique_ptr<T> Decode(std::string_view yaml) {
+    StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(yaml);
+    auto out = std::make_unique<T>();
+    api::FieldErrorList errors;
+    rv1::Decode(docs->front().value, out.get(), &errors);
+    return out;
+  }
+
   StatusOr<Outcome> Run(Options options = {}) {
     std::vector<const rv1::ResourceClaim*> pointers;
     for (const rv1::ResourceClaim& c : claims) pointers.push_back(&c);
@@ -426,6 +435,71 @@ TEST(AllocatorTest, CountersAreNetOfAllocatedPartitions) {
   EXPECT_NE(whole.detail.find("needs 40Gi, available 20Gi"), std::string::npos) << whole.detail;
 }
 
+TEST(AllocatorTest, ListAttributeMatchRestoresTheIntersectionOnBacktrack) {
+  // kubernetes#140300: numa [1,2], [1], [2], [2]; three devices with a common value exist only as
+  // {device-1, device-3, device-4}.
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: slice-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-1, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+  - {name: device-1, attributes: {numa: {ints: [1, 2]}}}
+  - {name: device-2, attributes: {numa: {ints: [1]}}}
+  - {name: device-3, attributes: {numa: {ints: [2]}}}
+  - {name: device-4, attributes: {numa: {int: 2}}}
+)");
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "3}}\n",
+      "    constraints: [{matchAttribute: driver-a/numa}]\n"));
+  f.features.list_type_attributes = true;
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1",
+                                                     "req-0=driver-a/pool-1/device-3",
+                                                     "req-0=driver-a/pool-1/device-4"}));
+  f.features.list_type_attributes = false;
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable)
+      << "without list attributes only the scalar on device-4 is visible";
+}
+
+TEST(AllocatorTest, DistinctAttributeHoldsForThreeDevicesOfOneRequest) {
+  // kubernetes#140438: the third device must differ from both earlier ones.
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: slice-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-1, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+  - {name: device-1, attributes: {numa: {int: 0}}}
+  - {name: device-2, attributes: {numa: {int: 1}}}
+  - {name: device-3, attributes: {numa: {int: 0}}}
+  - {name: device-4, attributes: {numa: {int: 2}}}
+)");
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "3}}\n",
+      "    constraints: [{distinctAttribute: driver-a/numa}]\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1",
+                                                     "req-0=driver-a/pool-1/device-2",
+                                                     "req-0=driver-a/pool-1/device-4"}));
+}
+
 TEST(AllocatorTest, InvalidPoolIsANodeErrorOnlyWithoutSolution) {
   Fixture f;
   f.Load(kClassA);
@@ -622,11 +696,20 @@ TEST(AllocatorTest, SelectorVerdictsAreCachedPerSliceVersion) {
   ASSERT_TRUE(f.Run({.use_node_cache = false}).ok());
   EXPECT_EQ(f.evaluations, 2) << "no CEL on the second allocation";
 
-  auto updated = std::make_shared<rv1::ResourceSlice>(*f.snapshot.FindSlice(f.handles[0]));
+  std::unique_ptr<rv1::ResourceSlice> updated = f.Decode<rv1::ResourceSlice>(kTwoDevices);
   updated->metadata.generation = 2;
-  f.snapshot.UpdateSlice(f.handles[0], updated);
+  f.snapshot.UpdateSlice(f.handles[0], *updated);
   ASSERT_TRUE(f.Run().ok());
   EXPECT_EQ(f.evaluations, 4) << "a new slice version is evaluated again";
+
+  // An informer resync of the same version keeps the verdicts.
+  updated->metadata.uid = "uid-1";
+  updated->metadata.resource_version = "7";
+  f.snapshot.UpdateSlice(f.handles[0], *updated);
+  ASSERT_TRUE(f.Run().ok());
+  f.snapshot.UpdateSlice(f.handles[0], *updated);
+  ASSERT_TRUE(f.Run().ok());
+  EXPECT_EQ(f.evaluations, 6) << "the resync of version 7 reused its verdicts";
 }
 
 TEST(AllocatorTest, NodeCacheRemembersUnsatisfiableClaimsUntilTheStateChanges) {

@@ -1,6 +1,7 @@
 #include "allocator/snapshot.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "allocator/internal/snapshot_state.h"
@@ -26,6 +27,47 @@ uint32_t SnapshotState::Expression(std::string_view text) {
   return id;
 }
 
+const std::vector<ResolvedCapacity>& SnapshotState::Capacities(SliceEntry& slice, size_t index) {
+  if (slice.capacities.size() != slice.spec().devices.size()) {
+    slice.capacities.resize(slice.spec().devices.size());
+  }
+  std::optional<std::vector<ResolvedCapacity>>& cached = slice.capacities[index];
+  if (cached.has_value()) return *cached;
+  const DeviceData& data = slice.data[index];
+  const std::string prefix = slice.spec().driver + "/";
+  std::vector<ResolvedCapacity> out;
+  std::set<std::string> seen;
+  for (const Capacity& cap : data.capacity) {
+    const std::string& name = names.Name(cap.name);
+    if (name.compare(0, prefix.size(), prefix) == 0) {
+      out.push_back({&name, name, &cap});
+      seen.insert(name);
+    }
+  }
+  for (const Capacity& cap : data.capacity) {
+    const std::string& name = names.Name(cap.name);
+    if (name.compare(0, prefix.size(), prefix) == 0) continue;
+    std::string qualified = name.find('/') == std::string::npos ? prefix + name : name;
+    if (seen.count(qualified) != 0) continue;
+    seen.insert(qualified);
+    out.push_back({&name, std::move(qualified), &cap});
+  }
+  std::sort(out.begin(), out.end(), [](const ResolvedCapacity& a, const ResolvedCapacity& b) {
+    return *a.published < *b.published;
+  });
+  cached = std::move(out);
+  return *cached;
+}
+
+void SnapshotState::Store(SliceEntry& entry, api::resourcev1::ResourceSlice slice) {
+  entry.data.clear();
+  entry.data.reserve(slice.spec.devices.size());
+  for (api::resourcev1::Device& device : slice.spec.devices) {
+    entry.data.push_back(Compact(device, names));
+  }
+  entry.slice = std::make_shared<const api::resourcev1::ResourceSlice>(std::move(slice));
+}
+
 uint32_t SnapshotState::ErrorId(const std::string& text) {
   auto [it, inserted] = error_ids.emplace(text, static_cast<uint32_t>(error_texts.size()));
   if (inserted) error_texts.push_back(text);
@@ -34,8 +76,18 @@ uint32_t SnapshotState::ErrorId(const std::string& text) {
 
 uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t index) {
   const std::vector<api::resourcev1::Device>& devices = slice.spec().devices;
-  std::vector<uint32_t>& codes = slice.verdicts[expression];
-  if (codes.empty()) codes.assign(devices.size(), kVerdictUnknown);
+  std::vector<uint32_t>* found = nullptr;
+  for (auto& [id, list] : slice.verdicts) {
+    if (id == expression) {
+      found = &list;
+      break;
+    }
+  }
+  if (found == nullptr) {
+    slice.verdicts.emplace_back(expression, std::vector<uint32_t>(devices.size(), kVerdictUnknown));
+    found = &slice.verdicts.back().second;
+  }
+  std::vector<uint32_t>& codes = *found;
   uint32_t& code = codes[index];
   if (code != kVerdictUnknown) return code;
   const CompiledExpression& compiled = expressions[expression];
@@ -46,7 +98,12 @@ uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t i
   }
   if (slice.inputs.empty()) slice.inputs.resize(devices.size());
   std::unique_ptr<PreparedDevice>& input = slice.inputs[index];
-  if (input == nullptr) input = engine->Prepare(devices[index], slice.spec().driver);
+  if (input == nullptr) {
+    input = engine->Prepare(DeviceSource{.device = &devices[index],
+                                         .data = &slice.data[index],
+                                         .names = &names,
+                                         .driver = slice.spec().driver});
+  }
   SelectorVerdict v = engine->Evaluate(*compiled.program, *input);
   if (v.error) {
     code = kVerdictError + ErrorId(v.message);
@@ -54,6 +111,17 @@ uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t i
     code = v.matches ? kVerdictTrue : kVerdictFalse;
   }
   return code;
+}
+
+NodeEntry& SnapshotState::Node(const api::corev1::Node& node) {
+  auto it = nodes_by_address.find(&node);
+  if (it != nodes_by_address.end() && it->second->name == node.metadata.name) return *it->second;
+  NodeEntry& entry = nodes[node.metadata.name];
+  entry.name = node.metadata.name;
+  // Transient Node objects must not make the index grow without bound.
+  if (nodes_by_address.size() > 4 * nodes.size() + 64) nodes_by_address.clear();
+  nodes_by_address[&node] = &entry;
+  return entry;
 }
 
 uint64_t SnapshotState::FingerprintId(const std::string& fingerprint) {
@@ -142,18 +210,18 @@ const api::resourcev1::DeviceClass* Snapshot::FindClass(std::string_view name) c
 Snapshot::SliceHandle Snapshot::AddSlice(
     std::shared_ptr<const api::resourcev1::ResourceSlice> slice) {
   DRAPLANE_CHECK(slice != nullptr);
+  return AddSlice(api::resourcev1::ResourceSlice(*slice));
+}
+
+Snapshot::SliceHandle Snapshot::AddSlice(api::resourcev1::ResourceSlice slice) {
   auto entry = std::make_unique<internal::SliceEntry>();
   entry->handle = state_->next_handle++;
-  entry->slice = std::move(slice);
+  state_->Store(*entry, std::move(slice));
   internal::SliceEntry* raw = entry.get();
   state_->slices.emplace(raw->handle, std::move(entry));
   state_->Index(raw);
   ++state_->epoch;
   return raw->handle;
-}
-
-Snapshot::SliceHandle Snapshot::AddSlice(api::resourcev1::ResourceSlice slice) {
-  return AddSlice(std::make_shared<const api::resourcev1::ResourceSlice>(std::move(slice)));
 }
 
 bool Snapshot::RemoveSlice(SliceHandle handle) {
@@ -165,33 +233,37 @@ bool Snapshot::RemoveSlice(SliceHandle handle) {
   return true;
 }
 
-Snapshot::SliceHandle Snapshot::UpdateSlice(
-    SliceHandle handle, std::shared_ptr<const api::resourcev1::ResourceSlice> slice) {
+Snapshot::SliceHandle Snapshot::UpdateSlice(SliceHandle handle,
+                                            api::resourcev1::ResourceSlice slice) {
   auto it = state_->slices.find(handle);
   DRAPLANE_CHECK(it != state_->slices.end());
-  DRAPLANE_CHECK(slice != nullptr);
   internal::SliceEntry& entry = *it->second;
   const api::resourcev1::ResourceSlice& old = *entry.slice;
-  bool same_version = !slice->metadata.uid.empty() && slice->metadata.uid == old.metadata.uid &&
-                      !slice->metadata.resource_version.empty() &&
-                      slice->metadata.resource_version == old.metadata.resource_version &&
-                      slice->metadata.generation == old.metadata.generation;
+  bool same_version = !slice.metadata.uid.empty() && slice.metadata.uid == old.metadata.uid &&
+                      !slice.metadata.resource_version.empty() &&
+                      slice.metadata.resource_version == old.metadata.resource_version &&
+                      slice.metadata.generation == old.metadata.generation;
   state_->Unindex(&entry);
+  // Resolved capacities and compiled node selectors point into the stored slice.
+  entry.capacities.clear();
+  entry.slice_selector.reset();
+  entry.device_selectors.clear();
   if (!same_version) {
-    entry.slice_selector.reset();
-    entry.device_selectors.clear();
+    // Prepared CEL inputs own their data (selector_engine.h), so they and the verdicts survive
+    // an unchanged version.
     entry.inputs.clear();
     entry.verdicts.clear();
   }
-  entry.slice = std::move(slice);
+  state_->Store(entry, std::move(slice));
   state_->Index(&entry);
   ++state_->epoch;
   return handle;
 }
 
-const api::resourcev1::ResourceSlice* Snapshot::FindSlice(SliceHandle handle) const {
-  auto it = state_->slices.find(handle);
-  return it == state_->slices.end() ? nullptr : it->second->slice.get();
+Snapshot::SliceHandle Snapshot::UpdateSlice(
+    SliceHandle handle, std::shared_ptr<const api::resourcev1::ResourceSlice> slice) {
+  DRAPLANE_CHECK(slice != nullptr);
+  return UpdateSlice(handle, api::resourcev1::ResourceSlice(*slice));
 }
 
 std::vector<Snapshot::SliceHandle> Snapshot::Slices() const {

@@ -34,6 +34,29 @@ class CelDevice final : public PreparedDevice {
   std::shared_ptr<const cel::DeviceInput> input;
 };
 
+void AddFull(cel::DeviceInput::Builder& builder, const std::string& name,
+             const rv1::DeviceAttribute& a) {
+  if (!a.ints.empty() || (a.present & kIntsPresent) != 0) {
+    builder.AddInts(name, a.ints);
+  } else if (!a.bools.empty() || (a.present & kBoolsPresent) != 0) {
+    builder.AddBools(name, a.bools);
+  } else if (!a.strings.empty() || (a.present & kStringsPresent) != 0) {
+    builder.AddStrings(name, a.strings);
+  } else if (!a.versions.empty() || (a.present & kVersionsPresent) != 0) {
+    builder.AddVersions(name, a.versions);
+  } else if (a.int_value.has_value()) {
+    builder.AddInt(name, *a.int_value);
+  } else if (a.bool_value.has_value()) {
+    builder.AddBool(name, *a.bool_value);
+  } else if (a.string_value.has_value()) {
+    builder.AddString(name, *a.string_value);
+  } else if (a.version_value.has_value()) {
+    builder.AddVersion(name, *a.version_value);
+  } else {
+    builder.AddUnsupported(name);
+  }
+}
+
 class CelEngine final : public SelectorEngine {
  public:
   // The scheduler compiles with StoredExpressions: every declaration regardless of gates,
@@ -51,32 +74,36 @@ class CelEngine final : public SelectorEngine {
 
   // upstream getAttributeValue with list attributes: lists first, then the scalars; an attribute
   // with none of them set cannot be converted.
-  std::unique_ptr<PreparedDevice> Prepare(const rv1::Device& device,
-                                          std::string_view driver) override {
-    cel::DeviceInput::Builder builder(driver);
+  std::unique_ptr<PreparedDevice> Prepare(const DeviceSource& source) override {
+    const rv1::Device& device = *source.device;
+    cel::DeviceInput::Builder builder(source.driver);
     builder.SetAllowMultipleAllocations(device.allow_multiple_allocations.value_or(false));
-    for (const auto& [name, a] : device.attributes) {
-      if (!a.ints.empty() || (a.present & kIntsPresent) != 0) {
-        builder.AddInts(name, a.ints);
-      } else if (!a.bools.empty() || (a.present & kBoolsPresent) != 0) {
-        builder.AddBools(name, a.bools);
-      } else if (!a.strings.empty() || (a.present & kStringsPresent) != 0) {
-        builder.AddStrings(name, a.strings);
-      } else if (!a.versions.empty() || (a.present & kVersionsPresent) != 0) {
-        builder.AddVersions(name, a.versions);
-      } else if (a.int_value.has_value()) {
-        builder.AddInt(name, *a.int_value);
-      } else if (a.bool_value.has_value()) {
-        builder.AddBool(name, *a.bool_value);
-      } else if (a.string_value.has_value()) {
-        builder.AddString(name, *a.string_value);
-      } else if (a.version_value.has_value()) {
-        builder.AddVersion(name, *a.version_value);
-      } else {
-        builder.AddUnsupported(name);
+    for (const Attribute& attr : source.data->attributes) {
+      const std::string& name = source.names->Name(attr.name);
+      switch (attr.kind) {
+        case Attribute::Kind::kInt:
+          builder.AddInt(name, attr.number);
+          break;
+        case Attribute::Kind::kBool:
+          builder.AddBool(name, attr.number != 0);
+          break;
+        case Attribute::Kind::kString:
+          builder.AddString(name, attr.text);
+          break;
+        case Attribute::Kind::kVersion:
+          builder.AddVersion(name, attr.text);
+          break;
+        case Attribute::Kind::kNone:
+          builder.AddUnsupported(name);
+          break;
+        case Attribute::Kind::kFull:
+          AddFull(builder, name, *attr.full);
+          break;
       }
     }
-    for (const auto& [name, capacity] : device.capacity) builder.AddCapacity(name, capacity.value);
+    for (const Capacity& capacity : source.data->capacity) {
+      builder.AddCapacity(source.names->Name(capacity.name), capacity.value);
+    }
     return std::make_unique<CelDevice>(std::move(builder).Build());
   }
 

@@ -167,12 +167,13 @@ StatusOr<bool> DeviceNodeMatches(SliceEntry& slice, size_t index, const api::cor
 
 NodeEntry& GatherPools(SnapshotState& state, const api::corev1::Node& node,
                        const Features& features) {
-  NodeEntry& entry = state.nodes[node.metadata.name];
+  NodeEntry& entry = state.Node(node);
   if (entry.epoch == state.epoch && entry.partitionable == features.partitionable_devices &&
       entry.labels == node.metadata.labels) {
     return entry;
   }
   entry = NodeEntry();
+  entry.name = node.metadata.name;
   entry.epoch = state.epoch;
   entry.partitionable = features.partitionable_devices;
   entry.labels = node.metadata.labels;

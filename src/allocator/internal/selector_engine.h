@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "allocator/internal/device_data.h"
 #include "api/gen/resource_v1_types.h"
 #include "common/status.h"
 
@@ -28,6 +29,15 @@ class PreparedDevice {
   virtual ~PreparedDevice() = default;
 };
 
+// A device as the snapshot stores it: the API device without attributes and capacities, its
+// compact attributes and capacities, the snapshot's name table, and the publishing driver.
+struct DeviceSource {
+  const api::resourcev1::Device* device = nullptr;
+  const DeviceData* data = nullptr;
+  const NameTable* names = nullptr;
+  std::string_view driver;
+};
+
 struct SelectorVerdict {
   bool error = false;
   bool matches = false;
@@ -41,10 +51,9 @@ class SelectorEngine {
   // option). Returns the program or InvalidArgument whose message is the compile error text.
   virtual StatusOr<std::shared_ptr<const CompiledSelector>> Compile(
       std::string_view expression) = 0;
-  // Builds the evaluation input of `device` published by `driver`. The device must outlive the
-  // result.
-  virtual std::unique_ptr<PreparedDevice> Prepare(const api::resourcev1::Device& device,
-                                                  std::string_view driver) = 0;
+  // Builds the evaluation input of a device. The result owns what it needs: it must not refer
+  // to the source, which the snapshot may replace while keeping the input.
+  virtual std::unique_ptr<PreparedDevice> Prepare(const DeviceSource& device) = 0;
   // Evaluates a compiled selector on a prepared device.
   virtual SelectorVerdict Evaluate(const CompiledSelector& selector,
                                    const PreparedDevice& device) = 0;

@@ -15,6 +15,7 @@
 
 #include "allocator/allocated_state.h"
 #include "allocator/features.h"
+#include "allocator/internal/device_data.h"
 #include "allocator/internal/selector_engine.h"
 #include "allocator/snapshot.h"
 #include "api/gen/core_v1_types.h"
@@ -36,19 +37,34 @@ inline constexpr uint32_t kVerdictError = 3;
 inline constexpr uint64_t kDeviceBindingConditionsPresent = uint64_t{1} << 5;
 inline constexpr uint64_t kDeviceBindingFailureConditionsPresent = uint64_t{1} << 6;
 
+// A device capacity with its name resolved against the driver (upstream resolveDeviceCapacity):
+// an entry qualified with the driver's own domain wins over an unqualified one for the same
+// identifier. Points into the slice, which outlives it.
+struct ResolvedCapacity {
+  const std::string* published = nullptr;  // the key in Device.capacity
+  std::string qualified;                   // driver-qualified form
+  const Capacity* capacity = nullptr;
+};
+
 struct SliceEntry {
   Snapshot::SliceHandle handle = 0;
+  // The slice without device attributes and capacities; those are in `data` (device_data.h).
   std::shared_ptr<const api::resourcev1::ResourceSlice> slice;
-  std::string node_name;  // spec.nodeName, "" when unset
-  std::string pool_key;   // driver + '\0' + pool name
+  std::vector<DeviceData> data;  // per device
+  std::string node_name;         // spec.nodeName, "" when unset
+  std::string pool_key;          // driver + '\0' + pool name
 
   // Compiled node selectors (upstream nodeaffinity.NewNodeSelector), made on first use.
   std::optional<StatusOr<api::labels::NodeSelectorMatcher>> slice_selector;
   std::vector<std::optional<StatusOr<api::labels::NodeSelectorMatcher>>> device_selectors;
   // CEL inputs per device, made on first use.
   std::vector<std::unique_ptr<PreparedDevice>> inputs;
-  // Expression id -> verdict code per device.
-  std::unordered_map<uint32_t, std::vector<uint32_t>> verdicts;
+  // Expression id -> verdict code per device. A slice sees few distinct expressions, so a
+  // linear search beats hashing.
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> verdicts;
+  // Per device: its capacities with names resolved against the driver (consumable capacity),
+  // made on first use.
+  std::vector<std::optional<std::vector<ResolvedCapacity>>> capacities;
 
   const api::resourcev1::ResourceSliceSpec& spec() const { return slice->spec; }
 };
@@ -71,6 +87,7 @@ struct GatheredPool {
 };
 
 struct NodeEntry {
+  std::string name;
   // What the cached pools were gathered for.
   uint64_t epoch = 0;
   bool partitionable = false;
@@ -103,6 +120,7 @@ struct SnapshotState {
       : engine(std::move(selector_engine)) {}
 
   std::unique_ptr<SelectorEngine> engine;
+  NameTable names;  // attribute and capacity names of every device
   std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceClass>, std::less<>> classes;
   // Ordered by handle, which is insertion order.
   std::map<Snapshot::SliceHandle, std::unique_ptr<SliceEntry>> slices;
@@ -119,6 +137,15 @@ struct SnapshotState {
 
   std::unordered_map<std::string, uint64_t> fingerprint_ids;
   std::unordered_map<std::string, NodeEntry> nodes;
+  // Node objects seen, by address: a scheduler passes the same (informer-cached) Node objects
+  // over and over, so the entry is found without hashing the name. Checked against the name.
+  std::unordered_map<const void*, NodeEntry*> nodes_by_address;
+
+  // The entry of `node` (created empty when new).
+  NodeEntry& Node(const api::corev1::Node& node);
+
+  // The resolved capacities of device `index` of `slice`, sorted by published name.
+  const std::vector<ResolvedCapacity>& Capacities(SliceEntry& slice, size_t index);
 
   // Interns and compiles an expression (compile errors are kept, never retried).
   uint32_t Expression(std::string_view text);
@@ -128,6 +155,10 @@ struct SnapshotState {
   uint32_t ErrorId(const std::string& text);
   // The id of a claim-set fingerprint (canonical text of the claim specs and features).
   uint64_t FingerprintId(const std::string& fingerprint);
+
+  // Moves the attributes and capacities of `slice`'s devices into `entry.data` and stores the
+  // rest as `entry.slice`.
+  void Store(SliceEntry& entry, api::resourcev1::ResourceSlice slice);
 
   // Indexes.
   void Index(SliceEntry* entry);

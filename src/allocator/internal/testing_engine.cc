@@ -1,5 +1,6 @@
 #include "allocator/internal/testing_engine.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,15 +21,23 @@ class TestingSelector final : public CompiledSelector {
 
 class TestingDevice final : public PreparedDevice {
  public:
-  const api::resourcev1::Device* device = nullptr;
+  std::map<std::string, std::string> attributes;  // name -> scalar text
   std::string driver;
 };
 
-std::string ScalarText(const api::resourcev1::DeviceAttribute& a) {
-  if (a.int_value) return std::to_string(*a.int_value);
-  if (a.bool_value) return *a.bool_value ? "true" : "false";
-  if (a.string_value) return *a.string_value;
-  if (a.version_value) return *a.version_value;
+std::string ScalarText(const Attribute& a) {
+  switch (a.kind) {
+    case Attribute::Kind::kInt:
+      return std::to_string(a.number);
+    case Attribute::Kind::kBool:
+      return a.number != 0 ? "true" : "false";
+    case Attribute::Kind::kString:
+    case Attribute::Kind::kVersion:
+      return a.text;
+    case Attribute::Kind::kNone:
+    case Attribute::Kind::kFull:
+      return "";
+  }
   return "";
 }
 
@@ -67,11 +76,12 @@ class TestingEngine final : public SelectorEngine {
     return std::shared_ptr<const CompiledSelector>(selector);
   }
 
-  std::unique_ptr<PreparedDevice> Prepare(const api::resourcev1::Device& device,
-                                          std::string_view driver) override {
+  std::unique_ptr<PreparedDevice> Prepare(const DeviceSource& source) override {
     auto d = std::make_unique<TestingDevice>();
-    d->device = &device;
-    d->driver = std::string(driver);
+    for (const Attribute& a : source.data->attributes) {
+      d->attributes[source.names->Name(a.name)] = ScalarText(a);
+    }
+    d->driver = std::string(source.driver);
     return d;
   }
 
@@ -96,8 +106,8 @@ class TestingEngine final : public SelectorEngine {
           }
           break;
         case Term::Kind::kAttribute: {
-          auto it = d.device->attributes.find(t.name);
-          if (it == d.device->attributes.end() || ScalarText(it->second) != t.value) {
+          auto it = d.attributes.find(t.name);
+          if (it == d.attributes.end() || it->second != t.value) {
             v.matches = false;
             return v;
           }
