@@ -321,6 +321,13 @@ expect_contains "$(k explain resourceclaims.spec.devices 2>&1)" "requests"
 expect_contains "$(k get --raw /metrics)" "apiserver_request_total"
 expect_contains "$(k get --raw /readyz)" "ok"
 
+step "namespace deletion empties the namespace, then removes it"
+k delete namespace team-vision --timeout=120s >/dev/null
+if k get namespace team-vision >/dev/null 2>&1; then fail "team-vision still exists"; fi
+[ -z "$(k get resourceclaims -n team-vision -o name)" ] || fail "claims outlived their namespace"
+if out=$(k delete namespace default 2>&1); then fail "the default namespace was deleted"; fi
+expect_contains "$out" "Forbidden"
+
 step "graceful shutdown"
 stop_server
 echo "PASS"

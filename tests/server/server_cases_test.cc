@@ -35,7 +35,40 @@ struct Case {
   std::vector<std::string> body_contains;
   std::vector<std::string> body_lacks;
   std::vector<std::pair<std::string, std::string>> header_contains;
+  std::vector<std::pair<std::string, std::string>> captures;  // variable, dotted JSON path
 };
+
+// Replaces ${name} by captured values.
+std::string Substitute(std::string text, const std::map<std::string, std::string>& vars) {
+  for (const auto& [name, value] : vars) {
+    std::string token = "${" + name + "}";
+    for (size_t pos = text.find(token); pos != std::string::npos; pos = text.find(token, pos)) {
+      text.replace(pos, token.size(), value);
+      pos += value.size();
+    }
+  }
+  return text;
+}
+
+// The string (or number) at a dotted path (`metadata.continue`, `items.0.metadata.name`).
+std::optional<std::string> Lookup(const boost::json::value& root, const std::string& path) {
+  const boost::json::value* v = &root;
+  std::istringstream in(path);
+  std::string part;
+  while (std::getline(in, part, '.')) {
+    if (v->is_object()) {
+      v = v->as_object().if_contains(part);
+    } else if (v->is_array() && !part.empty() && std::isdigit(static_cast<unsigned char>(part[0]))) {
+      size_t i = std::stoul(part);
+      v = i < v->as_array().size() ? &v->as_array()[i] : nullptr;
+    } else {
+      v = nullptr;
+    }
+    if (v == nullptr) return std::nullopt;
+  }
+  if (v->is_string()) return std::string(v->as_string());
+  return boost::json::serialize(*v);
+}
 
 std::string Trim(std::string s) {
   size_t b = s.find_first_not_of(" \t\r");
@@ -135,6 +168,9 @@ std::vector<Case> ParseFile(const fs::path& path) {
       current.body_contains.push_back(value);
     } else if (key == "body-lacks") {
       current.body_lacks.push_back(value);
+    } else if (key == "capture") {
+      size_t eq = value.find('=');
+      current.captures.emplace_back(Trim(value.substr(0, eq)), Trim(value.substr(eq + 1)));
     } else if (key == "header") {
       size_t sep = value.find(':');
       current.header_contains.emplace_back(Trim(value.substr(0, sep)), Trim(value.substr(sep + 1)));
@@ -187,9 +223,11 @@ TEST_P(ServerCasesTest, FileCasesPass) {
   tokens["node-1"] = (*server)->IssueCredentials("system:node:node-1", {"system:nodes"}).token;
   tokens["node-2"] = (*server)->IssueCredentials("system:node:node-2", {"system:nodes"}).token;
 
+  std::map<std::string, std::string> vars;
   for (const Case& c : cases) {
     SCOPED_TRACE(GetParam().filename().string() + ":" + std::to_string(c.line) + " " + c.name);
     std::vector<std::pair<std::string, std::string>> headers = c.headers;
+    for (auto& [k, v] : headers) v = Substitute(v, vars);
     if (c.identity != "anonymous") {
       ASSERT_TRUE(tokens.count(c.identity)) << "unknown identity " << c.identity;
       headers.emplace_back("Authorization", "Bearer " + tokens[c.identity]);
@@ -198,8 +236,8 @@ TEST_P(ServerCasesTest, FileCasesPass) {
     ASSERT_TRUE(before.ok());
     auto connection = testing::TestConnection::Connect(port);
     ASSERT_TRUE(connection.ok()) << connection.status().ToString();
-    StatusOr<testing::TestResponse> response =
-        (*connection)->Do(c.method, c.target, headers, c.body);
+    StatusOr<testing::TestResponse> response = (*connection)->Do(
+        c.method, Substitute(c.target, vars), headers, Substitute(c.body, vars));
     ASSERT_TRUE(response.ok()) << response.status().ToString();
     EXPECT_EQ(response->status, c.status) << response->body;
     boost::system::error_code ec;
@@ -220,11 +258,19 @@ TEST_P(ServerCasesTest, FileCasesPass) {
             << "message lacks \"" << m << "\": " << response->body;
       }
     }
-    for (const std::string& b : c.body_contains) {
+    for (const auto& [name, path] : c.captures) {
+      std::optional<std::string> value;
+      if (!ec) value = Lookup(json, path);
+      ASSERT_TRUE(value.has_value()) << "nothing at " << path << " to capture: " << response->body;
+      vars[name] = *value;
+    }
+    for (const std::string& raw : c.body_contains) {
+      std::string b = Substitute(raw, vars);
       EXPECT_NE(response->body.find(b), std::string::npos)
           << "body lacks \"" << b << "\": " << response->body;
     }
-    for (const std::string& b : c.body_lacks) {
+    for (const std::string& raw : c.body_lacks) {
+      std::string b = Substitute(raw, vars);
       EXPECT_EQ(response->body.find(b), std::string::npos) << "body has \"" << b << "\"";
     }
     for (const auto& [name, value] : c.header_contains) {
