@@ -6,6 +6,13 @@
 
 #include <CLI/CLI.hpp>
 #include <stdexcept>
+#include <string>
+
+#include "common/status.h"
+
+namespace draplane::server {
+class Server;
+}  // namespace draplane::server
 
 namespace draplane::cli {
 
@@ -27,5 +34,13 @@ void AddKubeconfigCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
+// The scheduler and the controllers embedded in `draplane serve` (scheduler_command.cc,
+// controller_manager_command.cc).
+Status EmbedScheduler(server::Server& server);
+Status EmbedControllerManager(server::Server& server, bool simulate_kubelet);
+// Embeds one simulated node agent per node of a cluster profile into `server` (serve
+// --simulate-nodes; simulate_nodes.cc); state under <data_dir>/agents/<node>.
+Status EmbedSimulatedNodes(server::Server& server, const std::string& profile_path,
+                           const std::string& data_dir);
 
 }  // namespace draplane::cli
