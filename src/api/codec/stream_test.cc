@@ -65,7 +65,7 @@ TEST(StreamTest, DeliversWhatParseManifestDelivers) {
   ExpectSameAsParseManifest("  \n ");
   ExpectSameAsParseManifest(R"({"kind": "List", "items": null})");
   ExpectSameAsParseManifest(R"({"kind": "List", "items": [{"kind": "A"}]})",
-                            ManifestOptions{.flatten_lists = false});
+                            ManifestOptions{.limits = {}, .flatten_lists = false});
 }
 
 TEST(StreamTest, HandlesValuesSpanningChunks) {
