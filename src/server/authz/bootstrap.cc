@@ -113,8 +113,10 @@ std::vector<BootstrapObject> BootstrapPolicy() {
             Rule({""}, {"pods/binding", "bindings"}, {"create"}),
             Rule({""}, {"pods/status"}, {"get", "update", "patch"}),
             Rule({""}, {"nodes", "namespaces"}, kRead),
+            // create / delete: the special claims of DRA-backed extended resources, as
+            // upstream's bootstrappolicy grants kube-scheduler with DRAExtendedResource.
             Rule({"resource.k8s.io"}, {"resourceclaims"},
-                 {"get", "list", "watch", "update", "patch"}),
+                 {"get", "list", "watch", "create", "update", "patch", "delete"}),
             Rule({"resource.k8s.io"}, {"resourceclaims/status"}, {"get", "update", "patch"}),
             Rule({"resource.k8s.io"},
                  {"deviceclasses", "resourceslices", "resourceclaimtemplates", "devicetaintrules"},
