@@ -247,6 +247,114 @@ wait "$wait_pid" || fail "kubectl wait --for=condition=Ready failed: $(cat "$e2e
 expect_contains "$(cat "$e2e_work/wait.out")" "condition met"
 expect_contains "$(k get nodes)" "Ready"
 
+step "the fixture kinds examples/ does not have: Lease, Events (core and events.k8s.io), Binding"
+# The shared fixtures (k8s-api/) hold one object per kind with placeholder values that no
+# validation accepts, so each kind gets a valid manifest here; the loop below checks that every
+# fixture kind was written through kubectl.
+pod_uid=$(k get pod llm-server-0 -n team-llm -o jsonpath='{.metadata.uid}')
+k apply -f - >/dev/null <<EOF
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: gpu-node-1
+  namespace: kube-node-lease
+spec:
+  holderIdentity: gpu-node-1
+  leaseDurationSeconds: 40
+  renewTime: "2025-01-01T00:00:00.000000Z"
+---
+apiVersion: v1
+kind: Event
+metadata:
+  name: llm-server-0.e2e
+  namespace: team-llm
+involvedObject:
+  apiVersion: v1
+  kind: Pod
+  name: llm-server-0
+  namespace: team-llm
+  uid: $pod_uid
+reason: E2eReason
+message: written by kubectl_e2e.sh
+type: Normal
+source:
+  component: kubectl-e2e
+firstTimestamp: "2025-01-01T00:00:00Z"
+lastTimestamp: "2025-01-01T00:00:00Z"
+count: 1
+---
+apiVersion: events.k8s.io/v1
+kind: Event
+metadata:
+  name: llm-server-0.e2e-v1
+  namespace: team-llm
+eventTime: "2025-01-01T00:00:00.000000Z"
+reportingController: draplane.dev/kubectl-e2e
+reportingInstance: kubectl-e2e-1
+action: Testing
+reason: E2eReason
+note: written by kubectl_e2e.sh
+type: Normal
+regarding:
+  apiVersion: v1
+  kind: Pod
+  name: llm-server-0
+  namespace: team-llm
+  uid: $pod_uid
+EOF
+expect_contains "$(k get leases -n kube-node-lease)" "gpu-node-1"
+expect_contains "$(k get events -n team-llm)" "E2eReason"
+expect_contains "$(k get events.v1.events.k8s.io -n team-llm -o name)" "llm-server-0.e2e-v1"
+expect_contains "$(k describe pod llm-server-0 -n team-llm)" "written by kubectl_e2e.sh"
+k apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: bind-me
+  namespace: team-llm
+spec:
+  containers:
+  - name: pause
+    image: registry.example.com/pause:3
+EOF
+binding="$e2e_work/binding.json"
+cat >"$binding" <<'EOF'
+{"apiVersion":"v1","kind":"Binding","metadata":{"name":"bind-me","namespace":"team-llm"},
+ "target":{"apiVersion":"v1","kind":"Node","name":"gpu-node-1"}}
+EOF
+k create --raw /api/v1/namespaces/team-llm/pods/bind-me/binding -f "$binding" >/dev/null
+[ "$(k get pod bind-me -n team-llm -o jsonpath='{.spec.nodeName}')" = "gpu-node-1" ] ||
+  fail "the Binding did not set spec.nodeName"
+if out=$(k create --raw /api/v1/namespaces/team-llm/pods/bind-me/binding -f "$binding" 2>&1); then
+  fail "a second Binding of a bound pod succeeded"
+fi
+expect_contains "$out" "Conflict"
+fixtures="$SRC/../shared/fixtures/k8s-api"
+if [ -d "$fixtures" ]; then
+  for f in "$fixtures"/*.yaml; do
+    kind=$(basename "$f" .yaml)
+    case "$kind" in
+      core.v1.Status) continue ;;   # not a stored kind: every error answer is one
+      core.v1.Binding) continue ;;  # a create-only subresource, written just above
+      core.v1.Namespace) what=(namespaces team-llm) ;;
+      core.v1.Node) what=(nodes gpu-node-1) ;;
+      core.v1.Pod) what=(pods llm-server-0 -n team-llm) ;;
+      core.v1.Event) what=(events llm-server-0.e2e -n team-llm) ;;
+      events.k8s.io.v1.Event) what=(events.v1.events.k8s.io llm-server-0.e2e-v1 -n team-llm) ;;
+      coordination.k8s.io.v1.Lease) what=(leases gpu-node-1 -n kube-node-lease) ;;
+      resource.k8s.io.v1.DeviceClass) what=(deviceclasses gpu.nvidia.com) ;;
+      resource.k8s.io.v1.DeviceTaintRule) what=(devicetaintrules -o name) ;;
+      resource.k8s.io.v1.ResourceClaim) what=(resourceclaims training-net -n team-llm) ;;
+      resource.k8s.io.v1.ResourceClaimTemplate) what=(resourceclaimtemplates -A -o name) ;;
+      resource.k8s.io.v1.ResourceSlice) what=(resourceslices -o name) ;;
+      *) fail "fixture kind $kind is not covered by this suite" ;;
+    esac
+    [ -n "$(k get "${what[@]}")" ] || fail "no $kind was written through kubectl"
+  done
+else
+  echo "(no $fixtures: the per-fixture-kind check is skipped)"
+fi
+
 step "auth can-i / whoami as the admin"
 expect_contains "$(k auth can-i create resourceclaims -n team-llm)" "yes"
 expect_contains "$(k auth whoami)" "admin"
