@@ -1,5 +1,7 @@
 #include "controllers/devicetaint/controller.h"
 
+#include <set>
+#include <string>
 #include <utility>
 
 #include "client/typed.h"
@@ -189,8 +191,10 @@ Status DeviceTaintController::Evict(const PodEviction& e) {
   if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
   std::lock_guard<std::mutex> lock(mu_);
   ++evicted_;
+  // One Pod counts once per rule, however many of its devices the rule taints.
+  std::set<std::string> rules;
   for (const devicetaint::TaintReason& r : e.reasons) {
-    if (r.rule.empty()) continue;
+    if (r.rule.empty() || !rules.insert(r.rule_uid).second) continue;
     ++evicted_by_rule_[r.rule_uid];
     queue_.AddAfter(std::string(kRulePrefix) + r.rule, options_.rule_status_period);
   }

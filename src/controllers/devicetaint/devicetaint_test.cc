@@ -382,6 +382,36 @@ TEST_F(ControllerTest, NoExecuteRuleEvictsAndReportsCompletion) {
   EXPECT_TRUE(event);
 }
 
+TEST_F(ControllerTest, APodCountsOnceForARuleThatTaintsSeveralOfItsDevices) {
+  Create(Slice("n1", 1, {"gpu-0", "gpu-1"}));
+  cv1::Namespace n;
+  n.metadata.name = "team-a";
+  ASSERT_TRUE(client::Create(api_, n).ok());
+  cv1::Pod pod = Create(Pod("team-a", "train", ""));
+  rv1::ResourceClaim claim = Claim("team-a", "train-claim", "n1", "gpu-0", pod.metadata.uid);
+  rv1::DeviceRequestAllocationResult second = claim.status.allocation->devices.results[0];
+  second.device = "gpu-1";
+  claim.status.allocation->devices.results.push_back(second);
+  rv1::ResourceClaim created = Create(claim);
+  created.status = claim.status;
+  ASSERT_TRUE(client::UpdateStatus(api_, created).ok());
+  Create(Rule("drain", "NoExecute", "n1", std::nullopt));
+  std::unique_ptr<DeviceTaintController> controller = Start();
+  ASSERT_TRUE(controller->Sync("evict").ok());
+  EXPECT_EQ(controller->evicted(), 1);
+  ASSERT_TRUE(WaitForCache([&] {
+    auto p = informers_.Get<cv1::Pod>().Get("team-a", "train");
+    auto rule = informers_.Get<rv1::DeviceTaintRule>().Get("", "drain");
+    return p != nullptr && p->metadata.deletion_timestamp.has_value() && rule != nullptr;
+  }));
+  clock_.Advance(std::chrono::seconds(10));
+  ASSERT_TRUE(controller->Sync("rule:drain").ok());
+  std::optional<api::metav1::Condition> c = RuleStatus("drain");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->reason, "Completed");
+  EXPECT_EQ(c->message, "1 pod evicted since starting the controller.");
+}
+
 TEST_F(ControllerTest, SliceTaintWithTolerationSecondsEvictsOnlyAfterThem) {
   rv1::ResourceSlice slice = Slice("n1", 1, {"gpu-0"});
   slice.spec.devices[0].taints.push_back(Taint("NoExecute", kT0));
