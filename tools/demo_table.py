@@ -6,12 +6,14 @@ Usage: demo_table.py OBJECTS_JSON CLAIMS_WIDE_TXT
 OBJECTS_JSON is `kubectl get pods,resourceclaims,resourceslices -A -o json`; CLAIMS_WIDE_TXT is
 `kubectl get resourceclaims -A -o wide --no-headers`. Prints, per Pod: where it runs, each of its
 claims with the subrequest the scheduler chose (`gpus -> a100-pair`) and the devices it got, or
-why it is Pending. Then checks that every claim's devices, as printed, are exactly what kubectl's
-DEVICES column shows for that claim; exits 1 if one differs. Devices the node agents report
-unhealthy (a taint in their slice) are listed at the end.
+why it is Pending (the scheduler's whole message below the table). Then checks that every
+claim's devices, as printed, are exactly what kubectl's DEVICES column shows for that claim;
+exits 1 if one differs. Devices the node agents report unhealthy (a taint in their slice) are
+listed at the end.
 """
 import json
 import sys
+import textwrap
 
 
 def devices_of(claim):
@@ -53,11 +55,15 @@ def short_devices(claim):
 
 
 def pending_reason(pod):
+    """The scheduler's message in the PodScheduled condition, whole."""
     for c in pod.get("status", {}).get("conditions", []):
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            message = c.get("message") or c.get("reason", "")
-            return message if len(message) <= 110 else message[:107] + "..."
+            return c.get("message") or c.get("reason", "")
     return "waiting for the scheduler"
+
+
+def short(reason):
+    return reason if len(reason) <= 60 else reason[:57] + "..."
 
 
 def main():
@@ -66,6 +72,7 @@ def main():
     claims = {(i["metadata"]["namespace"], i["metadata"]["name"]): i
               for i in items if i["kind"] == "ResourceClaim"}
     rows = []
+    waiting = []  # (namespace/name, the scheduler's whole message)
     for pod in sorted(pods, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         phase = pod.get("status", {}).get("phase", "Pending")
@@ -78,7 +85,10 @@ def main():
         extended = pod.get("status", {}).get("extendedResourceClaimStatus", {})
         if extended.get("resourceClaimName"):
             names.append(extended["resourceClaimName"])
-        note = "" if node != "-" else pending_reason(pod)
+        note = ""
+        if node == "-":
+            waiting.append((f"{ns}/{name}", pending_reason(pod)))
+            note = short(waiting[-1][1])
         if not names:
             requested = {}
             for c in pod["spec"].get("containers", []):
@@ -98,6 +108,10 @@ def main():
     for r in [header] + rows:
         line = "  ".join(str(v).ljust(widths[i]) for i, v in enumerate(r[:-1]))
         print((line + "  " + r[-1]).rstrip())
+
+    for who, reason in waiting:
+        print()
+        print(textwrap.fill(f"{who} is Pending: {reason}", width=100, subsequent_indent="    "))
 
     # The devices above against kubectl's view of the same claims.
     wide = {}
