@@ -383,6 +383,16 @@ spec:
         deviceClassName: gpu.nvidia.com
 EOF
 expect_contains "$(alice get resourceclaims -n team-llm)" "alice-claim"
+alice label resourceclaim alice-claim -n team-llm stage=dev >/dev/null
+alice annotate resourceclaim alice-claim -n team-llm owner=alice >/dev/null
+alice patch resourceclaim alice-claim -n team-llm --type=json \
+  -p '[{"op":"add","path":"/metadata/labels/p","value":"1"}]' >/dev/null
+expect_contains "$(alice get resourceclaim alice-claim -n team-llm -o json)" '"stage": "dev"'
+expect_contains "$(alice get resourceclaim alice-claim -n team-llm -o jsonpath='{.metadata.labels.p}')" "1"
+expect_contains "$(alice describe resourceclaim alice-claim -n team-llm)" "owner: alice"
+expect_contains "$(alice get deviceclasses -o name)" "deviceclass.resource.k8s.io/gpu.nvidia.com"
+alice delete resourceclaim alice-claim -n team-llm >/dev/null
+expect_not_contains "$(alice get resourceclaims -n team-llm -o name)" "alice-claim"
 if out=$(alice delete resourceclaim mig-pair -n team-vision 2>&1); then fail "alice deleted team-vision's claim"; fi
 expect_contains "$out" "Forbidden"
 expect_contains "$(k get resourceclaim mig-pair -n team-vision)" "mig-pair"
@@ -423,6 +433,14 @@ if out=$(node delete deviceclass gpu.nvidia.com 2>&1); then fail "a node deleted
 expect_contains "$out" "Forbidden"
 if node get resourceslices >/dev/null 2>&1; then fail "a node listed every slice"; fi
 expect_contains "$(node get resourceslices --field-selector spec.nodeName=gpu-node-3)" "gpu-node-3-gpu"
+node label resourceslice gpu-node-3-gpu stage=published >/dev/null
+expect_contains "$(node get resourceslice gpu-node-3-gpu -o yaml)" "stage: published"
+if out=$(node label resourceslice gpu-node-1-nic.example.com stage=forged 2>&1); then
+  fail "node 3 labelled node 1's slice"
+fi
+expect_contains "$out" "Forbidden"
+node delete resourceslice gpu-node-3-gpu >/dev/null
+expect_not_contains "$(k get resourceslices -o name)" "gpu-node-3-gpu"
 
 step "events, explain and metrics"
 expect_contains "$(k explain resourceclaims.spec.devices 2>&1)" "requests"
