@@ -3,8 +3,10 @@
 // input.
 #pragma once
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <cstddef>
 #include <string>
 
 #include "api/codec/json.h"
@@ -48,9 +50,24 @@ inline bool SameJson(const boost::json::value& a, const boost::json::value& b) {
   return a == b;
 }
 
+// Nesting depth of arrays / objects, as ParseLimits counts it (a scalar is 0, `[]` is 1).
+inline size_t Depth(const boost::json::value& v) {
+  size_t deepest = 0;
+  if (v.is_array()) {
+    for (const boost::json::value& e : v.get_array()) deepest = std::max(deepest, Depth(e));
+    return deepest + 1;
+  }
+  if (v.is_object()) {
+    for (const auto& kv : v.get_object()) deepest = std::max(deepest, Depth(kv.value()));
+    return deepest + 1;
+  }
+  return 0;
+}
+
 // Decodes one document through the object model and checks:
 //   1. decode -> encode is the identity when decoding reported no field error;
-//   2. the encoded value survives JSON text -> JSON and YAML text -> JSON unchanged;
+//   2. the encoded value survives JSON text -> JSON and YAML text -> JSON unchanged (YAML holds
+//      at most api::codec::kMaxYamlDepth levels; deeper values must fail with that message);
 //   3. the encoding of a typed object decodes without errors, to an equal object when the
 //      first decode was clean.
 inline void CheckDocument(const boost::json::value& doc) {
@@ -66,10 +83,15 @@ inline void CheckDocument(const boost::json::value& doc) {
 
   const std::string yaml = api::codec::WriteYaml(encoded);
   const StatusOr<std::vector<api::codec::YamlDocument>> from_yaml = api::codec::ParseYaml(yaml);
-  DRAPLANE_CHECK_MSG(from_yaml.ok(),
-                     (std::string(from_yaml.status().message()) + "\n" + yaml).c_str());
-  DRAPLANE_CHECK(from_yaml->size() == 1);
-  DRAPLANE_CHECK_MSG(SameJson((*from_yaml)[0].value, encoded), yaml.c_str());
+  if (Depth(encoded) > api::codec::kMaxYamlDepth) {
+    DRAPLANE_CHECK(!from_yaml.ok());
+    DRAPLANE_CHECK(from_yaml.status().message().find("nesting deeper than") != std::string::npos);
+  } else {
+    DRAPLANE_CHECK_MSG(from_yaml.ok(),
+                       (std::string(from_yaml.status().message()) + "\n" + yaml).c_str());
+    DRAPLANE_CHECK(from_yaml->size() == 1);
+    DRAPLANE_CHECK_MSG(SameJson((*from_yaml)[0].value, encoded), yaml.c_str());
+  }
 
   if (std::holds_alternative<api::Unstructured>(object)) return;
   api::FieldErrorList again_errors;

@@ -1,5 +1,6 @@
 #include "api/codec/yaml.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
@@ -441,8 +442,11 @@ size_t FindBadCharacter(std::string_view text, const char** problem) {
 // collections by their brackets. Quoted scalars, block scalars and comments are skipped.
 // Returns the maximum and the 0-based line where it was reached; `*open_quote_line` is the
 // 0-based line of a quoted scalar still open at the end of the input, or -1.
-size_t EstimateDepth(std::string_view text, int* deepest_line, int* open_quote_line) {
+size_t EstimateDepth(std::string_view text, int* deepest_document, int* deepest_line,
+                     int* open_quote_line) {
   std::vector<size_t> indents;
+  int document = 1;  // counted as ParseYaml counts them: every `---` after the first content
+  bool content = false;
   size_t flow = 0;
   size_t best = 0;
   char quote = 0;
@@ -450,6 +454,7 @@ size_t EstimateDepth(std::string_view text, int* deepest_line, int* open_quote_l
   size_t block_scalar_parent = 0;
   int line_no = 0;
   int quote_line = 0;
+  *deepest_document = 1;
   *deepest_line = 0;
   *open_quote_line = -1;
   size_t pos = 0;
@@ -464,6 +469,7 @@ size_t EstimateDepth(std::string_view text, int* deepest_line, int* open_quote_l
     const bool blank = i == line.size() || line[i] == '#';
     if (line.substr(0, 3) == "---" || line.substr(0, 3) == "...") {
       if (line.size() == 3 || line[3] == ' ' || line[3] == '\t') {
+        if (line[0] == '-' && content) ++document;
         indents.clear();
         flow = 0;
         quote = 0;
@@ -471,6 +477,7 @@ size_t EstimateDepth(std::string_view text, int* deepest_line, int* open_quote_l
         i = 3;
       }
     }
+    if (!blank) content = true;
     if (block_scalar) {
       if (blank || indent > block_scalar_parent) {
         pos = end + 1;
@@ -534,6 +541,7 @@ size_t EstimateDepth(std::string_view text, int* deepest_line, int* open_quote_l
         ++flow;
         if (2 * indents.size() + flow > best) {
           best = 2 * indents.size() + flow;
+          *deepest_document = document;
           *deepest_line = line_no;
         }
         value_start = true;
@@ -557,6 +565,7 @@ size_t EstimateDepth(std::string_view text, int* deepest_line, int* open_quote_l
     const size_t depth = 2 * indents.size() + flow;
     if (depth > best) {
       best = depth;
+      *deepest_document = document;
       *deepest_line = line_no;
     }
     pos = end + 1;
@@ -1428,12 +1437,20 @@ StatusOr<std::vector<YamlDocument>> ParseYaml(std::string_view text, const Parse
     for (size_t i = 0; i < bad; ++i) line += text[i] == '\n' ? 1 : 0;
     return InvalidArgumentError("1: line " + std::to_string(line) + ": " + problem);
   }
+  // yaml-cpp 0.7 gives up at 500 nested nodes (scalars count) with a bare "bad file". YAML is
+  // held to kMaxYamlDepth collections, counted exactly by the builder, which fails before yaml-cpp
+  // recurses that far. The estimate (at most twice the real depth, plus one indented line) only
+  // turns hostile input away early, so it never rejects a document the builder would accept.
+  ParseLimits yaml_limits = limits;
+  yaml_limits.max_depth = std::min(limits.max_depth, kMaxYamlDepth);
+  const std::string too_deep =
+      "nesting deeper than " + std::to_string(yaml_limits.max_depth) + " levels";
+  int deepest_document = 1;
   int deepest_line = 0;
   int open_quote_line = -1;
-  if (EstimateDepth(text, &deepest_line, &open_quote_line) > limits.max_depth) {
-    return InvalidArgumentError("1: line " + std::to_string(deepest_line + 1) +
-                                ": nesting deeper than " + std::to_string(limits.max_depth) +
-                                " levels");
+  if (EstimateDepth(text, &deepest_document, &deepest_line, &open_quote_line) >
+      2 * yaml_limits.max_depth + 2) {
+    return DocumentError(static_cast<size_t>(deepest_document), deepest_line + 1, too_deep);
   }
   // yaml-cpp ends an unterminated quoted scalar at the end of the input without complaint.
   if (open_quote_line >= 0) {
@@ -1445,7 +1462,7 @@ StatusOr<std::vector<YamlDocument>> ParseYaml(std::string_view text, const Parse
   std::istream in(&buf);
   std::vector<YamlDocument> docs;
   // Every JSON value of a document needs at least one byte of input, except alias expansions.
-  JsonBuilder builder(limits, text.size() + limits.max_alias_expansion, sp);
+  JsonBuilder builder(yaml_limits, text.size() + limits.max_alias_expansion, sp);
   try {
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(builder)) {
@@ -1461,6 +1478,9 @@ StatusOr<std::vector<YamlDocument>> ParseYaml(std::string_view text, const Parse
       }
       docs.push_back(YamlDocument{builder.TakeDocument(), builder.document_line()});
     }
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp reached its own limit inside a document the builder already failed.
+    return DocumentError(docs.size() + 1, e.mark.line + 1, too_deep);
   } catch (const YAML::Exception& e) {
     return DocumentError(docs.size() + 1, e.mark.line + 1, e.msg);
   } catch (const std::exception& e) {

@@ -16,7 +16,8 @@
 //     rejected; other tags are ignored.
 // Before yaml-cpp sees the text, its size, UTF-8 validity, control characters and an upper bound
 // of its nesting depth are checked against ParseLimits, because yaml-cpp's parser recurses per
-// nesting level and would overflow the stack on hostile input.
+// nesting level. Nesting deeper than kMaxYamlDepth (limits.h) is an error naming the document
+// and line (`nesting deeper than 400 levels`), never yaml-cpp's bare "bad file".
 //
 // WriteYaml writes what `kubectl get -o yaml` writes (go-yaml v2's emitter): block style, two
 // spaces, sequences not indented under their key, keys in go-yaml's order (digit runs compare

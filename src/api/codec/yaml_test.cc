@@ -238,14 +238,44 @@ TEST(YamlTest, TruncatedYamlIsAnError) {
 
 TEST(YamlTest, DeepNestingFailsBeforeYamlCppRecurses) {
   const std::string flow = "v: " + std::string(10000, '[') + std::string(10000, ']');
-  EXPECT_THAT(ParseError(flow).message(), HasSubstr("nesting deeper than 1000 levels"));
+  EXPECT_THAT(ParseError(flow).message(), HasSubstr("1: line 1: nesting deeper than 400 levels"));
   std::string block;
   for (int i = 0; i < 10000; ++i) block += std::string(i, ' ') + "k:\n";
-  EXPECT_THAT(ParseError(block).message(), HasSubstr("nesting deeper than 1000 levels"));
+  EXPECT_THAT(ParseError(block).message(), HasSubstr("nesting deeper than 400 levels"));
   std::string compact;
   for (int i = 0; i < 10000; ++i) compact += "- ";
   compact += "x\n";
-  EXPECT_THAT(ParseError(compact).message(), HasSubstr("nesting deeper than 1000 levels"));
+  EXPECT_THAT(ParseError(compact).message(), HasSubstr("nesting deeper than 400 levels"));
+}
+
+// Between the YAML limit and yaml-cpp's own (500 nodes) the error used to be yaml-cpp's bare
+// "bad file"; every depth from just over the limit to far beyond it names the limit.
+TEST(YamlTest, FlowNestingJustPastTheLimitNamesTheLimit) {
+  for (int depth : {401, 499, 500, 600, 2000}) {
+    SCOPED_TRACE(depth);
+    const std::string seq = "a: b\nv: " + std::string(depth, '[') + std::string(depth, ']');
+    EXPECT_THAT(ParseError(seq).message(), HasSubstr("1: line 2: nesting deeper than 400 levels"));
+    std::string map = "v: ";
+    for (int i = 0; i < depth; ++i) map += "{k: ";
+    map += "1" + std::string(depth, '}');
+    EXPECT_THAT(ParseError(map).message(), HasSubstr("nesting deeper than 400 levels"));
+  }
+  const std::string later = "a: 1\n---\nv: " + std::string(600, '[') + std::string(600, ']');
+  EXPECT_THAT(ParseError(later).message(), HasSubstr("2: line 3: nesting deeper than 400 levels"));
+  const std::string hostile = "a: 1\n---\nv: " + std::string(5000, '[') + std::string(5000, ']');
+  EXPECT_THAT(ParseError(hostile).message(),
+              HasSubstr("2: line 3: nesting deeper than 400 levels"));
+}
+
+TEST(YamlTest, NestingUpToTheLimitIsAccepted) {
+  // `v:` holds the outermost mapping: 1 + 399 collections, the deepest accepted.
+  EXPECT_TRUE(ParseError("v: " + std::string(399, '[') + std::string(399, ']')).ok());
+  EXPECT_THAT(ParseError("v: " + std::string(400, '[') + std::string(400, ']')).message(),
+              HasSubstr("1: line 1: nesting deeper than 400 levels"));
+  std::string block;
+  for (int i = 0; i < 399; ++i) block += std::string(2 * i, ' ') + "k:\n";
+  block += std::string(2 * 399, ' ') + "leaf: 1\n";
+  EXPECT_TRUE(ParseError(block).ok());
 }
 
 TEST(YamlTest, ModerateNestingIsAccepted) {
