@@ -191,20 +191,21 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
       return false;
     }
     RemoveResult(existing->second.result());
+    CountCommitted(existing->second.result(), -1);
     committed_.erase(existing);
   }
   RemoveInFlight(uid);
   bool conflict = false;
   for (const rv1::DeviceRequestAllocationResult& r : claim->status.allocation->devices.results) {
     if (r.admin_access.value_or(false)) continue;
-    if (r.share_id.has_value()) {
-      conflict = conflict || allocated_.IsExclusivelyAllocated(r.driver, r.pool, r.device);
-    } else {
-      conflict = conflict || allocated_.IsAllocated(r.driver, r.pool, r.device);
-    }
+    const auto& holders = r.share_id.has_value() ? committed_exclusive_ : committed_holders_;
+    auto h = holders.find(DeviceKey(r.driver, r.pool, r.device));
+    conflict = conflict || (h != holders.end() && h->second > 0);
   }
   AddResult(*claim->status.allocation);
+  CountCommitted(*claim->status.allocation, +1);
   Record record;
+  record.conflicting = conflict;
   record.claim_key = claim->metadata.namespace_ + "/" + claim->metadata.name;
   record.claim = std::move(claim);
   committed_.emplace(uid, std::move(record));
@@ -215,7 +216,24 @@ void DeviceLedger::Uncommit(std::string_view uid) {
   auto it = committed_.find(uid);
   if (it == committed_.end()) return;
   RemoveResult(it->second.result());
+  CountCommitted(it->second.result(), -1);
   committed_.erase(it);
+}
+
+void DeviceLedger::CountCommitted(const rv1::AllocationResult& allocation, int sign) {
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    if (r.admin_access.value_or(false)) continue;
+    std::string key = DeviceKey(r.driver, r.pool, r.device);
+    if (!r.share_id.has_value()) {
+      if ((committed_exclusive_[key] += sign) <= 0) committed_exclusive_.erase(key);
+    }
+    if ((committed_holders_[key] += sign) <= 0) committed_holders_.erase(key);
+  }
+}
+
+bool DeviceLedger::IsConflicting(std::string_view uid) const {
+  auto it = committed_.find(uid);
+  return it != committed_.end() && it->second.conflicting;
 }
 
 void DeviceLedger::AddInFlight(std::string uid, std::string claim_key,

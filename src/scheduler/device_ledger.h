@@ -16,8 +16,9 @@
 //
 // Conflicts. Several schedulers may allocate concurrently (replicas without leader election).
 // Allocations are written in one total order (the API server's resourceVersion) and observed in
-// that order, so `Commit` reports whether a newly observed allocation overlaps one observed
-// earlier: the later writer lost and must give the devices back (scheduler.md, "Replicas").
+// that order, so `Commit` reports whether a newly observed allocation overlaps a committed one
+// observed earlier (in-flight allocations do not count: they are not in that order): the later
+// writer lost and must give the devices back (scheduler.md, "Replicas").
 //
 // Thread-safety: not thread-safe; owned by the scheduler's loop thread.
 #pragma once
@@ -64,6 +65,9 @@ class DeviceLedger {
   bool Commit(std::shared_ptr<const api::resourcev1::ResourceClaim> claim);
   // Forgets a claim's committed allocation (deallocated or deleted).
   void Uncommit(std::string_view uid);
+  // True while the claim's committed allocation overlaps one observed earlier: its writer lost
+  // the race and will give the devices back, so nobody may use the allocation meanwhile.
+  bool IsConflicting(std::string_view uid) const;
   // An allocation this scheduler reserved for a claim (upstream SignalClaimPendingAllocation).
   void AddInFlight(std::string uid, std::string claim_key,
                    std::shared_ptr<const api::resourcev1::AllocationResult> allocation);
@@ -107,6 +111,7 @@ class DeviceLedger {
   };
   struct Record {
     std::string claim_key;
+    bool conflicting = false;
     std::shared_ptr<const api::resourcev1::ResourceClaim> claim;          // committed
     std::shared_ptr<const api::resourcev1::AllocationResult> allocation;  // in flight
     const api::resourcev1::AllocationResult& result() const {
@@ -115,6 +120,8 @@ class DeviceLedger {
   };
 
   void AddResult(const api::resourcev1::AllocationResult& allocation);
+  // Counts a committed allocation in committed_holders_ / committed_exclusive_ (sign +1 or -1).
+  void CountCommitted(const api::resourcev1::AllocationResult& allocation, int sign);
   void RemoveResult(const api::resourcev1::AllocationResult& allocation);
   // Moves a device between free and held in the index.
   void AdjustFree(std::string_view driver, std::string_view pool, std::string_view device,
@@ -137,6 +144,11 @@ class DeviceLedger {
 
   allocator::AllocatedState allocated_;
   std::map<std::string, Record, std::less<>> committed_;  // by claim uid
+  // Committed holders per device key (DeviceKey), all and exclusive (no share ID): conflicts are
+  // judged against these alone, in the API's write order; this scheduler's in-flight allocations
+  // have no place in that order.
+  std::unordered_map<std::string, int> committed_holders_;
+  std::unordered_map<std::string, int> committed_exclusive_;
   std::map<std::string, Record, std::less<>> in_flight_;  // by claim uid
 };
 

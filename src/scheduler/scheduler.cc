@@ -41,6 +41,9 @@ struct Scheduler::Binding {
   std::string node;
   Duration started{0};
   std::vector<std::string> allocated_claims;  // uids allocated in this cycle
+  // The binding cycle failed but the API shows the pod on a node: another scheduler (a replica
+  // without leader election) bound it, using the claims this cycle wrote. Nothing is undone.
+  bool bound_by_other = false;
 };
 
 namespace {
@@ -523,6 +526,14 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
 
 void Scheduler::RunBinding(std::shared_ptr<Binding> binding) {
   PluginStatus s = framework_.RunBindingCycle(*binding->state, binding->info, binding->node);
+  if (!s.ok()) {
+    // Unreserve would release claims a pod bound by another replica uses; ask the API first (the
+    // informer may not have delivered that binding yet).
+    const Pod& pod = *binding->info.pod;
+    StatusOr<Pod> current = client::Get<Pod>(api_, pod.metadata.namespace_, pod.metadata.name);
+    binding->bound_by_other = current.ok() && current->metadata.uid == pod.metadata.uid &&
+                              !current->spec.node_name.empty();
+  }
   InboxItem item;
   item.kind = InboxItem::Kind::kBindingDone;
   item.binding = std::move(binding);
@@ -551,9 +562,9 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
     ++stats_.scheduled;
     return;
   }
-  if (cluster_.IsBound(uid)) {
-    // The API already shows the pod on a node (the answer to a successful bind got lost): keep
-    // everything as it is.
+  if (cluster_.IsBound(uid) || binding->bound_by_other) {
+    // The API already shows the pod on a node (the answer to a successful bind got lost, or
+    // another replica bound it): keep everything as it is.
     pending_.erase(uid);
     return;
   }

@@ -327,6 +327,13 @@ class DynamicResources final : public PreEnqueuePlugin,
         if (!r.first_available.empty()) state->max_score += kFirstAvailableMaxSize;
       }
       if (claim.status.allocation.has_value()) {
+        if (cluster.ledger().IsConflicting(claim.metadata.uid)) {
+          // Another scheduler allocated these devices first; the writer of this allocation gives
+          // it back (device_ledger.h, "Conflicts").
+          return PluginStatus::Unschedulable(
+              "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
+              " is in the process of being allocated");
+        }
         if (!IsReservedForPod(pod, claim) &&
             claim.status.reserved_for.size() >= kReservedForMaxSize) {
           return PluginStatus::Unschedulable("resourceclaim in use");

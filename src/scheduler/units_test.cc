@@ -1,0 +1,399 @@
+// Unit tests of the scheduler's parts: device ledger, queue, framework, explanations, resources.
+#include <gtest/gtest.h>
+
+#include "scheduler/device_ledger.h"
+#include "scheduler/explain.h"
+#include "scheduler/framework/framework.h"
+#include "scheduler/queue.h"
+
+namespace draplane::scheduler {
+namespace {
+
+namespace rv1 = api::resourcev1;
+using std::chrono::seconds;
+
+std::shared_ptr<const rv1::DeviceClass> Class(const std::string& name,
+                                              const std::string& expression) {
+  auto c = std::make_shared<rv1::DeviceClass>();
+  c->metadata.name = name;
+  c->spec.selectors.emplace_back();
+  c->spec.selectors.back().cel.emplace();
+  c->spec.selectors.back().cel->expression = expression;
+  return c;
+}
+
+std::shared_ptr<const rv1::ResourceSlice> Slice(const std::string& node,
+                                                const std::vector<std::string>& models,
+                                                bool shared = false) {
+  auto s = std::make_shared<rv1::ResourceSlice>();
+  s->metadata.name = node + "-slice";
+  s->spec.driver = "gpu.example.com";
+  if (!node.empty()) s->spec.node_name = node;
+  s->spec.pool.name = node.empty() ? "shared" : node;
+  for (size_t i = 0; i < models.size(); ++i) {
+    rv1::Device d;
+    d.name = "gpu-" + std::to_string(i);
+    d.attributes["model"].string_value = models[i];
+    if (shared) d.allow_multiple_allocations = true;
+    s->spec.devices.push_back(std::move(d));
+  }
+  return s;
+}
+
+std::shared_ptr<const rv1::ResourceClaim> AllocatedClaim(const std::string& name,
+                                                         const std::string& uid,
+                                                         const std::string& pool,
+                                                         const std::string& device) {
+  auto c = std::make_shared<rv1::ResourceClaim>();
+  c->metadata.name = name;
+  c->metadata.namespace_ = "team-a";
+  c->metadata.uid = uid;
+  c->status.allocation.emplace();
+  rv1::DeviceRequestAllocationResult r;
+  r.request = "req";
+  r.driver = "gpu.example.com";
+  r.pool = pool;
+  r.device = device;
+  c->status.allocation->devices.results.push_back(r);
+  return c;
+}
+
+TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
+  DeviceLedger ledger;
+  ledger.SetClass(Class("h100", R"(device.attributes["gpu.example.com"].model == "H100")"));
+  ledger.SetClass(Class("any", R"(device.driver == "gpu.example.com")"));
+  ledger.SetSlice(Slice("node-a", {"H100", "A100", "A100"}));
+  EXPECT_EQ(ledger.FreeDevices("h100", "node-a"), 1);
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 3);
+  EXPECT_EQ(ledger.FreeDevices("any", "node-b"), 0);
+  EXPECT_EQ(ledger.FreeDevices("missing", "node-a"), 0);
+
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("c1", "u1", "node-a", "gpu-0")));
+  EXPECT_EQ(ledger.FreeDevices("h100", "node-a"), 0);
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
+  auto in_flight = std::make_shared<rv1::AllocationResult>(*AllocatedClaim("x", "u2", "node-a",
+                                                                           "gpu-1")
+                                                                ->status.allocation);
+  ledger.AddInFlight("u2", "team-a/c2", in_flight);
+  EXPECT_TRUE(ledger.IsInFlight("u2"));
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 1);
+  ledger.RemoveInFlight("u2");
+  ledger.Uncommit("u1");
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 3);
+
+  // A class change re-evaluates every device.
+  ledger.SetClass(Class("h100", R"(device.attributes["gpu.example.com"].model != "H100")"));
+  EXPECT_EQ(ledger.FreeDevices("h100", "node-a"), 2);
+}
+
+TEST(DeviceLedgerTest, BoundsAreUnknownWhereCountingProvesNothing) {
+  DeviceLedger ledger;
+  ledger.SetClass(Class("any", R"(device.driver == "gpu.example.com")"));
+  ledger.SetSlice(Slice("node-a", {"NIC"}, /*shared=*/true));
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), DeviceLedger::kUnknown);
+  ledger.RemoveSlice("node-a-slice");
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 0);
+  ledger.SetSlice(Slice("", {"H100"}));  // published for several nodes
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), DeviceLedger::kUnknown);
+}
+
+TEST(DeviceLedgerTest, ALaterOverlappingAllocationIsAConflict) {
+  DeviceLedger ledger;
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("first", "u1", "node-a", "gpu-0")));
+  EXPECT_TRUE(ledger.Commit(AllocatedClaim("second", "u2", "node-a", "gpu-0")));
+  EXPECT_FALSE(ledger.IsConflicting("u1"));
+  EXPECT_TRUE(ledger.IsConflicting("u2"));
+  EXPECT_EQ(ledger.HoldersOf("gpu.example.com", "node-a", "gpu-0"),
+            (std::vector<std::string>{"team-a/first", "team-a/second"}));
+  // Re-observing the same allocation does not change the verdict.
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("first", "u1", "node-a", "gpu-0")));
+  ledger.Uncommit("u2");
+  EXPECT_TRUE(ledger.allocated().IsAllocated("gpu.example.com", "node-a", "gpu-0"));
+  ledger.Uncommit("u1");
+  EXPECT_FALSE(ledger.allocated().IsAllocated("gpu.example.com", "node-a", "gpu-0"));
+  // Our own in-flight allocation of the same claim is not a conflict.
+  auto own = std::make_shared<rv1::AllocationResult>(
+      *AllocatedClaim("x", "u3", "node-a", "gpu-1")->status.allocation);
+  ledger.AddInFlight("u3", "team-a/third", own);
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("third", "u3", "node-a", "gpu-1")));
+  EXPECT_FALSE(ledger.IsInFlight("u3"));
+  EXPECT_EQ(ledger.DevicesByNamespace(), (std::map<std::string, int64_t>{{"team-a", 1}}));
+}
+
+TEST(DeviceLedgerTest, AnotherClaimsInFlightAllocationIsNoConflict) {
+  // The API's write order decides: a claim written by another scheduler and observed while this
+  // scheduler still has its own allocation of the device in flight was first.
+  DeviceLedger ledger;
+  auto mine = std::make_shared<rv1::AllocationResult>(
+      *AllocatedClaim("mine", "u1", "node-a", "gpu-0")->status.allocation);
+  ledger.AddInFlight("u1", "team-a/mine", mine);
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("theirs", "u2", "node-a", "gpu-0")));
+  EXPECT_FALSE(ledger.IsConflicting("u2"));
+  // Our write comes later in that order: it lost.
+  EXPECT_TRUE(ledger.Commit(AllocatedClaim("mine", "u1", "node-a", "gpu-0")));
+  EXPECT_TRUE(ledger.IsConflicting("u1"));
+  // Once the winner is gone, a new allocation of the device is no conflict.
+  ledger.Uncommit("u1");
+  ledger.Uncommit("u2");
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("next", "u3", "node-a", "gpu-0")));
+}
+
+std::shared_ptr<const api::corev1::Pod> QueuePod(const std::string& name, int priority = 0) {
+  auto p = std::make_shared<api::corev1::Pod>();
+  p->metadata.name = name;
+  p->metadata.uid = "uid-" + name;
+  p->spec.priority = priority;
+  return p;
+}
+
+TEST(SchedulingQueueTest, PopsByPriorityThenArrival) {
+  ManualClock clock;
+  SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
+  q.AddOrUpdate(QueuePod("a"));
+  q.AddOrUpdate(QueuePod("b", 10));
+  q.AddOrUpdate(QueuePod("c"));
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "b");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "a");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "c");
+  EXPECT_FALSE(q.Pop().has_value());
+}
+
+TEST(SchedulingQueueTest, UnschedulablePodsWaitForARelevantEventThenBackOff) {
+  ManualClock clock;
+  SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
+  q.AddOrUpdate(QueuePod("a"));
+  QueuedPod a = *q.Pop();
+  a.attempts = 1;
+  q.RequeueUnschedulable(a, {"DynamicResources"});
+  EXPECT_EQ(q.unschedulable(), 1u);
+  q.OnEvent([](const std::string& plugin, const api::corev1::Pod&) {
+    return plugin == "NodeAffinity";
+  });
+  EXPECT_EQ(q.unschedulable(), 1u) << "no interest from the rejecting plugin";
+  q.OnEvent([](const std::string& plugin, const api::corev1::Pod&) {
+    return plugin == "DynamicResources";
+  });
+  EXPECT_EQ(q.unschedulable(), 0u);
+  EXPECT_EQ(q.backoff(), 1u) << "moved within its backoff";
+  EXPECT_FALSE(q.Pop().has_value());
+  EXPECT_EQ(q.NextReady(), std::optional<Duration>(seconds(1)));
+  clock.Advance(seconds(1));
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "a");
+}
+
+TEST(SchedulingQueueTest, BackoffDoublesUpToTheMaximum) {
+  ManualClock clock;
+  SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
+  q.AddOrUpdate(QueuePod("a"));
+  QueuedPod a = *q.Pop();
+  std::vector<int> waits;
+  for (int attempt = 1; attempt <= 6; ++attempt) {
+    a.attempts = attempt;
+    q.RequeueAfterError(a);
+    waits.push_back(static_cast<int>(
+        std::chrono::duration_cast<seconds>(*q.NextReady()).count()));
+    clock.Advance(*q.NextReady());
+    a = *q.Pop();
+  }
+  EXPECT_EQ(waits, (std::vector<int>{1, 2, 4, 8, 10, 10}));
+}
+
+TEST(SchedulingQueueTest, GatedPodsWaitUntilTheGateOpens) {
+  ManualClock clock;
+  bool open = false;
+  SchedulingQueue q(clock, {}, [&](const api::corev1::Pod&) -> std::optional<std::string> {
+    if (open) return std::nullopt;
+    return "SchedulingGates";
+  });
+  q.AddOrUpdate(QueuePod("a"));
+  EXPECT_EQ(q.gated(), 1u);
+  EXPECT_FALSE(q.Pop().has_value());
+  open = true;
+  q.OnEvent([](const std::string& plugin, const api::corev1::Pod&) {
+    return plugin == "SchedulingGates";
+  });
+  EXPECT_EQ(q.gated(), 0u);
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "a");
+}
+
+TEST(SchedulingQueueTest, LongWaitingPodsAreFlushed) {
+  ManualClock clock;
+  SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
+  q.AddOrUpdate(QueuePod("a"));
+  QueuedPod a = *q.Pop();
+  a.attempts = 1;
+  q.RequeueUnschedulable(a, {"DynamicResources"});
+  clock.Advance(std::chrono::minutes(4));
+  q.FlushUnschedulable();
+  EXPECT_EQ(q.unschedulable(), 1u);
+  clock.Advance(std::chrono::minutes(1));
+  q.FlushUnschedulable();
+  EXPECT_EQ(q.unschedulable(), 0u);
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "a");
+}
+
+TEST(NumFeasibleNodesTest, FollowsUpstream) {
+  EXPECT_EQ(NumFeasibleNodesToFind(50, 0), 50);
+  EXPECT_EQ(NumFeasibleNodesToFind(500, 0), 230);    // 46 %
+  EXPECT_EQ(NumFeasibleNodesToFind(5000, 0), 500);   // 10 %
+  EXPECT_EQ(NumFeasibleNodesToFind(10000, 0), 500);  // at least 5 %
+  EXPECT_EQ(NumFeasibleNodesToFind(200, 10), 100);   // at least 100
+}
+
+// A filter that accepts the nodes named in `fit`, and a scorer whose score is given per node.
+class FakePlugin final : public FilterPlugin, public ScorePlugin {
+ public:
+  std::string_view name() const override { return "Fake"; }
+  PluginStatus Filter(CycleState&, const PodInfo&, const NodeInfo& node, bool) override {
+    ++filtered;
+    if (fit.contains(node.name())) return PluginStatus::Success();
+    return PluginStatus::Unresolvable("not " + node.name());
+  }
+  std::optional<int64_t> PreScore(CycleState&, const PodInfo&) override {
+    if (scores.empty()) return std::nullopt;
+    return 8;
+  }
+  int64_t Score(CycleState&, const PodInfo&, const NodeInfo& node) override {
+    auto it = scores.find(node.name());
+    return it == scores.end() ? 0 : it->second;
+  }
+  void NormalizeScore(CycleState&, std::vector<int64_t>&) override {}
+
+  std::set<std::string> fit;
+  std::map<std::string, int64_t> scores;
+  int filtered = 0;
+};
+
+class FrameworkTest : public ::testing::Test {
+ protected:
+  FrameworkTest() {
+    for (const char* n : {"n1", "n2", "n3", "n4"}) {
+      auto node = std::make_shared<api::corev1::Node>();
+      node->metadata.name = n;
+      cluster_.UpsertNode(node);
+    }
+    plugin_ = std::make_shared<FakePlugin>();
+    framework_.AddPlugin(plugin_);
+    pod_.pod = QueuePod("p");
+  }
+  ClusterState cluster_;
+  Framework framework_;
+  std::shared_ptr<FakePlugin> plugin_;
+  PodInfo pod_;
+};
+
+TEST_F(FrameworkTest, WithoutScoresTheFirstFeasibleNodeInRoundRobinOrderWins) {
+  plugin_->fit = {"n2", "n3", "n4"};
+  size_t start = 0;
+  CycleState s1;
+  ScheduleResult r1 = framework_.Schedule(s1, pod_, cluster_, &start);
+  EXPECT_EQ(r1.node, "n2");
+  EXPECT_EQ(r1.evaluated_nodes, 2);
+  EXPECT_EQ(start, 2u);
+  CycleState s2;
+  EXPECT_EQ(framework_.Schedule(s2, pod_, cluster_, &start).node, "n3");
+}
+
+TEST_F(FrameworkTest, APerfectScoreStopsTheSearchAndTheBestScoreWins) {
+  plugin_->fit = {"n1", "n2", "n3", "n4"};
+  plugin_->scores = {{"n1", 3}, {"n2", 7}, {"n3", 8}, {"n4", 8}};
+  size_t start = 0;
+  CycleState state;
+  ScheduleResult r = framework_.Schedule(state, pod_, cluster_, &start);
+  EXPECT_EQ(r.node, "n3");
+  EXPECT_EQ(r.evaluated_nodes, 3) << "n3 reached the maximum; n4 was not evaluated";
+}
+
+TEST_F(FrameworkTest, AFailedAttemptCarriesEveryNodesReason) {
+  size_t start = 0;
+  CycleState state;
+  ScheduleResult r = framework_.Schedule(state, pod_, cluster_, &start);
+  EXPECT_EQ(r.status.code(), Code::kUnschedulable);
+  ASSERT_EQ(r.diagnosis.nodes.size(), 4u);
+  EXPECT_EQ(r.diagnosis.rejectors, std::set<std::string>{"Fake"});
+  EXPECT_EQ(FailedSchedulingMessage(r.diagnosis),
+            "0/4 nodes are available: 1 node: not n1; 1 node: not n2; 1 node: not n3; 1 node: "
+            "not n4.");
+}
+
+TEST(ExplainTest, NodesAreGroupedByReasonLargestFirst) {
+  Diagnosis d;
+  d.total_nodes = 12;
+  for (int i = 0; i < 4; ++i) {
+    d.nodes.push_back({"cpu-" + std::to_string(i), PluginStatus::Unresolvable("node affinity")});
+  }
+  for (int i = 0; i < 8; ++i) {
+    d.nodes.push_back({"gpu-" + std::to_string(i), PluginStatus::Unresolvable("request gpu")});
+  }
+  EXPECT_EQ(FailedSchedulingMessage(d),
+            "0/12 nodes are available: 8 nodes: request gpu; 4 nodes: node affinity.");
+  Diagnosis pre;
+  pre.total_nodes = 3;
+  pre.pre_filter = PluginStatus::Unschedulable("request gpu: device class x does not exist");
+  EXPECT_EQ(FailedSchedulingMessage(pre),
+            "0/3 nodes are available: request gpu: device class x does not exist.");
+}
+
+TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
+  allocator::Explanation e;
+  e.node = "node-7";
+  e.outcome = "unsatisfiable";
+  e.pools.push_back({"gpu.example.com", "node-7", "usable", "", 3});
+  allocator::ClaimExplanation c;
+  c.claim = "team-a/pod-gpu-x1";
+  allocator::RequestExplanation r;
+  r.name = "gpu";
+  r.outcome = "unsatisfiable";
+  allocator::RequestExplanation h100;
+  h100.name = "gpu/h100";
+  h100.count = 1;
+  h100.allocation_mode = "ExactCount";
+  h100.outcome = "unsatisfiable";
+  for (int i = 0; i < 3; ++i) {
+    h100.candidates.push_back({"gpu.example.com", "node-7", "gpu-" + std::to_string(i),
+                               allocator::CandidateStatus::kRequestSelectorFalse, ""});
+  }
+  allocator::RequestExplanation pair = h100;
+  pair.name = "gpu/a100-pair";
+  pair.count = 2;
+  pair.candidates[0].status = allocator::CandidateStatus::kAllocated;
+  pair.candidates[1].status = allocator::CandidateStatus::kNotReached;
+  r.subrequests = {h100, pair};
+  c.requests.push_back(r);
+  e.claims.push_back(c);
+  EXPECT_EQ(SummarizeDevices(e, {{"team-a/pod-gpu-x1", "gpu"}}),
+            "request gpu: subrequest h100: no device matches (3 do not match the request's "
+            "selectors), subrequest a100-pair: 1 of 2 needed devices available (1 is already "
+            "allocated)");
+  e.pools[0].status = "incomplete";
+  EXPECT_EQ(SummarizeDevices(e, {}), "no devices offered to the node");
+}
+
+TEST(ResourcesTest, PodRequestsFollowUpstreamRules) {
+  api::corev1::Pod pod;
+  auto container = [](const char* cpu, const char* memory) {
+    api::corev1::Container c;
+    c.resources.requests["cpu"] = api::Quantity::Parse(cpu).value();
+    c.resources.limits["memory"] = api::Quantity::Parse(memory).value();
+    return c;
+  };
+  pod.spec.containers = {container("500m", "1Gi"), container("250m", "1Gi")};
+  pod.spec.init_containers = {container("2", "512Mi")};
+  api::corev1::Container sidecar = container("100m", "128Mi");
+  sidecar.restart_policy = "Always";
+  pod.spec.init_containers.insert(pod.spec.init_containers.begin(), sidecar);
+  pod.spec.overhead["cpu"] = api::Quantity::Parse("10m").value();
+  Resources r = ComputePodRequests(pod);
+  // cpu: max(500+250+100 sidecar, 2000 + 100 sidecar before it) + 10 overhead.
+  EXPECT_EQ(r.milli_cpu, 2110);
+  // memory: limits stand in for requests: max(2Gi + 128Mi, 512Mi + 128Mi).
+  EXPECT_EQ(r.memory, int64_t{2048 + 128} * 1024 * 1024);
+  EXPECT_EQ(r.pods, 1);
+  EXPECT_TRUE(IsExtendedResourceName("example.com/gpu"));
+  EXPECT_FALSE(IsExtendedResourceName("cpu"));
+  EXPECT_FALSE(IsExtendedResourceName("kubernetes.io/batteries"));
+  EXPECT_FALSE(IsExtendedResourceName("deviceclass.resource.kubernetes.io/gpu"));
+}
+
+}  // namespace
+}  // namespace draplane::scheduler
