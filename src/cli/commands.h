@@ -34,6 +34,10 @@ void AddKubeconfigCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
+// The scheduler and the controllers embedded in `draplane serve` (scheduler_command.cc,
+// controller_manager_command.cc).
+Status EmbedScheduler(server::Server& server);
+Status EmbedControllerManager(server::Server& server, bool simulate_kubelet);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve
 // --simulate-nodes; simulate_nodes.cc); state under <data_dir>/agents/<node>.
 Status EmbedSimulatedNodes(server::Server& server, const std::string& profile_path,

@@ -15,7 +15,9 @@
 #include "client/rest_client.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/status_macros.h"
 #include "controllers/controller_manager.h"
+#include "server/server.h"
 
 namespace draplane::cli {
 namespace {
@@ -134,7 +136,47 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
   return lost && !stop ? 1 : 0;
 }
 
+// The controllers inside `draplane serve` (serve_command.cc), as system:kube-controller-manager
+// over the server's loopback listener, without leader election (one process). Garbage
+// collection and namespace deletion are left to the server, which does them itself
+// (server/lifecycle/lifecycle.h).
+class EmbeddedControllerManager final : public server::EmbeddedComponent {
+ public:
+  explicit EmbeddedControllerManager(bool simulate_kubelet) : simulate_kubelet_(simulate_kubelet) {}
+
+  std::string name() const override { return "controller-manager"; }
+
+  Status Start(const server::ClientCredentials& credentials) override {
+    client::RestConfig config;
+    config.server = credentials.server_url;
+    config.ca_pem = credentials.ca_pem;
+    config.bearer_token = credentials.token;
+    config.user_agent = "draplane-controller-manager";
+    DRAPLANE_ASSIGN_OR_RETURN(api_, client::CreateRestClient(config));
+    controllers::ControllerManagerOptions options;
+    options.garbage_collector = false;
+    options.namespaces = false;
+    options.simulate_kubelet = simulate_kubelet_;
+    manager_ = std::make_unique<controllers::ControllerManager>(*api_, RealClock(), options);
+    return manager_->Start();
+  }
+
+  void Stop() override {
+    if (manager_) manager_->Stop();
+  }
+
+ private:
+  bool simulate_kubelet_;
+  std::unique_ptr<client::ApiClient> api_;
+  std::unique_ptr<controllers::ControllerManager> manager_;
+};
+
 }  // namespace
+
+Status EmbedControllerManager(server::Server& server, bool simulate_kubelet) {
+  return server.Embed(std::make_unique<EmbeddedControllerManager>(simulate_kubelet),
+                      "system:kube-controller-manager", {});
+}
 
 void AddControllerManagerCommand(CLI::App& app) {
   auto flags = std::make_shared<ControllerManagerFlags>();

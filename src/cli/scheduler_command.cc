@@ -17,7 +17,9 @@
 #include "client/rest_client.h"
 #include "common/log.h"
 #include "common/random.h"
+#include "common/status_macros.h"
 #include "scheduler/scheduler.h"
+#include "server/server.h"
 
 namespace draplane::cli {
 namespace {
@@ -140,7 +142,40 @@ int RunScheduler(const SchedulerFlags& flags) {
   return 0;
 }
 
+// The scheduler inside `draplane serve` (serve_command.cc), as system:kube-scheduler over the
+// server's loopback listener, with the default profile and no leader election (one process).
+class EmbeddedScheduler final : public server::EmbeddedComponent {
+ public:
+  std::string name() const override { return "scheduler"; }
+
+  Status Start(const server::ClientCredentials& credentials) override {
+    client::RestConfig config;
+    config.server = credentials.server_url;
+    config.ca_pem = credentials.ca_pem;
+    config.bearer_token = credentials.token;
+    config.user_agent = "draplane-scheduler";
+    DRAPLANE_ASSIGN_OR_RETURN(api_, client::CreateRestClient(config));
+    scheduler::SchedulerOptions options;
+    DRAPLANE_ASSIGN_OR_RETURN(options.features, allocator::DefaultFeatures("1.36"));
+    options.identity = "draplane-serve-scheduler";
+    scheduler_ = std::make_unique<scheduler::Scheduler>(*api_, RealClock(), options);
+    return scheduler_->Start();
+  }
+
+  void Stop() override {
+    if (scheduler_) scheduler_->Stop();
+  }
+
+ private:
+  std::unique_ptr<client::ApiClient> api_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+};
+
 }  // namespace
+
+Status EmbedScheduler(server::Server& server) {
+  return server.Embed(std::make_unique<EmbeddedScheduler>(), "system:kube-scheduler", {});
+}
 
 void AddSchedulerCommand(CLI::App& app) {
   auto flags = std::make_shared<SchedulerFlags>();

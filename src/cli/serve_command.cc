@@ -1,6 +1,7 @@
 // `draplane serve`: runs the Kubernetes-compatible API server (server/server.h) until SIGINT or
 // SIGTERM, then shuts down gracefully. Prints `ready: <url> kubeconfig=<path>` on stdout once it
-// accepts requests.
+// accepts requests. Unless turned off, the claim controllers and the scheduler run in the process
+// as embedded API clients (controller_manager_command.cc, scheduler_command.cc).
 #include <pthread.h>
 #include <signal.h>
 
@@ -19,6 +20,9 @@ struct ServeFlags {
   std::vector<std::string> tls_sans;
   bool no_anonymous = false;
   std::string simulate_nodes;  // a cluster profile (simulate_nodes.cc)
+  bool no_scheduler = false;
+  bool no_controller_manager = false;
+  bool simulate_kubelet = false;
 };
 
 int RunServe(ServeFlags& flags) {
@@ -36,6 +40,17 @@ int RunServe(ServeFlags& flags) {
   StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(flags.options);
   if (!server.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", server.status().ToString().c_str());
+    return 2;
+  }
+  // The claim controllers and the scheduler run in the process unless turned off.
+  Status components = Status::Ok();
+  if (!flags.no_controller_manager) {
+    components = EmbedControllerManager(**server, flags.simulate_kubelet);
+  }
+  if (components.ok() && !flags.no_scheduler) components = EmbedScheduler(**server);
+  if (!components.ok()) {
+    std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
+    (*server)->Shutdown();
     return 2;
   }
   if (!flags.simulate_nodes.empty()) {
@@ -86,6 +101,14 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--simulate-nodes", flags->simulate_nodes,
                   "Run one node agent per node of this cluster profile in the server process "
                   "(e.g. examples/cluster-demo.yaml)");
+  cmd->add_flag("--no-scheduler", flags->no_scheduler,
+                "Do not run the embedded scheduler (run `draplane scheduler` instead)");
+  cmd->add_flag("--no-controller-manager", flags->no_controller_manager,
+                "Do not run the embedded claim controllers (run `draplane controller-manager` "
+                "instead)");
+  cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
+                "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
+                "terminate");
   cmd->callback([flags] {
     int code = RunServe(*flags);
     if (code != 0) throw CommandExit{code};

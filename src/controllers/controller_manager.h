@@ -1,5 +1,5 @@
 // `draplane controller-manager` as a library: the controllers draplane runs next to the
-// scheduler, sharing one set of informers (docs/design/controllers.md).
+// scheduler, sharing one set of informers (docs/design/scheduler.md, "Controllers").
 //
 //   resourceclaim     claims from templates, reservations, deallocation, generated-claim cleanup
 //   garbagecollector  owner references (pods, claims, slices owned by pods or nodes)

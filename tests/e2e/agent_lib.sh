@@ -44,8 +44,10 @@ k() { kubectl --kubeconfig "$admin_kubeconfig" "$@"; }
 start_server() {
   local fifo="$e2e_work/ready.fifo"
   mkfifo "$fifo"
-  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$e2e_work/data" "$@" \
-    >"$fifo" 2>>"$e2e_work/server.log" &
+  # The scheduler and controller manager run as separate processes (agent_e2e.sh), so serve's
+  # embedded ones stay off.
+  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$e2e_work/data" --no-scheduler \
+    --no-controller-manager "$@" >"$fifo" 2>>"$e2e_work/server.log" &
   server_pid=$!
   exec {server_out}<"$fifo"
   local line=""

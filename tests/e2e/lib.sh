@@ -45,8 +45,9 @@ start_server() {
   shift
   local fifo="$e2e_work/ready.$RANDOM.fifo"
   mkfifo "$fifo"
-  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$data_dir" "$@" \
-    >"$fifo" 2>>"$e2e_work/server.log" &
+  # The API alone: serve's embedded scheduler and claim controllers would act on these objects.
+  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$data_dir" --no-scheduler \
+    --no-controller-manager "$@" >"$fifo" 2>>"$e2e_work/server.log" &
   server_pid=$!
   # Keep the read end open for the server's life (it never writes more than the ready line).
   exec {server_out}<"$fifo"

@@ -7,7 +7,7 @@
 // slices by nodes). A dependent with an owner of any other kind is left alone, because its
 // absence cannot be verified here. An owner missing from the cache is confirmed with a GET
 // before anything is deleted. Foreground deletion and orphaning are not implemented
-// (docs/design/controllers.md).
+// (docs/design/scheduler.md, "Controllers").
 //
 // Thread-safety: Start/Stop from the owner; syncs run on the worker threads.
 #pragma once
