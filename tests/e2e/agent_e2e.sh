@@ -30,9 +30,18 @@ start_agent gpu-1 "$profile"
 
 # python3 one-liners over kubectl JSON.
 py() { python3 -c "$1" "${@:2}"; }
+# wait_ready NODE...: until each node exists (kubectl wait fails at once on a missing object),
+# then until it is Ready.
+wait_ready() {
+  local node
+  for node in "$@"; do
+    wait_until 120 "node $node registered" k get node "$node"
+    k wait --for=condition=Ready "node/$node" --timeout=120s >/dev/null
+  done
+}
 
 step "nodes register and publish valid slices"
-k wait --for=condition=Ready node/gpu-0 node/gpu-1 --timeout=180s >/dev/null
+wait_ready gpu-0 gpu-1
 wait_until 120 "4 slices" bash -c "[ \$(kubectl --kubeconfig $admin_kubeconfig get resourceslices -o name | wc -l) -eq 4 ]"
 k get resourceslices -o yaml >"$e2e_work/slices.yaml"
 "$DRAPLANE" lint "$e2e_work/slices.yaml" || fail "published slices do not validate"
@@ -165,7 +174,7 @@ wait_until 120 "claim $claim deleted" bash -c "! kubectl --kubeconfig $admin_kub
 step "an agent killed mid-prepare restarts without leaking or preparing twice"
 start_agent crash-0 "$profile"
 crash_pid=${bg_pids[agent-crash-0]}
-k wait --for=condition=Ready node/crash-0 --timeout=120s >/dev/null
+wait_ready crash-0
 pod team-a crashy one-gpu crash
 code=0
 wait "$crash_pid" || code=$?
