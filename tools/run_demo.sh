@@ -44,13 +44,7 @@ section() { printf '\n== %s\n' "$*"; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/draplane-demo.XXXXXX")
 data="$work/data"
 server_pid=""
-component_pids=()
 cleanup() {
-  local pid
-  for pid in "${component_pids[@]}"; do
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
   if [[ -n $server_pid ]]; then
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
@@ -94,15 +88,6 @@ read -r -t 120 -u "$server_out" line || fail "draplane serve did not print its r
 export KUBECONFIG=${line##*kubeconfig=}
 echo "API server ${line#ready: }"
 echo "(log: $work/server.log)"
-# A binary whose serve does not embed the scheduler and the claim controllers yet (no
-# --no-scheduler flag) gets them as processes of their own, stopped with the server.
-if ! "$draplane" serve --help | grep -q -- --no-scheduler; then
-  "$draplane" scheduler --kubeconfig "$KUBECONFIG" --leader-elect=false >>"$work/server.log" 2>&1 &
-  component_pids+=($!)
-  "$draplane" controller-manager --kubeconfig "$KUBECONFIG" --leader-elect=false \
-    >>"$work/server.log" 2>&1 &
-  component_pids+=($!)
-fi
 
 # What the profile implies: its node count and the (node, DRA driver) pools the agents publish.
 read -r nodes pools < <(python3 - "$profile" <<'EOF'
