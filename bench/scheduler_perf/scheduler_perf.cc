@@ -21,6 +21,7 @@
 //
 // Throughput is measured Pods / (last measured Pod bound - first measured Pod created); latency
 // is, per measured Pod, bound time - creation request time. Output: a human line and a JSON line.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
@@ -32,8 +33,6 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "client/informer.h"
 #include "client/kubeconfig.h"
@@ -363,10 +362,14 @@ int Run(const Flags& flags) {
   std::string name = flags.name.empty() ? flags.workload + "/" + flags.variant : flags.name;
   std::printf("%-52s %8.1f Pods/s  p50 %7.1f ms  p99 %7.1f ms  (%d pods, %.2f s)\n", name.c_str(),
               throughput, p50, p99, measured, elapsed);
-  boost::json::object json{{"workload", name},           {"pods_per_second", throughput},
-                           {"latency_p50_ms", p50},      {"latency_p99_ms", p99},
-                           {"measured_pods", measured},  {"seconds", elapsed},
-                           {"nodes", flags.nodes},       {"devices_per_node", flags.devices_per_node},
+  boost::json::object json{{"workload", name},
+                           {"pods_per_second", throughput},
+                           {"latency_p50_ms", p50},
+                           {"latency_p99_ms", p99},
+                           {"measured_pods", measured},
+                           {"seconds", elapsed},
+                           {"nodes", flags.nodes},
+                           {"devices_per_node", flags.devices_per_node},
                            {"init_pods", flags.init_pods}};
   if (flags.target > 0) {
     // run_all.sh repeats SHORT lines in its summary; a miss does not fail the run (shared VM).

@@ -71,9 +71,8 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   EXPECT_FALSE(ledger.Commit(AllocatedClaim("c1", "u1", "node-a", "gpu-0")));
   EXPECT_EQ(ledger.FreeDevices("h100", "node-a"), 0);
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
-  auto in_flight = std::make_shared<rv1::AllocationResult>(*AllocatedClaim("x", "u2", "node-a",
-                                                                           "gpu-1")
-                                                                ->status.allocation);
+  auto in_flight = std::make_shared<rv1::AllocationResult>(
+      *AllocatedClaim("x", "u2", "node-a", "gpu-1")->status.allocation);
   ledger.AddInFlight("u2", "team-a/c2", in_flight);
   EXPECT_TRUE(ledger.IsInFlight("u2"));
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 1);
@@ -166,9 +165,8 @@ TEST(SchedulingQueueTest, UnschedulablePodsWaitForARelevantEventThenBackOff) {
   a.attempts = 1;
   q.RequeueUnschedulable(a, {"DynamicResources"});
   EXPECT_EQ(q.unschedulable(), 1u);
-  q.OnEvent([](const std::string& plugin, const api::corev1::Pod&) {
-    return plugin == "NodeAffinity";
-  });
+  q.OnEvent(
+      [](const std::string& plugin, const api::corev1::Pod&) { return plugin == "NodeAffinity"; });
   EXPECT_EQ(q.unschedulable(), 1u) << "no interest from the rejecting plugin";
   q.OnEvent([](const std::string& plugin, const api::corev1::Pod&) {
     return plugin == "DynamicResources";
@@ -190,8 +188,7 @@ TEST(SchedulingQueueTest, BackoffDoublesUpToTheMaximum) {
   for (int attempt = 1; attempt <= 6; ++attempt) {
     a.attempts = attempt;
     q.RequeueAfterError(a);
-    waits.push_back(static_cast<int>(
-        std::chrono::duration_cast<seconds>(*q.NextReady()).count()));
+    waits.push_back(static_cast<int>(std::chrono::duration_cast<seconds>(*q.NextReady()).count()));
     clock.Advance(*q.NextReady());
     a = *q.Pop();
   }
