@@ -5,7 +5,6 @@
 //   draplane agent --profile F [--node NAME] --dry-run         print the slices it would publish
 //
 // Without --dry-run or --once it runs until SIGINT / SIGTERM.
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 #include "api/gen/resource_v1_codec.h"
 #include "api/validation/validation.h"
 #include "cli/commands.h"
+#include "cli/component_runner.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
 #include "common/log.h"
@@ -158,12 +158,7 @@ int RunAgent(const AgentFlags& flags) {
   }
   if (flags.dry_run) return DryRun(flags, *node);
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t signals = BlockTerminationSignals();
 
   auto fail = [](const Status& s) {
     std::fprintf(stderr, "draplane agent: %s\n", s.ToString().c_str());

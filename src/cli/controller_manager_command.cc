@@ -1,19 +1,12 @@
 // `draplane controller-manager`: runs the controllers (controllers/controller_manager.h) against
 // an API server until SIGINT or SIGTERM, optionally under leader election.
-#include <pthread.h>
-#include <signal.h>
-
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "cli/commands.h"
+#include "cli/component_runner.h"
 #include "client/kubeconfig.h"
-#include "client/leader_election.h"
 #include "client/rest_client.h"
-#include "common/log.h"
 #include "common/random.h"
 #include "common/status_macros.h"
 #include "controllers/controller_manager.h"
@@ -39,12 +32,7 @@ int Fail(const std::string& what, const Status& s) {
 }
 
 int RunControllerManager(const ControllerManagerFlags& flags) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t signals = BlockTerminationSignals();
 
   controllers::ControllerManagerOptions options;
   options.resource_claims = options.garbage_collector = options.namespaces = false;
@@ -75,65 +63,16 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
   }
   controllers::ControllerManager manager(**api, RealClock(), options);
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
-  bool lost = false;
-  std::thread waiter([&] {
-    int received = 0;
-    sigwait(&signals, &received);
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    cv.notify_all();
-  });
-  std::unique_ptr<client::LeaderElector> elector;
-  std::thread election;
-  if (flags.leader_elect) {
-    client::LeaderElectionConfig le;
-    le.lease_name = flags.lease_name;
-    le.lease_namespace = flags.lease_namespace;
-    le.identity = identity;
-    le.on_started_leading = [&] {
-      Status s = manager.Start();
-      if (!s.ok()) log::Error("controller-manager: {}", s.ToString());
-    };
-    le.on_stopped_leading = [&] {
-      std::lock_guard<std::mutex> lock(mu);
-      lost = true;
-      cv.notify_all();
-    };
-    StatusOr<std::unique_ptr<client::LeaderElector>> created =
-        client::LeaderElector::Create(**api, RealClock(), le);
-    if (!created.ok()) {
-      pthread_kill(waiter.native_handle(), SIGTERM);
-      waiter.join();
-      return Fail("leader election", created.status());
-    }
-    elector = std::move(*created);
-    election = std::thread([&] { elector->Run(); });
-  } else {
-    Status s = manager.Start();
-    if (!s.ok()) {
-      pthread_kill(waiter.native_handle(), SIGTERM);
-      waiter.join();
-      return Fail("start", s);
-    }
-  }
-  std::printf("controller-manager %s running against %s\n", identity.c_str(),
-              config->server.c_str());
-  std::fflush(stdout);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return stop || lost; });
-  }
-  manager.Stop();
-  if (elector) {
-    elector->Stop();
-    election.join();
-  }
-  if (!stop) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
-  return lost && !stop ? 1 : 0;
+  ComponentRun run;
+  run.command = "controller-manager";
+  run.identity = identity;
+  run.server = config->server;
+  run.leader_elect = flags.leader_elect;
+  run.lease_name = flags.lease_name;
+  run.lease_namespace = flags.lease_namespace;
+  run.start = [&] { return manager.Start(); };
+  run.stop = [&] { manager.Stop(); };
+  return RunComponent(**api, signals, run);
 }
 
 // The controllers inside `draplane serve` (serve_command.cc), as system:kube-controller-manager

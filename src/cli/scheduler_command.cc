@@ -1,21 +1,14 @@
 // `draplane scheduler`: runs the scheduler (scheduler/scheduler.h) against an API server until
 // SIGINT or SIGTERM. With --leader-elect (the default) several replicas can run; one, holding
 // the coordination.k8s.io Lease, schedules.
-#include <pthread.h>
-#include <signal.h>
-
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "allocator/features.h"
 #include "cli/commands.h"
+#include "cli/component_runner.h"
 #include "client/kubeconfig.h"
-#include "client/leader_election.h"
 #include "client/rest_client.h"
-#include "common/log.h"
 #include "common/random.h"
 #include "common/status_macros.h"
 #include "scheduler/scheduler.h"
@@ -45,12 +38,7 @@ int Fail(const std::string& what, const Status& s) {
 }
 
 int RunScheduler(const SchedulerFlags& flags) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t signals = BlockTerminationSignals();
 
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
@@ -77,69 +65,16 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.identity = identity;
   scheduler::Scheduler sched(**api, RealClock(), options);
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop = false;
-  bool lost = false;
-  std::thread waiter([&] {
-    int received = 0;
-    sigwait(&signals, &received);
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    cv.notify_all();
-  });
-
-  std::unique_ptr<client::LeaderElector> elector;
-  std::thread election;
-  if (flags.leader_elect) {
-    client::LeaderElectionConfig le;
-    le.lease_name = flags.lease_name;
-    le.lease_namespace = flags.lease_namespace;
-    le.identity = identity;
-    le.on_started_leading = [&] {
-      Status s = sched.Start();
-      if (!s.ok()) log::Error("scheduler: {}", s.ToString());
-    };
-    le.on_stopped_leading = [&] {
-      std::lock_guard<std::mutex> lock(mu);
-      lost = true;
-      cv.notify_all();
-    };
-    StatusOr<std::unique_ptr<client::LeaderElector>> created =
-        client::LeaderElector::Create(**api, RealClock(), le);
-    if (!created.ok()) {
-      pthread_kill(waiter.native_handle(), SIGTERM);
-      waiter.join();
-      return Fail("leader election", created.status());
-    }
-    elector = std::move(*created);
-    election = std::thread([&] { elector->Run(); });
-  } else {
-    Status s = sched.Start();
-    if (!s.ok()) {
-      pthread_kill(waiter.native_handle(), SIGTERM);
-      waiter.join();
-      return Fail("start", s);
-    }
-  }
-  std::printf("scheduler %s running against %s\n", identity.c_str(), config->server.c_str());
-  std::fflush(stdout);
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return stop || lost; });
-  }
-  sched.Stop();
-  if (elector) {
-    elector->Stop();
-    election.join();
-  }
-  if (!stop) pthread_kill(waiter.native_handle(), SIGTERM);
-  waiter.join();
-  if (lost && !stop) {
-    std::fprintf(stderr, "draplane scheduler: lost the leader lease, exiting\n");
-    return 1;
-  }
-  return 0;
+  ComponentRun run;
+  run.command = "scheduler";
+  run.identity = identity;
+  run.server = config->server;
+  run.leader_elect = flags.leader_elect;
+  run.lease_name = flags.lease_name;
+  run.lease_namespace = flags.lease_namespace;
+  run.start = [&] { return sched.Start(); };
+  run.stop = [&] { sched.Stop(); };
+  return RunComponent(**api, signals, run);
 }
 
 // The scheduler inside `draplane serve` (serve_command.cc), as system:kube-scheduler over the

@@ -1,0 +1,102 @@
+#include "cli/component_runner.h"
+
+#include <pthread.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "client/leader_election.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+namespace draplane::cli {
+
+sigset_t BlockTerminationSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
+int RunComponent(client::ApiClient& api, const sigset_t& signals, const ComponentRun& run) {
+  auto fail = [&](const std::string& what, const Status& s) {
+    std::fprintf(stderr, "draplane %s: %s: %s\n", run.command.c_str(), what.c_str(),
+                 s.ToString().c_str());
+    return 2;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  bool lost = false;
+  std::thread waiter([&] {
+    int received = 0;
+    sigwait(&signals, &received);
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
+  });
+  // The waiter sits in sigwait; a SIGTERM aimed at it (blocked, so delivered to sigwait) ends it.
+  auto end_waiter = [&] {
+    pthread_kill(waiter.native_handle(), SIGTERM);
+    waiter.join();
+  };
+
+  std::unique_ptr<client::LeaderElector> elector;
+  std::thread election;
+  if (run.leader_elect) {
+    client::LeaderElectionConfig le;
+    le.lease_name = run.lease_name;
+    le.lease_namespace = run.lease_namespace;
+    le.identity = run.identity;
+    le.on_started_leading = [&] {
+      Status s = run.start();
+      if (!s.ok()) log::Error("{}: {}", run.command, s.ToString());
+    };
+    le.on_stopped_leading = [&] {
+      std::lock_guard<std::mutex> lock(mu);
+      lost = true;
+      cv.notify_all();
+    };
+    StatusOr<std::unique_ptr<client::LeaderElector>> created =
+        client::LeaderElector::Create(api, RealClock(), le);
+    if (!created.ok()) {
+      end_waiter();
+      return fail("leader election", created.status());
+    }
+    elector = std::move(*created);
+    election = std::thread([&] { elector->Run(); });
+  } else {
+    Status s = run.start();
+    if (!s.ok()) {
+      end_waiter();
+      return fail("start", s);
+    }
+  }
+  std::printf("%s %s running against %s\n", run.command.c_str(), run.identity.c_str(),
+              run.server.c_str());
+  std::fflush(stdout);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return stop || lost; });
+  }
+  run.stop();
+  if (elector) {
+    elector->Stop();
+    election.join();
+  }
+  if (stop) {
+    waiter.join();
+    return 0;
+  }
+  end_waiter();
+  std::fprintf(stderr, "draplane %s: lost the leader lease, exiting\n", run.command.c_str());
+  return 1;
+}
+
+}  // namespace draplane::cli

@@ -1,0 +1,37 @@
+// Runs a long-lived client component (`draplane scheduler`, `draplane controller-manager`) until
+// SIGINT or SIGTERM, either at once or only while holding a coordination.k8s.io Lease.
+#pragma once
+
+#include <signal.h>
+
+#include <functional>
+#include <string>
+
+#include "client/api_client.h"
+#include "common/status.h"
+
+namespace draplane::cli {
+
+// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts later) and
+// ignores SIGPIPE; call first, before any client thread exists, and hand the set to
+// RunComponent, which waits for those signals.
+sigset_t BlockTerminationSignals();
+
+struct ComponentRun {
+  std::string command;  // "scheduler": prefixes messages ("draplane scheduler: ...")
+  std::string identity;
+  std::string server;  // printed in the running line
+  bool leader_elect = false;
+  std::string lease_name;
+  std::string lease_namespace;
+  std::function<Status()> start;
+  std::function<void()> stop;
+};
+
+// Starts the component (under leader election: when the lease is won) and waits for a signal in
+// `signals` or, under leader election, the loss of the lease. Returns the process exit code: 0
+// after a signal, 1 when the lease was lost, 2 when the component or the election could not
+// start.
+int RunComponent(client::ApiClient& api, const sigset_t& signals, const ComponentRun& run);
+
+}  // namespace draplane::cli
