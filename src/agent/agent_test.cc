@@ -328,9 +328,11 @@ TEST(AgentLoopTest, RunsAndFinishesPodsOnItsOwn) {
                                                       .clock = &cluster.clock(),
                                                       .state_dir = (dir / "state").string(),
                                                       .crash_exits_process = false})));
-  StatusOr<std::unique_ptr<Agent>> agent = Agent::Create(
-      cluster.api(), std::move(drivers),
-      AgentOptions{.node_name = "node-a", .state_dir = (dir / "state").string()}, cluster.clock());
+  AgentOptions options;
+  options.node_name = "node-a";
+  options.state_dir = (dir / "state").string();
+  StatusOr<std::unique_ptr<Agent>> agent =
+      Agent::Create(cluster.api(), std::move(drivers), options, cluster.clock());
   ASSERT_TRUE(agent.ok());
   ASSERT_TRUE((*agent)->Init().ok());
   ASSERT_TRUE((*agent)->Start().ok());
