@@ -95,11 +95,13 @@ TEST_F(SchedulerTest, APodThatDoesNotFitStaysPendingWithAnExplanation) {
             std::string::npos)
       << message;
   EXPECT_NE(message.find("1 node: no devices offered to the node"), std::string::npos) << message;
-  bool event = false;
-  for (const auto& e : cluster_.Events()) {
-    if (e.reason == "FailedScheduling" && e.involved_object.name == "p2") event = true;
-  }
-  EXPECT_TRUE(event);
+  // Events are recorded asynchronously, after the Pod's condition.
+  EXPECT_TRUE(cluster_.WaitUntil([&] {
+    for (const auto& e : cluster_.Events()) {
+      if (e.reason == "FailedScheduling" && e.involved_object.name == "p2") return true;
+    }
+    return false;
+  }));
 
   // Freeing the device (the claim controller would deallocate it after p1 ends) lets p2 run.
   ASSERT_TRUE(

@@ -9,9 +9,9 @@ draplane=$1
 case_file=$2
 workdir=${3:-${TMPDIR:-/tmp}}
 
+mkdir -p "$workdir"
 input=$case_file
 if [[ $case_file == *.py ]]; then
-  mkdir -p "$workdir"
   input="$workdir/$(basename "${case_file%.py}").convert.yaml"
   python3 "$case_file" > "$input"
 fi
