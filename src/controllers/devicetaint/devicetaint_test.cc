@@ -261,8 +261,10 @@ class ControllerTest : public ::testing::Test {
     created.status = claim.status;
     ASSERT_TRUE(client::UpdateStatus(api_, created).ok());
   }
-  std::unique_ptr<DeviceTaintController> Start() {
-    auto c = std::make_unique<DeviceTaintController>(
+  // The fixture owns the controller so that TearDown stops the informers, whose threads call its
+  // handlers, before the controller goes away.
+  DeviceTaintController* Start() {
+    controller_ = std::make_unique<DeviceTaintController>(
         api_, informers_, clock_,
         DeviceTaintControllerOptions{.rule_status_period = std::chrono::seconds(10)});
     auto changed = [this] {
@@ -280,7 +282,11 @@ class ControllerTest : public ::testing::Test {
          .on_delete = [changed](const auto&) { changed(); }});
     informers_.Start();
     EXPECT_TRUE(informers_.WaitForSync());
-    return c;
+    return controller_.get();
+  }
+  void TearDown() override {
+    informers_.Stop();
+    controller_.reset();
   }
   // Blocks until the caches satisfy `done` (re-checked on every cache change; the 60 s
   // limit only guards against hangs).
@@ -301,6 +307,7 @@ class ControllerTest : public ::testing::Test {
   std::unique_ptr<Random> random_ = NewSeededRandom(3);
   client::MemoryApi api_{clock_, *random_};
   SharedInformers informers_{api_};
+  std::unique_ptr<DeviceTaintController> controller_;
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t changes_ = 0;
@@ -315,7 +322,7 @@ TEST_F(ControllerTest, DryRunReportsThenNoExecuteEvictsExactlyThosePods) {
   rv1::DeviceTaintRule rule = Rule("drain", "None", "n1", std::nullopt);
   rule.spec.taint.time_added.reset();
   Create(rule);
-  std::unique_ptr<DeviceTaintController> controller = Start();
+  DeviceTaintController* controller = Start();
   ASSERT_TRUE(controller->Sync("rule:drain").ok());
   ASSERT_TRUE(controller->Sync("evict").ok());
   std::optional<api::metav1::Condition> c = RuleStatus("drain");
@@ -334,7 +341,7 @@ TEST_F(ControllerTest, NoExecuteRuleEvictsAndReportsCompletion) {
   PodWithClaim("team-a", "train", "gpu-0");
   PodWithClaim("team-b", "serve", "gpu-1");
   Create(Rule("drain", "NoExecute", "n1", "gpu-0"));
-  std::unique_ptr<DeviceTaintController> controller = Start();
+  DeviceTaintController* controller = Start();
   ASSERT_TRUE(controller->Sync("rule:drain").ok());
   std::optional<api::metav1::Condition> c = RuleStatus("drain");
   ASSERT_TRUE(c.has_value());
@@ -396,7 +403,7 @@ TEST_F(ControllerTest, APodCountsOnceForARuleThatTaintsSeveralOfItsDevices) {
   created.status = claim.status;
   ASSERT_TRUE(client::UpdateStatus(api_, created).ok());
   Create(Rule("drain", "NoExecute", "n1", std::nullopt));
-  std::unique_ptr<DeviceTaintController> controller = Start();
+  DeviceTaintController* controller = Start();
   ASSERT_TRUE(controller->Sync("evict").ok());
   EXPECT_EQ(controller->evicted(), 1);
   ASSERT_TRUE(WaitForCache([&] {
@@ -417,7 +424,7 @@ TEST_F(ControllerTest, SliceTaintWithTolerationSecondsEvictsOnlyAfterThem) {
   slice.spec.devices[0].taints.push_back(Taint("NoExecute", kT0));
   Create(slice);
   PodWithClaim("team-a", "train", "gpu-0", {Tolerate(30)});
-  std::unique_ptr<DeviceTaintController> controller = Start();
+  DeviceTaintController* controller = Start();
   ASSERT_TRUE(controller->Sync("evict").ok());
   EXPECT_EQ(controller->evicted(), 0);
   clock_.Advance(std::chrono::seconds(29));
