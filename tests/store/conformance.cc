@@ -329,6 +329,46 @@ TEST_P(StoreConformanceTest, AnExactlyFullLastPageCarriesNoContinueToken) {
   EXPECT_TRUE(second->continue_token.empty());
 }
 
+TEST_P(StoreConformanceTest, ListsAndPagesSkipDeletedObjectsAndSeeRecreatedOnes) {
+  for (int i = 0; i < 6; ++i) MustCreate(*store_, Pod("ns", "p" + std::to_string(i)), "v1");
+  MustUpdate(*store_, Pod("ns", "p1"), "v2");
+  MustUpdate(*store_, Pod("ns", "p1"), "v3");
+  MustDelete(*store_, Pod("ns", "p2"));
+  MustDelete(*store_, Pod("ns", "p3"));
+  const Revision recreated = MustCreate(*store_, Pod("ns", "p3"), "again")->revision;
+  MustDelete(*store_, Pod("ns", "p4"));
+  MustDelete(*store_, Pod("ns", "p5"));
+
+  EXPECT_EQ(store_->Get(Pod("ns", "p2")).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Update(Pod("ns", "p4"), "x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Delete(Pod("ns", "p5")).status().code(), StatusCode::kNotFound);
+  StatusOr<ObjectPtr> p3 = store_->Get(Pod("ns", "p3"));
+  ASSERT_TRUE(p3.ok()) << p3.status().ToString();
+  EXPECT_EQ((*p3)->value, "again");
+  EXPECT_EQ((*p3)->create_revision, recreated);
+
+  StatusOr<ListResult> first = store_->List("core/pods", {.limit = 2});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_THAT(Names(*first), ElementsAre("ns/p0", "ns/p1"));
+  EXPECT_EQ(first->objects[1]->value, "v3");
+  ASSERT_FALSE(first->continue_token.empty());
+  StatusOr<ListResult> second =
+      store_->List("core/pods", {.limit = 2, .continue_token = first->continue_token});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_THAT(Names(*second), ElementsAre("ns/p3"));
+  EXPECT_TRUE(second->continue_token.empty());
+  // Only deleted objects follow a full page: no continue token.
+  StatusOr<ListResult> full = store_->List("core/pods", {.limit = 3});
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_THAT(Names(*full), ElementsAre("ns/p0", "ns/p1", "ns/p3"));
+  EXPECT_TRUE(full->continue_token.empty());
+
+  // Created again after its delete: listed again.
+  MustCreate(*store_, Pod("ns", "p2"), "back");
+  EXPECT_THAT(Names(*store_->List("core/pods", {})),
+              ElementsAre("ns/p0", "ns/p1", "ns/p2", "ns/p3"));
+}
+
 TEST_P(StoreConformanceTest, ContinueTokensAreCheckedAgainstTheirList) {
   for (int i = 0; i < 4; ++i) MustCreate(*store_, Pod("ns", "p" + std::to_string(i)), "");
   StatusOr<ListResult> first = store_->List("core/pods", {.ns = "ns", .limit = 2});

@@ -102,6 +102,13 @@ class Stmt {
 
   int64_t Int(int column) const { return sqlite3_column_int64(stmt_, column); }
   bool IsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  // Valid until the next Step() or Reset().
+  std::string_view BlobView(int column) const {
+    const void* data = sqlite3_column_blob(stmt_, column);
+    const int size = sqlite3_column_bytes(stmt_, column);
+    return data == nullptr ? std::string_view()
+                           : std::string_view(static_cast<const char*>(data), size);
+  }
   std::string Blob(int column) const {
     const void* data = sqlite3_column_blob(stmt_, column);
     const int size = sqlite3_column_bytes(stmt_, column);
@@ -177,10 +184,14 @@ const SqliteMetrics& Metrics() {
   return *m;
 }
 
+// The newest version of a key (a DELETED row when the key's last write deleted it).
+constexpr char kNewestVersionSql[] =
+    "SELECT rev, type, create_rev, value FROM history WHERE key = ?1 ORDER BY rev DESC LIMIT 1";
+
 // A read connection with its prepared statements; used by one thread at a time.
 struct Reader {
   DbPtr db;
-  Stmt begin, commit, rollback, meta, get, list_latest, list_snapshot, history;
+  Stmt begin, commit, rollback, meta, get, list_versions, version, history;
 
   Status Prepare() {
     DRAPLANE_RETURN_IF_ERROR(begin.Prepare(db.get(), "BEGIN"));
@@ -189,18 +200,15 @@ struct Reader {
     DRAPLANE_RETURN_IF_ERROR(meta.Prepare(db.get(),
                                           "SELECT (SELECT value FROM meta WHERE name = 'revision'),"
                                           " (SELECT value FROM meta WHERE name = 'compacted')"));
+    DRAPLANE_RETURN_IF_ERROR(get.Prepare(db.get(), kNewestVersionSql));
+    // Reads only the index history_by_key (rev is the rowid): a list visits every version in
+    // its range once and fetches the row of the newest version per key (`version`).
+    DRAPLANE_RETURN_IF_ERROR(list_versions.Prepare(
+        db.get(),
+        "SELECT key, rev FROM history WHERE key >= ?1 AND key < ?2 AND rev <= ?3"
+        " ORDER BY key, rev"));
     DRAPLANE_RETURN_IF_ERROR(
-        get.Prepare(db.get(), "SELECT create_rev, mod_rev, value FROM objects WHERE key = ?1"));
-    DRAPLANE_RETURN_IF_ERROR(list_latest.Prepare(
-        db.get(),
-        "SELECT key, create_rev, mod_rev, value FROM objects WHERE key >= ?1 AND key < ?2"
-        " ORDER BY key LIMIT ?3"));
-    // SQLite takes the bare columns from the row holding max(rev): per key, the newest
-    // version at or before the snapshot revision.
-    DRAPLANE_RETURN_IF_ERROR(list_snapshot.Prepare(
-        db.get(),
-        "SELECT key, max(rev), type, create_rev, value FROM history"
-        " WHERE key >= ?1 AND key < ?2 AND rev <= ?3 GROUP BY key ORDER BY key"));
+        version.Prepare(db.get(), "SELECT type, create_rev, value FROM history WHERE rev = ?1"));
     DRAPLANE_RETURN_IF_ERROR(history.Prepare(
         db.get(),
         "SELECT h.rev, h.key, h.type, h.create_rev, h.value, p.rev, p.value FROM history h"
@@ -224,8 +232,9 @@ struct WriteRequest {
 // SQLite backend. Algorithm (docs/design/store.md, "sqlite"):
 //   1. Callers queue WriteRequests and wait on their futures.
 //   2. The writer thread takes every queued request, opens one transaction, and applies each in
-//      order: read the current row, check the precondition, take the next revision, write the
-//      `objects` row and append a `history` row. A failed precondition consumes no revision.
+//      order: read the key's newest version, check the precondition, take the next revision and
+//      append a `history` row (the only copy of the value; the newest version of a key is its
+//      current state). A failed precondition consumes no revision.
 //   3. It records the new revision in `meta` and commits; with WAL and synchronous=FULL the
 //      commit returns once the log is on disk. Only then does it publish the events to the watch
 //      hub (in revision order) and complete the futures. A failed commit fails the whole batch.
@@ -264,9 +273,11 @@ class SqliteStore final : public Store {
     Stmt::Scope scope(get);
     get.BindBlob(1, encoded);
     const int rc = get.Step();
-    if (rc == SQLITE_DONE) return NotFoundError(KeyToString(key) + " not found");
+    if (rc == SQLITE_DONE || (rc == SQLITE_ROW && get.Int(1) == kTypeDeleted)) {
+      return NotFoundError(KeyToString(key) + " not found");
+    }
     if (rc != SQLITE_ROW) return SqliteStatus(lease->db.get(), rc, "get");
-    return std::make_shared<Object>(Object{key, get.Blob(2), get.Int(1), get.Int(0)});
+    return std::make_shared<Object>(Object{key, get.Blob(3), get.Int(0), get.Int(2)});
   }
 
   StatusOr<ListResult> List(std::string_view resource, const ListOptions& options) override {
@@ -347,7 +358,7 @@ class SqliteStore final : public Store {
  private:
   // The writer connection's prepared statements.
   struct WriteStmts {
-    Stmt begin, commit, rollback, select, insert, update, remove, append, set_revision;
+    Stmt begin, commit, rollback, select, append, set_revision;
   };
 
   class ReaderLease {
@@ -395,13 +406,7 @@ class SqliteStore final : public Store {
     DRAPLANE_RETURN_IF_ERROR(w.begin.Prepare(db, "BEGIN IMMEDIATE"));
     DRAPLANE_RETURN_IF_ERROR(w.commit.Prepare(db, "COMMIT"));
     DRAPLANE_RETURN_IF_ERROR(w.rollback.Prepare(db, "ROLLBACK"));
-    DRAPLANE_RETURN_IF_ERROR(
-        w.select.Prepare(db, "SELECT create_rev, mod_rev, value FROM objects WHERE key = ?1"));
-    DRAPLANE_RETURN_IF_ERROR(w.insert.Prepare(
-        db, "INSERT INTO objects(key, create_rev, mod_rev, value) VALUES (?1, ?2, ?2, ?3)"));
-    DRAPLANE_RETURN_IF_ERROR(
-        w.update.Prepare(db, "UPDATE objects SET mod_rev = ?2, value = ?3 WHERE key = ?1"));
-    DRAPLANE_RETURN_IF_ERROR(w.remove.Prepare(db, "DELETE FROM objects WHERE key = ?1"));
+    DRAPLANE_RETURN_IF_ERROR(w.select.Prepare(db, kNewestVersionSql));
     DRAPLANE_RETURN_IF_ERROR(
         w.append.Prepare(db,
                          "INSERT INTO history(rev, key, type, create_rev, value, prev_rev)"
@@ -441,8 +446,6 @@ class SqliteStore final : public Store {
           "INSERT INTO meta(name, value) VALUES ('schema_version', " +
           std::to_string(kSqliteSchemaVersion) +
           "), ('revision', 0), ('compacted', 0);"
-          "CREATE TABLE objects(key BLOB PRIMARY KEY, create_rev INTEGER NOT NULL,"
-          " mod_rev INTEGER NOT NULL, value BLOB NOT NULL) WITHOUT ROWID;"
           "CREATE TABLE history(rev INTEGER PRIMARY KEY, key BLOB NOT NULL,"
           " type INTEGER NOT NULL, create_rev INTEGER NOT NULL, value BLOB, prev_rev INTEGER);"
           "CREATE INDEX history_by_key ON history(key, rev);"
@@ -531,43 +534,47 @@ class SqliteStore final : public Store {
     ListResult result;
     result.revision = revision;
     const bool paged = limit > 0;
-    if (revision == current) {
-      // The latest state: the objects table, one row beyond the page to learn whether more follow.
-      Stmt& q = r.list_latest;
-      Stmt::Scope scope(q);
-      q.BindBlob(1, start);
-      q.BindBlob(2, end);
-      q.BindInt(3, paged ? limit + 1 : -1);
-      int rc;
-      while ((rc = q.Step()) == SQLITE_ROW) {
-        std::string key = q.Blob(0);
-        if (paged && static_cast<int64_t>(result.objects.size()) == limit) {
-          result.continue_token = internal::EncodeContinueToken(revision, key);
-          break;
-        }
-        DRAPLANE_ASSIGN_OR_RETURN(ObjectPtr object, MakeObject(key, q.Blob(3), q.Int(2), q.Int(1)));
-        result.objects.push_back(std::move(object));
-      }
-      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(r.db.get(), rc, "list");
-      return result;
-    }
-    Stmt& q = r.list_snapshot;
+    // Versions come in (key, rev) order: the last one seen of a key is its state at `revision`.
+    Stmt& q = r.list_versions;
     Stmt::Scope scope(q);
     q.BindBlob(1, start);
     q.BindBlob(2, end);
     q.BindInt(3, revision);
-    int rc;
-    while ((rc = q.Step()) == SQLITE_ROW) {
-      if (q.Int(2) == kTypeDeleted) continue;
-      std::string key = q.Blob(0);
+    std::string key;      // the key whose versions are being read
+    Revision newest = 0;  // its newest version so far
+    bool more = false;    // a live object follows the page
+    // Adds the state of `key` at `revision` to the page (nothing when deleted). False when the
+    // page is full and `key` is live: it starts the next page.
+    auto emit = [&]() -> StatusOr<bool> {
+      Stmt& v = r.version;
+      Stmt::Scope version_scope(v);
+      v.BindInt(1, newest);
+      const int rc = v.Step();
+      if (rc != SQLITE_ROW) return SqliteStatus(r.db.get(), rc, "list: read version");
+      if (v.Int(0) == kTypeDeleted) return true;
       if (paged && static_cast<int64_t>(result.objects.size()) == limit) {
         result.continue_token = internal::EncodeContinueToken(revision, key);
-        break;
+        return false;
       }
-      DRAPLANE_ASSIGN_OR_RETURN(ObjectPtr object, MakeObject(key, q.Blob(4), q.Int(1), q.Int(3)));
+      DRAPLANE_ASSIGN_OR_RETURN(ObjectPtr object, MakeObject(key, v.Blob(2), newest, v.Int(1)));
       result.objects.push_back(std::move(object));
+      return true;
+    };
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      const std::string_view row_key = q.BlobView(0);
+      if (newest != 0 && row_key != key) {
+        DRAPLANE_ASSIGN_OR_RETURN(bool fits, emit());
+        if (!fits) {
+          more = true;
+          break;
+        }
+      }
+      if (newest == 0 || row_key != key) key.assign(row_key);
+      newest = q.Int(1);
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteStatus(r.db.get(), rc, "list");
+    if (!more && newest != 0) DRAPLANE_RETURN_IF_ERROR(emit().status());
     return result;
   }
 
@@ -708,12 +715,12 @@ class SqliteStore final : public Store {
       Stmt::Scope scope(w.select);
       w.select.BindBlob(1, request.encoded);
       const int rc = w.select.Step();
-      if (rc == SQLITE_ROW) {
+      if (rc == SQLITE_ROW && w.select.Int(1) != kTypeDeleted) {
         exists = true;
-        create_revision = w.select.Int(0);
-        mod_revision = w.select.Int(1);
-        if (request.kind != WriteRequest::Kind::kCreate) old_value = w.select.Blob(2);
-      } else if (rc != SQLITE_DONE) {
+        mod_revision = w.select.Int(0);
+        create_revision = w.select.Int(2);
+        if (request.kind != WriteRequest::Kind::kCreate) old_value = w.select.Blob(3);
+      } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         return SqliteStatus(db, rc, "read current row");
       }
     }
@@ -738,32 +745,16 @@ class SqliteStore final : public Store {
     WatchEvent event;
     event.revision = next;
     switch (request.kind) {
-      case WriteRequest::Kind::kCreate: {
-        Stmt::Scope scope(w.insert);
-        w.insert.BindBlob(1, request.encoded);
-        w.insert.BindInt(2, next);
-        w.insert.BindBlob(3, request.value);
-        DRAPLANE_RETURN_IF_ERROR(w.insert.StepDone("insert object"));
+      case WriteRequest::Kind::kCreate:
         create_revision = next;
         event.type = WatchEvent::Type::kAdded;
         break;
-      }
-      case WriteRequest::Kind::kUpdate: {
-        Stmt::Scope scope(w.update);
-        w.update.BindBlob(1, request.encoded);
-        w.update.BindInt(2, next);
-        w.update.BindBlob(3, request.value);
-        DRAPLANE_RETURN_IF_ERROR(w.update.StepDone("update object"));
+      case WriteRequest::Kind::kUpdate:
         event.type = WatchEvent::Type::kModified;
         break;
-      }
-      case WriteRequest::Kind::kDelete: {
-        Stmt::Scope scope(w.remove);
-        w.remove.BindBlob(1, request.encoded);
-        DRAPLANE_RETURN_IF_ERROR(w.remove.StepDone("delete object"));
+      case WriteRequest::Kind::kDelete:
         event.type = WatchEvent::Type::kDeleted;
         break;
-      }
       case WriteRequest::Kind::kCompact:
         DRAPLANE_CHECK(false);
     }

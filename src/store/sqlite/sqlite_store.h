@@ -20,7 +20,7 @@
 namespace draplane::store {
 
 // The schema version this build writes and accepts.
-inline constexpr int64_t kSqliteSchemaVersion = 1;
+inline constexpr int64_t kSqliteSchemaVersion = 2;
 
 // Opens (creating if absent) the store in `path`. FailedPrecondition when the file is not a
 // draplane store, has another schema version, or is open in another process; Unavailable on I/O
