@@ -144,8 +144,24 @@ void SchedulingQueue::RequeueAfterError(QueuedPod pod) {
 }
 
 void SchedulingQueue::OnEvent(const Interest& interest) {
+  std::vector<std::string> uids;
+  uids.reserve(unschedulable_.size());
+  for (const auto& [uid, since] : unschedulable_) uids.push_back(uid);
+  MoveInterested(uids, interest);
+}
+
+void SchedulingQueue::OnEventFor(std::vector<std::string> uids, const Interest& interest) {
+  // Same order as OnEvent (by uid), so both paths requeue the same pods in the same sequence.
+  std::sort(uids.begin(), uids.end());
+  uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
+  MoveInterested(uids, interest);
+}
+
+void SchedulingQueue::MoveInterested(const std::vector<std::string>& uids,
+                                     const Interest& interest) {
   std::vector<std::string> move;
-  for (const auto& [uid, since] : unschedulable_) {
+  for (const std::string& uid : uids) {
+    if (!unschedulable_.contains(uid)) continue;
     const Entry& e = pods_.at(uid);
     for (const std::string& plugin : e.pod.rejectors) {
       if (interest(plugin, *e.pod.pod)) {

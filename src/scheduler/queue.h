@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "api/gen/core_v1_types.h"
 #include "common/clock.h"
@@ -77,6 +78,9 @@ class SchedulingQueue {
 
   // An event: moves unschedulable and gated pods that `interest` selects.
   void OnEvent(const Interest& interest);
+  // The same, for an event that can only concern the pods in `uids` (a claim used by them, an
+  // update of one pod): O(|uids| log n) instead of a walk over every waiting pod.
+  void OnEventFor(std::vector<std::string> uids, const Interest& interest);
   // Moves pods that waited longer than max_unschedulable.
   void FlushUnschedulable();
 
@@ -97,6 +101,9 @@ class SchedulingQueue {
   using ActiveKey = std::tuple<int64_t, uint64_t, std::string>;  // -priority, sequence, uid
   using BackoffKey = std::tuple<Duration, uint64_t, std::string>;
 
+  // Moves those of `uids` (sorted, unique) that wait in the unschedulable pool and interest
+  // selects.
+  void MoveInterested(const std::vector<std::string>& uids, const Interest& interest);
   void Place(const std::string& uid);  // active or backoff, after the gate
   void Unlink(const std::string& uid);
   void PromoteBackoff();

@@ -294,22 +294,65 @@ size_t Scheduler::Drain() {
   return items.size();
 }
 
+namespace {
+
+// Whether `event` may make `pod`, rejected by `plugin_name`, schedulable (upstream's queueing
+// hints: a plugin that did not register for the event cannot be helped by it).
+bool Interested(const Framework& framework, const ClusterEvent& event,
+                const std::string& plugin_name, const Pod& pod) {
+  if (event.resource == EventResource::kPod &&
+      (event.pod == nullptr || event.pod->metadata.uid != pod.metadata.uid)) {
+    return false;
+  }
+  const Plugin* plugin = framework.FindPlugin(plugin_name);
+  if (plugin == nullptr) return true;
+  for (const ClusterEventSpec& spec : plugin->EventsToRegister()) {
+    if (spec.resource == event.resource && (spec.actions & event.actions) != 0) {
+      return plugin->IsSchedulableAfter(event, pod);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void Scheduler::MoveOnEvent(const ClusterEvent& event) {
   if (queue_->unschedulable() == 0) return;
   queue_->OnEvent([&](const std::string& plugin_name, const Pod& pod) {
-    if (event.resource == EventResource::kPod &&
-        (event.pod == nullptr || event.pod->metadata.uid != pod.metadata.uid)) {
-      return false;
-    }
-    const Plugin* plugin = framework_.FindPlugin(plugin_name);
-    if (plugin == nullptr) return true;
-    for (const ClusterEventSpec& spec : plugin->EventsToRegister()) {
-      if (spec.resource == event.resource && (spec.actions & event.actions) != 0) {
-        return plugin->IsSchedulableAfter(event, pod);
-      }
-    }
-    return false;
+    return Interested(framework_, event, plugin_name, pod);
   });
+}
+
+void Scheduler::MoveOnEventFor(const ClusterEvent& event, std::vector<std::string> uids) {
+  if (queue_->unschedulable() == 0 || uids.empty()) return;
+  queue_->OnEventFor(std::move(uids), [&](const std::string& plugin_name, const Pod& pod) {
+    return Interested(framework_, event, plugin_name, pod);
+  });
+}
+
+void Scheduler::SetPending(const std::string& uid, std::shared_ptr<const Pod> pod) {
+  ErasePending(uid);
+  for (const api::corev1::PodResourceClaim& entry : pod->spec.resource_claims) {
+    PodClaimName n = ClaimNameForPod(*pod, entry);
+    if (!n.name.empty()) claim_users_[pod->metadata.namespace_ + "/" + n.name].insert(uid);
+  }
+  pending_[uid] = std::move(pod);
+}
+
+bool Scheduler::ErasePending(const std::string& uid) {
+  auto it = pending_.find(uid);
+  if (it == pending_.end()) return false;
+  const Pod& pod = *it->second;
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    PodClaimName n = ClaimNameForPod(pod, entry);
+    if (n.name.empty()) continue;
+    auto users = claim_users_.find(pod.metadata.namespace_ + "/" + n.name);
+    if (users == claim_users_.end()) continue;
+    users->second.erase(uid);
+    if (users->second.empty()) claim_users_.erase(users);
+  }
+  pending_.erase(it);
+  return true;
 }
 
 void Scheduler::Apply(InboxItem& item) {
@@ -321,7 +364,7 @@ void Scheduler::Apply(InboxItem& item) {
       auto old = std::static_pointer_cast<const Pod>(item.old_object);
       const std::string& uid = pod->metadata.uid;
       if (!pod->spec.node_name.empty()) {
-        bool was_pending = pending_.erase(uid) > 0;
+        bool was_pending = ErasePending(uid);
         if (was_pending) queue_->Delete(uid);
         bool was_placed = old && !old->spec.node_name.empty() && !Terminal(*old);
         cluster_.UpsertAssignedPod(pod);
@@ -334,18 +377,19 @@ void Scheduler::Apply(InboxItem& item) {
         return;
       }
       if (!Ours(*pod) || pod->metadata.deletion_timestamp.has_value() || Terminal(*pod)) {
-        if (pending_.erase(uid) > 0) queue_->Delete(uid);
+        if (ErasePending(uid)) queue_->Delete(uid);
         return;
       }
       bool known = pending_.contains(uid);
-      pending_[uid] = pod;
+      SetPending(uid, pod);
       if (binding_.contains(uid)) return;
       if (!known) first_seen_.emplace(uid, now);
       queue_->AddOrUpdate(pod);
       if (known && old) {
         uint32_t actions = PodUpdateActions(*old, *pod);
         if (actions != 0) {
-          MoveOnEvent({.resource = EventResource::kPod, .actions = actions, .pod = pod.get()});
+          MoveOnEventFor({.resource = EventResource::kPod, .actions = actions, .pod = pod.get()},
+                         {uid});
         }
       }
       return;
@@ -353,7 +397,7 @@ void Scheduler::Apply(InboxItem& item) {
     case Kind::kPodDelete: {
       auto pod = std::static_pointer_cast<const Pod>(item.old_object);
       const std::string& uid = pod->metadata.uid;
-      if (pending_.erase(uid) > 0) queue_->Delete(uid);
+      if (ErasePending(uid)) queue_->Delete(uid);
       first_seen_.erase(uid);
       bool placed = !pod->spec.node_name.empty() && !Terminal(*pod);
       cluster_.RemovePod(uid);
@@ -415,10 +459,25 @@ void Scheduler::Apply(InboxItem& item) {
         log::Debug("scheduler: claim {}/{} overlaps an earlier allocation",
                    claim->metadata.namespace_, claim->metadata.name);
       }
-      MoveOnEvent({.resource = EventResource::kResourceClaim,
-                   .actions = old ? kUpdate : kAdd,
-                   .old_claim = old.get(),
-                   .new_claim = claim.get()});
+      ClusterEvent event{.resource = EventResource::kResourceClaim,
+                         .actions = old ? kUpdate : kAdd,
+                         .old_claim = old.get(),
+                         .new_claim = claim.get()};
+      if (old && old->status.allocation.has_value() && !claim->status.allocation.has_value()) {
+        MoveOnEvent(event);  // a deallocation may make any waiting pod schedulable
+        return;
+      }
+      // Otherwise only the claim's users can care (DynamicResources.IsSchedulableAfter): its
+      // controlling owner (a generated or extended-resource claim) and the pods naming it.
+      std::vector<std::string> users;
+      for (const api::metav1::OwnerReference& o : claim->metadata.owner_references) {
+        if (o.controller.value_or(false)) users.push_back(o.uid);
+      }
+      if (auto u = claim_users_.find(claim->metadata.namespace_ + "/" + claim->metadata.name);
+          u != claim_users_.end()) {
+        users.insert(users.end(), u->second.begin(), u->second.end());
+      }
+      MoveOnEventFor(event, std::move(users));
       return;
     }
     case Kind::kClaimDelete: {
@@ -557,7 +616,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
       first_seen_.erase(f);
     }
     // The informer confirms the assumed pod; the pod is no longer pending.
-    pending_.erase(uid);
+    ErasePending(uid);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.scheduled;
     return;
@@ -565,7 +624,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
   if (cluster_.IsBound(uid) || binding->bound_by_other) {
     // The API already shows the pod on a node (the answer to a successful bind got lost, or
     // another replica bound it): keep everything as it is.
-    pending_.erase(uid);
+    ErasePending(uid);
     return;
   }
   framework_.RunUnreserve(*binding->state, binding->info, binding->node);

@@ -20,8 +20,10 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -108,6 +110,11 @@ class Scheduler {
   void RunBinding(std::shared_ptr<Binding> binding);
   void FinishBinding(std::shared_ptr<Binding> binding, PluginStatus status);
   void MoveOnEvent(const ClusterEvent& event);
+  // MoveOnEvent for an event that can only concern the pods in `uids`.
+  void MoveOnEventFor(const ClusterEvent& event, std::vector<std::string> uids);
+  // pending_ with its claim index kept in step.
+  void SetPending(const std::string& uid, std::shared_ptr<const api::corev1::Pod> pod);
+  bool ErasePending(const std::string& uid);
   void RecordFailure(const api::corev1::Pod& pod, const std::string& reason,
                      const std::string& message);
   void RunAsync(std::function<void()> work);
@@ -129,6 +136,9 @@ class Scheduler {
 
   // Pending pods ours to schedule, and pods whose binding cycle runs (loop thread).
   std::unordered_map<std::string, std::shared_ptr<const api::corev1::Pod>> pending_;
+  // "namespace/claim" -> uids of pending pods that use the claim (by resourceClaimName or the
+  // generated name in their status): routes a claim event to its pods only.
+  std::map<std::string, std::set<std::string>> claim_users_;
   std::unordered_map<std::string, Duration> first_seen_;        // pod uid -> first enqueue
   std::unordered_map<std::string, Duration> claim_first_seen_;  // claim uid -> first event
   std::unordered_map<std::string, std::shared_ptr<Binding>> binding_;

@@ -179,6 +179,30 @@ TEST(SchedulingQueueTest, UnschedulablePodsWaitForARelevantEventThenBackOff) {
   EXPECT_EQ(q.Pop()->pod->metadata.name, "a");
 }
 
+TEST(SchedulingQueueTest, ATargetedEventOnlyConsidersTheNamedPods) {
+  ManualClock clock;
+  SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
+  for (const char* name : {"a", "b", "c"}) q.AddOrUpdate(QueuePod(name));
+  for (int i = 0; i < 3; ++i) {
+    QueuedPod p = *q.Pop();
+    p.attempts = 1;
+    q.RequeueUnschedulable(p, {"DynamicResources"});
+  }
+  std::vector<std::string> asked;
+  auto interest = [&](const std::string&, const api::corev1::Pod& pod) {
+    asked.push_back(pod.metadata.name);
+    return true;
+  };
+  q.OnEventFor({"uid-c", "uid-unknown", "uid-a", "uid-c"}, interest);
+  EXPECT_EQ(asked, (std::vector<std::string>{"a", "c"})) << "by uid, once each, known pods only";
+  EXPECT_EQ(q.unschedulable(), 1u);
+  EXPECT_EQ(q.backoff(), 2u);
+  asked.clear();
+  q.OnEvent(interest);
+  EXPECT_EQ(asked, (std::vector<std::string>{"b"}));
+  EXPECT_EQ(q.unschedulable(), 0u);
+}
+
 TEST(SchedulingQueueTest, BackoffDoublesUpToTheMaximum) {
   ManualClock clock;
   SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });

@@ -37,22 +37,75 @@ DeviceTaintController::DeviceTaintController(client::ApiClient& api, SharedInfor
       workers_("device-taint-eviction", queue_,
                [this](const std::string& key) { return Sync(key); }) {
   auto evict = [this] { queue_.Add(std::string(kEvictKey)); };
-  slices_.AddHandlers({.on_add = [evict](const auto&) { evict(); },
-                       .on_update = [evict](const auto&, const auto&) { evict(); },
-                       .on_delete = [evict](const auto&) { evict(); }});
-  claims_.AddHandlers({.on_add = [evict](const auto&) { evict(); },
-                       .on_update = [evict](const auto&, const auto&) { evict(); },
-                       .on_delete = [evict](const auto&) { evict(); }});
-  pods_.AddHandlers({.on_add = [evict](const auto&) { evict(); },
-                     .on_update = [evict](const auto&, const auto&) { evict(); },
-                     .on_delete = [evict](const auto&) { evict(); }});
+  // Claim and pod changes matter only while some NoExecute taint exists (evaluator.h step 2);
+  // without this every allocation would re-evaluate the whole cluster.
+  auto evict_if_tainted = [this] {
+    if (AnyNoExecuteTaint()) queue_.Add(std::string(kEvictKey));
+  };
+  slices_.AddHandlers({.on_add =
+                           [this, evict](const auto& s) {
+                             NoteSlice(*s, false);
+                             evict();
+                           },
+                       .on_update =
+                           [this, evict](const auto&, const auto& s) {
+                             NoteSlice(*s, false);
+                             evict();
+                           },
+                       .on_delete =
+                           [this, evict](const auto& s) {
+                             NoteSlice(*s, true);
+                             evict();
+                           }});
+  claims_.AddHandlers(
+      {.on_add = [evict_if_tainted](const auto&) { evict_if_tainted(); },
+       .on_update = [evict_if_tainted](const auto&, const auto&) { evict_if_tainted(); },
+       .on_delete = [evict_if_tainted](const auto&) { evict_if_tainted(); }});
+  pods_.AddHandlers(
+      {.on_add = [evict_if_tainted](const auto&) { evict_if_tainted(); },
+       .on_update = [evict_if_tainted](const auto&, const auto&) { evict_if_tainted(); },
+       .on_delete = [evict_if_tainted](const auto&) { evict_if_tainted(); }});
   auto rule = [this, evict](const auto& r) {
+    NoteRule(*r, false);
     queue_.Add(std::string(kRulePrefix) + r->metadata.name);
     evict();
   };
   rules_.AddHandlers({.on_add = rule,
                       .on_update = [rule](const auto&, const auto& r) { rule(r); },
-                      .on_delete = [evict](const auto&) { evict(); }});
+                      .on_delete =
+                          [this, evict](const auto& r) {
+                            NoteRule(*r, true);
+                            evict();
+                          }});
+}
+
+void DeviceTaintController::NoteSlice(const rv1::ResourceSlice& slice, bool deleted) {
+  bool tainted = false;
+  for (const rv1::Device& device : slice.spec.devices) {
+    for (const rv1::DeviceTaint& taint : device.taints) {
+      tainted = tainted || taint.effect == rv1::kDeviceTaintEffectNoExecute;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tainted && !deleted) {
+    noexecute_slices_.insert(slice.metadata.name);
+  } else {
+    noexecute_slices_.erase(slice.metadata.name);
+  }
+}
+
+void DeviceTaintController::NoteRule(const rv1::DeviceTaintRule& rule, bool deleted) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!deleted && rule.spec.taint.effect == rv1::kDeviceTaintEffectNoExecute) {
+    noexecute_rules_.insert(rule.metadata.name);
+  } else {
+    noexecute_rules_.erase(rule.metadata.name);
+  }
+}
+
+bool DeviceTaintController::AnyNoExecuteTaint() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !noexecute_slices_.empty() || !noexecute_rules_.empty();
 }
 
 DeviceTaintController::~DeviceTaintController() { Stop(); }
@@ -132,6 +185,10 @@ devicetaint::Snapshot DeviceTaintController::TakeSnapshot(
 }
 
 Status DeviceTaintController::SyncEvictions() {
+  if (!AnyNoExecuteTaint()) {
+    NoteTaints();  // a taint that later becomes NoExecute counts from when it was first seen
+    return Status::Ok();
+  }
   std::vector<std::shared_ptr<const void>> keep;
   devicetaint::Snapshot snapshot = TakeSnapshot(&keep);
   const Timestamp now = clock_.Now();

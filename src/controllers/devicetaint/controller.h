@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "client/api_client.h"
@@ -78,10 +79,18 @@ class DeviceTaintController {
   client::WorkQueue queue_;
   internal::QueueWorkers workers_;
 
+  void NoteSlice(const api::resourcev1::ResourceSlice& slice, bool deleted);
+  void NoteRule(const api::resourcev1::DeviceTaintRule& rule, bool deleted);
+  bool AnyNoExecuteTaint() const;
+
   mutable std::mutex mu_;
   std::map<std::string, Timestamp> taint_seen_;     // guarded by mu_
   std::map<std::string, int64_t> evicted_by_rule_;  // guarded by mu_
-  int64_t evicted_ = 0;                             // guarded by mu_
+  // Slices with a NoExecute device taint and NoExecute rules, by name: while both are empty no
+  // pod can be evicted, so claim and pod changes need no evaluation (guarded by mu_).
+  std::set<std::string> noexecute_slices_;
+  std::set<std::string> noexecute_rules_;
+  int64_t evicted_ = 0;  // guarded by mu_
 };
 
 }  // namespace draplane::controllers
