@@ -11,6 +11,7 @@
 #include <cstring>
 #include <deque>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -645,12 +646,16 @@ class SqliteStore final : public Store {
       request->encoded = internal::EncodeKey(request->key);
     }
     std::future<StatusOr<ObjectPtr>> done = request->done.get_future();
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       if (stopping_) return UnavailableError("sqlite store is closing");
       queue_.push_back(std::move(request));
+      // Wake the writer only when the queue reaches the length it waits for: while it gathers a
+      // batch, each earlier write would wake it just to go back to sleep.
+      wake = queue_.size() >= writer_waits_for_;
     }
-    queue_cv_.notify_one();
+    if (wake) queue_cv_.notify_one();
     return done.get();
   }
 
@@ -660,15 +665,18 @@ class SqliteStore final : public Store {
     while (true) {
       {
         std::unique_lock<std::mutex> lock(queue_mu_);
+        writer_waits_for_ = 1;
         queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, and everything queued has been served
         // The writers just acknowledged are usually about to write again: give them a moment
         // to join this batch rather than leave them for the next fsync (PostgreSQL's
         // commit_delay / commit_siblings). A lone writer never waits.
         if (queue_.size() < last_batch) {
+          writer_waits_for_ = last_batch;
           queue_cv_.wait_for(lock, kGatherWait,
                              [&] { return stopping_ || queue_.size() >= last_batch; });
         }
+        writer_waits_for_ = std::numeric_limits<size_t>::max();  // busy: nobody wakes it
         batch.assign(std::make_move_iterator(queue_.begin()),
                      std::make_move_iterator(queue_.end()));
         queue_.clear();
@@ -926,6 +934,8 @@ class SqliteStore final : public Store {
   std::condition_variable queue_cv_;
   std::deque<std::unique_ptr<WriteRequest>> queue_;  // guarded by queue_mu_
   bool stopping_ = false;                            // guarded by queue_mu_
+  // The queue length the waiting writer wakes up for (max while it works); guarded by queue_mu_.
+  size_t writer_waits_for_ = std::numeric_limits<size_t>::max();
   std::thread writer_thread_;
 
   std::mutex readers_mu_;
