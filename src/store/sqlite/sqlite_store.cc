@@ -22,6 +22,7 @@
 #include "common/status_macros.h"
 #include "store/internal/keys.h"
 #include "store/internal/watch_hub.h"
+#include "store/sqlite/coalescing_vfs.h"
 
 namespace draplane::store {
 namespace {
@@ -139,13 +140,17 @@ using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
 
 StatusOr<DbPtr> OpenConnection(const std::string& path) {
   sqlite3* raw = nullptr;
-  const int rc =
-      sqlite3_open_v2(path.c_str(), &raw,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  const int rc = sqlite3_open_v2(path.c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                                 internal::CoalescingWalVfs());
   DbPtr db(raw);
   if (rc != SQLITE_OK) return SqliteStatus(raw, rc, "open " + path);
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_timeout(raw, 10'000);
+  // Every commit fsyncs the WAL before its frames are published in the WAL index: a write is
+  // acknowledged only once it is durable, and the VFS's pending WAL bytes are written before any
+  // other connection can read them (coalescing_vfs.h). Set before the first write.
+  DRAPLANE_RETURN_IF_ERROR(Exec(raw, "PRAGMA synchronous = FULL"));
   // Reads map the file instead of copying pages through the page cache.
   DRAPLANE_RETURN_IF_ERROR(Exec(raw, "PRAGMA mmap_size = 268435456"));
   return db;
@@ -399,8 +404,6 @@ class SqliteStore final : public Store {
     DRAPLANE_ASSIGN_OR_RETURN(write_db_, OpenConnection(path_));
     sqlite3* db = write_db_.get();
     DRAPLANE_RETURN_IF_ERROR(CheckOrCreateSchema(db));
-    // Every commit fsyncs the WAL: a write is acknowledged only once it is durable.
-    DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = FULL"));
     DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA cache_size = -32768"));
     write_stmts_ = std::make_unique<WriteStmts>();
     WriteStmts& w = *write_stmts_;

@@ -101,5 +101,33 @@ TEST(SqliteStoreTest, OldHistoryIsCompactedAutomatically) {
   EXPECT_EQ(recent->objects.at(0)->value, std::to_string(20 - 5));
 }
 
+TEST(SqliteStoreTest, CommittedWritesAreInTheFileForOtherConnectionsWhileTheStoreIsOpen) {
+  // The store writes its WAL through a VFS that holds a commit's frames in memory until the
+  // commit's fsync (coalescing_vfs.h). A plain connection (default VFS, its own file handles)
+  // reading the file while the store is open must find every acknowledged write, including
+  // commits larger than one write call of the default VFS (128 KiB).
+  testing::TempDir dir;
+  const std::string path = dir.File("s.db");
+  StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  const std::string big(300 * 1024, 'x');
+  ASSERT_TRUE((*store)->Create(Key{"core/configmaps", "ns", "big"}, big).ok());
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE((*store)->Create(Key{"core/pods", "ns", "p" + std::to_string(i)}, "v").ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* count = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*), sum(length(value)) FROM history", -1, &count,
+                               nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(count), SQLITE_ROW) << sqlite3_errmsg(db);
+  EXPECT_EQ(sqlite3_column_int64(count, 0), 201);
+  EXPECT_EQ(sqlite3_column_int64(count, 1), static_cast<int64_t>(big.size()) + 200);
+  sqlite3_finalize(count);
+  sqlite3_close(db);
+  EXPECT_EQ((*(*store)->Get(Key{"core/configmaps", "ns", "big"}))->value, big);
+}
+
 }  // namespace
 }  // namespace draplane::store
