@@ -455,10 +455,7 @@ void Scheduler::Apply(InboxItem& item) {
         }
       }
       if (claim->status.allocation.has_value()) claim_first_seen_.erase(uid);
-      if (conflict && !ours) {
-        log::Debug("scheduler: claim {}/{} overlaps an earlier allocation",
-                   claim->metadata.namespace_, claim->metadata.name);
-      }
+      if (conflict && !ours) ReleaseConflictingAllocation(*claim);
       ClusterEvent event{.resource = EventResource::kResourceClaim,
                          .actions = old ? kUpdate : kAdd,
                          .old_claim = old.get(),
@@ -483,6 +480,7 @@ void Scheduler::Apply(InboxItem& item) {
     case Kind::kClaimDelete: {
       auto claim = std::static_pointer_cast<const rv1::ResourceClaim>(item.old_object);
       claim_first_seen_.erase(claim->metadata.uid);
+      confirmations_.Forget(claim->metadata.uid);
       cluster_.RemoveClaim(*claim);
       return;
     }
@@ -629,7 +627,10 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
   }
   framework_.RunUnreserve(*binding->state, binding->info, binding->node);
   cluster_.ForgetAssumedPod(uid);
-  bool lost = status.Message().find("lost to a concurrent allocation") != std::string::npos;
+  // Conflicts are races with another writer (a replica allocated the claim or the devices
+  // first, or an allocation was not seen back in time): retried quietly, not reported to the
+  // user as a scheduling failure (the other writer may be binding the pod right now).
+  bool lost = status.error().code() == StatusCode::kConflict;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.errors;
@@ -643,6 +644,31 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
   if (!lost) RecordFailure(pod, "SchedulerError", status.Message());
   binding->queued.pod = pending->second;
   queue_->RequeueAfterError(std::move(binding->queued));
+}
+
+void Scheduler::ReleaseConflictingAllocation(const rv1::ResourceClaim& claim) {
+  // Nobody may use an allocation that overlaps one written earlier (the ledger's verdict is the
+  // same in every replica: allocations are observed in write order), so any observer may clear
+  // it. Its writer normally does; this covers a writer that gave up waiting for the verdict or
+  // went away. The observed resourceVersion makes the write conditional: a newer allocation of
+  // the claim is never touched. Extended-resource claims are left to their writer, which deletes
+  // them.
+  std::string owner;
+  if (IsExtendedResourceClaim(claim, &owner)) return;
+  log::Debug("scheduler: claim {}/{} overlaps an earlier allocation; releasing it",
+             claim.metadata.namespace_, claim.metadata.name);
+  auto released = std::make_shared<rv1::ResourceClaim>(claim);
+  released->status.allocation.reset();
+  released->status.reserved_for.clear();
+  released->status.devices.clear();
+  client::ApiClient* api = &api_;
+  RunAsync([api, released] {
+    Status s = client::UpdateStatus(*api, *released).status();
+    if (!s.ok() && s.code() != StatusCode::kConflict && s.code() != StatusCode::kNotFound) {
+      log::Warning("scheduler: releasing claim {}/{}: {}", released->metadata.namespace_,
+                   released->metadata.name, s.ToString());
+    }
+  });
 }
 
 void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
@@ -672,7 +698,11 @@ void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
   }
   boost::json::array list;
   for (const api::corev1::PodCondition& c : conditions) list.push_back(api::corev1::Encode(c));
-  boost::json::object patch{{"status", boost::json::object{{"conditions", std::move(list)}}}};
+  // Conditional on the pod version that failed: the list replaces the pod's conditions, and a
+  // pod bound meanwhile (by another replica) must not be marked unschedulable.
+  boost::json::object patch{
+      {"metadata", boost::json::object{{"resourceVersion", pod.metadata.resource_version}}},
+      {"status", boost::json::object{{"conditions", std::move(list)}}}};
   std::string ns = pod.metadata.namespace_;
   std::string name = pod.metadata.name;
   client::ApiClient* api = &api_;
@@ -680,7 +710,7 @@ void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
     Status s =
         client::Patch<Pod>(*api, ns, name, client::PatchType::kMerge, std::move(patch), "status")
             .status();
-    if (!s.ok() && s.code() != StatusCode::kNotFound) {
+    if (!s.ok() && s.code() != StatusCode::kNotFound && s.code() != StatusCode::kConflict) {
       log::Debug("scheduler: pod {}/{} condition: {}", ns, name, s.ToString());
     }
   });

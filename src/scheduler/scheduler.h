@@ -89,7 +89,7 @@ class Scheduler {
     int64_t scheduled = 0;      // pods bound
     int64_t unschedulable = 0;  // failed attempts
     int64_t errors = 0;         // attempts or bindings that failed with an error
-    int64_t lost_races = 0;     // allocations given back to a concurrent scheduler
+    int64_t lost_races = 0;     // binding cycles lost to a concurrent writer
     size_t active = 0;
     size_t backoff = 0;
     size_t unschedulable_pods = 0;
@@ -115,6 +115,7 @@ class Scheduler {
   // pending_ with its claim index kept in step.
   void SetPending(const std::string& uid, std::shared_ptr<const api::corev1::Pod> pod);
   bool ErasePending(const std::string& uid);
+  void ReleaseConflictingAllocation(const api::resourcev1::ResourceClaim& claim);
   void RecordFailure(const api::corev1::Pod& pod, const std::string& reason,
                      const std::string& message);
   void RunAsync(std::function<void()> work);

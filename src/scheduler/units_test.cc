@@ -4,6 +4,7 @@
 #include "scheduler/device_ledger.h"
 #include "scheduler/explain.h"
 #include "scheduler/framework/framework.h"
+#include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue.h"
 
 namespace draplane::scheduler {
@@ -143,6 +144,22 @@ std::shared_ptr<const api::corev1::Pod> QueuePod(const std::string& name, int pr
   p->metadata.uid = "uid-" + name;
   p->spec.priority = priority;
   return p;
+}
+
+TEST(AllocationConfirmationsTest, EachWriteGetsTheVerdictOnItsOwnVersion) {
+  AllocationConfirmations c;
+  // An earlier attempt on the claim lost; its verdict must not stick to the next write.
+  c.Observe("u1", 10, /*lost=*/true);
+  EXPECT_EQ(c.Await("u1", 10, seconds(0)), AllocationConfirmations::Outcome::kLost);
+  c.Observe("u1", 14, /*lost=*/false);
+  EXPECT_EQ(c.Await("u1", 14, seconds(0)), AllocationConfirmations::Outcome::kWon);
+  // Not seen yet.
+  EXPECT_EQ(c.Await("u1", 20, seconds(0)), AllocationConfirmations::Outcome::kTimedOut);
+  // Seen only at a later version: the write's own verdict is unknown.
+  c.Observe("u1", 21, /*lost=*/false);
+  EXPECT_EQ(c.Await("u1", 20, seconds(0)), AllocationConfirmations::Outcome::kUnknown);
+  c.Forget("u1");
+  EXPECT_EQ(c.Await("u1", 14, seconds(0)), AllocationConfirmations::Outcome::kTimedOut);
 }
 
 TEST(SchedulingQueueTest, PopsByPriorityThenArrival) {

@@ -11,8 +11,6 @@ endforeach()
 # down for `make test` (600 Pods, 500 devices; about 30 s under ASan). The full size (5,000 Pods,
 # 4,000 devices) runs by hand:
 #   tests/e2e/scheduler_replicas_e2e.sh build/release/src/bin/draplane .
-# TODO(#7): at full size it still ends with a few more Pods bound than devices
-# (docs/design/scheduler.md, "Replicas").
 add_test(NAME e2e.scheduler.replicas
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scheduler_replicas_e2e.sh $<TARGET_FILE:draplane>
           ${CMAKE_SOURCE_DIR})

@@ -306,7 +306,12 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
       }
       if (!fetched.ok() || fetched->metadata.uid != r.uid || IsPodDone(*fetched)) keep = false;
     }
-    if (keep) valid.push_back(r);
+    if (keep) {
+      valid.push_back(r);
+    } else {
+      log::Debug("resourceclaim: claim {}/{}: pod {} ({}) no longer uses it", ns, name, r.name,
+                 r.uid);
+    }
   }
 
   bool finalizer = std::find(claim.metadata.finalizers.begin(), claim.metadata.finalizers.end(),
@@ -335,6 +340,7 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
     // elsewhere (scheduler Unreserve), or a claim being deleted.
     rv1::ResourceClaim next = claim;
     if (next.status.allocation) {
+      log::Debug("resourceclaim: claim {}/{}: deallocating, nobody uses it", ns, name);
       next.status.allocation.reset();
       next.status.devices.clear();
       StatusOr<rv1::ResourceClaim> written =

@@ -69,6 +69,10 @@ struct BindRecord {
   std::string uid;
   bool reserved = false;
   bool lost = false;
+  // The write was not seen back in time: whether it won is not known yet, and another replica
+  // may already use it if it did, so nothing is undone. Observers clear it if it lost
+  // (Scheduler::Apply).
+  bool unconfirmed = false;
   bool created = false;
 };
 
@@ -454,7 +458,11 @@ class DynamicResources final : public PreEnqueuePlugin,
       const rv1::ResourceClaim& c = *e.claim;
       if (c.status.reserved_for.empty() ||
           (c.status.reserved_for.size() == 1 && c.status.reserved_for[0].uid == pod.metadata.uid)) {
-        DeallocateAsync(c.metadata.namespace_, c.metadata.name, c.metadata.uid, "");
+        std::shared_ptr<const rv1::AllocationResult> seen;
+        if (c.status.allocation) {
+          seen = std::make_shared<const rv1::AllocationResult>(*c.status.allocation);
+        }
+        DeallocateAsync(c.metadata.namespace_, c.metadata.name, c.metadata.uid, "", "", seen);
         return PluginStatus::Unschedulable("deallocation of ResourceClaim completed");
       }
     }
@@ -547,12 +555,13 @@ class DynamicResources final : public PreEnqueuePlugin,
     for (const BindRecord& b : s->binds) {
       const ClaimEntry& e = s->claims[b.entry];
       std::string ns = pod.metadata.namespace_;
+      if (b.unconfirmed) continue;
       if (e.special && b.created) {
         DeleteClaimAsync(ns, b.name, b.uid);
       } else if (b.lost) {
-        DeallocateAsync(ns, b.name, b.uid, "");
+        DeallocateAsync(ns, b.name, b.uid, "", "", b.allocation);
       } else if (b.reserved) {
-        DeallocateAsync(ns, b.name, b.uid, pod.metadata.uid);
+        DeallocateAsync(ns, b.name, b.uid, pod.metadata.name, pod.metadata.uid, b.allocation);
       }
     }
     s->binds.clear();
@@ -759,12 +768,18 @@ class DynamicResources final : public PreEnqueuePlugin,
           AllocationConfirmations::Outcome o =
               deps_.confirmations->Await(b->uid, rv, options_.confirm_timeout);
           deps_.confirmations->Forget(b->uid);
-          if (o != AllocationConfirmations::Outcome::kWon) {
+          if (o == AllocationConfirmations::Outcome::kLost) {
             b->lost = true;
-            return ConflictError(o == AllocationConfirmations::Outcome::kLost
-                                     ? "allocation of claim " + key +
-                                           " lost to a concurrent allocation of the same devices"
-                                     : "allocation of claim " + key + " was not confirmed in time");
+            return ConflictError("allocation of claim " + key +
+                                 " lost to a concurrent allocation of the same devices");
+          }
+          if (o == AllocationConfirmations::Outcome::kTimedOut) {
+            b->unconfirmed = true;
+            return ConflictError("allocation of claim " + key + " was not confirmed in time");
+          }
+          if (o == AllocationConfirmations::Outcome::kUnknown) {
+            b->unconfirmed = true;
+            return ConflictError("allocation of claim " + key + " changed before it was seen");
           }
         }
       }
@@ -793,15 +808,33 @@ class DynamicResources final : public PreEnqueuePlugin,
   }
 
   // Clears the allocation (when `pod_uid` is empty) or removes one consumer from reservedFor.
-  void DeallocateAsync(std::string ns, std::string name, std::string uid, std::string pod_uid) {
+  // `expected`: the allocation to undo (null: whichever the claim has). The work runs later and
+  // re-reads the claim, so it checks that what it undoes is still there: another replica may
+  // have allocated the claim anew (after a lost allocation was cleared) or bound the pod with
+  // this allocation meanwhile, and undoing that would leave a bound pod without devices.
+  void DeallocateAsync(std::string ns, std::string name, std::string uid, std::string pod_name,
+                       std::string pod_uid, std::shared_ptr<const rv1::AllocationResult> expected) {
     if (name.empty()) return;
     client::ApiClient* api = deps_.api;
     int retries = options_.conflict_retries;
     std::string manager = options_.field_manager;
+    log::Debug("scheduler: releasing claim {}/{} ({})", ns, name,
+               pod_uid.empty() ? "allocation" : "reservation for pod " + pod_uid);
     deps_.run_async([=] {
+      if (!pod_uid.empty()) {
+        // Bound meanwhile (by another replica that adopted the reservation): keep it.
+        StatusOr<Pod> current = client::Get<Pod>(*api, ns, pod_name);
+        if (current.ok() && current->metadata.uid == pod_uid && !current->spec.node_name.empty()) {
+          return;
+        }
+      }
       for (int attempt = 0; attempt <= retries; ++attempt) {
         StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(*api, ns, name);
         if (!claim.ok() || claim->metadata.uid != uid) return;
+        if (expected != nullptr &&
+            !(claim->status.allocation.has_value() && *claim->status.allocation == *expected)) {
+          return;  // not our allocation any more
+        }
         if (pod_uid.empty()) {
           claim->status.allocation.reset();
           claim->status.reserved_for.clear();
@@ -865,9 +898,7 @@ class DynamicResources final : public PreEnqueuePlugin,
 void AllocationConfirmations::Observe(const std::string& uid, uint64_t resource_version,
                                       bool lost) {
   std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = entries_[uid];
-  e.resource_version = std::max(e.resource_version, resource_version);
-  e.lost = e.lost || lost;
+  verdicts_[uid][resource_version] = lost;
   cv_.notify_all();
 }
 
@@ -876,16 +907,20 @@ AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::strin
                                                                 Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   bool seen = cv_.wait_for(lock, timeout, [&] {
-    auto it = entries_.find(uid);
-    return it != entries_.end() && it->second.resource_version >= resource_version;
+    auto it = verdicts_.find(uid);
+    return it != verdicts_.end() && !it->second.empty() &&
+           it->second.rbegin()->first >= resource_version;
   });
   if (!seen) return Outcome::kTimedOut;
-  return entries_[uid].lost ? Outcome::kLost : Outcome::kWon;
+  const std::map<uint64_t, bool>& versions = verdicts_[uid];
+  auto exact = versions.find(resource_version);
+  if (exact == versions.end()) return Outcome::kUnknown;
+  return exact->second ? Outcome::kLost : Outcome::kWon;
 }
 
 void AllocationConfirmations::Forget(const std::string& uid) {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.erase(uid);
+  verdicts_.erase(uid);
 }
 
 PodClaimName ClaimNameForPod(const Pod& pod, const api::corev1::PodResourceClaim& entry) {

@@ -58,23 +58,23 @@ inline constexpr size_t kReservedForMaxSize = 256;
 // threads waiting for them.
 class AllocationConfirmations {
  public:
-  enum class Outcome { kWon, kLost, kTimedOut };
+  // kUnknown: the claim was observed only at a later version (the write was superseded before
+  // it was seen), so its verdict is not known here.
+  enum class Outcome { kWon, kLost, kTimedOut, kUnknown };
   // Loop thread: the ledger observed an allocation of `uid` at `resource_version`; `lost` when
-  // it overlapped an allocation observed earlier. Sticky until Forget.
+  // that version's allocation overlapped an allocation observed earlier. Each version keeps its
+  // own verdict (an earlier attempt's loss says nothing about a later write).
   void Observe(const std::string& uid, uint64_t resource_version, bool lost);
   // Binder thread: waits until `uid` was observed at `resource_version` or later (a real-time
-  // wait of at most `timeout`).
+  // wait of at most `timeout`) and returns the verdict on exactly that version.
   Outcome Await(const std::string& uid, uint64_t resource_version, Duration timeout);
+  // Drops what was observed of `uid` (after Await, or when the claim is gone).
   void Forget(const std::string& uid);
 
  private:
-  struct Entry {
-    uint64_t resource_version = 0;
-    bool lost = false;
-  };
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Entry> entries_;
+  std::map<std::string, std::map<uint64_t, bool>> verdicts_;  // uid -> version -> lost
 };
 
 struct DynamicResourcesOptions {
