@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #include "common/log.h"
@@ -48,6 +49,42 @@ http::Response ProtocolError(int status, std::string message) {
   e.message = std::move(message);
   return handlers::ToResponse(e);
 }
+
+// The target of ClientCredentials::dispatch. Every credentials copy shares it, so a call after
+// shutdown (or after the server is gone) finds it closed instead of a freed handler.
+class InProcessGate {
+ public:
+  InProcessGate(handlers::ApiHandler* api, size_t max_body_bytes)
+      : api_(api), max_body_bytes_(max_body_bytes) {}
+
+  void Dispatch(http::Request request, std::shared_ptr<http::Exchange> exchange) {
+    std::shared_lock lock(mu_);
+    if (api_ == nullptr) {
+      exchange->Respond(
+          handlers::ToResponse(handlers::NewServiceUnavailable("the server is shutting down")));
+      return;
+    }
+    // The listener refuses such bodies before reading them (http_server.cc); so does this path.
+    if (request.body.size() > max_body_bytes_) {
+      exchange->Respond(
+          ProtocolError(413, "the server has received too large a request entity (limit " +
+                                 std::to_string(max_body_bytes_) + " bytes)"));
+      return;
+    }
+    api_->Handle(std::move(request), std::move(exchange));
+  }
+
+  // After this returns no call reaches the handler.
+  void Close() {
+    std::unique_lock lock(mu_);
+    api_ = nullptr;
+  }
+
+ private:
+  std::shared_mutex mu_;
+  handlers::ApiHandler* api_;  // guarded by mu_; null once closed
+  const size_t max_body_bytes_;
+};
 
 class ServerImpl final : public Server {
  public:
@@ -130,6 +167,7 @@ class ServerImpl final : public Server {
                    }));
     url_ = std::string(options_.plain_http ? "http://" : "https://") + UrlHost(host) + ":" +
            std::to_string(http_->port());
+    gate_ = std::make_shared<InProcessGate>(api_.get(), http_options.max_body_bytes);
 
     lifecycle_ = std::make_unique<lifecycle::LifecycleController>(store_.get(), clock_);
     DRAPLANE_RETURN_IF_ERROR(lifecycle_->Start());
@@ -151,7 +189,15 @@ class ServerImpl final : public Server {
                                      const std::vector<std::string>& groups) override {
     std::string token = auth::NewToken(SecureRandom());
     authenticator_->AddMemoryToken(token, auth::UserInfo{user, SecureRandom().NewUuid(), groups});
-    return ClientCredentials{url_, options_.plain_http ? "" : pki_.ca.certificate_pem, user, token};
+    ClientCredentials credentials{url_, options_.plain_http ? "" : pki_.ca.certificate_pem, user,
+                                  token, nullptr};
+    if (options_.embedded_in_process) {
+      credentials.dispatch = [gate = gate_](http::Request request,
+                                            std::shared_ptr<http::Exchange> exchange) {
+        gate->Dispatch(std::move(request), std::move(exchange));
+      };
+    }
+    return credentials;
   }
 
   Status Embed(std::unique_ptr<EmbeddedComponent> component, const std::string& user,
@@ -189,6 +235,7 @@ class ServerImpl final : public Server {
     if (watches_) watches_->Shutdown();
     if (http_) http_->Shutdown(std::chrono::seconds(10));
     if (pool_) pool_->Shutdown();
+    if (gate_) gate_->Close();
     if (rbac_cache_) rbac_cache_->Stop();
     http_.reset();
   }
@@ -307,6 +354,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<handlers::Rest> rest_;
   std::unique_ptr<handlers::ApiHandler> api_;
   std::unique_ptr<http::HttpServer> http_;
+  std::shared_ptr<InProcessGate> gate_;
   std::unique_ptr<lifecycle::LifecycleController> lifecycle_;
   std::string url_;
 

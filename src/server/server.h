@@ -9,8 +9,12 @@
 // Embedding: components that are ordinary API clients (scheduler, controllers, simulated node
 // agents) can run inside the serve process. `Embed` hands each one the credentials of its own
 // identity (an in-memory token) and the server's URL and CA; components start after the server
-// is ready and stop, in reverse order, before it shuts down. They talk to the server over its
-// loopback listener exactly as they would to a remote kube-apiserver.
+// is ready and stop, in reverse order, before it shuts down. By default their credentials carry
+// `dispatch`, an in-process path into the same handler chain the listener feeds (authentication
+// by the request's bearer token, authorization, admission, metrics): the components stay
+// ordinary API clients but skip TLS, HTTP parsing and the sockets. With
+// `ServerOptions::embedded_in_process` off they talk over the loopback listener instead, exactly
+// as to a remote kube-apiserver.
 //
 // Thread-safety: all methods may be called from any thread.
 #pragma once
@@ -21,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "server/http/http.h"
 #include "store/store.h"
 
 namespace draplane::server {
@@ -48,6 +53,9 @@ struct ServerOptions {
   store::StoreOptions store_options;
   // The draplane version reported in /version's gitVersion.
   std::string draplane_version = "0.0.0";
+  // Embedded components get `ClientCredentials::dispatch` (true) or only the URL of the listener
+  // (false).
+  bool embedded_in_process = true;
 };
 
 // What a client needs to talk to the server as one identity.
@@ -56,6 +64,18 @@ struct ClientCredentials {
   std::string ca_pem;      // empty for plain HTTP
   std::string user;
   std::string token;  // bearer token
+  // Runs a request through the server's handler chain without a socket: everything the listener
+  // does except TLS and HTTP framing, including the 413 for bodies over 3 MiB. The request is
+  // authenticated by its own `Authorization: Bearer` header (put `token` there), never by the
+  // fact that it is in-process. The answer comes through the Exchange as over HTTP (http/http.h),
+  // from a worker thread (or within the call: 413, 503 after shutdown); the caller's ResponseStream
+  // must honour the HttpServer's stream contract (on_closed exactly once; Close() ends the body; a
+  // reader too far behind is ended), except that on_closed may run on the thread that ends the
+  // stream, inside Write or Close (the server's watch streams allow that). Streams still open at
+  // shutdown are closed with Close() before Shutdown returns. Safe to call from any thread, also
+  // after Shutdown (503 ServiceUnavailable) and after the Server is destroyed. Empty when the
+  // server was asked to embed components over its listener (ServerOptions::embedded_in_process).
+  http::Handler dispatch;
 };
 
 // A component running inside the serve process as an API client.
@@ -83,7 +103,8 @@ class Server {
   // <data_dir>/admin.kubeconfig (user "admin", group system:masters).
   virtual std::string admin_kubeconfig_path() const = 0;
 
-  // Issues a token identity valid for this process's life.
+  // Issues a token identity valid for this process's life (with `dispatch` unless
+  // ServerOptions::embedded_in_process is off).
   virtual ClientCredentials IssueCredentials(const std::string& user,
                                              const std::vector<std::string>& groups) = 0;
 

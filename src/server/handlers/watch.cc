@@ -123,11 +123,11 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     scheduled_.store(false);
     std::lock_guard drain_lock(drain_mu_);
     std::shared_ptr<http::ResponseStream> stream;
-    store::Watcher* watcher;
+    std::shared_ptr<store::Watcher> watcher;  // shared: Closed() may run meanwhile
     {
       std::lock_guard lock(mu_);
       stream = stream_;
-      watcher = watcher_.get();
+      watcher = watcher_;
     }
     if (stream == nullptr || watcher == nullptr) return;
     std::vector<store::WatchEvent> events;
@@ -148,11 +148,11 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   // Called by Tick.
   void Tick(Duration now) {
     std::shared_ptr<http::ResponseStream> stream;
-    store::Watcher* watcher;
+    std::shared_ptr<store::Watcher> watcher;
     {
       std::lock_guard lock(mu_);
       stream = stream_;
-      watcher = watcher_.get();
+      watcher = watcher_;
     }
     if (stream == nullptr) return;
     if (now >= deadline_) {
@@ -174,9 +174,10 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     if (stream) stream->Close();
   }
 
-  // The stream ended: release the store watcher.
+  // The stream ended: release the store watcher (a Drain or Tick still holding it finishes on a
+  // cancelled watcher; on_closed may run on any thread while they do).
   void Closed() {
-    std::unique_ptr<store::Watcher> watcher;
+    std::shared_ptr<store::Watcher> watcher;
     {
       std::lock_guard lock(mu_);
       watcher = std::move(watcher_);
@@ -276,7 +277,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   std::mutex drain_mu_;
   std::mutex mu_;
   std::shared_ptr<http::ResponseStream> stream_;  // guarded by mu_
-  std::unique_ptr<store::Watcher> watcher_;       // guarded by mu_
+  std::shared_ptr<store::Watcher> watcher_;       // guarded by mu_
 };
 
 WatchManager::WatchManager(store::Store* store, internal::ThreadPool* pool, const Clock& clock,
