@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/component_runner.h"
+#include "cli/in_process_transport.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
 #include "common/random.h"
@@ -76,7 +77,8 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 }
 
 // The controllers inside `draplane serve` (serve_command.cc), as system:kube-controller-manager
-// over the server's loopback listener, without leader election (one process). Garbage
+// through the in-process transport (or the loopback listener, serve --embedded-transport),
+// without leader election (one process). Garbage
 // collection and namespace deletion are left to the server, which does them itself
 // (server/lifecycle/lifecycle.h).
 class EmbeddedControllerManager final : public server::EmbeddedComponent {
@@ -86,12 +88,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
   std::string name() const override { return "controller-manager"; }
 
   Status Start(const server::ClientCredentials& credentials) override {
-    client::RestConfig config;
-    config.server = credentials.server_url;
-    config.ca_pem = credentials.ca_pem;
-    config.bearer_token = credentials.token;
-    config.user_agent = "draplane-controller-manager";
-    DRAPLANE_ASSIGN_OR_RETURN(api_, client::CreateRestClient(config));
+    DRAPLANE_ASSIGN_OR_RETURN(api_, NewEmbeddedClient(credentials, "draplane-controller-manager"));
     controllers::ControllerManagerOptions options;
     options.garbage_collector = false;
     options.namespaces = false;

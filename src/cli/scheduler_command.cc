@@ -7,6 +7,7 @@
 #include "allocator/features.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
+#include "cli/in_process_transport.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
 #include "common/random.h"
@@ -77,19 +78,15 @@ int RunScheduler(const SchedulerFlags& flags) {
   return RunComponent(**api, signals, run);
 }
 
-// The scheduler inside `draplane serve` (serve_command.cc), as system:kube-scheduler over the
-// server's loopback listener, with the default profile and no leader election (one process).
+// The scheduler inside `draplane serve` (serve_command.cc), as system:kube-scheduler through the
+// in-process transport (or the loopback listener, serve --embedded-transport), with the default
+// profile and no leader election (one process).
 class EmbeddedScheduler final : public server::EmbeddedComponent {
  public:
   std::string name() const override { return "scheduler"; }
 
   Status Start(const server::ClientCredentials& credentials) override {
-    client::RestConfig config;
-    config.server = credentials.server_url;
-    config.ca_pem = credentials.ca_pem;
-    config.bearer_token = credentials.token;
-    config.user_agent = "draplane-scheduler";
-    DRAPLANE_ASSIGN_OR_RETURN(api_, client::CreateRestClient(config));
+    DRAPLANE_ASSIGN_OR_RETURN(api_, NewEmbeddedClient(credentials, "draplane-scheduler"));
     scheduler::SchedulerOptions options;
     DRAPLANE_ASSIGN_OR_RETURN(options.features, allocator::DefaultFeatures("1.36"));
     options.identity = "draplane-serve-scheduler";

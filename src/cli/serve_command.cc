@@ -1,7 +1,9 @@
 // `draplane serve`: runs the Kubernetes-compatible API server (server/server.h) until SIGINT or
 // SIGTERM, then shuts down gracefully. Prints `ready: <url> kubeconfig=<path>` on stdout once it
 // accepts requests. Unless turned off, the claim controllers and the scheduler run in the process
-// as embedded API clients (controller_manager_command.cc, scheduler_command.cc).
+// as embedded API clients (controller_manager_command.cc, scheduler_command.cc), by default over
+// the in-process transport (in_process_transport.h), with --embedded-transport=loopback over the
+// HTTPS listener.
 #include <pthread.h>
 #include <signal.h>
 
@@ -23,6 +25,7 @@ struct ServeFlags {
   bool no_scheduler = false;
   bool no_controller_manager = false;
   bool simulate_kubelet = false;
+  std::string embedded_transport = "in-process";  // or "loopback"
 };
 
 int RunServe(ServeFlags& flags) {
@@ -37,6 +40,7 @@ int RunServe(ServeFlags& flags) {
   flags.options.tls_sans = flags.tls_sans;
   flags.options.anonymous_auth = !flags.no_anonymous;
   flags.options.draplane_version = DRAPLANE_VERSION;
+  flags.options.embedded_in_process = flags.embedded_transport == "in-process";
   StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(flags.options);
   if (!server.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", server.status().ToString().c_str());
@@ -109,6 +113,12 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
                 "terminate");
+  cmd->add_option("--embedded-transport", flags->embedded_transport,
+                  "How the embedded scheduler, controllers and simulated nodes reach the server: "
+                  "in-process (straight into the request handlers, no TLS, HTTP or sockets) or "
+                  "loopback (over the HTTP(S) listener, like any remote client)")
+      ->check(CLI::IsMember({"in-process", "loopback"}))
+      ->capture_default_str();
   cmd->callback([flags] {
     int code = RunServe(*flags);
     if (code != 0) throw CommandExit{code};

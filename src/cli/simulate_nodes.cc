@@ -8,8 +8,7 @@
 #include "agent/profile.h"
 #include "agent/simulated.h"
 #include "cli/commands.h"
-#include "client/kubeconfig.h"
-#include "client/rest_client.h"
+#include "cli/in_process_transport.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/server.h"
@@ -26,12 +25,7 @@ class SimulatedNode final : public server::EmbeddedComponent {
   std::string name() const override { return "agent/" + node_; }
 
   Status Start(const server::ClientCredentials& credentials) override {
-    client::RestConfig config;
-    config.server = credentials.server_url;
-    config.ca_pem = credentials.ca_pem;
-    config.bearer_token = credentials.token;
-    config.user_agent = "draplane-agent/" + node_;
-    DRAPLANE_ASSIGN_OR_RETURN(api_, client::CreateRestClient(config));
+    DRAPLANE_ASSIGN_OR_RETURN(api_, NewEmbeddedClient(credentials, "draplane-agent/" + node_));
     DRAPLANE_ASSIGN_OR_RETURN(agent_, agent::NewSimulatedAgent(*api_,
                                                                {.profile_path = profile_,
                                                                 .node_name = node_,
