@@ -10,6 +10,7 @@
 # Environment: DRAPLANE_PERF_STORE (default: the server's default, sqlite in the data dir),
 #              DRAPLANE_PERF_SEPARATE=1 to run `draplane scheduler` and
 #              `draplane controller-manager` as separate processes instead.
+#              DRAPLANE_PERF_EMBEDDED_TRANSPORT=loopback|in-process (serve --embedded-transport).
 set -euo pipefail
 build=$(cd "$1" && pwd)
 filter=${2:-}
@@ -50,6 +51,9 @@ for entry in "${workloads[@]}"; do
   work=$(mktemp -d)
   serve_args=(serve --listen 127.0.0.1:0 --data-dir "$work/data")
   if [ -n "${DRAPLANE_PERF_STORE:-}" ]; then serve_args+=(--store "$DRAPLANE_PERF_STORE"); fi
+  if [ -n "${DRAPLANE_PERF_EMBEDDED_TRANSPORT:-}" ]; then
+    serve_args+=(--embedded-transport "$DRAPLANE_PERF_EMBEDDED_TRANSPORT")
+  fi
   if [ -n "${DRAPLANE_PERF_SEPARATE:-}" ]; then
     serve_args+=(--no-scheduler --no-controller-manager)
   fi
