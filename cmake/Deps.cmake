@@ -10,6 +10,12 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED COMPONENTS core)
+# jemalloc replaces glibc malloc in the draplane binary of unsanitized builds: the server's
+# request path allocates from many threads, where glibc's arenas and consolidation cost ~12 % of
+# serve CPU under scheduler_perf (docs/design/server.md). Sanitizer builds keep their own malloc.
+if(NOT DRAPLANE_SANITIZE)
+  pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
+endif()
 if(DRAPLANE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

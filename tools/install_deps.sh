@@ -8,7 +8,7 @@ packages=(
   clang libclang-rt-14-dev lld
   libboost1.81-dev libboost-json1.81-dev libssl-dev
   libyaml-cpp-dev libre2-dev libsqlite3-dev sqlite3
-  libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev
+  libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
   python3 python3-yaml
