@@ -4,16 +4,20 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 ARGS ?=
 
-.PHONY: deps run test unit fuzz bench build release format generate clean
+.PHONY: deps deps-unsanitized run test unit fuzz bench build release format generate clean
 
 deps:
 	@tools/install_deps.sh
 
-build: deps
+# Unsanitized builds (dev, release) also link jemalloc.
+deps-unsanitized:
+	@tools/install_deps.sh unsanitized
+
+build: deps-unsanitized
 	cmake --preset dev >/dev/null
 	cmake --build --preset dev -j $(JOBS)
 
-release: deps
+release: deps-unsanitized
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS) --target draplane
 
@@ -35,7 +39,7 @@ fuzz: deps
 	cmake --build --preset fuzz -j $(JOBS)
 	ctest --preset fuzz
 
-bench: deps
+bench: deps-unsanitized
 	cmake --preset release >/dev/null
 	cmake --build --preset release -j $(JOBS)
 	bench/run_all.sh build/release

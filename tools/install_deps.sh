@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages draplane builds, tests and benchmarks with.
 # Idempotent: apt runs only when a package is missing (STYLE.md, "Build and dependencies").
+# Usage: install_deps.sh [unsanitized]
+#   unsanitized: also what only unsanitized builds link (dev, release: jemalloc); the sanitizer
+#   builds of `make test` do not need it.
 set -euo pipefail
 
 packages=(
@@ -8,12 +11,14 @@ packages=(
   clang libclang-rt-14-dev lld
   libboost1.81-dev libboost-json1.81-dev libssl-dev
   libyaml-cpp-dev libre2-dev libsqlite3-dev sqlite3
-  libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev libjemalloc-dev
+  libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
   python3 python3-yaml
-
 )
+if [ "${1:-}" = unsanitized ]; then
+  packages+=(libjemalloc-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
