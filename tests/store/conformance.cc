@@ -231,6 +231,43 @@ TEST_P(StoreConformanceTest, ConcurrentWritersGetDistinctRevisionsAndNothingIsLo
   EXPECT_GE(list->revision, *revisions.rbegin());
 }
 
+// Read-your-writes: once a write is acknowledged, a Get and a List started afterwards see it,
+// whatever other writers commit meanwhile (the SQLite backend answers both from memory, updated
+// before acknowledgements).
+TEST_P(StoreConformanceTest, GetAndListAfterAnAcknowledgedWriteSeeItWhileOthersWrite) {
+  constexpr int kThreads = 4;
+  constexpr int kWrites = 24;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const Key key = Pod("ryw", "k" + std::to_string(t));
+      for (int i = 0; i < kWrites; ++i) {
+        StatusOr<ObjectPtr> written = i % 3 == 0   ? store_->Create(key, std::to_string(i))
+                                      : i % 3 == 1 ? store_->Update(key, std::to_string(i))
+                                                   : store_->Delete(key);
+        ASSERT_TRUE(written.ok()) << written.status().ToString();
+        StatusOr<ObjectPtr> got = store_->Get(key);
+        StatusOr<ListResult> list = store_->List("core/pods", {.ns = "ryw"});
+        ASSERT_TRUE(list.ok()) << list.status().ToString();
+        EXPECT_GE(list->revision, (*written)->revision);
+        auto listed = std::find_if(list->objects.begin(), list->objects.end(),
+                                   [&](const ObjectPtr& object) { return object->key == key; });
+        if (i % 3 == 2) {
+          EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+          EXPECT_EQ(listed, list->objects.end());
+          continue;
+        }
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        EXPECT_EQ((*got)->revision, (*written)->revision);
+        EXPECT_EQ((*got)->value, std::to_string(i));
+        ASSERT_NE(listed, list->objects.end());
+        EXPECT_EQ((*listed)->revision, (*written)->revision);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
 // ---- List ------------------------------------------------------------------------------------
 
 TEST_P(StoreConformanceTest, ListIsSortedAndScopedToTheResourceAndNamespace) {
@@ -534,6 +571,99 @@ TEST_P(StoreConformanceTest, ConcurrentWritesAreWatchedExactlyOnceInRevisionOrde
     EXPECT_TRUE(watched.emplace(event.revision, Describe(event)).second);
   }
   EXPECT_EQ(watched, acknowledged);
+}
+
+// The informer pattern: list at the latest revision, then watch from the list's revision. The
+// list's objects plus the watch's events must reproduce every later state exactly: an event
+// missed or delivered twice, or a list whose revision runs ahead of (or behind) its objects,
+// breaks the replay below. Lists (paged, so later pages continue the same snapshot) run while
+// writers create, update and delete.
+TEST_P(StoreConformanceTest, AListAndAWatchFromItsRevisionReplayEveryLaterStateWhileOthersWrite) {
+  constexpr int kWriters = 3;
+  constexpr int kWrites = 30;
+  constexpr int kRounds = 6;
+  // Every list then has a revision of at least 1 (a watch from revision 0 would start "now").
+  ASSERT_NE(MustCreate(*store_, Pod("lw", "aa-start"), ""), nullptr);
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      std::set<std::string> present;
+      for (int i = 0; i < kWrites; ++i) {
+        const std::string name = "w" + std::to_string(w) + "-" + std::to_string(i % 4);
+        StatusOr<ObjectPtr> result = !present.contains(name) ? store_->Create(Pod("lw", name), "0")
+                                     : i % 3 == 0
+                                         ? store_->Delete(Pod("lw", name))
+                                         : store_->Update(Pod("lw", name), std::to_string(i));
+        ASSERT_TRUE(result.ok()) << result.status().ToString();
+        if (present.contains(name) && i % 3 == 0) {
+          present.erase(name);
+        } else {
+          present.insert(name);
+        }
+      }
+    });
+  }
+  struct Round {
+    std::map<std::string, ObjectPtr> state;
+    Revision revision = 0;
+    std::unique_ptr<Watcher> watcher;
+  };
+  std::vector<Round> rounds(kRounds);
+  for (Round& round : rounds) {
+    ListOptions options{.ns = "lw", .limit = 3};
+    do {
+      StatusOr<ListResult> page = store_->List("core/pods", options);
+      ASSERT_TRUE(page.ok()) << page.status().ToString();
+      if (options.continue_token.empty()) round.revision = page->revision;
+      EXPECT_EQ(page->revision, round.revision);
+      for (const ObjectPtr& object : page->objects) {
+        EXPECT_LE(object->revision, round.revision);
+        round.state[object->key.name] = object;
+      }
+      options.continue_token = page->continue_token;
+    } while (!options.continue_token.empty());
+    round.watcher = MustWatch(*store_, "core/pods", {.ns = "lw", .revision = round.revision});
+    ASSERT_NE(round.watcher, nullptr);
+  }
+  for (std::thread& writer : writers) writer.join();
+  const ObjectPtr end = MustCreate(*store_, Pod("lw", "zz-end"), "");
+  ASSERT_NE(end, nullptr);
+  StatusOr<ListResult> final_list = store_->List("core/pods", {.ns = "lw"});
+  ASSERT_TRUE(final_list.ok()) << final_list.status().ToString();
+  std::map<std::string, std::pair<std::string, Revision>> expected;
+  for (const ObjectPtr& object : final_list->objects) {
+    expected[object->key.name] = {object->value, object->revision};
+  }
+  for (Round& round : rounds) {
+    Revision last = round.revision;
+    while (true) {
+      WatchEvent event = MustNext(*round.watcher);
+      ASSERT_NE(event.object, nullptr);
+      EXPECT_GT(event.revision, last);
+      last = event.revision;
+      const std::string& name = event.object->key.name;
+      auto it = round.state.find(name);
+      if (event.type == WatchEvent::Type::kAdded) {
+        EXPECT_EQ(it, round.state.end()) << "ADDED of a listed object " << name;
+        round.state[name] = event.object;
+      } else {
+        ASSERT_NE(it, round.state.end()) << Describe(event) << " of an unknown object";
+        ASSERT_NE(event.prev_object, nullptr);
+        EXPECT_EQ(event.prev_object->revision, it->second->revision) << Describe(event);
+        if (event.type == WatchEvent::Type::kDeleted) {
+          round.state.erase(it);
+        } else {
+          it->second = event.object;
+        }
+      }
+      if (event.revision == end->revision) break;
+    }
+    std::map<std::string, std::pair<std::string, Revision>> replayed;
+    for (const auto& [name, object] : round.state) {
+      replayed[name] = {object->value, object->revision};
+    }
+    EXPECT_EQ(replayed, expected) << "list at revision " << round.revision;
+  }
 }
 
 // The API server's pattern: many watchers, one event loop woken by notify callbacks, Poll()

@@ -11,8 +11,12 @@
 #include <cstring>
 #include <deque>
 #include <future>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <thread>
 #include <vector>
 
@@ -197,7 +201,7 @@ constexpr char kNewestVersionSql[] =
 // A read connection with its prepared statements; used by one thread at a time.
 struct Reader {
   DbPtr db;
-  Stmt begin, commit, rollback, meta, get, list_versions, version, history;
+  Stmt begin, commit, rollback, meta, list_versions, version, history;
 
   Status Prepare() {
     DRAPLANE_RETURN_IF_ERROR(begin.Prepare(db.get(), "BEGIN"));
@@ -206,7 +210,6 @@ struct Reader {
     DRAPLANE_RETURN_IF_ERROR(meta.Prepare(db.get(),
                                           "SELECT (SELECT value FROM meta WHERE name = 'revision'),"
                                           " (SELECT value FROM meta WHERE name = 'compacted')"));
-    DRAPLANE_RETURN_IF_ERROR(get.Prepare(db.get(), kNewestVersionSql));
     // Reads only the index history_by_key (rev is the rowid): a list visits every version in
     // its range once and fetches the row of the newest version per key (`version`).
     DRAPLANE_RETURN_IF_ERROR(list_versions.Prepare(
@@ -244,7 +247,11 @@ struct WriteRequest {
 //   3. It records the new revision in `meta` and commits; with WAL and synchronous=FULL the
 //      commit returns once the log is on disk. Only then does it publish the events to the watch
 //      hub (in revision order) and complete the futures. A failed commit fails the whole batch.
-//   4. Reads use a pool of read connections; WAL gives each read transaction a consistent
+//      Just before publishing, it applies the batch to `latest_`, the in-memory copy of every
+//      live key's newest version, under an exclusive lock held only for the map updates.
+//   4. Get and a List of the latest state (or of a snapshot revision equal to latest_'s) read
+//      `latest_` under a shared lock: no SQLite access. Lists at older revisions and the watch
+//      backfill use a pool of read connections; WAL gives each read transaction a consistent
 //      snapshot while the writer proceeds.
 class SqliteStore final : public Store {
  public:
@@ -273,17 +280,14 @@ class SqliteStore final : public Store {
   StatusOr<ObjectPtr> Get(const Key& key) override {
     DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
     const std::string encoded = internal::EncodeKey(key);
-    DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, AcquireReader());
-    ReaderLease lease(this, std::move(reader));
-    Stmt& get = lease->get;
-    Stmt::Scope scope(get);
-    get.BindBlob(1, encoded);
-    const int rc = get.Step();
-    if (rc == SQLITE_DONE || (rc == SQLITE_ROW && get.Int(1) == kTypeDeleted)) {
-      return NotFoundError(KeyToString(key) + " not found");
+    ObjectPtr object;
+    {
+      std::shared_lock<std::shared_mutex> lock(latest_mu_);
+      auto it = latest_.find(encoded);
+      if (it != latest_.end()) object = it->second;
     }
-    if (rc != SQLITE_ROW) return SqliteStatus(lease->db.get(), rc, "get");
-    return std::make_shared<Object>(Object{key, get.Blob(3), get.Int(0), get.Int(2)});
+    if (object == nullptr) return NotFoundError(KeyToString(key) + " not found");
+    return object;
   }
 
   StatusOr<ListResult> List(std::string_view resource, const ListOptions& options) override {
@@ -301,6 +305,12 @@ class SqliteStore final : public Store {
       revision = position.revision;
       start = std::move(position.start_key);
       continuing = true;
+    }
+    {
+      std::shared_lock<std::shared_mutex> lock(latest_mu_);
+      if (revision == 0 || revision == latest_revision_) {
+        return ListLatest(start, end, options.limit);
+      }
     }
 
     DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<Reader> reader, AcquireReader());
@@ -422,6 +432,7 @@ class SqliteStore final : public Store {
                               QueryInt(db, "SELECT value FROM meta WHERE name = 'revision'"));
     DRAPLANE_ASSIGN_OR_RETURN(Revision compacted,
                               QueryInt(db, "SELECT value FROM meta WHERE name = 'compacted'"));
+    DRAPLANE_RETURN_IF_ERROR(LoadLatest(db, revision));
     current_ = revision;
     compacted_ = compacted;
     // Watches from before this open are replayed from the history table.
@@ -475,6 +486,45 @@ class SqliteStore final : public Store {
   }
 
   // ---- reads ---------------------------------------------------------------------------------
+
+  // A page of `latest_` in [start, end) at latest_revision_. Call with latest_mu_ held (shared).
+  ListResult ListLatest(const std::string& start, const std::string& end, int64_t limit) {
+    ListResult result;
+    result.revision = latest_revision_;
+    auto it = latest_.lower_bound(start);
+    const auto stop = latest_.lower_bound(end);
+    const auto count = static_cast<int64_t>(std::distance(it, stop));
+    result.objects.reserve(limit > 0 ? std::min(limit, count) : count);
+    for (; it != stop; ++it) {
+      if (limit > 0 && static_cast<int64_t>(result.objects.size()) == limit) {
+        result.continue_token = internal::EncodeContinueToken(result.revision, it->first);
+        break;
+      }
+      result.objects.push_back(it->second);
+    }
+    return result;
+  }
+
+  // Loads `latest_` at open: the newest row of every key, unless it is a delete.
+  Status LoadLatest(sqlite3* db, Revision revision) {
+    Stmt newest;
+    DRAPLANE_RETURN_IF_ERROR(newest.Prepare(
+        db,
+        "SELECT h.key, h.rev, h.type, h.create_rev, h.value FROM"
+        " (SELECT max(rev) AS rev FROM history GROUP BY key) n JOIN history h ON h.rev = n.rev"));
+    Stmt::Scope scope(newest);
+    int rc;
+    while ((rc = newest.Step()) == SQLITE_ROW) {
+      if (newest.Int(2) == kTypeDeleted) continue;
+      std::string key = newest.Blob(0);
+      DRAPLANE_ASSIGN_OR_RETURN(ObjectPtr object,
+                                MakeObject(key, newest.Blob(4), newest.Int(1), newest.Int(3)));
+      latest_.emplace(std::move(key), std::move(object));
+    }
+    if (rc != SQLITE_DONE) return SqliteStatus(db, rc, "load the latest state");
+    latest_revision_ = revision;
+    return Status::Ok();
+  }
 
   StatusOr<std::unique_ptr<Reader>> AcquireReader() {
     {
@@ -836,6 +886,22 @@ class SqliteStore final : public Store {
       for (size_t i = begin; i < end; ++i) batch[i]->done.set_value(status);
       return;
     }
+    // Durable: make the batch visible to Get and List before anyone learns of it (an
+    // acknowledged write is then always read back, and a List's revision never runs ahead of
+    // its objects).
+    {
+      std::unique_lock<std::shared_mutex> lock(latest_mu_);
+      for (size_t i = begin; i < end; ++i) {
+        const std::optional<WatchEvent>& event = applied[i - begin].event;
+        if (!event.has_value()) continue;
+        if (event->type == WatchEvent::Type::kDeleted) {
+          latest_.erase(batch[i]->encoded);
+        } else {
+          latest_.insert_or_assign(std::move(batch[i]->encoded), event->object);
+        }
+      }
+      latest_revision_ = revision;
+    }
     current_.store(revision);
     std::vector<WatchEvent> events;
     events.reserve(applied.size());
@@ -940,6 +1006,13 @@ class SqliteStore final : public Store {
   // The queue length the waiting writer wakes up for (max while it works); guarded by queue_mu_.
   size_t writer_waits_for_ = std::numeric_limits<size_t>::max();
   std::thread writer_thread_;
+
+  // The latest committed state: every live key's newest version by encoded key (one shared
+  // pointer per live key to the Object the write built), and the revision it reflects. Loaded at
+  // open; written by the writer thread between a batch's durable commit and its publication.
+  std::shared_mutex latest_mu_;
+  std::map<std::string, ObjectPtr, std::less<>> latest_;  // guarded by latest_mu_
+  Revision latest_revision_ = 0;                          // guarded by latest_mu_
 
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Reader>> readers_;  // idle connections; guarded by readers_mu_

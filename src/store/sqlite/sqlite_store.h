@@ -6,7 +6,9 @@
 // durable. A history table keeps every write since the last compaction for snapshot reads and
 // watch replay; the store compacts itself to the newest `retained_revisions` revisions (default
 // 100,000). The schema version is recorded in the file and checked at open. A lock file
-// (PATH.lock) keeps a second process from opening the same store.
+// (PATH.lock) keeps a second process from opening the same store. Every live object's newest
+// version is also held in memory (loaded at open, updated after each durable commit, before its
+// acknowledgement): Get and Lists of the latest state never touch SQLite.
 //
 // Thread-safety: safe for concurrent use.
 #pragma once
