@@ -194,10 +194,6 @@ const SqliteMetrics& Metrics() {
   return *m;
 }
 
-// The newest version of a key (a DELETED row when the key's last write deleted it).
-constexpr char kNewestVersionSql[] =
-    "SELECT rev, type, create_rev, value FROM history WHERE key = ?1 ORDER BY rev DESC LIMIT 1";
-
 // A read connection with its prepared statements; used by one thread at a time.
 struct Reader {
   DbPtr db;
@@ -241,9 +237,10 @@ struct WriteRequest {
 // SQLite backend. Algorithm (docs/design/store.md, "sqlite"):
 //   1. Callers queue WriteRequests and wait on their futures.
 //   2. The writer thread takes every queued request, opens one transaction, and applies each in
-//      order: read the key's newest version, check the precondition, take the next revision and
-//      append a `history` row (the only copy of the value; the newest version of a key is its
-//      current state). A failed precondition consumes no revision.
+//      order: look up the key's newest version (an earlier write of the batch, else `latest_`),
+//      check the precondition, take the next revision and append a `history` row (the only copy of
+//      the value; the newest version of a key is its current state). A failed precondition consumes
+//      no revision.
 //   3. It records the new revision in `meta` and commits; with WAL and synchronous=FULL the
 //      commit returns once the log is on disk. Only then does it publish the events to the watch
 //      hub (in revision order) and complete the futures. A failed commit fails the whole batch.
@@ -374,7 +371,7 @@ class SqliteStore final : public Store {
  private:
   // The writer connection's prepared statements.
   struct WriteStmts {
-    Stmt begin, commit, rollback, select, append, set_revision;
+    Stmt begin, commit, rollback, append, set_revision;
   };
 
   class ReaderLease {
@@ -420,7 +417,6 @@ class SqliteStore final : public Store {
     DRAPLANE_RETURN_IF_ERROR(w.begin.Prepare(db, "BEGIN IMMEDIATE"));
     DRAPLANE_RETURN_IF_ERROR(w.commit.Prepare(db, "COMMIT"));
     DRAPLANE_RETURN_IF_ERROR(w.rollback.Prepare(db, "ROLLBACK"));
-    DRAPLANE_RETURN_IF_ERROR(w.select.Prepare(db, kNewestVersionSql));
     DRAPLANE_RETURN_IF_ERROR(
         w.append.Prepare(db,
                          "INSERT INTO history(rev, key, type, create_rev, value, prev_rev)"
@@ -762,43 +758,40 @@ class SqliteStore final : public Store {
     std::optional<WatchEvent> event;
   };
 
+  // The versions written by the batch being applied, by encoded key (nullptr: deleted); they
+  // shadow `latest_` until the batch commits.
+  using BatchVersions = std::map<std::string_view, ObjectPtr>;
+
   // Applies one write inside the open transaction; `*revision` is the last assigned revision.
   // A non-OK Status means SQLite failed (the batch is rolled back); a failed precondition is an
   // OK Status with a non-OK `result`.
-  Status Apply(WriteRequest& request, Revision* revision, Applied* applied) {
+  Status Apply(WriteRequest& request, Revision* revision, BatchVersions& written,
+               Applied* applied) {
     WriteStmts& w = *write_stmts_;
-    sqlite3* db = write_db_.get();
-    bool exists = false;
-    Revision create_revision = 0;
-    Revision mod_revision = 0;
-    std::string old_value;
-    {
-      Stmt::Scope scope(w.select);
-      w.select.BindBlob(1, request.encoded);
-      const int rc = w.select.Step();
-      if (rc == SQLITE_ROW && w.select.Int(1) != kTypeDeleted) {
-        exists = true;
-        mod_revision = w.select.Int(0);
-        create_revision = w.select.Int(2);
-        if (request.kind != WriteRequest::Kind::kCreate) old_value = w.select.Blob(3);
-      } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        return SqliteStatus(db, rc, "read current row");
-      }
+    // The newest committed version is in `latest_`, which only this thread changes: reading it
+    // needs no lock.
+    ObjectPtr current;
+    if (auto it = written.find(request.encoded); it != written.end()) {
+      current = it->second;
+    } else if (auto it = latest_.find(request.encoded); it != latest_.end()) {
+      current = it->second;
     }
-    const std::string name = KeyToString(request.key);
+    const bool exists = current != nullptr;
+    Revision create_revision = exists ? current->create_revision : 0;
+    const Revision mod_revision = exists ? current->revision : 0;
     if (request.kind == WriteRequest::Kind::kCreate && exists) {
-      applied->result = AlreadyExistsError(name + " already exists");
+      applied->result = AlreadyExistsError(KeyToString(request.key) + " already exists");
       return Status::Ok();
     }
     if (request.kind != WriteRequest::Kind::kCreate) {
       if (!exists) {
-        applied->result = NotFoundError(name + " not found");
+        applied->result = NotFoundError(KeyToString(request.key) + " not found");
         return Status::Ok();
       }
       if (request.revision != 0 && request.revision != mod_revision) {
-        applied->result = ConflictError("precondition failed for " + name + ": expected revision " +
-                                        std::to_string(request.revision) + ", stored revision is " +
-                                        std::to_string(mod_revision));
+        applied->result = ConflictError("precondition failed for " + KeyToString(request.key) +
+                                        ": expected revision " + std::to_string(request.revision) +
+                                        ", stored revision is " + std::to_string(mod_revision));
         return Status::Ok();
       }
     }
@@ -840,16 +833,15 @@ class SqliteStore final : public Store {
       DRAPLANE_RETURN_IF_ERROR(w.append.StepDone("append history"));
     }
     *revision = next;
-    if (event.type != WatchEvent::Type::kAdded) {
-      event.prev_object = std::make_shared<Object>(
-          Object{request.key, std::move(old_value), mod_revision, create_revision});
-    }
+    if (event.type != WatchEvent::Type::kAdded) event.prev_object = std::move(current);
     if (event.type == WatchEvent::Type::kDeleted) {
       event.object = std::make_shared<Object>(
           Object{request.key, event.prev_object->value, next, create_revision});
+      written[request.encoded] = nullptr;
     } else {
       event.object = std::make_shared<Object>(
           Object{request.key, std::move(request.value), next, create_revision});
+      written[request.encoded] = event.object;
     }
     applied->result = event.object;
     applied->event = std::move(event);
@@ -867,8 +859,9 @@ class SqliteStore final : public Store {
       Stmt::Scope scope(w.begin);
       status = w.begin.StepDone("begin");
     }
+    BatchVersions written;
     for (size_t i = begin; status.ok() && i < end; ++i) {
-      status = Apply(*batch[i], &revision, &applied[i - begin]);
+      status = Apply(*batch[i], &revision, written, &applied[i - begin]);
     }
     if (status.ok() && revision != current_.load()) {
       Stmt::Scope scope(w.set_revision);
