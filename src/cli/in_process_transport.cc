@@ -250,11 +250,9 @@ class InProcessTransport final : public client::Transport {
 
   StatusOr<client::HttpResponse> RoundTrip(const client::HttpRequest& request) override {
     Deadline deadline = DeadlineAfter(request.timeout);
-    StatusOr<std::shared_ptr<Call>> sent = Send(request);
-    if (!sent.ok()) return sent.status();
-    std::shared_ptr<Call> call = std::move(sent).value();
-    std::unique_lock lock(call->mu);
-    DRAPLANE_RETURN_IF_ERROR(AwaitAnswer(lock, *call, deadline, request));
+    std::shared_ptr<Call> call;  // before `lock`, which must unlock the call's mutex first
+    std::unique_lock<std::mutex> lock;
+    DRAPLANE_RETURN_IF_ERROR(SendAndAwait(request, deadline, &call, &lock));
     client::HttpResponse response;
     if (call->state == Call::State::kAnswered) {
       response.status = call->response.status;
@@ -280,11 +278,9 @@ class InProcessTransport final : public client::Transport {
   StatusOr<std::unique_ptr<client::StreamingResponse>> Stream(
       const client::HttpRequest& request) override {
     Deadline deadline = DeadlineAfter(request.timeout);
-    StatusOr<std::shared_ptr<Call>> sent = Send(request);
-    if (!sent.ok()) return sent.status();
-    std::shared_ptr<Call> call = std::move(sent).value();
-    std::unique_lock lock(call->mu);
-    DRAPLANE_RETURN_IF_ERROR(AwaitAnswer(lock, *call, deadline, request));
+    std::shared_ptr<Call> call;  // before `lock`, which must unlock the call's mutex first
+    std::unique_lock<std::mutex> lock;
+    DRAPLANE_RETURN_IF_ERROR(SendAndAwait(request, deadline, &call, &lock));
     if (call->state == Call::State::kAnswered) {
       return std::unique_ptr<client::StreamingResponse>(std::make_unique<InProcessStream>(
           call->response.status, Pipe::Finished(std::move(call->response.body))));
@@ -295,6 +291,15 @@ class InProcessTransport final : public client::Transport {
 
  private:
   // Builds the server's Request from `request` and dispatches it.
+  // Sends `request` and waits for its answer (whole or the start of a stream); on success `*lock`
+  // holds `*call`'s mutex.
+  Status SendAndAwait(const client::HttpRequest& request, Deadline deadline,
+                      std::shared_ptr<Call>* call, std::unique_lock<std::mutex>* lock) {
+    DRAPLANE_ASSIGN_OR_RETURN(*call, Send(request));
+    *lock = std::unique_lock<std::mutex>((*call)->mu);
+    return AwaitAnswer(*lock, **call, deadline, request);
+  }
+
   StatusOr<std::shared_ptr<Call>> Send(const client::HttpRequest& request) {
     http::Request out;
     out.method = request.method;
