@@ -67,8 +67,9 @@ struct ClientCredentials {
   // Runs a request through the server's handler chain without a socket: everything the listener
   // does except TLS and HTTP framing, including the 413 for bodies over 3 MiB. The request is
   // authenticated by its own `Authorization: Bearer` header (put `token` there), never by the
-  // fact that it is in-process. The answer comes through the Exchange as over HTTP (http/http.h),
-  // from a worker thread (or within the call: 413, 503 after shutdown); the caller's ResponseStream
+  // fact that it is in-process. The request is served on the calling thread, so the answer comes
+  // through the Exchange (as over HTTP, http/http.h) before the call returns, except for streams
+  // (watches), whose events come later from other threads; the caller's ResponseStream
   // must honour the HttpServer's stream contract (on_closed exactly once; Close() ends the body; a
   // reader too far behind is ended), except that on_closed may run on the thread that ends the
   // stream, inside Write or Close (the server's watch streams allow that). Streams still open at

@@ -44,14 +44,17 @@ class ApiHandler {
  public:
   ApiHandler(ApiHandlerOptions options, ApiHandlerDependencies deps);
 
-  // The http::Handler of the server.
+  // The http::Handler of the server: the request is served on the worker pool (I/O threads must
+  // not block).
   void Handle(http::Request request, std::shared_ptr<http::Exchange> exchange);
+  // Serves the request on the calling thread, which may block (in-process callers: two thread
+  // hand-offs fewer per request than Handle).
+  void Serve(const http::Request& request, std::shared_ptr<http::Exchange> exchange);
 
   // /readyz answers 200 only once this is set (after bootstrap).
   void set_ready(bool ready) { ready_.store(ready); }
 
  private:
-  void Serve(const http::Request& request, std::shared_ptr<http::Exchange> exchange);
   http::Response NonResource(const http::Request& request, const RequestInfo& info);
   http::Response Review(const Scope& scope, const auth::UserInfo& user);
 
