@@ -1,5 +1,9 @@
 #include "server/lifecycle/lifecycle.h"
 
+#include <boost/json/monotonic_resource.hpp>
+#include <boost/json/parse.hpp>
+
+#include "api/codec/limits.h"
 #include "common/log.h"
 #include "server/handlers/json_util.h"
 
@@ -185,8 +189,17 @@ void LifecycleController::Index(const store::Key& key, const std::string* value)
     }
   }
   if (value == nullptr) return;
-  StatusOr<JsonObject> parsed = handlers::ParseObject(*value);
-  if (!parsed.ok()) return;
+  // Every write of every object passes here, and the index keeps a few strings of each: parse
+  // into an arena released at once instead of building and freeing a DOM node by node. Stored
+  // values were validated (and their nesting bounded) when written.
+  unsigned char arena_buffer[16 * 1024];
+  boost::json::monotonic_resource arena(arena_buffer, sizeof arena_buffer);
+  boost::json::parse_options options;
+  options.max_depth = api::codec::ParseLimits{}.max_depth;
+  boost::system::error_code error;
+  boost::json::value document = boost::json::parse(*value, error, &arena, options);
+  if (error || !document.is_object()) return;
+  const JsonObject* parsed = &document.get_object();
   Entry entry;
   entry.uid = std::string(handlers::MetaString(*parsed, "uid"));
   entry.finalizers = handlers::Finalizers(*parsed);
