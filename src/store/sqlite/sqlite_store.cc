@@ -1002,7 +1002,8 @@ class SqliteStore final : public Store {
 
   // The latest committed state: every live key's newest version by encoded key (one shared
   // pointer per live key to the Object the write built), and the revision it reflects. Loaded at
-  // open; written by the writer thread between a batch's durable commit and its publication.
+  // open; written by the writer thread between a batch's durable commit and its publication. The
+  // writer thread, its only writer, also reads it without the lock (Apply).
   std::shared_mutex latest_mu_;
   std::map<std::string, ObjectPtr, std::less<>> latest_;  // guarded by latest_mu_
   Revision latest_revision_ = 0;                          // guarded by latest_mu_
