@@ -4,13 +4,13 @@
 // as embedded API clients (controller_manager_command.cc, scheduler_command.cc), by default over
 // the in-process transport (in_process_transport.h), with --embedded-transport=loopback over the
 // HTTPS listener.
-#include <pthread.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/component_runner.h"
 #include "common/log.h"
 #include "server/server.h"
 
@@ -30,12 +30,7 @@ struct ServeFlags {
 
 int RunServe(ServeFlags& flags) {
   // Block the shutdown signals before any thread starts, so that only sigwait() sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t signals = BlockTerminationSignals();
 
   flags.options.tls_sans = flags.tls_sans;
   flags.options.anonymous_auth = !flags.no_anonymous;
