@@ -6,6 +6,7 @@
 #include "api/meta/time.h"
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace draplane::client {
 namespace {
@@ -25,7 +26,12 @@ std::string Truncate(std::string message) {
 
 EventRecorder::EventRecorder(ApiClient& api, const Clock& clock, EventRecorderOptions options)
     : api_(api), clock_(clock), options_(std::move(options)) {
-  if (!options_.synchronous) worker_ = std::thread([this] { Run(); });
+  if (!options_.synchronous) {
+    worker_ = std::thread([this] {
+      SetCurrentThreadName("event-recorder");
+      Run();
+    });
+  }
 }
 
 EventRecorder::~EventRecorder() { Stop(); }

@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace draplane::client {
 
@@ -26,9 +27,15 @@ void InformerBase::AddRawIndex(std::string name,
 
 void InformerBase::Start() {
   if (started_.exchange(true)) return;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    SetCurrentThreadName("inf-" + std::string(type_.resource));
+    Run();
+  });
   if (options_.resync_period > Duration::zero()) {
-    resync_thread_ = std::thread([this] { RunResync(); });
+    resync_thread_ = std::thread([this] {
+      SetCurrentThreadName("resync-" + std::string(type_.resource));
+      RunResync();
+    });
   }
 }
 

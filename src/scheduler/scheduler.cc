@@ -5,6 +5,7 @@
 
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "scheduler/explain.h"
 #include "scheduler/profile.h"
 
@@ -196,9 +197,15 @@ Status Scheduler::Start() {
     stopping_ = false;
   }
   for (int i = 0; i < std::max(1, options_.binder_threads); ++i) {
-    binders_.emplace_back([this] { BinderLoop(); });
+    binders_.emplace_back([this] {
+      SetCurrentThreadName("sched-binder");
+      BinderLoop();
+    });
   }
-  loop_ = std::thread([this] { Loop(); });
+  loop_ = std::thread([this] {
+    SetCurrentThreadName("sched-loop");
+    Loop();
+  });
   log::Info("scheduler: started ({} nodes, {} pending pods)", nodes_->size(), pods_->size());
   return Status::Ok();
 }

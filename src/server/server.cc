@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "server/admission/admission.h"
 #include "server/auth/authenticator.h"
 #include "server/auth/kubeconfig.h"
@@ -177,7 +178,10 @@ class ServerImpl final : public Server {
     DRAPLANE_RETURN_IF_ERROR(WriteAdminKubeconfig());
     DRAPLANE_RETURN_IF_ERROR(
         auth::WriteFileAtomically(auth::ServerUrlPath(options_.data_dir), url_ + "\n", 0644));
-    ticker_ = std::thread([this] { TickLoop(); });
+    ticker_ = std::thread([this] {
+      SetCurrentThreadName("server-ticker");
+      TickLoop();
+    });
     api_->set_ready(true);
     return Status::Ok();
   }

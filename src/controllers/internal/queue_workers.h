@@ -13,6 +13,7 @@
 #include "client/workqueue.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "common/thread_name.h"
 
 namespace draplane::controllers::internal {
 
@@ -25,7 +26,12 @@ class QueueWorkers {
   ~QueueWorkers() { Stop(); }
 
   void Start(int workers) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Run(); });
+    for (int i = 0; i < workers; ++i) {
+      threads_.emplace_back([this] {
+        SetCurrentThreadName(name_);
+        Run();
+      });
+    }
   }
   void Stop() {
     queue_.ShutDown();

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace draplane::server::authz {
 namespace {
@@ -173,7 +174,10 @@ Status RbacCache::Load() {
 
 Status RbacCache::Start() {
   if (Status s = Load(); !s.ok()) return s;
-  thread_ = std::thread([this] { WatchLoop(); });
+  thread_ = std::thread([this] {
+    SetCurrentThreadName("rbac-watch");
+    WatchLoop();
+  });
   return Status::Ok();
 }
 

@@ -36,6 +36,7 @@
 
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 
 namespace draplane::server::http {
 namespace {
@@ -649,7 +650,10 @@ class HttpServerImpl final : public HttpServer {
     Accept(core_.get());
     int threads = std::max(1, core_->options.io_threads);
     for (int i = 0; i < threads; ++i) {
-      threads_.emplace_back([core = core_.get()] { core->ioc.run(); });
+      threads_.emplace_back([core = core_.get()] {
+        SetCurrentThreadName("http-io");
+        core->ioc.run();
+      });
     }
   }
 

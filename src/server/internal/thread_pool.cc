@@ -2,10 +2,16 @@
 
 #include <algorithm>
 
+#include "common/thread_name.h"
+
 namespace draplane::server::internal {
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { Work(); });
+  for (int i = 0; i < std::max(1, threads); ++i)
+    threads_.emplace_back([this] {
+      SetCurrentThreadName("api-pool");
+      Work();
+    });
 }
 
 ThreadPool::~ThreadPool() { Shutdown(); }

@@ -5,6 +5,7 @@
 
 #include "api/codec/limits.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "server/handlers/json_util.h"
 
 namespace draplane::server::lifecycle {
@@ -65,7 +66,10 @@ Status LifecycleController::Load() {
 
 Status LifecycleController::Start() {
   if (Status s = Load(); !s.ok()) return s;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    SetCurrentThreadName("lifecycle");
+    Run();
+  });
   return Status::Ok();
 }
 

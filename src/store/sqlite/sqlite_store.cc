@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "common/thread_name.h"
 #include "store/internal/keys.h"
 #include "store/internal/watch_hub.h"
 #include "store/sqlite/coalescing_vfs.h"
@@ -434,7 +435,10 @@ class SqliteStore final : public Store {
     // Watches from before this open are replayed from the history table.
     hub_.AdvanceTo(revision);
     hub_.Compact(revision);
-    writer_thread_ = std::thread([this] { WriterLoop(); });
+    writer_thread_ = std::thread([this] {
+      SetCurrentThreadName("sqlite-writer");
+      WriterLoop();
+    });
     return Status::Ok();
   }
 
