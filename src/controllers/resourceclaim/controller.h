@@ -42,7 +42,7 @@ namespace draplane::controllers {
 inline constexpr std::string_view kPodClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name";
 
 struct ResourceClaimControllerOptions {
-  int workers = 4;
+  int workers = 50;
   std::string field_manager = "draplane-resourceclaim-controller";
   client::RateLimiterOptions rate_limits{};
 };
