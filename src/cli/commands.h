@@ -5,9 +5,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "client/api_client.h"
+#include "client/shared_informers.h"
 #include "common/status.h"
 
 namespace draplane::server {
@@ -34,10 +37,19 @@ void AddKubeconfigCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
+// Informers shared by the components `draplane serve` embeds, so that each object change is
+// watched, decoded and cached once (client/shared_informers.h). EmbedSharedInformers embeds
+// their owner first (it stops last, after every component using them) and fills `informers`.
+struct EmbeddedInformers {
+  std::unique_ptr<client::ApiClient> api;
+  std::unique_ptr<client::SharedInformers> informers;
+};
+Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInformers> shared);
 // The scheduler and the controllers embedded in `draplane serve` (scheduler_command.cc,
-// controller_manager_command.cc).
-Status EmbedScheduler(server::Server& server);
-Status EmbedControllerManager(server::Server& server, bool simulate_kubelet);
+// controller_manager_command.cc); with `shared` they use those informers.
+Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared);
+Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
+                              std::shared_ptr<EmbeddedInformers> shared);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve
 // --simulate-nodes; simulate_nodes.cc); state under <data_dir>/agents/<node>.
 Status EmbedSimulatedNodes(server::Server& server, const std::string& profile_path,

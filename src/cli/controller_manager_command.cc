@@ -83,7 +83,8 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 // (server/lifecycle/lifecycle.h).
 class EmbeddedControllerManager final : public server::EmbeddedComponent {
  public:
-  explicit EmbeddedControllerManager(bool simulate_kubelet) : simulate_kubelet_(simulate_kubelet) {}
+  EmbeddedControllerManager(bool simulate_kubelet, std::shared_ptr<EmbeddedInformers> shared)
+      : simulate_kubelet_(simulate_kubelet), shared_(std::move(shared)) {}
 
   std::string name() const override { return "controller-manager"; }
 
@@ -93,7 +94,8 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
     options.garbage_collector = false;
     options.namespaces = false;
     options.simulate_kubelet = simulate_kubelet_;
-    manager_ = std::make_unique<controllers::ControllerManager>(*api_, RealClock(), options);
+    manager_ = std::make_unique<controllers::ControllerManager>(
+        *api_, RealClock(), options, shared_ ? shared_->informers.get() : nullptr);
     return manager_->Start();
   }
 
@@ -103,15 +105,18 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
 
  private:
   bool simulate_kubelet_;
+  std::shared_ptr<EmbeddedInformers> shared_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<controllers::ControllerManager> manager_;
 };
 
 }  // namespace
 
-Status EmbedControllerManager(server::Server& server, bool simulate_kubelet) {
-  return server.Embed(std::make_unique<EmbeddedControllerManager>(simulate_kubelet),
-                      "system:kube-controller-manager", {});
+Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
+                              std::shared_ptr<EmbeddedInformers> shared) {
+  return server.Embed(
+      std::make_unique<EmbeddedControllerManager>(simulate_kubelet, std::move(shared)),
+      "system:kube-controller-manager", {});
 }
 
 void AddControllerManagerCommand(CLI::App& app) {

@@ -83,6 +83,9 @@ int RunScheduler(const SchedulerFlags& flags) {
 // profile and no leader election (one process).
 class EmbeddedScheduler final : public server::EmbeddedComponent {
  public:
+  explicit EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared)
+      : shared_(std::move(shared)) {}
+
   std::string name() const override { return "scheduler"; }
 
   Status Start(const server::ClientCredentials& credentials) override {
@@ -90,6 +93,7 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
     scheduler::SchedulerOptions options;
     DRAPLANE_ASSIGN_OR_RETURN(options.features, allocator::DefaultFeatures("1.36"));
     options.identity = "draplane-serve-scheduler";
+    if (shared_) options.informers = shared_->informers.get();
     scheduler_ = std::make_unique<scheduler::Scheduler>(*api_, RealClock(), options);
     return scheduler_->Start();
   }
@@ -99,14 +103,16 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
   }
 
  private:
+  std::shared_ptr<EmbeddedInformers> shared_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
 };
 
 }  // namespace
 
-Status EmbedScheduler(server::Server& server) {
-  return server.Embed(std::make_unique<EmbeddedScheduler>(), "system:kube-scheduler", {});
+Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared) {
+  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared)),
+                      "system:kube-scheduler", {});
 }
 
 void AddSchedulerCommand(CLI::App& app) {

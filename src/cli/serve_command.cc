@@ -3,7 +3,7 @@
 // accepts requests. Unless turned off, the claim controllers and the scheduler run in the process
 // as embedded API clients (controller_manager_command.cc, scheduler_command.cc), by default over
 // the in-process transport (in_process_transport.h), with --embedded-transport=loopback over the
-// HTTPS listener.
+// HTTPS listener. They share one set of informers (EmbedSharedInformers).
 #include <signal.h>
 
 #include <cstdio>
@@ -11,11 +11,38 @@
 
 #include "cli/commands.h"
 #include "cli/component_runner.h"
+#include "cli/in_process_transport.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "server/server.h"
 
 namespace draplane::cli {
 namespace {
+
+// Owns the informers of EmbeddedInformers. It reads as system:kube-controller-manager, whose
+// role may read every resource the embedded components watch; each component still writes as
+// itself. Started first and stopped last, so its informers never call into a stopped component.
+class SharedInformersComponent final : public server::EmbeddedComponent {
+ public:
+  explicit SharedInformersComponent(std::shared_ptr<EmbeddedInformers> shared)
+      : shared_(std::move(shared)) {}
+
+  std::string name() const override { return "shared-informers"; }
+
+  Status Start(const server::ClientCredentials& credentials) override {
+    DRAPLANE_ASSIGN_OR_RETURN(shared_->api,
+                              NewEmbeddedClient(credentials, "draplane-shared-informers"));
+    shared_->informers = std::make_unique<client::SharedInformers>(*shared_->api);
+    return Status::Ok();
+  }
+
+  void Stop() override {
+    if (shared_->informers) shared_->informers->Stop();
+  }
+
+ private:
+  std::shared_ptr<EmbeddedInformers> shared_;
+};
 
 struct ServeFlags {
   server::ServerOptions options;
@@ -42,11 +69,12 @@ int RunServe(ServeFlags& flags) {
     return 2;
   }
   // The claim controllers and the scheduler run in the process unless turned off.
-  Status components = Status::Ok();
-  if (!flags.no_controller_manager) {
-    components = EmbedControllerManager(**server, flags.simulate_kubelet);
+  auto shared = std::make_shared<EmbeddedInformers>();
+  Status components = EmbedSharedInformers(**server, shared);
+  if (components.ok() && !flags.no_controller_manager) {
+    components = EmbedControllerManager(**server, flags.simulate_kubelet, shared);
   }
-  if (components.ok() && !flags.no_scheduler) components = EmbedScheduler(**server);
+  if (components.ok() && !flags.no_scheduler) components = EmbedScheduler(**server, shared);
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
     (*server)->Shutdown();
@@ -71,6 +99,11 @@ int RunServe(ServeFlags& flags) {
 }
 
 }  // namespace
+
+Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInformers> shared) {
+  return server.Embed(std::make_unique<SharedInformersComponent>(std::move(shared)),
+                      "system:kube-controller-manager", {});
+}
 
 void AddServeCommand(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();

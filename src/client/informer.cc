@@ -13,16 +13,32 @@ InformerBase::InformerBase(ApiClient& api, const ResourceType& type, InformerOpt
 
 InformerBase::~InformerBase() { Stop(); }
 
-void InformerBase::AddRawHandlers(RawHandlers handlers) {
-  DRAPLANE_CHECK_MSG(!started_.load(), "informer handlers must be added before Start()");
-  handlers_.push_back(std::move(handlers));
+InformerBase::HandlerId InformerBase::AddRawHandlers(RawHandlers handlers) {
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  // Holding handler_mu_ keeps the cache and the notifications still while the cached objects
+  // are replayed: the new handler misses nothing and sees nothing twice.
+  if (handlers.on_add) {
+    for (const Entry& entry : ListEntries()) handlers.on_add(entry);
+  }
+  HandlerId id = next_handler_id_++;
+  handlers_.emplace_back(id, std::move(handlers));
+  return id;
+}
+
+void InformerBase::RemoveHandlers(HandlerId id) {
+  std::lock_guard<std::mutex> lock(handler_mu_);
+  std::erase_if(handlers_, [id](const auto& entry) { return entry.first == id; });
 }
 
 void InformerBase::AddRawIndex(std::string name,
                                std::function<std::vector<std::string>(const Entry&)> fn) {
-  DRAPLANE_CHECK_MSG(!started_.load(), "informer indexes must be added before Start()");
   std::lock_guard<std::mutex> lock(mu_);
-  indexes_[std::move(name)].fn = std::move(fn);
+  Index& index = indexes_[std::move(name)];
+  index.fn = std::move(fn);
+  index.values.clear();
+  for (const auto& [key, entry] : cache_) {
+    for (const std::string& value : index.fn(entry)) index.values[value][key] = entry;
+  }
 }
 
 void InformerBase::Start() {
@@ -138,22 +154,19 @@ InformerBase::Entry InformerBase::Remove(const std::string& key) {
 }
 
 void InformerBase::NotifyAdd(const Entry& entry) {
-  std::lock_guard<std::mutex> lock(handler_mu_);
-  for (const RawHandlers& h : handlers_) {
+  for (const auto& [id, h] : handlers_) {
     if (h.on_add) h.on_add(entry);
   }
 }
 
 void InformerBase::NotifyUpdate(const Entry& old_entry, const Entry& new_entry) {
-  std::lock_guard<std::mutex> lock(handler_mu_);
-  for (const RawHandlers& h : handlers_) {
+  for (const auto& [id, h] : handlers_) {
     if (h.on_update) h.on_update(old_entry, new_entry);
   }
 }
 
 void InformerBase::NotifyDelete(const Entry& entry) {
-  std::lock_guard<std::mutex> lock(handler_mu_);
-  for (const RawHandlers& h : handlers_) {
+  for (const auto& [id, h] : handlers_) {
     if (h.on_delete) h.on_delete(entry);
   }
 }
@@ -224,6 +237,7 @@ Status InformerBase::ListAndReplace() {
   list_count_.fetch_add(1);
 
   // Replace: deletions first, then additions and updates, each in key order.
+  std::lock_guard<std::mutex> handlers_lock(handler_mu_);
   std::vector<Entry> removed;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -303,6 +317,7 @@ Status InformerBase::WatchOnce() {
       continue;
     }
     ResetBackoff();
+    std::lock_guard<std::mutex> handlers_lock(handler_mu_);
     if (event.type == "DELETED") {
       Entry old = Remove(decoded->key);
       {
@@ -369,6 +384,7 @@ void InformerBase::RunResync() {
       if (stopping_.load()) return;
     }
     if (!synced_.load()) continue;
+    std::lock_guard<std::mutex> handlers_lock(handler_mu_);
     for (const Entry& entry : ListEntries()) NotifyUpdate(entry, entry);
   }
 }

@@ -16,12 +16,16 @@
 //      that often, so level-triggered consumers can repair missed work.
 // Handlers run on the informer's threads, one at a time (never concurrently with each other), and
 // after the cache already reflects the change. A handler must not block for long.
+// Handlers may be added and removed at any time, so that several components can share one
+// informer (shared_informers.h): a handler added to a running informer first gets an add for
+// every cached object, in key order, on the adding thread, then every later change exactly once
+// (client-go's AddEventHandler); once RemoveHandlers returns, the handler is never called again.
 //
-// Indexes: `AddIndex(name, fn)` before Start(); `ByIndex(name, value)` returns the cached objects
-// whose `fn` produced `value`, in key order.
+// Indexes: `AddIndex(name, fn)`, at any time (a late index is built from the cache);
+// `ByIndex(name, value)` returns the cached objects whose `fn` produced `value`, in key order.
 //
-// Thread-safety: Get / List / ByIndex / HasSynced are safe from any thread. Start and Stop are
-// called by the owner; AddHandlers and AddIndex only before Start.
+// Thread-safety: Get / List / ByIndex / HasSynced / AddHandlers / RemoveHandlers / AddIndex are
+// safe from any thread. Start and Stop are called by the owner.
 // Ownership: the informer keeps a reference to the ApiClient, which must outlive it. Cached
 // objects are immutable and shared (`std::shared_ptr<const T>`).
 #pragma once
@@ -60,6 +64,7 @@ struct InformerOptions {
 class InformerBase {
  public:
   using Entry = std::shared_ptr<const void>;
+  using HandlerId = uint64_t;
   struct RawHandlers {
     std::function<void(const Entry&)> on_add;
     std::function<void(const Entry& old_object, const Entry& new_object)> on_update;
@@ -83,6 +88,8 @@ class InformerBase {
   int64_t list_count() const { return list_count_.load(); }
   int64_t watch_count() const { return watch_count_.load(); }
   size_t size() const;
+  // Unregisters handlers added by AddHandlers; a no-op for an unknown id.
+  void RemoveHandlers(HandlerId id);
 
  protected:
   struct Decoded {
@@ -94,7 +101,7 @@ class InformerBase {
   InformerBase(ApiClient& api, const ResourceType& type, InformerOptions options);
   virtual StatusOr<Decoded> DecodeEntry(const boost::json::value& json) const = 0;
 
-  void AddRawHandlers(RawHandlers handlers);
+  HandlerId AddRawHandlers(RawHandlers handlers);
   void AddRawIndex(std::string name, std::function<std::vector<std::string>(const Entry&)> fn);
   Entry GetEntry(const std::string& key) const;
   std::vector<Entry> ListEntries() const;
@@ -113,11 +120,14 @@ class InformerBase {
   // Sleeps for the current backoff (or until stopped) and doubles it.
   void Backoff();
   void ResetBackoff();
-  // Cache mutations; each returns the previous entry (null when there was none).
+  // Cache mutations; each returns the previous entry (null when there was none). Callers hold
+  // handler_mu_ from the mutation to its notification, so that a handler added meanwhile sees
+  // either the old cache and the notification or the new cache and not the notification.
   Entry Upsert(const std::string& key, const Entry& entry);
   Entry Remove(const std::string& key);
   void IndexInsert(const std::string& key, const Entry& entry);
   void IndexErase(const std::string& key, const Entry& entry);
+  // Each with handler_mu_ held.
   void NotifyAdd(const Entry& entry);
   void NotifyUpdate(const Entry& old_entry, const Entry& new_entry);
   void NotifyDelete(const Entry& entry);
@@ -126,8 +136,10 @@ class InformerBase {
   ApiClient& api_;
   const ResourceType& type_;
   const InformerOptions options_;
-  std::vector<RawHandlers> handlers_;  // fixed after Start
-  std::mutex handler_mu_;              // serialises handler calls
+  // Serialises handler calls, cache mutations with their notifications, and registration.
+  std::mutex handler_mu_;
+  std::vector<std::pair<HandlerId, RawHandlers>> handlers_;  // guarded by handler_mu_
+  HandlerId next_handler_id_ = 1;                            // guarded by handler_mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -160,8 +172,9 @@ class Informer final : public InformerBase {
       : InformerBase(api, ResourceOf<T>(), std::move(options)) {}
   ~Informer() override { Stop(); }
 
-  // Registers handlers; call before Start().
-  void AddHandlers(Handlers handlers) {
+  // Registers handlers (see the file comment for a running informer); returns the id that
+  // RemoveHandlers takes.
+  HandlerId AddHandlers(Handlers handlers) {
     RawHandlers raw;
     if (handlers.on_add) {
       raw.on_add = [f = handlers.on_add](const Entry& e) { f(Cast(e)); };
@@ -174,10 +187,10 @@ class Informer final : public InformerBase {
     if (handlers.on_delete) {
       raw.on_delete = [f = handlers.on_delete](const Entry& e) { f(Cast(e)); };
     }
-    AddRawHandlers(std::move(raw));
+    return AddRawHandlers(std::move(raw));
   }
 
-  // Registers an index; call before Start().
+  // Registers an index (built from the cache when the informer already runs).
   void AddIndex(std::string name, std::function<std::vector<std::string>(const T&)> fn) {
     AddRawIndex(std::move(name), [f = std::move(fn)](const Entry& e) { return f(*Cast(e)); });
   }

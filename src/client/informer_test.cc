@@ -4,8 +4,11 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "client/memory_api.h"
+#include "client/shared_informers.h"
 
 namespace draplane::client {
 namespace {
@@ -30,6 +33,10 @@ class Recorder {
   std::vector<std::string> WaitFor(size_t n) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return events_.size() >= n; });
+    return events_;
+  }
+  std::vector<std::string> Events() {
+    std::lock_guard<std::mutex> lock(mu_);
     return events_;
   }
 
@@ -192,6 +199,91 @@ TEST_F(InformerTest, StopEndsABlockedWatch) {
   ASSERT_TRUE(informer.WaitForSync());
   informer.Stop();
   EXPECT_TRUE(informer.HasSynced());
+}
+
+TEST_F(InformerTest, HandlersAddedWhileRunningGetTheCacheThenEveryChange) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  ASSERT_TRUE(CreatePod("b").ok());
+  Recorder first;
+  Informer<Pod> informer(api_);
+  informer.AddHandlers(first.Handlers());
+  informer.Start();
+  first.WaitFor(2);
+
+  // The replay runs on the adding thread: both adds are there when AddHandlers returns.
+  Recorder late;
+  informer.AddHandlers(late.Handlers());
+  EXPECT_EQ(late.Events(), (std::vector<std::string>{"add a", "add b"}));
+
+  ASSERT_TRUE(CreatePod("c").ok());
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "a", {.grace_period_seconds = 0}).ok());
+  std::vector<std::string> events = late.WaitFor(4);
+  EXPECT_EQ(events[2], "add c");
+  EXPECT_EQ(events[3], "delete a");
+}
+
+TEST_F(InformerTest, AHandlerAddedDuringWritesSeesEachObjectExactlyOnce) {
+  Informer<Pod> informer(api_);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  constexpr int kPods = 200;
+  std::thread writer([&] {
+    for (int i = 0; i < kPods; ++i) EXPECT_TRUE(CreatePod("p" + std::to_string(i)).ok());
+  });
+  while (informer.size() < kPods / 2) std::this_thread::yield();
+  Recorder late;
+  informer.AddHandlers(late.Handlers());
+  writer.join();
+  std::vector<std::string> events = late.WaitFor(kPods);
+  std::set<std::string> distinct(events.begin(), events.end());
+  EXPECT_EQ(events.size(), static_cast<size_t>(kPods));
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(kPods));
+}
+
+TEST_F(InformerTest, RemovedHandlersAreNotCalledAgain) {
+  Recorder removed;
+  Recorder kept;
+  Informer<Pod> informer(api_);
+  Informer<Pod>::HandlerId id = informer.AddHandlers(removed.Handlers());
+  informer.AddHandlers(kept.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  ASSERT_TRUE(CreatePod("a").ok());
+  kept.WaitFor(1);
+  informer.RemoveHandlers(id);
+  ASSERT_TRUE(CreatePod("b").ok());
+  kept.WaitFor(2);
+  EXPECT_EQ(removed.Events(), std::vector<std::string>{"add a"});
+}
+
+TEST_F(InformerTest, AnIndexAddedWhileRunningCoversTheCache) {
+  ASSERT_TRUE(CreatePod("a", "n1").ok());
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  recorder.WaitFor(1);
+  informer.AddIndex("node",
+                    [](const Pod& p) { return std::vector<std::string>{p.spec.node_name}; });
+  EXPECT_EQ(informer.ByIndex("node", "n1").size(), 1u);
+  ASSERT_TRUE(CreatePod("b", "n1").ok());
+  recorder.WaitFor(2);
+  EXPECT_EQ(informer.ByIndex("node", "n1").size(), 2u);
+}
+
+TEST_F(InformerTest, SharedInformersHandOutOneInformerPerTypeAndStartLateOnes) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  SharedInformers shared(api_);
+  Informer<Pod>& pods = shared.Get<Pod>();
+  EXPECT_EQ(&pods, &shared.Get<Pod>());
+  shared.Start();
+  ASSERT_TRUE(shared.WaitForSync());
+  EXPECT_EQ(pods.size(), 1u);
+  Informer<api::corev1::Node>& nodes = shared.Get<api::corev1::Node>();
+  EXPECT_FALSE(nodes.HasSynced());
+  shared.Start();
+  ASSERT_TRUE(shared.WaitForSync());
+  EXPECT_TRUE(nodes.HasSynced());
 }
 
 }  // namespace

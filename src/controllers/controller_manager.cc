@@ -5,8 +5,10 @@
 namespace draplane::controllers {
 
 ControllerManager::ControllerManager(client::ApiClient& api, const Clock& clock,
-                                     ControllerManagerOptions options)
-    : informers_(api) {
+                                     ControllerManagerOptions options,
+                                     client::SharedInformers* shared)
+    : own_informers_(shared != nullptr ? nullptr : std::make_unique<client::SharedInformers>(api)),
+      informers_(shared != nullptr ? *shared : *own_informers_) {
   if (options.resource_claims) {
     resource_claims_ =
         std::make_unique<ResourceClaimController>(api, informers_, clock, options.resource_claim);
@@ -45,8 +47,9 @@ Status ControllerManager::Start() {
 }
 
 void ControllerManager::Stop() {
-  // Informers first: no new work arrives while the workers drain.
-  informers_.Stop();
+  // Informers first: no new work arrives while the workers drain. Shared ones keep running for
+  // their other users; work they still queue here is dropped by the shut-down queues.
+  if (own_informers_) own_informers_->Stop();
   if (device_taint_) device_taint_->Stop();
   if (kubelet_) kubelet_->Stop();
   if (namespaces_) namespaces_->Stop();

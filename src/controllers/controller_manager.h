@@ -13,13 +13,13 @@
 #include <memory>
 
 #include "client/api_client.h"
+#include "client/shared_informers.h"
 #include "common/clock.h"
 #include "controllers/devicetaint/controller.h"
 #include "controllers/gc/garbage_collector.h"
 #include "controllers/kubelet/kubelet_simulator.h"
 #include "controllers/namespace/namespace_controller.h"
 #include "controllers/resourceclaim/controller.h"
-#include "controllers/shared_informers.h"
 
 namespace draplane::controllers {
 
@@ -35,8 +35,12 @@ struct ControllerManagerOptions {
 
 class ControllerManager {
  public:
-  // The ApiClient and clock must outlive the manager.
-  ControllerManager(client::ApiClient& api, const Clock& clock, ControllerManagerOptions options);
+  // The ApiClient and clock must outlive the manager. With `shared` the controllers use those
+  // informers (for example together with a scheduler in the same process) instead of their own;
+  // their owner must stop them before the manager is destroyed, since the controllers' handlers
+  // stay registered.
+  ControllerManager(client::ApiClient& api, const Clock& clock, ControllerManagerOptions options,
+                    client::SharedInformers* shared = nullptr);
   ~ControllerManager();
   ControllerManager(const ControllerManager&) = delete;
   ControllerManager& operator=(const ControllerManager&) = delete;
@@ -44,12 +48,14 @@ class ControllerManager {
   // Starts the informers, waits for their first lists, then starts the controllers.
   // Cancelled when stopped meanwhile.
   Status Start();
+  // Stops the controllers, and the informers unless they are shared.
   void Stop();
 
   ResourceClaimController* resource_claims() { return resource_claims_.get(); }
 
  private:
-  SharedInformers informers_;
+  std::unique_ptr<client::SharedInformers> own_informers_;  // null when shared
+  client::SharedInformers& informers_;
   std::unique_ptr<ResourceClaimController> resource_claims_;
   std::unique_ptr<GarbageCollector> gc_;
   std::unique_ptr<NamespaceController> namespaces_;

@@ -163,34 +163,34 @@ void Scheduler::Post(InboxItem item) {
 
 Status Scheduler::Start() {
   using Kind = InboxItem::Kind;
-  pods_ = std::make_unique<client::Informer<Pod>>(api_);
-  nodes_ = std::make_unique<client::Informer<api::corev1::Node>>(api_);
-  claims_ = std::make_unique<client::Informer<rv1::ResourceClaim>>(api_);
-  classes_ = std::make_unique<client::Informer<rv1::DeviceClass>>(api_);
-  slices_ = std::make_unique<client::Informer<rv1::ResourceSlice>>(api_);
-  auto wire = [this](auto& informer, Kind kind, Kind deleted) {
+  client::SharedInformers* informers = options_.informers;
+  if (informers == nullptr) {
+    if (own_informers_ == nullptr) own_informers_ = std::make_unique<client::SharedInformers>(api_);
+    informers = own_informers_.get();
+  }
+  pods_ = &informers->Get<Pod>();
+  nodes_ = &informers->Get<api::corev1::Node>();
+  claims_ = &informers->Get<rv1::ResourceClaim>();
+  classes_ = &informers->Get<rv1::DeviceClass>();
+  slices_ = &informers->Get<rv1::ResourceSlice>();
+  auto wire = [this](auto* informer, Kind kind, Kind deleted) {
     using Ptr = typename std::remove_reference_t<decltype(*informer)>::Ptr;
-    informer->AddHandlers(
+    client::InformerBase::HandlerId id = informer->AddHandlers(
         {.on_add = [this, kind](const Ptr& p) { Post({.kind = kind, .new_object = p}); },
          .on_update = [this, kind](
                           const Ptr& o,
                           const Ptr& n) { Post({.kind = kind, .old_object = o, .new_object = n}); },
          .on_delete = [this, deleted](const Ptr& p) { Post({.kind = deleted, .old_object = p}); }});
+    registrations_.emplace_back(informer, id);
   };
   wire(classes_, Kind::kClass, Kind::kClassDelete);
   wire(slices_, Kind::kSlice, Kind::kSliceDelete);
   wire(nodes_, Kind::kNode, Kind::kNodeDelete);
   wire(claims_, Kind::kClaim, Kind::kClaimDelete);
   wire(pods_, Kind::kPod, Kind::kPodDelete);
-  classes_->Start();
-  slices_->Start();
-  nodes_->Start();
-  claims_->Start();
-  pods_->Start();
-  for (client::InformerBase* i : std::initializer_list<client::InformerBase*>{
-           classes_.get(), slices_.get(), nodes_.get(), claims_.get(), pods_.get()}) {
-    if (!i->WaitForSync()) return CancelledError("scheduler stopped before its caches synced");
-  }
+  informers->Start();
+  if (!informers->WaitForSync())
+    return CancelledError("scheduler stopped before its caches synced");
   if (options_.synchronous) return Status::Ok();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -217,10 +217,10 @@ void Scheduler::Stop() {
     cv_.notify_all();
     work_cv_.notify_all();
   }
-  for (client::InformerBase* i : std::initializer_list<client::InformerBase*>{
-           pods_.get(), claims_.get(), nodes_.get(), slices_.get(), classes_.get()}) {
-    if (i != nullptr) i->Stop();
-  }
+  // No new events: shared informers keep running for their other users.
+  for (const auto& [informer, id] : registrations_) informer->RemoveHandlers(id);
+  registrations_.clear();
+  if (own_informers_) own_informers_->Stop();
   if (loop_.joinable()) loop_.join();
   for (std::thread& t : binders_) t.join();
   binders_.clear();

@@ -33,6 +33,7 @@
 #include "client/api_client.h"
 #include "client/events.h"
 #include "client/informer.h"
+#include "client/shared_informers.h"
 #include "common/clock.h"
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
@@ -64,6 +65,9 @@ struct SchedulerOptions {
   bool synchronous = false;
   // Nodes per failed attempt whose device allocation is explained in detail.
   int explain_budget = 64;
+  // Informers shared with other components of the process (`draplane serve` shares them with the
+  // embedded controller-manager); null: the scheduler runs its own. Their owner stops them.
+  client::SharedInformers* informers = nullptr;
 };
 
 class Scheduler {
@@ -74,10 +78,12 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Starts informers, waits for their first lists, then starts the loop and binder threads.
+  // Starts informers (or joins the shared ones), waits for their first lists, then starts the
+  // loop and binder threads.
   // Returns Cancelled when Stop() was called meanwhile.
   Status Start();
-  // Stops the loop, binders and informers; binding cycles in progress finish first.
+  // Stops the loop, binders and its own informers (or leaves the shared ones); binding cycles in
+  // progress finish first.
   void Stop();
 
   // Synchronous mode (options.synchronous, no threads started by Start): applies every event
@@ -146,11 +152,14 @@ class Scheduler {
   Duration last_flush_{0};
   uint64_t attempts_ = 0;
 
-  std::unique_ptr<client::Informer<api::corev1::Pod>> pods_;
-  std::unique_ptr<client::Informer<api::corev1::Node>> nodes_;
-  std::unique_ptr<client::Informer<api::resourcev1::ResourceClaim>> claims_;
-  std::unique_ptr<client::Informer<api::resourcev1::DeviceClass>> classes_;
-  std::unique_ptr<client::Informer<api::resourcev1::ResourceSlice>> slices_;
+  std::unique_ptr<client::SharedInformers> own_informers_;  // null when options_.informers
+  client::Informer<api::corev1::Pod>* pods_ = nullptr;
+  client::Informer<api::corev1::Node>* nodes_ = nullptr;
+  client::Informer<api::resourcev1::ResourceClaim>* claims_ = nullptr;
+  client::Informer<api::resourcev1::DeviceClass>* classes_ = nullptr;
+  client::Informer<api::resourcev1::ResourceSlice>* slices_ = nullptr;
+  // The handlers registered by Start, removed by Stop: (informer, id).
+  std::vector<std::pair<client::InformerBase*, client::InformerBase::HandlerId>> registrations_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -20,8 +20,8 @@ constexpr std::string_view kRulePrefix = "rule:";
 
 }  // namespace
 
-DeviceTaintController::DeviceTaintController(client::ApiClient& api, SharedInformers& informers,
-                                             const Clock& clock,
+DeviceTaintController::DeviceTaintController(client::ApiClient& api,
+                                             client::SharedInformers& informers, const Clock& clock,
                                              DeviceTaintControllerOptions options)
     : api_(api),
       clock_(clock),

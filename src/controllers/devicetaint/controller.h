@@ -30,11 +30,11 @@
 
 #include "client/api_client.h"
 #include "client/events.h"
+#include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
 #include "controllers/devicetaint/evaluator.h"
 #include "controllers/internal/queue_workers.h"
-#include "controllers/shared_informers.h"
 
 namespace draplane::controllers {
 
@@ -47,8 +47,8 @@ struct DeviceTaintControllerOptions {
 class DeviceTaintController {
  public:
   // Registers its informers and handlers with `informers` (before informers.Start()).
-  DeviceTaintController(client::ApiClient& api, SharedInformers& informers, const Clock& clock,
-                        DeviceTaintControllerOptions options = {});
+  DeviceTaintController(client::ApiClient& api, client::SharedInformers& informers,
+                        const Clock& clock, DeviceTaintControllerOptions options = {});
   ~DeviceTaintController();
 
   void Start();

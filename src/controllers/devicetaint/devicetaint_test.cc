@@ -306,7 +306,7 @@ class ControllerTest : public ::testing::Test {
   ManualClock clock_{kT0};
   std::unique_ptr<Random> random_ = NewSeededRandom(3);
   client::MemoryApi api_{clock_, *random_};
-  SharedInformers informers_{api_};
+  client::SharedInformers informers_{api_};
   std::unique_ptr<DeviceTaintController> controller_;
   std::mutex mu_;
   std::condition_variable cv_;

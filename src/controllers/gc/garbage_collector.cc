@@ -25,7 +25,7 @@ bool Covered(const api::metav1::OwnerReference& owner) {
 
 }  // namespace
 
-GarbageCollector::GarbageCollector(client::ApiClient& api, SharedInformers& informers,
+GarbageCollector::GarbageCollector(client::ApiClient& api, client::SharedInformers& informers,
                                    const Clock& clock, GarbageCollectorOptions options)
     : api_(api),
       options_(std::move(options)),

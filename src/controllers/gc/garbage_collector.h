@@ -15,10 +15,10 @@
 #include <string>
 
 #include "client/api_client.h"
+#include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
 #include "controllers/internal/queue_workers.h"
-#include "controllers/shared_informers.h"
 
 namespace draplane::controllers {
 
@@ -29,7 +29,7 @@ struct GarbageCollectorOptions {
 
 class GarbageCollector {
  public:
-  GarbageCollector(client::ApiClient& api, SharedInformers& informers, const Clock& clock,
+  GarbageCollector(client::ApiClient& api, client::SharedInformers& informers, const Clock& clock,
                    GarbageCollectorOptions options = {});
   ~GarbageCollector();
 

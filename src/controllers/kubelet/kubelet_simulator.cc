@@ -26,7 +26,7 @@ std::string PodIp(const std::string& uid) {
 
 }  // namespace
 
-KubeletSimulator::KubeletSimulator(client::ApiClient& api, SharedInformers& informers,
+KubeletSimulator::KubeletSimulator(client::ApiClient& api, client::SharedInformers& informers,
                                    const Clock& clock, KubeletSimulatorOptions options)
     : api_(api),
       clock_(clock),

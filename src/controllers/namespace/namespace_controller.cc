@@ -23,7 +23,7 @@ std::vector<const client::ResourceType*> NamespacedResources() {
 
 }  // namespace
 
-NamespaceController::NamespaceController(client::ApiClient& api, SharedInformers& informers,
+NamespaceController::NamespaceController(client::ApiClient& api, client::SharedInformers& informers,
                                          const Clock& clock, NamespaceControllerOptions options)
     : api_(api),
       options_(std::move(options)),

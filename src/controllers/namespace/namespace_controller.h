@@ -12,10 +12,10 @@
 #include <string>
 
 #include "client/api_client.h"
+#include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
 #include "controllers/internal/queue_workers.h"
-#include "controllers/shared_informers.h"
 
 namespace draplane::controllers {
 
@@ -27,8 +27,8 @@ struct NamespaceControllerOptions {
 
 class NamespaceController {
  public:
-  NamespaceController(client::ApiClient& api, SharedInformers& informers, const Clock& clock,
-                      NamespaceControllerOptions options = {});
+  NamespaceController(client::ApiClient& api, client::SharedInformers& informers,
+                      const Clock& clock, NamespaceControllerOptions options = {});
   ~NamespaceController();
 
   void Start();

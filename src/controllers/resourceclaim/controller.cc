@@ -71,7 +71,8 @@ std::string ResourceClaimController::GenerateName(std::string_view pod_name,
   return name;
 }
 
-ResourceClaimController::ResourceClaimController(client::ApiClient& api, SharedInformers& informers,
+ResourceClaimController::ResourceClaimController(client::ApiClient& api,
+                                                 client::SharedInformers& informers,
                                                  const Clock& clock,
                                                  ResourceClaimControllerOptions options)
     : api_(api),

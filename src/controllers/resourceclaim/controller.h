@@ -31,10 +31,10 @@
 #include <string>
 
 #include "client/api_client.h"
+#include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
 #include "controllers/internal/queue_workers.h"
-#include "controllers/shared_informers.h"
 
 namespace draplane::controllers {
 
@@ -50,8 +50,8 @@ struct ResourceClaimControllerOptions {
 class ResourceClaimController {
  public:
   // Registers its informers and handlers with `informers` (before informers.Start()).
-  ResourceClaimController(client::ApiClient& api, SharedInformers& informers, const Clock& clock,
-                          ResourceClaimControllerOptions options = {});
+  ResourceClaimController(client::ApiClient& api, client::SharedInformers& informers,
+                          const Clock& clock, ResourceClaimControllerOptions options = {});
   ~ResourceClaimController();
 
   void Start();

@@ -1,0 +1,74 @@
+// One informer per resource type, shared by every component of a process (client-go's
+// SharedInformerFactory): the controllers of a controller-manager, and in `draplane serve` the
+// embedded scheduler and controller-manager together, so that each object change is watched,
+// decoded and cached once rather than once per component.
+//
+// Components take the informers they need with Get<T>() and register handlers (which they may
+// remove again when they stop; informer.h) and indexes; Start() starts every informer created so
+// far and may be called again after more were created.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <typeindex>
+
+#include "client/informer.h"
+
+namespace draplane::client {
+
+class SharedInformers {
+ public:
+  explicit SharedInformers(ApiClient& api, InformerOptions options = {})
+      : api_(api), options_(std::move(options)) {}
+  ~SharedInformers() { Stop(); }
+  SharedInformers(const SharedInformers&) = delete;
+  SharedInformers& operator=(const SharedInformers&) = delete;
+
+  // The informer for `T`, created (not started) on first use.
+  template <typename T>
+  Informer<T>& Get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = informers_.find(std::type_index(typeid(T)));
+    if (it == informers_.end()) {
+      auto informer = std::make_unique<Informer<T>>(api_, options_);
+      Informer<T>* raw = informer.get();
+      informers_.emplace(std::type_index(typeid(T)), std::move(informer));
+      return *raw;
+    }
+    return static_cast<Informer<T>&>(*it->second);
+  }
+
+  // Starts every informer not started yet.
+  void Start() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [type, informer] : informers_) informer->Start();
+  }
+  // Blocks until every informer listed once; false when one was stopped first.
+  bool WaitForSync() {
+    for (InformerBase* informer : All()) {
+      if (!informer->WaitForSync()) return false;
+    }
+    return true;
+  }
+  void Stop() {
+    for (InformerBase* informer : All()) informer->Stop();
+  }
+
+ private:
+  std::vector<InformerBase*> All() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<InformerBase*> out;
+    for (auto& [type, informer] : informers_) out.push_back(informer.get());
+    return out;
+  }
+
+  ApiClient& api_;
+  const InformerOptions options_;
+  std::mutex mu_;
+  std::map<std::type_index, std::unique_ptr<InformerBase>> informers_;  // guarded by mu_
+};
+
+}  // namespace draplane::client
