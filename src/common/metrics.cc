@@ -9,12 +9,64 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "common/check.h"
 
 namespace draplane::metrics {
+namespace internal {
+
+// The series of one family by label values. prometheus-cpp's `Family::Add` builds a
+// `std::map` of label names to values, hashes it and takes the family's mutex on every call;
+// here a series seen before costs one hash lookup of its values (encoded into a reused
+// thread-local buffer, so nothing is allocated) under a shared lock. New series still go
+// through `Family::Add`, which stays the only place series are created, so what is exported is
+// the same. prometheus-cpp only drops a series on `Family::Remove`, which is never called, so the
+// cached pointers stay valid.
+class SeriesCache {
+ public:
+  // The series for `values` (one per label name, in order), created by `add(labels)` when new.
+  template <typename Values, typename Add>
+  void* FindOrAdd(const std::vector<std::string>& names, const Values& values, Add add) {
+    DRAPLANE_CHECK_MSG(names.size() == values.size(), "wrong number of label values");
+    thread_local std::string key;
+    key.clear();
+    for (const auto& value : values) {
+      // Length-prefixed, so that no two different tuples share a key.
+      std::string_view v(value);
+      key.append(std::to_string(v.size()));
+      key.push_back(':');
+      key.append(v);
+    }
+    {
+      std::shared_lock lock(mu_);
+      auto it = series_.find(std::string_view(key));
+      if (it != series_.end()) return it->second;
+    }
+    prometheus::Labels labels;
+    size_t i = 0;
+    for (const auto& value : values) labels.emplace(names[i++], std::string(value));
+    void* series = add(labels);
+    std::unique_lock lock(mu_);
+    series_.emplace(key, series);
+    return series;
+  }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+  std::shared_mutex mu_;
+  std::unordered_map<std::string, void*, Hash, std::equal_to<>> series_;  // guarded by mu_
+};
+
+}  // namespace internal
+
 namespace {
 
 enum class Kind { kCounter, kGauge, kHistogram };
@@ -26,6 +78,7 @@ struct Registration {
   std::vector<std::string> label_names;
   std::vector<double> buckets;
   void* family;
+  std::unique_ptr<internal::SeriesCache> cache;  // the registry is never destroyed
 };
 
 struct Registry {
@@ -51,12 +104,12 @@ bool IsValidName(const std::string& name, bool allow_colon) {
   return true;
 }
 
-// Returns the family registered under `name`, creating it with `create` when new. Aborts when
+// Returns the registration of `name`, creating the family with `create` when new. Aborts when
 // the name was registered with a different kind, help, label set or buckets.
 template <typename Create>
-void* FindOrRegister(Kind kind, const std::string& name, const std::string& help,
-                     const std::vector<std::string>& label_names,
-                     const std::vector<double>& buckets, Create create) {
+const Registration& FindOrRegister(Kind kind, const std::string& name, const std::string& help,
+                                   const std::vector<std::string>& label_names,
+                                   const std::vector<double>& buckets, Create create) {
   DRAPLANE_CHECK_MSG(IsValidName(name, /*allow_colon=*/true), name.c_str());
   for (const std::string& label : label_names) {
     DRAPLANE_CHECK_MSG(IsValidName(label, /*allow_colon=*/false) && label.rfind("__", 0) != 0,
@@ -70,22 +123,14 @@ void* FindOrRegister(Kind kind, const std::string& name, const std::string& help
     DRAPLANE_CHECK_MSG(existing.kind == kind && existing.help == help &&
                            existing.label_names == label_names && existing.buckets == buckets,
                        ("metric registered twice with different shapes: " + name).c_str());
-    return existing.family;
+    return existing;
   }
   void* family = create(global.registry);
-  global.families.emplace(name, Registration{kind, help, label_names, buckets, family});
-  return family;
-}
-
-template <typename Values>
-prometheus::Labels MakeLabels(const std::vector<std::string>& names, const Values& values) {
-  DRAPLANE_CHECK_MSG(names.size() == values.size(), "wrong number of label values");
-  prometheus::Labels labels;
-  size_t i = 0;
-  for (const auto& value : values) {
-    labels.emplace(names[i++], std::string(value));
-  }
-  return labels;
+  // std::map nodes do not move, so the registration (and its cache) outlives every handle.
+  return global.families
+      .emplace(name, Registration{kind, help, label_names, buckets, family,
+                                  std::make_unique<internal::SeriesCache>()})
+      .first->second;
 }
 
 }  // namespace
@@ -100,45 +145,77 @@ double Gauge::Value() const { return impl_->Value(); }
 
 void Histogram::Observe(double value) const { impl_->Observe(value); }
 
+namespace {
+
+template <typename Values>
+prometheus::Counter* CounterSeries(prometheus::Family<prometheus::Counter>* family,
+                                   internal::SeriesCache* cache,
+                                   const std::vector<std::string>& names, const Values& values) {
+  return static_cast<prometheus::Counter*>(cache->FindOrAdd(
+      names, values,
+      [&](const prometheus::Labels& labels) -> void* { return &family->Add(labels); }));
+}
+
+template <typename Values>
+prometheus::Gauge* GaugeSeries(prometheus::Family<prometheus::Gauge>* family,
+                               internal::SeriesCache* cache, const std::vector<std::string>& names,
+                               const Values& values) {
+  return static_cast<prometheus::Gauge*>(cache->FindOrAdd(
+      names, values,
+      [&](const prometheus::Labels& labels) -> void* { return &family->Add(labels); }));
+}
+
+template <typename Values>
+prometheus::Histogram* HistogramSeries(prometheus::Family<prometheus::Histogram>* family,
+                                       internal::SeriesCache* cache,
+                                       const std::vector<std::string>& names,
+                                       const std::vector<double>& buckets, const Values& values) {
+  return static_cast<prometheus::Histogram*>(cache->FindOrAdd(
+      names, values,
+      [&](const prometheus::Labels& labels) -> void* { return &family->Add(labels, buckets); }));
+}
+
+}  // namespace
+
 Counter CounterFamily::WithLabels(std::initializer_list<std::string_view> label_values) const {
-  return Counter(&family_->Add(MakeLabels(label_names_, label_values)));
+  return Counter(CounterSeries(family_, cache_, label_names_, label_values));
 }
 Counter CounterFamily::WithLabels(const std::vector<std::string>& label_values) const {
-  return Counter(&family_->Add(MakeLabels(label_names_, label_values)));
+  return Counter(CounterSeries(family_, cache_, label_names_, label_values));
 }
 
 Gauge GaugeFamily::WithLabels(std::initializer_list<std::string_view> label_values) const {
-  return Gauge(&family_->Add(MakeLabels(label_names_, label_values)));
+  return Gauge(GaugeSeries(family_, cache_, label_names_, label_values));
 }
 Gauge GaugeFamily::WithLabels(const std::vector<std::string>& label_values) const {
-  return Gauge(&family_->Add(MakeLabels(label_names_, label_values)));
+  return Gauge(GaugeSeries(family_, cache_, label_names_, label_values));
 }
 
 Histogram HistogramFamily::WithLabels(std::initializer_list<std::string_view> label_values) const {
-  return Histogram(&family_->Add(MakeLabels(label_names_, label_values), buckets_));
+  return Histogram(HistogramSeries(family_, cache_, label_names_, buckets_, label_values));
 }
 Histogram HistogramFamily::WithLabels(const std::vector<std::string>& label_values) const {
-  return Histogram(&family_->Add(MakeLabels(label_names_, label_values), buckets_));
+  return Histogram(HistogramSeries(family_, cache_, label_names_, buckets_, label_values));
 }
 
 CounterFamily NewCounterFamily(const std::string& name, const std::string& help,
                                std::vector<std::string> label_names) {
-  void* family = FindOrRegister(
+  const Registration& registration = FindOrRegister(
       Kind::kCounter, name, help, label_names, {}, [&](prometheus::Registry& registry) -> void* {
         return &prometheus::BuildCounter().Name(name).Help(help).Register(registry);
       });
-  return CounterFamily(static_cast<prometheus::Family<prometheus::Counter>*>(family),
-                       std::move(label_names));
+  return CounterFamily(static_cast<prometheus::Family<prometheus::Counter>*>(registration.family),
+                       std::move(label_names), registration.cache.get());
 }
 
 GaugeFamily NewGaugeFamily(const std::string& name, const std::string& help,
                            std::vector<std::string> label_names) {
-  void* family = FindOrRegister(
+  const Registration& registration = FindOrRegister(
       Kind::kGauge, name, help, label_names, {}, [&](prometheus::Registry& registry) -> void* {
         return &prometheus::BuildGauge().Name(name).Help(help).Register(registry);
       });
-  return GaugeFamily(static_cast<prometheus::Family<prometheus::Gauge>*>(family),
-                     std::move(label_names));
+  return GaugeFamily(static_cast<prometheus::Family<prometheus::Gauge>*>(registration.family),
+                     std::move(label_names), registration.cache.get());
 }
 
 HistogramFamily NewHistogramFamily(const std::string& name, const std::string& help,
@@ -147,13 +224,14 @@ HistogramFamily NewHistogramFamily(const std::string& name, const std::string& h
   DRAPLANE_CHECK_MSG(!buckets.empty() && std::is_sorted(buckets.begin(), buckets.end()) &&
                          std::adjacent_find(buckets.begin(), buckets.end()) == buckets.end(),
                      "histogram buckets must be strictly increasing");
-  void* family = FindOrRegister(
+  const Registration& registration = FindOrRegister(
       Kind::kHistogram, name, help, label_names, buckets,
       [&](prometheus::Registry& registry) -> void* {
         return &prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
       });
-  return HistogramFamily(static_cast<prometheus::Family<prometheus::Histogram>*>(family),
-                         std::move(label_names), std::move(buckets));
+  return HistogramFamily(
+      static_cast<prometheus::Family<prometheus::Histogram>*>(registration.family),
+      std::move(label_names), std::move(buckets), registration.cache.get());
 }
 
 std::vector<double> ExponentialBuckets(double start, double factor, int count) {

@@ -4,7 +4,8 @@
 // A metric family is registered once by name (`NewCounterFamily` and friends); asking for the
 // same name again with the same help and label names returns the same family. `WithLabels`
 // returns a cheap handle to the time series for one set of label values; handles stay valid for
-// the life of the process, so hot paths should look a handle up once and keep it.
+// the life of the process. A family remembers its series by label values, so `WithLabels` of a
+// series seen before is one hash lookup under a shared lock, without allocating.
 //
 // The implementation sits on prometheus-cpp core; its headers stay out of this one.
 //
@@ -27,6 +28,9 @@ class Family;
 }  // namespace prometheus
 
 namespace draplane::metrics {
+namespace internal {
+class SeriesCache;
+}  // namespace internal
 
 // A monotonically increasing count.
 class Counter {
@@ -77,10 +81,12 @@ class CounterFamily {
  private:
   friend CounterFamily NewCounterFamily(const std::string&, const std::string&,
                                         std::vector<std::string>);
-  CounterFamily(prometheus::Family<prometheus::Counter>* family, std::vector<std::string> labels)
-      : family_(family), label_names_(std::move(labels)) {}
+  CounterFamily(prometheus::Family<prometheus::Counter>* family, std::vector<std::string> labels,
+                internal::SeriesCache* cache)
+      : family_(family), label_names_(std::move(labels)), cache_(cache) {}
   prometheus::Family<prometheus::Counter>* family_;
   std::vector<std::string> label_names_;
+  internal::SeriesCache* cache_;  // shared by every copy of the family; never destroyed
 };
 
 class GaugeFamily {
@@ -91,10 +97,12 @@ class GaugeFamily {
  private:
   friend GaugeFamily NewGaugeFamily(const std::string&, const std::string&,
                                     std::vector<std::string>);
-  GaugeFamily(prometheus::Family<prometheus::Gauge>* family, std::vector<std::string> labels)
-      : family_(family), label_names_(std::move(labels)) {}
+  GaugeFamily(prometheus::Family<prometheus::Gauge>* family, std::vector<std::string> labels,
+              internal::SeriesCache* cache)
+      : family_(family), label_names_(std::move(labels)), cache_(cache) {}
   prometheus::Family<prometheus::Gauge>* family_;
   std::vector<std::string> label_names_;
+  internal::SeriesCache* cache_;  // shared by every copy of the family; never destroyed
 };
 
 class HistogramFamily {
@@ -106,11 +114,16 @@ class HistogramFamily {
   friend HistogramFamily NewHistogramFamily(const std::string&, const std::string&,
                                             std::vector<std::string>, std::vector<double>);
   HistogramFamily(prometheus::Family<prometheus::Histogram>* family,
-                  std::vector<std::string> labels, std::vector<double> buckets)
-      : family_(family), label_names_(std::move(labels)), buckets_(std::move(buckets)) {}
+                  std::vector<std::string> labels, std::vector<double> buckets,
+                  internal::SeriesCache* cache)
+      : family_(family),
+        label_names_(std::move(labels)),
+        buckets_(std::move(buckets)),
+        cache_(cache) {}
   prometheus::Family<prometheus::Histogram>* family_;
   std::vector<std::string> label_names_;
   std::vector<double> buckets_;
+  internal::SeriesCache* cache_;  // shared by every copy of the family; never destroyed
 };
 
 // Registers a family in the process-wide registry, or returns the one already registered under

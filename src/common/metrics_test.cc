@@ -72,6 +72,59 @@ TEST(MetricsTest, ConcurrentIncrementsAreNotLost) {
   EXPECT_EQ(family.WithLabels(std::vector<std::string>{}).Value(), 4000);
 }
 
+// WithLabels remembers series by their label values: tuples whose values concatenate to the
+// same text must still be different series, and asking again must return the same series.
+TEST(MetricsTest, SeriesAreKeyedByEveryLabelValue) {
+  CounterFamily family =
+      NewCounterFamily("draplane_test_tuples_total", "Tuples.", {"first", "second"});
+  family.WithLabels({"a:b", "c"}).Increment();
+  family.WithLabels({"a", "b:c"}).Increment(2);
+  family.WithLabels({"1:a", ""}).Increment(3);
+  family.WithLabels({"", "1:a"}).Increment(4);
+  family.WithLabels(std::vector<std::string>{"a:b", "c"}).Increment(10);
+  EXPECT_EQ(family.WithLabels({"a:b", "c"}).Value(), 11);
+  EXPECT_EQ(family.WithLabels({"a", "b:c"}).Value(), 2);
+  EXPECT_EQ(family.WithLabels({"1:a", ""}).Value(), 3);
+  EXPECT_EQ(family.WithLabels({"", "1:a"}).Value(), 4);
+  const std::string text = RenderText();
+  EXPECT_THAT(text, HasSubstr("draplane_test_tuples_total{first=\"a:b\",second=\"c\"} 11\n"));
+  EXPECT_THAT(text, HasSubstr("draplane_test_tuples_total{first=\"a\",second=\"b:c\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("draplane_test_tuples_total{first=\"1:a\",second=\"\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("draplane_test_tuples_total{first=\"\",second=\"1:a\"} 4\n"));
+}
+
+// Two families with the same label values never share a series, and a family registered twice
+// shares its series with the first registration (the remembered series included).
+TEST(MetricsTest, RememberedSeriesBelongToTheirFamily) {
+  HistogramFamily one = NewHistogramFamily("draplane_test_one_seconds", "One.", {"op"}, {1.0});
+  HistogramFamily two = NewHistogramFamily("draplane_test_two_seconds", "Two.", {"op"}, {1.0});
+  one.WithLabels({"get"}).Observe(0.5);
+  two.WithLabels({"get"}).Observe(2);
+  two.WithLabels({"get"}).Observe(3);
+  HistogramFamily again = NewHistogramFamily("draplane_test_one_seconds", "One.", {"op"}, {1.0});
+  again.WithLabels({"get"}).Observe(0.25);
+  const std::string text = RenderText();
+  EXPECT_THAT(text, HasSubstr("draplane_test_one_seconds_count{op=\"get\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("draplane_test_one_seconds_bucket{op=\"get\",le=\"1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("draplane_test_two_seconds_count{op=\"get\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("draplane_test_two_seconds_bucket{op=\"get\",le=\"1\"} 0\n"));
+}
+
+// Threads creating the same new series at once end up counting into one series.
+TEST(MetricsTest, ConcurrentFirstUseSharesOneSeries) {
+  CounterFamily family = NewCounterFamily("draplane_test_race_total", "Race.", {"k"});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) family.WithLabels({"k" + std::to_string(i)}).Increment();
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_EQ(family.WithLabels({"k" + std::to_string(i)}).Value(), 4) << i;
+  }
+}
+
 TEST(MetricsTest, ExponentialBucketsMultiply) {
   EXPECT_EQ(ExponentialBuckets(1, 2, 4), (std::vector<double>{1, 2, 4, 8}));
   EXPECT_EQ(LatencyBuckets().front(), 50e-6);
