@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
@@ -13,6 +16,7 @@
 #include "server/handlers/protobuf.h"
 #include "server/handlers/registry.h"
 #include "server/handlers/request_info.h"
+#include "server/openapi/openapi.h"
 
 namespace draplane::server::handlers {
 namespace {
@@ -260,6 +264,196 @@ TEST(ProtobufTest, DecodesNamespaceEnvelope) {
   EXPECT_EQ(boost::json::value(*obj),
             Json(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t1"}})"));
   EXPECT_EQ(DecodeKubernetesProtobuf("nope").status().code(), StatusCode::kInvalidArgument);
+}
+
+// --- openapi::UnknownFields against a direct reading of the schemas --------------------------
+
+// The walk as it read the component schemas on every request before they were compiled: kept
+// here as the oracle the compiled walk must agree with, field path by field path and in the
+// pruned object's bytes (boost::json's erase reorders members, so the order of removals counts).
+const boost::json::object* ResolveSchema(const boost::json::object* schema) {
+  for (int depth = 0; schema != nullptr && depth < 8; ++depth) {
+    const boost::json::value* r = schema->if_contains("$ref");
+    if (r == nullptr) {
+      const boost::json::value* all = schema->if_contains("allOf");
+      if (all != nullptr && all->is_array() && all->get_array().size() == 1 &&
+          all->get_array()[0].is_object()) {
+        schema = &all->get_array()[0].get_object();
+        continue;
+      }
+      return schema;
+    }
+    std::string_view name = r->get_string();
+    constexpr std::string_view kPrefix = "#/components/schemas/";
+    if (name.rfind(kPrefix, 0) != 0) return nullptr;
+    const boost::json::value* target =
+        openapi::ComponentSchemas().if_contains(name.substr(kPrefix.size()));
+    schema = target != nullptr && target->is_object() ? &target->get_object() : nullptr;
+  }
+  return schema;
+}
+
+void OracleWalk(boost::json::value& v, const boost::json::object* schema, const std::string& path,
+                bool prune, std::vector<std::string>* unknown) {
+  schema = ResolveSchema(schema);
+  if (schema == nullptr) return;
+  if (const boost::json::value* p = schema->if_contains("x-kubernetes-preserve-unknown-fields");
+      p != nullptr && p->is_bool() && p->get_bool()) {
+    return;
+  }
+  if (v.is_object()) {
+    boost::json::object& o = v.get_object();
+    const boost::json::value* properties = schema->if_contains("properties");
+    const boost::json::value* additional = schema->if_contains("additionalProperties");
+    if (properties != nullptr && properties->is_object()) {
+      std::vector<std::string> drop;
+      for (auto& member : o) {
+        std::string child =
+            path.empty() ? std::string(member.key()) : path + "." + std::string(member.key());
+        const boost::json::value* property = properties->get_object().if_contains(member.key());
+        if (property == nullptr) {
+          unknown->push_back(child);
+          drop.emplace_back(member.key());
+          continue;
+        }
+        if (property->is_object()) {
+          OracleWalk(member.value(), &property->get_object(), child, prune, unknown);
+        }
+      }
+      if (prune) {
+        for (const std::string& key : drop) o.erase(key);
+      }
+    } else if (additional != nullptr && additional->is_object()) {
+      for (auto& member : o) {
+        OracleWalk(member.value(), &additional->get_object(),
+                   path + "." + std::string(member.key()), prune, unknown);
+      }
+    }
+    return;
+  }
+  if (v.is_array()) {
+    const boost::json::value* items = schema->if_contains("items");
+    if (items == nullptr || !items->is_object()) return;
+    boost::json::array& a = v.get_array();
+    for (size_t i = 0; i < a.size(); ++i) {
+      OracleWalk(a[i], &items->get_object(), path + "[" + std::to_string(i) + "]", prune, unknown);
+    }
+  }
+}
+
+std::vector<std::string> OracleUnknownFields(std::string_view group, std::string_view version,
+                                             std::string_view kind, JsonObject& obj, bool prune) {
+  std::vector<std::string> unknown;
+  std::optional<std::string> name = openapi::SchemaNameOf(group, version, kind);
+  if (!name) return unknown;
+  const boost::json::value* schema = openapi::ComponentSchemas().if_contains(*name);
+  if (schema == nullptr || !schema->is_object()) return unknown;
+  boost::json::value v(std::move(obj));
+  OracleWalk(v, &schema->get_object(), "", prune, &unknown);
+  obj = std::move(v.get_object());
+  return unknown;
+}
+
+// Adds an unknown member to the object nodes of `v` (depth first), the `index`-th one only, or
+// every one when `index` is negative; returns how many object nodes there are.
+int InjectUnknown(boost::json::value& v, int index, int* seen) {
+  if (v.is_object()) {
+    boost::json::object& o = v.get_object();
+    int mine = (*seen)++;
+    std::vector<boost::json::value*> children;
+    for (auto& member : o) children.push_back(&member.value());
+    for (boost::json::value* child : children) InjectUnknown(*child, index, seen);
+    if (index < 0 || index == mine) {
+      // One first (erasing it moves another member into its place) and one last.
+      boost::json::object rebuilt;
+      rebuilt["aUnknown" + std::to_string(mine)] = "x";
+      for (auto& member : o) rebuilt.emplace(member.key(), std::move(member.value()));
+      rebuilt["zzUnknown" + std::to_string(mine)] = boost::json::object{{"deeper", 1}};
+      o = std::move(rebuilt);
+    }
+  } else if (v.is_array()) {
+    for (boost::json::value& item : v.get_array()) InjectUnknown(item, index, seen);
+  }
+  return *seen;
+}
+
+void ExpectSameAsOracle(const boost::json::object& original, const std::string& what) {
+  std::string api_version(GetString(original, "apiVersion"));
+  std::string kind(GetString(original, "kind"));
+  size_t slash = api_version.find('/');
+  std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
+  std::string version = slash == std::string::npos ? api_version : api_version.substr(slash + 1);
+  for (bool prune : {true, false}) {
+    JsonObject expected_obj = original;
+    JsonObject actual_obj = original;
+    std::vector<std::string> expected =
+        OracleUnknownFields(group, version, kind, expected_obj, prune);
+    std::vector<std::string> actual =
+        openapi::UnknownFields(group, version, kind, actual_obj, prune);
+    EXPECT_EQ(actual, expected) << what << " prune=" << prune;
+    EXPECT_EQ(boost::json::serialize(actual_obj), boost::json::serialize(expected_obj))
+        << what << " prune=" << prune;
+  }
+}
+
+TEST(OpenApiTest, UnknownFieldsAgreeWithTheSchemasOnEveryFixtureAndInjection) {
+  const std::filesystem::path dir = std::filesystem::path(DRAPLANE_SHARED_DIR) / "fixtures/k8s-api";
+  int checked = 0;
+  int reported = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    boost::json::value fixture = boost::json::parse(text.str());
+    ASSERT_TRUE(fixture.is_object()) << entry.path();
+    const std::string name = entry.path().filename().string();
+    ExpectSameAsOracle(fixture.get_object(), name);
+    int seen = 0;
+    boost::json::value all = fixture;
+    int objects = InjectUnknown(all, -1, &seen);
+    ExpectSameAsOracle(all.get_object(), name + " everywhere");
+    for (int i = 0; i < objects; ++i) {
+      boost::json::value one = fixture;
+      seen = 0;
+      InjectUnknown(one, i, &seen);
+      ExpectSameAsOracle(one.get_object(), name + " at object " + std::to_string(i));
+      JsonObject copy = one.get_object();
+      std::string api_version(GetString(copy, "apiVersion"));
+      size_t slash = api_version.find('/');
+      reported += static_cast<int>(
+          openapi::UnknownFields(slash == std::string::npos ? "" : api_version.substr(0, slash),
+                                 api_version.substr(slash + 1), GetString(copy, "kind"), copy, true)
+              .size());
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(reported, 100);  // the injections are found, not only agreed upon
+}
+
+TEST(OpenApiTest, UnknownFieldPathsAndPruning) {
+  JsonObject claim = Json(R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
+      "metadata":{"name":"c","bogus":1,"labels":{"a":"b"}},
+      "spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"x","nope":2}},
+                                     {"name":"s","extra":[1]}]}},
+      "status":{"reservedFor":[{"resource":"pods","name":"p","uid":"u","what":true}]},
+      "top":0})")
+                         .get_object();
+  std::vector<std::string> unknown =
+      openapi::UnknownFields("resource.k8s.io", "v1", "ResourceClaim", claim, true);
+  EXPECT_EQ(unknown, (std::vector<std::string>{
+                         "metadata.bogus", "spec.devices.requests[0].exactly.nope",
+                         "spec.devices.requests[1].extra", "status.reservedFor[0].what", "top"}));
+  EXPECT_EQ(boost::json::value(claim),
+            Json(R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim",
+                "metadata":{"name":"c","labels":{"a":"b"}},
+                "spec":{"devices":{"requests":[{"name":"r","exactly":{"deviceClassName":"x"}},
+                                               {"name":"s"}]}},
+                "status":{"reservedFor":[{"resource":"pods","name":"p","uid":"u"}]}})"));
+  JsonObject unserved = Json(R"({"foo":1})").get_object();
+  EXPECT_TRUE(openapi::UnknownFields("example.com", "v1", "Nothing", unserved, true).empty());
+  EXPECT_EQ(boost::json::value(unserved), Json(R"({"foo":1})"));
 }
 
 }  // namespace

@@ -1,8 +1,12 @@
 #include "server/openapi/openapi.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "server/handlers/discovery.h"
 
@@ -38,49 +42,157 @@ const object* Resolve(const object* schema) {
   return schema;
 }
 
-void Walk(value& v, const object* schema, const std::string& path, bool prune,
-          std::vector<std::string>* unknown) {
-  schema = Resolve(schema);
-  if (schema == nullptr) return;
-  if (const value* preserve = schema->if_contains("x-kubernetes-preserve-unknown-fields");
-      preserve != nullptr && preserve->is_bool() && preserve->get_bool()) {
-    return;
+// The schemas compiled for the unknown-field walk, so that a request body is walked without
+// resolving `$ref`s, reading schema keywords or building field paths (the walk runs on every
+// write): one node per schema, with the same decisions as reading the schema itself would make.
+struct WalkNode {
+  // Nothing below is checked: the schema does not resolve, or it preserves unknown fields.
+  bool stop = false;
+  // `properties` is an object: members it does not name are unknown. Values are the members'
+  // schemas, nullptr for a property whose schema is not an object (known, not walked).
+  bool has_properties = false;
+  std::unordered_map<std::string_view, const WalkNode*> properties;
+  // Without `properties`: the schema of every member (`additionalProperties`), or nullptr.
+  const WalkNode* additional = nullptr;
+  // The schema of array items, or nullptr.
+  const WalkNode* items = nullptr;
+};
+
+class WalkSchemas {
+ public:
+  // The compiled schema of a served kind, or nullptr when none is generated.
+  const WalkNode* Root(std::string_view group, std::string_view version,
+                       std::string_view kind) const {
+    for (const Root_& r : roots_) {
+      if (r.kind == kind && r.version == version && r.group == group) return r.node;
+    }
+    return nullptr;
   }
-  if (v.is_object()) {
-    object& o = v.get_object();
-    const value* properties = schema->if_contains("properties");
-    const value* additional = schema->if_contains("additionalProperties");
-    if (properties != nullptr && properties->is_object()) {
-      std::vector<std::string> drop;
-      for (auto& member : o) {
-        std::string child =
-            path.empty() ? std::string(member.key()) : path + "." + std::string(member.key());
-        const value* property = properties->get_object().if_contains(member.key());
-        if (property == nullptr) {
-          unknown->push_back(child);
-          drop.emplace_back(member.key());
-          continue;
+
+  static const WalkSchemas& Get() {
+    static const WalkSchemas* schemas = new WalkSchemas();  // never destroyed
+    return *schemas;
+  }
+
+ private:
+  struct Root_ {
+    std::string group, version, kind;
+    const WalkNode* node;
+  };
+
+  WalkSchemas() {
+    for (const auto& member : ComponentSchemas()) {
+      if (!member.value().is_object()) continue;
+      const value* gvks =
+          member.value().get_object().if_contains("x-kubernetes-group-version-kind");
+      if (gvks == nullptr || !gvks->is_array()) continue;
+      for (const value& gvk : gvks->get_array()) {
+        const object& g = gvk.get_object();
+        Root_ root{std::string(g.at("group").get_string()),
+                   std::string(g.at("version").get_string()),
+                   std::string(g.at("kind").get_string()), Compile(&member.value().get_object())};
+        // As SchemaNameOf: a kind named by two schemas gets the later one.
+        auto same = std::find_if(roots_.begin(), roots_.end(), [&](const Root_& r) {
+          return r.group == root.group && r.version == root.version && r.kind == root.kind;
+        });
+        if (same != roots_.end()) {
+          *same = std::move(root);
+        } else {
+          roots_.push_back(std::move(root));
         }
-        if (property->is_object())
-          Walk(member.value(), &property->get_object(), child, prune, unknown);
       }
-      if (prune) {
-        for (const std::string& key : drop) o.erase(key);
+    }
+  }
+
+  // The node of `schema` (before resolving its `$ref` / single `allOf`), made once per schema
+  // object; a schema that refers back to itself gets the node being built.
+  const WalkNode* Compile(const object* schema) {
+    auto [it, inserted] = compiled_.try_emplace(schema, nullptr);
+    if (!inserted) return it->second;
+    nodes_.push_back(std::make_unique<WalkNode>());
+    WalkNode* node = nodes_.back().get();
+    it->second = node;
+    const object* resolved = Resolve(schema);
+    if (resolved == nullptr) {
+      node->stop = true;
+      return node;
+    }
+    if (const value* preserve = resolved->if_contains("x-kubernetes-preserve-unknown-fields");
+        preserve != nullptr && preserve->is_bool() && preserve->get_bool()) {
+      node->stop = true;
+      return node;
+    }
+    const value* properties = resolved->if_contains("properties");
+    const value* additional = resolved->if_contains("additionalProperties");
+    if (properties != nullptr && properties->is_object()) {
+      node->has_properties = true;
+      for (const auto& property : properties->get_object()) {
+        node->properties.emplace(
+            std::string_view(property.key()),
+            property.value().is_object() ? Compile(&property.value().get_object()) : nullptr);
       }
     } else if (additional != nullptr && additional->is_object()) {
+      node->additional = Compile(&additional->get_object());
+    }
+    const value* items = resolved->if_contains("items");
+    if (items != nullptr && items->is_object()) node->items = Compile(&items->get_object());
+    return node;
+  }
+
+  std::vector<Root_> roots_;
+  std::unordered_map<const object*, const WalkNode*> compiled_;
+  std::vector<std::unique_ptr<WalkNode>> nodes_;
+};
+
+// Appends the unknown fields below `v` (at `path`, a buffer restored before returning) in
+// document order, and removes them when `prune` is set. Field paths are upstream's
+// ("spec.devices.requests[0].foo"); they are only built for unknown fields.
+void Walk(value& v, const WalkNode* node, std::string& path, bool prune,
+          std::vector<std::string>* unknown) {
+  if (node == nullptr || node->stop) return;
+  const size_t length = path.size();
+  if (v.is_object()) {
+    object& o = v.get_object();
+    if (node->has_properties) {
+      std::vector<std::string> drop;
       for (auto& member : o) {
-        Walk(member.value(), &additional->get_object(), path + "." + std::string(member.key()),
-             prune, unknown);
+        std::string_view key = member.key();
+        auto property = node->properties.find(key);
+        if (property == node->properties.end()) {
+          std::string child = path;
+          if (!child.empty()) child.push_back('.');
+          child.append(key);
+          unknown->push_back(std::move(child));
+          if (prune) drop.emplace_back(key);
+          continue;
+        }
+        const WalkNode* child = property->second;
+        if (child == nullptr || child->stop) continue;
+        if (!path.empty()) path.push_back('.');
+        path.append(key);
+        Walk(member.value(), child, path, prune, unknown);
+        path.resize(length);
+      }
+      for (const std::string& key : drop) o.erase(key);
+    } else if (node->additional != nullptr && !node->additional->stop) {
+      for (auto& member : o) {
+        path.push_back('.');
+        path.append(member.key());
+        Walk(member.value(), node->additional, path, prune, unknown);
+        path.resize(length);
       }
     }
     return;
   }
   if (v.is_array()) {
-    const value* items = schema->if_contains("items");
-    if (items == nullptr || !items->is_object()) return;
+    if (node->items == nullptr || node->items->stop) return;
     array& a = v.get_array();
+    char index[24];
     for (size_t i = 0; i < a.size(); ++i) {
-      Walk(a[i], &items->get_object(), path + "[" + std::to_string(i) + "]", prune, unknown);
+      int n = std::snprintf(index, sizeof index, "[%zu]", i);
+      path.append(index, static_cast<size_t>(n));
+      Walk(a[i], node->items, path, prune, unknown);
+      path.resize(length);
     }
   }
 }
@@ -338,12 +450,11 @@ std::optional<std::string> V3Document(const handlers::Registry& registry,
 std::vector<std::string> UnknownFields(std::string_view group, std::string_view version,
                                        std::string_view kind, object& obj, bool prune) {
   std::vector<std::string> unknown;
-  std::optional<std::string> name = SchemaNameOf(group, version, kind);
-  if (!name) return unknown;
-  const value* schema = ComponentSchemas().if_contains(*name);
-  if (schema == nullptr || !schema->is_object()) return unknown;
+  const WalkNode* root = WalkSchemas::Get().Root(group, version, kind);
+  if (root == nullptr) return unknown;
+  std::string path;
   value v(std::move(obj));
-  Walk(v, &schema->get_object(), "", prune, &unknown);
+  Walk(v, root, path, prune, &unknown);
   obj = std::move(v.get_object());
   return unknown;
 }
