@@ -239,6 +239,26 @@ TEST(JsonUtilTest, SplicesResourceVersionIntoStoredForm) {
             Json(R"({"metadata":{"resourceVersion":"7"},"kind":"X"})"));
 }
 
+// The moving overload writes the same bytes as the copying one: key order, the removal of
+// metadata.resourceVersion (boost's erase moves the last member into its place), nested values.
+TEST(JsonUtilTest, StoredFormIsTheSameWhenTheObjectIsMoved) {
+  for (std::string_view text : {
+           R"({"spec":{"a":[1,{"b":"c"}]},"kind":"Pod","metadata":{"resourceVersion":"9",
+               "name":"p","labels":{"x":"y"},"uid":"u"},"apiVersion":"v1","status":{}})",
+           R"({"metadata":{"name":"p","resourceVersion":"3"},"zz":null,"apiVersion":"v1"})",
+           R"({"kind":"K","other":{"metadata":{"resourceVersion":"1"}}})",
+           R"({"metadata":"not an object","kind":"K"})",
+       }) {
+    JsonObject obj = Json(text).as_object();
+    std::string copied = ToStoredJson(obj);
+    EXPECT_EQ(boost::json::value(obj), Json(text)) << text;  // not modified
+    EXPECT_EQ(ToStoredJson(std::move(obj)), copied) << text;
+  }
+  JsonObject obj =
+      Json(R"({"metadata":{"resourceVersion":"9","name":"p","uid":"u"},"kind":"K"})").as_object();
+  EXPECT_EQ(ToStoredJson(std::move(obj)), R"({"kind":"K","metadata":{"uid":"u","name":"p"}})");
+}
+
 TEST(JsonUtilTest, HumanDurationMatchesUpstream) {
   using namespace std::chrono;
   EXPECT_EQ(HumanDuration(seconds(5)), "5s");

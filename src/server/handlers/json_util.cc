@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <type_traits>
 
 #include "api/codec/json.h"
 
@@ -92,26 +93,45 @@ void SetFinalizers(JsonObject& obj, const std::vector<std::string>& finalizers) 
   meta["finalizers"] = std::move(list);
 }
 
-std::string ToStoredJson(const JsonObject& obj) {
-  JsonObject ordered;
+namespace {
+
+// `obj`'s members in stored order, copied or moved (`Object` is const or not).
+template <typename Object>
+std::string StoredJson(Object& obj) {
+  auto take = [](auto& value) -> decltype(auto) {
+    if constexpr (std::is_const_v<Object>) {
+      return value;
+    } else {
+      return std::move(value);
+    }
+  };
+  // Built inside a value: AppendJson takes a value, and passing it an object would copy it.
+  boost::json::value stored(boost::json::object_kind);
+  JsonObject& ordered = stored.get_object();
   ordered.reserve(obj.size());
   for (std::string_view key : {"apiVersion", "kind", "metadata"}) {
     auto it = obj.find(key);
-    if (it != obj.end()) ordered.emplace(key, it->value());
+    if (it != obj.end()) ordered.emplace(key, take(it->value()));
   }
   if (boost::json::value* meta = ordered.if_contains("metadata"); meta && meta->is_object()) {
     meta->get_object().erase("resourceVersion");
   }
-  for (const auto& member : obj) {
+  for (auto& member : obj) {
     if (member.key() == "apiVersion" || member.key() == "kind" || member.key() == "metadata") {
       continue;
     }
-    ordered.emplace(member.key(), member.value());
+    ordered.emplace(member.key(), take(member.value()));
   }
   std::string out;
-  api::codec::AppendJson(ordered, api::codec::JsonWriteOptions{.indent = 0}, &out);
+  api::codec::AppendJson(stored, api::codec::JsonWriteOptions{.indent = 0}, &out);
   return out;
 }
+
+}  // namespace
+
+std::string ToStoredJson(const JsonObject& obj) { return StoredJson(obj); }
+
+std::string ToStoredJson(JsonObject&& obj) { return StoredJson(obj); }
 
 namespace {
 

@@ -46,6 +46,8 @@ void SetFinalizers(JsonObject& obj, const std::vector<std::string>& finalizers);
 // The stored form of an object (see above): reorders the top-level keys and drops
 // metadata.resourceVersion. Does not modify `obj`.
 std::string ToStoredJson(const JsonObject& obj);
+// The same bytes from an object that is not needed afterwards: its members are moved, not copied.
+std::string ToStoredJson(JsonObject&& obj);
 // Served bytes of a stored object at `revision`. Falls back to a parse when `stored` is not in
 // stored form (e.g. written by an older version), so it never fails on valid JSON.
 std::string WithResourceVersion(std::string_view stored, int64_t revision);

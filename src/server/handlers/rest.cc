@@ -546,7 +546,7 @@ StatusOr<store::ObjectPtr> Rest::CreateInternal(const ResourceInfo& resource, Js
   }
   store::Key key = KeyOf(resource, std::string(MetaString(obj, "namespace")),
                          std::string(MetaString(obj, "name")));
-  StatusOr<store::ObjectPtr> created = deps_.store->Create(key, ToStoredJson(obj));
+  StatusOr<store::ObjectPtr> created = deps_.store->Create(key, ToStoredJson(std::move(obj)));
   if (created.ok()) ObserveWrite(resource, **created, false);
   return created;
 }
@@ -597,7 +597,7 @@ http::Response Rest::Create(const Scope& scope) {
   attributes.object = &obj;
   if (auto e = deps_.admission->Admit(attributes)) return ToResponse(*e);
   if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return ToResponse(*e);
-  std::string stored = ToStoredJson(obj);
+  std::string stored = ToStoredJson(std::move(obj));
   if (std::get<bool>(dry)) {
     StatusOr<std::string> body = RenderObject(r, stored, *format, deps_.clock->Now());
     if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
@@ -619,8 +619,19 @@ http::Response Rest::Update(const Scope& scope) {
   auto decoded = DecodeBody(*scope.request);
   if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
   JsonObject body = std::move(std::get<JsonObject>(decoded));
+  // The body is moved into the first attempt; a retry (the store's GuaranteedUpdate calls again
+  // when the object changed meanwhile) decodes it again instead of every attempt copying it.
+  bool first = true;
   return UpdateWith(
-      scope, [&](const JsonObject&) -> std::variant<JsonObject, ApiError> { return body; }, false);
+      scope,
+      [&](const JsonObject&) -> std::variant<JsonObject, ApiError> {
+        if (first) {
+          first = false;
+          return std::move(body);
+        }
+        return DecodeBody(*scope.request);
+      },
+      false);
 }
 
 http::Response Rest::Patch(const Scope& scope) {
@@ -754,7 +765,7 @@ http::Response Rest::UpdateWith(
       if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
       if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return fail(*e);
       created = true;
-      std::string stored = ToStoredJson(obj);
+      std::string stored = ToStoredJson(std::move(obj));
       if (std::get<bool>(dry)) {
         dry_result = stored;
         return InternalError(std::string(kAbortMarker));  // nothing is written
@@ -802,7 +813,7 @@ http::Response Rest::UpdateWith(
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
     if (auto e = FromCheck(r, name, check)) return fail(*e);
     delete_after = !MetaString(obj, "deletionTimestamp").empty() && !HasFinalizers(obj, r);
-    std::string stored = ToStoredJson(obj);
+    std::string stored = ToStoredJson(std::move(obj));
     if (std::get<bool>(dry)) {
       dry_result = WithResourceVersion(stored, current->revision);
       return InternalError(std::string(kAbortMarker));  // nothing is written
@@ -1123,7 +1134,7 @@ http::Response Rest::Bind(const Scope& scope, const std::string& ns, const std::
     conditions.push_back(std::move(scheduled));
     status["conditions"] = std::move(conditions);
     if (std::get<bool>(dry)) return current->value;
-    return ToStoredJson(pod);
+    return ToStoredJson(std::move(pod));
   };
   StatusOr<store::ObjectPtr> result = deps_.store->GuaranteedUpdate(KeyOf(*pods, ns, name), fn, {});
   if (!result.ok()) {

@@ -24,7 +24,17 @@ void Append(FieldErrorList& to, FieldErrorList from) {
   to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }
 
-// Decodes `obj` through the generated codec of T (found by argument-dependent lookup).
+// Decodes `obj` through the generated codec of T (found by argument-dependent lookup). The codec
+// reads a boost::json::value: a mutable object is moved into one and back (constant time, same
+// storage) instead of being copied.
+template <typename T>
+T DecodeAs(JsonObject& obj, FieldErrorList* decode_errors) {
+  T out;
+  boost::json::value v(std::move(obj));
+  Decode(v, &out, decode_errors);
+  obj = std::move(v.get_object());
+  return out;
+}
 template <typename T>
 T DecodeAs(const JsonObject& obj, FieldErrorList* decode_errors) {
   T out;
@@ -40,9 +50,9 @@ void EncodeInto(const T& typed, JsonObject& obj) {
 
 api::metav1::ObjectMeta DecodeMeta(const JsonObject& obj, FieldErrorList* decode_errors) {
   api::metav1::ObjectMeta meta;
-  if (const JsonObject* m = FindObject(obj, "metadata")) {
+  if (auto m = obj.find("metadata"); m != obj.end() && m->value().is_object()) {
     FieldErrorList errors;
-    Decode(boost::json::value(*m), &meta, &errors);
+    Decode(m->value(), &meta, &errors);
     for (api::FieldError& e : errors) {
       e.field = e.field.empty() ? "metadata" : "metadata." + e.field;
       decode_errors->push_back(std::move(e));
