@@ -80,11 +80,15 @@ bool RuleAllows(const Attributes& a, const PolicyRule& rule) {
   }
   if (!verb_matches()) return false;
   if (!Contains(rule.api_groups, "*") && !Contains(rule.api_groups, a.api_group)) return false;
-  std::string combined = a.resource;
-  if (!a.subresource.empty()) combined += "/" + a.subresource;
+  // "resource" or "resource/subresource", compared in place (no string built per rule).
+  auto is_combined = [&](std::string_view r) {
+    if (a.subresource.empty()) return r == a.resource;
+    return r.size() == a.resource.size() + 1 + a.subresource.size() && r.starts_with(a.resource) &&
+           r[a.resource.size()] == '/' && r.ends_with(a.subresource);
+  };
   bool resource_matches = false;
   for (const std::string& r : rule.resources) {
-    if (r == "*" || r == combined) {
+    if (r == "*" || is_combined(r)) {
       resource_matches = true;
       break;
     }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/authz/rbac.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
 #include "server/handlers/field_selector.h"
@@ -284,6 +285,37 @@ TEST(ProtobufTest, DecodesNamespaceEnvelope) {
   EXPECT_EQ(boost::json::value(*obj),
             Json(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t1"}})"));
   EXPECT_EQ(DecodeKubernetesProtobuf("nope").status().code(), StatusCode::kInvalidArgument);
+}
+
+// A rule's resources match "resource" or "resource/subresource" exactly, "*", or "*/sub".
+TEST(RbacTest, RuleResourcesMatchTheResourceAndSubresourceExactly) {
+  auto allows = [](std::vector<std::string> resources, std::string resource,
+                   std::string subresource) {
+    authz::Attributes a;
+    a.verb = "update";
+    a.resource_request = true;
+    a.api_group = "resource.k8s.io";
+    a.resource = std::move(resource);
+    a.subresource = std::move(subresource);
+    authz::PolicyRule rule;
+    rule.verbs = {"update"};
+    rule.api_groups = {"resource.k8s.io"};
+    rule.resources = std::move(resources);
+    return authz::RuleAllows(a, rule);
+  };
+  EXPECT_TRUE(allows({"resourceclaims"}, "resourceclaims", ""));
+  EXPECT_FALSE(allows({"resourceclaims"}, "resourceclaims", "status"));
+  EXPECT_TRUE(allows({"resourceclaims/status"}, "resourceclaims", "status"));
+  EXPECT_FALSE(allows({"resourceclaims/status"}, "resourceclaims", ""));
+  EXPECT_FALSE(allows({"resourceclaims/status"}, "resourceclaim", "s/status"));
+  EXPECT_FALSE(allows({"resourceclaims/status"}, "resourceclaims", "statu"));
+  EXPECT_FALSE(allows({"resourceclaimsXstatus"}, "resourceclaims", "status"));
+  EXPECT_FALSE(allows({"resourceclaims/statusX"}, "resourceclaims", "status"));
+  EXPECT_FALSE(allows({"resourceclaims/"}, "resourceclaims", ""));
+  EXPECT_TRUE(allows({"*/status"}, "resourceclaims", "status"));
+  EXPECT_FALSE(allows({"*/status"}, "resourceclaims", ""));
+  EXPECT_TRUE(allows({"*"}, "resourceclaims", "status"));
+  EXPECT_TRUE(allows({"pods", "resourceclaims/status"}, "resourceclaims", "status"));
 }
 
 // --- openapi::UnknownFields against a direct reading of the schemas --------------------------
