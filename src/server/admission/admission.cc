@@ -112,14 +112,27 @@ std::optional<ApiError> Admission::NamespaceLifecycle(const Attributes& a) const
     }
     return handlers::FromStatus(ns.status(), {{"", "namespaces"}, a.namespace_, "Namespace"});
   }
-  StatusOr<JsonObject> parsed = handlers::ParseObject((*ns)->value);
-  if (parsed.ok() && (!handlers::MetaString(*parsed, "deletionTimestamp").empty() ||
-                      handlers::GetPathString(*parsed, {"status", "phase"}) == "Terminating")) {
+  if (Terminating(**ns)) {
     return handlers::NewForbidden(r.Gr(), a.name,
                                   "unable to create new content in namespace " + a.namespace_ +
                                       " because it is being terminated");
   }
   return std::nullopt;
+}
+
+bool Admission::Terminating(const store::Object& ns) const {
+  {
+    std::lock_guard lock(mu_);
+    auto it = terminating_.find(ns.key.name);
+    if (it != terminating_.end() && it->second.first == ns.revision) return it->second.second;
+  }
+  StatusOr<JsonObject> parsed = handlers::ParseObject(ns.value);
+  bool terminating =
+      parsed.ok() && (!handlers::MetaString(*parsed, "deletionTimestamp").empty() ||
+                      handlers::GetPathString(*parsed, {"status", "phase"}) == "Terminating");
+  std::lock_guard lock(mu_);
+  terminating_[ns.key.name] = {ns.revision, terminating};
+  return terminating;
 }
 
 std::optional<ApiError> Admission::NodeRestriction(const Attributes& a) const {

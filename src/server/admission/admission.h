@@ -17,11 +17,16 @@
 //                       or empty is refused unless annotated `draplane.dev/select-all: "true"`
 //                       (docs/design/agent.md).
 //
-// Thread-safety: stateless apart from the store handle; safe for concurrent use.
+// Thread-safety: safe for concurrent use. The only state besides the store handle is a memo of
+// whether each namespace is terminating, by the namespace object's revision (guarded by a mutex;
+// a namespace's stored bytes at one revision never change, so the memo cannot go stale).
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "server/auth/authenticator.h"
 #include "server/handlers/errors.h"
@@ -55,8 +60,14 @@ class Admission {
   std::optional<handlers::ApiError> NamespaceLifecycle(const Attributes& a) const;
   std::optional<handlers::ApiError> NodeRestriction(const Attributes& a) const;
   std::optional<handlers::ApiError> DraAdminAccess(const Attributes& a) const;
+  // Whether `ns` (the namespace object just read) is being deleted: parsed once per revision.
+  bool Terminating(const store::Object& ns) const;
 
   store::Store* store_;
+  mutable std::mutex mu_;
+  // Namespace name -> (revision read, terminating at that revision).
+  mutable std::map<std::string, std::pair<store::Revision, bool>, std::less<>>
+      terminating_;  // guarded by mu_
 };
 
 // The namespace label that allows admin access to devices.

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/admission/admission.h"
 #include "server/authz/rbac.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
@@ -17,7 +18,9 @@
 #include "server/handlers/protobuf.h"
 #include "server/handlers/registry.h"
 #include "server/handlers/request_info.h"
+#include "server/handlers/strategy.h"
 #include "server/openapi/openapi.h"
+#include "store/store.h"
 
 namespace draplane::server::handlers {
 namespace {
@@ -260,6 +263,48 @@ TEST(JsonUtilTest, StoredFormIsTheSameWhenTheObjectIsMoved) {
   EXPECT_EQ(ToStoredJson(std::move(obj)), R"({"kind":"K","metadata":{"uid":"u","name":"p"}})");
 }
 
+// A status update keeps everything of the old object but its status, in the old object's
+// member order: the bytes are those of copying the old object and assigning the new status.
+TEST(StrategyTest, StatusUpdateKeepsTheOldObjectsMemberOrder) {
+  auto oracle = [](const JsonObject& obj, const JsonObject& old) {
+    JsonObject result = old;
+    if (auto it = obj.find("status"); it != obj.end()) {
+      result["status"] = it->value();
+    } else {
+      result.erase("status");
+    }
+    std::string_view rv = MetaString(obj, "resourceVersion");
+    JsonObject& meta = EnsureObject(result, "metadata");
+    if (rv.empty()) {
+      meta.erase("resourceVersion");
+    } else {
+      meta["resourceVersion"] = rv;
+    }
+    return result;
+  };
+  const std::vector<std::string_view> olds = {
+      R"({"apiVersion":"v1","kind":"Pod","metadata":{"resourceVersion":"4","name":"p"},
+          "status":{"phase":"Pending"},"spec":{"nodeName":"n"}})",
+      R"({"kind":"Pod","metadata":{"name":"p"},"spec":{},"status":{"phase":"Pending"}})",
+      R"({"metadata":{"name":"p","labels":{"a":"b"}},"spec":{"x":[1,2]}})",
+  };
+  const std::vector<std::string_view> news = {
+      R"({"metadata":{"name":"p","resourceVersion":"4","labels":{"c":"d"}},"spec":{},
+          "status":{"phase":"Running","conditions":[{"type":"Ready"}]}})",
+      R"({"status":{"phase":"Failed"},"metadata":{"name":"p"}})",
+      R"({"metadata":{"name":"p","resourceVersion":"5"},"spec":{"nodeName":"other"}})",
+  };
+  for (std::string_view old_text : olds) {
+    for (std::string_view new_text : news) {
+      const JsonObject old = Json(old_text).as_object();
+      JsonObject obj = Json(new_text).as_object();
+      std::string expected = boost::json::serialize(oracle(obj, old));
+      PodStrategy().PrepareForStatusUpdate(obj, old);
+      EXPECT_EQ(boost::json::serialize(obj), expected) << old_text << " <- " << new_text;
+    }
+  }
+}
+
 TEST(JsonUtilTest, HumanDurationMatchesUpstream) {
   using namespace std::chrono;
   EXPECT_EQ(HumanDuration(seconds(5)), "5s");
@@ -285,6 +330,50 @@ TEST(ProtobufTest, DecodesNamespaceEnvelope) {
   EXPECT_EQ(boost::json::value(*obj),
             Json(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"t1"}})"));
   EXPECT_EQ(DecodeKubernetesProtobuf("nope").status().code(), StatusCode::kInvalidArgument);
+}
+
+// NamespaceLifecycle remembers whether a namespace is terminating by the revision it read: every
+// change of the namespace is seen by the next create, never an earlier answer.
+TEST(AdmissionTest, NamespaceLifecycleFollowsEveryNamespaceChange) {
+  auto opened = store::OpenStore("memory://");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<store::Store> store = std::move(opened).value();
+  admission::Admission admission(store.get());
+  const auth::UserInfo user{"alice", "", {"system:authenticated"}};
+  admission::Attributes create;
+  create.resource = Registry::Default().Find("", "v1", "pods");
+  create.operation = admission::Operation::kCreate;
+  create.user = &user;
+  create.namespace_ = "team-a";
+  create.name = "p";
+  const store::Key key{"core/namespaces", "", "team-a"};
+  auto ns = [](std::string_view status) {
+    return std::string(R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"},)") +
+           R"("status":{"phase":")" + std::string(status) + R"("}})";
+  };
+  auto code = [&] {
+    std::optional<ApiError> e = admission.Admit(create);
+    return e ? e->code : 0;
+  };
+  EXPECT_EQ(code(), 404);
+  ASSERT_TRUE(store->Create(key, ns("Active")).ok());
+  EXPECT_EQ(code(), 0);
+  EXPECT_EQ(code(), 0);
+  ASSERT_TRUE(store->Update(key, ns("Terminating")).ok());
+  EXPECT_EQ(code(), 403);
+  EXPECT_EQ(code(), 403);
+  ASSERT_TRUE(store->Update(key, ns("Active")).ok());
+  EXPECT_EQ(code(), 0);
+  ASSERT_TRUE(store
+                  ->Update(key, R"({"apiVersion":"v1","kind":"Namespace","metadata":{)"
+                                R"("name":"team-a","deletionTimestamp":"2026-01-01T00:00:00Z"},)"
+                                R"("status":{"phase":"Active"}})")
+                  .ok());
+  EXPECT_EQ(code(), 403);
+  ASSERT_TRUE(store->Delete(key).ok());
+  EXPECT_EQ(code(), 404);
+  ASSERT_TRUE(store->Create(key, ns("Active")).ok());
+  EXPECT_EQ(code(), 0);
 }
 
 // A rule's resources match "resource" or "resource/subresource" exactly, "*", or "*/sub".

@@ -124,10 +124,23 @@ class GenericStrategy : public Strategy {
 // Reset of metadata a status update may not change (metav1.ResetObjectMetaForStatus), applied
 // by taking `old` and carrying over only the new status and resourceVersion.
 void KeepAllButStatus(JsonObject& obj, const JsonObject& old) {
-  JsonObject result = old;
-  if (auto it = obj.find("status"); it != obj.end()) {
-    result["status"] = it->value();
+  JsonObject result;
+  if (auto status = obj.find("status"); status != obj.end()) {
+    // `old` with its status replaced in place (appended when it has none), the new status moved
+    // rather than copied and the old one not copied at all.
+    result.reserve(old.size() + 1);
+    bool replaced = false;
+    for (const auto& member : old) {
+      if (member.key() == "status") {
+        result.emplace(member.key(), std::move(status->value()));
+        replaced = true;
+      } else {
+        result.emplace(member.key(), member.value());
+      }
+    }
+    if (!replaced) result.emplace("status", std::move(status->value()));
   } else {
+    result = old;
     result.erase("status");
   }
   std::string_view rv = MetaString(obj, "resourceVersion");
