@@ -170,7 +170,13 @@ void LifecycleController::Run() {
 }
 
 void LifecycleController::Index(const store::Key& key, const std::string* value) {
+  std::optional<Entry> parsed;
+  if (value != nullptr) parsed = ParseEntry(key, *value);
   auto it = objects_.find(key);
+  // Most writes (status updates, claim allocations, bindings) change nothing the controller acts
+  // on: the index stays and nothing needs a look, since whatever could make the object's owners
+  // gone since it was last examined marks it by itself.
+  if (it != objects_.end() && parsed && *parsed == it->second) return;
   if (it != objects_.end()) {
     const Entry& old = it->second;
     by_uid_.erase(old.uid);
@@ -192,36 +198,8 @@ void LifecycleController::Index(const store::Key& key, const std::string* value)
       return;
     }
   }
-  if (value == nullptr) return;
-  // Every write of every object passes here, and the index keeps a few strings of each: parse
-  // into an arena released at once instead of building and freeing a DOM node by node. Stored
-  // values were validated (and their nesting bounded) when written.
-  unsigned char arena_buffer[16 * 1024];
-  boost::json::monotonic_resource arena(arena_buffer, sizeof arena_buffer);
-  boost::json::parse_options options;
-  options.max_depth = api::codec::ParseLimits{}.max_depth;
-  boost::system::error_code error;
-  boost::json::value document = boost::json::parse(*value, error, &arena, options);
-  if (error || !document.is_object()) return;
-  const JsonObject* parsed = &document.get_object();
-  Entry entry;
-  entry.uid = std::string(handlers::MetaString(*parsed, "uid"));
-  entry.finalizers = handlers::Finalizers(*parsed);
-  entry.deletion_timestamp = std::string(handlers::MetaString(*parsed, "deletionTimestamp"));
-  entry.deleting = !entry.deletion_timestamp.empty();
-  if (IsNamespaceKey(key)) entry.namespace_terminating = HasAnyFinalizer(*parsed, true);
-  if (const JsonObject* meta = handlers::FindObject(*parsed, "metadata")) {
-    if (const boost::json::array* refs = handlers::FindArray(*meta, "ownerReferences")) {
-      for (const boost::json::value& r : *refs) {
-        if (!r.is_object()) continue;
-        const JsonObject& o = r.get_object();
-        entry.owners.push_back(OwnerRef{std::string(handlers::GetString(o, "apiVersion")),
-                                        std::string(handlers::GetString(o, "kind")),
-                                        std::string(handlers::GetString(o, "name")),
-                                        std::string(handlers::GetString(o, "uid"))});
-      }
-    }
-  }
+  if (!parsed) return;
+  Entry& entry = *parsed;
   if (!entry.uid.empty()) by_uid_[entry.uid] = key;
   for (const OwnerRef& owner : entry.owners) dependents_[owner.uid].insert(key);
   if (!entry.owners.empty() || entry.deleting) dirty_.insert(key);
@@ -236,6 +214,40 @@ void LifecycleController::Index(const store::Key& key, const std::string* value)
     if (ns != objects_.end() && ns->second.deleting) dirty_.insert(ns->first);
   }
   objects_[key] = std::move(entry);
+}
+
+std::optional<LifecycleController::Entry> LifecycleController::ParseEntry(
+    const store::Key& key, const std::string& value) {
+  // Every write of every object passes here, and the index keeps a few strings of each: parse
+  // into an arena released at once instead of building and freeing a DOM node by node. Stored
+  // values were validated (and their nesting bounded) when written.
+  unsigned char arena_buffer[16 * 1024];
+  boost::json::monotonic_resource arena(arena_buffer, sizeof arena_buffer);
+  boost::json::parse_options options;
+  options.max_depth = api::codec::ParseLimits{}.max_depth;
+  boost::system::error_code error;
+  boost::json::value document = boost::json::parse(value, error, &arena, options);
+  if (error || !document.is_object()) return std::nullopt;
+  const JsonObject& object = document.get_object();
+  Entry entry;
+  entry.uid = std::string(handlers::MetaString(object, "uid"));
+  entry.finalizers = handlers::Finalizers(object);
+  entry.deletion_timestamp = std::string(handlers::MetaString(object, "deletionTimestamp"));
+  entry.deleting = !entry.deletion_timestamp.empty();
+  if (IsNamespaceKey(key)) entry.namespace_terminating = HasAnyFinalizer(object, true);
+  if (const JsonObject* meta = handlers::FindObject(object, "metadata")) {
+    if (const boost::json::array* refs = handlers::FindArray(*meta, "ownerReferences")) {
+      for (const boost::json::value& r : *refs) {
+        if (!r.is_object()) continue;
+        const JsonObject& o = r.get_object();
+        entry.owners.push_back(OwnerRef{std::string(handlers::GetString(o, "apiVersion")),
+                                        std::string(handlers::GetString(o, "kind")),
+                                        std::string(handlers::GetString(o, "name")),
+                                        std::string(handlers::GetString(o, "uid"))});
+      }
+    }
+  }
+  return entry;
 }
 
 bool LifecycleController::OwnerGone(const store::Key& dependent, const OwnerRef& owner) {

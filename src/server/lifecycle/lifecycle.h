@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -57,6 +58,7 @@ class LifecycleController {
     std::string kind;
     std::string name;
     std::string uid;
+    bool operator==(const OwnerRef&) const = default;
   };
   struct Entry {
     std::string uid;
@@ -65,12 +67,15 @@ class LifecycleController {
     bool deleting = false;
     std::string deletion_timestamp;
     bool namespace_terminating = false;  // namespaces: spec.finalizers still non-empty
+    bool operator==(const Entry&) const = default;
   };
 
   Status Load();
   void Run();
   // Applies one stored object (nullptr value: deleted) to the index; marks what to look at.
   void Index(const store::Key& key, const std::string* value);
+  // What the index keeps of a stored object; nullopt when it does not parse.
+  static std::optional<Entry> ParseEntry(const store::Key& key, const std::string& value);
   void Examine(const store::Key& key);
   void ExamineNamespace(const store::Key& key, const Entry& entry);
   // Whether an owner reference points at an object that is gone (only for served kinds; the
