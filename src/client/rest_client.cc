@@ -89,14 +89,21 @@ class RestWatchStream final : public WatchStream {
     while (true) {
       // Decode what is buffered: one complete value at a time.
       while (offset_ < pending_.size()) {
+        if (!started_) {
+          // Each event's DOM lives in an arena of its own, released in one piece with the
+          // event: informers decode the DOM into a typed object and drop it, and freeing it
+          // node by node cost more than the parse.
+          parser_.reset(boost::json::make_shared_resource<boost::json::monotonic_resource>(
+              kEventArenaBytes));
+          started_ = true;
+        }
         boost::system::error_code ec;
         size_t used = parser_.write_some(pending_.data() + offset_, pending_.size() - offset_, ec);
         if (ec) return InvalidArgumentError("undecodable watch event: " + ec.message());
         offset_ += used;
         if (parser_.done()) {
-          boost::json::value value = parser_.release();
-          parser_.reset();
-          return ToEvent(std::move(value));
+          started_ = false;
+          return ToEvent(parser_.release());
         }
       }
       pending_.clear();
@@ -113,21 +120,24 @@ class RestWatchStream final : public WatchStream {
   static StatusOr<std::optional<WatchEvent>> ToEvent(boost::json::value value) {
     if (!value.is_object()) return InvalidArgumentError("watch event is not an object");
     boost::json::object& object = value.as_object();
-    WatchEvent event;
-    if (const boost::json::value* type = object.if_contains("type");
-        type != nullptr && type->is_string()) {
-      event.type = std::string(type->as_string());
-    } else {
+    const boost::json::value* type = object.if_contains("type");
+    if (type == nullptr || !type->is_string()) {
       return InvalidArgumentError("watch event without a type");
     }
-    if (boost::json::value* obj = object.if_contains("object"); obj != nullptr) {
-      event.object = std::move(*obj);
-    }
-    return std::optional<WatchEvent>(std::move(event));
+    boost::json::value* obj = object.if_contains("object");
+    // Move-constructed, so that the object keeps the arena rather than being copied out of it.
+    return std::optional<WatchEvent>(
+        WatchEvent{.type = std::string(type->as_string()),
+                   .object = obj != nullptr ? boost::json::value(std::move(*obj))
+                                            : boost::json::value()});
   }
+
+  // The first block of an event's arena: most objects' events fit (it grows when not).
+  static constexpr size_t kEventArenaBytes = 8 * 1024;
 
   std::unique_ptr<StreamingResponse> stream_;
   boost::json::stream_parser parser_;
+  bool started_ = false;  // parser_ holds part of a value
   std::string pending_;
   size_t offset_ = 0;
 };
