@@ -116,6 +116,55 @@ TEST(PatchTest, MergePatchDeletesWithNull) {
             Json(R"({"a":{"c":2,"e":3},"d":[2]})"));
 }
 
+// The merge as it was written before it worked in place, kept as the oracle: a copy per level.
+boost::json::value OracleMergePatch(const boost::json::value& document,
+                                    const boost::json::value& patch) {
+  if (!patch.is_object()) return patch;
+  boost::json::value result = document.is_object() ? document : boost::json::value(JsonObject());
+  JsonObject& target = result.get_object();
+  for (const auto& member : patch.get_object()) {
+    if (member.value().is_null()) {
+      target.erase(member.key());
+      continue;
+    }
+    boost::json::value* existing = target.if_contains(member.key());
+    target[member.key()] =
+        OracleMergePatch(existing ? *existing : boost::json::value(), member.value());
+  }
+  return result;
+}
+
+TEST(PatchTest, MergePatchInPlaceMatchesTheCopyingMerge) {
+  const std::vector<std::string_view> documents = {
+      R"({"metadata":{"name":"p","labels":{"a":"1","b":"2"}},"spec":{"x":[1]},
+          "status":{"phase":"Pending","conditions":[{"type":"A"}]}})",
+      R"({"a":1,"b":{"c":{"d":2,"e":3}},"z":null})",
+      R"([1,2])",
+      R"("text")",
+      R"({})",
+  };
+  const std::vector<std::string_view> patches = {
+      R"({"status":{"resourceClaimStatuses":[{"name":"r","resourceClaimName":"c"}]}})",
+      R"({"metadata":{"labels":{"a":null,"c":"3"}},"spec":null,"new":{"deep":{"er":1}}})",
+      R"({"a":null,"b":{"c":{"d":null,"f":{"g":null}}},"z":5})",
+      R"({"b":7,"a":{"x":1}})",
+      R"([3])",
+      R"(null)",
+      R"({})",
+  };
+  for (std::string_view d : documents) {
+    for (std::string_view p : patches) {
+      const boost::json::value document = Json(d);
+      const boost::json::value patch = Json(p);
+      std::string expected = boost::json::serialize(OracleMergePatch(document, patch));
+      EXPECT_EQ(boost::json::serialize(ApplyMergePatch(document, patch)), expected) << d << p;
+      boost::json::value in_place = document;
+      MergePatchInto(in_place, patch);
+      EXPECT_EQ(boost::json::serialize(in_place), expected) << d << " <- " << p;
+    }
+  }
+}
+
 TEST(PatchTest, StrategicMergeMergesListsByKey) {
   auto pod = Json(R"({"metadata":{"finalizers":["a"],"labels":{"x":"1"}},
     "spec":{"containers":[{"name":"c1","image":"i1"},{"name":"c2","image":"i2"}],

@@ -436,16 +436,30 @@ StatusOr<value> ApplyJsonPatch(const value& document, const value& patch) {
 value ApplyMergePatch(const value& document, const value& patch) {
   if (!patch.is_object()) return patch;
   value result = document.is_object() ? document : value(object());
-  object& target = result.get_object();
+  MergePatchInto(result, patch);
+  return result;
+}
+
+void MergePatchInto(value& document, const value& patch) {
+  if (!patch.is_object()) {
+    document = patch;
+    return;
+  }
+  if (!document.is_object()) document = object();
+  object& target = document.get_object();
   for (const auto& member : patch.get_object()) {
     if (member.value().is_null()) {
       target.erase(member.key());
       continue;
     }
-    value* existing = target.if_contains(member.key());
-    target[member.key()] = ApplyMergePatch(existing ? *existing : value(), member.value());
+    if (value* existing = target.if_contains(member.key())) {
+      MergePatchInto(*existing, member.value());
+    } else {
+      value added;
+      MergePatchInto(added, member.value());
+      target.emplace(member.key(), std::move(added));
+    }
   }
-  return result;
 }
 
 ListStrategy MergeKeyFor(std::string_view kind, std::string_view path) {

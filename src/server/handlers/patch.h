@@ -32,6 +32,9 @@ StatusOr<boost::json::value> ApplyJsonPatch(const boost::json::value& document,
 
 boost::json::value ApplyMergePatch(const boost::json::value& document,
                                    const boost::json::value& patch);
+// The same merge in place: `document` becomes what ApplyMergePatch returns (patched members keep
+// their position, new ones are appended), without copying the parts the patch does not touch.
+void MergePatchInto(boost::json::value& document, const boost::json::value& patch);
 
 // How a list field is patched strategically.
 struct ListStrategy {

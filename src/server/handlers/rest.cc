@@ -662,7 +662,10 @@ http::Response Rest::Patch(const Scope& scope) {
         if (type == "application/json-patch+json") {
           result = ApplyJsonPatch(current, patch_value);
         } else if (type == "application/merge-patch+json") {
-          result = ApplyMergePatch(current, patch_value);
+          // One copy of the current object, patched in place.
+          boost::json::value merged(current);
+          MergePatchInto(merged, patch_value);
+          result = std::move(merged);
         } else {
           result = ApplyStrategicMergePatch(current, patch_value, r.kind);
         }
