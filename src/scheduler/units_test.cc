@@ -1,6 +1,9 @@
 // Unit tests of the scheduler's parts: device ledger, queue, framework, explanations, resources.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "scheduler/device_ledger.h"
 #include "scheduler/explain.h"
 #include "scheduler/framework/framework.h"
@@ -160,6 +163,33 @@ TEST(AllocationConfirmationsTest, EachWriteGetsTheVerdictOnItsOwnVersion) {
   EXPECT_EQ(c.Await("u1", 20, seconds(0)), AllocationConfirmations::Outcome::kUnknown);
   c.Forget("u1");
   EXPECT_EQ(c.Await("u1", 14, seconds(0)), AllocationConfirmations::Outcome::kTimedOut);
+}
+
+TEST(AllocationConfirmationsTest, AnObservationWakesTheBindersWaitingForThatClaim) {
+  AllocationConfirmations c;
+  std::atomic<int> done{0};
+  AllocationConfirmations::Outcome first{}, second{}, other{};
+  std::thread a([&] {
+    first = c.Await("u1", 5, seconds(30));
+    ++done;
+  });
+  std::thread b([&] {
+    second = c.Await("u1", 5, seconds(30));
+    ++done;
+  });
+  std::thread d([&] {
+    other = c.Await("u2", 7, seconds(30));
+    ++done;
+  });
+  c.Observe("u1", 5, /*lost=*/false);
+  a.join();
+  b.join();
+  EXPECT_EQ(first, AllocationConfirmations::Outcome::kWon);
+  EXPECT_EQ(second, AllocationConfirmations::Outcome::kWon);
+  EXPECT_EQ(done.load(), 2);  // u2's binder still waits
+  c.Observe("u2", 7, /*lost=*/true);
+  d.join();
+  EXPECT_EQ(other, AllocationConfirmations::Outcome::kLost);
 }
 
 TEST(SchedulingQueueTest, PopsByPriorityThenArrival) {

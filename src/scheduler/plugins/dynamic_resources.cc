@@ -899,18 +899,22 @@ void AllocationConfirmations::Observe(const std::string& uid, uint64_t resource_
                                       bool lost) {
   std::lock_guard<std::mutex> lock(mu_);
   verdicts_[uid][resource_version] = lost;
-  cv_.notify_all();
+  auto [first, last] = waiters_.equal_range(uid);
+  for (auto it = first; it != last; ++it) it->second->cv.notify_one();
 }
 
 AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::string& uid,
                                                                 uint64_t resource_version,
                                                                 Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  bool seen = cv_.wait_for(lock, timeout, [&] {
+  Waiter waiter;
+  auto registration = waiters_.emplace(uid, &waiter);
+  bool seen = waiter.cv.wait_for(lock, timeout, [&] {
     auto it = verdicts_.find(uid);
     return it != verdicts_.end() && !it->second.empty() &&
            it->second.rbegin()->first >= resource_version;
   });
+  waiters_.erase(registration);
   if (!seen) return Outcome::kTimedOut;
   const std::map<uint64_t, bool>& versions = verdicts_[uid];
   auto exact = versions.find(resource_version);

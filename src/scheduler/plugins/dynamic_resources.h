@@ -72,9 +72,15 @@ class AllocationConfirmations {
   void Forget(const std::string& uid);
 
  private:
+  // One per Await in progress: an observation wakes only the binders waiting for that claim
+  // (a shared condition variable woke every waiting binder for every claim observed).
+  struct Waiter {
+    std::condition_variable cv;
+  };
+
   std::mutex mu_;
-  std::condition_variable cv_;
   std::map<std::string, std::map<uint64_t, bool>> verdicts_;  // uid -> version -> lost
+  std::multimap<std::string, Waiter*> waiters_;               // uid -> waiting binders
 };
 
 struct DynamicResourcesOptions {
