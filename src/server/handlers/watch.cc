@@ -104,8 +104,9 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
       gauge_.Increment();
     }
     for (std::string& line : initial) {
-      if (!Write(*stream, std::make_shared<const std::string>(std::move(line)))) break;
+      Write(std::make_shared<const std::string>(std::move(line)));
     }
+    Flush(*stream);
   }
 
   void Notify() {
@@ -134,9 +135,8 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     while (true) {
       events.clear();
       Status status = watcher->Poll(&events, kPollBatch);
-      for (const store::WatchEvent& event : events) {
-        if (!Forward(event, *stream)) return;
-      }
+      for (const store::WatchEvent& event : events) Forward(event);
+      if (!Flush(*stream)) return;
       if (!status.ok()) {
         End(status, *stream);
         return;
@@ -187,16 +187,18 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     if (watcher) watcher->Cancel();
   }
 
-  // The served JSON of an object at a revision, parsed when selectors or tables need it.
-  bool Forward(const store::WatchEvent& event, http::ResponseStream& stream) {
+  // Queues the line of one event, if it passes the selectors (Flush sends them). The served JSON
+  // of an object at a revision, parsed when selectors or tables need it.
+  void Forward(const store::WatchEvent& event) {
     const ResourceInfo* resource = spec_.resource;
     if (event.type == store::WatchEvent::Type::kBookmark) {
-      if (!spec_.bookmarks) return true;
-      return Write(stream, manager_->CachedLine(resource, event.revision, 'B', [&] {
+      if (!spec_.bookmarks) return;
+      Write(manager_->CachedLine(resource, event.revision, 'B', [&] {
         return EventLine('B', BookmarkObject(*resource, event.revision, false));
       }));
+      return;
     }
-    if (event.object == nullptr) return true;
+    if (event.object == nullptr) return;
     char type = event.type == store::WatchEvent::Type::kAdded      ? 'A'
                 : event.type == store::WatchEvent::Type::kModified ? 'M'
                                                                    : 'D';
@@ -204,12 +206,13 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     bool need_parse =
         !spec_.labels.Empty() || !spec_.fields.empty() || spec_.format.kind != OutputKind::kJson;
     if (!need_parse) {
-      return Write(stream, manager_->CachedLine(resource, event.revision, type, [&] {
+      Write(manager_->CachedLine(resource, event.revision, type, [&] {
         return EventLine(type, WithResourceVersion(value, event.revision));
       }));
+      return;
     }
     StatusOr<JsonObject> current = ParseObject(WithResourceVersion(value, event.revision));
-    if (!current.ok()) return true;
+    if (!current.ok()) return;
     bool current_matches = Matches(spec_, *current);
     std::optional<JsonObject> previous;
     if (type == 'M' && event.prev_object != nullptr) {
@@ -226,10 +229,10 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
         type = 'D';
         out = &*previous;
       } else if (!current_matches) {
-        return true;
+        return;
       }
     } else if (!current_matches) {
-      return true;
+      return;
     }
     std::string object_text;
     if (spec_.format.kind == OutputKind::kTable) {
@@ -244,14 +247,32 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     } else {
       object_text = boost::json::serialize(*out);
     }
-    return Write(stream, std::make_shared<const std::string>(EventLine(type, object_text)));
+    Write(std::make_shared<const std::string>(EventLine(type, object_text)));
   }
 
  private:
-  bool Write(http::ResponseStream& stream, http::Chunk line) {
-    if (!stream.Write(std::move(line))) return false;
+  // Lines are queued and sent together: one write (one chunk over HTTP, one wake-up of an
+  // in-process reader) per batch of events instead of one per event. Callers hold drain_mu_.
+  void Write(http::Chunk line) {
+    queued_bytes_ += line->size();
+    queued_.push_back(std::move(line));
     events_.Increment();
-    return true;
+  }
+  // Sends the queued lines; false when the stream no longer takes writes.
+  bool Flush(http::ResponseStream& stream) {
+    if (queued_.empty()) return true;
+    http::Chunk chunk;
+    if (queued_.size() == 1) {
+      chunk = std::move(queued_.front());
+    } else {
+      auto joined = std::make_shared<std::string>();
+      joined->reserve(queued_bytes_);
+      for (const http::Chunk& line : queued_) joined->append(*line);
+      chunk = std::move(joined);
+    }
+    queued_.clear();
+    queued_bytes_ = 0;
+    return stream.Write(std::move(chunk));
   }
 
   void End(const Status& status, http::ResponseStream& stream) {
@@ -275,6 +296,8 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   metrics::Counter events_;
   std::atomic<bool> scheduled_{false};
   std::mutex drain_mu_;
+  std::vector<http::Chunk> queued_;  // guarded by drain_mu_
+  size_t queued_bytes_ = 0;          // guarded by drain_mu_
   std::mutex mu_;
   std::shared_ptr<http::ResponseStream> stream_;  // guarded by mu_
   std::shared_ptr<store::Watcher> watcher_;       // guarded by mu_
