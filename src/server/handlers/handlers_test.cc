@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -352,6 +353,32 @@ TEST(StrategyTest, StatusUpdateKeepsTheOldObjectsMemberOrder) {
       EXPECT_EQ(boost::json::serialize(obj), expected) << old_text << " <- " << new_text;
     }
   }
+}
+
+// FormatTime computes the civil date itself; it must write what gmtime_r + snprintf write.
+TEST(JsonUtilTest, FormatTimeMatchesLibc) {
+  auto libc = [](int64_t seconds) {
+    std::time_t t = static_cast<std::time_t>(seconds);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[80];
+    std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    return std::string(buf);
+  };
+  // Every day boundary (a second on each side, and midday) that a Timestamp can hold (int64
+  // nanoseconds: 1677-09-21 to 2262-04-11), and odd seconds in between.
+  std::vector<int64_t> seconds = {0, -1, 1, 86399, 86400, 951782400, 951868799, 951868800};
+  for (int64_t day = -106750; day <= 106749; ++day) {
+    for (int64_t offset : {-1, 0, 1, 43210}) seconds.push_back(day * 86400 + offset);
+  }
+  for (int64_t s = -9'200'000'000; s < 9'200'000'000; s += 98'765'431) seconds.push_back(s);
+  for (int64_t s : seconds) {
+    ASSERT_EQ(FormatTime(Timestamp(std::chrono::seconds(s))), libc(s)) << s;
+  }
+  // Sub-second times truncate toward zero, as before.
+  EXPECT_EQ(FormatTime(Timestamp(std::chrono::milliseconds(-1500))), libc(-1));
+  EXPECT_EQ(FormatTime(Timestamp(std::chrono::milliseconds(1999))), libc(1));
 }
 
 TEST(JsonUtilTest, HumanDurationMatchesUpstream) {

@@ -177,14 +177,48 @@ StatusOr<JsonObject> ParseObject(std::string_view text) {
 }
 
 std::string FormatTime(Timestamp time) {
-  std::time_t seconds = static_cast<std::time_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(time.time_since_epoch()).count());
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buf[80];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  return buf;
+  // Every create stamps a time: the date is computed here (days to civil date, Howard Hinnant's
+  // `civil_from_days`) instead of through gmtime_r and snprintf, with the same text. A Timestamp
+  // (int64 nanoseconds) spans the years 1677-2262, so the year always has four digits.
+  const int64_t seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(time.time_since_epoch()).count();
+  int64_t days = seconds / 86400;
+  int64_t second_of_day = seconds % 86400;
+  if (second_of_day < 0) {
+    second_of_day += 86400;
+    --days;
+  }
+  days += 719468;  // days from 0000-03-01 to 1970-01-01
+  const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const int64_t day_of_era = days - era * 146097;
+  const int64_t year_of_era =
+      (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+  const int64_t day_of_year =
+      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const int64_t month_index = (5 * day_of_year + 2) / 153;  // March = 0
+  const int64_t day = day_of_year - (153 * month_index + 2) / 5 + 1;
+  const int64_t month = month_index < 10 ? month_index + 3 : month_index - 9;
+  const int64_t year = year_of_era + era * 400 + (month <= 2 ? 1 : 0);
+  char buf[20];
+  auto put = [&buf](int at, int64_t value, int width) {
+    for (int i = width - 1; i >= 0; --i) {
+      buf[at + i] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    }
+  };
+  put(0, year, 4);
+  buf[4] = '-';
+  put(5, month, 2);
+  buf[7] = '-';
+  put(8, day, 2);
+  buf[10] = 'T';
+  put(11, second_of_day / 3600, 2);
+  buf[13] = ':';
+  put(14, second_of_day / 60 % 60, 2);
+  buf[16] = ':';
+  put(17, second_of_day % 60, 2);
+  buf[19] = 'Z';
+  return std::string(buf, sizeof(buf));
 }
 
 std::optional<Timestamp> ParseTime(std::string_view text) {
