@@ -387,6 +387,11 @@ void Scheduler::Apply(InboxItem& item) {
         if (ErasePending(uid)) queue_->Delete(uid);
         return;
       }
+      // Bound by this scheduler, not yet seen on its node: an update written before the Binding
+      // (the Pod status of a generated or extended-resource claim) that arrives after the binding
+      // finished must not queue the pod again, or a second attempt would fail and clean up the
+      // first one's claims (upstream skips updates of assumed pods, updatePodInSchedulingQueue).
+      if (cluster_.IsAssumed(uid) && !binding_.contains(uid)) return;
       bool known = pending_.contains(uid);
       SetPending(uid, pod);
       if (binding_.contains(uid)) return;

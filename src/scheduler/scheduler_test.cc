@@ -259,6 +259,34 @@ TEST_F(SchedulerTest, ExtendedResourcesAreServedByDraOrByADevicePlugin) {
   EXPECT_EQ(cluster_.Claims().size(), 1u);
 }
 
+TEST_F(SchedulerTest, AStatusUpdateFromBeforeTheBindingDoesNotScheduleAPodTwice) {
+  // The extended-resource claim's Pod status is written before the Binding; its event can reach
+  // the scheduler after the binding finished. Scheduling the pod again would fail ("cannot
+  // schedule extended resource claim") and clean up the claim the first attempt bound it with.
+  constexpr int kPods = 12;
+  cluster_.Class("legacy-gpu", kGpuClass, "example.com/gpu");
+  cluster_.Node("node-dra");
+  cluster_.Slice("node-dra", "gpu.example.com", Gpus("gpu-", kPods, "A100"));
+  for (int i = 0; i < kPods; ++i) {
+    api::corev1::Pod p = cluster_.PodSpec("p" + std::to_string(i));
+    p.spec.containers[0].resources.requests["example.com/gpu"] = api::Quantity::FromInt64(1);
+    p.spec.containers[0].resources.limits["example.com/gpu"] = api::Quantity::FromInt64(1);
+    cluster_.Pod(p);
+  }
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    for (int i = 0; i < kPods; ++i) {
+      if (!Bound("p" + std::to_string(i))) return false;
+    }
+    Scheduler::Stats s = scheduler_->stats();
+    return s.scheduled == kPods && s.active == 0 && s.backoff == 0 && s.binding == 0;
+  }));
+  Scheduler::Stats stats = scheduler_->stats();
+  EXPECT_EQ(stats.unschedulable, 0);
+  EXPECT_EQ(stats.errors, 0);
+  EXPECT_EQ(cluster_.Claims().size(), static_cast<size_t>(kPods));
+}
+
 TEST_F(SchedulerTest, NodeFiltersAreExplained) {
   cluster_.Node("tainted");
   {
