@@ -139,6 +139,108 @@ TEST_F(ControllersTest, ADeletedPodReleasesASharedClaimWhichIsThenDeallocated) {
   EXPECT_TRUE(c->status.reserved_for.empty());
 }
 
+// The event filter: only events that leave work for a sync queue one (most events are the
+// controller's own writes, the scheduler's reservation and the binding).
+TEST_F(ControllersTest, OnlyEventsThatLeaveWorkQueueASync) {
+  cluster_.Node("node-a");
+  rv1::ResourceClaimTemplate t;
+  t.metadata.name = "gpu";
+  t.metadata.namespace_ = "default";
+  t.spec.spec = cluster_.ClaimSpec("x", "gpu").spec;
+  ASSERT_TRUE(client::Create(cluster_.api(), t).ok());
+  Pod fresh_spec = cluster_.PodSpec("fresh", {"tmpl:gpu"});
+  cluster_.Pod(fresh_spec);
+  // A pod whose generated claim is recorded, allocated and reserved for it: the scheduler's work.
+  cluster_.Pod(cluster_.PodSpec("running", {"tmpl:gpu"}));
+  StatusOr<Pod> running = cluster_.GetPod("running");
+  ASSERT_TRUE(running.ok());
+  rv1::ResourceClaim generated = cluster_.ClaimSpec("running-gpu-abcde", "gpu");
+  api::metav1::OwnerReference owner;
+  owner.api_version = "v1";
+  owner.kind = "Pod";
+  owner.name = "running";
+  owner.uid = running->metadata.uid;
+  owner.controller = true;
+  generated.metadata.owner_references.push_back(owner);
+  cluster_.Claim(generated);
+  AllocateFor("running-gpu-abcde", *running);
+  ASSERT_TRUE(client::Patch<Pod>(cluster_.api(), "default", "running", client::PatchType::kMerge,
+                                 boost::json::object{{"status",
+                                                      boost::json::object{
+                                                          {"resourceClaimStatuses",
+                                                           boost::json::array{boost::json::object{
+                                                               {"name", "gpu"},
+                                                               {"resourceClaimName",
+                                                                "running-gpu-abcde"}}}}}}},
+                                 "status")
+                  .ok());
+  // A shared claim allocated for "running" and used by a pod placed on the node by hand.
+  cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
+  AllocateFor("shared", *running);
+  Pod placed_spec = cluster_.PodSpec("placed", {"shared"});
+  placed_spec.spec.node_name = "node-a";
+  cluster_.Pod(placed_spec);
+  // A claim reserved for a pod nobody has seen, and an unused claim with the finalizer.
+  rv1::ResourceClaim ghost = cluster_.ClaimSpec("ghost", "gpu");
+  cluster_.Claim(ghost);
+  Pod ghost_pod;
+  ghost_pod.metadata.name = "not-created";
+  ghost_pod.metadata.uid = "ghost-uid";
+  AllocateFor("ghost", ghost_pod);
+
+  client::SharedInformers informers(cluster_.api());
+  ResourceClaimController controller(cluster_.api(), informers, RealClock());
+  informers.Start();
+  ASSERT_TRUE(informers.WaitForSync());
+  auto pod = [&](const std::string& name) { return *cluster_.GetPod(name); };
+  auto claim = [&](const std::string& name) { return *cluster_.GetClaim(name); };
+
+  EXPECT_TRUE(controller.PodNeedsWork(pod("fresh"))) << "its claim must be created";
+  EXPECT_FALSE(controller.PodNeedsWork(pod("running")));
+  EXPECT_TRUE(controller.PodNeedsWork(pod("placed"))) << "its allocated claim is not reserved";
+  Pod finished = pod("running");
+  finished.status.phase = "Succeeded";
+  EXPECT_FALSE(controller.PodNeedsWork(finished)) << "its claims are looked at instead";
+
+  EXPECT_FALSE(controller.ClaimNeedsWork(claim("running-gpu-abcde")));
+  EXPECT_FALSE(controller.ClaimNeedsWork(claim("shared")));
+  EXPECT_TRUE(controller.ClaimNeedsWork(claim("ghost"))) << "only the API knows that pod";
+  rv1::ResourceClaim released = claim("running-gpu-abcde");
+  released.status.reserved_for.clear();
+  EXPECT_TRUE(controller.ClaimNeedsWork(released)) << "allocated and finalized but unused";
+  released.status.allocation.reset();
+  released.metadata.finalizers.clear();
+  EXPECT_FALSE(controller.ClaimNeedsWork(released)) << "its owner may still run";
+  released.metadata.owner_references[0].uid = "another-pod";
+  EXPECT_TRUE(controller.ClaimNeedsWork(released)) << "generated for a pod that will not run";
+  rv1::ResourceClaim stale = claim("shared");
+  stale.status.reserved_for[0].uid = "old-uid";
+  EXPECT_TRUE(controller.ClaimNeedsWork(stale)) << "reserved for an earlier pod of that name";
+  informers.Stop();
+}
+
+// A pod placed on a node without the scheduler waits for its shared claim's allocation; the
+// claim's update (not an update of the pod) is what lets the controller reserve it.
+TEST_F(ControllersTest, APlacedPodIsReservedWhenItsSharedClaimGetsAllocated) {
+  cluster_.Node("node-a");
+  cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
+  Pod placed_spec = cluster_.PodSpec("placed", {"shared"});
+  placed_spec.spec.node_name = "node-a";
+  cluster_.Pod(placed_spec);
+  cluster_.Pod(cluster_.PodSpec("scheduled", {"shared"}));
+  Start();
+  StatusOr<Pod> scheduled = cluster_.GetPod("scheduled");
+  ASSERT_TRUE(scheduled.ok());
+  AllocateFor("shared", *scheduled);
+  StatusOr<Pod> placed = cluster_.GetPod("placed");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim("shared");
+    return c.ok() && c->status.reserved_for.size() == 2;
+  }));
+  StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim("shared");
+  EXPECT_EQ(c->status.reserved_for[1].uid, placed->metadata.uid);
+}
+
 TEST_F(ControllersTest, OrphanedObjectsAreCollected) {
   rv1::ResourceClaim claim = cluster_.ClaimSpec("orphan", "gpu");
   api::metav1::OwnerReference owner;

@@ -34,6 +34,11 @@ const api::metav1::OwnerReference* OwningPod(const rv1::ResourceClaim& claim) {
   return nullptr;
 }
 
+bool HasFinalizer(const rv1::ResourceClaim& claim) {
+  return std::find(claim.metadata.finalizers.begin(), claim.metadata.finalizers.end(),
+                   kFinalizer) != claim.metadata.finalizers.end();
+}
+
 bool IsReservedFor(const rv1::ResourceClaim& claim, const Pod& pod) {
   for (const auto& r : claim.status.reserved_for) {
     if (r.resource == "pods" && r.api_group.empty() && r.uid == pod.metadata.uid) return true;
@@ -97,6 +102,11 @@ ResourceClaimController::ResourceClaimController(client::ApiClient& api,
     }
     return out;
   });
+  pods_.AddIndex("claim", [](const Pod& p) {
+    std::vector<std::string> out;
+    for (const std::string& name : ClaimNamesOf(p)) out.push_back(p.metadata.namespace_ + "/" + name);
+    return out;
+  });
   pods_.AddHandlers({
       .on_add = [this](const auto& p) { EnqueuePod(*p); },
       .on_update = [this](const auto&, const auto& p) { EnqueuePod(*p); },
@@ -107,14 +117,8 @@ ResourceClaimController::ResourceClaimController(client::ApiClient& api,
           },
   });
   claims_.AddHandlers({
-      .on_add =
-          [this](const auto& c) {
-            queue_.Add("claim:" + client::ObjectKey(c->metadata.namespace_, c->metadata.name));
-          },
-      .on_update =
-          [this](const auto&, const auto& c) {
-            queue_.Add("claim:" + client::ObjectKey(c->metadata.namespace_, c->metadata.name));
-          },
+      .on_add = [this](const auto& c) { EnqueueClaim(*c); },
+      .on_update = [this](const auto&, const auto& c) { EnqueueClaim(*c); },
       .on_delete =
           [this](const auto& c) {
             // The pod may need a new claim (or at least a fresh look).
@@ -141,17 +145,70 @@ void ResourceClaimController::Start() { workers_.Start(options_.workers); }
 void ResourceClaimController::Stop() { workers_.Stop(); }
 
 void ResourceClaimController::EnqueuePod(const Pod& pod) {
-  bool needs_claims = false;
-  for (const auto& entry : pod.spec.resource_claims) {
-    if (entry.resource_claim_template_name) needs_claims = true;
-  }
   if (IsPodDone(pod) || pod.metadata.deletion_timestamp.has_value()) {
     EnqueuePodClaims(pod);
     return;
   }
-  if (needs_claims || !pod.spec.node_name.empty()) {
+  if (PodNeedsWork(pod)) {
     queue_.Add("pod:" + client::ObjectKey(pod.metadata.namespace_, pod.metadata.name));
   }
+}
+
+void ResourceClaimController::EnqueueClaim(const rv1::ResourceClaim& claim) {
+  const std::string key = client::ObjectKey(claim.metadata.namespace_, claim.metadata.name);
+  if (ClaimNeedsWork(claim)) queue_.Add("claim:" + key);
+  // A pod placed without the scheduler may wait for this claim's allocation to reserve it.
+  for (const auto& pod : pods_.ByIndex("claim", key)) EnqueuePod(*pod);
+}
+
+bool ResourceClaimController::PodNeedsWork(const Pod& pod) const {
+  if (IsPodDone(pod) || pod.metadata.deletion_timestamp.has_value()) return false;
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    if (!entry.resource_claim_template_name) continue;
+    const auto& statuses = pod.status.resource_claim_statuses;
+    if (std::none_of(statuses.begin(), statuses.end(),
+                     [&](const auto& s) { return s.name == entry.name; })) {
+      return true;  // the claim must be created from the template
+    }
+  }
+  if (pod.spec.node_name.empty()) return false;  // the scheduler reserves its claims
+  for (const std::string& name : ClaimNamesOf(pod)) {
+    client::Informer<rv1::ResourceClaim>::Ptr claim = claims_.Get(pod.metadata.namespace_, name);
+    if (claim != nullptr && claim->status.allocation && !IsReservedFor(*claim, pod) &&
+        claim->status.reserved_for.size() < kReservedForMaxSize) {
+      return true;
+    }
+  }
+  return false;
+}
+
+ResourceClaimController::Reservation ResourceClaimController::JudgeReservation(
+    const std::string& ns, const rv1::ResourceClaimConsumerReference& ref) {
+  if (!(ref.api_group.empty() && ref.resource == "pods")) {
+    return Reservation::kValid;  // another kind of consumer: not ours to judge
+  }
+  if (WasDeleted(ref.uid)) return Reservation::kStale;
+  client::Informer<Pod>::Ptr pod = pods_.Get(ns, ref.name);
+  if (pod == nullptr) return Reservation::kUnknown;
+  return pod->metadata.uid != ref.uid || IsPodDone(*pod) ? Reservation::kStale
+                                                         : Reservation::kValid;
+}
+
+bool ResourceClaimController::OwnerWillNotRun(const rv1::ResourceClaim& claim) const {
+  const api::metav1::OwnerReference* owner = OwningPod(claim);
+  if (owner == nullptr) return false;
+  client::Informer<Pod>::Ptr pod = pods_.Get(claim.metadata.namespace_, owner->name);
+  return pod != nullptr && (pod->metadata.uid != owner->uid || IsPodDone(*pod));
+}
+
+bool ResourceClaimController::ClaimNeedsWork(const rv1::ResourceClaim& claim) {
+  for (const rv1::ResourceClaimConsumerReference& ref : claim.status.reserved_for) {
+    if (JudgeReservation(claim.metadata.namespace_, ref) != Reservation::kValid) return true;
+  }
+  if (!claim.status.reserved_for.empty()) return false;
+  const bool deleted = claim.metadata.deletion_timestamp.has_value();
+  if (HasFinalizer(claim) && (deleted || claim.status.allocation.has_value())) return true;
+  return !deleted && OwnerWillNotRun(claim);
 }
 
 void ResourceClaimController::EnqueuePodClaims(const Pod& pod) {
@@ -289,25 +346,19 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
   // 4. Valid reservations.
   std::vector<rv1::ResourceClaimConsumerReference> valid;
   for (const rv1::ResourceClaimConsumerReference& r : claim.status.reserved_for) {
-    if (!(r.api_group.empty() && r.resource == "pods")) {
-      valid.push_back(r);  // another kind of consumer: not ours to judge
-      continue;
-    }
-    bool keep = true;
-    if (WasDeleted(r.uid)) {
-      keep = false;
-    } else if (client::Informer<Pod>::Ptr pod = pods_.Get(ns, r.name)) {
-      if (pod->metadata.uid != r.uid || IsPodDone(*pod)) keep = false;
-    } else {
+    Reservation judged = JudgeReservation(ns, r);
+    if (judged == Reservation::kUnknown) {
       // Not in the cache: the scheduler may have just created the reservation for a pod the
       // informer has not delivered yet. Only the API can tell.
       StatusOr<Pod> fetched = client::Get<Pod>(api_, ns, r.name);
       if (!fetched.ok() && fetched.status().code() != StatusCode::kNotFound) {
         return fetched.status();
       }
-      if (!fetched.ok() || fetched->metadata.uid != r.uid || IsPodDone(*fetched)) keep = false;
+      judged = !fetched.ok() || fetched->metadata.uid != r.uid || IsPodDone(*fetched)
+                   ? Reservation::kStale
+                   : Reservation::kValid;
     }
-    if (keep) {
+    if (judged == Reservation::kValid) {
       valid.push_back(r);
     } else {
       log::Debug("resourceclaim: claim {}/{}: pod {} ({}) no longer uses it", ns, name, r.name,
@@ -315,8 +366,7 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
     }
   }
 
-  bool finalizer = std::find(claim.metadata.finalizers.begin(), claim.metadata.finalizers.end(),
-                             kFinalizer) != claim.metadata.finalizers.end();
+  const bool finalizer = HasFinalizer(claim);
   if (valid.size() < claim.status.reserved_for.size()) {
     rv1::ResourceClaim next = claim;
     next.status.reserved_for = valid;
@@ -355,17 +405,12 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
   }
 
   // 6. Generated claims of pods that will not run.
-  if (valid.empty() && !claim.metadata.deletion_timestamp.has_value()) {
-    if (const api::metav1::OwnerReference* owner = OwningPod(claim)) {
-      client::Informer<Pod>::Ptr pod = pods_.Get(ns, owner->name);
-      if (pod != nullptr && (pod->metadata.uid != owner->uid || IsPodDone(*pod))) {
-        client::DeleteOptions options;
-        options.precondition_uid = claim.metadata.uid;
-        Status s = client::Delete<rv1::ResourceClaim>(api_, ns, name, options);
-        if (!s.ok() && s.code() != StatusCode::kNotFound) {
-          return s.WithPrefix("delete unused generated claim");
-        }
-      }
+  if (valid.empty() && !claim.metadata.deletion_timestamp.has_value() && OwnerWillNotRun(claim)) {
+    client::DeleteOptions options;
+    options.precondition_uid = claim.metadata.uid;
+    Status s = client::Delete<rv1::ResourceClaim>(api_, ns, name, options);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) {
+      return s.WithPrefix("delete unused generated claim");
     }
   }
   return Status::Ok();

@@ -63,10 +63,30 @@ class ResourceClaimController {
   // upstream generateName for a claim of `pod_name` from pod claim entry `claim_name`.
   static std::string GenerateName(std::string_view pod_name, std::string_view claim_name);
 
+  // Whether an event for the object queues a sync, judged from the informer caches: a sync that
+  // would write nothing is never queued (most events are the controller's own writes, the
+  // scheduler's reservation and the binding). Upstream filters pods the same way (podNeedsWork);
+  // it queues every claim event.
+  //
+  // A pod needs work when a template entry has no claim recorded in its status yet, or when it
+  // is placed on a node and one of its claims is allocated but not reserved for it.
+  bool PodNeedsWork(const api::corev1::Pod& pod) const;
+  // A claim needs work when a reservation is stale or not judged from the cache (the pod is not
+  // cached yet), when nobody valid uses it and it is allocated or deleted with the finalizer, or
+  // when it was generated for a pod that will not run.
+  bool ClaimNeedsWork(const api::resourcev1::ResourceClaim& claim);
+
  private:
+  // How a claim's reservation for a consumer looks from the caches.
+  enum class Reservation { kValid, kStale, kUnknown };
+  Reservation JudgeReservation(const std::string& ns,
+                               const api::resourcev1::ResourceClaimConsumerReference& ref);
+  // Whether the pod that owns a generated claim (if any) is cached and will not run.
+  bool OwnerWillNotRun(const api::resourcev1::ResourceClaim& claim) const;
   Status SyncPod(const std::string& ns, const std::string& name);
   Status SyncClaim(const std::string& ns, const std::string& name);
   void EnqueuePod(const api::corev1::Pod& pod);
+  void EnqueueClaim(const api::resourcev1::ResourceClaim& claim);
   void EnqueuePodClaims(const api::corev1::Pod& pod);
   void RememberDeleted(const std::string& uid);
   bool WasDeleted(const std::string& uid);
