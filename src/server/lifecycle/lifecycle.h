@@ -52,7 +52,6 @@ class LifecycleController {
   // Wakes the worker for time-based work (pod grace periods); called about once a second.
   void Tick();
 
- private:
   struct OwnerRef {
     std::string api_version;
     std::string kind;
@@ -60,6 +59,7 @@ class LifecycleController {
     std::string uid;
     bool operator==(const OwnerRef&) const = default;
   };
+  // What the index keeps of a stored object.
   struct Entry {
     std::string uid;
     std::vector<OwnerRef> owners;
@@ -69,13 +69,15 @@ class LifecycleController {
     bool namespace_terminating = false;  // namespaces: spec.finalizers still non-empty
     bool operator==(const Entry&) const = default;
   };
+  // The entry of a stored object; nullopt when it does not parse.
+  static std::optional<Entry> ParseEntry(const store::Key& key, const std::string& value);
+
+ private:
 
   Status Load();
   void Run();
   // Applies one stored object (nullptr value: deleted) to the index; marks what to look at.
   void Index(const store::Key& key, const std::string* value);
-  // What the index keeps of a stored object; nullopt when it does not parse.
-  static std::optional<Entry> ParseEntry(const store::Key& key, const std::string& value);
   void Examine(const store::Key& key);
   void ExamineNamespace(const store::Key& key, const Entry& entry);
   // Whether an owner reference points at an object that is gone (only for served kinds; the
