@@ -377,6 +377,8 @@ class ServerImpl final : public Server {
 
 }  // namespace
 
+int DefaultIoThreads() { return std::thread::hardware_concurrency() <= 2 ? 1 : 2; }
+
 Status ParseListenAddress(const std::string& listen, std::string* host, uint16_t* port) {
   std::string port_text;
   if (!listen.empty() && listen[0] == '[') {

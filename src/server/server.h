@@ -30,6 +30,11 @@
 
 namespace draplane::server {
 
+// Network I/O threads by default: 1 on machines with at most 2 cores, else 2. They only read,
+// hand over and write; a second one on 2 cores mostly adds wake-ups between the two (template
+// scheduler_perf: 5% less server CPU with one).
+int DefaultIoThreads();
+
 struct ServerOptions {
   // HOST:PORT; HOST an IP literal or "localhost"; port 0 picks a free port.
   std::string listen = "127.0.0.1:6443";
@@ -42,7 +47,7 @@ struct ServerOptions {
   std::vector<std::string> tls_sans;
   // Unauthenticated requests become system:anonymous (RBAC then allows only public paths).
   bool anonymous_auth = true;
-  int io_threads = 2;
+  int io_threads = DefaultIoThreads();
   int worker_threads = 8;
   // Watch bookmarks are sent this often to watchers that allow them.
   Duration watch_bookmark_interval = std::chrono::seconds(30);
