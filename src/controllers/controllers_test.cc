@@ -28,6 +28,18 @@ class ControllersTest : public ::testing::Test {
   void TearDown() override {
     if (manager_) manager_->Stop();
   }
+  // A claim of class "gpu" controlled by `pod`, as the controller generates from a template.
+  rv1::ResourceClaim GeneratedFor(const std::string& name, const Pod& pod) {
+    rv1::ResourceClaim claim = cluster_.ClaimSpec(name, "gpu");
+    api::metav1::OwnerReference owner;
+    owner.api_version = "v1";
+    owner.kind = "Pod";
+    owner.name = pod.metadata.name;
+    owner.uid = pod.metadata.uid;
+    owner.controller = true;
+    claim.metadata.owner_references.push_back(owner);
+    return claim;
+  }
   // Allocates and reserves a claim for a pod as the scheduler would.
   void AllocateFor(const std::string& claim_name, const Pod& pod) {
     StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim(claim_name);
@@ -90,15 +102,7 @@ TEST_F(ControllersTest, AFinishedPodReleasesDeallocatesAndDeletesItsGeneratedCla
   cluster_.Pod(spec);
   StatusOr<Pod> pod = cluster_.GetPod("job");
   ASSERT_TRUE(pod.ok());
-  rv1::ResourceClaim claim = cluster_.ClaimSpec("job-gpu-x1y2z", "gpu");
-  api::metav1::OwnerReference owner;
-  owner.api_version = "v1";
-  owner.kind = "Pod";
-  owner.name = "job";
-  owner.uid = pod->metadata.uid;
-  owner.controller = true;
-  claim.metadata.owner_references.push_back(owner);
-  cluster_.Claim(claim);
+  cluster_.Claim(GeneratedFor("job-gpu-x1y2z", *pod));
   AllocateFor("job-gpu-x1y2z", *pod);
   // Another claim, shared, keeps its allocation while another pod still uses it.
   cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
@@ -154,15 +158,7 @@ TEST_F(ControllersTest, OnlyEventsThatLeaveWorkQueueASync) {
   cluster_.Pod(cluster_.PodSpec("running", {"tmpl:gpu"}));
   StatusOr<Pod> running = cluster_.GetPod("running");
   ASSERT_TRUE(running.ok());
-  rv1::ResourceClaim generated = cluster_.ClaimSpec("running-gpu-abcde", "gpu");
-  api::metav1::OwnerReference owner;
-  owner.api_version = "v1";
-  owner.kind = "Pod";
-  owner.name = "running";
-  owner.uid = running->metadata.uid;
-  owner.controller = true;
-  generated.metadata.owner_references.push_back(owner);
-  cluster_.Claim(generated);
+  cluster_.Claim(GeneratedFor("running-gpu-abcde", *running));
   AllocateFor("running-gpu-abcde", *running);
   ASSERT_TRUE(client::Patch<Pod>(cluster_.api(), "default", "running", client::PatchType::kMerge,
                                  boost::json::object{{"status",
