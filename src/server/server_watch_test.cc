@@ -56,10 +56,12 @@ struct Fixture {
   }
 
   TestResponse Do(const std::string& method, const std::string& target,
-                  const std::string& body = "") {
+                  const std::string& body = "", const std::string& content_type = "") {
     auto c = TestConnection::Connect(port);
     EXPECT_TRUE(c.ok());
-    StatusOr<TestResponse> r = (*c)->Do(method, target, Auth(), body);
+    std::vector<std::pair<std::string, std::string>> headers = Auth();
+    if (!content_type.empty()) headers.back().second = content_type;
+    StatusOr<TestResponse> r = (*c)->Do(method, target, headers, body);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : TestResponse{};
   }
@@ -230,6 +232,82 @@ TEST(ServerWatchTest, InitialStateThenChangesAndSelectorTransitions) {
   EXPECT_EQ(ParseEvent(lines[0]).name, "y");
   EXPECT_EQ(ParseEvent(lines[1]).type, "DELETED");
   EXPECT_EQ(ParseEvent(lines[1]).name, "x");
+}
+
+// Watches with field selectors share one parsed view of each object version (a kubelet per node
+// watches pods with spec.nodeName=<node>); each still gets exactly its own events, and a
+// transition out of the selection is a DELETED of the previous version at the new revision.
+TEST(ServerWatchTest, FieldSelectedWatchesOfManyNodesSeeOnlyTheirPods) {
+  Fixture f;
+  ASSERT_EQ(f.Do("POST", "/api/v1/namespaces",
+                 R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}})")
+                .status,
+            201);
+  const std::string pods = "/api/v1/namespaces/w/pods";
+  auto pod = [](const std::string& name) {
+    return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+           R"(","labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"i"}]}})";
+  };
+  std::vector<std::unique_ptr<WatchStream>> watches;
+  for (std::string selector :
+       {"spec.nodeName%3Dn1", "spec.nodeName%3Dn2", "spec.nodeName%3Dn1", "spec.nodeName!%3D"}) {
+    auto s = WatchStream::Open(f.port, pods + "?watch=true&fieldSelector=" + selector, f.Auth());
+    ASSERT_TRUE(s.ok());
+    watches.push_back(std::move(s).value());
+  }
+  // Label and field selectors together: app=x on n1 only.
+  auto both = WatchStream::Open(
+      f.port, pods + "?watch=true&labelSelector=app%3Dx&fieldSelector=spec.nodeName%3Dn1", f.Auth());
+  ASSERT_TRUE(both.ok());
+  for (std::string name : {"p1", "p2", "p3"}) {
+    ASSERT_EQ(f.Do("POST", pods, pod(name)).status, 201);
+  }
+  auto bind = [&](const std::string& name, const std::string& node) {
+    TestResponse r = f.Do("POST", pods + "/" + name + "/binding",
+                          R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":")" + name +
+                              R"("},"target":{"apiVersion":"v1","kind":"Node","name":")" + node +
+                              R"("}})");
+    ASSERT_EQ(r.status, 201) << r.body;
+  };
+  bind("p1", "n1");
+  bind("p2", "n2");
+  bind("p3", "n1");
+  ASSERT_EQ(f.Do("PATCH", pods + "/p3", R"({"metadata":{"labels":{"app":"y"}}})",
+                 "application/merge-patch+json")
+                .status,
+            200);
+  auto collect = [](WatchStream& s, size_t n) {
+    std::vector<std::string> lines;
+    while (lines.size() < n && s.WaitLines(&lines, std::chrono::seconds(30))) {
+    }
+    std::vector<std::string> out;
+    for (const std::string& line : lines) {
+      Event e = ParseEvent(line);
+      out.push_back(e.type + " " + e.name);
+    }
+    return out;
+  };
+  using Lines = std::vector<std::string>;
+  EXPECT_EQ(collect(*watches[0], 3), (Lines{"ADDED p1", "ADDED p3", "MODIFIED p3"}));
+  EXPECT_EQ(collect(*watches[1], 1), (Lines{"ADDED p2"}));
+  EXPECT_EQ(collect(*watches[2], 3), (Lines{"ADDED p1", "ADDED p3", "MODIFIED p3"}));
+  EXPECT_EQ(collect(*watches[3], 4),
+            (Lines{"ADDED p1", "ADDED p2", "ADDED p3", "MODIFIED p3"}));
+  std::vector<std::string> lines;
+  while (lines.size() < 3 && (*both)->WaitLines(&lines, std::chrono::seconds(30))) {
+  }
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(ParseEvent(lines[0]).type + " " + ParseEvent(lines[0]).name, "ADDED p1");
+  EXPECT_EQ(ParseEvent(lines[1]).type + " " + ParseEvent(lines[1]).name, "ADDED p3");
+  // p3 left the selection by its label: the previous version, at the patch's revision.
+  Event left = ParseEvent(lines[2]);
+  EXPECT_EQ(left.type + " " + left.name, "DELETED p3");
+  boost::json::value v = boost::json::parse(lines[2]);
+  EXPECT_EQ(v.at("object").at("metadata").at("labels").at("app"), "x");
+  EXPECT_EQ(v.at("object").at("spec").at("nodeName"), "n1");
+  TestResponse p3 = f.Do("GET", pods + "/p3");
+  EXPECT_EQ(std::to_string(left.revision),
+            boost::json::parse(p3.body).at("metadata").at("resourceVersion").as_string());
 }
 
 TEST(ServerWatchTest, BookmarksCarryTheNewestRevision) {

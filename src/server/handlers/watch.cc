@@ -63,18 +63,32 @@ std::string BookmarkObject(const ResourceInfo& resource, store::Revision revisio
 
 }  // namespace
 
+namespace {
+
+StringMap FieldsOf(const ResourceInfo& resource, const JsonObject& object) {
+  StringMap fields;
+  fields["metadata.name"] = std::string(MetaString(object, "name"));
+  fields["metadata.namespace"] = std::string(MetaString(object, "namespace"));
+  resource.strategy->SelectableFields(object, &fields);
+  return fields;
+}
+
+}  // namespace
+
 bool WatchManager::Matches(const WatchSpec& spec, const JsonObject& object) {
   if (!spec.labels.Empty()) {
     if (!spec.labels.Matches(MetaStringMap(object, "labels"))) return false;
   }
   if (!spec.fields.empty()) {
-    StringMap fields;
-    fields["metadata.name"] = std::string(MetaString(object, "name"));
-    fields["metadata.namespace"] = std::string(MetaString(object, "namespace"));
-    spec.resource->strategy->SelectableFields(object, &fields);
-    if (!spec.fields.Matches(fields)) return false;
+    if (!spec.fields.Matches(FieldsOf(*spec.resource, object))) return false;
   }
   return true;
+}
+
+bool WatchManager::Matches(const WatchSpec& spec, const Selectable& selectable) {
+  if (!selectable.parsed) return false;
+  if (!spec.labels.Empty() && !spec.labels.Matches(selectable.labels)) return false;
+  return spec.fields.empty() || spec.fields.Matches(selectable.fields);
 }
 
 class WatchManager::Session : public std::enable_shared_from_this<Session> {
@@ -211,6 +225,33 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
       }));
       return;
     }
+    if (spec_.format.kind == OutputKind::kJson) {
+      // Selectors alone: judge the shared parsed views, send the shared line.
+      std::shared_ptr<const Selectable> current =
+          manager_->CachedSelectable(resource, *event.object);
+      if (!current->parsed) return;
+      const bool current_matches = Matches(spec_, *current);
+      const store::Object* sent = event.object.get();
+      if (type == 'M') {
+        const bool previous_matches =
+            event.prev_object != nullptr &&
+            Matches(spec_, *manager_->CachedSelectable(resource, *event.prev_object));
+        if (current_matches && !previous_matches) {
+          type = 'A';
+        } else if (!current_matches && previous_matches) {
+          type = 'D';
+          sent = event.prev_object.get();
+        } else if (!current_matches) {
+          return;
+        }
+      } else if (!current_matches) {
+        return;
+      }
+      Write(manager_->CachedLine(resource, event.revision, type, [&] {
+        return EventLine(type, WithResourceVersion(sent->value, event.revision));
+      }));
+      return;
+    }
     StatusOr<JsonObject> current = ParseObject(WithResourceVersion(value, event.revision));
     if (!current.ok()) return;
     bool current_matches = Matches(spec_, *current);
@@ -331,6 +372,32 @@ http::Chunk WatchManager::CachedLine(const ResourceInfo* resource, store::Revisi
     }
   }
   return line;
+}
+
+std::shared_ptr<const WatchManager::Selectable> WatchManager::CachedSelectable(
+    const ResourceInfo* resource, const store::Object& object) {
+  CacheKey key{resource, object.revision, 0};
+  {
+    std::lock_guard lock(cache_mu_);
+    auto it = selectables_.find(key);
+    if (it != selectables_.end()) return it->second;
+  }
+  auto selectable = std::make_shared<Selectable>();
+  if (StatusOr<JsonObject> parsed = ParseObject(object.value); parsed.ok()) {
+    selectable->parsed = true;
+    selectable->labels = MetaStringMap(*parsed, "labels");
+    selectable->fields = FieldsOf(*resource, *parsed);
+  }
+  std::lock_guard lock(cache_mu_);
+  auto [it, inserted] = selectables_.emplace(key, std::move(selectable));
+  if (inserted) {
+    selectables_order_.push_back(key);
+    if (selectables_order_.size() > kCacheCapacity) {
+      selectables_.erase(selectables_order_.front());
+      selectables_order_.pop_front();
+    }
+  }
+  return it->second;
 }
 
 void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchange) {

@@ -92,6 +92,18 @@ class WatchManager {
   http::Chunk CachedLine(const ResourceInfo* resource, store::Revision revision, char type,
                          const std::function<std::string()>& render);
 
+  // What selectors look at in one stored version of an object (its labels, and its fields as
+  // the kind extracts them), parsed once and shared by every watch with selectors: one kubelet
+  // per node watches Pods with spec.nodeName=<node>.
+  struct Selectable {
+    bool parsed = false;
+    StringMap labels;
+    StringMap fields;
+  };
+  std::shared_ptr<const Selectable> CachedSelectable(const ResourceInfo* resource,
+                                                     const store::Object& object);
+  static bool Matches(const WatchSpec& spec, const Selectable& selectable);
+
   void Remove(uint64_t id);
 
   store::Store* store_;
@@ -120,6 +132,10 @@ class WatchManager {
   std::mutex cache_mu_;
   std::unordered_map<CacheKey, http::Chunk, CacheKeyHash> cache_;  // guarded by cache_mu_
   std::deque<CacheKey> cache_order_;                               // guarded by cache_mu_
+  // By resource and the object version's own revision (type 0).
+  std::unordered_map<CacheKey, std::shared_ptr<const Selectable>, CacheKeyHash>
+      selectables_;                             // guarded by cache_mu_
+  std::deque<CacheKey> selectables_order_;      // guarded by cache_mu_
 };
 
 }  // namespace draplane::server::handlers
