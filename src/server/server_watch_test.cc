@@ -66,6 +66,12 @@ struct Fixture {
     return r.ok() ? *r : TestResponse{};
   }
 
+  int CreateNamespace(const std::string& name) {
+    return Do("POST", "/api/v1/namespaces",
+              R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":")" + name + R"("}})")
+        .status;
+  }
+
   std::string ListRevision(const std::string& path) {
     TestResponse r = Do("GET", path);
     return std::string(boost::json::parse(r.body).at("metadata").at("resourceVersion").as_string());
@@ -98,10 +104,7 @@ Event ParseEvent(const std::string& line) {
 
 TEST(ServerWatchTest, ThousandWatchersSeeEveryEventOnceInOrderAndResume) {
   Fixture f;
-  ASSERT_EQ(f.Do("POST", "/api/v1/namespaces",
-                 R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}})")
-                .status,
-            201);
+  ASSERT_EQ(f.CreateNamespace("w"), 201);
   const std::string collection = "/apis/resource.k8s.io/v1/namespaces/w/resourceclaims";
   std::string start = f.ListRevision(collection);
 
@@ -198,10 +201,7 @@ TEST(ServerWatchTest, ThousandWatchersSeeEveryEventOnceInOrderAndResume) {
 
 TEST(ServerWatchTest, InitialStateThenChangesAndSelectorTransitions) {
   Fixture f;
-  ASSERT_EQ(f.Do("POST", "/api/v1/namespaces",
-                 R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}})")
-                .status,
-            201);
+  ASSERT_EQ(f.CreateNamespace("w"), 201);
   const std::string collection = "/apis/resource.k8s.io/v1/namespaces/w/resourceclaims";
   ASSERT_EQ(f.Do("POST", collection, Claim("x", "a")).status, 201);
   ASSERT_EQ(f.Do("POST", collection, Claim("y", "b")).status, 201);
@@ -239,10 +239,7 @@ TEST(ServerWatchTest, InitialStateThenChangesAndSelectorTransitions) {
 // transition out of the selection is a DELETED of the previous version at the new revision.
 TEST(ServerWatchTest, FieldSelectedWatchesOfManyNodesSeeOnlyTheirPods) {
   Fixture f;
-  ASSERT_EQ(f.Do("POST", "/api/v1/namespaces",
-                 R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}})")
-                .status,
-            201);
+  ASSERT_EQ(f.CreateNamespace("w"), 201);
   const std::string pods = "/api/v1/namespaces/w/pods";
   auto pod = [](const std::string& name) {
     return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
@@ -312,10 +309,7 @@ TEST(ServerWatchTest, FieldSelectedWatchesOfManyNodesSeeOnlyTheirPods) {
 
 TEST(ServerWatchTest, BookmarksCarryTheNewestRevision) {
   Fixture f(0, std::chrono::milliseconds(100));
-  ASSERT_EQ(f.Do("POST", "/api/v1/namespaces",
-                 R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}})")
-                .status,
-            201);
+  ASSERT_EQ(f.CreateNamespace("w"), 201);
   const std::string collection = "/apis/resource.k8s.io/v1/namespaces/w/resourceclaims";
   std::string start = f.ListRevision(collection);
   auto s = WatchStream::Open(
@@ -342,10 +336,7 @@ TEST(ServerWatchTest, BookmarksCarryTheNewestRevision) {
 
 TEST(ServerWatchTest, TooOldResourceVersionIsGone) {
   Fixture f(/*retained=*/5);
-  ASSERT_EQ(f.Do("POST", "/api/v1/namespaces",
-                 R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"w"}})")
-                .status,
-            201);
+  ASSERT_EQ(f.CreateNamespace("w"), 201);
   const std::string collection = "/apis/resource.k8s.io/v1/namespaces/w/resourceclaims";
   for (int i = 0; i < 30; ++i) {
     ASSERT_EQ(f.Do("POST", collection, Claim("g-" + std::to_string(i))).status, 201);
