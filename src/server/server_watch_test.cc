@@ -254,7 +254,8 @@ TEST(ServerWatchTest, FieldSelectedWatchesOfManyNodesSeeOnlyTheirPods) {
   }
   // Label and field selectors together: app=x on n1 only.
   auto both = WatchStream::Open(
-      f.port, pods + "?watch=true&labelSelector=app%3Dx&fieldSelector=spec.nodeName%3Dn1", f.Auth());
+      f.port, pods + "?watch=true&labelSelector=app%3Dx&fieldSelector=spec.nodeName%3Dn1",
+      f.Auth());
   ASSERT_TRUE(both.ok());
   for (std::string name : {"p1", "p2", "p3"}) {
     ASSERT_EQ(f.Do("POST", pods, pod(name)).status, 201);

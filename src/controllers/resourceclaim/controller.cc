@@ -104,7 +104,9 @@ ResourceClaimController::ResourceClaimController(client::ApiClient& api,
   });
   pods_.AddIndex("claim", [](const Pod& p) {
     std::vector<std::string> out;
-    for (const std::string& name : ClaimNamesOf(p)) out.push_back(p.metadata.namespace_ + "/" + name);
+    for (const std::string& name : ClaimNamesOf(p)) {
+      out.push_back(p.metadata.namespace_ + "/" + name);
+    }
     return out;
   });
   pods_.AddHandlers({

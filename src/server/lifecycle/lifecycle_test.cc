@@ -52,7 +52,8 @@ TEST(LifecycleParseEntryTest, AgreesWithTheDomReaderOnOddShapes) {
       // nested metadata-like objects are not the object's metadata
       R"({"spec":{"metadata":{"uid":"inner"}},"metadata":{"uid":"outer","finalizers":[]}})",
       // escapes and unicode in strings
-      R"({"metadata":{"uid":"\u00e9\n","ownerReferences":[{"name":"a\\b","kind":"K\"","uid":"1"}]}})",
+      R"({"metadata":{"uid":"\u00e9\n",
+        "ownerReferences":[{"name":"a\\b","kind":"K\"","uid":"1"}]}})",
       // an empty object, and deep nesting before metadata
       R"({})",
       R"({"a":[[[[{"b":[{"c":{}}]}]]]],"metadata":{"finalizers":["f"]}})",
