@@ -27,6 +27,7 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/object.h"
 #include "common/metrics.h"
 #include "server/openapi/openapi.h"
 #include "server/server.h"
@@ -150,14 +151,7 @@ rv1::ResourceClaim MakeClaim(const corev1::Pod& pod) {
   claim.metadata.namespace_ = kNamespace;
   claim.metadata.generate_name = pod.metadata.name + "-resource-";
   claim.metadata.annotations["resource.kubernetes.io/pod-claim-name"] = "resource";
-  api::metav1::OwnerReference owner;
-  owner.api_version = "v1";
-  owner.kind = "Pod";
-  owner.name = pod.metadata.name;
-  owner.uid = pod.metadata.uid;
-  owner.controller = true;
-  owner.block_owner_deletion = true;
-  claim.metadata.owner_references.push_back(std::move(owner));
+  claim.metadata.owner_references.push_back(api::NewControllerRef(pod));
   rv1::DeviceRequest r;
   r.name = "req-0";
   r.exactly.emplace();

@@ -84,6 +84,17 @@ std::string Unstructured::kind() const {
 std::string Unstructured::name() const { return StringMember(Metadata(*this), "name"); }
 std::string Unstructured::namespace_() const { return StringMember(Metadata(*this), "namespace"); }
 
+metav1::OwnerReference NewControllerRef(const corev1::Pod& pod) {
+  metav1::OwnerReference owner;
+  owner.api_version = "v1";
+  owner.kind = "Pod";
+  owner.name = pod.metadata.name;
+  owner.uid = pod.metadata.uid;
+  owner.controller = true;
+  owner.block_owner_deletion = true;
+  return owner;
+}
+
 bool IsModelledKind(std::string_view api_version, std::string_view kind) {
   return Modelled(api_version, kind);
 }

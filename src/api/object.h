@@ -59,6 +59,10 @@ using Object = std::variant<
 // than Unstructured).
 bool IsModelledKind(std::string_view api_version, std::string_view kind);
 
+// An owner reference naming `pod` as the controller of the object that carries it, with
+// blockOwnerDeletion set (apimachinery metav1.NewControllerRef).
+metav1::OwnerReference NewControllerRef(const corev1::Pod& pod);
+
 // Decodes `json` as the type its `apiVersion` and `kind` name, Unstructured when unknown.
 // Appends field errors (paths relative to the object) for values of the wrong JSON type and for a
 // missing or non-string `apiVersion` / `kind` (`kind: Required value`); a non-object `json` is

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "api/object.h"
 #include "client/testing/cluster.h"
 #include "controllers/controller_manager.h"
 
@@ -31,13 +32,7 @@ class ControllersTest : public ::testing::Test {
   // A claim of class "gpu" controlled by `pod`, as the controller generates from a template.
   rv1::ResourceClaim GeneratedFor(const std::string& name, const Pod& pod) {
     rv1::ResourceClaim claim = cluster_.ClaimSpec(name, "gpu");
-    api::metav1::OwnerReference owner;
-    owner.api_version = "v1";
-    owner.kind = "Pod";
-    owner.name = pod.metadata.name;
-    owner.uid = pod.metadata.uid;
-    owner.controller = true;
-    claim.metadata.owner_references.push_back(owner);
+    claim.metadata.owner_references.push_back(api::NewControllerRef(pod));
     return claim;
   }
   // Allocates and reserves a claim for a pod as the scheduler would.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "api/object.h"
 #include "client/typed.h"
 #include "common/log.h"
 
@@ -292,14 +293,7 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
       claim.metadata.labels = tmpl->spec.metadata.labels;
       claim.metadata.annotations = tmpl->spec.metadata.annotations;
       claim.metadata.annotations[std::string(kPodClaimNameAnnotation)] = entry.name;
-      api::metav1::OwnerReference owner;
-      owner.api_version = "v1";
-      owner.kind = "Pod";
-      owner.name = pod->metadata.name;
-      owner.uid = pod->metadata.uid;
-      owner.controller = true;
-      owner.block_owner_deletion = true;
-      claim.metadata.owner_references.push_back(std::move(owner));
+      claim.metadata.owner_references.push_back(api::NewControllerRef(*pod));
       claim.spec = tmpl->spec.spec;
       StatusOr<rv1::ResourceClaim> created = client::Create(api_, claim, options_.field_manager);
       if (!created.ok()) return created.status().WithPrefix("create ResourceClaim " + entry.name);

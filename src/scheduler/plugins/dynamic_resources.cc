@@ -6,6 +6,7 @@
 
 #include "allocator/allocator.h"
 #include "api/labels/node_selector.h"
+#include "api/object.h"
 #include "client/typed.h"
 #include "common/log.h"
 #include "scheduler/explain.h"
@@ -650,14 +651,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       c.metadata.name = std::string(kSpecialClaimName);
       c.metadata.uid = SpecialInFlightUid(pod.metadata.uid);
       c.metadata.generate_name = pod.metadata.name + "-extended-resources-";
-      api::metav1::OwnerReference owner;
-      owner.api_version = "v1";
-      owner.kind = "Pod";
-      owner.name = pod.metadata.name;
-      owner.uid = pod.metadata.uid;
-      owner.controller = true;
-      owner.block_owner_deletion = true;
-      c.metadata.owner_references.push_back(std::move(owner));
+      c.metadata.owner_references.push_back(api::NewControllerRef(pod));
       c.metadata.annotations[std::string(kExtendedResourceClaimAnnotation)] = "true";
       BuildSpecialRequests(pod, dra, deps_.cluster->extended_resource_classes(), v.get());
       if (!c.spec.devices.requests.empty()) {
