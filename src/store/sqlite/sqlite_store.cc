@@ -1,8 +1,10 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <future>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -224,7 +225,8 @@ struct Reader {
   }
 };
 
-// A pending write handed to the writer thread.
+// A pending write handed to the writer thread, shared by the caller waiting for its outcome and
+// the writer that sets it.
 struct WriteRequest {
   enum class Kind { kCreate, kUpdate, kDelete, kCompact };
   Kind kind;
@@ -232,11 +234,46 @@ struct WriteRequest {
   std::string encoded;
   std::string value;
   Revision revision = 0;  // precondition (writes) or target (compaction)
-  std::promise<StatusOr<ObjectPtr>> done;
+
+  // Writer thread. Not a std::promise, nor a condition variable: setting a promise also
+  // completes the std::call_once inside it, and glibc's pthread_once always ends with a futex
+  // wake; a glibc condition variable has the woken waiter issue wakes of its own. Either doubled
+  // the system calls per write (on this 2-core VM, each costs microseconds). Here a write costs
+  // one wake, and none when the caller has not gone to sleep yet.
+  void Finish(StatusOr<ObjectPtr> outcome) {
+    result = std::move(outcome);  // published by the exchange
+    if (state.exchange(kFinished, std::memory_order_acq_rel) == kSleeping) {
+      syscall(SYS_futex, FutexWord(), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    }
+  }
+  // The caller (the request is shared, so it outlives Finish's wake).
+  StatusOr<ObjectPtr> Wait() {
+    uint32_t seen = state.load(std::memory_order_acquire);
+    while (seen != kFinished) {
+      if (seen == kPending &&
+          !state.compare_exchange_weak(seen, kSleeping, std::memory_order_acq_rel)) {
+        continue;  // `seen` holds the new value
+      }
+      syscall(SYS_futex, FutexWord(), FUTEX_WAIT_PRIVATE, kSleeping, nullptr, nullptr, 0);
+      seen = state.load(std::memory_order_acquire);
+    }
+    return std::move(*result);
+  }
+
+ private:
+  static constexpr uint32_t kPending = 0;
+  static constexpr uint32_t kSleeping = 1;  // pending, and the caller waits in the kernel
+  static constexpr uint32_t kFinished = 2;
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                std::atomic<uint32_t>::is_always_lock_free);
+  uint32_t* FutexWord() { return reinterpret_cast<uint32_t*>(&state); }
+
+  std::atomic<uint32_t> state{kPending};
+  std::optional<StatusOr<ObjectPtr>> result;  // written before `state` becomes kFinished
 };
 
 // SQLite backend. Algorithm (docs/design/store.md, "sqlite"):
-//   1. Callers queue WriteRequests and wait on their futures.
+//   1. Callers queue WriteRequests and wait for their outcomes.
 //   2. The writer thread takes every queued request, opens one transaction, and applies each in
 //      order: look up the key's newest version (an earlier write of the batch, else `latest_`),
 //      check the precondition, take the next revision and append a `history` row (the only copy of
@@ -244,7 +281,7 @@ struct WriteRequest {
 //      no revision.
 //   3. It records the new revision in `meta` and commits; with WAL and synchronous=FULL the
 //      commit returns once the log is on disk. Only then does it publish the events to the watch
-//      hub (in revision order) and complete the futures. A failed commit fails the whole batch.
+//      hub (in revision order) and hand out the outcomes. A failed commit fails the whole batch.
 //      Just before publishing, it applies the batch to `latest_`, the in-memory copy of every
 //      live key's newest version, under an exclusive lock held only for the map updates.
 //   4. Get and a List of the latest state (or of a snapshot revision equal to latest_'s) read
@@ -323,7 +360,7 @@ class SqliteStore final : public Store {
 
   StatusOr<ObjectPtr> Create(const Key& key, std::string value) override {
     DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
-    auto request = std::make_unique<WriteRequest>();
+    auto request = std::make_shared<WriteRequest>();
     request->kind = WriteRequest::Kind::kCreate;
     request->key = key;
     request->value = std::move(value);
@@ -333,7 +370,7 @@ class SqliteStore final : public Store {
   StatusOr<ObjectPtr> Update(const Key& key, std::string value,
                              const Preconditions& preconditions) override {
     DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
-    auto request = std::make_unique<WriteRequest>();
+    auto request = std::make_shared<WriteRequest>();
     request->kind = WriteRequest::Kind::kUpdate;
     request->key = key;
     request->value = std::move(value);
@@ -343,7 +380,7 @@ class SqliteStore final : public Store {
 
   StatusOr<ObjectPtr> Delete(const Key& key, const Preconditions& preconditions) override {
     DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
-    auto request = std::make_unique<WriteRequest>();
+    auto request = std::make_shared<WriteRequest>();
     request->kind = WriteRequest::Kind::kDelete;
     request->key = key;
     request->revision = preconditions.revision;
@@ -363,7 +400,7 @@ class SqliteStore final : public Store {
   StatusOr<Revision> CurrentRevision() override { return current_.load(); }
 
   Status Compact(Revision revision) override {
-    auto request = std::make_unique<WriteRequest>();
+    auto request = std::make_shared<WriteRequest>();
     request->kind = WriteRequest::Kind::kCompact;
     request->revision = revision;
     return Submit(std::move(request)).status();
@@ -694,26 +731,25 @@ class SqliteStore final : public Store {
 
   // ---- writes --------------------------------------------------------------------------------
 
-  StatusOr<ObjectPtr> Submit(std::unique_ptr<WriteRequest> request) {
+  StatusOr<ObjectPtr> Submit(std::shared_ptr<WriteRequest> request) {
     if (request->kind != WriteRequest::Kind::kCompact) {
       request->encoded = internal::EncodeKey(request->key);
     }
-    std::future<StatusOr<ObjectPtr>> done = request->done.get_future();
     bool wake = false;
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       if (stopping_) return UnavailableError("sqlite store is closing");
-      queue_.push_back(std::move(request));
+      queue_.push_back(request);
       // Wake the writer only when the queue reaches the length it waits for: while it gathers a
       // batch, each earlier write would wake it just to go back to sleep.
       wake = queue_.size() >= writer_waits_for_;
     }
     if (wake) queue_cv_.notify_one();
-    return done.get();
+    return request->Wait();
   }
 
   void WriterLoop() {
-    std::vector<std::unique_ptr<WriteRequest>> batch;
+    std::vector<std::shared_ptr<WriteRequest>> batch;
     size_t last_batch = 0;
     while (true) {
       {
@@ -739,7 +775,7 @@ class SqliteStore final : public Store {
       while (i < batch.size()) {
         if (batch[i]->kind == WriteRequest::Kind::kCompact) {
           Status status = CompactTo(batch[i]->revision);
-          batch[i]->done.set_value(status.ok() ? StatusOr<ObjectPtr>(ObjectPtr()) : status);
+          batch[i]->Finish(status.ok() ? StatusOr<ObjectPtr>(ObjectPtr()) : status);
           ++i;
           continue;
         }
@@ -852,8 +888,8 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
-  // Applies batch[begin, end) in one transaction, commits, publishes, completes the futures.
-  void CommitWrites(std::vector<std::unique_ptr<WriteRequest>>& batch, size_t begin, size_t end) {
+  // Applies batch[begin, end) in one transaction, commits, publishes, hands out the outcomes.
+  void CommitWrites(std::vector<std::shared_ptr<WriteRequest>>& batch, size_t begin, size_t end) {
     WriteStmts& w = *write_stmts_;
     const Duration started = RealClock().MonotonicNow();
     std::vector<Applied> applied(end - begin);
@@ -880,7 +916,7 @@ class SqliteStore final : public Store {
       Stmt::Scope scope(w.rollback);
       w.rollback.StepDone("rollback").IgnoreError();  // Fails only if nothing is open.
       log::Error("sqlite store {}: write batch failed: {}", path_, status.ToString());
-      for (size_t i = begin; i < end; ++i) batch[i]->done.set_value(status);
+      for (size_t i = begin; i < end; ++i) batch[i]->Finish(status);
       return;
     }
     // Durable: make the batch visible to Get and List before anyone learns of it (an
@@ -907,7 +943,7 @@ class SqliteStore final : public Store {
     }
     internal::RunNotifies(hub_.Publish(events));
     for (size_t i = begin; i < end; ++i) {
-      batch[i]->done.set_value(std::move(applied[i - begin].result));
+      batch[i]->Finish(std::move(applied[i - begin].result));
     }
     const double seconds =
         std::chrono::duration<double>(RealClock().MonotonicNow() - started).count();
@@ -998,7 +1034,7 @@ class SqliteStore final : public Store {
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
-  std::deque<std::unique_ptr<WriteRequest>> queue_;  // guarded by queue_mu_
+  std::deque<std::shared_ptr<WriteRequest>> queue_;  // guarded by queue_mu_
   bool stopping_ = false;                            // guarded by queue_mu_
   // The queue length the waiting writer wakes up for (max while it works); guarded by queue_mu_.
   size_t writer_waits_for_ = std::numeric_limits<size_t>::max();
