@@ -63,12 +63,14 @@ class Pipe final : public http::ResponseStream {
     if (chunk == nullptr || chunk->empty()) return false;
     std::function<void()> on_closed;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       if (ended_) return false;
       size_t backlog = queued_bytes_ + chunk->size();
       if (backlog <= max_backlog_bytes_) {
         queued_bytes_ = backlog;
         chunks_.push_back(std::move(chunk));
+        // Outside the lock: a reader woken while it is held would only block on it again.
+        lock.unlock();
         cv_.notify_all();
         return true;
       }
@@ -102,6 +104,7 @@ class Pipe final : public http::ResponseStream {
   }
 
   bool open() const override { return open_.load(std::memory_order_acquire); }
+  bool in_process() const override { return true; }
 
   // The reader's side: moves every queued chunk into `*out` (true), false at the end, Cancelled
   // after Cancel, DeadlineExceeded when `deadline` passes first.

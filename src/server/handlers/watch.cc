@@ -117,13 +117,25 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
       watcher_ = std::move(watcher);
       gauge_.Increment();
     }
+    drain_on_notify_.store(stream->in_process() && !NeedsParse(), std::memory_order_release);
     for (std::string& line : initial) {
       Write(std::make_shared<const std::string>(std::move(line)));
     }
     Flush(*stream);
   }
 
+  // An in-process reader of unfiltered JSON costs a few copies per event to serve: that is done
+  // on the notifying thread (the store's writer), which saves handing each commit to a worker
+  // and waking it (on a 2-core VM, one such wake-up cost more CPU than the drain itself). Any
+  // other stream, or a drain already running, goes through the worker pool.
   void Notify() {
+    if (drain_on_notify_.load(std::memory_order_acquire)) {
+      std::unique_lock drain_lock(drain_mu_, std::try_to_lock);
+      if (drain_lock.owns_lock()) {
+        DrainLocked();
+        return;
+      }
+    }
     if (scheduled_.exchange(true)) return;
     std::weak_ptr<Session> weak = weak_from_this();
     if (!manager_->pool_->Post([weak] {
@@ -133,10 +145,15 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     }
   }
 
-  // Polls the store watcher and forwards what passes the selectors.
+  // A worker's turn (see Notify).
   void Drain() {
     scheduled_.store(false);
     std::lock_guard drain_lock(drain_mu_);
+    DrainLocked();
+  }
+
+  // Polls the store watcher and forwards what passes the selectors. Callers hold drain_mu_.
+  void DrainLocked() {
     std::shared_ptr<http::ResponseStream> stream;
     std::shared_ptr<store::Watcher> watcher;  // shared: Closed() may run meanwhile
     {
@@ -217,9 +234,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
                 : event.type == store::WatchEvent::Type::kModified ? 'M'
                                                                    : 'D';
     const std::string& value = event.object->value;
-    bool need_parse =
-        !spec_.labels.Empty() || !spec_.fields.empty() || spec_.format.kind != OutputKind::kJson;
-    if (!need_parse) {
+    if (!NeedsParse()) {
       Write(manager_->CachedLine(resource, event.revision, type, [&] {
         return EventLine(type, WithResourceVersion(value, event.revision));
       }));
@@ -292,6 +307,11 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  // Whether events must be parsed to be judged or rendered (selectors, tables, metadata only).
+  bool NeedsParse() const {
+    return !spec_.labels.Empty() || !spec_.fields.empty() || spec_.format.kind != OutputKind::kJson;
+  }
+
   // Lines are queued and sent together: one write (one chunk over HTTP, one wake-up of an
   // in-process reader) per batch of events instead of one per event. Callers hold drain_mu_.
   void Write(http::Chunk line) {
@@ -336,6 +356,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   metrics::Gauge gauge_;
   metrics::Counter events_;
   std::atomic<bool> scheduled_{false};
+  std::atomic<bool> drain_on_notify_{false};  // set by Attach
   std::mutex drain_mu_;
   std::vector<http::Chunk> queued_;  // guarded by drain_mu_
   size_t queued_bytes_ = 0;          // guarded by drain_mu_

@@ -76,6 +76,10 @@ class ResponseStream {
   virtual void SetOnClosed(std::function<void()> on_closed) = 0;
   // True while the stream accepts writes.
   virtual bool open() const = 0;
+  // True when the reader lives in this process, so that Write is a queue append and a wake-up
+  // of the reader, with no I/O (the embedded components' watches): cheap enough to call on the
+  // thread that produced the data.
+  virtual bool in_process() const { return false; }
 };
 
 // The answer channel of one request. Exactly one of Respond or StartStream is called; a second
