@@ -51,12 +51,14 @@ void EventRecorder::Record(const api::corev1::ObjectReference& object, std::stri
     Write(event);
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_ || queue_.size() >= options_.queue_limit) {
-    ++dropped_;
-    return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || queue_.size() >= options_.queue_limit) {
+      ++dropped_;
+      return;
+    }
+    queue_.push_back(std::move(event));
   }
-  queue_.push_back(std::move(event));
   cv_.notify_all();
 }
 

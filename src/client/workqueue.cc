@@ -11,26 +11,38 @@ WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions limiter)
       tokens_(limiter.burst),
       last_refill_(clock.MonotonicNow()) {}
 
-void WorkQueue::AddLocked(const std::string& key) {
-  if (shutting_down_ || dirty_.contains(key)) return;
+bool WorkQueue::AddLocked(const std::string& key) {
+  if (shutting_down_ || dirty_.contains(key)) return false;
   dirty_.insert(key);
-  if (processing_.contains(key)) return;
+  if (processing_.contains(key)) return false;
   queue_.push_back(key);
-  cv_.notify_one();
+  return true;
 }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  AddLocked(key);
+  bool queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued = AddLocked(key);
+  }
+  // Outside the lock: a worker woken while it is held would only block on it again.
+  if (queued) cv_.notify_one();
 }
 
 void WorkQueue::AddAfter(const std::string& key, Duration delay) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (shutting_down_) return;
   if (delay <= Duration::zero()) {
-    AddLocked(key);
+    Add(key);
     return;
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutting_down_) return;
+    AddDelayedLocked(key, delay);
+  }
+  cv_.notify_all();
+}
+
+void WorkQueue::AddDelayedLocked(const std::string& key, Duration delay) {
   Duration deadline = clock_.MonotonicNow() + delay;
   auto it = delayed_.find(key);
   if (it != delayed_.end()) {
@@ -47,7 +59,6 @@ void WorkQueue::AddAfter(const std::string& key, Duration delay) {
     delayed_.emplace(key, deadline);
   }
   by_deadline_.emplace(deadline, key);
-  cv_.notify_all();
 }
 
 Duration WorkQueue::LimiterDelay(const std::string& key) {
@@ -100,7 +111,7 @@ void WorkQueue::PromoteDue() {
     std::string key = by_deadline_.begin()->second;
     by_deadline_.erase(by_deadline_.begin());
     delayed_.erase(key);
-    AddLocked(key);
+    if (AddLocked(key)) cv_.notify_one();  // another worker may take it
   }
 }
 
@@ -137,12 +148,13 @@ std::optional<std::string> WorkQueue::TryGet() {
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  processing_.erase(key);
-  if (dirty_.contains(key)) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    processing_.erase(key);
+    if (!dirty_.contains(key)) return;
     queue_.push_back(key);
-    cv_.notify_one();
   }
+  cv_.notify_one();
 }
 
 void WorkQueue::ShutDown() {

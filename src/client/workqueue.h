@@ -75,7 +75,11 @@ class WorkQueue {
  private:
   // Moves delayed keys whose time has come into the queue. Requires mu_.
   void PromoteDue();
-  void AddLocked(const std::string& key);
+  // Queues `key` unless it is queued or being processed already; true when it was queued (the
+  // caller wakes a worker).
+  bool AddLocked(const std::string& key);
+  // Records `key` to be queued after `delay` (> 0), keeping an earlier deadline.
+  void AddDelayedLocked(const std::string& key, Duration delay);
   Duration LimiterDelay(const std::string& key);
 
   const Clock& clock_;

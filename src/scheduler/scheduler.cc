@@ -156,8 +156,11 @@ bool Scheduler::Ours(const Pod& pod) const {
 }
 
 void Scheduler::Post(InboxItem item) {
-  std::lock_guard<std::mutex> lock(mu_);
-  inbox_.push_back(std::move(item));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(std::move(item));
+  }
+  // Outside the lock: the loop woken while it is held would only block on it again.
   cv_.notify_all();
 }
 
@@ -232,8 +235,10 @@ void Scheduler::RunAsync(std::function<void()> work) {
     work();
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  work_.push_back(std::move(work));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_.push_back(std::move(work));
+  }
   work_cv_.notify_one();
 }
 

@@ -891,19 +891,24 @@ class DynamicResources final : public PreEnqueuePlugin,
 
 void AllocationConfirmations::Observe(const std::string& uid, uint64_t resource_version,
                                       bool lost) {
-  std::lock_guard<std::mutex> lock(mu_);
-  verdicts_[uid][resource_version] = lost;
-  auto [first, last] = waiters_.equal_range(uid);
-  for (auto it = first; it != last; ++it) it->second->cv.notify_one();
+  std::vector<std::shared_ptr<Waiter>> woken;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    verdicts_[uid][resource_version] = lost;
+    auto [first, last] = waiters_.equal_range(uid);
+    for (auto it = first; it != last; ++it) woken.push_back(it->second);
+  }
+  // Outside the lock: a binder woken while it is held would only block on it again.
+  for (const std::shared_ptr<Waiter>& waiter : woken) waiter->cv.notify_one();
 }
 
 AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::string& uid,
                                                                 uint64_t resource_version,
                                                                 Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  Waiter waiter;
-  auto registration = waiters_.emplace(uid, &waiter);
-  bool seen = waiter.cv.wait_for(lock, timeout, [&] {
+  auto waiter = std::make_shared<Waiter>();
+  auto registration = waiters_.emplace(uid, waiter);
+  bool seen = waiter->cv.wait_for(lock, timeout, [&] {
     auto it = verdicts_.find(uid);
     return it != verdicts_.end() && !it->second.empty() &&
            it->second.rbegin()->first >= resource_version;

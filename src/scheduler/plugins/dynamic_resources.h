@@ -73,14 +73,15 @@ class AllocationConfirmations {
 
  private:
   // One per Await in progress: an observation wakes only the binders waiting for that claim
-  // (a shared condition variable woke every waiting binder for every claim observed).
+  // (a shared condition variable woke every waiting binder for every claim observed). Shared,
+  // so that Observe can wake it after unlocking while the binder may already be leaving.
   struct Waiter {
     std::condition_variable cv;
   };
 
   std::mutex mu_;
-  std::map<std::string, std::map<uint64_t, bool>> verdicts_;  // uid -> version -> lost
-  std::multimap<std::string, Waiter*> waiters_;               // uid -> waiting binders
+  std::map<std::string, std::map<uint64_t, bool>> verdicts_;    // uid -> version -> lost
+  std::multimap<std::string, std::shared_ptr<Waiter>> waiters_;  // uid -> waiting binders
 };
 
 struct DynamicResourcesOptions {
