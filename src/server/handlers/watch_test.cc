@@ -59,28 +59,38 @@ class StreamExchange final : public http::Exchange {
   std::shared_ptr<RecordingStream> stream_;
 };
 
-// Holds the pool's only worker until released.
+// Holds the pool's only worker from construction until released (at the latest when destroyed,
+// which waits for the worker to let go).
 class BusyWorker {
  public:
   explicit BusyWorker(internal::ThreadPool& pool) {
     pool.Post([this] {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return released_; });
+      state_ = State::kHeld;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return state_ == State::kReleased; });
+      state_ = State::kDone;
+      cv_.notify_all();
     });
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return state_ == State::kHeld; });
   }
-  ~BusyWorker() { Release(); }
+  ~BusyWorker() {
+    Release();
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return state_ == State::kDone; });
+  }
   void Release() {
-    {
-      std::lock_guard lock(mu_);
-      released_ = true;
-    }
+    std::lock_guard lock(mu_);
+    if (state_ == State::kHeld) state_ = State::kReleased;
     cv_.notify_all();
   }
 
  private:
+  enum class State { kQueued, kHeld, kReleased, kDone };
   std::mutex mu_;
   std::condition_variable cv_;
-  bool released_ = false;
+  State state_ = State::kQueued;  // guarded by mu_
 };
 
 class WatchDeliveryTest : public ::testing::Test {
