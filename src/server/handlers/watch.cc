@@ -126,8 +126,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
 
   // An in-process reader of unfiltered JSON costs a few copies per event to serve: that is done
   // on the notifying thread (the store's writer), which saves handing each commit to a worker
-  // and waking it (on a 2-core VM, one such wake-up cost more CPU than the drain itself). Any
-  // other stream, or a drain already running, goes through the worker pool.
+  // and waking it. Any other stream, or a drain already running, goes through the worker pool.
   void Notify() {
     if (drain_on_notify_.load(std::memory_order_acquire)) {
       std::unique_lock drain_lock(drain_mu_, std::try_to_lock);
