@@ -1068,6 +1068,7 @@ class AllocatorImpl final : public Allocator {
     search_options.features = features_;
     search_options.policies = options.policies;
     search_options.prune = options.prune;
+    search_options.max_steps = options.max_search_steps;
     if (options.explain) {
       recorder.emplace(builder.problem.keys.size(), builder.problem.devices.size());
       search_options.observer = &*recorder;
@@ -1187,6 +1188,11 @@ std::unique_ptr<Allocator> NewAllocator(Snapshot& snapshot,
                                         std::vector<const rv1::ResourceClaim*> claims,
                                         const Features& features) {
   return std::make_unique<AllocatorImpl>(snapshot, std::move(claims), features);
+}
+
+// Nothing else on the allocation path reports ResourceExhausted.
+bool IsStepLimitExceeded(const Status& status) {
+  return status.code() == StatusCode::kResourceExhausted;
 }
 
 StatusOr<Outcome> Allocate(Snapshot& snapshot, const api::corev1::Node& node,

@@ -500,6 +500,58 @@ spec:
                                                      "req-0=driver-a/pool-1/device-4"}));
 }
 
+TEST(AllocatorTest, StepLimitStopsASearchWithAnErrorThatIsNotRemembered) {
+  // Four distinct numa values for five devices: upstream's walk tries every 4-subset and each
+  // fourth device fails the constraint; the count bound does not see the constraint either.
+  Fixture f;
+  f.Load(kClassA);
+  std::string slice = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: slice-1}
+spec:
+  driver: driver-a
+  pool: {name: pool-1, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+)";
+  for (int d = 0; d < 16; ++d) {
+    slice += "  - {name: device-" + std::to_string(d) +
+             ", attributes: {numa: {int: " + std::to_string(d % 4) + "}}}\n";
+  }
+  f.Load(slice);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "5}}\n",
+      "    constraints: [{distinctAttribute: driver-a/numa}]\n"));
+  // A stopped search is an error and leaves nothing in the node cache.
+  StatusOr<Outcome> stopped = f.Run({.max_search_steps = 1});
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_TRUE(IsStepLimitExceeded(stopped.status()));
+  EXPECT_EQ(stopped.status().message(),
+            "allocation search stopped after 1 steps (the allocation step limit) without "
+            "deciding whether the claims fit on this node");
+  StatusOr<Outcome> unlimited = f.Run();
+  ASSERT_TRUE(unlimited.ok()) << unlimited.status().ToString();
+  EXPECT_FALSE(unlimited->stats.node_cache_hit);
+  EXPECT_EQ(unlimited->kind, Outcome::Kind::kUnsatisfiable);
+  const int64_t steps = unlimited->stats.allocate_one_calls;
+  ASSERT_GT(steps, 10);
+  // Exactly enough steps decide; one fewer does not.
+  StatusOr<Outcome> exact = f.Run({.use_node_cache = false, .max_search_steps = steps});
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  EXPECT_EQ(exact->kind, Outcome::Kind::kUnsatisfiable);
+  stopped = f.Run({.use_node_cache = false, .max_search_steps = steps - 1});
+  ASSERT_FALSE(stopped.ok());
+  EXPECT_TRUE(IsStepLimitExceeded(stopped.status()));
+  // Upstream's plain walk takes many more steps to the same answer.
+  StatusOr<Outcome> plain = f.Run({.use_node_cache = false, .prune = false});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_GT(plain->stats.allocate_one_calls, 5 * steps)
+      << plain->stats.allocate_one_calls << " vs " << steps;
+}
+
 TEST(AllocatorTest, InvalidPoolIsANodeErrorOnlyWithoutSolution) {
   Fixture f;
   f.Load(kClassA);

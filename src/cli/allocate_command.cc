@@ -56,6 +56,7 @@ struct AllocateOptions {
   std::string output = "text";
   int64_t seed = -1;
   std::string default_namespace = "default";
+  int64_t step_limit = allocator::kDefaultSearchStepLimit;
 };
 
 constexpr char kAllocateFooter[] = R"(
@@ -452,6 +453,7 @@ int RunAllocate(const AllocateOptions& options) {
   allocator::Options alloc_options;
   alloc_options.explain = options.explain;
   alloc_options.random = seeded.get();
+  alloc_options.max_search_steps = options.step_limit;
 
   int fits = 0;
   json::array node_results;
@@ -507,6 +509,11 @@ void AddAllocateCommand(CLI::App& app) {
   cmd->add_option("-o,--output", options->output, "text, yaml or json")->capture_default_str();
   cmd->add_option("--seed", options->seed,
                   "Seed for share IDs of multi-allocatable devices (default: random)");
+  cmd->add_option("--step-limit", options->step_limit,
+                  "Search steps per node after which allocation stops with an error, as in the "
+                  "scheduler (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--namespace", options->default_namespace,
                   "Namespace for claims that do not name one")
       ->capture_default_str();

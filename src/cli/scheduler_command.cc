@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "allocator/allocator.h"
 #include "allocator/features.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
@@ -31,6 +32,7 @@ struct SchedulerFlags {
   int percentage_of_nodes_to_score = 0;
   int binders = 16;
   bool no_events = false;
+  int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
 };
 
 int Fail(const std::string& what, const Status& s) {
@@ -62,6 +64,7 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.features = *features;
   options.percentage_of_nodes_to_score = flags.percentage_of_nodes_to_score;
   options.binder_threads = flags.binders;
+  options.allocation_step_limit = flags.allocation_step_limit;
   options.record_events = !flags.no_events;
   options.identity = identity;
   scheduler::Scheduler sched(**api, RealClock(), options);
@@ -141,6 +144,11 @@ void AddSchedulerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--binders", flags->binders, "Threads writing claims and bindings")
       ->capture_default_str();
+  cmd->add_option("--allocation-step-limit", flags->allocation_step_limit,
+                  "Search steps per node after which a Pod's attempt fails and is retried "
+                  "(0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-events", flags->no_events,
                 "Do not record Events and PodScheduled conditions");
   cmd->callback([flags] {

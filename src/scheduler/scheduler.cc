@@ -130,6 +130,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   dra.extended_resources = options_.extended_resources;
   dra.confirm_allocations = options_.confirm_allocations && !options_.synchronous;
   dra.explain_budget = options_.explain_budget;
+  dra.allocation_step_limit = options_.allocation_step_limit;
   AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
   queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
                                              [this](const Pod& pod) -> std::optional<std::string> {

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocator/allocator.h"
 #include "allocator/features.h"
 #include "client/api_client.h"
 #include "client/events.h"
@@ -65,6 +66,9 @@ struct SchedulerOptions {
   bool synchronous = false;
   // Nodes per failed attempt whose device allocation is explained in detail.
   int explain_budget = 64;
+  // Steps of one node's device search after which the attempt fails with an error and is retried
+  // (allocator::Options::max_search_steps; 0: no limit). Upstream bounds Filter by 10 s instead.
+  int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
   // Informers shared with other components of the process (`draplane serve` shares them with the
   // embedded controller-manager); null: the scheduler runs its own. Their owner stops them.
   client::SharedInformers* informers = nullptr;

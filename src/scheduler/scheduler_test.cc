@@ -313,6 +313,42 @@ TEST_F(SchedulerTest, NodeFiltersAreExplained) {
   EXPECT_NE(message.find("1 node: node affinity/selector mismatch"), std::string::npos) << message;
 }
 
+TEST_F(SchedulerTest, ASearchOverTheStepLimitFailsTheAttemptWhichIsRetried) {
+  // One device takes four allocateOne steps (request, device, end of claim, end of claims).
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  SchedulerOptions options;
+  options.allocation_step_limit = 3;
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("p1").empty(); }));
+  std::string message = PendingMessage("p1");
+  EXPECT_NE(message.find("allocation search stopped after 3 steps (the allocation step limit)"),
+            std::string::npos)
+      << message;
+  // An error, not "unschedulable": the attempt is retried after a backoff.
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return scheduler_->stats().errors >= 2; }));
+  EXPECT_EQ(scheduler_->stats().unschedulable, 0);
+  EXPECT_FALSE(Bound("p1"));
+  StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim("c1");
+  ASSERT_TRUE(claim.ok());
+  EXPECT_FALSE(claim->status.allocation.has_value());
+}
+
+TEST_F(SchedulerTest, FourStepsAllocateOneDevice) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  SchedulerOptions options;
+  options.allocation_step_limit = 4;
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+}
+
 TEST_F(SchedulerTest, PodsWaitForTheirGeneratedClaims) {
   cluster_.Class("gpu", kGpuClass);
   cluster_.Node("node-a");

@@ -16,6 +16,13 @@ namespace {
 // (false, errAllocationResultMaxSizeExceeded), and (false, any other error).
 enum class Ret : uint8_t { kNo, kYes, kMaxSize, kError };
 
+Status StepLimitError(int64_t steps) {
+  return ResourceExhaustedError(fmt::format(
+      "allocation search stopped after {} steps (the allocation step limit) without deciding "
+      "whether the claims fit on this node",
+      steps));
+}
+
 struct VectorHash {
   size_t operator()(const std::vector<uint64_t>& v) const {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ v.size();
@@ -489,7 +496,10 @@ class Searcher {
   // --- allocateOne ------------------------------------------------------------------------
 
   Ret AllocateOne(uint32_t c, uint32_t r, int s, int i, bool in_sub, uint32_t start) {
-    ++stats_.allocate_one_calls;
+    if (++stats_.allocate_one_calls > o_.max_steps && o_.max_steps > 0) {
+      error_ = StepLimitError(o_.max_steps);
+      return Ret::kError;
+    }
     if (c >= p_.claims.size()) return Ret::kYes;
     const Claim& claim = p_.claims[c];
     if (r >= claim.requests.size()) {

@@ -39,6 +39,9 @@ struct SearchOptions {
   bool prune = true;
   // Upper bound on remembered infeasible sub-states.
   size_t memo_limit = size_t{1} << 18;
+  // Give up with ResourceExhausted once the walk has made this many allocateOne steps; 0: no
+  // limit. The deterministic counterpart of upstream's Filter timeout.
+  int64_t max_steps = 0;
 };
 
 struct SearchStats {

@@ -415,6 +415,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     options.explain = explain && s->explain_left > 0;
     if (options.explain) --s->explain_left;
     options.random = deps_.random;
+    options.max_search_steps = options_.allocation_step_limit;
     StatusOr<allocator::Outcome> outcome =
         v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
     if (!outcome.ok()) {

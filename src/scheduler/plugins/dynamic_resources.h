@@ -80,7 +80,7 @@ class AllocationConfirmations {
   };
 
   std::mutex mu_;
-  std::map<std::string, std::map<uint64_t, bool>> verdicts_;    // uid -> version -> lost
+  std::map<std::string, std::map<uint64_t, bool>> verdicts_;     // uid -> version -> lost
   std::multimap<std::string, std::shared_ptr<Waiter>> waiters_;  // uid -> waiting binders
 };
 
@@ -94,6 +94,8 @@ struct DynamicResourcesOptions {
   Duration confirm_timeout = std::chrono::seconds(30);
   // Nodes per failed attempt whose allocation is explained in detail.
   int explain_budget = 64;
+  // allocator::Options::max_search_steps for every Filter call; 0: no limit.
+  int64_t allocation_step_limit = 0;
   // Retries of a claim write after a Conflict (client-go retry.DefaultRetry: 5 steps).
   int conflict_retries = 5;
   std::string field_manager = "draplane-scheduler";
