@@ -108,6 +108,8 @@ spec:
   - {name: device-1, attributes: {model: {string: a100}}}
   - {name: device-2, attributes: {model: {string: h100}}}
 )";
+// The same slice without its devices.
+constexpr std::string_view kSliceHeader = kTwoDevices.substr(0, kTwoDevices.find("  - "));
 
 std::string Claim(std::string_view requests, std::string_view extra = "",
                   std::string_view name = "claim-0") {
@@ -501,20 +503,11 @@ spec:
 }
 
 TEST(AllocatorTest, StepLimitStopsASearchWithAnErrorThatIsNotRemembered) {
-  // Four distinct numa values for five devices: upstream's walk tries every 4-subset and each
-  // fourth device fails the constraint; the count bound does not see the constraint either.
+  // Five devices with distinct numa values, among sixteen that have four: every search ends by
+  // running out of values, which the count bound does not see.
   Fixture f;
   f.Load(kClassA);
-  std::string slice = R"(
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: slice-1}
-spec:
-  driver: driver-a
-  pool: {name: pool-1, generation: 1, resourceSliceCount: 1}
-  nodeName: node-1
-  devices:
-)";
+  std::string slice(kSliceHeader);
   for (int d = 0; d < 16; ++d) {
     slice += "  - {name: device-" + std::to_string(d) +
              ", attributes: {numa: {int: " + std::to_string(d % 4) + "}}}\n";

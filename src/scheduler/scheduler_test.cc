@@ -42,6 +42,14 @@ class SchedulerTest : public ::testing::Test {
     StatusOr<api::corev1::Pod> p = cluster_.GetPod(pod);
     return p.ok() ? p->spec.node_name : "";
   }
+  // node-a with one GPU, claim c1 for it, and pod p1 using c1.
+  void OnePodForOneGpu() {
+    cluster_.Class("gpu", kGpuClass);
+    cluster_.Node("node-a");
+    cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+    cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+    cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  }
   // The PodScheduled=False message of a pod, or "".
   std::string PendingMessage(const std::string& pod) {
     StatusOr<api::corev1::Pod> p = cluster_.GetPod(pod);
@@ -57,11 +65,7 @@ class SchedulerTest : public ::testing::Test {
 };
 
 TEST_F(SchedulerTest, BindsAPodAndAllocatesItsClaim) {
-  cluster_.Class("gpu", kGpuClass);
-  cluster_.Node("node-a");
-  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
-  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  OnePodForOneGpu();
   StartScheduler();
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
   EXPECT_EQ(NodeOf("p1"), "node-a");
@@ -315,11 +319,7 @@ TEST_F(SchedulerTest, NodeFiltersAreExplained) {
 
 TEST_F(SchedulerTest, ASearchOverTheStepLimitFailsTheAttemptWhichIsRetried) {
   // One device takes four allocateOne steps (request, device, end of claim, end of claims).
-  cluster_.Class("gpu", kGpuClass);
-  cluster_.Node("node-a");
-  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
-  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  OnePodForOneGpu();
   SchedulerOptions options;
   options.allocation_step_limit = 3;
   StartScheduler(options);
@@ -338,11 +338,7 @@ TEST_F(SchedulerTest, ASearchOverTheStepLimitFailsTheAttemptWhichIsRetried) {
 }
 
 TEST_F(SchedulerTest, FourStepsAllocateOneDevice) {
-  cluster_.Class("gpu", kGpuClass);
-  cluster_.Node("node-a");
-  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
-  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  OnePodForOneGpu();
   SchedulerOptions options;
   options.allocation_step_limit = 4;
   StartScheduler(options);

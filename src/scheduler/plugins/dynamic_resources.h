@@ -39,6 +39,7 @@
 #include <mutex>
 #include <string>
 
+#include "allocator/allocator.h"
 #include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "client/api_client.h"
@@ -95,7 +96,7 @@ struct DynamicResourcesOptions {
   // Nodes per failed attempt whose allocation is explained in detail.
   int explain_budget = 64;
   // allocator::Options::max_search_steps for every Filter call; 0: no limit.
-  int64_t allocation_step_limit = 0;
+  int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
   // Retries of a claim write after a Conflict (client-go retry.DefaultRetry: 5 steps).
   int conflict_retries = 5;
   std::string field_manager = "draplane-scheduler";
