@@ -67,6 +67,18 @@ struct Key {
   friend auto operator<=>(const Key&, const Key&) = default;
 };
 
+// For hash maps keyed by Key (lookups on hot paths: one hash instead of a tree walk that compares
+// the shared resource and namespace prefixes at every level).
+struct KeyHash {
+  size_t operator()(const Key& key) const {
+    std::hash<std::string_view> h;
+    size_t seed = h(key.resource);
+    seed ^= h(key.ns) + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+    seed ^= h(key.name) + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+    return seed;
+  }
+};
+
 // "resource/ns/name" (or "resource/name" when cluster-scoped), for messages.
 std::string KeyToString(const Key& key);
 

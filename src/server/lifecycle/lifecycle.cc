@@ -1,5 +1,6 @@
 #include "server/lifecycle/lifecycle.h"
 
+#include <algorithm>
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
@@ -523,6 +524,7 @@ void LifecycleController::ExamineNamespace(const store::Key& key, const Entry& e
     empty = false;
     if (!other_entry.deleting) to_delete.push_back(other);
   }
+  std::sort(to_delete.begin(), to_delete.end());  // in key order, as a listing would give them
   for (const store::Key& k : to_delete) DeleteObject(k);
   if (!empty) {
     timed_.insert(key);

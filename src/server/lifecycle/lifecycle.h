@@ -24,13 +24,13 @@
 #include <boost/json/object.hpp>
 #include <condition_variable>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -73,7 +73,6 @@ class LifecycleController {
   static std::optional<Entry> ParseEntry(const store::Key& key, const std::string& value);
 
  private:
-
   Status Load();
   void Run();
   // Applies one stored object (nullptr value: deleted) to the index; marks what to look at.
@@ -101,9 +100,11 @@ class LifecycleController {
 
   // Owned by the worker thread (and by Load before the thread starts).
   store::Revision loaded_revision_ = 0;
-  std::map<store::Key, Entry> objects_;
-  std::map<std::string, store::Key> by_uid_;
-  std::map<std::string, std::set<store::Key>> dependents_;
+  // Hash maps: every write passes through Index. None is iterated where the order could show
+  // (ExamineNamespace sorts what it deletes).
+  std::unordered_map<store::Key, Entry, store::KeyHash> objects_;
+  std::unordered_map<std::string, store::Key> by_uid_;
+  std::unordered_map<std::string, std::set<store::Key>> dependents_;  // owner uid -> dependents
   std::set<store::Key> dirty_;
   std::set<store::Key> timed_;  // pods waiting for their grace period; namespaces emptying
 };
