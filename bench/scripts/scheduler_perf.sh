@@ -44,7 +44,8 @@ cleanup() {
   pids=()
   if [ -n "$work" ]; then rm -rf "$work"; fi
 }
-trap cleanup EXIT
+run_log=$(mktemp)
+trap 'cleanup; rm -f "$run_log"' EXIT
 
 # One run of workload $1 with driver arguments $2 on a fresh server; prints the driver's output.
 # Returns non-zero when the server or the driver failed.
@@ -86,8 +87,6 @@ run_once() {
 }
 
 repeat=${DRAPLANE_PERF_REPEAT:-5}
-run_log=$(mktemp)
-trap 'cleanup; rm -f "$run_log"' EXIT
 status=0
 for entry in "${workloads[@]}"; do
   name=${entry%%|*}
