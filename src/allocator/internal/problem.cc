@@ -95,7 +95,19 @@ void AssignSymmetryClasses(Problem& problem) {
   }
   for (const Claim& claim : problem.claims) {
     for (const Constraint& constraint : claim.constraints) {
-      for (size_t d = 0; d < n; ++d) features[d].push_back(constraint.value_of_device[d]);
+      for (size_t d = 0; d < n; ++d) {
+        const uint32_t value = constraint.value_of_device[d];
+        features[d].push_back(value);
+        // Without a scalar, whether the device passes a scalar constraint depends on the order in
+        // which devices are added (the first one is exempt), so a later twin of a device that
+        // failed may still succeed: such a device gets a class of its own (d + 1 here, else 0).
+        bool scalar = true;
+        if (value != kNone) {
+          const AttributeValue& v = problem.values[value];
+          scalar = v.int_value || v.bool_value || v.string_value || v.version_value;
+        }
+        features[d].push_back(scalar ? 0 : d + 1);
+      }
     }
   }
   std::map<std::vector<uint64_t>, uint32_t> classes;
