@@ -1431,6 +1431,15 @@ StatusOr<std::vector<YamlDocument>> ParseYaml(std::string_view text, const Parse
                                 " bytes is larger than the limit of " +
                                 std::to_string(limits.max_bytes) + " bytes");
   }
+  // YAML, and go-yaml under kubectl, read a lone carriage return as a line break; yaml-cpp reads
+  // it as content. Rewriting it to LF keeps every offset, so lines count as go-yaml counts them.
+  std::string with_line_feeds;
+  for (size_t cr = text.find('\r'); cr != std::string_view::npos; cr = text.find('\r', cr + 1)) {
+    if (cr + 1 < text.size() && text[cr + 1] == '\n') continue;
+    if (with_line_feeds.empty()) with_line_feeds.assign(text);
+    with_line_feeds[cr] = '\n';
+  }
+  if (!with_line_feeds.empty()) text = with_line_feeds;
   const char* problem = nullptr;
   if (size_t bad = FindBadCharacter(text, &problem); bad != std::string_view::npos) {
     int line = 1;

@@ -221,6 +221,16 @@ TEST(YamlTest, SplitsDocumentsAndRemembersTheirLines) {
   EXPECT_EQ((*docs)[3].value, boost::json::parse(R"(["x"])"));
 }
 
+TEST(YamlTest, ALoneCarriageReturnBreaksLinesAsInGoYaml) {
+  StatusOr<std::vector<YamlDocument>> blank = ParseYaml(" \r");
+  ASSERT_TRUE(blank.ok()) << blank.status().ToString();
+  EXPECT_TRUE(blank->empty()) << boost::json::serialize((*blank)[0].value);
+  EXPECT_EQ(One("a: 1\rb: 2"), boost::json::parse(R"({"a":1,"b":2})"));
+  EXPECT_EQ(One("a:\r  - x\r\n  - z\r"), boost::json::parse(R"({"a":["x","z"]})"));
+  EXPECT_EQ(One("a: \"x\r\r  y\""), boost::json::parse(R"({"a":"x\ny"})"));
+  EXPECT_THAT(ParseError("a: 1\rb: [\r").message(), HasSubstr("line 3"));
+}
+
 TEST(YamlTest, MalformedYamlNamesDocumentAndLine) {
   Status st = ParseError("a: 1\n---\nb: [1, 2\nc: 3\n");
   ASSERT_FALSE(st.ok());
