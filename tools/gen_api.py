@@ -482,6 +482,25 @@ def gen_field_encode(t, f):
     return "".join(out)
 
 
+def gen_field_count(t, f):
+    """Term of EncodedMembers: 1 when EncodeInto writes member `f` (nested objects: when present)."""
+    r = f.type
+    present = "(in.present & (uint64_t{1} << %d)) != 0" % f.bit if f.bit is not None else None
+    if r.container == "":
+        if r.is_scalar:
+            empty = SCALARS[r.elem][2].format(v="in." + f.cpp)
+            return "(!(%s) || %s)" % (empty, present)
+        # Counting a nested object's members would walk the whole subtree at every level; a
+        # present one is counted, one built in code lets the object grow as before.
+        return "(%s)" % present if present else "false"
+    if r.container == "optional":
+        return "in.%s.has_value()" % f.cpp
+    cond = "!in.%s.empty() || %s" % (f.cpp, present)
+    if r.container == "list" and f.emit_empty:
+        cond += " || (in.present & (uint64_t{1} << %d)) == 0" % DECODED_BIT
+    return "(%s)" % cond
+
+
 def gen_codec_cc(s):
     out = []
     w = out.append
@@ -523,7 +542,17 @@ def gen_codec_cc(s):
         w("      default:\n        break;\n    }\n")
         w("    out->unknown.Add(key, v);\n  }\n}\n")
         # Encode.
+        # boost::json::object grows by half its capacity, moving every member each time: a
+        # ten-member object was reallocated seven times. EncodeInto reserves room up front.
+        w("\n// How many members EncodeInto adds for `in` (at most; fewer for nested objects built\n"
+          "// in code).\n")
+        w("static size_t EncodedMembers(const %s& in) {\n" % t.name)
+        w("  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;\n")
+        for f in t.fields:
+            w("  n += %s ? 1 : 0;\n" % gen_field_count(t, f))
+        w("  return n;\n}\n")
         w("\nvoid EncodeInto(const %s& in, boost::json::object& out) {\n" % t.name)
+        w("  out.reserve(out.size() + EncodedMembers(in));\n")
         w("  boost::json::storage_ptr sp = out.storage();\n")
         if not t.fields:
             w("  (void)sp;\n")

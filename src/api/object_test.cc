@@ -53,6 +53,38 @@ TEST(ObjectTest, EveryFixtureRoundTripsThroughItsTypedModel) {
   EXPECT_GE(seen, 13);
 }
 
+// The number of JSON objects in `value` whose capacity exceeds their size.
+int OversizedObjects(const boost::json::value& value) {
+  int n = 0;
+  if (const boost::json::object* obj = value.if_object()) {
+    n += obj->capacity() > obj->size() ? 1 : 0;
+    for (const auto& member : *obj) n += OversizedObjects(member.value());
+  } else if (const boost::json::array* arr = value.if_array()) {
+    for (const boost::json::value& item : *arr) n += OversizedObjects(item);
+  }
+  return n;
+}
+
+// Encoding reserves each object's members up front instead of growing it member by member; for
+// a decoded object the reservation is exact.
+TEST(ObjectTest, EncodingADecodedObjectAllocatesEachJsonObjectOnce) {
+  const std::filesystem::path dir = std::filesystem::path(DRAPLANE_SHARED_DIR) / "fixtures/k8s-api";
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    StatusOr<boost::json::value> json = codec::ParseJson(text.str());
+    ASSERT_TRUE(json.ok()) << entry.path();
+    FieldErrorList errors;
+    const boost::json::value encoded = EncodeObject(DecodeObject(*json, &errors));
+    EXPECT_EQ(OversizedObjects(encoded), 0) << entry.path();
+    ++seen;
+  }
+  EXPECT_GE(seen, 13);
+}
+
 TEST(ObjectTest, DecodesTypedFields) {
   FieldErrorList errors;
   Object obj = DecodeObject(Json(R"({

@@ -88,7 +88,22 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const LeaseSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.holder_identity.has_value() ? 1 : 0;
+  n += in.lease_duration_seconds.has_value() ? 1 : 0;
+  n += in.acquire_time.has_value() ? 1 : 0;
+  n += in.renew_time.has_value() ? 1 : 0;
+  n += in.lease_transitions.has_value() ? 1 : 0;
+  n += in.strategy.has_value() ? 1 : 0;
+  n += in.preferred_holder.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const LeaseSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.holder_identity.has_value()) out.emplace("holderIdentity", api::internal::EncodeString(*in.holder_identity, sp));
   if (in.lease_duration_seconds.has_value()) out.emplace("leaseDurationSeconds", api::internal::EncodeInt(*in.lease_duration_seconds, sp));
@@ -158,7 +173,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Lease& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Lease& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -245,7 +272,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const LeaseList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const LeaseList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));

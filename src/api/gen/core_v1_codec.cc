@@ -48,7 +48,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaim& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.request.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaim& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -125,7 +135,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceRequirements& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.limits.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.requests.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.claims.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceRequirements& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.limits.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::object obj(sp);
@@ -206,7 +227,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Container& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.image.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.restart_policy.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Container& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -279,7 +312,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeSelectorRequirement& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.operator_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.values.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeSelectorRequirement& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("key", api::internal::EncodeString(in.key, sp));
@@ -350,7 +394,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeSelectorTerm& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.match_expressions.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.match_fields.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeSelectorTerm& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.match_expressions.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -407,7 +461,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeSelector& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.node_selector_terms.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeSelector& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.node_selector_terms.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -460,7 +523,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PreferredSchedulingTerm& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.weight == 0) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PreferredSchedulingTerm& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.weight == 0) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("weight", api::internal::EncodeInt(in.weight, sp));
@@ -521,7 +594,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAffinity& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.required_during_scheduling_ignored_during_execution.has_value() ? 1 : 0;
+  n += (!in.preferred_during_scheduling_ignored_during_execution.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAffinity& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.required_during_scheduling_ignored_during_execution.has_value()) out.emplace("requiredDuringSchedulingIgnoredDuringExecution", internal::EncodeValue(*in.required_during_scheduling_ignored_during_execution, sp));
   if (!in.preferred_during_scheduling_ignored_during_execution.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
@@ -567,7 +650,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Affinity& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.node_affinity.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Affinity& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.node_affinity.has_value()) out.emplace("nodeAffinity", internal::EncodeValue(*in.node_affinity, sp));
   api::internal::EncodeUnknown(in.unknown, out);
@@ -639,7 +731,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Toleration& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.operator_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.value.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.effect.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.toleration_seconds.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Toleration& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("key", api::internal::EncodeString(in.key, sp));
@@ -691,7 +796,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodSchedulingGate& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodSchedulingGate& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -749,7 +863,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodResourceClaim& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.resource_claim_name.has_value() ? 1 : 0;
+  n += in.resource_claim_template_name.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodResourceClaim& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -967,7 +1092,34 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.init_containers.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.containers.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.restart_policy.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.termination_grace_period_seconds.has_value() ? 1 : 0;
+  n += in.active_deadline_seconds.has_value() ? 1 : 0;
+  n += (!in.node_selector.empty() || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.service_account_name.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.node_name.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += in.affinity.has_value() ? 1 : 0;
+  n += (!(in.scheduler_name.empty()) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += (!in.tolerations.empty() || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  n += (!(in.priority_class_name.empty()) || (in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
+  n += in.priority.has_value() ? 1 : 0;
+  n += in.runtime_class_name.has_value() ? 1 : 0;
+  n += in.preemption_policy.has_value() ? 1 : 0;
+  n += (!in.overhead.empty() || (in.present & (uint64_t{1} << 9)) != 0) ? 1 : 0;
+  n += (!in.scheduling_gates.empty() || (in.present & (uint64_t{1} << 10)) != 0) ? 1 : 0;
+  n += (!in.resource_claims.empty() || (in.present & (uint64_t{1} << 11)) != 0) ? 1 : 0;
+  n += in.resources.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.init_containers.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -1114,7 +1266,22 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodCondition& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.observed_generation == 0) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.status.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.last_probe_time.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.last_transition_time.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodCondition& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("type", api::internal::EncodeString(in.type, sp));
@@ -1182,7 +1349,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodResourceClaimStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.resource_claim_name.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodResourceClaimStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -1241,7 +1418,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ContainerExtendedResourceRequest& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.container_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.resource_name.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.request_name.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ContainerExtendedResourceRequest& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.container_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("containerName", api::internal::EncodeString(in.container_name, sp));
@@ -1303,7 +1491,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodExtendedResourceClaimStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.request_mappings.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.resource_claim_name.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodExtendedResourceClaimStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.request_mappings.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -1359,7 +1557,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAllocatableMappedResources& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.quantity.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAllocatableMappedResources& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -1418,7 +1626,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAllocatableOverheadResources& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.per_pod.has_value() ? 1 : 0;
+  n += in.per_container.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAllocatableOverheadResources& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -1504,7 +1723,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAllocatableResourceClaimStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.resource_claim_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.containers.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.mapping.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.overhead.empty() || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAllocatableResourceClaimStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.resource_claim_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("resourceClaimName", api::internal::EncodeString(in.resource_claim_name, sp));
@@ -1674,7 +1905,28 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.observed_generation == 0) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.phase.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.conditions.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.nominated_node_name.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!(in.host_ip.empty()) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += (!(in.pod_ip.empty()) || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  n += in.start_time.has_value() ? 1 : 0;
+  n += (!(in.qos_class.empty()) || (in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
+  n += (!in.resource_claim_statuses.empty() || (in.present & (uint64_t{1} << 9)) != 0) ? 1 : 0;
+  n += in.extended_resource_claim_status.has_value() ? 1 : 0;
+  n += (!in.node_allocatable_resource_claim_statuses.empty() || (in.present & (uint64_t{1} << 10)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.observed_generation == 0) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("observedGeneration", api::internal::EncodeInt(in.observed_generation, sp));
@@ -1789,7 +2041,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Pod& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Pod& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -1881,7 +2146,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const PodList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const PodList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -1961,7 +2238,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Taint& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.value.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.effect.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.time_added.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Taint& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("key", api::internal::EncodeString(in.key, sp));
@@ -2054,7 +2343,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.pod_cidr.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.pod_cidrs.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.provider_id.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(!in.unschedulable) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!in.taints.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.pod_cidr.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("podCIDR", api::internal::EncodeString(in.pod_cidr, sp));
@@ -2152,7 +2454,21 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeCondition& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.status.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.last_heartbeat_time.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.last_transition_time.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeCondition& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("type", api::internal::EncodeString(in.type, sp));
@@ -2217,7 +2533,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAddress& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.address.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAddress& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("type", api::internal::EncodeString(in.type, sp));
@@ -2334,7 +2660,25 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeSystemInfo& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.machine_id.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.system_uuid.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.boot_id.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.kernel_version.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.os_image.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.container_runtime_version.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!(in.kubelet_version.empty()) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += (!(in.kube_proxy_version.empty()) || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  n += (!(in.operating_system.empty()) || (in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
+  n += (!(in.architecture.empty()) || (in.present & (uint64_t{1} << 9)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeSystemInfo& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.machine_id.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("machineID", api::internal::EncodeString(in.machine_id, sp));
@@ -2465,7 +2809,21 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.capacity.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.allocatable.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.phase.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.conditions.empty() || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!in.addresses.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.capacity.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::object obj(sp);
@@ -2568,7 +2926,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Node& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Node& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -2660,7 +3031,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -2722,7 +3105,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NamespaceSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.finalizers.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NamespaceSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.finalizers.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -2797,7 +3189,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NamespaceCondition& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.status.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.last_transition_time.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NamespaceCondition& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("type", api::internal::EncodeString(in.type, sp));
@@ -2865,7 +3270,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NamespaceStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.phase.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.conditions.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NamespaceStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.phase.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("phase", api::internal::EncodeString(in.phase, sp));
@@ -2945,7 +3360,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Namespace& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Namespace& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3037,7 +3465,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NamespaceList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NamespaceList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3137,7 +3577,22 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ObjectReference& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.namespace_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.uid.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.resource_version.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!(in.field_path.empty()) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ObjectReference& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3205,7 +3660,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const EventSource& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.component.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.host.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const EventSource& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.component.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("component", api::internal::EncodeString(in.component, sp));
@@ -3258,7 +3723,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const EventSeries& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.count == 0) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.last_observed_time.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const EventSeries& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.count == 0) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("count", api::internal::EncodeInt(in.count, sp));
@@ -3421,7 +3896,32 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Event& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += (!(in.first_timestamp.empty()) || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  n += (!(in.last_timestamp.empty()) || (in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
+  n += (!(in.count == 0) || (in.present & (uint64_t{1} << 9)) != 0) ? 1 : 0;
+  n += (!(in.type.empty()) || (in.present & (uint64_t{1} << 10)) != 0) ? 1 : 0;
+  n += (!(in.event_time.empty()) || (in.present & (uint64_t{1} << 11)) != 0) ? 1 : 0;
+  n += in.series.has_value() ? 1 : 0;
+  n += (!(in.action.empty()) || (in.present & (uint64_t{1} << 12)) != 0) ? 1 : 0;
+  n += in.related.has_value() ? 1 : 0;
+  n += (!(in.reporting_component.empty()) || (in.present & (uint64_t{1} << 13)) != 0) ? 1 : 0;
+  n += (!(in.reporting_instance.empty()) || (in.present & (uint64_t{1} << 14)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Event& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3545,7 +4045,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const EventList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const EventList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3627,7 +4139,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Binding& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Binding& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));

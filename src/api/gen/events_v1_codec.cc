@@ -49,7 +49,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const EventSeries& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.count == 0) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.last_observed_time.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const EventSeries& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.count == 0) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("count", api::internal::EncodeInt(in.count, sp));
@@ -214,7 +224,32 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Event& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.event_time.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.series.has_value() ? 1 : 0;
+  n += (!(in.reporting_controller.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.reporting_instance.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!(in.action.empty()) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
+  n += in.related.has_value() ? 1 : 0;
+  n += (!(in.note.empty()) || (in.present & (uint64_t{1} << 9)) != 0) ? 1 : 0;
+  n += (!(in.type.empty()) || (in.present & (uint64_t{1} << 10)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 11)) != 0) ? 1 : 0;
+  n += (!(in.deprecated_first_timestamp.empty()) || (in.present & (uint64_t{1} << 12)) != 0) ? 1 : 0;
+  n += (!(in.deprecated_last_timestamp.empty()) || (in.present & (uint64_t{1} << 13)) != 0) ? 1 : 0;
+  n += (!(in.deprecated_count == 0) || (in.present & (uint64_t{1} << 14)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Event& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -338,7 +373,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const EventList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const EventList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));

@@ -75,7 +75,21 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const OwnerReference& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.uid.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.controller.has_value() ? 1 : 0;
+  n += in.block_owner_deletion.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const OwnerReference& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
@@ -174,7 +188,22 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ManagedFieldsEntry& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.manager.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.operation.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.time.has_value() ? 1 : 0;
+  n += (!(in.fields_type.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(!in.fields_v1.has_value()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.subresource.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ManagedFieldsEntry& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.manager.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("manager", api::internal::EncodeString(in.manager, sp));
@@ -368,7 +397,30 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ObjectMeta& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.generate_name.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.namespace_.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.self_link.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.uid.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.resource_version.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!(in.generation == 0) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += (!(in.creation_timestamp.empty()) || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  n += in.deletion_timestamp.has_value() ? 1 : 0;
+  n += in.deletion_grace_period_seconds.has_value() ? 1 : 0;
+  n += (!in.labels.empty() || (in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
+  n += (!in.annotations.empty() || (in.present & (uint64_t{1} << 9)) != 0) ? 1 : 0;
+  n += (!in.owner_references.empty() || (in.present & (uint64_t{1} << 10)) != 0) ? 1 : 0;
+  n += (!in.finalizers.empty() || (in.present & (uint64_t{1} << 11)) != 0) ? 1 : 0;
+  n += (!in.managed_fields.empty() || (in.present & (uint64_t{1} << 12)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ObjectMeta& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -463,7 +515,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ShardInfo& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.selector.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ShardInfo& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.selector.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("selector", api::internal::EncodeString(in.selector, sp));
@@ -535,7 +596,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ListMeta& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.self_link.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.resource_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.continue_.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.remaining_item_count.has_value() ? 1 : 0;
+  n += in.shard_info.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ListMeta& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.self_link.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("selfLink", api::internal::EncodeString(in.self_link, sp));
@@ -601,7 +675,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const StatusCause& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.field.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const StatusCause& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.reason.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("reason", api::internal::EncodeString(in.reason, sp));
@@ -693,7 +778,21 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const StatusDetails& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.group.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.uid.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!in.causes.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.retry_after_seconds == 0) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const StatusDetails& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -805,7 +904,23 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Status& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.status.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += in.details.has_value() ? 1 : 0;
+  n += (!(in.code == 0) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Status& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -904,7 +1019,21 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Condition& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.status.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.observed_generation == 0) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.last_transition_time.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.reason.empty()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.message.empty()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Condition& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.type.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("type", api::internal::EncodeString(in.type, sp));

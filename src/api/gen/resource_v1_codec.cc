@@ -57,7 +57,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourcePool& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.generation == 0) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.resource_slice_count == 0) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourcePool& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -183,7 +194,23 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceAttribute& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.int_value.has_value() ? 1 : 0;
+  n += in.bool_value.has_value() ? 1 : 0;
+  n += in.string_value.has_value() ? 1 : 0;
+  n += in.version_value.has_value() ? 1 : 0;
+  n += (!in.ints.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.bools.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.strings.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.versions.empty() || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceAttribute& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.int_value.has_value()) out.emplace("int", api::internal::EncodeInt(*in.int_value, sp));
   if (in.bool_value.has_value()) out.emplace("bool", api::internal::EncodeBool(*in.bool_value, sp));
@@ -264,7 +291,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const CapacityRequestPolicyRange& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.min.has_value() ? 1 : 0;
+  n += in.max.has_value() ? 1 : 0;
+  n += in.step.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const CapacityRequestPolicyRange& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.min.has_value()) out.emplace("min", api::internal::EncodeQuantity(*in.min, sp));
   if (in.max.has_value()) out.emplace("max", api::internal::EncodeQuantity(*in.max, sp));
@@ -328,7 +366,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const CapacityRequestPolicy& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.default_value.has_value() ? 1 : 0;
+  n += (!in.valid_values.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.valid_range.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const CapacityRequestPolicy& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.default_value.has_value()) out.emplace("default", api::internal::EncodeQuantity(*in.default_value, sp));
   if (!in.valid_values.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
@@ -383,7 +432,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceCapacity& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.value.IsZero()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.request_policy.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceCapacity& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.value.IsZero()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("value", api::internal::EncodeQuantity(in.value, sp));
@@ -426,7 +485,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Counter& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.value.IsZero()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Counter& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.value.IsZero()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("value", api::internal::EncodeQuantity(in.value, sp));
@@ -482,7 +550,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceCounterConsumption& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.counter_set.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.counters.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceCounterConsumption& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.counter_set.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("counterSet", api::internal::EncodeString(in.counter_set, sp));
@@ -554,7 +632,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceTaint& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.value.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.effect.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.time_added.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceTaint& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("key", api::internal::EncodeString(in.key, sp));
@@ -619,7 +709,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAllocatableMapping& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.capacity_key.has_value() ? 1 : 0;
+  n += in.capacity_multiplier.has_value() ? 1 : 0;
+  n += in.device_multiplier.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAllocatableMapping& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.capacity_key.has_value()) out.emplace("capacityKey", api::internal::EncodeString(*in.capacity_key, sp));
   if (in.capacity_multiplier.has_value()) out.emplace("capacityMultiplier", api::internal::EncodeQuantity(*in.capacity_multiplier, sp));
@@ -669,7 +770,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAllocatableOverhead& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.per_pod.has_value() ? 1 : 0;
+  n += in.per_container.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAllocatableOverhead& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.per_pod.has_value()) out.emplace("perPod", api::internal::EncodeQuantity(*in.per_pod, sp));
   if (in.per_container.has_value()) out.emplace("perContainer", api::internal::EncodeQuantity(*in.per_container, sp));
@@ -718,7 +829,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NodeAllocatableResource& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.mapping.has_value() ? 1 : 0;
+  n += in.overhead.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NodeAllocatableResource& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.mapping.has_value()) out.emplace("mapping", internal::EncodeValue(*in.mapping, sp));
   if (in.overhead.has_value()) out.emplace("overhead", internal::EncodeValue(*in.overhead, sp));
@@ -889,7 +1010,28 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const Device& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.attributes.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.capacity.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.consumes_counters.empty() || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.node_name.has_value() ? 1 : 0;
+  n += in.node_selector.has_value() ? 1 : 0;
+  n += in.all_nodes.has_value() ? 1 : 0;
+  n += (!in.taints.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += in.binds_to_node.has_value() ? 1 : 0;
+  n += (!in.binding_conditions.empty() || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!in.binding_failure_conditions.empty() || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += in.allow_multiple_allocations.has_value() ? 1 : 0;
+  n += (!in.node_allocatable_resources.empty() || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const Device& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -992,7 +1134,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const CounterSet& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.counters.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const CounterSet& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -1126,7 +1278,25 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceSliceSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.driver.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += in.node_name.has_value() ? 1 : 0;
+  n += in.node_selector.has_value() ? 1 : 0;
+  n += in.all_nodes.has_value() ? 1 : 0;
+  n += (!in.devices.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.per_device_node_selection.has_value() ? 1 : 0;
+  n += (!in.shared_counters.empty() || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.partition_type_attribute.has_value() ? 1 : 0;
+  n += (!in.skip_node_operations.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceSliceSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.driver.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("driver", api::internal::EncodeString(in.driver, sp));
@@ -1220,7 +1390,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceSlice& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceSlice& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -1307,7 +1489,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceSliceList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceSliceList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -1363,7 +1557,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const CELDeviceSelector& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.expression.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const CELDeviceSelector& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.expression.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("expression", api::internal::EncodeString(in.expression, sp));
@@ -1405,7 +1608,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceSelector& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.cel.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceSelector& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.cel.has_value()) out.emplace("cel", internal::EncodeValue(*in.cel, sp));
   api::internal::EncodeUnknown(in.unknown, out);
@@ -1477,7 +1689,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceToleration& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.operator_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.value.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.effect.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.toleration_seconds.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceToleration& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("key", api::internal::EncodeString(in.key, sp));
@@ -1535,7 +1760,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const CapacityRequirements& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const CapacityRequirements& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::object obj(sp);
@@ -1638,7 +1872,22 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ExactDeviceRequest& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.device_class_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.selectors.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.allocation_mode.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.count == 0) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.admin_access.has_value() ? 1 : 0;
+  n += (!in.tolerations.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += in.capacity.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ExactDeviceRequest& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.device_class_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("deviceClassName", api::internal::EncodeString(in.device_class_name, sp));
@@ -1760,7 +2009,22 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceSubRequest& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.device_class_name.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.selectors.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.allocation_mode.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.count == 0) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!in.tolerations.empty() || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += in.capacity.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceSubRequest& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -1846,7 +2110,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceRequest& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.exactly.has_value() ? 1 : 0;
+  n += (!in.first_available.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceRequest& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("name", api::internal::EncodeString(in.name, sp));
@@ -1917,7 +2192,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceConstraint& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.match_attribute.has_value() ? 1 : 0;
+  n += in.distinct_attribute.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceConstraint& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -1972,7 +2258,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const OpaqueDeviceConfiguration& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.driver.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(!in.parameters.has_value()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const OpaqueDeviceConfiguration& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.driver.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("driver", api::internal::EncodeString(in.driver, sp));
@@ -2031,7 +2327,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceClaimConfiguration& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.opaque.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceClaimConfiguration& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -2111,7 +2417,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceClaim& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.constraints.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.config.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceClaim& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.requests.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -2168,7 +2485,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaimSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += ((in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaimSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   {
     boost::json::object sub(sp);
@@ -2316,7 +2642,26 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceRequestAllocationResult& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.request.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.driver.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.pool.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.device.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.admin_access.has_value() ? 1 : 0;
+  n += (!in.tolerations.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!in.binding_conditions.empty() || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!in.binding_failure_conditions.empty() || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += in.share_id.has_value() ? 1 : 0;
+  n += (!in.consumed_capacity.empty() || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  n += (!in.skip_node_operations.empty() || (in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceRequestAllocationResult& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.request.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("request", api::internal::EncodeString(in.request, sp));
@@ -2419,7 +2764,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceAllocationConfiguration& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.source.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.requests.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += in.opaque.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceAllocationConfiguration& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.source.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("source", api::internal::EncodeString(in.source, sp));
@@ -2488,7 +2844,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceAllocationResult& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.results.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.config.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceAllocationResult& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.results.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -2555,7 +2921,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const AllocationResult& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += ((in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.node_selector.has_value() ? 1 : 0;
+  n += in.allocation_timestamp.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const AllocationResult& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   {
     boost::json::object sub(sp);
@@ -2623,7 +3000,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaimConsumerReference& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.api_group.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.resource.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.uid.empty()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaimConsumerReference& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.api_group.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("apiGroup", api::internal::EncodeString(in.api_group, sp));
@@ -2696,7 +3085,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const NetworkDeviceData& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.interface_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.ips.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.hardware_address.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const NetworkDeviceData& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.interface_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("interfaceName", api::internal::EncodeString(in.interface_name, sp));
@@ -2797,7 +3197,22 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const AllocatedDeviceStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.driver.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.pool.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.device.empty()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += in.share_id.has_value() ? 1 : 0;
+  n += (!in.conditions.empty() || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(!in.data.has_value()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += in.network_data.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const AllocatedDeviceStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.driver.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("driver", api::internal::EncodeString(in.driver, sp));
@@ -2884,7 +3299,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaimStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.allocation.has_value() ? 1 : 0;
+  n += (!in.reserved_for.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.devices.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaimStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.allocation.has_value()) out.emplace("allocation", internal::EncodeValue(*in.allocation, sp));
   if (!in.reserved_for.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
@@ -2968,7 +3394,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaim& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaim& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3060,7 +3499,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaimList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaimList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3116,7 +3567,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceClassConfiguration& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.opaque.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceClassConfiguration& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.opaque.has_value()) out.emplace("opaque", internal::EncodeValue(*in.opaque, sp));
   api::internal::EncodeUnknown(in.unknown, out);
@@ -3184,7 +3644,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceClassSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.selectors.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.config.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += in.extended_resource_name.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceClassSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.selectors.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -3260,7 +3731,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceClass& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceClass& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3347,7 +3830,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceClassList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceClassList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3411,7 +3906,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaimTemplateSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += ((in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaimTemplateSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   {
     boost::json::object sub(sp);
@@ -3484,7 +3989,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaimTemplate& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaimTemplate& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3571,7 +4088,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceClaimTemplateList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const ResourceClaimTemplateList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3641,7 +4170,18 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceTaintSelector& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.driver.has_value() ? 1 : 0;
+  n += in.pool.has_value() ? 1 : 0;
+  n += in.device.has_value() ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceTaintSelector& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.driver.has_value()) out.emplace("driver", api::internal::EncodeString(*in.driver, sp));
   if (in.pool.has_value()) out.emplace("pool", api::internal::EncodeString(*in.pool, sp));
@@ -3691,7 +4231,17 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceTaintRuleSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.device_selector.has_value() ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceTaintRuleSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.device_selector.has_value()) out.emplace("deviceSelector", internal::EncodeValue(*in.device_selector, sp));
   {
@@ -3742,7 +4292,16 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceTaintRuleStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.conditions.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceTaintRuleStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!in.conditions.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
     boost::json::array arr(sp);
@@ -3819,7 +4378,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceTaintRule& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceTaintRule& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
@@ -3911,7 +4483,19 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
   }
 }
 
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceTaintRuleList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
 void EncodeInto(const DeviceTaintRuleList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
     out.emplace("kind", api::internal::EncodeString(in.kind, sp));
