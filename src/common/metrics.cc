@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "common/check.h"
+#include "common/string_hash.h"
 
 namespace draplane::metrics {
 namespace internal {
@@ -57,12 +58,8 @@ class SeriesCache {
   }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
-  };
   std::shared_mutex mu_;
-  std::unordered_map<std::string, void*, Hash, std::equal_to<>> series_;  // guarded by mu_
+  std::unordered_map<std::string, void*, StringHash, std::equal_to<>> series_;  // guarded by mu_
 };
 
 }  // namespace internal

@@ -1,5 +1,7 @@
 #include "scheduler/cluster_state.h"
 
+#include <algorithm>
+
 namespace draplane::scheduler {
 
 namespace rv1 = api::resourcev1;
@@ -14,11 +16,11 @@ std::string ClaimKey(std::string_view namespace_, std::string_view name) {
 
 ClusterState::ClusterState() = default;
 
-void ClusterState::RebuildOrder() {
-  order_.clear();
-  order_.reserve(nodes_.size());
-  for (auto& [name, info] : nodes_) order_.push_back(info.get());
-}
+namespace {
+
+bool NameBefore(const NodeInfo* node, std::string_view name) { return node->name() < name; }
+
+}  // namespace
 
 void ClusterState::UpsertNode(std::shared_ptr<const api::corev1::Node> node) {
   auto it = nodes_.find(node->metadata.name);
@@ -32,15 +34,15 @@ void ClusterState::UpsertNode(std::shared_ptr<const api::corev1::Node> node) {
   for (const auto& [uid, placement] : placements_) {
     if (placement.node == name) info->AddPod(uid, placement.requests);
   }
-  nodes_.emplace(name, std::move(info));
-  RebuildOrder();
+  order_.insert(std::lower_bound(order_.begin(), order_.end(), name, NameBefore), info.get());
+  nodes_.emplace(std::move(name), std::move(info));
 }
 
 void ClusterState::RemoveNode(std::string_view name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return;
+  order_.erase(std::lower_bound(order_.begin(), order_.end(), name, NameBefore));
   nodes_.erase(it);
-  RebuildOrder();
 }
 
 NodeInfo* ClusterState::FindNode(std::string_view name) {

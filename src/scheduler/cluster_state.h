@@ -22,6 +22,7 @@
 #include "allocator/snapshot.h"
 #include "api/gen/core_v1_types.h"
 #include "api/gen/resource_v1_types.h"
+#include "common/string_hash.h"
 #include "scheduler/device_ledger.h"
 #include "scheduler/framework/types.h"
 
@@ -98,15 +99,15 @@ class ClusterState {
     bool assumed = false;
     Resources requests;
   };
-  void RebuildOrder();
   void RebuildExtendedResourceClasses();
   void PlacePod(const std::string& uid, const std::string& node, const Resources& requests,
                 bool assumed);
 
-  std::map<std::string, std::unique_ptr<NodeInfo>, std::less<>> nodes_;
+  // Looked up for every placed pod and event; hashed, with order_ kept sorted by name.
+  std::unordered_map<std::string, std::unique_ptr<NodeInfo>, StringHash, std::equal_to<>> nodes_;
   std::vector<NodeInfo*> order_;
   std::unordered_map<std::string, PodPlacement> placements_;            // by pod uid
-  std::map<std::string, ClaimPtr, std::less<>> claims_;                 // by namespace/name
+  std::unordered_map<std::string, ClaimPtr, StringHash, std::equal_to<>> claims_;  // by ns/name
   std::unordered_map<std::string, std::string> extended_claim_by_pod_;  // pod uid -> claim key
   std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceClass>, std::less<>> classes_;
   std::map<std::string, std::string, std::less<>> extended_resource_classes_;

@@ -20,7 +20,6 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -149,7 +148,7 @@ class Scheduler {
   std::unordered_map<std::string, std::shared_ptr<const api::corev1::Pod>> pending_;
   // "namespace/claim" -> uids of pending pods that use the claim (by resourceClaimName or the
   // generated name in their status): routes a claim event to its pods only.
-  std::map<std::string, std::set<std::string>> claim_users_;
+  std::unordered_map<std::string, std::set<std::string>> claim_users_;
   std::unordered_map<std::string, Duration> first_seen_;        // pod uid -> first enqueue
   std::unordered_map<std::string, Duration> claim_first_seen_;  // claim uid -> first event
   std::unordered_map<std::string, std::shared_ptr<Binding>> binding_;

@@ -384,6 +384,26 @@ TEST_F(FrameworkTest, AFailedAttemptCarriesEveryNodesReason) {
             "not n4.");
 }
 
+TEST(ClusterStateTest, NodesStaySortedByNameWhateverTheOrderOfEvents) {
+  ClusterState cluster;
+  auto upsert = [&](const char* name) {
+    auto node = std::make_shared<api::corev1::Node>();
+    node->metadata.name = name;
+    cluster.UpsertNode(node);
+  };
+  for (const char* n : {"node-b", "node-10", "node-a", "node-2", "node-1"}) upsert(n);
+  upsert("node-a");  // an update keeps its place
+  cluster.RemoveNode("node-2");
+  cluster.RemoveNode("node-x");  // unknown: nothing happens
+  upsert("node-0");
+  std::vector<std::string> names;
+  for (const NodeInfo* n : cluster.nodes()) names.push_back(n->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"node-0", "node-1", "node-10", "node-a", "node-b"}));
+  ASSERT_NE(cluster.FindNode("node-10"), nullptr);
+  EXPECT_EQ(cluster.FindNode("node-10")->name(), "node-10");
+  EXPECT_EQ(cluster.FindNode("node-2"), nullptr);
+}
+
 TEST(ExplainTest, NodesAreGroupedByReasonLargestFirst) {
   Diagnosis d;
   d.total_nodes = 12;
