@@ -264,7 +264,7 @@ int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view 
   if (cls == classes_.end()) return 0;
   uint32_t id = cls->second->id;
   if (auto nl = nonlocal_.find(id); nl != nonlocal_.end() && nl->second > 0) return kUnknown;
-  auto n = nodes_.find(std::string(node));
+  auto n = nodes_.find(node);
   if (n == nodes_.end()) return 0;
   auto c = n->second.find(id);
   if (c == n->second.end()) return 0;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -34,6 +35,7 @@
 
 #include "allocator/allocated_state.h"
 #include "api/gen/resource_v1_types.h"
+#include "common/string_hash.h"
 
 namespace draplane::cel {
 class Environment;
@@ -74,7 +76,7 @@ class DeviceLedger {
   // Drops an in-flight allocation; false when there was none.
   bool RemoveInFlight(std::string_view uid);
   // upstream ClaimHasPendingAllocation.
-  bool IsInFlight(std::string_view uid) const { return in_flight_.contains(std::string(uid)); }
+  bool IsInFlight(std::string_view uid) const { return in_flight_.contains(uid); }
   // The committed allocation of a claim, or null.
   const api::resourcev1::AllocationResult* Committed(std::string_view uid) const;
 
@@ -136,8 +138,11 @@ class DeviceLedger {
   std::map<std::string, std::unique_ptr<ClassEntry>, std::less<>> classes_;
   uint32_t next_class_id_ = 0;
   std::map<std::string, std::unique_ptr<SliceEntry>, std::less<>> slices_;
-  // node -> class id -> counts
-  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>> nodes_;
+  // node -> class id -> counts; the transparent hash lets FreeDevices, asked once per candidate
+  // node, look a node up without building a string.
+  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>, StringHash,
+                     std::equal_to<>>
+      nodes_;
   // class id -> number of matching devices visible to more than one node
   std::unordered_map<uint32_t, int64_t> nonlocal_;
   std::unordered_map<std::string, std::vector<Location>> locations_;

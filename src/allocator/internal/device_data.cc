@@ -12,7 +12,7 @@ constexpr uint64_t kListsPresent =
 }  // namespace
 
 uint32_t NameTable::Intern(std::string_view name) {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it != ids_.end()) return it->second;
   uint32_t id = static_cast<uint32_t>(names_.size());
   names_.emplace_back(name);
@@ -21,7 +21,7 @@ uint32_t NameTable::Intern(std::string_view name) {
 }
 
 uint32_t NameTable::Find(std::string_view name) const {
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   return it == ids_.end() ? kMissing : it->second;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 
 #include "api/gen/resource_v1_types.h"
 #include "api/quantity.h"
+#include "common/string_hash.h"
 
 namespace draplane::allocator::internal {
 
@@ -36,7 +38,7 @@ class NameTable {
 
  private:
   std::deque<std::string> names_;  // a deque keeps the strings' addresses stable
-  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> ids_;
 };
 
 struct Attribute {

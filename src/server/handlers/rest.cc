@@ -348,7 +348,10 @@ http::Response Rest::List(const Scope& scope) {
   if (!format) return ToResponse(NewNotAcceptable(scope.request->header("Accept")));
   auto selectors = ParseSelectors(scope);
   if (!selectors.ok()) return ToResponse(NewBadRequest(std::string(selectors.status().message())));
-  const auto& [labels, fields] = *selectors;
+  // Named references, not a structured binding: the filter lambda below captures them, which
+  // clang accepts only from version 16.
+  const auto& labels = selectors->first;
+  const auto& fields = selectors->second;
 
   store::ListOptions options;
   options.ns = r.namespaced ? scope.info->namespace_ : "";
