@@ -5,6 +5,7 @@
 
 #include "api/gen/coordination_v1_codec.h"
 #include "api/gen/core_v1_codec.h"
+#include "api/gen/draplane_v1alpha1_codec.h"
 #include "api/gen/events_v1_codec.h"
 #include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"

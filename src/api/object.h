@@ -24,6 +24,7 @@
 #include "api/field_error.h"
 #include "api/gen/coordination_v1_types.h"
 #include "api/gen/core_v1_types.h"
+#include "api/gen/draplane_v1alpha1_types.h"
 #include "api/gen/events_v1_types.h"
 #include "api/gen/meta_v1_types.h"
 #include "api/gen/resource_v1_types.h"
@@ -46,14 +47,17 @@ struct Unstructured {
   friend bool operator==(const Unstructured&, const Unstructured&) = default;
 };
 
-using Object = std::variant<
-    Unstructured, metav1::Status, corev1::Pod, corev1::PodList, corev1::Node, corev1::NodeList,
-    corev1::Namespace, corev1::NamespaceList, corev1::Event, corev1::EventList, corev1::Binding,
-    coordinationv1::Lease, coordinationv1::LeaseList, eventsv1::Event, eventsv1::EventList,
-    resourcev1::DeviceClass, resourcev1::DeviceClassList, resourcev1::ResourceSlice,
-    resourcev1::ResourceSliceList, resourcev1::ResourceClaim, resourcev1::ResourceClaimList,
-    resourcev1::ResourceClaimTemplate, resourcev1::ResourceClaimTemplateList,
-    resourcev1::DeviceTaintRule, resourcev1::DeviceTaintRuleList>;
+using Object =
+    std::variant<Unstructured, metav1::Status, corev1::Pod, corev1::PodList, corev1::Node,
+                 corev1::NodeList, corev1::Namespace, corev1::NamespaceList, corev1::Event,
+                 corev1::EventList, corev1::Binding, coordinationv1::Lease,
+                 coordinationv1::LeaseList, eventsv1::Event, eventsv1::EventList,
+                 resourcev1::DeviceClass, resourcev1::DeviceClassList, resourcev1::ResourceSlice,
+                 resourcev1::ResourceSliceList, resourcev1::ResourceClaim,
+                 resourcev1::ResourceClaimList, resourcev1::ResourceClaimTemplate,
+                 resourcev1::ResourceClaimTemplateList, resourcev1::DeviceTaintRule,
+                 resourcev1::DeviceTaintRuleList, corev1::ResourceQuota, corev1::ResourceQuotaList,
+                 draplanev1alpha1::AllocationDecision, draplanev1alpha1::AllocationDecisionList>;
 
 // True when `api_version` + `kind` name a modelled type (one of the Object alternatives other
 // than Unstructured).

@@ -26,6 +26,7 @@
 #include "api/codec/files.h"
 #include "api/codec/manifest.h"
 #include "api/object.h"
+#include "api/validation/quota_validation.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
 #include "cli/commands.h"
@@ -67,7 +68,7 @@ using ObjectKey = std::tuple<std::string, std::string, std::string>;  // kind, n
 
 bool IsNamespacedKind(std::string_view kind) {
   return kind == "ResourceClaim" || kind == "ResourceClaimTemplate" || kind == "Pod" ||
-         kind == "Event" || kind == "Lease" || kind == "Binding";
+         kind == "Event" || kind == "Lease" || kind == "Binding" || kind == "ResourceQuota";
 }
 
 // The namespace kubectl would send: the object's own, else the -n namespace for namespaced
@@ -155,6 +156,14 @@ bool Validate(api::Object& object, api::Object* old, const validation::Features&
     }
     return true;
   }
+  if (auto* q = std::get_if<api::corev1::ResourceQuota>(&object)) {
+    if (auto* o = old ? std::get_if<api::corev1::ResourceQuota>(old) : nullptr) {
+      add(validation::ValidateResourceQuotaUpdate(*q, *o));
+    } else {
+      add(validation::ValidateResourceQuota(*q));
+    }
+    return true;
+  }
   return false;
 }
 
@@ -189,8 +198,8 @@ class Linter {
         cel::SelectorLintOptions cel_options;
         cel_options.consumable_capacity = features_.consumable_capacity;
         cel_options.list_type_attributes = features_.list_type_attributes;
-        for (api::FieldError& e : cel::LintCelSelectors(
-                 object, it == old_.end() ? nullptr : &it->second, cel_options)) {
+        for (api::FieldError& e :
+             cel::LintCelSelectors(object, it == old_.end() ? nullptr : &it->second, cel_options)) {
           errors.push_back(std::move(e));
         }
         Report(where, errors);
@@ -233,8 +242,8 @@ class Linter {
     for (const api::codec::ManifestObject& manifest : *objects) {
       api::FieldErrorList errors;
       api::Object object = api::DecodeObject(manifest.value, &errors);
-      std::string where = file.name + ":" + manifest.position.Label() + ": " +
-                          DisplayKind(object) + "/" + DisplayName(object) + ": ";
+      std::string where = file.name + ":" + manifest.position.Label() + ": " + DisplayKind(object) +
+                          "/" + DisplayName(object) + ": ";
       if (std::holds_alternative<api::Unstructured>(object) && errors.empty() &&
           api::ObjectApiVersion(object) == agent::kProfileApiVersion) {
         // draplane's own NodeProfile / ClusterProfile (examples/cluster-demo.yaml): checked by

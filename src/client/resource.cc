@@ -21,6 +21,9 @@ constexpr ResourceType kResourceClaimTemplates{
     "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", true, false};
 constexpr ResourceType kDeviceTaintRules{"resource.k8s.io", "v1",  "devicetaintrules",
                                          "DeviceTaintRule", false, true};
+constexpr ResourceType kResourceQuotas{"", "v1", "resourcequotas", "ResourceQuota", true, true};
+constexpr ResourceType kAllocationDecisions{"draplane.dev",       "v1alpha1", "allocationdecisions",
+                                            "AllocationDecision", true,       false};
 
 }  // namespace
 
@@ -102,6 +105,15 @@ const ResourceType& ResourceOf<api::resourcev1::DeviceTaintRule>() {
   return kDeviceTaintRules;
 }
 
+template <>
+const ResourceType& ResourceOf<api::corev1::ResourceQuota>() {
+  return kResourceQuotas;
+}
+template <>
+const ResourceType& ResourceOf<api::draplanev1alpha1::AllocationDecision>() {
+  return kAllocationDecisions;
+}
+
 const std::vector<const ResourceType*>& KnownResources() {
   static const std::vector<const ResourceType*> kAll = {&kPods,
                                                         &kNodes,
@@ -113,7 +125,9 @@ const std::vector<const ResourceType*>& KnownResources() {
                                                         &kResourceSlices,
                                                         &kResourceClaims,
                                                         &kResourceClaimTemplates,
-                                                        &kDeviceTaintRules};
+                                                        &kDeviceTaintRules,
+                                                        &kResourceQuotas,
+                                                        &kAllocationDecisions};
   return kAll;
 }
 

@@ -15,6 +15,7 @@
 
 #include "api/gen/coordination_v1_types.h"
 #include "api/gen/core_v1_types.h"
+#include "api/gen/draplane_v1alpha1_types.h"
 #include "api/gen/events_v1_types.h"
 #include "api/gen/resource_v1_types.h"
 
@@ -67,6 +68,10 @@ template <>
 const ResourceType& ResourceOf<api::resourcev1::ResourceClaimTemplate>();
 template <>
 const ResourceType& ResourceOf<api::resourcev1::DeviceTaintRule>();
+template <>
+const ResourceType& ResourceOf<api::corev1::ResourceQuota>();
+template <>
+const ResourceType& ResourceOf<api::draplanev1alpha1::AllocationDecision>();
 
 // Every resource above, in a fixed order (the in-memory API serves exactly these).
 const std::vector<const ResourceType*>& KnownResources();

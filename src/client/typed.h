@@ -21,6 +21,7 @@
 #include "api/field_error.h"
 #include "api/gen/coordination_v1_codec.h"
 #include "api/gen/core_v1_codec.h"
+#include "api/gen/draplane_v1alpha1_codec.h"
 #include "api/gen/events_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "client/api_client.h"

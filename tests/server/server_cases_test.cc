@@ -58,7 +58,8 @@ std::optional<std::string> Lookup(const boost::json::value& root, const std::str
   while (std::getline(in, part, '.')) {
     if (v->is_object()) {
       v = v->as_object().if_contains(part);
-    } else if (v->is_array() && !part.empty() && std::isdigit(static_cast<unsigned char>(part[0]))) {
+    } else if (v->is_array() && !part.empty() &&
+               std::isdigit(static_cast<unsigned char>(part[0]))) {
       size_t i = std::stoul(part);
       v = i < v->as_array().size() ? &v->as_array()[i] : nullptr;
     } else {
@@ -222,6 +223,7 @@ TEST_P(ServerCasesTest, FileCasesPass) {
   tokens["bob"] = (*server)->IssueCredentials("bob", {"tenants"}).token;
   tokens["node-1"] = (*server)->IssueCredentials("system:node:node-1", {"system:nodes"}).token;
   tokens["node-2"] = (*server)->IssueCredentials("system:node:node-2", {"system:nodes"}).token;
+  tokens["scheduler"] = (*server)->IssueCredentials("system:kube-scheduler", {}).token;
 
   std::map<std::string, std::string> vars;
   for (const Case& c : cases) {
@@ -236,8 +238,8 @@ TEST_P(ServerCasesTest, FileCasesPass) {
     ASSERT_TRUE(before.ok());
     auto connection = testing::TestConnection::Connect(port);
     ASSERT_TRUE(connection.ok()) << connection.status().ToString();
-    StatusOr<testing::TestResponse> response = (*connection)->Do(
-        c.method, Substitute(c.target, vars), headers, Substitute(c.body, vars));
+    StatusOr<testing::TestResponse> response =
+        (*connection)->Do(c.method, Substitute(c.target, vars), headers, Substitute(c.body, vars));
     ASSERT_TRUE(response.ok()) << response.status().ToString();
     EXPECT_EQ(response->status, c.status) << response->body;
     boost::system::error_code ec;

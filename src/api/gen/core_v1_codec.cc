@@ -4178,6 +4178,525 @@ boost::json::value EncodeValue(const Binding& in, const boost::json::storage_ptr
   return boost::json::value(std::move(out));
 }
 
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ScopedResourceSelectorRequirement* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 6:
+        if (key == "values") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "values"};
+          out->present |= uint64_t{1} << 2;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->values.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              api::internal::DecodeString((*arr)[i], item, ctx, &out->values[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "operator") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "operator"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeString(v, child, ctx, &out->operator_);
+          continue;
+        }
+        break;
+      case 9:
+        if (key == "scopeName") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "scopeName"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->scope_name);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ScopedResourceSelectorRequirement& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.scope_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.operator_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.values.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const ScopedResourceSelectorRequirement& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.scope_name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("scopeName", api::internal::EncodeString(in.scope_name, sp));
+  }
+  if (!(in.operator_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("operator", api::internal::EncodeString(in.operator_, sp));
+  }
+  if (!in.values.empty() || (in.present & (uint64_t{1} << 2)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.values.size());
+    for (const auto& x : in.values) arr.push_back(api::internal::EncodeString(x, sp));
+    out.emplace("values", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const ScopedResourceSelectorRequirement& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ScopeSelector* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 16:
+        if (key == "matchExpressions") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "matchExpressions"};
+          out->present |= uint64_t{1} << 0;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->match_expressions.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->match_expressions[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ScopeSelector& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.match_expressions.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const ScopeSelector& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!in.match_expressions.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.match_expressions.size());
+    for (const auto& x : in.match_expressions) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("matchExpressions", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const ScopeSelector& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuotaSpec* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "hard") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "hard"};
+          out->present |= uint64_t{1} << 0;
+          if (const boost::json::object* obj = api::internal::AsObject(v, child, ctx)) {
+            for (const boost::json::key_value_pair& entry : *obj) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kKey, entry.key()};
+              auto& slot = out->hard.try_emplace(std::string(entry.key())).first->second;
+              api::internal::DecodeQuantity(entry.value(), item, ctx, &slot);
+            }
+          }
+          continue;
+        }
+        break;
+      case 6:
+        if (key == "scopes") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "scopes"};
+          out->present |= uint64_t{1} << 1;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->scopes.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              api::internal::DecodeString((*arr)[i], item, ctx, &out->scopes[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 13:
+        if (key == "scopeSelector") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "scopeSelector"};
+          out->scope_selector.emplace();
+          internal::DecodeInto(v, child, ctx, &*out->scope_selector);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceQuotaSpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.hard.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.scopes.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += in.scope_selector.has_value() ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const ResourceQuotaSpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!in.hard.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+    boost::json::object obj(sp);
+    obj.reserve(in.hard.size());
+    for (const auto& [k, x] : in.hard) obj.emplace(k, api::internal::EncodeQuantity(x, sp));
+    out.emplace("hard", std::move(obj));
+  }
+  if (!in.scopes.empty() || (in.present & (uint64_t{1} << 1)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.scopes.size());
+    for (const auto& x : in.scopes) arr.push_back(api::internal::EncodeString(x, sp));
+    out.emplace("scopes", std::move(arr));
+  }
+  if (in.scope_selector.has_value()) out.emplace("scopeSelector", internal::EncodeValue(*in.scope_selector, sp));
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const ResourceQuotaSpec& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuotaStatus* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "hard") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "hard"};
+          out->present |= uint64_t{1} << 0;
+          if (const boost::json::object* obj = api::internal::AsObject(v, child, ctx)) {
+            for (const boost::json::key_value_pair& entry : *obj) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kKey, entry.key()};
+              auto& slot = out->hard.try_emplace(std::string(entry.key())).first->second;
+              api::internal::DecodeQuantity(entry.value(), item, ctx, &slot);
+            }
+          }
+          continue;
+        }
+        if (key == "used") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "used"};
+          out->present |= uint64_t{1} << 1;
+          if (const boost::json::object* obj = api::internal::AsObject(v, child, ctx)) {
+            for (const boost::json::key_value_pair& entry : *obj) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kKey, entry.key()};
+              auto& slot = out->used.try_emplace(std::string(entry.key())).first->second;
+              api::internal::DecodeQuantity(entry.value(), item, ctx, &slot);
+            }
+          }
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceQuotaStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.hard.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.used.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const ResourceQuotaStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!in.hard.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+    boost::json::object obj(sp);
+    obj.reserve(in.hard.size());
+    for (const auto& [k, x] : in.hard) obj.emplace(k, api::internal::EncodeQuantity(x, sp));
+    out.emplace("hard", std::move(obj));
+  }
+  if (!in.used.empty() || (in.present & (uint64_t{1} << 1)) != 0) {
+    boost::json::object obj(sp);
+    obj.reserve(in.used.size());
+    for (const auto& [k, x] : in.used) obj.emplace(k, api::internal::EncodeQuantity(x, sp));
+    out.emplace("used", std::move(obj));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const ResourceQuotaStatus& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuota* out) {
+  out->api_version.clear();
+  out->kind.clear();
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "kind") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->kind);
+          continue;
+        }
+        if (key == "spec") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "spec"};
+          out->present |= uint64_t{1} << 3;
+          internal::DecodeInto(v, child, ctx, &out->spec);
+          continue;
+        }
+        break;
+      case 6:
+        if (key == "status") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "status"};
+          out->present |= uint64_t{1} << 4;
+          internal::DecodeInto(v, child, ctx, &out->status);
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "metadata") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "metadata"};
+          out->present |= uint64_t{1} << 2;
+          metav1::internal::DecodeInto(v, child, ctx, &out->metadata);
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "apiVersion") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeString(v, child, ctx, &out->api_version);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceQuota& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const ResourceQuota& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
+  }
+  {
+    boost::json::object sub(sp);
+    metav1::internal::EncodeInto(in.metadata, sub);
+    if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
+  }
+  {
+    boost::json::object sub(sp);
+    internal::EncodeInto(in.spec, sub);
+    if (!sub.empty() || (in.present & (uint64_t{1} << 3)) != 0) out.emplace("spec", std::move(sub));
+  }
+  {
+    boost::json::object sub(sp);
+    internal::EncodeInto(in.status, sub);
+    if (!sub.empty() || (in.present & (uint64_t{1} << 4)) != 0) out.emplace("status", std::move(sub));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const ResourceQuota& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuotaList* out) {
+  out->api_version.clear();
+  out->kind.clear();
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "kind") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->kind);
+          continue;
+        }
+        break;
+      case 5:
+        if (key == "items") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "items"};
+          out->present |= uint64_t{1} << 3;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->items.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->items[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "metadata") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "metadata"};
+          out->present |= uint64_t{1} << 2;
+          metav1::internal::DecodeInto(v, child, ctx, &out->metadata);
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "apiVersion") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeString(v, child, ctx, &out->api_version);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const ResourceQuotaList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const ResourceQuotaList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
+  }
+  {
+    boost::json::object sub(sp);
+    metav1::internal::EncodeInto(in.metadata, sub);
+    if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
+  }
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.items.size());
+    for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("items", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const ResourceQuotaList& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
 }  // namespace internal
 
 void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors) {
@@ -4679,6 +5198,78 @@ void Decode(const boost::json::value& json, Binding* out, FieldErrorList* errors
 }
 
 boost::json::value Encode(const Binding& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, ScopedResourceSelectorRequirement* out, FieldErrorList* errors) {
+  *out = ScopedResourceSelectorRequirement();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const ScopedResourceSelectorRequirement& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, ScopeSelector* out, FieldErrorList* errors) {
+  *out = ScopeSelector();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const ScopeSelector& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, ResourceQuotaSpec* out, FieldErrorList* errors) {
+  *out = ResourceQuotaSpec();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const ResourceQuotaSpec& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, ResourceQuotaStatus* out, FieldErrorList* errors) {
+  *out = ResourceQuotaStatus();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const ResourceQuotaStatus& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, ResourceQuota* out, FieldErrorList* errors) {
+  *out = ResourceQuota();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const ResourceQuota& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, ResourceQuotaList* out, FieldErrorList* errors) {
+  *out = ResourceQuotaList();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const ResourceQuotaList& in, boost::json::storage_ptr sp) {
   boost::json::object out(std::move(sp));
   internal::EncodeInto(in, out);
   return boost::json::value(std::move(out));

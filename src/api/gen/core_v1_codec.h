@@ -103,6 +103,18 @@ void Decode(const boost::json::value& json, EventList* out, FieldErrorList* erro
 boost::json::value Encode(const EventList& in, boost::json::storage_ptr sp = {});
 void Decode(const boost::json::value& json, Binding* out, FieldErrorList* errors);
 boost::json::value Encode(const Binding& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, ScopedResourceSelectorRequirement* out, FieldErrorList* errors);
+boost::json::value Encode(const ScopedResourceSelectorRequirement& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, ScopeSelector* out, FieldErrorList* errors);
+boost::json::value Encode(const ScopeSelector& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, ResourceQuotaSpec* out, FieldErrorList* errors);
+boost::json::value Encode(const ResourceQuotaSpec& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, ResourceQuotaStatus* out, FieldErrorList* errors);
+boost::json::value Encode(const ResourceQuotaStatus& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, ResourceQuota* out, FieldErrorList* errors);
+boost::json::value Encode(const ResourceQuota& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, ResourceQuotaList* out, FieldErrorList* errors);
+boost::json::value Encode(const ResourceQuotaList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {
 void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
@@ -273,6 +285,30 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Binding* out);
 void EncodeInto(const Binding& in, boost::json::object& out);
 boost::json::value EncodeValue(const Binding& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ScopedResourceSelectorRequirement* out);
+void EncodeInto(const ScopedResourceSelectorRequirement& in, boost::json::object& out);
+boost::json::value EncodeValue(const ScopedResourceSelectorRequirement& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ScopeSelector* out);
+void EncodeInto(const ScopeSelector& in, boost::json::object& out);
+boost::json::value EncodeValue(const ScopeSelector& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuotaSpec* out);
+void EncodeInto(const ResourceQuotaSpec& in, boost::json::object& out);
+boost::json::value EncodeValue(const ResourceQuotaSpec& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuotaStatus* out);
+void EncodeInto(const ResourceQuotaStatus& in, boost::json::object& out);
+boost::json::value EncodeValue(const ResourceQuotaStatus& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuota* out);
+void EncodeInto(const ResourceQuota& in, boost::json::object& out);
+boost::json::value EncodeValue(const ResourceQuota& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, ResourceQuotaList* out);
+void EncodeInto(const ResourceQuotaList& in, boost::json::object& out);
+boost::json::value EncodeValue(const ResourceQuotaList& in, const boost::json::storage_ptr& sp);
 }  // namespace internal
 
 }  // namespace draplane::api::corev1

@@ -320,4 +320,40 @@ bool operator==(const Binding& a, const Binding& b) {
          a.target == b.target;
 }
 
+bool operator==(const ScopedResourceSelectorRequirement& a, const ScopedResourceSelectorRequirement& b) {
+  return a.scope_name == b.scope_name &&
+         a.operator_ == b.operator_ &&
+         a.values == b.values;
+}
+
+bool operator==(const ScopeSelector& a, const ScopeSelector& b) {
+  return a.match_expressions == b.match_expressions;
+}
+
+bool operator==(const ResourceQuotaSpec& a, const ResourceQuotaSpec& b) {
+  return a.hard == b.hard &&
+         a.scopes == b.scopes &&
+         a.scope_selector == b.scope_selector;
+}
+
+bool operator==(const ResourceQuotaStatus& a, const ResourceQuotaStatus& b) {
+  return a.hard == b.hard &&
+         a.used == b.used;
+}
+
+bool operator==(const ResourceQuota& a, const ResourceQuota& b) {
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
+         a.metadata == b.metadata &&
+         a.spec == b.spec &&
+         a.status == b.status;
+}
+
+bool operator==(const ResourceQuotaList& a, const ResourceQuotaList& b) {
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
+         a.metadata == b.metadata &&
+         a.items == b.items;
+}
+
 }  // namespace draplane::api::corev1

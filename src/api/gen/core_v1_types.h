@@ -124,6 +124,21 @@ inline constexpr std::string_view kNamespacePhaseTerminating = "Terminating";
 inline constexpr std::string_view kEventTypeNormal = "Normal";
 inline constexpr std::string_view kEventTypeWarning = "Warning";
 
+// Known values of ResourceQuotaScope fields.
+inline constexpr std::string_view kResourceQuotaScopeTerminating = "Terminating";
+inline constexpr std::string_view kResourceQuotaScopeNotTerminating = "NotTerminating";
+inline constexpr std::string_view kResourceQuotaScopeBestEffort = "BestEffort";
+inline constexpr std::string_view kResourceQuotaScopeNotBestEffort = "NotBestEffort";
+inline constexpr std::string_view kResourceQuotaScopePriorityClass = "PriorityClass";
+inline constexpr std::string_view kResourceQuotaScopeCrossNamespacePodAffinity = "CrossNamespacePodAffinity";
+inline constexpr std::string_view kResourceQuotaScopeVolumeAttributesClass = "VolumeAttributesClass";
+
+// Known values of ScopeSelectorOperator fields.
+inline constexpr std::string_view kScopeSelectorOperatorIn = "In";
+inline constexpr std::string_view kScopeSelectorOperatorNotIn = "NotIn";
+inline constexpr std::string_view kScopeSelectorOperatorExists = "Exists";
+inline constexpr std::string_view kScopeSelectorOperatorDoesNotExist = "DoesNotExist";
+
 // A container's reference to one of the pod's claims (corev1.ResourceClaim).
 struct ResourceClaim {
   std::string name;
@@ -757,6 +772,90 @@ struct Binding {
   uint64_t present = 0;
 
   friend bool operator==(const Binding& a, const Binding& b);
+};
+
+// One scope, an operator and values (corev1.ScopedResourceSelectorRequirement).
+struct ScopedResourceSelectorRequirement {
+  std::string scope_name;
+  std::string operator_;
+  std::vector<std::string> values;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const ScopedResourceSelectorRequirement& a, const ScopedResourceSelectorRequirement& b);
+};
+
+// The AND of scoped-resource selector requirements (corev1.ScopeSelector).
+struct ScopeSelector {
+  std::vector<ScopedResourceSelectorRequirement> match_expressions;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const ScopeSelector& a, const ScopeSelector& b);
+};
+
+// The hard limits and the scopes that select what a quota tracks (corev1.ResourceQuotaSpec).
+struct ResourceQuotaSpec {
+  std::map<std::string, Quantity, std::less<>> hard;
+  std::vector<std::string> scopes;
+  std::optional<ScopeSelector> scope_selector;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const ResourceQuotaSpec& a, const ResourceQuotaSpec& b);
+};
+
+// The enforced hard limits and the observed usage (corev1.ResourceQuotaStatus).
+struct ResourceQuotaStatus {
+  std::map<std::string, Quantity, std::less<>> hard;
+  std::map<std::string, Quantity, std::less<>> used;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const ResourceQuotaStatus& a, const ResourceQuotaStatus& b);
+};
+
+// Aggregate limits per namespace (corev1.ResourceQuota); docs/design/quota.md.
+struct ResourceQuota {
+  static constexpr std::string_view kApiVersion = "v1";
+  static constexpr std::string_view kKind = "ResourceQuota";
+
+  std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
+  metav1::ObjectMeta metadata;
+  ResourceQuotaSpec spec;
+  ResourceQuotaStatus status;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const ResourceQuota& a, const ResourceQuota& b);
+};
+
+// A list of ResourceQuota objects.
+struct ResourceQuotaList {
+  static constexpr std::string_view kApiVersion = "v1";
+  static constexpr std::string_view kKind = "ResourceQuotaList";
+
+  std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
+  metav1::ListMeta metadata;
+  std::vector<ResourceQuota> items;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const ResourceQuotaList& a, const ResourceQuotaList& b);
 };
 
 }  // namespace draplane::api::corev1

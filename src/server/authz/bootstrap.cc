@@ -106,7 +106,11 @@ std::vector<BootstrapObject> BootstrapPolicy() {
       array{Rule({"resource.k8s.io"}, {"resourceclaims", "resourceclaimtemplates"}, kReadWrite),
             Rule({"resource.k8s.io"}, {"resourceclaims/status"}, {"get"}),
             Rule({""}, {"pods"}, kReadWrite), Rule({""}, {"pods/status"}, {"get"}),
-            Rule({""}, {"events"}, kRead), Rule({"events.k8s.io"}, {"events"}, kRead)}));
+            Rule({""}, {"events"}, kRead), Rule({"events.k8s.io"}, {"events"}, kRead),
+            // Their quotas and the scheduler's decision records, read-only (upstream's `view`
+            // role reads quotas too); a RoleBinding keeps both to the tenant's namespace.
+            Rule({""}, {"resourcequotas", "resourcequotas/status"}, kRead),
+            Rule({"draplane.dev"}, {"allocationdecisions"}, kRead)}));
   out.push_back(ClusterRole(
       "draplane:scheduler",
       array{Rule({""}, {"pods"}, {"get", "list", "watch", "update", "patch", "delete"}),
@@ -122,8 +126,11 @@ std::vector<BootstrapObject> BootstrapPolicy() {
                  {"deviceclasses", "resourceslices", "resourceclaimtemplates", "devicetaintrules"},
                  kRead),
             Rule({"", "events.k8s.io"}, {"events"}, {"create", "update", "patch"}),
-            Rule({"coordination.k8s.io"}, {"leases"},
-                 {"get", "list", "watch", "create", "update"})}));
+            Rule({"coordination.k8s.io"}, {"leases"}, {"get", "list", "watch", "create", "update"}),
+            // Allocation-mode quotas: the scheduler charges device keys in status.used.
+            Rule({""}, {"resourcequotas"}, kRead),
+            Rule({""}, {"resourcequotas/status"}, {"get", "update", "patch"}),
+            Rule({"draplane.dev"}, {"allocationdecisions"}, {"get", "list", "watch", "create"})}));
   out.push_back(ClusterRole(
       "draplane:controller-manager",
       array{Rule({"*"}, {"*"}, {"get", "list", "watch", "delete"}),
@@ -151,6 +158,8 @@ std::vector<BootstrapObject> BootstrapPolicy() {
             Rule({""}, {"pods", "pods/status", "nodes", "nodes/status", "namespaces", "events"},
                  {"*"}),
             Rule({"events.k8s.io"}, {"events"}, {"*"}),
+            Rule({""}, {"resourcequotas", "resourcequotas/status"}, {"*"}),
+            Rule({"draplane.dev"}, {"*"}, {"*"}),
             Rule({"rbac.authorization.k8s.io"}, {"rolebindings", "roles"}, {"*"})}));
 
   out.push_back(

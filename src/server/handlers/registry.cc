@@ -13,10 +13,10 @@ const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollectio
 const std::vector<std::string> kStatusVerbs = {"get", "patch", "update"};
 
 ResourceInfo Resource(std::string group, std::string resource, std::string kind,
-                      std::string singular, bool namespaced) {
+                      std::string singular, bool namespaced, std::string version = "v1") {
   ResourceInfo info;
   info.group = std::move(group);
-  info.version = "v1";
+  info.version = std::move(version);
   info.resource = std::move(resource);
   info.kind = std::move(kind);
   info.singular = std::move(singular);
@@ -35,6 +35,24 @@ ResourceInfo CreateOnly(std::string group, std::string resource, std::string kin
 }
 
 SubresourceInfo Status(const std::string& kind) { return {"status", kind, kStatusVerbs}; }
+
+// draplane.dev/v1alpha1, draplane's own kinds (their types in api/schema/draplane_v1alpha1.yaml).
+// A new kind is one entry here with its strategy (strategies.cc); discovery, OpenAPI, tables,
+// field selectors and the store follow from it. Listed in the category `draplane`, so `kubectl
+// get draplane` shows them all.
+std::vector<ResourceInfo> DraplaneResources() {
+  constexpr std::string_view kGroup = "draplane.dev";
+  constexpr std::string_view kVersion = "v1alpha1";
+  std::vector<ResourceInfo> out;
+  {
+    ResourceInfo r = Resource(std::string(kGroup), "allocationdecisions", "AllocationDecision",
+                              "allocationdecision", true, std::string(kVersion));
+    r.categories = {"draplane"};
+    r.strategy = &AllocationDecisionStrategy();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 // The served resources, described as kube-apiserver 1.33 describes them in discovery
 // (api/discovery/*.json upstream), plus resource.k8s.io/v1 DeviceTaintRule.
@@ -67,6 +85,13 @@ std::vector<ResourceInfo> DefaultResources() {
     r.short_names = {"no"};
     r.subresources = {Status("Node")};
     r.strategy = &NodeStrategy();
+    out.push_back(std::move(r));
+  }
+  {
+    ResourceInfo r = Resource("", "resourcequotas", "ResourceQuota", "resourcequota", true);
+    r.short_names = {"quota"};
+    r.subresources = {Status("ResourceQuota")};
+    r.strategy = &ResourceQuotaStrategy();
     out.push_back(std::move(r));
   }
   {
@@ -165,6 +190,7 @@ std::vector<ResourceInfo> DefaultResources() {
     r.strategy = &ResourceSliceStrategy();
     out.push_back(std::move(r));
   }
+  for (ResourceInfo& r : DraplaneResources()) out.push_back(std::move(r));
   return out;
 }
 

@@ -9,9 +9,11 @@
 #include "api/gen/resource_v1_codec.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
+#include "api/validation/quota_validation.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
 #include "server/handlers/strategy.h"
+#include "server/handlers/typed_json.h"
 
 namespace draplane::server::handlers {
 namespace {
@@ -22,30 +24,6 @@ namespace validation = api::validation;
 
 void Append(FieldErrorList& to, FieldErrorList from) {
   to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-}
-
-// Decodes `obj` through the generated codec of T (found by argument-dependent lookup). The codec
-// reads a boost::json::value: a mutable object is moved into one and back (constant time, same
-// storage) instead of being copied.
-template <typename T>
-T DecodeAs(JsonObject& obj, FieldErrorList* decode_errors) {
-  T out;
-  boost::json::value v(std::move(obj));
-  Decode(v, &out, decode_errors);
-  obj = std::move(v.get_object());
-  return out;
-}
-template <typename T>
-T DecodeAs(const JsonObject& obj, FieldErrorList* decode_errors) {
-  T out;
-  Decode(boost::json::value(obj), &out, decode_errors);
-  return out;
-}
-
-template <typename T>
-void EncodeInto(const T& typed, JsonObject& obj) {
-  boost::json::value v = Encode(typed);
-  if (v.is_object()) obj = std::move(v.get_object());
 }
 
 api::metav1::ObjectMeta DecodeMeta(const JsonObject& obj, FieldErrorList* decode_errors) {
@@ -1182,6 +1160,69 @@ class RbacStrategyImpl final : public Strategy {
   }
 };
 
+// pkg/registry/core/resourcequota/strategy.go: the status is reset on create and kept by
+// updates of the main resource (the status subresource writes it); validation as upstream's.
+class ResourceQuotaStrategyImpl final : public Strategy {
+ public:
+  CheckResult Check(JsonObject& obj) const override {
+    CheckResult r;
+    auto typed = DecodeAs<api::corev1::ResourceQuota>(obj, &r.decode_errors);
+    if (!r.decode_errors.empty()) return r;
+    r.errors = validation::ValidateResourceQuota(typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r;
+    auto typed = DecodeAs<api::corev1::ResourceQuota>(obj, &r.decode_errors);
+    FieldErrorList ignored;
+    auto old_typed = DecodeAs<api::corev1::ResourceQuota>(old, &ignored);
+    if (!r.decode_errors.empty()) return r;
+    r.errors = validation::ValidateResourceQuotaUpdate(typed, old_typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+  CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r;
+    auto typed = DecodeAs<api::corev1::ResourceQuota>(obj, &r.decode_errors);
+    FieldErrorList ignored;
+    auto old_typed = DecodeAs<api::corev1::ResourceQuota>(old, &ignored);
+    if (!r.decode_errors.empty()) return r;
+    r.errors = validation::ValidateResourceQuotaStatusUpdate(typed, old_typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+  // printers.go printResourceQuota: every status.hard entry as `name: used/hard`, the
+  // `limits.*` ones in their own column.
+  std::vector<TableColumn> TableColumns() const override {
+    return {NameColumn(),
+            AgeColumn(),
+            {"Request", "string", "",
+             "Request represents a minimum amount of cpu/memory that a container may consume.", 0},
+            {"Limit", "string", "",
+             "Limits control the maximum amount of cpu/memory that a container may use "
+             "independent of contention on the node.",
+             0}};
+  }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    FieldErrorList ignored;
+    auto quota = DecodeAs<api::corev1::ResourceQuota>(obj, &ignored);
+    std::string request, limit;
+    for (const auto& [name, hard] : quota.status.hard) {
+      auto used = quota.status.used.find(name);
+      std::string* column = name.starts_with("limits.") ? &limit : &request;
+      if (!column->empty()) *column += ", ";
+      *column += name + ": " +
+                 (used == quota.status.used.end() ? std::string("0") : used->second.ToString()) +
+                 "/" + hard.ToString();
+    }
+    return {MetaString(obj, "name"), AgeCell(obj, now), request, limit};
+  }
+
+ protected:
+  bool has_status() const override { return true; }
+};
+
 // Create-only review kinds; handled by handlers/reviews.cc, never stored.
 class ReviewStrategyImpl final : public Strategy {};
 
@@ -1274,6 +1315,7 @@ DRAPLANE_STRATEGY(DeviceTaintRuleStrategy, DeviceTaintRuleStrategyImpl)
 DRAPLANE_STRATEGY(ResourceClaimStrategy, ResourceClaimStrategyImpl)
 DRAPLANE_STRATEGY(ResourceClaimTemplateStrategy, ResourceClaimTemplateStrategyImpl)
 DRAPLANE_STRATEGY(ResourceSliceStrategy, ResourceSliceStrategyImpl)
+DRAPLANE_STRATEGY(ResourceQuotaStrategy, ResourceQuotaStrategyImpl)
 
 #undef DRAPLANE_STRATEGY
 

@@ -84,6 +84,9 @@ const Strategy& DeviceTaintRuleStrategy();
 const Strategy& ResourceClaimStrategy();
 const Strategy& ResourceClaimTemplateStrategy();
 const Strategy& ResourceSliceStrategy();
+const Strategy& ResourceQuotaStrategy();
+// draplane.dev/v1alpha1 (draplane_strategies.cc).
+const Strategy& AllocationDecisionStrategy();
 
 // The common columns and cells.
 TableColumn NameColumn();

@@ -30,6 +30,8 @@ PACKAGES = {
     "resource_v1": "io.k8s.api.resource.v1",
     "coordination_v1": "io.k8s.api.coordination.v1",
     "events_v1": "io.k8s.api.events.v1",
+    # draplane's own group, named as CRD schemas are (reversed group, version, kind).
+    "draplane_v1alpha1": "dev.draplane.v1alpha1",
     "rbac_v1": "io.k8s.api.rbac.v1",
     "authorization_v1": "io.k8s.api.authorization.v1",
     "authentication_v1": "io.k8s.api.authentication.v1",

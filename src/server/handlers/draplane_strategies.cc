@@ -1,0 +1,111 @@
+// The strategies of draplane.dev/v1alpha1, draplane's own kinds (strategy.h). A new kind of the
+// group adds its strategy here and its entry in `DraplaneResources()` (registry.cc).
+#include <string>
+
+#include "api/gen/draplane_v1alpha1_codec.h"
+#include "api/validation/decision_validation.h"
+#include "server/handlers/strategy.h"
+#include "server/handlers/typed_json.h"
+
+namespace draplane::server::handlers {
+namespace {
+
+namespace d = api::draplanev1alpha1;
+namespace validation = api::validation;
+
+// An AllocationDecision is written once by a scheduler and never rewritten: `spec` is
+// immutable, metadata (labels, annotations, finalizers) may change. There is no status.
+class AllocationDecisionStrategyImpl final : public Strategy {
+ public:
+  CheckResult Check(JsonObject& obj) const override {
+    CheckResult r;
+    auto typed = DecodeAs<d::AllocationDecision>(obj, &r.decode_errors);
+    if (!r.decode_errors.empty()) return r;
+    r.errors = validation::ValidateAllocationDecision(typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r;
+    auto typed = DecodeAs<d::AllocationDecision>(obj, &r.decode_errors);
+    api::FieldErrorList ignored;
+    auto old_typed = DecodeAs<d::AllocationDecision>(old, &ignored);
+    if (!r.decode_errors.empty()) return r;
+    r.errors = validation::ValidateAllocationDecisionUpdate(typed, old_typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+
+  // `kubectl get allocationdecisions --field-selector spec.pod.name=llm-3`.
+  std::vector<std::string> SelectableFieldNames() const override {
+    return {"spec.pod.name", "spec.pod.uid", "spec.nodeName", "spec.outcome"};
+  }
+  void SelectableFields(const JsonObject& obj, StringMap* fields) const override {
+    (*fields)["spec.pod.name"] = std::string(GetPathString(obj, {"spec", "pod", "name"}));
+    (*fields)["spec.pod.uid"] = std::string(GetPathString(obj, {"spec", "pod", "uid"}));
+    (*fields)["spec.nodeName"] = std::string(GetPathString(obj, {"spec", "nodeName"}));
+    (*fields)["spec.outcome"] = std::string(GetPathString(obj, {"spec", "outcome"}));
+  }
+
+  std::vector<TableColumn> TableColumns() const override {
+    return {NameColumn(),
+            {"Pod", "string", "", "The Pod the allocation was made for.", 0},
+            {"Node", "string", "", "The node the Pod's claims were allocated on.", 0},
+            {"Outcome", "string", "", "Allocated or Unschedulable.", 0},
+            {"Chosen", "string", "",
+             "Per request: request[/subrequest]:devices, the subrequest being the firstAvailable "
+             "tier taken.",
+             0},
+            AgeColumn(),
+            {"Devices", "string", "", "The allocated devices, as driver/pool/device.", 1},
+            {"Not Taken", "string", "",
+             "The firstAvailable tiers skipped before the chosen one, with their first reason.", 1},
+            {"Policy", "string", "", "The policy inputs used, as kind/name@resourceVersion.", 1},
+            {"Scheduler", "string", "", "The scheduler and replica that decided.", 1}};
+  }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    api::FieldErrorList ignored;
+    auto decision = DecodeAs<d::AllocationDecision>(obj, &ignored);
+    const d::AllocationDecisionSpec& spec = decision.spec;
+    auto add = [](std::string& to, const std::string& item) {
+      if (!to.empty()) to += ",";
+      to += item;
+    };
+    std::string chosen, devices, not_taken, policy;
+    for (const d::DecisionClaim& claim : spec.claims) {
+      for (const d::DecisionRequest& request : claim.requests) {
+        std::string name = request.name;
+        if (!request.subrequest.empty()) name += "/" + request.subrequest;
+        add(chosen, name + ":" + std::to_string(request.devices.size()));
+        for (const d::DecisionDevice& device : request.devices) {
+          add(devices, device.driver + "/" + device.pool + "/" + device.device);
+        }
+        for (const d::DecisionTier& tier : request.tiers_not_taken) {
+          std::string item = request.name + "/" + tier.subrequest;
+          if (!tier.reasons.empty()) item += "(" + tier.reasons.front().reason + ")";
+          add(not_taken, item);
+        }
+      }
+    }
+    for (const d::PolicyInput& input : spec.policy_version.inputs) {
+      add(policy, input.kind + "/" + input.name + "@" + input.resource_version);
+    }
+    std::string scheduler = spec.scheduler.name;
+    if (!spec.scheduler.instance.empty()) {
+      scheduler += (scheduler.empty() ? "" : "/") + spec.scheduler.instance;
+    }
+    auto or_none = [](const std::string& s) { return s.empty() ? std::string("<none>") : s; };
+    return {MetaString(obj, "name"), spec.pod.name,     or_none(spec.node_name), spec.outcome,
+            or_none(chosen),         AgeCell(obj, now), or_none(devices),        or_none(not_taken),
+            or_none(policy),         or_none(scheduler)};
+  }
+};
+
+}  // namespace
+
+const Strategy& AllocationDecisionStrategy() {
+  static const AllocationDecisionStrategyImpl* s = new AllocationDecisionStrategyImpl();
+  return *s;
+}
+
+}  // namespace draplane::server::handlers
