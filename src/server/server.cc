@@ -26,6 +26,9 @@
 #include "server/http/http_server.h"
 #include "server/internal/thread_pool.h"
 #include "server/lifecycle/lifecycle.h"
+#include "server/quota/accounting.h"
+#include "server/quota/admission.h"
+#include "server/quota/controller.h"
 
 namespace draplane::server {
 namespace {
@@ -139,12 +142,16 @@ class ServerImpl final : public Server {
         store_.get(), pool_.get(), *clock_,
         handlers::WatchManagerOptions{.bookmark_interval = options_.watch_bookmark_interval,
                                       .min_timeout = options_.watch_min_timeout});
-    rest_ =
-        std::make_unique<handlers::Rest>(handlers::RestDependencies{.store = store_.get(),
-                                                                    .clock = clock_,
-                                                                    .admission = admission_.get(),
-                                                                    .rbac = rbac_cache_.get(),
-                                                                    .watches = watches_.get()});
+    quota_accounting_ = std::make_unique<quota::QuotaAccounting>(
+        store_.get(), &handlers::Registry::Default(), clock_);
+    quota_admission_ = std::make_unique<quota::QuotaAdmission>(quota_accounting_.get());
+    rest_ = std::make_unique<handlers::Rest>(
+        handlers::RestDependencies{.store = store_.get(),
+                                   .clock = clock_,
+                                   .admission = admission_.get(),
+                                   .rbac = rbac_cache_.get(),
+                                   .watches = watches_.get(),
+                                   .quota = quota_admission_.get()});
     DRAPLANE_RETURN_IF_ERROR(Bootstrap());
 
     http::HttpServerOptions http_options;
@@ -175,6 +182,10 @@ class ServerImpl final : public Server {
 
     lifecycle_ = std::make_unique<lifecycle::LifecycleController>(store_.get(), clock_);
     DRAPLANE_RETURN_IF_ERROR(lifecycle_->Start());
+    quota_controller_ = std::make_unique<quota::QuotaController>(
+        quota_accounting_.get(), rest_.get(), &handlers::Registry::Default(),
+        quota::QuotaControllerOptions{.resync_period = options_.quota_resync_period});
+    DRAPLANE_RETURN_IF_ERROR(quota_controller_->Start());
     DRAPLANE_RETURN_IF_ERROR(WriteAdminKubeconfig());
     DRAPLANE_RETURN_IF_ERROR(
         auth::WriteFileAtomically(auth::ServerUrlPath(options_.data_dir), url_ + "\n", 0644));
@@ -232,6 +243,7 @@ class ServerImpl final : public Server {
     for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->Stop();
     if (api_) api_->set_ready(false);
     if (lifecycle_) lifecycle_->Stop();
+    if (quota_controller_) quota_controller_->Stop();
     {
       std::lock_guard lock(tick_mu_);
       stopping_ = true;
@@ -256,6 +268,7 @@ class ServerImpl final : public Server {
       lock.unlock();
       watches_->Tick();
       lifecycle_->Tick();
+      quota_controller_->Tick();
       lock.lock();
     }
   }
@@ -363,6 +376,9 @@ class ServerImpl final : public Server {
   std::unique_ptr<http::HttpServer> http_;
   std::shared_ptr<InProcessGate> gate_;
   std::unique_ptr<lifecycle::LifecycleController> lifecycle_;
+  std::unique_ptr<quota::QuotaAccounting> quota_accounting_;
+  std::unique_ptr<quota::QuotaAdmission> quota_admission_;
+  std::unique_ptr<quota::QuotaController> quota_controller_;
   std::string url_;
 
   std::mutex mu_;

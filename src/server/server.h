@@ -53,6 +53,9 @@ struct ServerOptions {
   Duration watch_bookmark_interval = std::chrono::seconds(30);
   // Watches without timeoutSeconds end after a random time in [min, 2*min).
   Duration watch_min_timeout = std::chrono::minutes(30);
+  // How often the ResourceQuota controller recomputes every quota in full (drift detection;
+  // docs/design/quota.md).
+  Duration quota_resync_period = std::chrono::minutes(5);
   // Time source for timestamps written into objects (defaults to RealClock()).
   const Clock* clock = nullptr;
   store::StoreOptions store_options;

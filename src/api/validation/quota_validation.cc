@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/gen/core_v1_codec.h"
+#include "api/quota/usage.h"
 #include "api/validation/internal/common.h"
 #include "api/validation/internal/render.h"
 #include "api/validation/meta_validation.h"
@@ -190,6 +191,19 @@ FieldErrorList ValidateSpec(const corev1::ResourceQuotaSpec& spec, const FieldPa
   return errs;
 }
 
+// draplane's device quota mode annotation (api/quota/usage.h): Admission or Allocation.
+FieldErrorList ValidateMode(const corev1::ResourceQuota& quota) {
+  auto it = quota.metadata.annotations.find(quota::kDeviceQuotaModeAnnotation);
+  if (it == quota.metadata.annotations.end() || it->second == quota::kDeviceQuotaModeAdmission ||
+      it->second == quota::kDeviceQuotaModeAllocation) {
+    return {};
+  }
+  return {NotSupported(FieldPath("metadata").Child("annotations").Key(it->first),
+                       RenderValue(it->second),
+                       {std::string(quota::kDeviceQuotaModeAdmission),
+                        std::string(quota::kDeviceQuotaModeAllocation)})};
+}
+
 FieldErrorList ValidateStatus(const corev1::ResourceQuotaStatus& status, const FieldPath& path) {
   FieldErrorList errs = ValidateResourceList(status.hard, path.Child("hard"));
   Append(errs, ValidateResourceList(status.used, path.Child("used")));
@@ -242,6 +256,7 @@ FieldErrorList ValidateResourceQuantityValue(std::string_view name, const Quanti
 FieldErrorList ValidateResourceQuota(const corev1::ResourceQuota& quota) {
   FieldErrorList errs = ValidateObjectMeta(quota.metadata, /*namespaced=*/true, NameIsDNSSubdomain,
                                            FieldPath("metadata"));
+  Append(errs, ValidateMode(quota));
   Append(errs, ValidateSpec(quota.spec, FieldPath("spec")));
   Append(errs, ValidateStatus(quota.status, FieldPath("status")));
   return errs;
@@ -251,6 +266,7 @@ FieldErrorList ValidateResourceQuotaUpdate(const corev1::ResourceQuota& quota,
                                            const corev1::ResourceQuota& old) {
   FieldErrorList errs =
       ValidateObjectMetaUpdate(quota.metadata, old.metadata, FieldPath("metadata"));
+  Append(errs, ValidateMode(quota));
   Append(errs, ValidateSpec(quota.spec, FieldPath("spec")));
   std::set<std::string> scopes(quota.spec.scopes.begin(), quota.spec.scopes.end());
   std::set<std::string> old_scopes(old.spec.scopes.begin(), old.spec.scopes.end());

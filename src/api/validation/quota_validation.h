@@ -14,6 +14,9 @@
 // must be integers (`must be an integer`): counters and capacities are charged in their base
 // unit (bytes, bits per second), which is integral.
 //
+// draplane adds one rule: the annotation `draplane.dev/device-quota-mode`, when present, is
+// `Admission` or `Allocation` (api/quota/usage.h).
+//
 // Where upstream iterates a Go map we iterate the model's sorted map, so the order of errors is
 // deterministic.
 //

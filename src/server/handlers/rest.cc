@@ -10,6 +10,7 @@
 #include "server/handlers/protobuf.h"
 #include "server/handlers/strategy.h"
 #include "server/openapi/openapi.h"
+#include "server/quota/admission.h"
 #include "store/object_meta.h"
 
 namespace draplane::server::handlers {
@@ -600,6 +601,21 @@ http::Response Rest::Create(const Scope& scope) {
   attributes.object = &obj;
   if (auto e = deps_.admission->Admit(attributes)) return ToResponse(*e);
   if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return ToResponse(*e);
+  // ResourceQuota admission last, as upstream's validating plugin: it charges the quotas, so
+  // nothing after it may refuse but the store itself.
+  quota::QuotaAdmission::Charge charge;
+  if (deps_.quota != nullptr) {
+    auto admitted = deps_.quota->Admit(r, ns, name, obj, std::get<bool>(dry));
+    if (auto* e = std::get_if<ApiError>(&admitted)) return ToResponse(*e);
+    charge = std::get<quota::QuotaAdmission::Charge>(admitted);
+  }
+  struct FinishCharge {
+    quota::QuotaAdmission* quota;
+    quota::QuotaAdmission::Charge charge;
+    ~FinishCharge() {
+      if (quota != nullptr) quota->Finish(charge);
+    }
+  } finish_charge{deps_.quota, charge};
   std::string stored = ToStoredJson(std::move(obj));
   if (std::get<bool>(dry)) {
     StatusOr<std::string> body = RenderObject(r, stored, *format, deps_.clock->Now());

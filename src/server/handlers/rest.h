@@ -29,6 +29,10 @@
 #include "server/http/http.h"
 #include "store/store.h"
 
+namespace draplane::server::quota {
+class QuotaAdmission;
+}  // namespace draplane::server::quota
+
 namespace draplane::server::handlers {
 
 // One resource request, parsed.
@@ -50,6 +54,8 @@ struct RestDependencies {
   admission::Admission* admission = nullptr;
   authz::RbacCache* rbac = nullptr;  // told about this server's RBAC writes
   WatchManager* watches = nullptr;
+  // ResourceQuota admission of creates (server/quota/admission.h); none when null.
+  quota::QuotaAdmission* quota = nullptr;
 };
 
 class Rest {

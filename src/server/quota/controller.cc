@@ -1,0 +1,333 @@
+#include "server/quota/controller.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "api/gen/core_v1_codec.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/status_macros.h"
+#include "common/thread_name.h"
+
+namespace draplane::server::quota {
+namespace {
+
+namespace corev1 = api::corev1;
+using handlers::JsonObject;
+
+const metrics::CounterFamily& DriftCounter() {
+  static const metrics::CounterFamily family = metrics::NewCounterFamily(
+      "draplane_quota_drift_total",
+      "Quota usage values the periodic resync had to correct although they were synced.",
+      {"namespace", "quota"});
+  return family;
+}
+
+const metrics::GaugeFamily& UsedGauge() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "draplane_quota_used", "ResourceQuota status.used per key, as last synced.",
+      {"namespace", "quota", "resource"});
+  return family;
+}
+
+const metrics::GaugeFamily& HardGauge() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "draplane_quota_hard", "ResourceQuota status.hard per key, as last synced.",
+      {"namespace", "quota", "resource"});
+  return family;
+}
+
+// Whether a watched change can change the usage of its namespace. Creates are charged by
+// admission; deletes give back (replenishment); of updates only a Pod's can change usage (it
+// turns terminal or starts terminating), and a quota's spec or mode.
+bool ChangesUsage(const handlers::ResourceInfo& r, const store::WatchEvent& event) {
+  using Type = store::WatchEvent::Type;
+  if (r.group.empty() && r.resource == "resourcequotas") {
+    if (event.type != Type::kModified || event.prev_object == nullptr) return true;
+    StatusOr<JsonObject> now = handlers::ParseObject(event.object->value);
+    StatusOr<JsonObject> before = handlers::ParseObject(event.prev_object->value);
+    if (!now.ok() || !before.ok()) return true;
+    auto spec_of = [](const JsonObject& o) {
+      const boost::json::value* spec = o.if_contains("spec");
+      return spec == nullptr ? boost::json::value() : *spec;
+    };
+    return spec_of(*now) != spec_of(*before) || handlers::MetaStringMap(*now, "annotations") !=
+                                                    handlers::MetaStringMap(*before, "annotations");
+  }
+  if (event.type == Type::kDeleted) return true;
+  if (event.type != Type::kModified || !(r.group.empty() && r.resource == "pods")) return false;
+  if (event.prev_object == nullptr) return true;
+  StatusOr<JsonObject> now = handlers::ParseObject(event.object->value);
+  StatusOr<JsonObject> before = handlers::ParseObject(event.prev_object->value);
+  if (!now.ok() || !before.ok()) return true;
+  auto phase = [](const JsonObject& o) { return handlers::GetPathString(o, {"status", "phase"}); };
+  return phase(*now) != phase(*before) || handlers::MetaString(*now, "deletionTimestamp") !=
+                                              handlers::MetaString(*before, "deletionTimestamp");
+}
+
+}  // namespace
+
+QuotaController::QuotaController(QuotaAccounting* accounting, handlers::Rest* rest,
+                                 const handlers::Registry* registry, QuotaControllerOptions options)
+    : accounting_(accounting), rest_(rest), registry_(registry), options_(options) {
+  for (const handlers::ResourceInfo* r : registry_->StoredResources()) {
+    if (r->namespaced && !api::quota::IsIgnoredResource(r->group, r->resource)) {
+      resources_.push_back(r);
+    }
+  }
+}
+
+QuotaController::~QuotaController() { Stop(); }
+
+StatusOr<std::set<std::string>> QuotaController::NamespacesWithQuotas() {
+  std::set<std::string> out;
+  store::ListOptions options;
+  options.limit = 1000;
+  while (true) {
+    DRAPLANE_ASSIGN_OR_RETURN(store::ListResult page,
+                              accounting_->store()->List("core/resourcequotas", options));
+    for (const store::ObjectPtr& object : page.objects) out.insert(object->key.ns);
+    if (page.continue_token.empty()) break;
+    options.continue_token = page.continue_token;
+  }
+  return out;
+}
+
+Status QuotaController::Start() {
+  DRAPLANE_ASSIGN_OR_RETURN(watched_revision_, accounting_->store()->CurrentRevision());
+  DRAPLANE_ASSIGN_OR_RETURN(quota_namespaces_, NamespacesWithQuotas());
+  for (const std::string& ns : quota_namespaces_) {
+    if (StatusOr<int> s = SyncNamespace(ns, /*detect_drift=*/true); !s.ok()) {
+      log::Warning("resourcequota: initial sync of {}: {}", ns, s.status().ToString());
+      dirty_.insert(ns);
+    }
+  }
+  next_resync_ = accounting_->clock().Now() + options_.resync_period;
+  thread_ = std::thread([this] {
+    SetCurrentThreadName("resourcequota");
+    Run();
+  });
+  return Status::Ok();
+}
+
+void QuotaController::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void QuotaController::Tick() {
+  {
+    std::lock_guard lock(mu_);
+    tick_ = true;
+  }
+  cv_.notify_all();
+}
+
+StatusOr<int> QuotaController::SyncAll() {
+  DRAPLANE_ASSIGN_OR_RETURN(std::set<std::string> namespaces, NamespacesWithQuotas());
+  int drift = 0;
+  for (const std::string& ns : namespaces) {
+    DRAPLANE_ASSIGN_OR_RETURN(int n, SyncNamespace(ns, /*detect_drift=*/true));
+    drift += n;
+  }
+  return drift;
+}
+
+void QuotaController::Observe(const handlers::ResourceInfo& r, const store::WatchEvent& event) {
+  const std::string& ns = event.object->key.ns;
+  bool is_quota = r.group.empty() && r.resource == "resourcequotas";
+  if (is_quota && event.type != store::WatchEvent::Type::kDeleted) quota_namespaces_.insert(ns);
+  if (quota_namespaces_.count(ns) == 0) return;
+  if (ChangesUsage(r, event)) dirty_.insert(ns);
+}
+
+void QuotaController::Run() {
+  while (true) {
+    std::vector<std::pair<const handlers::ResourceInfo*, std::unique_ptr<store::Watcher>>> watchers;
+    bool failed = false;
+    for (const handlers::ResourceInfo* r : resources_) {
+      store::WatchOptions options;
+      options.revision = watched_revision_;
+      options.notify = [this] {
+        {
+          std::lock_guard lock(mu_);
+          pending_ = true;
+        }
+        cv_.notify_all();
+      };
+      StatusOr<std::unique_ptr<store::Watcher>> w =
+          accounting_->store()->Watch(r->StoreResource(), std::move(options));
+      if (!w.ok()) {
+        failed = true;
+        break;
+      }
+      watchers.emplace_back(r, std::move(w).value());
+    }
+    while (!failed) {
+      bool tick = false;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || pending_ || tick_ || !dirty_.empty(); });
+        if (stopping_) return;
+        pending_ = false;
+        tick = tick_;
+        tick_ = false;
+      }
+      for (auto& [r, watcher] : watchers) {
+        while (!failed) {
+          std::vector<store::WatchEvent> events;
+          if (!watcher->Poll(&events, 512).ok()) {
+            failed = true;
+            break;
+          }
+          if (events.empty()) break;
+          for (const store::WatchEvent& e : events) {
+            if (e.revision > watched_revision_) watched_revision_ = e.revision;
+            if (e.type == store::WatchEvent::Type::kBookmark || e.object == nullptr) continue;
+            Observe(*r, e);
+          }
+        }
+      }
+      std::set<std::string> work;
+      work.swap(dirty_);
+      bool resync = tick && accounting_->clock().Now() >= next_resync_;
+      if (resync) {
+        next_resync_ = accounting_->clock().Now() + options_.resync_period;
+        work.insert(quota_namespaces_.begin(), quota_namespaces_.end());
+      }
+      for (const std::string& ns : work) {
+        {
+          std::lock_guard lock(mu_);
+          if (stopping_) return;
+        }
+        StatusOr<int> synced = SyncNamespace(ns, /*detect_drift=*/resync);
+        if (!synced.ok()) {
+          log::Warning("resourcequota: sync of {}: {}", ns, synced.status().ToString());
+        }
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+    log::Warning("resourcequota: watch ended; resyncing every quota");
+    watchers.clear();
+    while (true) {
+      StatusOr<store::Revision> current = accounting_->store()->CurrentRevision();
+      StatusOr<std::set<std::string>> namespaces = NamespacesWithQuotas();
+      if (current.ok() && namespaces.ok()) {
+        watched_revision_ = *current;
+        quota_namespaces_ = std::move(namespaces).value();
+        dirty_ = quota_namespaces_;
+        break;
+      }
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      if (stopping_) return;
+    }
+  }
+}
+
+StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_drift) {
+  std::lock_guard sync_lock(sync_mu_);
+  int drift = 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::vector<std::shared_ptr<const StoredQuota>> quotas;
+    std::vector<QuotaAccounting::InFlight> in_flight;
+    {
+      // The snapshot: quotas and the charged creates in flight, with no charge in between.
+      std::unique_lock lock(accounting_->charge_mutex());
+      DRAPLANE_ASSIGN_OR_RETURN(quotas, accounting_->QuotasOf(ns));
+      in_flight = accounting_->ChargedInFlight(ns);
+    }
+    bool conflict = false;
+    for (const std::shared_ptr<const StoredQuota>& stored : quotas) {
+      const corev1::ResourceQuota& quota = stored->quota;
+      DRAPLANE_ASSIGN_OR_RETURN(ResourceList used, accounting_->Recompute(quota, in_flight));
+      corev1::ResourceQuotaStatus status = QuotaAccounting::SyncedStatus(quota, used);
+      std::string detail;
+      if (detect_drift) {
+        for (const auto& [key, value] : status.used) {
+          if (!QuotaAccounting::ServerOwned(quota, key)) continue;
+          auto old_used = quota.status.used.find(key);
+          auto old_hard = quota.status.hard.find(key);
+          auto spec_hard = quota.spec.hard.find(key);
+          bool was_synced =
+              old_used != quota.status.used.end() && old_hard != quota.status.hard.end() &&
+              spec_hard != quota.spec.hard.end() && old_hard->second == spec_hard->second;
+          if (!was_synced || old_used->second == value) continue;
+          if (!detail.empty()) detail += ", ";
+          detail += key + " " + old_used->second.ToString() + " -> " + value.ToString();
+        }
+      }
+      if (!(status == quota.status)) {
+        StatusOr<store::ObjectPtr> written = accounting_->WriteStatus(*stored, status);
+        if (!written.ok()) {
+          if (written.status().code() == StatusCode::kConflict) {
+            conflict = true;
+            break;
+          }
+          if (written.status().code() == StatusCode::kNotFound) continue;
+          return written.status();
+        }
+        if (!detail.empty()) {
+          ++drift;
+          RecordDrift(*stored, detail);
+        }
+      }
+      for (const auto& [key, value] : status.used) {
+        UsedGauge().WithLabels({ns, quota.metadata.name, key}).Set(value.AsApproximateDouble());
+      }
+      for (const auto& [key, value] : status.hard) {
+        HardGauge().WithLabels({ns, quota.metadata.name, key}).Set(value.AsApproximateDouble());
+      }
+    }
+    if (!conflict) return drift;
+  }
+  return ConflictError("resource quota status of namespace " + ns +
+                       " kept changing while it was recomputed");
+}
+
+void QuotaController::RecordDrift(const StoredQuota& stored, const std::string& detail) {
+  const corev1::ResourceQuota& quota = stored.quota;
+  DriftCounter().WithLabels({quota.metadata.namespace_, quota.metadata.name}).Increment();
+  log::Warning("resourcequota: {}/{} corrected: {}", quota.metadata.namespace_, quota.metadata.name,
+               detail);
+  const handlers::ResourceInfo* events = registry_->Find("", "v1", "events");
+  if (events == nullptr || rest_ == nullptr) return;
+  Timestamp now = accounting_->clock().Now();
+  corev1::Event event;
+  char suffix[40];
+  std::snprintf(suffix, sizeof(suffix), ".%" PRIx64 "%04" PRIx64,
+                static_cast<uint64_t>(now.time_since_epoch().count()), ++event_sequence_ % 0x10000);
+  event.metadata.name = quota.metadata.name + suffix;
+  event.metadata.namespace_ = quota.metadata.namespace_;
+  event.involved_object.kind = "ResourceQuota";
+  event.involved_object.api_version = "v1";
+  event.involved_object.namespace_ = quota.metadata.namespace_;
+  event.involved_object.name = quota.metadata.name;
+  event.involved_object.uid = quota.metadata.uid;
+  event.involved_object.resource_version = std::to_string(stored.revision);
+  event.reason = "QuotaUsageCorrected";
+  event.message =
+      "status.used did not match the objects in the namespace and was corrected: " + detail;
+  event.type = std::string(corev1::kEventTypeWarning);
+  event.source.component = "resourcequota-controller";
+  event.reporting_component = "draplane-apiserver";
+  event.first_timestamp = api::Time::FromTimestamp(now);
+  event.last_timestamp = event.first_timestamp;
+  event.count = 1;
+  boost::json::value encoded = Encode(event);
+  if (!encoded.is_object()) return;
+  StatusOr<store::ObjectPtr> created =
+      rest_->CreateInternal(*events, std::move(encoded.get_object()));
+  if (!created.ok()) {
+    log::Warning("resourcequota: cannot record an Event: {}", created.status().ToString());
+  }
+}
+
+}  // namespace draplane::server::quota

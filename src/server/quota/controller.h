@@ -1,0 +1,97 @@
+// The ResourceQuota status controller, running inside the API server over the store (upstream
+// runs pkg/controller/resourcequota in kube-controller-manager): keeps `status.hard` equal to
+// `spec.hard` and `status.used` equal to what the objects of the namespace use, for the keys the
+// server owns (accounting.h; an Allocation-mode quota's device keys are the scheduler's and are
+// left as they are).
+//
+// When it syncs a namespace:
+//   - at start: every namespace with a quota (a full resync);
+//   - on changes: a quota created or its spec / annotations changed; an object of the namespace
+//     deleted (replenishment: admission only ever adds); a Pod whose usage changed (it turned
+//     terminal, or started terminating);
+//   - periodically: every namespace with a quota, every `resync_period` of the injected clock
+//     (upstream's --resource-quota-sync-period, 5 minutes).
+//
+// Drift: a full resync that has to correct a value that was already synced (what the quota said
+// differs from what the objects use, although every change should have been accounted) counts
+// `draplane_quota_drift_total{namespace,quota}` and records a Warning Event
+// `QuotaUsageCorrected` on the quota naming the keys and both values. Every sync sets the gauges
+// `draplane_quota_used` and `draplane_quota_hard` {namespace,quota,resource}.
+//
+// Thread-safety: Start/Stop/Tick/SyncAll may be called from any thread; the work runs on one
+// thread of its own.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "server/handlers/registry.h"
+#include "server/handlers/rest.h"
+#include "server/quota/accounting.h"
+#include "store/store.h"
+
+namespace draplane::server::quota {
+
+struct QuotaControllerOptions {
+  // How often every namespace with a quota is recomputed in full (drift detection).
+  Duration resync_period = std::chrono::minutes(5);
+};
+
+class QuotaController {
+ public:
+  // `rest` writes the Events (as the server itself).
+  QuotaController(QuotaAccounting* accounting, handlers::Rest* rest,
+                  const handlers::Registry* registry, QuotaControllerOptions options = {});
+  ~QuotaController();
+
+  // Syncs every namespace with a quota, then starts the watches and the worker thread.
+  Status Start();
+  // Stops the worker. Idempotent.
+  void Stop();
+  // Wakes the worker to look at the clock (the periodic resync); called about once a second.
+  void Tick();
+
+  // A full resync of every namespace with a quota, on the caller's thread, with drift detection
+  // (what the periodic resync does). Returns how many quota values were corrected as drift.
+  StatusOr<int> SyncAll();
+
+ private:
+  void Run();
+  // Recomputes the quotas of `ns` and writes what changed; with `detect_drift`, corrections of
+  // synced values are reported as drift. Returns the number of drift corrections.
+  StatusOr<int> SyncNamespace(const std::string& ns, bool detect_drift);
+  // Marks the namespace of a changed object for a sync when the change can change usage.
+  void Observe(const handlers::ResourceInfo& r, const store::WatchEvent& event);
+  void RecordDrift(const StoredQuota& quota, const std::string& detail);
+  StatusOr<std::set<std::string>> NamespacesWithQuotas();
+
+  QuotaAccounting* accounting_;
+  handlers::Rest* rest_;
+  const handlers::Registry* registry_;
+  QuotaControllerOptions options_;
+  std::vector<const handlers::ResourceInfo*> resources_;  // watched: namespaced, not ignored
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  bool pending_ = false;   // guarded by mu_
+  bool tick_ = false;      // guarded by mu_
+  std::thread thread_;
+
+  // Owned by the worker thread (and by Start before it runs).
+  store::Revision watched_revision_ = 0;
+  std::set<std::string> quota_namespaces_;
+  std::set<std::string> dirty_;
+  Timestamp next_resync_{};
+  // Serialises SyncNamespace between the worker and SyncAll callers; guards event_sequence_.
+  std::mutex sync_mu_;
+  uint64_t event_sequence_ = 0;  // makes Event names unique within the process
+};
+
+}  // namespace draplane::server::quota
