@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "api/validation/names.h"
+#include "api/validation/quota_validation.h"
 
 namespace draplane::api::quota {
 namespace {
@@ -234,7 +235,7 @@ bool PodEvaluatorMatches(std::string_view key) {
   for (std::string_view n : kNames) {
     if (key == n) return true;
   }
-  if (key.starts_with("hugepages-") || key.starts_with("requests.hugepages-")) return true;
+  if (validation::IsQuotaHugePageResourceName(key)) return true;
   // requests.<extended resource>
   return key.starts_with("requests.") &&
          validation::IsExtendedResourceName(key.substr(std::string_view("requests.").size()));

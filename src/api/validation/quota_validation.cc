@@ -33,10 +33,6 @@ bool In(std::string_view value, std::initializer_list<std::string_view> set) {
   return false;
 }
 
-bool IsHugePageQuotaName(std::string_view name) {
-  return name.starts_with("hugepages-") || name.starts_with("requests.hugepages-");
-}
-
 // helper.IsStandardResourceName: names of resources known without a domain.
 bool IsStandardResourceName(std::string_view name) {
   return In(name, {"cpu",
@@ -59,7 +55,7 @@ bool IsStandardResourceName(std::string_view name) {
                    "requests.storage",
                    "services.nodeports",
                    "services.loadbalancers"}) ||
-         IsHugePageQuotaName(name);
+         IsQuotaHugePageResourceName(name);
 }
 
 // helper.IsResourceQuotaScopeValidForResource.
@@ -218,7 +214,7 @@ bool IsStandardQuotaResourceName(std::string_view name) {
                    "limits.ephemeral-storage", "pods", "resourcequotas", "services",
                    "replicationcontrollers", "secrets", "persistentvolumeclaims", "configmaps",
                    "services.nodeports", "services.loadbalancers"}) ||
-         IsHugePageQuotaName(name);
+         IsQuotaHugePageResourceName(name);
 }
 
 bool IsIntegerResourceName(std::string_view name) {
@@ -226,6 +222,10 @@ bool IsIntegerResourceName(std::string_view name) {
                    "configmaps", "persistentvolumeclaims", "services.nodeports",
                    "services.loadbalancers"}) ||
          IsExtendedResourceName(name);
+}
+
+bool IsQuotaHugePageResourceName(std::string_view name) {
+  return name.starts_with("hugepages-") || name.starts_with("requests.hugepages-");
 }
 
 bool IsStandardResourceQuotaScope(std::string_view scope) {

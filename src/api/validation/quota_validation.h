@@ -54,5 +54,7 @@ FieldErrorList ValidateResourceQuantityValue(std::string_view name, const Quanti
 bool IsStandardQuotaResourceName(std::string_view name);
 bool IsIntegerResourceName(std::string_view name);
 bool IsStandardResourceQuotaScope(std::string_view scope);
+// `hugepages-*` and `requests.hugepages-*` (helper.IsQuotaHugePageResourceName).
+bool IsQuotaHugePageResourceName(std::string_view name);
 
 }  // namespace draplane::api::validation
