@@ -408,6 +408,25 @@ TEST(ProtobufTest, DecodesNamespaceEnvelope) {
   EXPECT_EQ(DecodeKubernetesProtobuf("nope").status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(ProtobufTest, DecodesResourceQuotaEnvelope) {
+  // What `kubectl create quota q --hard=pods=2 --scopes=BestEffort` sends.
+  auto field = [](int number, const std::string& bytes) {
+    return std::string(1, char(number << 3 | 2)) + char(bytes.size()) + bytes;
+  };
+  std::string meta = field(1, "q");
+  std::string quantity = field(1, "2");                       // resource.Quantity.string
+  std::string entry = field(1, "pods") + field(2, quantity);  // map entry {key, value}
+  std::string spec = field(1, entry) + field(2, "BestEffort");
+  std::string quota = field(1, meta) + field(2, spec);
+  std::string type_meta = field(1, "v1") + field(2, "ResourceQuota");
+  std::string body = std::string("k8s\0", 4) + field(1, type_meta) + field(2, quota);
+  StatusOr<JsonObject> obj = DecodeKubernetesProtobuf(body);
+  ASSERT_TRUE(obj.ok()) << obj.status().ToString();
+  EXPECT_EQ(boost::json::value(*obj),
+            Json(R"({"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q"},)"
+                 R"("spec":{"hard":{"pods":"2"},"scopes":["BestEffort"]}})"));
+}
+
 // NamespaceLifecycle remembers whether a namespace is terminating by the revision it read: every
 // change of the namespace is seen by the next create, never an earlier answer.
 TEST(AdmissionTest, NamespaceLifecycleFollowsEveryNamespaceChange) {

@@ -6,7 +6,18 @@
 namespace draplane::server::handlers {
 namespace {
 
-enum class FieldType { kString, kBytes, kInt64, kInt32, kBool, kMessage, kTime, kStringMap };
+// kQuantityMap: map<string, resource.Quantity> (a Quantity is a message holding its string).
+enum class FieldType {
+  kString,
+  kBytes,
+  kInt64,
+  kInt32,
+  kBool,
+  kMessage,
+  kTime,
+  kStringMap,
+  kQuantityMap
+};
 
 struct Message;
 
@@ -50,6 +61,20 @@ const Message kNamespaceStatus{{{1, "phase", FieldType::kString}}};
 const Message kNamespace{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
                           {2, "spec", FieldType::kMessage, false, &kNamespaceSpec},
                           {3, "status", FieldType::kMessage, false, &kNamespaceStatus}}};
+const Message kScopedResourceSelectorRequirement{{{1, "scopeName", FieldType::kString},
+                                                  {2, "operator", FieldType::kString},
+                                                  {3, "values", FieldType::kString, true}}};
+const Message kScopeSelector{
+    {{1, "matchExpressions", FieldType::kMessage, true, &kScopedResourceSelectorRequirement}}};
+const Message kResourceQuotaSpec{
+    {{1, "hard", FieldType::kQuantityMap},
+     {2, "scopes", FieldType::kString, true},
+     {3, "scopeSelector", FieldType::kMessage, false, &kScopeSelector}}};
+const Message kResourceQuotaStatus{
+    {{1, "hard", FieldType::kQuantityMap}, {2, "used", FieldType::kQuantityMap}}};
+const Message kResourceQuota{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
+                              {2, "spec", FieldType::kMessage, false, &kResourceQuotaSpec},
+                              {3, "status", FieldType::kMessage, false, &kResourceQuotaStatus}}};
 // rbac/v1
 const Message kPolicyRule{{{1, "verbs", FieldType::kString, true},
                            {2, "apiGroups", FieldType::kString, true},
@@ -107,6 +132,7 @@ const Message kSelfSubjectReview{{{1, "metadata", FieldType::kMessage, false, &k
 const Message* MessageFor(std::string_view api_version, std::string_view kind) {
   static const std::map<std::pair<std::string, std::string>, const Message*> kinds = {
       {{"v1", "Namespace"}, &kNamespace},
+      {{"v1", "ResourceQuota"}, &kResourceQuota},
       {{"rbac.authorization.k8s.io/v1", "Role"}, &kRole},
       {{"rbac.authorization.k8s.io/v1", "ClusterRole"}, &kRole},
       {{"rbac.authorization.k8s.io/v1", "RoleBinding"}, &kRoleBinding},
@@ -224,6 +250,7 @@ StatusOr<boost::json::value> DecodeValue(Reader& reader, int wire_type, const Fi
       return boost::json::value(FormatTime(Timestamp(std::chrono::seconds(seconds))));
     }
     case FieldType::kStringMap:
+    case FieldType::kQuantityMap:
       break;
   }
   return Malformed();
@@ -246,7 +273,7 @@ StatusOr<JsonObject> DecodeMessage(std::string_view data, const Message& message
       if (!reader.Skip(wire_type)) return Malformed();
       continue;
     }
-    if (field->type == FieldType::kStringMap) {
+    if (field->type == FieldType::kStringMap || field->type == FieldType::kQuantityMap) {
       std::string_view entry;
       if (wire_type != 2 || !reader.Bytes(&entry)) return Malformed();
       Reader inner(entry);
@@ -258,7 +285,21 @@ StatusOr<JsonObject> DecodeMessage(std::string_view data, const Message& message
           return Malformed();
         }
         if ((entry_key >> 3) == 1) k = std::string(s);
-        if ((entry_key >> 3) == 2) v = std::string(s);
+        if ((entry_key >> 3) != 2) continue;
+        if (field->type == FieldType::kStringMap) {
+          v = std::string(s);
+          continue;
+        }
+        // resource.Quantity {string = 1}
+        Reader quantity(s);
+        while (!quantity.done()) {
+          uint64_t q_key;
+          std::string_view q;
+          if (!quantity.Varint(&q_key) || (q_key & 7) != 2 || !quantity.Bytes(&q)) {
+            return Malformed();
+          }
+          if ((q_key >> 3) == 1) v = std::string(q);
+        }
       }
       EnsureObject(out, field->json_name)[k] = v;
       continue;
