@@ -7,7 +7,6 @@
 
 #include "api/codec/limits.h"
 #include "common/log.h"
-#include "common/thread_name.h"
 #include "server/handlers/json_util.h"
 
 namespace draplane::server::lifecycle {
@@ -151,7 +150,9 @@ Status LifecycleController::Load() {
   objects_.clear();
   by_uid_.clear();
   dependents_.clear();
+  std::vector<std::string> watched;
   for (const handlers::ResourceInfo* resource : resources_) {
+    watched.push_back(resource->StoreResource());
     store::ListOptions options;
     options.revision = *current;
     options.limit = 1000;
@@ -163,112 +164,45 @@ Status LifecycleController::Load() {
       options.continue_token = page->continue_token;
     }
   }
-  loaded_revision_ = *current;
-  return Status::Ok();
+  return watches_.Open(store_, watched, *current, [this] { worker_.Notify(); });
 }
 
 Status LifecycleController::Start() {
   if (Status s = Load(); !s.ok()) return s;
-  thread_ = std::thread([this] {
-    SetCurrentThreadName("lifecycle");
-    Run();
-  });
+  if (!dirty_.empty()) worker_.Notify();
+  worker_.Start("lifecycle", [this] { Run(); });
   return Status::Ok();
 }
 
-void LifecycleController::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void LifecycleController::Stop() { worker_.Stop(); }
 
-void LifecycleController::Tick() {
-  {
-    std::lock_guard lock(mu_);
-    tick_ = true;
-  }
-  cv_.notify_all();
-}
+void LifecycleController::Tick() { worker_.Tick(); }
 
 void LifecycleController::Run() {
-  while (true) {
-    std::vector<std::unique_ptr<store::Watcher>> watchers;
-    bool failed = false;
-    for (const handlers::ResourceInfo* resource : resources_) {
-      store::WatchOptions options;
-      options.revision = loaded_revision_;
-      options.notify = [this] {
-        {
-          std::lock_guard lock(mu_);
-          pending_ = true;
-        }
-        cv_.notify_all();
-      };
-      StatusOr<std::unique_ptr<store::Watcher>> w =
-          store_->Watch(resource->StoreResource(), std::move(options));
-      if (!w.ok()) {
-        failed = true;
-        break;
+  while (std::optional<bool> tick = worker_.Wait()) {
+    bool watching = watches_.Drain([this](size_t, const store::WatchEvent& e) {
+      Index(e.object->key,
+            e.type == store::WatchEvent::Type::kDeleted ? nullptr : &e.object->value);
+    });
+    if (!watching) {
+      log::Warning("lifecycle: watch ended; reloading the object index");
+      if (Status s = Load(); !s.ok()) {
+        log::Warning("lifecycle: reload failed: {}", s.ToString());
+        if (!worker_.Pause(std::chrono::seconds(1))) return;
+        worker_.Notify();  // try again
+        continue;
       }
-      watchers.push_back(std::move(w).value());
+      for (const auto& [key, entry] : objects_) dirty_.insert(key);
     }
-    while (!failed) {
-      bool tick = false;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || pending_ || tick_ || !dirty_.empty(); });
-        if (stopping_) return;
-        pending_ = false;
-        tick = tick_;
-        tick_ = false;
-      }
-      for (auto& watcher : watchers) {
-        while (!failed) {
-          std::vector<store::WatchEvent> events;
-          Status s = watcher->Poll(&events, 512);
-          if (!s.ok()) {
-            failed = true;
-            break;
-          }
-          if (events.empty()) break;
-          for (const store::WatchEvent& e : events) {
-            if (e.type == store::WatchEvent::Type::kBookmark || e.object == nullptr) continue;
-            loaded_revision_ = std::max(loaded_revision_, e.revision);
-            Index(e.object->key,
-                  e.type == store::WatchEvent::Type::kDeleted ? nullptr : &e.object->value);
-          }
-        }
-      }
-      if (tick) dirty_.insert(timed_.begin(), timed_.end());
-      // Bounded rounds: work that writes comes back through the watch.
-      std::set<store::Key> work;
-      work.swap(dirty_);
-      for (const store::Key& key : work) {
-        {
-          std::lock_guard lock(mu_);
-          if (stopping_) return;
-        }
-        Examine(key);
-      }
+    if (*tick) dirty_.insert(timed_.begin(), timed_.end());
+    // Bounded rounds: work that writes comes back through the watch.
+    std::set<store::Key> work;
+    work.swap(dirty_);
+    for (const store::Key& key : work) {
+      if (worker_.stopping()) return;
+      Examine(key);
     }
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-    }
-    log::Warning("lifecycle: watch ended; reloading the object index");
-    watchers.clear();
-    while (true) {
-      Status s = Load();
-      if (s.ok()) break;
-      log::Warning("lifecycle: reload failed: {}", s.ToString());
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
-      if (stopping_) return;
-    }
-    for (const auto& [key, entry] : objects_) dirty_.insert(key);
+    if (!dirty_.empty()) worker_.Notify();
   }
 }
 

@@ -22,20 +22,17 @@
 #pragma once
 
 #include <boost/json/object.hpp>
-#include <condition_variable>
 #include <functional>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
 #include "server/handlers/registry.h"
+#include "server/internal/watch_worker.h"
 #include "store/store.h"
 
 namespace draplane::server::lifecycle {
@@ -91,15 +88,10 @@ class LifecycleController {
   const Clock* clock_;
   std::vector<const handlers::ResourceInfo*> resources_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  bool pending_ = false;   // guarded by mu_
-  bool tick_ = false;      // guarded by mu_
-  std::thread thread_;
+  internal::WatchWorker worker_;
 
   // Owned by the worker thread (and by Load before the thread starts).
-  store::Revision loaded_revision_ = 0;
+  internal::ResourceWatches watches_;
   // Hash maps: every write passes through Index. None is iterated where the order could show
   // (ExamineNamespace sorts what it deletes).
   std::unordered_map<store::Key, Entry, store::KeyHash> objects_;

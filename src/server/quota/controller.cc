@@ -7,7 +7,6 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
-#include "common/thread_name.h"
 
 namespace draplane::server::quota {
 namespace {
@@ -94,8 +93,12 @@ StatusOr<std::set<std::string>> QuotaController::NamespacesWithQuotas() {
 }
 
 Status QuotaController::Start() {
-  DRAPLANE_ASSIGN_OR_RETURN(watched_revision_, accounting_->store()->CurrentRevision());
+  DRAPLANE_ASSIGN_OR_RETURN(store::Revision revision, accounting_->store()->CurrentRevision());
   DRAPLANE_ASSIGN_OR_RETURN(quota_namespaces_, NamespacesWithQuotas());
+  std::vector<std::string> resources;
+  for (const handlers::ResourceInfo* r : resources_) resources.push_back(r->StoreResource());
+  DRAPLANE_RETURN_IF_ERROR(
+      watches_.Open(accounting_->store(), resources, revision, [this] { worker_.Notify(); }));
   for (const std::string& ns : quota_namespaces_) {
     if (StatusOr<int> s = SyncNamespace(ns, /*detect_drift=*/true); !s.ok()) {
       log::Warning("resourcequota: initial sync of {}: {}", ns, s.status().ToString());
@@ -103,39 +106,14 @@ Status QuotaController::Start() {
     }
   }
   next_resync_ = accounting_->clock().Now() + options_.resync_period;
-  thread_ = std::thread([this] {
-    SetCurrentThreadName("resourcequota");
-    Run();
-  });
+  if (!dirty_.empty()) worker_.Notify();
+  worker_.Start("resourcequota", [this] { Run(); });
   return Status::Ok();
 }
 
-void QuotaController::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void QuotaController::Stop() { worker_.Stop(); }
 
-void QuotaController::Tick() {
-  {
-    std::lock_guard lock(mu_);
-    tick_ = true;
-  }
-  cv_.notify_all();
-}
-
-StatusOr<int> QuotaController::SyncAll() {
-  DRAPLANE_ASSIGN_OR_RETURN(std::set<std::string> namespaces, NamespacesWithQuotas());
-  int drift = 0;
-  for (const std::string& ns : namespaces) {
-    DRAPLANE_ASSIGN_OR_RETURN(int n, SyncNamespace(ns, /*detect_drift=*/true));
-    drift += n;
-  }
-  return drift;
-}
+void QuotaController::Tick() { worker_.Tick(); }
 
 void QuotaController::Observe(const handlers::ResourceInfo& r, const store::WatchEvent& event) {
   const std::string& ns = event.object->key.ns;
@@ -146,94 +124,45 @@ void QuotaController::Observe(const handlers::ResourceInfo& r, const store::Watc
 }
 
 void QuotaController::Run() {
-  while (true) {
-    std::vector<std::pair<const handlers::ResourceInfo*, std::unique_ptr<store::Watcher>>> watchers;
-    bool failed = false;
-    for (const handlers::ResourceInfo* r : resources_) {
-      store::WatchOptions options;
-      options.revision = watched_revision_;
-      options.notify = [this] {
-        {
-          std::lock_guard lock(mu_);
-          pending_ = true;
-        }
-        cv_.notify_all();
-      };
-      StatusOr<std::unique_ptr<store::Watcher>> w =
-          accounting_->store()->Watch(r->StoreResource(), std::move(options));
-      if (!w.ok()) {
-        failed = true;
-        break;
-      }
-      watchers.emplace_back(r, std::move(w).value());
-    }
-    while (!failed) {
-      bool tick = false;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || pending_ || tick_ || !dirty_.empty(); });
-        if (stopping_) return;
-        pending_ = false;
-        tick = tick_;
-        tick_ = false;
-      }
-      for (auto& [r, watcher] : watchers) {
-        while (!failed) {
-          std::vector<store::WatchEvent> events;
-          if (!watcher->Poll(&events, 512).ok()) {
-            failed = true;
-            break;
-          }
-          if (events.empty()) break;
-          for (const store::WatchEvent& e : events) {
-            if (e.revision > watched_revision_) watched_revision_ = e.revision;
-            if (e.type == store::WatchEvent::Type::kBookmark || e.object == nullptr) continue;
-            Observe(*r, e);
-          }
-        }
-      }
-      std::set<std::string> work;
-      work.swap(dirty_);
-      bool resync = tick && accounting_->clock().Now() >= next_resync_;
-      if (resync) {
-        next_resync_ = accounting_->clock().Now() + options_.resync_period;
-        work.insert(quota_namespaces_.begin(), quota_namespaces_.end());
-      }
-      for (const std::string& ns : work) {
-        {
-          std::lock_guard lock(mu_);
-          if (stopping_) return;
-        }
-        StatusOr<int> synced = SyncNamespace(ns, /*detect_drift=*/resync);
-        if (!synced.ok()) {
-          log::Warning("resourcequota: sync of {}: {}", ns, synced.status().ToString());
-        }
-      }
-    }
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return;
-    }
-    log::Warning("resourcequota: watch ended; resyncing every quota");
-    watchers.clear();
-    while (true) {
+  while (std::optional<bool> tick = worker_.Wait()) {
+    bool watching = watches_.Drain(
+        [this](size_t i, const store::WatchEvent& e) { Observe(*resources_[i], e); });
+    if (!watching) {
+      // A watch ended (too slow, history lost): start over from a list, and resync everything.
+      log::Warning("resourcequota: watch ended; resyncing every quota");
+      std::vector<std::string> resources;
+      for (const handlers::ResourceInfo* r : resources_) resources.push_back(r->StoreResource());
       StatusOr<store::Revision> current = accounting_->store()->CurrentRevision();
       StatusOr<std::set<std::string>> namespaces = NamespacesWithQuotas();
-      if (current.ok() && namespaces.ok()) {
-        watched_revision_ = *current;
-        quota_namespaces_ = std::move(namespaces).value();
-        dirty_ = quota_namespaces_;
-        break;
+      if (!current.ok() || !namespaces.ok() ||
+          !watches_.Open(accounting_->store(), resources, *current, [this] { worker_.Notify(); })
+               .ok()) {
+        if (!worker_.Pause(std::chrono::seconds(1))) return;
+        worker_.Notify();  // try again
+        continue;
       }
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
-      if (stopping_) return;
+      quota_namespaces_ = std::move(namespaces).value();
+      dirty_.insert(quota_namespaces_.begin(), quota_namespaces_.end());
+    }
+    std::set<std::string> work;
+    work.swap(dirty_);
+    bool resync = *tick && accounting_->clock().Now() >= next_resync_;
+    if (resync) {
+      next_resync_ = accounting_->clock().Now() + options_.resync_period;
+      work.insert(quota_namespaces_.begin(), quota_namespaces_.end());
+    }
+    for (const std::string& ns : work) {
+      if (worker_.stopping()) return;
+      StatusOr<int> synced = SyncNamespace(ns, /*detect_drift=*/resync);
+      if (!synced.ok()) {
+        log::Warning("resourcequota: sync of {}: {}", ns, synced.status().ToString());
+        dirty_.insert(ns);  // again at the next wake-up
+      }
     }
   }
 }
 
 StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_drift) {
-  std::lock_guard sync_lock(sync_mu_);
   int drift = 0;
   for (int attempt = 0; attempt < 8; ++attempt) {
     std::vector<std::shared_ptr<const StoredQuota>> quotas;

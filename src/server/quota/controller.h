@@ -18,21 +18,18 @@
 // `QuotaUsageCorrected` on the quota naming the keys and both values. Every sync sets the gauges
 // `draplane_quota_used` and `draplane_quota_hard` {namespace,quota,resource}.
 //
-// Thread-safety: Start/Stop/Tick/SyncAll may be called from any thread; the work runs on one
+// Thread-safety: Start/Stop/Tick may be called from any thread; the work runs on one
 // thread of its own.
 #pragma once
 
-#include <condition_variable>
-#include <functional>
-#include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "common/clock.h"
 #include "common/status.h"
 #include "server/handlers/registry.h"
 #include "server/handlers/rest.h"
+#include "server/internal/watch_worker.h"
 #include "server/quota/accounting.h"
 #include "store/store.h"
 
@@ -57,10 +54,6 @@ class QuotaController {
   // Wakes the worker to look at the clock (the periodic resync); called about once a second.
   void Tick();
 
-  // A full resync of every namespace with a quota, on the caller's thread, with drift detection
-  // (what the periodic resync does). Returns how many quota values were corrected as drift.
-  StatusOr<int> SyncAll();
-
  private:
   void Run();
   // Recomputes the quotas of `ns` and writes what changed; with `detect_drift`, corrections of
@@ -77,20 +70,13 @@ class QuotaController {
   QuotaControllerOptions options_;
   std::vector<const handlers::ResourceInfo*> resources_;  // watched: namespaced, not ignored
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  bool pending_ = false;   // guarded by mu_
-  bool tick_ = false;      // guarded by mu_
-  std::thread thread_;
+  internal::WatchWorker worker_;
 
   // Owned by the worker thread (and by Start before it runs).
-  store::Revision watched_revision_ = 0;
+  internal::ResourceWatches watches_;
   std::set<std::string> quota_namespaces_;
   std::set<std::string> dirty_;
   Timestamp next_resync_{};
-  // Serialises SyncNamespace between the worker and SyncAll callers; guards event_sequence_.
-  std::mutex sync_mu_;
   uint64_t event_sequence_ = 0;  // makes Event names unique within the process
 };
 
