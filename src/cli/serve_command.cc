@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <memory>
+#include <tuple>
 
+#include "agent/profile.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -53,6 +55,8 @@ struct ServeFlags {
   bool no_controller_manager = false;
   bool simulate_kubelet = false;
   std::string embedded_transport = "in-process";  // or "loopback"
+  std::string decision_max_age = "168h";
+  std::string quota_resync_period = "5m";
 };
 
 int RunServe(ServeFlags& flags) {
@@ -63,6 +67,18 @@ int RunServe(ServeFlags& flags) {
   flags.options.anonymous_auth = !flags.no_anonymous;
   flags.options.draplane_version = DRAPLANE_VERSION;
   flags.options.embedded_in_process = flags.embedded_transport == "in-process";
+  for (auto [flag, text, target] :
+       {std::tuple{"--decision-max-age", &flags.decision_max_age, &flags.options.decision_max_age},
+        std::tuple{"--quota-resync-period", &flags.quota_resync_period,
+                   &flags.options.quota_resync_period}}) {
+    StatusOr<Duration> duration = agent::ParseDuration(*text);
+    if (!duration.ok() || *duration <= Duration(0)) {
+      std::fprintf(stderr, "draplane serve: %s: %s\n", flag,
+                   duration.ok() ? "must be positive" : duration.status().ToString().c_str());
+      return 2;
+    }
+    *target = *duration;
+  }
   StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(flags.options);
   if (!server.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", server.status().ToString().c_str());
@@ -146,6 +162,17 @@ void AddServeCommand(CLI::App& app) {
                   "in-process (straight into the request handlers, no TLS, HTTP or sockets) or "
                   "loopback (over the HTTP(S) listener, like any remote client)")
       ->check(CLI::IsMember({"in-process", "loopback"}))
+      ->capture_default_str();
+  cmd->add_option("--decision-max-age", flags->decision_max_age,
+                  "AllocationDecision records older than this are deleted (Go duration)")
+      ->capture_default_str();
+  cmd->add_option("--decision-max-per-namespace", flags->options.decision_max_per_namespace,
+                  "At most this many AllocationDecision records are kept per namespace (the "
+                  "oldest go first)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--quota-resync-period", flags->quota_resync_period,
+                  "How often every ResourceQuota's usage is recomputed in full (Go duration)")
       ->capture_default_str();
   cmd->callback([flags] {
     int code = RunServe(*flags);

@@ -25,6 +25,7 @@
 #include "server/handlers/watch.h"
 #include "server/http/http_server.h"
 #include "server/internal/thread_pool.h"
+#include "server/lifecycle/decision_retention.h"
 #include "server/lifecycle/lifecycle.h"
 #include "server/quota/accounting.h"
 #include "server/quota/admission.h"
@@ -186,6 +187,12 @@ class ServerImpl final : public Server {
         quota_accounting_.get(), rest_.get(), &handlers::Registry::Default(),
         quota::QuotaControllerOptions{.resync_period = options_.quota_resync_period});
     DRAPLANE_RETURN_IF_ERROR(quota_controller_->Start());
+    decision_retention_ = std::make_unique<lifecycle::DecisionRetention>(
+        store_.get(), clock_,
+        lifecycle::DecisionRetentionOptions{
+            .max_age = options_.decision_max_age,
+            .max_per_namespace = options_.decision_max_per_namespace});
+    DRAPLANE_RETURN_IF_ERROR(decision_retention_->Start());
     DRAPLANE_RETURN_IF_ERROR(WriteAdminKubeconfig());
     DRAPLANE_RETURN_IF_ERROR(
         auth::WriteFileAtomically(auth::ServerUrlPath(options_.data_dir), url_ + "\n", 0644));
@@ -244,6 +251,7 @@ class ServerImpl final : public Server {
     if (api_) api_->set_ready(false);
     if (lifecycle_) lifecycle_->Stop();
     if (quota_controller_) quota_controller_->Stop();
+    if (decision_retention_) decision_retention_->Stop();
     {
       std::lock_guard lock(tick_mu_);
       stopping_ = true;
@@ -269,6 +277,7 @@ class ServerImpl final : public Server {
       watches_->Tick();
       lifecycle_->Tick();
       quota_controller_->Tick();
+      decision_retention_->Tick();
       lock.lock();
     }
   }
@@ -379,6 +388,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<quota::QuotaAccounting> quota_accounting_;
   std::unique_ptr<quota::QuotaAdmission> quota_admission_;
   std::unique_ptr<quota::QuotaController> quota_controller_;
+  std::unique_ptr<lifecycle::DecisionRetention> decision_retention_;
   std::string url_;
 
   std::mutex mu_;

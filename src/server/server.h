@@ -56,6 +56,10 @@ struct ServerOptions {
   // How often the ResourceQuota controller recomputes every quota in full (drift detection;
   // docs/design/quota.md).
   Duration quota_resync_period = std::chrono::minutes(5);
+  // Retention of AllocationDecision records (docs/design/decisions.md): older ones, and the
+  // oldest beyond the per-namespace cap, are deleted.
+  Duration decision_max_age = std::chrono::hours(24 * 7);
+  int64_t decision_max_per_namespace = 10'000;
   // Time source for timestamps written into objects (defaults to RealClock()).
   const Clock* clock = nullptr;
   store::StoreOptions store_options;

@@ -1,5 +1,6 @@
 // The strategies of draplane.dev/v1alpha1, draplane's own kinds (strategy.h). A new kind of the
 // group adds its strategy here and its entry in `DraplaneResources()` (registry.cc).
+#include <algorithm>
 #include <string>
 
 #include "api/gen/draplane_v1alpha1_codec.h"
@@ -13,14 +14,36 @@ namespace {
 namespace d = api::draplanev1alpha1;
 namespace validation = api::validation;
 
+// A record lives as long as a claim it names: on create every claim of `spec.claims` with a uid
+// becomes an owner (unless the writer named it already), so the garbage collector
+// (lifecycle/lifecycle.h) removes the record once the last of its claims is gone. Not a
+// controller reference: a claim does not manage its records.
+void OwnByClaims(d::AllocationDecision& decision) {
+  std::vector<api::metav1::OwnerReference>& owners = decision.metadata.owner_references;
+  for (const d::DecisionClaim& claim : decision.spec.claims) {
+    if (claim.uid.empty() || claim.name.empty()) continue;
+    bool named =
+        std::any_of(owners.begin(), owners.end(),
+                    [&](const api::metav1::OwnerReference& o) { return o.uid == claim.uid; });
+    if (named) continue;
+    api::metav1::OwnerReference owner;
+    owner.api_version = "resource.k8s.io/v1";
+    owner.kind = "ResourceClaim";
+    owner.name = claim.name;
+    owner.uid = claim.uid;
+    owners.push_back(std::move(owner));
+  }
+}
+
 // An AllocationDecision is written once by a scheduler and never rewritten: `spec` is
-// immutable, metadata (labels, annotations, finalizers) may change. There is no status.
+// immutable, metadata (labels, annotations, finalizers, owners) may change. There is no status.
 class AllocationDecisionStrategyImpl final : public Strategy {
  public:
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
     auto typed = DecodeAs<d::AllocationDecision>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
+    OwnByClaims(typed);
     r.errors = validation::ValidateAllocationDecision(typed);
     EncodeInto(typed, obj);
     return r;
