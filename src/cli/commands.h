@@ -29,6 +29,8 @@ void AddVersionCommand(CLI::App& app);
 void AddSchedulerCommand(CLI::App& app);
 void AddControllerManagerCommand(CLI::App& app);
 void AddExplainCommand(CLI::App& app);
+// `explain claim`, added to the `explain` subcommand (explain_claim.cc).
+void AddExplainClaimCommand(CLI::App& explain);
 void AddConvertCommand(CLI::App& app);
 void AddLintCommand(CLI::App& app);
 void AddCelCommand(CLI::App& app);

@@ -129,6 +129,7 @@ void AddExplainCommand(CLI::App& app) {
     int code = RunExplainPod(*flags);
     if (code != 0) throw CommandExit{code};
   });
+  AddExplainClaimCommand(*cmd);
 }
 
 }  // namespace draplane::cli

@@ -1,0 +1,264 @@
+#include "cli/explain_claim.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "api/codec/json.h"
+#include "api/codec/yaml.h"
+#include "api/gen/draplane_v1alpha1_codec.h"
+#include "cli/commands.h"
+#include "client/kubeconfig.h"
+#include "client/rest_client.h"
+#include "client/typed.h"
+
+namespace draplane::cli {
+namespace {
+
+namespace d = api::draplanev1alpha1;
+namespace rv1 = api::resourcev1;
+
+bool NamesClaim(const d::DecisionClaim& entry, const rv1::ResourceClaim& claim) {
+  if (!entry.uid.empty() && !claim.metadata.uid.empty()) return entry.uid == claim.metadata.uid;
+  return entry.name == claim.metadata.name;
+}
+
+std::string Join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+void AppendRequest(const d::DecisionRequest& request, std::string* out) {
+  *out += "  Request " + request.name + ":\n";
+  std::string chosen =
+      request.subrequest.empty() ? std::string("exactly") : "subrequest " + request.subrequest;
+  if (!request.device_class_name.empty()) chosen += " (class " + request.device_class_name + ")";
+  *out += "    chosen:    " + chosen + "\n";
+  std::vector<std::string> devices;
+  for (const d::DecisionDevice& device : request.devices) {
+    std::string id = device.driver + "/" + device.pool + "/" + device.device;
+    if (device.share_id.has_value()) id += " (share " + *device.share_id + ")";
+    if (device.admin_access.value_or(false)) id += " (admin access)";
+    devices.push_back(std::move(id));
+  }
+  *out +=
+      "    devices:   " + (devices.empty() ? std::string("<none>") : Join(devices, ", ")) + "\n";
+  for (const d::DecisionTier& tier : request.tiers_not_taken) {
+    *out += "    not taken: subrequest " + tier.subrequest + "\n";
+    for (const d::DecisionReason& reason : tier.reasons) {
+      std::string nodes = Join(reason.nodes, ", ");
+      if (reason.node_count > static_cast<int32_t>(reason.nodes.size())) nodes += ", ...";
+      *out += "      " + reason.reason;
+      if (!reason.message.empty()) *out += ": " + reason.message;
+      *out += " (" + std::to_string(reason.node_count) + " node" +
+              (reason.node_count == 1 ? "" : "s") + (nodes.empty() ? "" : ": " + nodes) + ")\n";
+    }
+  }
+}
+
+int Fail(const std::string& what, const Status& s) {
+  std::fprintf(stderr, "draplane explain claim: %s: %s\n", what.c_str(), s.ToString().c_str());
+  return s.code() == StatusCode::kNotFound ? 1 : 2;
+}
+
+struct ExplainClaimFlags {
+  std::string kubeconfig;
+  std::string context;
+  std::string claim;
+  std::string output = "text";
+  bool all = false;
+};
+
+StatusOr<std::vector<d::AllocationDecision>> ListDecisions(client::ApiClient& api,
+                                                           const std::string& ns,
+                                                           const std::string& field_selector) {
+  std::vector<d::AllocationDecision> out;
+  client::ListOptions options;
+  options.limit = 500;
+  options.field_selector = field_selector;
+  while (true) {
+    StatusOr<client::ObjectList<d::AllocationDecision>> page =
+        client::List<d::AllocationDecision>(api, ns, options);
+    if (!page.ok()) return page.status();
+    for (d::AllocationDecision& item : page->items) out.push_back(std::move(item));
+    if (page->continue_token.empty()) return out;
+    options.continue_token = page->continue_token;
+  }
+}
+
+int RunExplainClaim(const ExplainClaimFlags& flags) {
+  if (flags.output != "text" && flags.output != "json" && flags.output != "yaml") {
+    return Fail("-o", InvalidArgumentError("output must be text, yaml or json"));
+  }
+  std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
+  StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
+  if (!config.ok()) return Fail("kubeconfig", config.status());
+  std::string ns = config->default_namespace;
+  std::string name = flags.claim;
+  if (size_t slash = flags.claim.find('/'); slash != std::string::npos) {
+    ns = flags.claim.substr(0, slash);
+    name = flags.claim.substr(slash + 1);
+  }
+  if (ns.empty() || name.empty()) {
+    return Fail("claim",
+                InvalidArgumentError("expected NAMESPACE/NAME, got \"" + flags.claim + "\""));
+  }
+  StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
+  if (!api.ok()) return Fail("client", api.status());
+  StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(**api, ns, name);
+  if (!claim.ok()) return Fail("resourceclaim " + ns + "/" + name, claim.status());
+
+  // The Pods the claim is (or was) for narrow the search; without one every record of the
+  // namespace is read (bounded by the retention cap).
+  std::vector<d::AllocationDecision> candidates;
+  for (const auto& [pod_name, pod_uid] : ClaimPods(*claim)) {
+    std::string selector =
+        pod_uid.empty() ? "spec.pod.name=" + pod_name : "spec.pod.uid=" + pod_uid;
+    StatusOr<std::vector<d::AllocationDecision>> found = ListDecisions(**api, ns, selector);
+    if (!found.ok()) return Fail("list allocationdecisions in " + ns, found.status());
+    for (d::AllocationDecision& decision : *found) candidates.push_back(std::move(decision));
+  }
+  std::vector<d::AllocationDecision> decisions = DecisionsForClaim(*claim, std::move(candidates));
+  if (decisions.empty()) {
+    StatusOr<std::vector<d::AllocationDecision>> all = ListDecisions(**api, ns, "");
+    if (!all.ok()) return Fail("list allocationdecisions in " + ns, all.status());
+    decisions = DecisionsForClaim(*claim, std::move(all).value());
+  }
+  if (decisions.empty()) {
+    return Fail("resourceclaim " + ns + "/" + name,
+                NotFoundError("no AllocationDecision names this claim (it was never allocated by "
+                              "draplane's scheduler, or its record has passed the retention "
+                              "bounds)"));
+  }
+  if (!flags.all) decisions.resize(1);
+  std::string out;
+  if (flags.output == "text") {
+    for (size_t i = 0; i < decisions.size(); ++i) {
+      if (i > 0) out += "\n";
+      out += DecisionText(decisions[i], *claim);
+    }
+  } else {
+    boost::json::value value;
+    if (decisions.size() == 1) {
+      value = Encode(decisions[0]);
+    } else {
+      d::AllocationDecisionList list;
+      list.items = std::move(decisions);
+      value = Encode(list);
+    }
+    out =
+        flags.output == "json" ? api::codec::WriteJson(value) + "\n" : api::codec::WriteYaml(value);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+std::vector<d::AllocationDecision> DecisionsForClaim(const rv1::ResourceClaim& claim,
+                                                     std::vector<d::AllocationDecision> decisions) {
+  std::vector<d::AllocationDecision> out;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (d::AllocationDecision& decision : decisions) {
+    bool names = std::any_of(decision.spec.claims.begin(), decision.spec.claims.end(),
+                             [&](const d::DecisionClaim& c) { return NamesClaim(c, claim); });
+    if (!names || !seen.insert({decision.metadata.namespace_, decision.metadata.name}).second) {
+      continue;
+    }
+    out.push_back(std::move(decision));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const d::AllocationDecision& a, const d::AllocationDecision& b) {
+              if (a.spec.time != b.spec.time) return a.spec.time > b.spec.time;
+              return a.metadata.name < b.metadata.name;
+            });
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ClaimPods(const rv1::ResourceClaim& claim) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& consumer : claim.status.reserved_for) {
+    if (consumer.resource == "pods" && consumer.api_group.empty()) {
+      out.emplace_back(consumer.name, consumer.uid);
+    }
+  }
+  for (const auto& owner : claim.metadata.owner_references) {
+    if (owner.kind == "Pod" && owner.api_version == "v1") out.emplace_back(owner.name, owner.uid);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string DecisionText(const d::AllocationDecision& decision, const rv1::ResourceClaim& claim) {
+  const d::AllocationDecisionSpec& spec = decision.spec;
+  std::string out = "Claim " + claim.metadata.namespace_ + "/" + claim.metadata.name;
+  if (!claim.metadata.uid.empty()) out += " (uid " + claim.metadata.uid + ")";
+  out += "\nDecision " + decision.metadata.namespace_ + "/" + decision.metadata.name + " at " +
+         spec.time.text();
+  std::string scheduler = spec.scheduler.name;
+  if (!spec.scheduler.instance.empty()) {
+    scheduler += (scheduler.empty() ? "" : ", replica ") + spec.scheduler.instance;
+  }
+  if (!scheduler.empty()) out += " by " + scheduler;
+  out += "\n  Pod:       " + spec.pod.name;
+  if (!spec.pod.uid.empty()) out += " (uid " + spec.pod.uid + ")";
+  out += "\n  Outcome:   " + spec.outcome;
+  if (!spec.node_name.empty()) out += " on node " + spec.node_name;
+  if (spec.nodes_evaluated > 0) {
+    out += ", " + std::to_string(spec.nodes_feasible) + " of " +
+           std::to_string(spec.nodes_evaluated) + " nodes feasible";
+  }
+  out += "\n";
+  if (!spec.message.empty()) out += "  Message:   " + spec.message + "\n";
+  std::vector<std::string> others;
+  for (const d::DecisionClaim& entry : spec.claims) {
+    if (!NamesClaim(entry, claim)) {
+      others.push_back(entry.name);
+      continue;
+    }
+    for (const d::DecisionRequest& request : entry.requests) AppendRequest(request, &out);
+    if (!entry.charges.empty()) {
+      std::vector<std::string> charges;
+      for (const auto& [key, value] : entry.charges)
+        charges.push_back(key + "=" + value.ToString());
+      out += "  Charged:   " + Join(charges, ", ") + "\n";
+    }
+  }
+  for (const d::PolicyInput& input : spec.policy_version.inputs) {
+    std::string who = input.namespace_.empty() ? input.name : input.namespace_ + "/" + input.name;
+    out += "  Policy:    " + input.kind + " " + who + " at resourceVersion " +
+           input.resource_version + (input.mode.empty() ? "" : " (" + input.mode + ")") + "\n";
+  }
+  if (!spec.policy_version.digest.empty()) {
+    out += "  Digest:    " + spec.policy_version.digest + "\n";
+  }
+  if (!others.empty()) out += "  Also in this decision: " + Join(others, ", ") + "\n";
+  if (spec.truncated) out += "  (the record was summarised: some entries were left out)\n";
+  return out;
+}
+
+void AddExplainClaimCommand(CLI::App& explain) {
+  auto flags = std::make_shared<ExplainClaimFlags>();
+  CLI::App* cmd = explain.add_subcommand(
+      "claim", "The stored decision record of a claim's allocation (AllocationDecision)");
+  cmd->add_option("claim", flags->claim, "NAMESPACE/NAME (or NAME in the context's namespace)")
+      ->required();
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
+  cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");
+  cmd->add_option("-o,--output", flags->output, "text, yaml or json")->capture_default_str();
+  cmd->add_flag("--all", flags->all,
+                "Every record of the claim, newest first, not just the newest");
+  cmd->callback([flags] {
+    int code = RunExplainClaim(*flags);
+    if (code != 0) throw CommandExit{code};
+  });
+}
+
+}  // namespace draplane::cli
