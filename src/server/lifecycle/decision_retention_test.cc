@@ -2,9 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "server/handlers/json_util.h"
+#include "server/testing/test_client.h"
 
 namespace draplane::server::lifecycle {
 namespace {
@@ -40,14 +39,6 @@ class DecisionRetentionTest : public ::testing::Test {
     return out;
   }
 
-  static bool Eventually(const std::function<bool()>& done) {
-    for (int i = 0; i < 3000; ++i) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return done();
-  }
-
   ManualClock clock_;
   std::unique_ptr<store::Store> store_;
 };
@@ -64,7 +55,7 @@ TEST_F(DecisionRetentionTest, KeepsTheNewestRecordsPerNamespace) {
   // New records push the oldest out as they come (the worker follows the store).
   Put("team-a", "a-5", clock_.Now());
   Put("team-a", "a-6", clock_.Now());
-  ASSERT_TRUE(Eventually([&] { return Names("team-a").size() == 3; }));
+  ASSERT_TRUE(server::testing::Eventually([&] { return Names("team-a").size() == 3; }));
   EXPECT_EQ(Names("team-a"), (std::vector<std::string>{"a-4", "a-5", "a-6"}));
   retention.Stop();
 }
@@ -82,7 +73,7 @@ TEST_F(DecisionRetentionTest, ExpiresRecordsByAgeOnTheInjectedClock) {
   // An hour and a bit later the other one is due, at the next sweep the clock allows.
   clock_.Advance(std::chrono::minutes(61));
   retention.Tick();
-  ASSERT_TRUE(Eventually([&] { return Names("team-a").empty(); }));
+  ASSERT_TRUE(server::testing::Eventually([&] { return Names("team-a").empty(); }));
   retention.Stop();
 }
 

@@ -87,15 +87,6 @@ class QuotaServerTest : public ::testing::Test {
     return value == nullptr ? "" : std::string(value->as_string());
   }
 
-  // Polls until `done` (a guard against hangs, not a timed assertion).
-  static bool Eventually(const std::function<bool()>& done) {
-    for (int i = 0; i < 3000; ++i) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return done();
-  }
-
   ManualClock clock_;
   fs::path dir_;
   std::unique_ptr<Server> server_;
@@ -200,7 +191,7 @@ TEST_F(QuotaServerTest, DeletingGivesTheQuotaBack) {
   ASSERT_EQ(Do("DELETE", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/a").status,
             200);
   // The controller sees the delete and gives the unit back.
-  ASSERT_TRUE(Eventually(
+  ASSERT_TRUE(testing::Eventually(
       [&] { return Used(Quota("claims"), "count/resourceclaims.resource.k8s.io") == "0"; }));
   EXPECT_EQ(
       Do("POST", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims", Claim("b")).status,
@@ -238,7 +229,7 @@ TEST_F(QuotaServerTest, AllocationModeLeavesDeviceKeysToTheScheduler) {
       201);
   ASSERT_EQ(Do("DELETE", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims/a").status,
             200);
-  ASSERT_TRUE(Eventually(
+  ASSERT_TRUE(testing::Eventually(
       [&] { return Used(Quota("devices"), "count/resourceclaims.resource.k8s.io") == "1"; }));
   EXPECT_EQ(Used(Quota("devices"), "h100.deviceclass.resource.k8s.io/devices"), "1");
   // The object count still holds.
@@ -274,10 +265,10 @@ TEST_F(QuotaServerTest, TheResyncCorrectsDriftAndSaysSo) {
   EXPECT_EQ(Used(Quota("claims"), "count/resourceclaims.resource.k8s.io"), "7");
   // The periodic resync (the injected clock passes the period) puts it right and records it.
   clock_.Advance(std::chrono::minutes(6));
-  ASSERT_TRUE(Eventually(
+  ASSERT_TRUE(testing::Eventually(
       [&] { return Used(Quota("claims"), "count/resourceclaims.resource.k8s.io") == "1"; }));
   std::string events;
-  ASSERT_TRUE(Eventually([&] {
+  ASSERT_TRUE(testing::Eventually([&] {
     events = Do("GET", "/api/v1/namespaces/team-a/events").body;
     return events.find("QuotaUsageCorrected") != std::string::npos;
   }));

@@ -92,4 +92,8 @@ void PollStreams(const std::vector<WatchStream*>& streams, std::chrono::millisec
 // Raises the soft open-file limit to the hard limit (many watch connections in one process).
 void RaiseFileLimit();
 
+// Polls `done` until it holds, for the work of a server's background threads; false after 30 s
+// of real time (a guard against hangs, not a timed assertion).
+bool Eventually(const std::function<bool()>& done);
+
 }  // namespace draplane::server::testing
