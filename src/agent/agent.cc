@@ -7,6 +7,7 @@
 
 #include "agent/failure.h"
 #include "agent/slice_plan.h"
+#include "api/pods.h"
 #include "api/validation/validation.h"
 #include "client/events.h"
 #include "client/informer.h"
@@ -32,40 +33,8 @@ std::string PodKey(std::string_view ns, std::string_view name) {
   return std::string(kPodKeyPrefix) + std::string(ns) + "/" + std::string(name);
 }
 
-bool IsTerminal(const cv1::Pod& pod) {
-  return pod.status.phase == cv1::kPodPhaseSucceeded || pod.status.phase == cv1::kPodPhaseFailed;
-}
-
-bool IsLive(const cv1::Pod& pod) { return !pod.metadata.deletion_timestamp && !IsTerminal(pod); }
-
-// Sets a Pod condition, keeping lastTransitionTime when the status does not change. True when
-// something changed.
-bool SetPodCondition(cv1::PodStatus* status, std::string_view type, std::string_view value,
-                     std::string_view reason, std::string_view message, const api::Time& now) {
-  for (cv1::PodCondition& c : status->conditions) {
-    if (c.type != type) continue;
-    if (c.status == value && c.reason == reason && c.message == message) return false;
-    if (c.status != value) c.last_transition_time = now;
-    c.status = std::string(value);
-    c.reason = std::string(reason);
-    c.message = std::string(message);
-    return true;
-  }
-  cv1::PodCondition c;
-  c.type = std::string(type);
-  c.status = std::string(value);
-  c.reason = std::string(reason);
-  c.message = std::string(message);
-  c.last_transition_time = now;
-  status->conditions.push_back(std::move(c));
-  return true;
-}
-
-bool HasCondition(const cv1::Pod& pod, std::string_view type, std::string_view value) {
-  for (const cv1::PodCondition& c : pod.status.conditions) {
-    if (c.type == type) return c.status == value;
-  }
-  return false;
+bool IsLive(const cv1::Pod& pod) {
+  return !pod.metadata.deletion_timestamp && !api::IsPodTerminal(pod);
 }
 
 // Does opaque config entry `config` (its `requests`) apply to allocation result request `req`?
@@ -354,7 +323,7 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
     return PodOutcome::kDone;
   }
   // 2. Finished.
-  if (IsTerminal(pod)) {
+  if (api::IsPodTerminal(pod)) {
     DRAPLANE_RETURN_IF_ERROR(CollectGarbage());
     return PodOutcome::kDone;
   }
@@ -512,44 +481,15 @@ Status Agent::WriteDeviceStatus(const std::string& namespace_, const std::string
 }
 
 Status Agent::MarkRunning(const cv1::Pod& pod) {
-  if (pod.status.phase == cv1::kPodPhaseRunning && HasCondition(pod, "Ready", "True") &&
-      HasCondition(pod, kDevicesPreparedCondition, "True")) {
+  if (pod.status.phase == cv1::kPodPhaseRunning && api::HasPodCondition(pod, "Ready", "True") &&
+      api::HasPodCondition(pod, kDevicesPreparedCondition, "True")) {
     return Status::Ok();
   }
   cv1::Pod updated = pod;
   const api::Time now = api::Time::FromTimestamp(clock_.Now());
-  updated.status.phase = std::string(cv1::kPodPhaseRunning);
-  updated.status.reason.clear();
-  updated.status.message.clear();
-  if (!updated.status.start_time) updated.status.start_time = now;
-  SetPodCondition(&updated.status, kDevicesPreparedCondition, "True", "", "", now);
-  SetPodCondition(&updated.status, "PodReadyToStartContainers", "True", "", "", now);
-  SetPodCondition(&updated.status, "Initialized", "True", "", "", now);
-  SetPodCondition(&updated.status, "ContainersReady", "True", "", "", now);
-  SetPodCondition(&updated.status, "Ready", "True", "", "", now);
-  // What a kubelet reports besides (not modelled by api/gen, so written as JSON): addresses and
-  // one running, ready status per container, so `kubectl get pods` shows 1/1 Running.
-  uint32_t h = 2166136261u;
-  for (unsigned char c : pod.metadata.uid) h = (h ^ c) * 16777619u;
-  const std::string pod_ip =
-      "10.244." + std::to_string((h >> 8) & 0xff) + "." + std::to_string(1 + (h & 0xfd));
+  api::SetPodCondition(&updated.status, kDevicesPreparedCondition, "True", "", "", now);
   boost::json::value json = client::ToJson(updated);
-  boost::json::object& status = json.as_object()["status"].as_object();
-  status["podIP"] = pod_ip;
-  status["podIPs"] = boost::json::array{boost::json::object{{"ip", pod_ip}}};
-  boost::json::array containers;
-  for (const cv1::Container& c : pod.spec.containers) {
-    containers.push_back(boost::json::object{
-        {"name", c.name},
-        {"image", c.image},
-        {"imageID", ""},
-        {"containerID", "draplane://" + pod.metadata.uid + "/" + c.name},
-        {"ready", true},
-        {"started", true},
-        {"restartCount", 0},
-        {"state", boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}}});
-  }
-  status["containerStatuses"] = std::move(containers);
+  json.as_object()["status"] = api::RunningPodStatus(updated, now);
   client::ApiRequest request;
   request.verb = client::Verb::kUpdate;
   request.resource = &client::ResourceOf<cv1::Pod>();
@@ -567,9 +507,9 @@ Status Agent::MarkFailed(const cv1::Pod& pod, const std::string& message) {
   updated.status.phase = std::string(cv1::kPodPhaseFailed);
   updated.status.reason = std::string(kFailedPrepareReason);
   updated.status.message = message;
-  SetPodCondition(&updated.status, kDevicesPreparedCondition, "False", kFailedPrepareReason,
-                  message, now);
-  SetPodCondition(&updated.status, "Ready", "False", kFailedPrepareReason, message, now);
+  api::SetPodCondition(&updated.status, kDevicesPreparedCondition, "False", kFailedPrepareReason,
+                       message, now);
+  api::SetPodCondition(&updated.status, "Ready", "False", kFailedPrepareReason, message, now);
   return client::UpdateStatus(api_, updated, options_.field_manager).status();
 }
 

@@ -9,8 +9,12 @@
 #include <mutex>
 #include <vector>
 
+#include "api/labels/field_selector.h"
 #include "api/labels/selector.h"
+#include "api/meta/resource_version.h"
 #include "api/meta/time.h"
+#include "api/patch/patch.h"
+#include "common/status_macros.h"
 
 namespace draplane::client {
 namespace {
@@ -19,6 +23,18 @@ namespace json = boost::json;
 
 // Events kept for watches that resume from a resourceVersion.
 constexpr size_t kEventLogCapacity = 200'000;
+
+api::patch::PatchFormat PatchFormatOf(PatchType type) {
+  switch (type) {
+    case PatchType::kJson:
+      return api::patch::PatchFormat::kJson;
+    case PatchType::kMerge:
+      return api::patch::PatchFormat::kMerge;
+    case PatchType::kStrategicMerge:
+      return api::patch::PatchFormat::kStrategicMerge;
+  }
+  return api::patch::PatchFormat::kMerge;
+}
 
 std::string Qualified(const ResourceType& type) {
   if (type.group.empty()) return std::string(type.resource);
@@ -60,61 +76,11 @@ const json::object* Child(const json::value& object, std::string_view key) {
   return v != nullptr && v->is_object() ? &v->as_object() : nullptr;
 }
 
-// The value at a dotted path as a field selector compares it.
-std::string FieldValue(const json::value& object, std::string_view path) {
-  const json::value* current = &object;
-  while (!path.empty()) {
-    size_t dot = path.find('.');
-    std::string_view part = path.substr(0, dot);
-    if (!current->is_object()) return "";
-    current = current->as_object().if_contains(part);
-    if (current == nullptr) return "";
-    path = dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
-  }
-  if (current->is_string()) return std::string(current->as_string());
-  if (current->is_bool()) return current->as_bool() ? "true" : "false";
-  if (current->is_int64()) return std::to_string(current->as_int64());
-  if (current->is_null()) return "";
-  return json::serialize(*current);
-}
-
-struct FieldRequirement {
-  std::string path;
-  std::string value;
-  bool equal = true;
-};
-
-StatusOr<std::vector<FieldRequirement>> ParseFieldSelector(std::string_view text) {
-  std::vector<FieldRequirement> out;
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    std::string_view term = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    if (term.empty()) continue;
-    FieldRequirement r;
-    size_t pos;
-    if ((pos = term.find("!=")) != std::string_view::npos) {
-      r.equal = false;
-      r.path = std::string(term.substr(0, pos));
-      r.value = std::string(term.substr(pos + 2));
-    } else if ((pos = term.find("==")) != std::string_view::npos) {
-      r.path = std::string(term.substr(0, pos));
-      r.value = std::string(term.substr(pos + 2));
-    } else if ((pos = term.find('=')) != std::string_view::npos) {
-      r.path = std::string(term.substr(0, pos));
-      r.value = std::string(term.substr(pos + 1));
-    } else {
-      return InvalidArgumentError("invalid field selector term \"" + std::string(term) + "\"");
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
 struct Filter {
+  const ResourceType* type = nullptr;
   std::string namespace_;
   api::labels::Selector labels;
-  std::vector<FieldRequirement> fields;
+  api::labels::FieldSelector fields;
 
   bool Matches(const json::value& object) const {
     if (!namespace_.empty() && MetaString(object, "namespace") != namespace_) return false;
@@ -129,153 +95,33 @@ struct Filter {
       }
       if (!labels.Matches(map)) return false;
     }
-    for (const FieldRequirement& r : fields) {
-      if ((FieldValue(object, r.path) == r.value) != r.equal) return false;
-    }
-    return true;
+    if (fields.empty()) return true;
+    if (!object.is_object()) return false;
+    return fields.Matches(
+        api::labels::SelectableFields(type->group, type->kind, object.as_object()));
   }
 };
 
 StatusOr<Filter> MakeFilter(const ApiRequest& request) {
   Filter filter;
+  filter.type = request.resource;
   filter.namespace_ = request.resource->namespaced ? request.namespace_ : "";
   if (!request.list.label_selector.empty()) {
     StatusOr<api::labels::Selector> s = api::labels::Parse(request.list.label_selector);
-    if (!s.ok()) return s.status();
+    // As the server answers: the message, without field causes.
+    if (!s.ok()) return InvalidArgumentError(std::string(s.status().message()));
     filter.labels = std::move(*s);
   }
-  StatusOr<std::vector<FieldRequirement>> fields = ParseFieldSelector(request.list.field_selector);
+  StatusOr<api::labels::FieldSelector> fields =
+      api::labels::FieldSelector::Parse(request.list.field_selector);
   if (!fields.ok()) return fields.status();
+  DRAPLANE_RETURN_IF_ERROR(
+      api::labels::CheckSelectableFields(*fields, request.resource->group, request.resource->kind));
   filter.fields = std::move(*fields);
   return filter;
 }
 
-bool ParseUint(std::string_view text, uint64_t* out) {
-  if (text.empty()) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
-// JSON pointer (RFC 6901) tokens.
-StatusOr<std::vector<std::string>> PointerTokens(std::string_view pointer) {
-  std::vector<std::string> tokens;
-  if (pointer.empty()) return tokens;
-  if (pointer.front() != '/')
-    return InvalidArgumentError("invalid JSON pointer " + std::string(pointer));
-  pointer.remove_prefix(1);
-  while (true) {
-    size_t slash = pointer.find('/');
-    std::string_view raw = pointer.substr(0, slash);
-    std::string token;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
-        token.push_back(raw[i + 1] == '0' ? '~' : '/');
-        ++i;
-      } else {
-        token.push_back(raw[i]);
-      }
-    }
-    tokens.push_back(std::move(token));
-    if (slash == std::string_view::npos) break;
-    pointer.remove_prefix(slash + 1);
-  }
-  return tokens;
-}
-
 }  // namespace
-
-void ApplyMergePatch(json::value& target, const json::value& patch) {
-  if (!patch.is_object()) {
-    target = patch;
-    return;
-  }
-  json::object& object = EnsureObject(target);
-  for (const auto& [key, value] : patch.as_object()) {
-    if (value.is_null()) {
-      object.erase(key);
-    } else {
-      ApplyMergePatch(object[key], value);
-    }
-  }
-}
-
-Status ApplyJsonPatch(json::value& target, const json::value& patch) {
-  if (!patch.is_array()) return InvalidArgumentError("a JSON patch must be an array");
-  for (const json::value& op_value : patch.as_array()) {
-    if (!op_value.is_object())
-      return InvalidArgumentError("a JSON patch operation must be an object");
-    const json::object& op = op_value.as_object();
-    std::string name = Str(&op, "op");
-    StatusOr<std::vector<std::string>> tokens = PointerTokens(Str(&op, "path"));
-    if (!tokens.ok()) return tokens.status();
-    if (tokens->empty()) return InvalidArgumentError("JSON patch on the whole document");
-    const json::value* value = op.if_contains("value");
-    // Walk to the parent.
-    json::value* parent = &target;
-    for (size_t i = 0; i + 1 < tokens->size(); ++i) {
-      const std::string& t = (*tokens)[i];
-      if (parent->is_object()) {
-        parent = parent->as_object().if_contains(t);
-      } else if (parent->is_array()) {
-        uint64_t index;
-        if (!ParseUint(t, &index) || index >= parent->as_array().size())
-          parent = nullptr;
-        else
-          parent = &parent->as_array()[index];
-      } else {
-        parent = nullptr;
-      }
-      if (parent == nullptr)
-        return InvalidArgumentError("JSON patch path not found: " + Str(&op, "path"));
-    }
-    const std::string& last = tokens->back();
-    if (name == "add" || name == "replace" || name == "test") {
-      if (value == nullptr) return InvalidArgumentError("JSON patch " + name + " without a value");
-    }
-    if (parent->is_object()) {
-      json::object& object = parent->as_object();
-      if (name == "add") {
-        object[last] = *value;
-      } else if (name == "replace" || name == "remove" || name == "test") {
-        json::value* current = object.if_contains(last);
-        if (current == nullptr)
-          return InvalidArgumentError("JSON patch path not found: " + Str(&op, "path"));
-        if (name == "replace") *current = *value;
-        if (name == "remove") object.erase(last);
-        if (name == "test" && *current != *value) return ConflictError("JSON patch test failed");
-      } else {
-        return InvalidArgumentError("unsupported JSON patch operation \"" + name + "\"");
-      }
-    } else if (parent->is_array()) {
-      json::array& array = parent->as_array();
-      uint64_t index = array.size();
-      bool append = last == "-";
-      if (!append && (!ParseUint(last, &index) || index > array.size())) {
-        return InvalidArgumentError("JSON patch index out of range: " + Str(&op, "path"));
-      }
-      if (name == "add") {
-        array.insert(array.begin() + static_cast<std::ptrdiff_t>(index), *value);
-      } else if (name == "replace" || name == "remove" || name == "test") {
-        if (append || index >= array.size())
-          return InvalidArgumentError("JSON patch index out of range");
-        if (name == "replace") array[index] = *value;
-        if (name == "remove") array.erase(array.begin() + static_cast<std::ptrdiff_t>(index));
-        if (name == "test" && array[index] != *value)
-          return ConflictError("JSON patch test failed");
-      } else {
-        return InvalidArgumentError("unsupported JSON patch operation \"" + name + "\"");
-      }
-    } else {
-      return InvalidArgumentError("JSON patch path not found: " + Str(&op, "path"));
-    }
-  }
-  return Status::Ok();
-}
 
 struct Watcher {
   const ResourceType* resource = nullptr;
@@ -610,19 +456,18 @@ StatusOr<json::value> MemoryApi::State::Update(const ApiRequest& request) {
 
 StatusOr<json::value> MemoryApi::State::Patch(const ApiRequest& request) {
   const ResourceType& type = *request.resource;
+  const api::patch::PatchFormat format = PatchFormatOf(request.patch_type);
+  // As the server: the patch's shape is checked before the object is looked up.
+  DRAPLANE_RETURN_IF_ERROR(api::patch::CheckPatchShape(request.body, format));
   std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   if (it == bucket.end()) return NotFound(type, request.name);
-  json::value candidate = it->second;
-  std::string old_rv = MetaString(candidate, "resourceVersion");
-  if (request.patch_type == PatchType::kJson) {
-    Status s = ApplyJsonPatch(candidate, request.body);
-    if (!s.ok()) return s;
-  } else {
-    if (!request.body.is_object()) return InvalidArgumentError("a merge patch must be an object");
-    ApplyMergePatch(candidate, request.body);
-  }
+  std::string old_rv = MetaString(it->second, "resourceVersion");
+  StatusOr<json::value> patched =
+      api::patch::ApplyPatch(it->second, request.body, format, type.kind);
+  if (!patched.ok()) return api::patch::AsClientError(patched.status());
+  json::value candidate = std::move(*patched);
   // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
   // current object.
   bool check = MetaString(candidate, "resourceVersion") != old_rv;
@@ -827,10 +672,9 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
       if (watcher->filter.Matches(object)) watcher->queue.push_back(WatchEvent{"ADDED", object});
     }
   } else {
-    uint64_t start;
-    if (!ParseUint(from, &start)) {
-      return InvalidArgumentError("invalid resourceVersion \"" + from + "\"");
-    }
+    StatusOr<int64_t> parsed = api::ParseResourceVersion(from);
+    if (!parsed.ok()) return parsed.status();
+    const uint64_t start = static_cast<uint64_t>(*parsed);
     if (start + 1 < state_->log_floor) {
       return ExpiredError("too old resource version: " + from + " (" +
                           std::to_string(state_->log_floor - 1) + ")");

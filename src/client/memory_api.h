@@ -11,8 +11,9 @@
 //     status subresource the main resource ignores `status` and the `status` subresource changes
 //     only `status`; generation is bumped when `spec` changes; an object that is being deleted
 //     and loses its last finalizer is removed;
-//   - patch: JSON merge patch (RFC 7386) and JSON patch (RFC 6902: add, remove, replace, test);
-//     a strategic merge patch is applied as a merge patch (no list merge keys);
+//   - patch: JSON patch, merge patch and strategic merge patch with the server's rules and
+//     messages (api/patch/patch.h); a patch that does not apply is InvalidArgument, as a client
+//     of the server sees its 422;
 //   - delete: preconditions (uid, resourceVersion); objects with finalizers get a
 //     deletionTimestamp; a bound pod is deleted gracefully (deletionTimestamp and
 //     deletionGracePeriodSeconds from the options, else the pod's
@@ -22,14 +23,16 @@
 //     are empty;
 //   - pods/binding: sets `spec.nodeName` and the PodScheduled=True condition; Conflict when the
 //     pod is already bound or the binding's uid differs;
-//   - list: label selectors (api/labels), field selectors `path=value`, `path==value`,
-//     `path!=value` over dotted JSON paths, paging with `limit` / `continue`;
+//   - list: label selectors (api/labels/selector.h) and field selectors with the server's
+//     parser, selectable fields and messages (api/labels/field_selector.h), paging with `limit`
+//     / `continue`;
 //   - watch: from a resourceVersion (events kept in a bounded log; Expired when it is older than
 //     the log), or from "" / "0" with synthetic ADDED events first; selector transitions turn
 //     into ADDED / DELETED as the API server does; bookmarks on request (SendBookmarks).
 //
-// Test hooks: an interceptor that can fail requests (conflict injection), closing every watch,
-// compacting the event log, and per-verb request counters.
+// Hooks for a driver of the simulation: an interceptor that can fail requests (injected
+// conflicts and outages), closing every watch, compacting the event log, and per-verb request
+// counters.
 //
 // Thread-safety: safe for concurrent use; watch events are delivered in resourceVersion order.
 #pragma once
@@ -74,11 +77,5 @@ class MemoryApi : public ApiClient {
   struct State;
   std::shared_ptr<State> state_;
 };
-
-// Applies an RFC 7386 merge patch to `target`.
-void ApplyMergePatch(boost::json::value& target, const boost::json::value& patch);
-// Applies an RFC 6902 patch (add, remove, replace, test). InvalidArgument for a malformed patch
-// or a path that does not exist; Conflict (as the API server) for a failed `test`.
-Status ApplyJsonPatch(boost::json::value& target, const boost::json::value& patch);
 
 }  // namespace draplane::client

@@ -171,7 +171,7 @@ TEST_F(MemoryApiTest, PatchesMergeAndJsonPatch) {
   boost::json::value failing =
       boost::json::parse(R"([{"op":"test","path":"/metadata/labels/x","value":"z"}])");
   EXPECT_EQ(Patch<Pod>(api_, "ns", "p", PatchType::kJson, failing).status().code(),
-            StatusCode::kConflict);
+            StatusCode::kInvalidArgument);
   boost::json::value status_patch = boost::json::parse(R"({"status":{"phase":"Running"}})");
   StatusOr<Pod> ignored = Patch<Pod>(api_, "ns", "p", PatchType::kMerge, status_patch);
   ASSERT_TRUE(ignored.ok());

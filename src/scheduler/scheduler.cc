@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "api/meta/resource_version.h"
+#include "api/pods.h"
+#include "api/resource_claims.h"
 #include "client/typed.h"
 #include "common/log.h"
 #include "common/thread_name.h"
@@ -48,20 +51,6 @@ struct Scheduler::Binding {
 };
 
 namespace {
-
-bool Terminal(const Pod& pod) {
-  return pod.status.phase == api::corev1::kPodPhaseSucceeded ||
-         pod.status.phase == api::corev1::kPodPhaseFailed;
-}
-
-uint64_t ParseVersion(std::string_view rv) {
-  uint64_t v = 0;
-  for (char c : rv) {
-    if (c < '0' || c > '9') return 0;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return v;
-}
 
 // The fields whose change may make a pending pod schedulable.
 uint32_t PodUpdateActions(const Pod& before, const Pod& after) {
@@ -379,9 +368,9 @@ void Scheduler::Apply(InboxItem& item) {
       if (!pod->spec.node_name.empty()) {
         bool was_pending = ErasePending(uid);
         if (was_pending) queue_->Delete(uid);
-        bool was_placed = old && !old->spec.node_name.empty() && !Terminal(*old);
+        bool was_placed = old && !old->spec.node_name.empty() && !api::IsPodTerminal(*old);
         cluster_.UpsertAssignedPod(pod);
-        if (Terminal(*pod) && was_placed) {
+        if (api::IsPodTerminal(*pod) && was_placed) {
           MoveOnEvent({.resource = EventResource::kAssignedPod, .actions = kDelete});
         }
         if (auto f = first_seen_.find(uid); f != first_seen_.end() && !binding_.contains(uid)) {
@@ -389,7 +378,7 @@ void Scheduler::Apply(InboxItem& item) {
         }
         return;
       }
-      if (!Ours(*pod) || pod->metadata.deletion_timestamp.has_value() || Terminal(*pod)) {
+      if (!Ours(*pod) || pod->metadata.deletion_timestamp.has_value() || api::IsPodTerminal(*pod)) {
         if (ErasePending(uid)) queue_->Delete(uid);
         return;
       }
@@ -417,7 +406,7 @@ void Scheduler::Apply(InboxItem& item) {
       const std::string& uid = pod->metadata.uid;
       if (ErasePending(uid)) queue_->Delete(uid);
       first_seen_.erase(uid);
-      bool placed = !pod->spec.node_name.empty() && !Terminal(*pod);
+      bool placed = !pod->spec.node_name.empty() && !api::IsPodTerminal(*pod);
       cluster_.RemovePod(uid);
       if (placed) MoveOnEvent({.resource = EventResource::kAssignedPod, .actions = kDelete});
       return;
@@ -451,7 +440,8 @@ void Scheduler::Apply(InboxItem& item) {
       }
       bool conflict = cluster_.UpsertClaim(claim);
       if (ours) {
-        confirmations_.Observe(uid, ParseVersion(claim->metadata.resource_version), conflict);
+        confirmations_.Observe(
+            uid, api::ParseResourceVersion(claim->metadata.resource_version).value_or(0), conflict);
         if (auto f = claim_first_seen_.find(uid); f != claim_first_seen_.end()) {
           metrics_.claim_allocation_seconds.Observe(
               std::chrono::duration<double>(now - f->second).count());
@@ -676,9 +666,7 @@ void Scheduler::ReleaseConflictingAllocation(const rv1::ResourceClaim& claim) {
   log::Debug("scheduler: claim {}/{} overlaps an earlier allocation; releasing it",
              claim.metadata.namespace_, claim.metadata.name);
   auto released = std::make_shared<rv1::ResourceClaim>(claim);
-  released->status.allocation.reset();
-  released->status.reserved_for.clear();
-  released->status.devices.clear();
+  api::ClearAllocationAndReservations(&released->status);
   client::ApiClient* api = &api_;
   RunAsync([api, released] {
     Status s = client::UpdateStatus(*api, *released).status();

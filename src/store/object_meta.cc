@@ -1,7 +1,6 @@
 #include "store/object_meta.h"
 
 #include <boost/json.hpp>
-#include <charconv>
 #include <ctime>
 
 #include "common/status_macros.h"
@@ -37,16 +36,6 @@ StatusOr<std::string> SetResourceVersion(std::string_view json, Revision revisio
 
 StatusOr<std::string> WithResourceVersion(const Object& object) {
   return SetResourceVersion(object.value, object.revision);
-}
-
-StatusOr<Revision> ParseResourceVersion(std::string_view text) {
-  if (text.empty()) return Revision{0};
-  Revision revision = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), revision);
-  if (ec != std::errc() || end != text.data() + text.size() || revision < 0) {
-    return InvalidArgumentError("invalid resource version \"" + std::string(text) + "\"");
-  }
-  return revision;
 }
 
 std::string FormatTimestamp(Timestamp time) {

@@ -39,10 +39,6 @@ StatusOr<std::string> SetResourceVersion(std::string_view json, Revision revisio
 // SetResourceVersion(object.value, object.revision).
 StatusOr<std::string> WithResourceVersion(const Object& object);
 
-// Parses a resourceVersion as sent by clients: "" → 0 (unset); otherwise a decimal revision.
-// InvalidArgument for anything else (kube-apiserver answers such input with 400).
-StatusOr<Revision> ParseResourceVersion(std::string_view text);
-
 // "2006-01-02T15:04:05Z": metav1.Time's wire format (RFC 3339, whole seconds, UTC).
 std::string FormatTimestamp(Timestamp time);
 

@@ -34,15 +34,6 @@ TEST(ObjectMetaTest, MalformedObjectsAreInvalidArgument) {
             StatusCode::kInvalidArgument);
 }
 
-TEST(ObjectMetaTest, ParseResourceVersionAcceptsOnlyDecimalRevisions) {
-  EXPECT_EQ(*ParseResourceVersion(""), 0);
-  EXPECT_EQ(*ParseResourceVersion("0"), 0);
-  EXPECT_EQ(*ParseResourceVersion("12345"), 12345);
-  for (std::string_view bad : {"-1", "12a", " 1", "1.5", "99999999999999999999"}) {
-    EXPECT_EQ(ParseResourceVersion(bad).status().code(), StatusCode::kInvalidArgument) << bad;
-  }
-}
-
 TEST(ObjectMetaTest, PrepareForCreateSetsUidTimestampAndGenerationAndDropsResourceVersion) {
   ManualClock clock(Timestamp(std::chrono::seconds(1'700'000'000) + std::chrono::milliseconds(5)));
   std::unique_ptr<Random> random = NewSeededRandom(7);

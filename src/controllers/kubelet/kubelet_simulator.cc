@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "api/meta/time.h"
+#include "api/pods.h"
 #include "client/typed.h"
 
 namespace draplane::controllers {
@@ -15,13 +16,6 @@ bool NeedsWork(const Pod& pod) {
   if (pod.spec.node_name.empty()) return false;
   if (pod.metadata.deletion_timestamp.has_value()) return true;
   return pod.status.phase.empty() || pod.status.phase == api::corev1::kPodPhasePending;
-}
-
-// A stable address in 10.244.0.0/16 for a pod.
-std::string PodIp(const std::string& uid) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : uid) h = (h ^ c) * 16777619u;
-  return "10.244." + std::to_string((h >> 8) & 0xff) + "." + std::to_string(1 + (h & 0xfd));
 }
 
 }  // namespace
@@ -71,58 +65,17 @@ Status KubeletSimulator::Sync(const std::string& key) {
     return s;
   }
 
-  std::string now = api::Time::FromTimestamp(clock_.Now()).text();
-  std::string host_ip = "127.0.0.1";
+  api::RunningPodOptions running;
   if (auto node = nodes_.Get("", pod->spec.node_name)) {
     for (const auto& a : node->status.addresses) {
-      if (a.type == api::corev1::kNodeAddressTypeInternalIP) host_ip = a.address;
+      if (a.type == api::corev1::kNodeAddressTypeInternalIP) running.host_ip = a.address;
     }
   }
-  boost::json::array conditions;
-  bool scheduled = false;
-  for (const api::corev1::PodCondition& c : pod->status.conditions) {
-    if (c.type == "PodScheduled") scheduled = true;
-    if (c.type == "Ready" || c.type == "ContainersReady" || c.type == "Initialized" ||
-        c.type == "PodReadyToStartContainers") {
-      continue;
-    }
-    conditions.push_back(api::corev1::Encode(c));
-  }
-  auto condition = [&](const char* type) {
-    return boost::json::object{{"type", type},
-                               {"status", "True"},
-                               {"lastProbeTime", nullptr},
-                               {"lastTransitionTime", now}};
-  };
-  if (!scheduled) conditions.push_back(condition("PodScheduled"));
-  for (const char* type :
-       {"PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"}) {
-    conditions.push_back(condition(type));
-  }
-  boost::json::array containers;
-  for (const api::corev1::Container& c : pod->spec.containers) {
-    containers.push_back(boost::json::object{
-        {"name", c.name},
-        {"image", c.image},
-        {"imageID", ""},
-        {"containerID", "simulated://" + pod->metadata.uid + "/" + c.name},
-        {"ready", true},
-        {"started", true},
-        {"restartCount", 0},
-        {"state", boost::json::object{{"running", boost::json::object{{"startedAt", now}}}}}});
-  }
-  std::string pod_ip = PodIp(pod->metadata.uid);
+  if (running.host_ip.empty()) running.host_ip = "127.0.0.1";
+  // Conditional on the version seen: a Pod changed meanwhile is synced again.
   boost::json::object patch{
       {"metadata", boost::json::object{{"resourceVersion", pod->metadata.resource_version}}},
-      {"status",
-       boost::json::object{{"phase", "Running"},
-                           {"startTime", now},
-                           {"hostIP", host_ip},
-                           {"hostIPs", boost::json::array{boost::json::object{{"ip", host_ip}}}},
-                           {"podIP", pod_ip},
-                           {"podIPs", boost::json::array{boost::json::object{{"ip", pod_ip}}}},
-                           {"conditions", std::move(conditions)},
-                           {"containerStatuses", std::move(containers)}}}};
+      {"status", api::RunningPodStatus(*pod, api::Time::FromTimestamp(clock_.Now()), running)}};
   StatusOr<Pod> patched = client::Patch<Pod>(api_, ns, name, client::PatchType::kMerge,
                                              std::move(patch), "status", "draplane-kubelet");
   if (!patched.ok() && patched.status().code() != StatusCode::kNotFound) {

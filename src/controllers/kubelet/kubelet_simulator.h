@@ -2,10 +2,9 @@
 // controller plays the kubelet for every node, so bound Pods reach Running and deleted Pods
 // terminate.
 //
-//   - a Pod bound to a node and still Pending becomes Running: startTime, hostIP (the node's
-//     InternalIP, else 127.0.0.1), a podIP derived from the pod uid, the conditions
-//     PodReadyToStartContainers, Initialized, ContainersReady and Ready set to True, and one
-//     running, ready containerStatus per container (so `kubectl get pods` shows 1/1 Running);
+//   - a Pod bound to a node and still Pending becomes Running with the status every kubelet
+//     player in draplane reports (api/pods.h RunningPodStatus, shared with the node agent), its
+//     hostIP the node's InternalIP, else 127.0.0.1 (so `kubectl get pods` shows 1/1 Running);
 //   - a bound Pod with a deletionTimestamp is deleted with grace period 0, as the kubelet does
 //     once its containers stopped.
 //

@@ -4,6 +4,9 @@
 #include <boost/json.hpp>
 
 #include "api/object.h"
+#include "api/pods.h"
+#include "api/resource_claims.h"
+#include "api/validation/validation.h"
 #include "client/typed.h"
 #include "common/log.h"
 
@@ -14,14 +17,11 @@ using api::corev1::Pod;
 
 namespace {
 
-constexpr std::string_view kFinalizer = "resource.kubernetes.io/delete-protection";
 constexpr size_t kDeletedMemory = 10'000;
-constexpr size_t kReservedForMaxSize = 256;
 
 // upstream isPodDone: none of the containers runs now or ever will.
 bool IsPodDone(const Pod& pod) {
-  return pod.status.phase == api::corev1::kPodPhaseSucceeded ||
-         pod.status.phase == api::corev1::kPodPhaseFailed ||
+  return api::IsPodTerminal(pod) ||
          (pod.metadata.deletion_timestamp.has_value() && pod.spec.node_name.empty());
 }
 
@@ -33,18 +33,6 @@ const api::metav1::OwnerReference* OwningPod(const rv1::ResourceClaim& claim) {
     }
   }
   return nullptr;
-}
-
-bool HasFinalizer(const rv1::ResourceClaim& claim) {
-  return std::find(claim.metadata.finalizers.begin(), claim.metadata.finalizers.end(),
-                   kFinalizer) != claim.metadata.finalizers.end();
-}
-
-bool IsReservedFor(const rv1::ResourceClaim& claim, const Pod& pod) {
-  for (const auto& r : claim.status.reserved_for) {
-    if (r.resource == "pods" && r.api_group.empty() && r.uid == pod.metadata.uid) return true;
-  }
-  return false;
 }
 
 // Names of the claims a pod uses that exist by name now.
@@ -177,8 +165,8 @@ bool ResourceClaimController::PodNeedsWork(const Pod& pod) const {
   if (pod.spec.node_name.empty()) return false;  // the scheduler reserves its claims
   for (const std::string& name : ClaimNamesOf(pod)) {
     client::Informer<rv1::ResourceClaim>::Ptr claim = claims_.Get(pod.metadata.namespace_, name);
-    if (claim != nullptr && claim->status.allocation && !IsReservedFor(*claim, pod) &&
-        claim->status.reserved_for.size() < kReservedForMaxSize) {
+    if (claim != nullptr && claim->status.allocation && !api::IsReservedForPod(pod, *claim) &&
+        claim->status.reserved_for.size() < api::validation::kResourceClaimReservedForMaxSize) {
       return true;
     }
   }
@@ -210,7 +198,8 @@ bool ResourceClaimController::ClaimNeedsWork(const rv1::ResourceClaim& claim) {
   }
   if (!claim.status.reserved_for.empty()) return false;
   const bool deleted = claim.metadata.deletion_timestamp.has_value();
-  if (HasFinalizer(claim) && (deleted || claim.status.allocation.has_value())) return true;
+  if (api::HasClaimFinalizer(claim) && (deleted || claim.status.allocation.has_value()))
+    return true;
   return !deleted && OwnerWillNotRun(claim);
 }
 
@@ -318,14 +307,13 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
   if (!pod->spec.node_name.empty()) {
     for (const std::string& claim_name : ClaimNamesOf(*pod)) {
       auto claim = claims_.Get(ns, claim_name);
-      if (claim == nullptr || !claim->status.allocation || IsReservedFor(*claim, *pod)) continue;
-      if (claim->status.reserved_for.size() >= kReservedForMaxSize) continue;
+      if (claim == nullptr || !claim->status.allocation || api::IsReservedForPod(*pod, *claim))
+        continue;
+      if (claim->status.reserved_for.size() >= api::validation::kResourceClaimReservedForMaxSize) {
+        continue;
+      }
       rv1::ResourceClaim next = *claim;
-      rv1::ResourceClaimConsumerReference ref;
-      ref.resource = "pods";
-      ref.name = pod->metadata.name;
-      ref.uid = pod->metadata.uid;
-      next.status.reserved_for.push_back(std::move(ref));
+      next.status.reserved_for.push_back(api::PodConsumerReference(*pod));
       StatusOr<rv1::ResourceClaim> written =
           client::UpdateStatus(api_, next, options_.field_manager);
       if (!written.ok()) return written.status().WithPrefix("reserve claim for pod");
@@ -362,20 +350,17 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
     }
   }
 
-  const bool finalizer = HasFinalizer(claim);
+  const bool finalizer = api::HasClaimFinalizer(claim);
   if (valid.size() < claim.status.reserved_for.size()) {
     rv1::ResourceClaim next = claim;
     next.status.reserved_for = valid;
     // 5. Deallocate on the transition to "not used anymore".
-    if (valid.empty() && finalizer) {
-      next.status.allocation.reset();
-      next.status.devices.clear();
-    }
+    if (valid.empty() && finalizer) api::ClearAllocation(&next.status);
     StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(api_, next, options_.field_manager);
     if (!written.ok()) return written.status().WithPrefix("update claim reservations");
     if (finalizer && !written->status.allocation) {
       rv1::ResourceClaim unfinalized = *written;
-      std::erase(unfinalized.metadata.finalizers, std::string(kFinalizer));
+      api::RemoveClaimFinalizer(&unfinalized);
       StatusOr<rv1::ResourceClaim> updated =
           client::Update(api_, unfinalized, options_.field_manager);
       if (!updated.ok()) return updated.status().WithPrefix("remove claim finalizer");
@@ -388,14 +373,13 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
     rv1::ResourceClaim next = claim;
     if (next.status.allocation) {
       log::Debug("resourceclaim: claim {}/{}: deallocating, nobody uses it", ns, name);
-      next.status.allocation.reset();
-      next.status.devices.clear();
+      api::ClearAllocation(&next.status);
       StatusOr<rv1::ResourceClaim> written =
           client::UpdateStatus(api_, next, options_.field_manager);
       if (!written.ok()) return written.status().WithPrefix("deallocate claim");
       next = std::move(*written);
     }
-    std::erase(next.metadata.finalizers, std::string(kFinalizer));
+    api::RemoveClaimFinalizer(&next);
     StatusOr<rv1::ResourceClaim> updated = client::Update(api_, next, options_.field_manager);
     if (!updated.ok()) return updated.status().WithPrefix("remove claim finalizer");
   }

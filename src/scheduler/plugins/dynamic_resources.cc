@@ -6,7 +6,10 @@
 
 #include "allocator/allocator.h"
 #include "api/labels/node_selector.h"
+#include "api/meta/resource_version.h"
 #include "api/object.h"
+#include "api/resource_claims.h"
+#include "api/validation/validation.h"
 #include "client/typed.h"
 #include "common/log.h"
 #include "scheduler/explain.h"
@@ -106,15 +109,6 @@ bool IsControlledBy(const rv1::ResourceClaim& claim, const Pod& pod) {
   return false;
 }
 
-uint64_t ParseVersion(std::string_view rv) {
-  uint64_t v = 0;
-  for (char c : rv) {
-    if (c < '0' || c > '9') return 0;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return v;
-}
-
 // The effective requests of a container (limits stand in for missing requests).
 std::map<std::string, api::Quantity, std::less<>> EffectiveRequests(
     const api::corev1::Container& c) {
@@ -186,15 +180,6 @@ void AddDemands(const rv1::ResourceClaim& claim, Variant* v) {
     if (alternatives.size() == 1) v->sums[alternatives[0].device_class] += alternatives[0].count;
     v->demands.push_back(std::move(alternatives));
   }
-}
-
-// The pod's reference for reservedFor.
-rv1::ResourceClaimConsumerReference PodReference(const Pod& pod) {
-  rv1::ResourceClaimConsumerReference ref;
-  ref.resource = "pods";
-  ref.name = pod.metadata.name;
-  ref.uid = pod.metadata.uid;
-  return ref;
 }
 
 int64_t ScoreAllocation(const rv1::ResourceClaim& claim, const rv1::AllocationResult& allocation) {
@@ -339,8 +324,8 @@ class DynamicResources final : public PreEnqueuePlugin,
               "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
               " is in the process of being allocated");
         }
-        if (!IsReservedForPod(pod, claim) &&
-            claim.status.reserved_for.size() >= kReservedForMaxSize) {
+        if (!api::IsReservedForPod(pod, claim) &&
+            claim.status.reserved_for.size() >= api::validation::kResourceClaimReservedForMaxSize) {
           return PluginStatus::Unschedulable("resourceclaim in use");
         }
         if (claim.status.allocation->node_selector.has_value()) {
@@ -539,7 +524,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     for (size_t i = 0; i < s->claims.size(); ++i) {
       const ClaimEntry& e = s->claims[i];
       if (e.special || !e.claim->status.allocation.has_value()) continue;
-      if (IsReservedForPod(pod, *e.claim)) continue;
+      if (api::IsReservedForPod(pod, *e.claim)) continue;
       BindRecord b;
       b.entry = i;
       s->binds.push_back(std::move(b));
@@ -694,7 +679,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     rv1::ResourceClaim claim = *s.reserved_variant->special;
     claim.metadata.name.clear();
     claim.metadata.uid.clear();
-    claim.metadata.finalizers = {std::string(kClaimFinalizer)};
+    claim.metadata.finalizers = {std::string(api::kClaimFinalizer)};
     (void)pod;
     StatusOr<rv1::ResourceClaim> created =
         client::Create(*deps_.api, claim, options_.field_manager);
@@ -724,9 +709,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         if (current.status.allocation.has_value()) {
           return ConflictError("claim " + key + " got allocated elsewhere in the meantime");
         }
-        auto& f = current.metadata.finalizers;
-        if (std::find(f.begin(), f.end(), kClaimFinalizer) == f.end()) {
-          f.push_back(std::string(kClaimFinalizer));
+        if (api::AddClaimFinalizer(&current)) {
           StatusOr<rv1::ResourceClaim> updated =
               client::Update(*deps_.api, current, options_.field_manager);
           if (!updated.ok()) {
@@ -737,15 +720,16 @@ class DynamicResources final : public PreEnqueuePlugin,
         }
         current.status.allocation = *b->allocation;
       } else {
-        if (IsReservedForPod(pod, current)) return Status::Ok();
+        if (api::IsReservedForPod(pod, current)) return Status::Ok();
         if (!current.status.allocation.has_value()) {
           return FailedPreconditionError("claim " + key + " is no longer allocated");
         }
-        if (current.status.reserved_for.size() >= kReservedForMaxSize) {
+        if (current.status.reserved_for.size() >=
+            api::validation::kResourceClaimReservedForMaxSize) {
           return FailedPreconditionError("claim " + key + " is reserved for too many consumers");
         }
       }
-      current.status.reserved_for.push_back(PodReference(pod));
+      current.status.reserved_for.push_back(api::PodConsumerReference(pod));
       StatusOr<rv1::ResourceClaim> written =
           client::UpdateStatus(*deps_.api, current, options_.field_manager);
       if (!written.ok()) {
@@ -758,7 +742,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       b->name = written->metadata.name;
       b->uid = written->metadata.uid;
       if (b->allocation && options_.confirm_allocations && deps_.confirmations != nullptr) {
-        uint64_t rv = ParseVersion(written->metadata.resource_version);
+        int64_t rv = api::ParseResourceVersion(written->metadata.resource_version).value_or(0);
         if (rv != 0) {
           AllocationConfirmations::Outcome o =
               deps_.confirmations->Await(b->uid, rv, options_.confirm_timeout);
@@ -831,20 +815,16 @@ class DynamicResources final : public PreEnqueuePlugin,
           return;  // not our allocation any more
         }
         if (pod_uid.empty()) {
-          claim->status.allocation.reset();
-          claim->status.reserved_for.clear();
-          claim->status.devices.clear();
+          api::ClearAllocationAndReservations(&claim->status);
         } else {
-          std::erase_if(claim->status.reserved_for,
-                        [&](const auto& r) { return r.uid == pod_uid; });
+          api::RemoveReservation(&claim->status, pod_uid);
         }
         StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(*api, *claim, manager);
         if (written.ok()) {
           if (pod_uid.empty()) {
             // Drop the finalizer too: the claim no longer holds devices.
             rv1::ResourceClaim next = *written;
-            std::erase(next.metadata.finalizers, std::string(kClaimFinalizer));
-            if (next.metadata.finalizers != written->metadata.finalizers) {
+            if (api::RemoveClaimFinalizer(&next)) {
               client::Update(*api, next, manager).status().IgnoreError();  // the claim
               // controller removes it otherwise
             }
@@ -890,8 +870,7 @@ class DynamicResources final : public PreEnqueuePlugin,
 
 }  // namespace
 
-void AllocationConfirmations::Observe(const std::string& uid, uint64_t resource_version,
-                                      bool lost) {
+void AllocationConfirmations::Observe(const std::string& uid, int64_t resource_version, bool lost) {
   std::vector<std::shared_ptr<Waiter>> woken;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -904,7 +883,7 @@ void AllocationConfirmations::Observe(const std::string& uid, uint64_t resource_
 }
 
 AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::string& uid,
-                                                                uint64_t resource_version,
+                                                                int64_t resource_version,
                                                                 Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto waiter = std::make_shared<Waiter>();
@@ -916,7 +895,7 @@ AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::strin
   });
   waiters_.erase(registration);
   if (!seen) return Outcome::kTimedOut;
-  const std::map<uint64_t, bool>& versions = verdicts_[uid];
+  const std::map<int64_t, bool>& versions = verdicts_[uid];
   auto exact = versions.find(resource_version);
   if (exact == versions.end()) return Outcome::kUnknown;
   return exact->second ? Outcome::kLost : Outcome::kWon;
@@ -951,13 +930,6 @@ PodClaimName ClaimNameForPod(const Pod& pod, const api::corev1::PodResourceClaim
   out.error = "pod \"" + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
               "\", spec.resourceClaim \"" + entry.name + "\": unsupported ResourceClaim source";
   return out;
-}
-
-bool IsReservedForPod(const Pod& pod, const rv1::ResourceClaim& claim) {
-  for (const rv1::ResourceClaimConsumerReference& r : claim.status.reserved_for) {
-    if (r.resource == "pods" && r.api_group.empty() && r.uid == pod.metadata.uid) return true;
-  }
-  return false;
 }
 
 const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node) {

@@ -50,11 +50,6 @@
 
 namespace draplane::scheduler {
 
-// resourceapi.Finalizer.
-inline constexpr std::string_view kClaimFinalizer = "resource.kubernetes.io/delete-protection";
-// resourceapi.ResourceClaimReservedForMaxSize.
-inline constexpr size_t kReservedForMaxSize = 256;
-
 // Hands observations of this scheduler's own claim writes from the loop thread to the binder
 // threads waiting for them.
 class AllocationConfirmations {
@@ -65,10 +60,10 @@ class AllocationConfirmations {
   // Loop thread: the ledger observed an allocation of `uid` at `resource_version`; `lost` when
   // that version's allocation overlapped an allocation observed earlier. Each version keeps its
   // own verdict (an earlier attempt's loss says nothing about a later write).
-  void Observe(const std::string& uid, uint64_t resource_version, bool lost);
+  void Observe(const std::string& uid, int64_t resource_version, bool lost);
   // Binder thread: waits until `uid` was observed at `resource_version` or later (a real-time
   // wait of at most `timeout`) and returns the verdict on exactly that version.
-  Outcome Await(const std::string& uid, uint64_t resource_version, Duration timeout);
+  Outcome Await(const std::string& uid, int64_t resource_version, Duration timeout);
   // Drops what was observed of `uid` (after Await, or when the claim is gone).
   void Forget(const std::string& uid);
 
@@ -81,7 +76,7 @@ class AllocationConfirmations {
   };
 
   std::mutex mu_;
-  std::map<std::string, std::map<uint64_t, bool>> verdicts_;     // uid -> version -> lost
+  std::map<std::string, std::map<int64_t, bool>> verdicts_;      // uid -> version -> lost
   std::multimap<std::string, std::shared_ptr<Waiter>> waiters_;  // uid -> waiting binders
 };
 
@@ -130,7 +125,5 @@ struct PodClaimName {
 };
 PodClaimName ClaimNameForPod(const api::corev1::Pod& pod,
                              const api::corev1::PodResourceClaim& entry);
-// upstream resourceclaim.IsReservedForPod.
-bool IsReservedForPod(const api::corev1::Pod& pod, const api::resourcev1::ResourceClaim& claim);
 
 }  // namespace draplane::scheduler

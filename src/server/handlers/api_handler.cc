@@ -66,9 +66,9 @@ authz::Attributes AttributesOf(const auth::UserInfo& user, const RequestInfo& in
   if (info.verb == "list" || info.verb == "watch" || info.verb == "deletecollection") {
     for (const auto& [k, v] : query) {
       if (k != "fieldSelector") continue;
-      StatusOr<FieldSelector> selector = FieldSelector::Parse(v);
+      StatusOr<api::labels::FieldSelector> selector = api::labels::FieldSelector::Parse(v);
       if (!selector.ok()) break;
-      for (const FieldRequirement& r : selector->requirements()) {
+      for (const api::labels::FieldRequirement& r : selector->requirements()) {
         if (r.equals) a.field_requirements.emplace_back(r.field, r.value);
       }
       break;

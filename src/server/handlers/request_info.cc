@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "server/handlers/field_selector.h"
+#include "api/labels/field_selector.h"
 
 namespace draplane::server::handlers {
 namespace {
@@ -102,7 +102,7 @@ RequestInfo ParseRequestInfo(const std::string& method, const std::string& path,
     }
     for (const auto& [key, value] : query) {
       if (key != "fieldSelector") continue;
-      StatusOr<FieldSelector> selector = FieldSelector::Parse(value);
+      StatusOr<api::labels::FieldSelector> selector = api::labels::FieldSelector::Parse(value);
       if (!selector.ok()) break;
       if (std::optional<std::string> name = selector->RequiresExactMatch("metadata.name")) {
         if (IsValidPathSegmentName(*name)) info.name = *name;

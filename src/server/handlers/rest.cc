@@ -4,9 +4,12 @@
 
 #include "api/codec/json.h"
 #include "api/codec/yaml.h"
+#include "api/labels/field_selector.h"
+#include "api/meta/resource_version.h"
+#include "api/patch/patch.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "server/handlers/output.h"
-#include "server/handlers/patch.h"
 #include "server/handlers/protobuf.h"
 #include "server/handlers/strategy.h"
 #include "server/openapi/openapi.h"
@@ -266,27 +269,22 @@ std::variant<JsonObject, ApiError> Rest::DecodeBody(const http::Request& request
   return std::move(value->get_object());
 }
 
-StatusOr<std::pair<api::labels::Selector, FieldSelector>> Rest::ParseSelectors(const Scope& scope) {
+StatusOr<std::pair<api::labels::Selector, api::labels::FieldSelector>> Rest::ParseSelectors(
+    const Scope& scope) {
   api::labels::Selector labels;
   if (scope.Has("labelSelector")) {
     StatusOr<api::labels::Selector> parsed = api::labels::Parse(scope.Param("labelSelector"));
     if (!parsed.ok()) return InvalidArgumentError(std::string(parsed.status().message()));
     labels = std::move(parsed).value();
   }
-  FieldSelector fields;
+  api::labels::FieldSelector fields;
   if (scope.Has("fieldSelector")) {
-    StatusOr<FieldSelector> parsed = FieldSelector::Parse(scope.Param("fieldSelector"));
+    StatusOr<api::labels::FieldSelector> parsed =
+        api::labels::FieldSelector::Parse(scope.Param("fieldSelector"));
     if (!parsed.ok()) return parsed.status();
     fields = std::move(parsed).value();
-    std::vector<std::string> supported = {"metadata.name", "metadata.namespace"};
-    for (const std::string& f : scope.resource->strategy->SelectableFieldNames()) {
-      supported.push_back(f);
-    }
-    for (const std::string& f : fields.Fields()) {
-      if (std::find(supported.begin(), supported.end(), f) == supported.end()) {
-        return InvalidArgumentError("field label not supported: " + f);
-      }
-    }
+    DRAPLANE_RETURN_IF_ERROR(
+        api::labels::CheckSelectableFields(fields, scope.resource->group, scope.resource->kind));
   }
   return std::make_pair(std::move(labels), std::move(fields));
 }
@@ -368,7 +366,7 @@ http::Response Rest::List(const Scope& scope) {
     }
     if (limit < 0) limit = 0;
   }
-  StatusOr<store::Revision> rv = store::ParseResourceVersion(rv_text);
+  StatusOr<store::Revision> rv = api::ParseResourceVersion(rv_text);
   if (!rv.ok()) {
     return ToResponse(NewBadRequest("invalid resourceVersion: " + rv_text));
   }
@@ -498,7 +496,7 @@ void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
     return;
   }
   std::string rv_text = scope.Param("resourceVersion");
-  StatusOr<store::Revision> rv = store::ParseResourceVersion(rv_text);
+  StatusOr<store::Revision> rv = api::ParseResourceVersion(rv_text);
   if (!rv.ok()) {
     exchange->Respond(ToResponse(NewBadRequest("invalid resourceVersion: " + rv_text)));
     return;
@@ -656,38 +654,22 @@ http::Response Rest::Update(const Scope& scope) {
 http::Response Rest::Patch(const Scope& scope) {
   const ResourceInfo& r = *scope.resource;
   std::string type = ContentTypeOf(*scope.request);
-  if (type != "application/json-patch+json" && type != "application/merge-patch+json" &&
-      type != "application/strategic-merge-patch+json") {
-    return ToResponse(NewUnsupportedMediaType(type));
-  }
+  std::optional<api::patch::PatchFormat> format = api::patch::PatchFormatOf(type);
+  if (!format) return ToResponse(NewUnsupportedMediaType(type));
   StatusOr<boost::json::value> patch = api::codec::ParseJson(scope.request->body);
   if (!patch.ok()) {
     return ToResponse(NewBadRequest("the body of the request could not be decoded: " +
                                     std::string(patch.status().message())));
   }
-  if (type == "application/json-patch+json" && !patch->is_array()) {
-    return ToResponse(
-        NewBadRequest("json: cannot unmarshal object into Go value of type "
-                      "jsonpatch.Patch"));
-  }
-  if (type != "application/json-patch+json" && !patch->is_object()) {
-    return ToResponse(NewBadRequest("the patch must be a JSON object"));
+  if (Status shape = api::patch::CheckPatchShape(*patch, *format); !shape.ok()) {
+    return ToResponse(NewBadRequest(std::string(shape.message())));
   }
   const boost::json::value& patch_value = *patch;
   return UpdateWith(
       scope,
       [&](const JsonObject& current) -> std::variant<JsonObject, ApiError> {
-        StatusOr<boost::json::value> result = InvalidArgumentError("");
-        if (type == "application/json-patch+json") {
-          result = ApplyJsonPatch(current, patch_value);
-        } else if (type == "application/merge-patch+json") {
-          // One copy of the current object, patched in place.
-          boost::json::value merged(current);
-          MergePatchInto(merged, patch_value);
-          result = std::move(merged);
-        } else {
-          result = ApplyStrategicMergePatch(current, patch_value, r.kind);
-        }
+        StatusOr<boost::json::value> result =
+            api::patch::ApplyPatch(current, patch_value, *format, r.kind);
         if (!result.ok()) {
           if (result.status().code() == StatusCode::kFailedPrecondition) {
             ApiError e;
@@ -765,7 +747,7 @@ http::Response Rest::UpdateWith(
       meta.erase("namespace");
     }
     std::string rv_text(GetString(meta, "resourceVersion"));
-    StatusOr<store::Revision> rv = store::ParseResourceVersion(rv_text);
+    StatusOr<store::Revision> rv = api::ParseResourceVersion(rv_text);
     if (!rv.ok()) {
       return fail(NewBadRequest("invalid resourceVersion: " + rv_text));
     }

@@ -69,7 +69,7 @@ class Rest {
 
   // The labels / field selectors of a list or watch request, checked against what the kind
   // supports. Errors are answered 400.
-  static StatusOr<std::pair<api::labels::Selector, FieldSelector>> ParseSelectors(
+  static StatusOr<std::pair<api::labels::Selector, api::labels::FieldSelector>> ParseSelectors(
       const Scope& scope);
 
   // Decodes a request body (JSON or YAML by Content-Type) that must be one object.

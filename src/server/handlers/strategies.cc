@@ -191,14 +191,6 @@ class ResourceSliceStrategyImpl final : public Strategy {
     EncodeInto(typed, obj);
     return r;
   }
-  // resourceslice.toSelectableFields
-  std::vector<std::string> SelectableFieldNames() const override {
-    return {"spec.nodeName", "spec.driver"};
-  }
-  void SelectableFields(const JsonObject& obj, StringMap* fields) const override {
-    (*fields)["spec.nodeName"] = std::string(GetPathString(obj, {"spec", "nodeName"}));
-    (*fields)["spec.driver"] = std::string(GetPathString(obj, {"spec", "driver"}));
-  }
   std::vector<TableColumn> TableColumns() const override {
     return {NameColumn(),
             {"Node", "string", "", "NodeName identifies the node which provides the resources.", 0},
@@ -535,28 +527,6 @@ class PodStrategyImpl final : public GenericStrategy {
     return r;
   }
 
-  std::vector<std::string> SelectableFieldNames() const override {
-    return {
-        "spec.nodeName",    "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "spec.hostNetwork", "status.phase",       "status.podIP",       "status.nominatedNodeName"};
-  }
-  // pod.ToSelectableFields
-  void SelectableFields(const JsonObject& obj, StringMap* fields) const override {
-    for (std::string_view f :
-         {"nodeName", "restartPolicy", "schedulerName", "serviceAccountName"}) {
-      (*fields)["spec." + std::string(f)] = std::string(GetPathString(obj, {"spec", f}));
-    }
-    bool host_network = false;
-    if (const JsonObject* spec = FindObject(obj, "spec")) {
-      auto it = spec->find("hostNetwork");
-      host_network = it != spec->end() && it->value().is_bool() && it->value().get_bool();
-    }
-    (*fields)["spec.hostNetwork"] = host_network ? "true" : "false";
-    for (std::string_view f : {"phase", "podIP", "nominatedNodeName"}) {
-      (*fields)["status." + std::string(f)] = std::string(GetPathString(obj, {"status", f}));
-    }
-  }
-
   std::vector<TableColumn> TableColumns() const override {
     return {NameColumn(),
             {"Ready", "string", "",
@@ -729,15 +699,6 @@ class NodeStrategyImpl final : public GenericStrategy {
     DecodeAs<api::corev1::Node>(obj, &r.decode_errors);
     return r;
   }
-  std::vector<std::string> SelectableFieldNames() const override { return {"spec.unschedulable"}; }
-  void SelectableFields(const JsonObject& obj, StringMap* fields) const override {
-    bool unschedulable = false;
-    if (const JsonObject* spec = FindObject(obj, "spec")) {
-      auto it = spec->find("unschedulable");
-      unschedulable = it != spec->end() && it->value().is_bool() && it->value().get_bool();
-    }
-    (*fields)["spec.unschedulable"] = unschedulable ? "true" : "false";
-  }
   std::vector<TableColumn> TableColumns() const override {
     return {
         NameColumn(),
@@ -838,10 +799,6 @@ class NamespaceStrategyImpl final : public GenericStrategy {
     }
     AddNameLabel(obj);
   }
-  std::vector<std::string> SelectableFieldNames() const override { return {"status.phase"}; }
-  void SelectableFields(const JsonObject& obj, StringMap* fields) const override {
-    (*fields)["status.phase"] = std::string(GetPathString(obj, {"status", "phase"}));
-  }
   std::vector<TableColumn> TableColumns() const override {
     return {NameColumn(), {"Status", "string", "", "The status of the namespace", 0}, AgeColumn()};
   }
@@ -856,36 +813,6 @@ class NamespaceStrategyImpl final : public GenericStrategy {
     labels["kubernetes.io/metadata.name"] = GetString(meta, "name");
   }
 };
-
-// pkg/registry/core/event/strategy.go ToSelectableFields
-void CoreEventFields(const JsonObject& obj, StringMap* fields) {
-  const JsonObject empty;
-  const JsonObject* involved = FindObject(obj, "involvedObject");
-  if (involved == nullptr) involved = &empty;
-  for (std::string_view f :
-       {"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"}) {
-    (*fields)["involvedObject." + std::string(f)] = std::string(GetString(*involved, f));
-  }
-  (*fields)["reason"] = std::string(GetString(obj, "reason"));
-  (*fields)["reportingComponent"] = std::string(GetString(obj, "reportingComponent"));
-  (*fields)["source"] = std::string(GetPathString(obj, {"source", "component"}));
-  (*fields)["type"] = std::string(GetString(obj, "type"));
-}
-
-const std::vector<std::string>& CoreEventFieldNames() {
-  static const std::vector<std::string> names = {"involvedObject.kind",
-                                                 "involvedObject.namespace",
-                                                 "involvedObject.name",
-                                                 "involvedObject.uid",
-                                                 "involvedObject.apiVersion",
-                                                 "involvedObject.resourceVersion",
-                                                 "involvedObject.fieldPath",
-                                                 "reason",
-                                                 "reportingComponent",
-                                                 "source",
-                                                 "type"};
-  return names;
-}
 
 std::vector<TableColumn> EventColumns() {
   return {{"Last Seen", "string", "",
@@ -925,10 +852,6 @@ class CoreEventStrategyImpl final : public GenericStrategy {
     CheckResult r = GenericStrategy::Check(obj);
     DecodeAs<api::corev1::Event>(obj, &r.decode_errors);
     return r;
-  }
-  std::vector<std::string> SelectableFieldNames() const override { return CoreEventFieldNames(); }
-  void SelectableFields(const JsonObject& obj, StringMap* fields) const override {
-    CoreEventFields(obj, fields);
   }
   std::vector<TableColumn> TableColumns() const override { return EventColumns(); }
   // printers.go printEvent
@@ -1255,8 +1178,6 @@ CheckResult Strategy::CheckUpdate(JsonObject& obj, const JsonObject&) const { re
 CheckResult Strategy::CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const {
   return CheckUpdate(obj, old);
 }
-
-void Strategy::SelectableFields(const JsonObject&, StringMap*) const {}
 
 std::vector<TableColumn> Strategy::TableColumns() const {
   return {NameColumn(),

@@ -55,11 +55,6 @@ class Strategy {
   virtual CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const;
   virtual CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const;
 
-  // Field selector support beyond metadata.name and metadata.namespace (upstream
-  // GetAttrs / toSelectableFields), and the values of those fields for an object.
-  virtual std::vector<std::string> SelectableFieldNames() const { return {}; }
-  virtual void SelectableFields(const JsonObject& obj, StringMap* fields) const;
-
   // Table columns and one row's cells (upstream pkg/printers/internalversion). The default is
   // the generic table: Name and Created At.
   virtual std::vector<TableColumn> TableColumns() const;

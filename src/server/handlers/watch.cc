@@ -66,11 +66,7 @@ std::string BookmarkObject(const ResourceInfo& resource, store::Revision revisio
 namespace {
 
 StringMap FieldsOf(const ResourceInfo& resource, const JsonObject& object) {
-  StringMap fields;
-  fields["metadata.name"] = std::string(MetaString(object, "name"));
-  fields["metadata.namespace"] = std::string(MetaString(object, "namespace"));
-  resource.strategy->SelectableFields(object, &fields);
-  return fields;
+  return api::labels::SelectableFields(resource.group, resource.kind, object);
 }
 
 }  // namespace

@@ -33,10 +33,10 @@
 #include <optional>
 #include <unordered_map>
 
+#include "api/labels/field_selector.h"
 #include "api/labels/selector.h"
 #include "common/clock.h"
 #include "common/random.h"
-#include "server/handlers/field_selector.h"
 #include "server/handlers/output.h"
 #include "server/handlers/registry.h"
 #include "server/http/http.h"
@@ -54,7 +54,7 @@ struct WatchSpec {
   bool initial_events_end_bookmark = false;
   bool bookmarks = false;
   api::labels::Selector labels;
-  FieldSelector fields;
+  api::labels::FieldSelector fields;
   OutputFormat format;
   Duration timeout{0};  // zero: the default range
 };

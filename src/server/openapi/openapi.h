@@ -10,7 +10,7 @@
 // PATCH operations advertise JSON patch and merge patch but not strategic merge patch, so
 // `kubectl apply` computes its patches from its own built-in types (strategic merge patch for
 // core kinds, JSON merge patch for kinds it does not know) rather than from these schemas; the
-// server applies all three formats (handlers/patch.h).
+// server applies all three formats (api/patch/patch.h).
 //
 // Strict field validation (`fieldValidation=Strict|Warn`): a field the schema does not declare
 // is unknown. Fields the object model keeps without modelling (upstream_fields.yaml) are

@@ -11,9 +11,15 @@
 // served kinds (ObjectMeta.finalizers/ownerReferences, PodSpec.containers, status conditions,
 // ResourceClaimStatus.reservedFor, ...).
 //
+// These are the server's rules (handlers/rest.cc applies them to PATCH requests); every other
+// ApiClient that applies patches itself (client::MemoryApi) uses them too, so a patch means the
+// same thing whichever API a component talks to.
+//
 // Errors: a patch document of the wrong shape is InvalidArgument without causes (answered 400);
 // a patch that does not apply (JSON patch `test` failure, missing path) is FailedPrecondition
-// (answered 422, as upstream answers a patch that cannot be applied).
+// (answered 422, as upstream answers a patch that cannot be applied). A client sees both as
+// InvalidArgument with the same message (client/rest_client.h maps 400 and 422 alike);
+// `AsClientError` does that mapping for APIs that apply patches in the client's process.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -25,10 +31,32 @@
 
 #include "common/status.h"
 
-namespace draplane::server::handlers {
+namespace draplane::api::patch {
 
+enum class PatchFormat {
+  kJson,            // application/json-patch+json
+  kMerge,           // application/merge-patch+json
+  kStrategicMerge,  // application/strategic-merge-patch+json
+};
+
+// The format a request's Content-Type names, or nullopt for any other media type.
+std::optional<PatchFormat> PatchFormatOf(std::string_view content_type);
+
+// Whether `patch` has the shape its format needs (a JSON patch is an array, the merge formats
+// take an object); InvalidArgument with the API server's message otherwise.
+Status CheckPatchShape(const boost::json::value& patch, PatchFormat format);
+
+// Applies `patch` in `format` to `document`, an object of `kind` (strategic merge looks up the
+// kind's list strategies). CheckPatchShape's errors, then those of the format's function below.
+StatusOr<boost::json::value> ApplyPatch(const boost::json::value& document,
+                                        const boost::json::value& patch, PatchFormat format,
+                                        std::string_view kind);
+
+// RFC 6902: add, remove, replace, move, copy, test (evanphx/json-patch's messages).
 StatusOr<boost::json::value> ApplyJsonPatch(const boost::json::value& document,
                                             const boost::json::value& patch);
+
+// RFC 7386. A patch that is not an object replaces the document.
 
 boost::json::value ApplyMergePatch(const boost::json::value& document,
                                    const boost::json::value& patch);
@@ -50,4 +78,7 @@ StatusOr<boost::json::value> ApplyStrategicMergePatch(const boost::json::value& 
                                                       const boost::json::value& patch,
                                                       std::string_view kind);
 
-}  // namespace draplane::server::handlers
+// The Status a client of the API server sees for a patch error (see the file comment).
+Status AsClientError(const Status& patch_error);
+
+}  // namespace draplane::api::patch

@@ -1,135 +1,16 @@
-#include "server/handlers/patch.h"
-
 #include <boost/json.hpp>
 #include <map>
 #include <utility>
 #include <vector>
 
-namespace draplane::server::handlers {
+#include "api/patch/patch.h"
+
+namespace draplane::api::patch {
 namespace {
 
 using boost::json::array;
 using boost::json::object;
 using boost::json::value;
-
-// --- JSON pointer / JSON patch (RFC 6901 / 6902) ---------------------------------------------
-
-StatusOr<std::vector<std::string>> ParsePointer(std::string_view pointer) {
-  std::vector<std::string> tokens;
-  if (pointer.empty()) return tokens;
-  if (pointer[0] != '/') {
-    return InvalidArgumentError("invalid JSON pointer \"" + std::string(pointer) +
-                                "\": must start with '/'");
-  }
-  pointer.remove_prefix(1);
-  while (true) {
-    size_t slash = pointer.find('/');
-    std::string_view raw = pointer.substr(0, slash);
-    std::string token;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '~' && i + 1 < raw.size() && (raw[i + 1] == '0' || raw[i + 1] == '1')) {
-        token.push_back(raw[i + 1] == '0' ? '~' : '/');
-        ++i;
-      } else {
-        token.push_back(raw[i]);
-      }
-    }
-    tokens.push_back(std::move(token));
-    if (slash == std::string_view::npos) break;
-    pointer.remove_prefix(slash + 1);
-  }
-  return tokens;
-}
-
-std::optional<size_t> ParseIndex(const std::string& token, size_t limit) {
-  if (token.empty() || token.size() > 18) return std::nullopt;
-  if (token.size() > 1 && token[0] == '0') return std::nullopt;
-  size_t index = 0;
-  for (char c : token) {
-    if (c < '0' || c > '9') return std::nullopt;
-    index = index * 10 + static_cast<size_t>(c - '0');
-  }
-  if (index > limit) return std::nullopt;
-  return index;
-}
-
-Status DoesNotApply(std::string_view op, std::string_view path) {
-  return FailedPreconditionError("jsonpatch " + std::string(op) +
-                                 " operation does not apply: doc is missing path: \"" +
-                                 std::string(path) + "\"");
-}
-
-// The value at `tokens`, or nullptr.
-value* Resolve(value& root, const std::vector<std::string>& tokens) {
-  value* current = &root;
-  for (const std::string& token : tokens) {
-    if (current->is_object()) {
-      current = current->get_object().if_contains(token);
-    } else if (current->is_array()) {
-      std::optional<size_t> i = ParseIndex(token, current->get_array().size() - 1);
-      if (!i || current->get_array().empty()) return nullptr;
-      current = &current->get_array()[*i];
-    } else {
-      return nullptr;
-    }
-    if (current == nullptr) return nullptr;
-  }
-  return current;
-}
-
-Status Add(value& root, const std::vector<std::string>& tokens, value v, std::string_view path) {
-  if (tokens.empty()) {
-    root = std::move(v);
-    return Status::Ok();
-  }
-  std::vector<std::string> parent_tokens(tokens.begin(), tokens.end() - 1);
-  value* parent = Resolve(root, parent_tokens);
-  if (parent == nullptr) return DoesNotApply("add", path);
-  const std::string& last = tokens.back();
-  if (parent->is_object()) {
-    parent->get_object()[last] = std::move(v);
-    return Status::Ok();
-  }
-  if (parent->is_array()) {
-    array& a = parent->get_array();
-    if (last == "-") {
-      a.push_back(std::move(v));
-      return Status::Ok();
-    }
-    std::optional<size_t> i = ParseIndex(last, a.size());
-    if (!i) return DoesNotApply("add", path);
-    a.insert(a.begin() + static_cast<std::ptrdiff_t>(*i), std::move(v));
-    return Status::Ok();
-  }
-  return DoesNotApply("add", path);
-}
-
-StatusOr<value> Remove(value& root, const std::vector<std::string>& tokens, std::string_view op,
-                       std::string_view path) {
-  if (tokens.empty()) return DoesNotApply(op, path);
-  std::vector<std::string> parent_tokens(tokens.begin(), tokens.end() - 1);
-  value* parent = Resolve(root, parent_tokens);
-  if (parent == nullptr) return DoesNotApply(op, path);
-  const std::string& last = tokens.back();
-  if (parent->is_object()) {
-    object& o = parent->get_object();
-    auto it = o.find(last);
-    if (it == o.end()) return DoesNotApply(op, path);
-    value removed = std::move(it->value());
-    o.erase(it);
-    return removed;
-  }
-  if (parent->is_array()) {
-    array& a = parent->get_array();
-    if (a.empty()) return DoesNotApply(op, path);
-    std::optional<size_t> i = ParseIndex(last, a.size() - 1);
-    if (!i) return DoesNotApply(op, path);
-    value removed = std::move(a[*i]);
-    a.erase(a.begin() + static_cast<std::ptrdiff_t>(*i));
-    return removed;
-  }
-  return DoesNotApply(op, path);
-}
 
 // --- Strategic merge patch --------------------------------------------------------------------
 
@@ -368,71 +249,6 @@ class StrategicMerger {
 
 }  // namespace
 
-StatusOr<value> ApplyJsonPatch(const value& document, const value& patch) {
-  if (!patch.is_array()) {
-    return InvalidArgumentError("json: cannot unmarshal " +
-                                std::string(patch.is_object() ? "object" : "value") +
-                                " into Go value of type jsonpatch.Patch");
-  }
-  value doc = document;
-  for (const value& op_value : patch.get_array()) {
-    if (!op_value.is_object()) return InvalidArgumentError("a JSON patch operation must be a map");
-    const object& op = op_value.get_object();
-    const value* op_name = op.if_contains("op");
-    const value* path_value = op.if_contains("path");
-    if (op_name == nullptr || !op_name->is_string()) {
-      return InvalidArgumentError("Unexpected kind: missing or invalid \"op\"");
-    }
-    if (path_value == nullptr || !path_value->is_string()) {
-      return InvalidArgumentError("operation missing path field");
-    }
-    std::string name(op_name->get_string());
-    std::string path(path_value->get_string());
-    StatusOr<std::vector<std::string>> tokens = ParsePointer(path);
-    if (!tokens.ok()) return tokens.status();
-    const value* v = op.if_contains("value");
-    if (name == "add") {
-      if (v == nullptr) return InvalidArgumentError("add operation missing value");
-      if (Status s = Add(doc, *tokens, *v, path); !s.ok()) return s;
-    } else if (name == "remove") {
-      if (auto r = Remove(doc, *tokens, "remove", path); !r.ok()) return r.status();
-    } else if (name == "replace") {
-      if (v == nullptr) return InvalidArgumentError("replace operation missing value");
-      value* target = Resolve(doc, *tokens);
-      if (target == nullptr) return DoesNotApply("replace", path);
-      *target = *v;
-    } else if (name == "move" || name == "copy") {
-      const value* from_value = op.if_contains("from");
-      if (from_value == nullptr || !from_value->is_string()) {
-        return InvalidArgumentError(name + " operation missing from field");
-      }
-      std::string from(from_value->get_string());
-      StatusOr<std::vector<std::string>> from_tokens = ParsePointer(from);
-      if (!from_tokens.ok()) return from_tokens.status();
-      value moved;
-      if (name == "move") {
-        auto removed = Remove(doc, *from_tokens, "move", from);
-        if (!removed.ok()) return removed.status();
-        moved = std::move(*removed);
-      } else {
-        value* source = Resolve(doc, *from_tokens);
-        if (source == nullptr) return DoesNotApply("copy", from);
-        moved = *source;
-      }
-      if (Status s = Add(doc, *tokens, std::move(moved), path); !s.ok()) return s;
-    } else if (name == "test") {
-      value* target = Resolve(doc, *tokens);
-      if (v == nullptr) return InvalidArgumentError("test operation missing value");
-      if (target == nullptr || !(*target == *v)) {
-        return FailedPreconditionError("testing value " + path + " failed: test failed");
-      }
-    } else {
-      return InvalidArgumentError("Unexpected kind: " + name);
-    }
-  }
-  return doc;
-}
-
 value ApplyMergePatch(const value& document, const value& patch) {
   if (!patch.is_object()) return patch;
   value result = document.is_object() ? document : value(object());
@@ -527,4 +343,49 @@ StatusOr<value> ApplyStrategicMergePatch(const value& document, const value& pat
   return value(std::move(**merged));
 }
 
-}  // namespace draplane::server::handlers
+std::optional<PatchFormat> PatchFormatOf(std::string_view content_type) {
+  if (content_type == "application/json-patch+json") return PatchFormat::kJson;
+  if (content_type == "application/merge-patch+json") return PatchFormat::kMerge;
+  if (content_type == "application/strategic-merge-patch+json") {
+    return PatchFormat::kStrategicMerge;
+  }
+  return std::nullopt;
+}
+
+Status CheckPatchShape(const value& patch, PatchFormat format) {
+  if (format == PatchFormat::kJson) {
+    if (!patch.is_array()) {
+      return InvalidArgumentError("json: cannot unmarshal " +
+                                  std::string(patch.is_object() ? "object" : "value") +
+                                  " into Go value of type jsonpatch.Patch");
+    }
+    return Status::Ok();
+  }
+  if (!patch.is_object()) return InvalidArgumentError("the patch must be a JSON object");
+  return Status::Ok();
+}
+
+StatusOr<value> ApplyPatch(const value& document, const value& patch, PatchFormat format,
+                           std::string_view kind) {
+  if (Status shape = CheckPatchShape(patch, format); !shape.ok()) return shape;
+  switch (format) {
+    case PatchFormat::kJson:
+      return ApplyJsonPatch(document, patch);
+    case PatchFormat::kMerge: {
+      // One copy of the document, patched in place.
+      value merged(document);
+      MergePatchInto(merged, patch);
+      return merged;
+    }
+    case PatchFormat::kStrategicMerge:
+      return ApplyStrategicMergePatch(document, patch, kind);
+  }
+  return InternalError("unknown patch format");
+}
+
+Status AsClientError(const Status& patch_error) {
+  if (patch_error.code() != StatusCode::kFailedPrecondition) return patch_error;
+  return InvalidArgumentError(std::string(patch_error.message()));
+}
+
+}  // namespace draplane::api::patch

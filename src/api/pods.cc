@@ -1,0 +1,89 @@
+#include "api/pods.h"
+
+#include <boost/json.hpp>
+#include <cstdint>
+
+#include "api/gen/core_v1_codec.h"
+
+namespace draplane::api {
+
+bool IsPodTerminal(const corev1::Pod& pod) {
+  return pod.status.phase == corev1::kPodPhaseSucceeded ||
+         pod.status.phase == corev1::kPodPhaseFailed;
+}
+
+bool HasPodCondition(const corev1::Pod& pod, std::string_view type, std::string_view value) {
+  for (const corev1::PodCondition& c : pod.status.conditions) {
+    if (c.type == type) return c.status == value;
+  }
+  return false;
+}
+
+bool SetPodCondition(corev1::PodStatus* status, std::string_view type, std::string_view value,
+                     std::string_view reason, std::string_view message, const Time& now) {
+  for (corev1::PodCondition& c : status->conditions) {
+    if (c.type != type) continue;
+    if (c.status == value && c.reason == reason && c.message == message) return false;
+    if (c.status != value) c.last_transition_time = now;
+    c.status = std::string(value);
+    c.reason = std::string(reason);
+    c.message = std::string(message);
+    return true;
+  }
+  corev1::PodCondition c;
+  c.type = std::string(type);
+  c.status = std::string(value);
+  c.reason = std::string(reason);
+  c.message = std::string(message);
+  c.last_transition_time = now;
+  status->conditions.push_back(std::move(c));
+  return true;
+}
+
+std::string PodIpFor(std::string_view uid) {
+  // FNV-1a of the uid; the last octet stays in 1..254.
+  uint32_t h = 2166136261u;
+  for (unsigned char c : uid) h = (h ^ c) * 16777619u;
+  return "10.244." + std::to_string((h >> 8) & 0xff) + "." + std::to_string(1 + (h & 0xfd));
+}
+
+boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
+                                     const RunningPodOptions& options) {
+  corev1::PodStatus status = pod.status;
+  status.phase = std::string(corev1::kPodPhaseRunning);
+  status.reason.clear();
+  status.message.clear();
+  if (!status.start_time) status.start_time = now;
+  for (std::string_view type :
+       {corev1::kPodConditionTypePodScheduled, corev1::kPodConditionTypePodReadyToStartContainers,
+        corev1::kPodConditionTypeInitialized, corev1::kPodConditionTypeContainersReady,
+        corev1::kPodConditionTypeReady}) {
+    SetPodCondition(&status, type, "True", "", "", now);
+  }
+  const std::string pod_ip = PodIpFor(pod.metadata.uid);
+  status.pod_ip = pod_ip;
+  if (!options.host_ip.empty()) status.host_ip = options.host_ip;
+  boost::json::value encoded = corev1::Encode(status);
+  boost::json::object& out = encoded.as_object();
+  out["podIPs"] = boost::json::array{boost::json::object{{"ip", pod_ip}}};
+  if (!options.host_ip.empty()) {
+    out["hostIPs"] = boost::json::array{boost::json::object{{"ip", options.host_ip}}};
+  }
+  boost::json::array containers;
+  for (const corev1::Container& c : pod.spec.containers) {
+    containers.push_back(boost::json::object{
+        {"name", c.name},
+        {"image", c.image},
+        {"imageID", ""},
+        {"containerID", "draplane://" + pod.metadata.uid + "/" + c.name},
+        {"ready", true},
+        {"started", true},
+        {"restartCount", 0},
+        {"state",
+         boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}}});
+  }
+  out["containerStatuses"] = std::move(containers);
+  return std::move(out);
+}
+
+}  // namespace draplane::api

@@ -1,0 +1,52 @@
+// Pod status rules for everything in draplane that plays the kubelet: the node agent
+// (agent/agent.h, a simulated or real node's Pods) and the kubelet simulator
+// (controllers/kubelet, `--simulate-kubelet`, nodes without an agent). Both report the same
+// running status through `RunningPodStatus`, so a Pod looks the same whichever one ran it.
+//
+// What a kubelet reports once every container of a Pod runs (upstream kubelet
+// generateAPIPodStatus, reduced to what has no real containers behind it):
+//   - phase Running, reason and message cleared, startTime set once;
+//   - conditions PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady and Ready
+//     True (podutil.UpdatePodCondition: lastTransitionTime moves only when the status changes);
+//   - hostIP / hostIPs when the caller knows the node's address;
+//   - podIP / podIPs: a stable address in 10.244.0.0/16 derived from the Pod's uid;
+//   - one running, ready containerStatus per container, containerID `draplane://<uid>/<name>`.
+//
+// Thread-safety: pure functions on values the caller owns.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <string>
+#include <string_view>
+
+#include "api/gen/core_v1_types.h"
+#include "api/meta/time.h"
+
+namespace draplane::api {
+
+// Succeeded or Failed: none of the Pod's containers runs or will run again.
+bool IsPodTerminal(const corev1::Pod& pod);
+
+// Whether the Pod has condition `type` with status `value`.
+bool HasPodCondition(const corev1::Pod& pod, std::string_view type, std::string_view value);
+
+// Sets condition `type` to (`value`, `reason`, `message`), adding it when missing; its
+// lastTransitionTime becomes `now` only when the status changes. True when anything changed.
+bool SetPodCondition(corev1::PodStatus* status, std::string_view type, std::string_view value,
+                     std::string_view reason, std::string_view message, const Time& now);
+
+// The Pod's address: the same for the same uid, in 10.244.0.0/16.
+std::string PodIpFor(std::string_view uid);
+
+struct RunningPodOptions {
+  // The node's address, reported as hostIP / hostIPs; empty: not reported.
+  std::string host_ip{};
+};
+
+// The status of `pod` once all its containers run (see the file comment), as the JSON object a
+// status update or merge patch carries: the typed status (conditions the caller set first are
+// kept) plus the fields api/gen does not model (podIPs, hostIPs, containerStatuses).
+boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
+                                     const RunningPodOptions& options = {});
+
+}  // namespace draplane::api

@@ -1,0 +1,76 @@
+#include "api/pods.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "api/gen/core_v1_codec.h"
+
+namespace draplane::api {
+namespace {
+
+corev1::Pod BoundPod() {
+  corev1::Pod pod;
+  pod.metadata.name = "p";
+  pod.metadata.uid = "0b5f6c1e-uid";
+  pod.spec.node_name = "n1";
+  corev1::Container c;
+  c.name = "main";
+  c.image = "busybox";
+  pod.spec.containers.push_back(c);
+  pod.status.phase = std::string(corev1::kPodPhasePending);
+  return pod;
+}
+
+TEST(PodsTest, RunningStatusIsWhatAKubeletReports) {
+  corev1::Pod pod = BoundPod();
+  const Time then = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'000)));
+  SetPodCondition(&pod.status, "PodScheduled", "True", "", "", then);
+  const Time now = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'100)));
+  boost::json::object status = RunningPodStatus(pod, now, {.host_ip = "192.0.2.7"});
+  EXPECT_EQ(status["phase"], "Running");
+  EXPECT_EQ(std::string_view(status["startTime"].as_string()), now.text());
+  EXPECT_EQ(status["hostIP"], "192.0.2.7");
+  EXPECT_EQ(status["hostIPs"], boost::json::parse(R"([{"ip":"192.0.2.7"}])"));
+  const std::string ip = PodIpFor(pod.metadata.uid);
+  EXPECT_EQ(std::string_view(status["podIP"].as_string()), ip);
+  EXPECT_EQ(ip, PodIpFor("0b5f6c1e-uid")) << "stable per uid";
+  EXPECT_EQ(ip.rfind("10.244.", 0), 0u);
+  ASSERT_EQ(status["containerStatuses"].as_array().size(), 1u);
+  const boost::json::object& container = status["containerStatuses"].as_array()[0].as_object();
+  EXPECT_EQ(container.at("containerID"), "draplane://0b5f6c1e-uid/main");
+  EXPECT_EQ(container.at("ready"), true);
+
+  corev1::Pod running = pod;
+  FieldErrorList errors;
+  running.status = {};
+  corev1::Decode(boost::json::value(status), &running.status, &errors);
+  ASSERT_TRUE(errors.empty());
+  for (std::string_view type :
+       {"PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready"}) {
+    EXPECT_TRUE(HasPodCondition(running, type, "True")) << type;
+  }
+  // A condition that was already True keeps its transition time.
+  for (const corev1::PodCondition& c : running.status.conditions) {
+    EXPECT_EQ(c.last_transition_time.text(), c.type == "PodScheduled" ? then.text() : now.text())
+        << c.type;
+  }
+}
+
+TEST(PodsTest, SetPodConditionMovesTheTransitionTimeOnlyWithTheStatus) {
+  corev1::PodStatus status;
+  const Time t1 = Time::FromTimestamp(Timestamp(std::chrono::seconds(100)));
+  const Time t2 = Time::FromTimestamp(Timestamp(std::chrono::seconds(200)));
+  EXPECT_TRUE(SetPodCondition(&status, "Ready", "False", "Why", "msg", t1));
+  EXPECT_FALSE(SetPodCondition(&status, "Ready", "False", "Why", "msg", t2));
+  EXPECT_TRUE(SetPodCondition(&status, "Ready", "False", "Other", "msg", t2));
+  EXPECT_EQ(status.conditions[0].last_transition_time.text(), t1.text());
+  EXPECT_TRUE(SetPodCondition(&status, "Ready", "True", "", "", t2));
+  EXPECT_EQ(status.conditions[0].last_transition_time.text(), t2.text());
+  corev1::Pod pod;
+  pod.status.phase = "Failed";
+  EXPECT_TRUE(IsPodTerminal(pod));
+}
+
+}  // namespace
+}  // namespace draplane::api
