@@ -373,5 +373,62 @@ TEST_F(SchedulerTest, PodsWaitForTheirGeneratedClaims) {
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p"); }));
 }
 
+// A stale extended-resource claim (from an earlier attempt) is deleted and deallocated by
+// PostFilter. Deallocation takes status.devices along and removes only the scheduler's own
+// finalizer: another controller's finalizer keeps the claim until that controller is done.
+TEST_F(SchedulerTest, AStaleExtendedResourceClaimKeepsForeignFinalizersAndLosesDeviceStatus) {
+  cluster_.Class("legacy-gpu", kGpuClass, "example.com/gpu");
+  cluster_.Node("node-dra");
+  cluster_.Slice("node-dra", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  api::corev1::Pod spec = cluster_.PodSpec("dra");
+  spec.spec.containers[0].resources.requests["example.com/gpu"] = api::Quantity::FromInt64(1);
+  spec.spec.containers[0].resources.limits["example.com/gpu"] = api::Quantity::FromInt64(1);
+  cluster_.Pod(spec);
+  StatusOr<api::corev1::Pod> pod = cluster_.GetPod("dra");
+  ASSERT_TRUE(pod.ok());
+
+  // The pod's special claim, allocated with device status, as an earlier attempt left it.
+  rv1::ResourceClaim claim = cluster_.ClaimSpec("dra-extended-resources-old", "legacy-gpu");
+  claim.metadata.annotations["resource.kubernetes.io/extended-resource-claim"] = "true";
+  api::metav1::OwnerReference owner;
+  owner.api_version = "v1";
+  owner.kind = "Pod";
+  owner.name = "dra";
+  owner.uid = pod->metadata.uid;
+  owner.controller = true;
+  claim.metadata.owner_references.push_back(owner);
+  claim.metadata.finalizers = {"example.com/audit", "resource.kubernetes.io/delete-protection"};
+  cluster_.Claim(claim);
+  StatusOr<rv1::ResourceClaim> created = cluster_.GetClaim("dra-extended-resources-old");
+  ASSERT_TRUE(created.ok());
+  created->status.allocation.emplace();
+  rv1::DeviceRequestAllocationResult result;
+  result.request = "req";
+  result.driver = "gpu.example.com";
+  result.pool = "node-dra";
+  result.device = "gpu-0";
+  created->status.allocation->devices.results.push_back(result);
+  rv1::AllocatedDeviceStatus device;
+  device.driver = "gpu.example.com";
+  device.pool = "node-dra";
+  device.device = "gpu-0";
+  created->status.devices.push_back(device);
+  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *created).ok());
+
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim("dra-extended-resources-old");
+    return !c.ok() || (c->metadata.deletion_timestamp.has_value() &&
+                       !c->status.allocation.has_value() && c->metadata.finalizers.size() < 2);
+  }));
+  StatusOr<rv1::ResourceClaim> released = cluster_.GetClaim("dra-extended-resources-old");
+  ASSERT_TRUE(released.ok()) << "the foreign finalizer must keep the claim: "
+                             << released.status().ToString();
+  EXPECT_EQ(released->metadata.finalizers, std::vector<std::string>{"example.com/audit"});
+  EXPECT_FALSE(released->status.allocation.has_value());
+  EXPECT_TRUE(released->status.devices.empty());
+  EXPECT_TRUE(released->status.reserved_for.empty());
+}
+
 }  // namespace
 }  // namespace draplane::scheduler

@@ -807,61 +807,64 @@ class DynamicResources final : public PreEnqueuePlugin,
           return;
         }
       }
-      for (int attempt = 0; attempt <= retries; ++attempt) {
-        StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(*api, ns, name);
-        if (!claim.ok() || claim->metadata.uid != uid) return;
-        if (expected != nullptr &&
-            !(claim->status.allocation.has_value() && *claim->status.allocation == *expected)) {
-          return;  // not our allocation any more
-        }
-        if (pod_uid.empty()) {
-          api::ClearAllocationAndReservations(&claim->status);
-        } else {
-          api::RemoveReservation(&claim->status, pod_uid);
-        }
-        StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(*api, *claim, manager);
-        if (written.ok()) {
-          if (pod_uid.empty()) {
-            // Drop the finalizer too: the claim no longer holds devices.
-            rv1::ResourceClaim next = *written;
-            if (api::RemoveClaimFinalizer(&next)) {
-              client::Update(*api, next, manager).status().IgnoreError();  // the claim
-              // controller removes it otherwise
-            }
-          }
-          return;
-        }
-        if (written.status().code() != StatusCode::kConflict) {
-          log::Warning("scheduler: releasing claim {}/{}: {}", ns, name,
-                       written.status().ToString());
-          return;
-        }
-      }
+      Release(*api, ns, name, uid, pod_uid, expected.get(), retries, manager);
     });
   }
 
+  // Deletes a claim this scheduler created (the extended-resource claim). Its allocation and
+  // the scheduler's finalizer go too, so that nothing else keeps it; a finalizer another
+  // controller added stays, and that controller decides when the claim goes.
   void DeleteClaimAsync(std::string ns, std::string name, std::string uid) {
     client::ApiClient* api = deps_.api;
+    int retries = options_.conflict_retries;
+    std::string manager = options_.field_manager;
     deps_.run_async([=] {
       client::DeleteOptions options;
       options.precondition_uid = uid;
       Status s = client::Delete<rv1::ResourceClaim>(*api, ns, name, options);
       if (s.ok() || s.code() == StatusCode::kNotFound) {
-        // The finalizer keeps an allocated claim; remove it so the claim goes away.
-        StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(*api, ns, name);
-        if (claim.ok() && claim->metadata.uid == uid) {
-          claim->status.allocation.reset();
-          claim->status.reserved_for.clear();
-          StatusOr<rv1::ResourceClaim> cleared = client::UpdateStatus(*api, *claim);
-          if (cleared.ok()) {
-            cleared->metadata.finalizers.clear();
-            client::Update(*api, *cleared).status().IgnoreError();  // gone already is fine
-          }
-        }
+        Release(*api, ns, name, uid, "", nullptr, retries, manager);
         return;
       }
       log::Warning("scheduler: deleting claim {}/{}: {}", ns, name, s.ToString());
     });
+  }
+
+  // The API work of DeallocateAsync and DeleteClaimAsync, with conflict retries: removes the
+  // reservation of `pod_uid`, or (empty `pod_uid`) deallocates the claim and then removes the
+  // scheduler's finalizer (api/resource_claims.h). Nothing happens when the claim is gone, has
+  // another uid, or no longer carries `expected` (when given).
+  static void Release(client::ApiClient& api, const std::string& ns, const std::string& name,
+                      const std::string& uid, const std::string& pod_uid,
+                      const rv1::AllocationResult* expected, int retries,
+                      const std::string& manager) {
+    for (int attempt = 0; attempt <= retries; ++attempt) {
+      StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(api, ns, name);
+      if (!claim.ok() || claim->metadata.uid != uid) return;
+      if (expected != nullptr &&
+          !(claim->status.allocation.has_value() && *claim->status.allocation == *expected)) {
+        return;  // not our allocation any more
+      }
+      if (pod_uid.empty()) {
+        api::ClearAllocationAndReservations(&claim->status);
+      } else {
+        api::RemoveReservation(&claim->status, pod_uid);
+      }
+      StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(api, *claim, manager);
+      if (written.ok()) {
+        rv1::ResourceClaim next = *written;
+        // Without an allocation the claim needs no protection; the claim controller removes
+        // the finalizer when this write loses a race.
+        if (pod_uid.empty() && api::RemoveClaimFinalizer(&next)) {
+          client::Update(api, next, manager).status().IgnoreError();
+        }
+        return;
+      }
+      if (written.status().code() != StatusCode::kConflict) {
+        log::Warning("scheduler: releasing claim {}/{}: {}", ns, name, written.status().ToString());
+        return;
+      }
+    }
   }
 
   DynamicResourcesDeps deps_;
