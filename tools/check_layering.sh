@@ -2,14 +2,18 @@
 # Fails when a source file under src/<module>/ includes a header of a module it may not depend on.
 # The allowed edges are declared once, in cmake/Modules.cmake (DRAPLANE_EDGES_<module>).
 # Also enforces: nothing includes bin/ or cli/ from another module, and only server/http/
-# includes Boost.Beast or Asio.
+# includes Boost.Beast or Asio. A test-only module (DRAPLANE_TEST_ONLY_MODULES, e.g. testing/)
+# may be included by any module's tests (`*_test.cc`) and by nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 declare -A allowed
+test_only=";"
 while IFS= read -r line; do
   if [[ $line =~ ^set\(DRAPLANE_EDGES_([a-z_]+)[[:space:]]+\"([^\"]*)\"\) ]]; then
     allowed[${BASH_REMATCH[1]}]=";${BASH_REMATCH[2]};"
+  elif [[ $line =~ ^set\(DRAPLANE_TEST_ONLY_MODULES[[:space:]]+\"([^\"]*)\"\) ]]; then
+    test_only=";${BASH_REMATCH[1]};"
   fi
 done < cmake/Modules.cmake
 
@@ -28,6 +32,12 @@ for module in $modules; do
     [ "$target" = "$module" ] && continue
     # Only project modules are checked; other quoted includes are not module paths.
     [ -d "src/$target" ] || continue
+    if [[ $test_only == *";$target;"* ]]; then
+      [[ $file == *_test.cc ]] && continue
+      echo "layering: $file:$lineno: only tests (*_test.cc) may include $target (${include#*#include })"
+      status=1
+      continue
+    fi
     if [[ ${allowed[$module]} != *";$target;"* ]]; then
       echo "layering: $file:$lineno: $module may not include $target (${include#*#include })"
       status=1

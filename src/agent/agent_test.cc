@@ -10,10 +10,10 @@
 #include "agent/drivers/profile/profile_driver.h"
 #include "agent/internal/files.h"
 #include "api/validation/validation.h"
-#include "client/memory_api.h"
-#include "client/testing/cluster.h"
 #include "client/typed.h"
 #include "common/random.h"
+#include "testing/cluster.h"
+#include "testing/test_api.h"
 
 namespace draplane::agent {
 namespace {
@@ -136,8 +136,7 @@ class AgentTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  std::unique_ptr<Random> random_ = NewSeededRandom(7);
-  client::MemoryApi api_{clock_, *random_};
+  draplane::testing::TestApi api_{{.clock = &clock_, .namespaces = {"team-a"}}};
   std::filesystem::path dir_;
   std::unique_ptr<Agent> agent_;
 };
@@ -255,7 +254,12 @@ TEST_F(AgentTest, WaitsForTheClaimToBeReservedForThePod) {
   ref.name = "gpu";
   ref.resource_claim_template_name = "tmpl";
   pod.spec.resource_claims.push_back(ref);
-  ASSERT_TRUE(client::Create(api_, pod).ok());
+  cv1::Container c;
+  c.name = "main";
+  c.image = "example.com/llm:1";
+  pod.spec.containers.push_back(c);
+  StatusOr<cv1::Pod> created = client::Create(api_, pod);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
   EXPECT_EQ(*agent_->SyncPod("team-a", "templated"), PodOutcome::kRetry);
 }
 
@@ -308,14 +312,13 @@ TEST_F(AgentTest, GarbageCollectsClaimsAfterARestartWhenThePodIsGone) {
 }  // namespace
 }  // namespace draplane::agent
 
-
 namespace draplane::agent {
 namespace {
 
 // The agent's own threads (informer, work queue, loop) against an in-memory API: a Pod bound to
 // the node runs once its devices are prepared, and its deletion is finished after unpreparing.
 TEST(AgentLoopTest, RunsAndFinishesPodsOnItsOwn) {
-  client::testing::Cluster cluster;
+  draplane::testing::Cluster cluster;
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("agent-loop-test-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

@@ -3,8 +3,9 @@
 //
 // `ApiClient` is the seam between components (scheduler, controllers, node agent, CLI) and the
 // API server. `RestClient` (rest_client.h) implements it over HTTP against `draplane serve` or any
-// Kubernetes API server; `MemoryApi` (memory_api.h) implements it in memory for unit tests and the
-// simulator. The typed helpers (typed.h) and informers (informer.h) sit on top.
+// Kubernetes API server (or in-process, cli/in_process_transport.h); `MemoryApi` (memory_api.h)
+// implements it in memory for the simulator. The typed helpers (typed.h) and informers (informer.h)
+// sit on top.
 //
 // Errors map Kubernetes status reasons onto draplane codes (rest_client.h lists the mapping):
 // NotFound, AlreadyExists, Conflict (resourceVersion mismatch), Expired (410 Gone: the requested

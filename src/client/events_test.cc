@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "client/memory_api.h"
 #include "client/typed.h"
+#include "testing/test_api.h"
 
 namespace draplane::client {
 namespace {
@@ -13,7 +13,7 @@ using api::corev1::Pod;
 
 class EventsTest : public ::testing::Test {
  protected:
-  EventsTest() : random_(NewSeededRandom(5)), api_(clock_, *random_) {
+  EventsTest() : api_({.clock = &clock_, .namespaces = {"ns"}}) {
     pod_.metadata.name = "p";
     pod_.metadata.namespace_ = "ns";
     pod_.metadata.uid = "uid-1";
@@ -25,8 +25,7 @@ class EventsTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  std::unique_ptr<Random> random_;
-  MemoryApi api_;
+  draplane::testing::TestApi api_;
   Pod pod_;
 };
 

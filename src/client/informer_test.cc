@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
-#include "client/memory_api.h"
 #include "client/shared_informers.h"
+#include "testing/test_api.h"
 
 namespace draplane::client {
 namespace {
@@ -53,19 +53,24 @@ class Recorder {
 
 class InformerTest : public ::testing::Test {
  protected:
-  InformerTest() : random_(NewSeededRandom(7)), api_(clock_, *random_) {}
+  InformerTest() : api_({.clock = &clock_, .namespaces = {"ns"}}) {}
 
   StatusOr<Pod> CreatePod(const std::string& name, const std::string& node = "") {
     Pod pod;
     pod.metadata.name = name;
     pod.metadata.namespace_ = "ns";
     pod.spec.node_name = node;
-    return Create(api_, pod);
+    api::corev1::Container c;
+    c.name = "main";
+    c.image = "app:1";
+    pod.spec.containers.push_back(c);
+    StatusOr<Pod> created = Create(api_, pod);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created;
   }
 
   ManualClock clock_;
-  std::unique_ptr<Random> random_;
-  MemoryApi api_;
+  draplane::testing::TestApi api_;
 };
 
 TEST_F(InformerTest, ListsThenFollowsTheWatch) {

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "client/memory_api.h"
 #include "client/typed.h"
+#include "testing/test_api.h"
 
 namespace draplane::client {
 namespace {
@@ -12,7 +12,7 @@ using std::chrono::seconds;
 
 class LeaderElectionTest : public ::testing::Test {
  protected:
-  LeaderElectionTest() : random_(NewSeededRandom(3)), api_(clock_, *random_) {}
+  LeaderElectionTest() : api_({.clock = &clock_, .namespaces = {"ns"}}) {}
 
   std::unique_ptr<LeaderElector> Elector(const std::string& identity, const Clock& clock) {
     StatusOr<std::unique_ptr<LeaderElector>> e = LeaderElector::Create(
@@ -22,8 +22,7 @@ class LeaderElectionTest : public ::testing::Test {
   }
 
   ManualClock clock_;
-  std::unique_ptr<Random> random_;
-  MemoryApi api_;
+  draplane::testing::TestApi api_;
 };
 
 TEST_F(LeaderElectionTest, OneReplicaLeadsUntilItsLeaseExpires) {

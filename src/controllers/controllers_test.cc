@@ -1,13 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "api/object.h"
-#include "client/testing/cluster.h"
 #include "controllers/controller_manager.h"
+#include "testing/cluster.h"
 
 namespace draplane::controllers {
 namespace {
 
-using client::testing::Cluster;
+using draplane::testing::Cluster;
 namespace rv1 = api::resourcev1;
 using api::corev1::Pod;
 
@@ -155,16 +155,16 @@ TEST_F(ControllersTest, OnlyEventsThatLeaveWorkQueueASync) {
   ASSERT_TRUE(running.ok());
   cluster_.Claim(GeneratedFor("running-gpu-abcde", *running));
   AllocateFor("running-gpu-abcde", *running);
-  ASSERT_TRUE(client::Patch<Pod>(cluster_.api(), "default", "running", client::PatchType::kMerge,
-                                 boost::json::object{{"status",
-                                                      boost::json::object{
-                                                          {"resourceClaimStatuses",
-                                                           boost::json::array{boost::json::object{
-                                                               {"name", "gpu"},
-                                                               {"resourceClaimName",
-                                                                "running-gpu-abcde"}}}}}}},
-                                 "status")
-                  .ok());
+  ASSERT_TRUE(
+      client::Patch<Pod>(
+          cluster_.api(), "default", "running", client::PatchType::kMerge,
+          boost::json::object{
+              {"status", boost::json::object{{"resourceClaimStatuses",
+                                              boost::json::array{boost::json::object{
+                                                  {"name", "gpu"},
+                                                  {"resourceClaimName", "running-gpu-abcde"}}}}}}},
+          "status")
+          .ok());
   // A shared claim allocated for "running" and used by a pod placed on the node by hand.
   cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
   AllocateFor("shared", *running);

@@ -4,13 +4,13 @@
 
 #include <boost/json.hpp>
 
-#include "client/testing/cluster.h"
+#include "testing/cluster.h"
 
 namespace draplane::scheduler {
 namespace {
 
-using client::testing::Cluster;
-using client::testing::DeviceSpec;
+using draplane::testing::Cluster;
+using draplane::testing::DeviceSpec;
 namespace rv1 = api::resourcev1;
 
 constexpr char kGpuClass[] = R"(device.driver == "gpu.example.com")";

@@ -236,6 +236,9 @@ class ServerImpl final : public Server {
 
   store::Store* store() override { return store_.get(); }
 
+  void SendWatchBookmarks() override { watches_->BookmarkNow(); }
+  void EndWatches() override { watches_->EndStreams(); }
+
   void Shutdown() override {
     {
       std::lock_guard lock(mu_);

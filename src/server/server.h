@@ -129,6 +129,13 @@ class Server {
   // The store the server writes to (for in-process tests and tools; components use the API).
   virtual store::Store* store() = 0;
 
+  // Every open watch that allows bookmarks gets one now (normally they come every
+  // ServerOptions::watch_bookmark_interval); it is on the stream when this returns.
+  virtual void SendWatchBookmarks() = 0;
+  // Ends every open watch as its timeout would (the clients resume from the last revision they
+  // saw). With SendWatchBookmarks, what the unit tests' API (testing/test_api.h) drives.
+  virtual void EndWatches() = 0;
+
   // Stops embedded components, ends watches, finishes requests in flight and closes the store.
   // Idempotent.
   virtual void Shutdown() = 0;

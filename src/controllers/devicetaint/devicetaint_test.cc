@@ -5,11 +5,11 @@
 #include <functional>
 #include <mutex>
 
-#include "client/memory_api.h"
 #include "client/typed.h"
 #include "common/random.h"
 #include "controllers/devicetaint/controller.h"
 #include "controllers/devicetaint/evaluator.h"
+#include "testing/test_api.h"
 
 namespace draplane::controllers::devicetaint {
 namespace {
@@ -53,6 +53,11 @@ rv1::ResourceClaim Claim(const std::string& ns, const std::string& name, const s
   c.metadata.namespace_ = ns;
   c.metadata.name = name;
   c.metadata.uid = "claim-" + name;
+  rv1::DeviceRequest request;
+  request.name = "gpu";
+  request.exactly.emplace();
+  request.exactly->device_class_name = "gpu.nvidia.com";
+  c.spec.devices.requests.push_back(request);
   rv1::AllocationResult a;
   rv1::DeviceRequestAllocationResult r;
   r.request = "gpu";
@@ -78,6 +83,10 @@ cv1::Pod Pod(const std::string& ns, const std::string& name, const std::string& 
   p.metadata.uid = uid;
   p.spec.node_name = "n1";
   p.spec.priority = priority;
+  cv1::Container c;
+  c.name = "main";
+  c.image = "app:1";
+  p.spec.containers.push_back(c);
   return p;
 }
 
@@ -239,7 +248,7 @@ TEST(EvaluatorTest, NoExecuteRuleConditions) {
   EXPECT_EQ(RuleCondition(Rule("x", "NoSchedule", "n1", {}), report, 0).reason, "OtherEffect");
 }
 
-// The controller against an in-memory API: evictions and rule status.
+// The controller against the API server (testing/test_api.h): evictions and rule status.
 class ControllerTest : public ::testing::Test {
  protected:
   template <typename T>
@@ -259,7 +268,8 @@ class ControllerTest : public ::testing::Test {
         Claim(ns, name + "-claim", "n1", device, pod.metadata.uid, std::move(tolerations));
     rv1::ResourceClaim created = Create(claim);
     created.status = claim.status;
-    ASSERT_TRUE(client::UpdateStatus(api_, created).ok());
+    StatusOr<rv1::ResourceClaim> allocated = client::UpdateStatus(api_, created);
+    ASSERT_TRUE(allocated.ok()) << allocated.status().ToString();
   }
   // The fixture owns the controller so that TearDown stops the informers, whose threads call its
   // handlers, before the controller goes away.
@@ -304,8 +314,7 @@ class ControllerTest : public ::testing::Test {
   }
 
   ManualClock clock_{kT0};
-  std::unique_ptr<Random> random_ = NewSeededRandom(3);
-  client::MemoryApi api_{clock_, *random_};
+  draplane::testing::TestApi api_{{.clock = &clock_}};
   client::SharedInformers informers_{api_};
   std::unique_ptr<DeviceTaintController> controller_;
   std::mutex mu_;

@@ -191,6 +191,20 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // A bookmark now, as if the interval had passed, written to the stream before this returns.
+  void BookmarkNow() {
+    if (!spec_.bookmarks) return;
+    std::shared_ptr<store::Watcher> watcher;
+    {
+      std::lock_guard lock(mu_);
+      watcher = watcher_;
+    }
+    if (watcher == nullptr) return;
+    watcher->RequestBookmark();
+    std::lock_guard drain_lock(drain_mu_);
+    DrainLocked();
+  }
+
   void Close() {
     std::shared_ptr<http::ResponseStream> stream;
     {
@@ -517,14 +531,24 @@ void WatchManager::Remove(uint64_t id) {
 }
 
 void WatchManager::Tick() {
-  std::vector<std::shared_ptr<Session>> sessions;
-  {
-    std::lock_guard lock(mu_);
-    sessions.reserve(sessions_.size());
-    for (auto& [id, s] : sessions_) sessions.push_back(s);
-  }
   Duration now = clock_.MonotonicNow();
-  for (auto& s : sessions) s->Tick(now);
+  for (const std::shared_ptr<Session>& s : Sessions()) s->Tick(now);
+}
+
+void WatchManager::BookmarkNow() {
+  for (const std::shared_ptr<Session>& s : Sessions()) s->BookmarkNow();
+}
+
+void WatchManager::EndStreams() {
+  for (const std::shared_ptr<Session>& s : Sessions()) s->Close();
+}
+
+std::vector<std::shared_ptr<WatchManager::Session>> WatchManager::Sessions() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<Session>> sessions;
+  sessions.reserve(sessions_.size());
+  for (const auto& [id, s] : sessions_) sessions.push_back(s);
+  return sessions;
 }
 
 void WatchManager::Shutdown() {

@@ -76,6 +76,12 @@ class WatchManager {
   // Requests due bookmarks and ends timed-out streams; the server calls it about once a second.
   void Tick();
 
+  // Sends a bookmark to every stream that allows them, as if each one's interval had passed; it is
+  // on the stream when this returns.
+  void BookmarkNow();
+  // Ends every stream as its timeout would; clients resume from the last revision they saw.
+  void EndStreams();
+
   // Ends every stream and refuses new ones.
   void Shutdown();
 
@@ -105,6 +111,7 @@ class WatchManager {
   static bool Matches(const WatchSpec& spec, const Selectable& selectable);
 
   void Remove(uint64_t id);
+  std::vector<std::shared_ptr<Session>> Sessions() const;
 
   store::Store* store_;
   internal::ThreadPool* pool_;
@@ -134,8 +141,8 @@ class WatchManager {
   std::deque<CacheKey> cache_order_;                               // guarded by cache_mu_
   // By resource and the object version's own revision (type 0).
   std::unordered_map<CacheKey, std::shared_ptr<const Selectable>, CacheKeyHash>
-      selectables_;                             // guarded by cache_mu_
-  std::deque<CacheKey> selectables_order_;      // guarded by cache_mu_
+      selectables_;                         // guarded by cache_mu_
+  std::deque<CacheKey> selectables_order_;  // guarded by cache_mu_
 };
 
 }  // namespace draplane::server::handlers

@@ -12,7 +12,9 @@
 //     it deleted; once it is empty the `kubernetes` entry of spec.finalizers is removed and the
 //     namespace goes away;
 //   graceful pod deletion: a pod whose deletionTimestamp (its grace period's end) has passed and
-//     that has no finalizers is removed, standing in for the kubelet until node agents exist.
+//     that has no finalizers is removed. The kubelet players (node agent, kubelet simulator) end
+//     deleted Pods earlier; this is the backstop for nodes without one (upstream PodGC's
+//     terminating-pod collection), docs/architecture.md "Who owns what".
 //
 // The controller keeps an index of every object's uid and owners, built by a full load and kept
 // current by store watches, and works on one thread. Decisions that delete are re-checked

@@ -1,7 +1,8 @@
-// Test helpers for the scheduler and the controllers: an in-memory API with builders for the
-// objects a scheduling scenario needs, and waiting on API state without sleeping.
+// Test helpers for the scheduler, the controllers and the node agent: the real API server
+// in-process (test_api.h) with builders for the objects a scheduling scenario needs, and waiting
+// on API state without sleeping.
 //
-// Test-only (linked into test binaries, never into the library).
+// Test-only (linked into test binaries, never into draplane).
 #pragma once
 
 #include <condition_variable>
@@ -15,12 +16,11 @@
 #include "api/gen/core_v1_types.h"
 #include "api/gen/resource_v1_types.h"
 #include "client/informer.h"
-#include "client/memory_api.h"
 #include "client/typed.h"
 #include "common/clock.h"
-#include "common/random.h"
+#include "testing/test_api.h"
 
-namespace draplane::client::testing {
+namespace draplane::testing {
 
 namespace rv1 = api::resourcev1;
 
@@ -37,7 +37,7 @@ class Cluster {
   Cluster();
   ~Cluster();
 
-  client::MemoryApi& api() { return *api_; }
+  TestApi& api() { return *api_; }
   ManualClock& clock() { return clock_; }
 
   void Namespace(const std::string& name);
@@ -70,8 +70,7 @@ class Cluster {
 
  private:
   ManualClock clock_;
-  std::unique_ptr<Random> random_;
-  std::unique_ptr<client::MemoryApi> api_;
+  std::unique_ptr<TestApi> api_;
   std::unique_ptr<client::Informer<api::corev1::Pod>> pod_watch_;
   std::unique_ptr<client::Informer<rv1::ResourceClaim>> claim_watch_;
   std::mutex mu_;
@@ -79,4 +78,4 @@ class Cluster {
   uint64_t changes_ = 0;
 };
 
-}  // namespace draplane::client::testing
+}  // namespace draplane::testing

@@ -1,11 +1,10 @@
-#include "client/testing/cluster.h"
+#include "testing/cluster.h"
 
 #include "common/check.h"
 
-namespace draplane::client::testing {
+namespace draplane::testing {
 
-Cluster::Cluster()
-    : random_(NewSeededRandom(42)), api_(std::make_unique<client::MemoryApi>(clock_, *random_)) {
+Cluster::Cluster() : api_(std::make_unique<TestApi>(TestApiOptions{.clock = &clock_})) {
   auto bump = [this] {
     std::lock_guard<std::mutex> lock(mu_);
     ++changes_;
@@ -189,4 +188,4 @@ std::vector<api::corev1::Event> Cluster::Events() {
   return client::List<api::corev1::Event>(*api_, "").value().items;
 }
 
-}  // namespace draplane::client::testing
+}  // namespace draplane::testing

@@ -1,0 +1,224 @@
+// The in-memory API (client/memory_api.h, the simulator's fast ApiClient) and the real server
+// (through TestApi) give the same answers to the same requests: patch results and error codes
+// and messages for every JSON patch operation and the merge formats, field selectors with
+// escapes, unsupported field labels, and the common errors. Each case runs against both.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "client/memory_api.h"
+#include "client/typed.h"
+#include "common/random.h"
+#include "testing/test_api.h"
+
+namespace draplane::testing {
+namespace {
+
+using api::corev1::Pod;
+using client::PatchType;
+
+struct Answer {
+  StatusCode code = StatusCode::kOk;
+  std::string message;
+  boost::json::value watched;  // the part of the object the case looks at
+
+  bool operator==(const Answer&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& out, const Answer& a) {
+  return out << StatusCodeName(a.code) << " \"" << a.message << "\" "
+             << boost::json::serialize(a.watched);
+}
+
+// The labels, annotations, finalizers and owners of a Pod, and its containers' names and images:
+// what the patch cases change (the server also defaults fields the in-memory API leaves alone).
+boost::json::value Watched(const boost::json::value& pod) {
+  const boost::json::object& object = pod.as_object();
+  boost::json::object out;
+  const boost::json::object& meta = object.at("metadata").as_object();
+  for (std::string_view field : {"labels", "annotations", "finalizers", "ownerReferences"}) {
+    if (const boost::json::value* v = meta.if_contains(field)) out[field] = *v;
+  }
+  boost::json::array containers;
+  for (const boost::json::value& c : object.at("spec").as_object().at("containers").as_array()) {
+    containers.push_back(boost::json::object{{"name", c.as_object().at("name")},
+                                             {"image", c.as_object().at("image")}});
+  }
+  out["containers"] = std::move(containers);
+  return out;
+}
+
+class ParityTest : public ::testing::Test {
+ protected:
+  ParityTest()
+      : random_(NewSeededRandom(3)), memory_(clock_, *random_), server_({.clock = &clock_}) {
+    for (client::ApiClient* api : apis()) {
+      api::corev1::Namespace ns;
+      ns.metadata.name = "ns";
+      EXPECT_TRUE(client::Create(*api, ns).ok());
+      EXPECT_TRUE(client::Create(*api, MakePod("p", "n1")).ok());
+      EXPECT_TRUE(client::Create(*api, MakePod("q", "n2")).ok());
+    }
+  }
+
+  static Pod MakePod(const std::string& name, const std::string& node) {
+    Pod pod;
+    pod.metadata.name = name;
+    pod.metadata.namespace_ = "ns";
+    pod.metadata.labels["app"] = "web";
+    pod.metadata.annotations["a/b"] = "1";
+    pod.metadata.finalizers = {"example.com/one", "example.com/two"};
+    pod.spec.node_name = node;
+    api::corev1::Container c;
+    c.name = "main";
+    c.image = "app:1";
+    pod.spec.containers.push_back(c);
+    api::corev1::Container sidecar;
+    sidecar.name = "sidecar";
+    sidecar.image = "proxy:1";
+    pod.spec.containers.push_back(sidecar);
+    return pod;
+  }
+
+  std::vector<client::ApiClient*> apis() { return {&memory_, &server_}; }
+
+  // Patches pod p in both APIs and expects the same answer.
+  void ExpectSamePatch(PatchType type, std::string_view patch) {
+    std::vector<Answer> answers;
+    for (client::ApiClient* api : apis()) {
+      client::ApiRequest request;
+      request.verb = client::Verb::kPatch;
+      request.resource = &client::ResourceOf<Pod>();
+      request.namespace_ = "ns";
+      request.name = "p";
+      request.patch_type = type;
+      request.body = boost::json::parse(patch);
+      StatusOr<boost::json::value> result = api->Do(request);
+      Answer a;
+      if (result.ok()) {
+        a.watched = Watched(*result);
+      } else {
+        a.code = result.status().code();
+        a.message = std::string(result.status().message());
+      }
+      answers.push_back(std::move(a));
+    }
+    EXPECT_EQ(answers[0], answers[1]) << "memory vs server, patch " << patch;
+  }
+
+  // Lists pods in both APIs with `selector` and expects the same names or the same error.
+  void ExpectSameList(std::string_view selector) {
+    std::vector<Answer> answers;
+    for (client::ApiClient* api : apis()) {
+      StatusOr<client::ObjectList<Pod>> list =
+          client::List<Pod>(*api, "ns", {.field_selector = std::string(selector)});
+      Answer a;
+      if (list.ok()) {
+        boost::json::array names;
+        for (const Pod& p : list->items) names.push_back(boost::json::value(p.metadata.name));
+        a.watched = std::move(names);
+      } else {
+        a.code = list.status().code();
+        a.message = std::string(list.status().message());
+      }
+      answers.push_back(std::move(a));
+    }
+    EXPECT_EQ(answers[0], answers[1]) << "memory vs server, fieldSelector " << selector;
+  }
+
+  ManualClock clock_;
+  std::unique_ptr<Random> random_;
+  client::MemoryApi memory_;
+  TestApi server_;
+};
+
+TEST_F(ParityTest, JsonPatchOperationsAndErrors) {
+  for (std::string_view patch : {
+           R"([{"op":"add","path":"/metadata/labels/tier","value":"front"}])",
+           R"([{"op":"add","path":"/metadata/finalizers/-","value":"example.com/three"}])",
+           R"([{"op":"add","path":"/metadata/finalizers/1","value":"example.com/middle"}])",
+           R"([{"op":"remove","path":"/metadata/finalizers/0"}])",
+           R"([{"op":"replace","path":"/metadata/labels/app","value":"api"}])",
+           R"([{"op":"move","from":"/metadata/labels/app","path":"/metadata/labels/was"}])",
+           R"([{"op":"copy","from":"/metadata/labels/app","path":"/metadata/annotations/app"}])",
+           R"([{"op":"add","path":"/metadata/annotations/x~1y","value":"escaped"}])",
+           R"([{"op":"test","path":"/metadata/labels/app","value":"web"},
+               {"op":"remove","path":"/metadata/labels/app"}])",
+           // Errors: a failed test, missing paths and indexes, malformed operations.
+           R"([{"op":"test","path":"/metadata/labels/app","value":"db"}])",
+           R"([{"op":"remove","path":"/metadata/labels/missing"}])",
+           R"([{"op":"replace","path":"/metadata/nothing/here","value":1}])",
+           R"([{"op":"add","path":"/metadata/finalizers/9","value":"x"}])",
+           R"([{"op":"remove","path":"/metadata/finalizers/01"}])",
+           R"([{"op":"move","from":"/metadata/missing","path":"/metadata/labels/x"}])",
+           R"([{"op":"copy","path":"/metadata/labels/x"}])",
+           R"([{"op":"add","path":"/metadata/labels/x"}])",
+           R"([{"op":"frobnicate","path":"/metadata/labels/x"}])",
+           R"([{"path":"/metadata/labels/x"}])",
+           R"([{"op":"add","path":"metadata","value":1}])",
+           R"({"op":"add"})",
+       }) {
+    ExpectSamePatch(PatchType::kJson, patch);
+  }
+}
+
+TEST_F(ParityTest, MergeAndStrategicMergePatches) {
+  for (std::string_view patch : {
+           R"({"metadata":{"labels":{"app":null,"tier":"front"}}})",
+           R"({"metadata":{"finalizers":["example.com/only"]}})",
+           R"([1,2])",
+       }) {
+    ExpectSamePatch(PatchType::kMerge, patch);
+  }
+  for (std::string_view patch : {
+           // Finalizers merge as a set; containers merge by name (only their images may change
+           // on a Pod: the server validates, the in-memory API does not, so no case adds one).
+           R"({"metadata":{"finalizers":["example.com/three"]}})",
+           R"({"spec":{"containers":[{"name":"sidecar","image":"proxy:2"}]}})",
+           R"({"spec":{"$setElementOrder/containers":[{"name":"main"},{"name":"sidecar"}],
+                       "containers":[{"name":"main","image":"app:2"}]}})",
+           R"({"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"n1",
+                                               "uid":"u1"}]}})",
+           R"({"metadata":{"ownerReferences":[{"uid":"u1","$patch":"delete"}]}})",
+           R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["example.com/one"]}})",
+           R"({"metadata":{"annotations":{"$patch":"replace","only":"this"}}})",
+           R"({"metadata":{"$patch":"explode"}})",
+           R"("not an object")",
+       }) {
+    ExpectSamePatch(PatchType::kStrategicMerge, patch);
+  }
+}
+
+TEST_F(ParityTest, FieldSelectorsWithEscapesAndUnsupportedLabels) {
+  for (std::string_view selector : {
+           "spec.nodeName=n1",
+           "spec.nodeName==n2",
+           "spec.nodeName!=n1",
+           "metadata.name=p,spec.nodeName=n1",
+           "metadata.name=q,spec.nodeName=n1",
+           R"(spec.nodeName=n\,1)",
+           R"(metadata.name=p\=x)",
+           "status.phase=Pending",
+           "spec.nodeName",
+           "spec.driver=gpu.example.com",
+           "metadata.labels.app=web",
+       }) {
+    ExpectSameList(selector);
+  }
+}
+
+TEST_F(ParityTest, CommonErrors) {
+  std::vector<Answer> answers;
+  for (client::ApiClient* api : apis()) {
+    Answer a;
+    Status missing = client::Get<Pod>(*api, "ns", "nope").status();
+    Status taken = client::Create(*api, MakePod("p", "n1")).status();
+    a.message = std::string(missing.message()) + " | " + std::string(taken.message());
+    a.watched = boost::json::array{StatusCodeName(missing.code()), StatusCodeName(taken.code())};
+    answers.push_back(std::move(a));
+  }
+  EXPECT_EQ(answers[0], answers[1]);
+}
+
+}  // namespace
+}  // namespace draplane::testing
