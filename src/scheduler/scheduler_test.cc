@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "api/object.h"
+#include "api/resource_claims.h"
 #include "testing/cluster.h"
 
 namespace draplane::scheduler {
@@ -390,14 +392,8 @@ TEST_F(SchedulerTest, AStaleExtendedResourceClaimKeepsForeignFinalizersAndLosesD
   // The pod's special claim, allocated with device status, as an earlier attempt left it.
   rv1::ResourceClaim claim = cluster_.ClaimSpec("dra-extended-resources-old", "legacy-gpu");
   claim.metadata.annotations["resource.kubernetes.io/extended-resource-claim"] = "true";
-  api::metav1::OwnerReference owner;
-  owner.api_version = "v1";
-  owner.kind = "Pod";
-  owner.name = "dra";
-  owner.uid = pod->metadata.uid;
-  owner.controller = true;
-  claim.metadata.owner_references.push_back(owner);
-  claim.metadata.finalizers = {"example.com/audit", "resource.kubernetes.io/delete-protection"};
+  claim.metadata.owner_references.push_back(api::NewControllerRef(*pod));
+  claim.metadata.finalizers = {"example.com/audit", std::string(api::kClaimFinalizer)};
   cluster_.Claim(claim);
   StatusOr<rv1::ResourceClaim> created = cluster_.GetClaim("dra-extended-resources-old");
   ASSERT_TRUE(created.ok());
