@@ -3,7 +3,8 @@
 # The allowed edges are declared once, in cmake/Modules.cmake (DRAPLANE_EDGES_<module>).
 # Also enforces: nothing includes bin/ or cli/ from another module, and only server/http/
 # includes Boost.Beast or Asio. A test-only module (DRAPLANE_TEST_ONLY_MODULES, e.g. testing/)
-# may be included by any module's tests (`*_test.cc`) and by nothing else.
+# may be included by any module's tests (`*_test.cc`) and by nothing else. client/memory_api.h
+# (the simulator's in-memory API) is included only by sim/, testing/ and tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,16 @@ for module in $modules; do
     fi
   done < <(grep -rHnE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[a-z_]+/' "src/$module" || true)
 done
+
+# The in-memory API is the simulator's (docs/architecture.md, "client"): outside its own files only
+# sim/, the test-support module and tests may use it, so no other component runs against
+# semantics the server does not have.
+while IFS=: read -r file lineno _; do
+  case "$file" in
+    src/client/memory_api.*|src/sim/*|src/testing/*|*_test.cc) ;;
+    *) echo "layering: $file:$lineno: only sim/, testing/ and tests may include client/memory_api.h"; status=1 ;;
+  esac
+done < <(grep -rHnE '#[[:space:]]*include[[:space:]]+"client/memory_api\.h"' src || true)
 
 # The HTTP library stays inside server/http (STYLE.md).
 while IFS=: read -r file lineno _; do

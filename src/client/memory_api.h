@@ -3,8 +3,8 @@
 // API server semantics those components depend on. The rules it shares with the server come from
 // `api/` (patches, field selectors, resourceVersions), so its answers equal the server's there;
 // testing/parity_test.cc checks that. It is not the unit tests' API: they run against the real
-// server in-process (testing/test_api.h). It moves under src/sim with the simulator
-// (docs/architecture.md, "client").
+// server in-process (testing/test_api.h). Only sim/, testing/ and tests include it (checked by
+// tools/check_layering.sh; docs/architecture.md, "client").
 //
 // Left out on purpose (the server has them; the simulator's components need none of them):
 // authentication and authorization, admission, defaulting and validation of objects, strategic
