@@ -16,6 +16,12 @@ if(DRAPLANE_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  # Checkable locking (common/thread_annotations.h): every clang build runs the thread-safety
+  # analysis, and a violation fails the build.
+  list(APPEND DRAPLANE_WARNINGS -Wthread-safety -Werror=thread-safety)
+endif()
+
 if(DRAPLANE_FUZZ)
   # Coverage instrumentation in every library, so libFuzzer's feedback reaches into them.
   add_compile_options(-fsanitize=fuzzer-no-link)

@@ -10,12 +10,11 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <sstream>
 #include <unordered_map>
 
 #include "common/check.h"
+#include "common/mutex.h"
 #include "common/string_hash.h"
 
 namespace draplane::metrics {
@@ -44,7 +43,7 @@ class SeriesCache {
       key.append(v);
     }
     {
-      std::shared_lock lock(mu_);
+      ReaderLock lock(mu_);
       auto it = series_.find(std::string_view(key));
       if (it != series_.end()) return it->second;
     }
@@ -52,14 +51,15 @@ class SeriesCache {
     size_t i = 0;
     for (const auto& value : values) labels.emplace(names[i++], std::string(value));
     void* series = add(labels);
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     series_.emplace(key, series);
     return series;
   }
 
  private:
-  std::shared_mutex mu_;
-  std::unordered_map<std::string, void*, StringHash, std::equal_to<>> series_;  // guarded by mu_
+  SharedMutex mu_;
+  std::unordered_map<std::string, void*, StringHash, std::equal_to<>> series_
+      DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace internal
@@ -79,9 +79,9 @@ struct Registration {
 };
 
 struct Registry {
-  std::mutex mu;
+  Mutex mu;
   prometheus::Registry registry;
-  std::map<std::string, Registration> families;  // guarded by mu
+  std::map<std::string, Registration> families DRAPLANE_GUARDED_BY(mu);
 };
 
 Registry& GlobalRegistry() {
@@ -113,7 +113,7 @@ const Registration& FindOrRegister(Kind kind, const std::string& name, const std
                        label.c_str());
   }
   Registry& global = GlobalRegistry();
-  std::lock_guard<std::mutex> lock(global.mu);
+  MutexLock lock(global.mu);
   auto it = global.families.find(name);
   if (it != global.families.end()) {
     const Registration& existing = it->second;

@@ -1,9 +1,9 @@
 #include "common/random.h"
 
-#include <mutex>
 #include <random>
 
 #include "common/check.h"
+#include "common/mutex.h"
 
 namespace draplane {
 namespace {
@@ -43,7 +43,7 @@ class LockedSecureRandom final : public Random {
  public:
   LockedSecureRandom() : engine_(SeedFromDevice()) {}
   uint64_t Next64() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return engine_.Next64();
   }
 
@@ -52,8 +52,8 @@ class LockedSecureRandom final : public Random {
     std::random_device device;
     return (static_cast<uint64_t>(device()) << 32) ^ device();
   }
-  std::mutex mu_;
-  Xoshiro256 engine_;
+  Mutex mu_;
+  Xoshiro256 engine_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace
