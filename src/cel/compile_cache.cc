@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/mutex.h"
+
 namespace draplane::cel {
 
 CompileCache::CompileCache(std::shared_ptr<const Environment> env, size_t capacity,
@@ -10,7 +12,7 @@ CompileCache::CompileCache(std::shared_ptr<const Environment> env, size_t capaci
 
 StatusOr<std::shared_ptr<const Program>> CompileCache::GetOrCompile(std::string_view expression) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = index_.find(expression);
     if (it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
@@ -19,7 +21,7 @@ StatusOr<std::shared_ptr<const Program>> CompileCache::GetOrCompile(std::string_
   }
   StatusOr<std::shared_ptr<const Program>> compiled = env_->Compile(expression, options_);
   if (!compiled.ok()) return compiled;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = index_.find(expression);
   if (it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);
@@ -35,7 +37,7 @@ StatusOr<std::shared_ptr<const Program>> CompileCache::GetOrCompile(std::string_
 }
 
 size_t CompileCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lru_.size();
 }
 

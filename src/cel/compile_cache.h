@@ -9,13 +9,13 @@
 #include <cstddef>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "cel/environment.h"
 #include "cel/program.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace draplane::cel {
@@ -39,9 +39,9 @@ class CompileCache {
   std::shared_ptr<const Environment> env_;
   const size_t capacity_;
   const CompileOptions options_;
-  mutable std::mutex mu_;
-  std::list<Entry> lru_;  // most recent first
-  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
+  mutable Mutex mu_;
+  std::list<Entry> lru_ DRAPLANE_GUARDED_BY(mu_);  // most recent first
+  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace draplane::cel

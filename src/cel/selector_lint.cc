@@ -1,9 +1,10 @@
 #include "cel/selector_lint.h"
 
 #include <map>
-#include <mutex>
 #include <tuple>
 #include <variant>
+
+#include "common/mutex.h"
 
 namespace draplane::cel {
 namespace {
@@ -11,10 +12,10 @@ namespace {
 namespace resourcev1 = api::resourcev1;
 
 std::shared_ptr<const Environment> EnvFor(const SelectorLintOptions& o) {
-  static std::mutex mu;
+  static Mutex mu;
   static auto* envs =
       new std::map<std::tuple<int, bool, bool>, std::shared_ptr<const Environment>>();
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   auto key =
       std::make_tuple(static_cast<int>(o.env_type), o.consumable_capacity, o.list_type_attributes);
   auto& env = (*envs)[key];

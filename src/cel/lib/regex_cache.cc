@@ -1,9 +1,10 @@
 #include "cel/lib/regex_cache.h"
 
 #include <list>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
+
+#include "common/mutex.h"
 
 namespace draplane::cel::internal {
 namespace {
@@ -13,14 +14,14 @@ constexpr size_t kCapacity = 256;
 class RegexCache {
  public:
   std::shared_ptr<const RE2> Get(std::string_view pattern) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = index_.find(std::string(pattern));
     if (it == index_.end()) return nullptr;
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->second;
   }
   void Put(std::string_view pattern, std::shared_ptr<const RE2> re) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::string key(pattern);
     if (index_.count(key)) return;
     lru_.emplace_front(key, std::move(re));
@@ -32,9 +33,9 @@ class RegexCache {
   }
 
  private:
-  std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const RE2>>> lru_;
-  std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+  Mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const RE2>>> lru_ DRAPLANE_GUARDED_BY(mu_);
+  std::unordered_map<std::string, decltype(lru_)::iterator> index_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 RegexCache& Cache() {

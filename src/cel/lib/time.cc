@@ -12,13 +12,13 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cel/lib/helpers.h"
 #include "cel/runtime/time_format.h"
+#include "common/mutex.h"
 
 namespace draplane::cel {
 namespace internal {
@@ -283,9 +283,9 @@ bool ValidZoneName(std::string_view name) {
 }
 
 const Zone* LoadZone(std::string_view name) {
-  static std::mutex mu;
+  static Mutex mu;
   static auto* cache = new std::map<std::string, std::unique_ptr<Zone>, std::less<>>();
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   auto it = cache->find(name);
   if (it != cache->end()) return it->second.get();
   std::unique_ptr<Zone> zone;
