@@ -6,6 +6,7 @@
 #include "api/meta/time.h"
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/thread_name.h"
 
 namespace draplane::client {
@@ -41,65 +42,65 @@ void EventRecorder::Record(const api::corev1::ObjectReference& object, std::stri
   Pending event{object, std::string(type), std::string(reason), Truncate(std::move(message))};
   if (options_.synchronous) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) {
         ++dropped_;
         return;
       }
     }
-    std::lock_guard<std::mutex> write_lock(write_mu_);
+    MutexLock write_lock(write_mu_);
     Write(event);
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || queue_.size() >= options_.queue_limit) {
       ++dropped_;
       return;
     }
     queue_.push_back(std::move(event));
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void EventRecorder::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  MutexLock lock(mu_);
+  cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return queue_.empty() && !busy_; });
 }
 
 void EventRecorder::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   if (worker_.joinable()) worker_.join();
 }
 
 int64_t EventRecorder::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return dropped_;
 }
 
 void EventRecorder::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
     if (queue_.empty() && stopping_) break;
     Pending event = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
-    lock.unlock();
+    lock.Unlock();
     {
-      std::lock_guard<std::mutex> write_lock(write_mu_);
+      MutexLock write_lock(write_mu_);
       Write(event);
     }
-    lock.lock();
+    lock.Lock();
     busy_ = false;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void EventRecorder::Write(const Pending& event) {

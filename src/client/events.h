@@ -14,12 +14,10 @@
 // Thread-safety: Record, Flush and Stop are safe from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <list>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,6 +26,7 @@
 #include "client/api_client.h"
 #include "client/resource.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace draplane::client {
 
@@ -85,23 +84,23 @@ class EventRecorder {
   };
 
   void Run();
-  void Write(const Pending& event);
+  void Write(const Pending& event) DRAPLANE_REQUIRES(write_mu_);
 
   ApiClient& api_;
   const Clock& clock_;
   const EventRecorderOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Pending> queue_;
-  bool busy_ = false;
-  bool stopping_ = false;
-  int64_t dropped_ = 0;
-  uint64_t sequence_ = 0;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<Pending> queue_ DRAPLANE_GUARDED_BY(mu_);
+  bool busy_ DRAPLANE_GUARDED_BY(mu_) = false;
+  bool stopping_ DRAPLANE_GUARDED_BY(mu_) = false;
+  int64_t dropped_ DRAPLANE_GUARDED_BY(mu_) = 0;
   // Correlation state; used only by the writing thread (worker or caller when synchronous, which
   // then holds write_mu_).
-  std::mutex write_mu_;
-  std::map<std::string, Correlated> correlated_;
-  std::list<std::string> lru_;
+  Mutex write_mu_;
+  std::map<std::string, Correlated> correlated_ DRAPLANE_GUARDED_BY(write_mu_);
+  std::list<std::string> lru_ DRAPLANE_GUARDED_BY(write_mu_);
+  uint64_t sequence_ DRAPLANE_GUARDED_BY(write_mu_) = 0;  // makes event names unique
   std::thread worker_;
 };
 

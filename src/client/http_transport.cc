@@ -11,9 +11,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <mutex>
 #include <optional>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace draplane::client {
 namespace {
@@ -322,7 +323,7 @@ class HttpTransport final : public Transport {
 
   StatusOr<std::unique_ptr<Connection>> Acquire(bool allow_idle) {
     if (allow_idle) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (!idle_.empty()) {
         std::unique_ptr<Connection> conn = std::move(idle_.back());
         idle_.pop_back();
@@ -337,7 +338,7 @@ class HttpTransport final : public Transport {
   }
 
   void Release(std::unique_ptr<Connection> conn) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (static_cast<int>(idle_.size()) < options_.max_idle_connections) {
       idle_.push_back(std::move(conn));
     }
@@ -347,8 +348,8 @@ class HttpTransport final : public Transport {
   const RestConfig config_;
   const std::unique_ptr<ssl::context> ctx_;
   const HttpTransportOptions options_;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace

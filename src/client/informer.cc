@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/thread_name.h"
 
 namespace draplane::client {
@@ -14,7 +15,7 @@ InformerBase::InformerBase(ApiClient& api, const ResourceType& type, InformerOpt
 InformerBase::~InformerBase() { Stop(); }
 
 InformerBase::HandlerId InformerBase::AddRawHandlers(RawHandlers handlers) {
-  std::lock_guard<std::mutex> lock(handler_mu_);
+  MutexLock lock(handler_mu_);
   // Holding handler_mu_ keeps the cache and the notifications still while the cached objects
   // are replayed: the new handler misses nothing and sees nothing twice.
   if (handlers.on_add) {
@@ -26,13 +27,13 @@ InformerBase::HandlerId InformerBase::AddRawHandlers(RawHandlers handlers) {
 }
 
 void InformerBase::RemoveHandlers(HandlerId id) {
-  std::lock_guard<std::mutex> lock(handler_mu_);
+  MutexLock lock(handler_mu_);
   std::erase_if(handlers_, [id](const auto& entry) { return entry.first == id; });
 }
 
 void InformerBase::AddRawIndex(std::string name,
                                std::function<std::vector<std::string>(const Entry&)> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Index& index = indexes_[std::move(name)];
   index.fn = std::move(fn);
   index.values.clear();
@@ -57,41 +58,41 @@ void InformerBase::Start() {
 
 void InformerBase::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_.exchange(true)) {
       // Already stopping; fall through to join (a second caller waits too).
     }
     if (watch_) watch_->Cancel();
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   if (thread_.joinable()) thread_.join();
   if (resync_thread_.joinable()) resync_thread_.join();
 }
 
 bool InformerBase::WaitForSync() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return synced_.load() || stopping_.load(); });
+  MutexLock lock(mu_);
+  cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return synced_.load() || stopping_.load(); });
   return synced_.load();
 }
 
 std::string InformerBase::resource_version() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return resource_version_;
 }
 
 size_t InformerBase::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cache_.size();
 }
 
 InformerBase::Entry InformerBase::GetEntry(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = cache_.find(key);
   return it == cache_.end() ? nullptr : it->second;
 }
 
 std::vector<InformerBase::Entry> InformerBase::ListEntries() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Entry> out;
   out.reserve(cache_.size());
   for (const auto& [key, entry] : cache_) out.push_back(entry);
@@ -100,7 +101,7 @@ std::vector<InformerBase::Entry> InformerBase::ListEntries() const {
 
 std::vector<InformerBase::Entry> InformerBase::EntriesByIndex(const std::string& name,
                                                               const std::string& value) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Entry> out;
   auto index = indexes_.find(name);
   if (index == indexes_.end()) return out;
@@ -129,7 +130,7 @@ void InformerBase::IndexErase(const std::string& key, const Entry& entry) {
 }
 
 InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& entry) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Entry old;
   auto it = cache_.find(key);
   if (it != cache_.end()) {
@@ -144,7 +145,7 @@ InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& en
 }
 
 InformerBase::Entry InformerBase::Remove(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = cache_.find(key);
   if (it == cache_.end()) return nullptr;
   Entry old = it->second;
@@ -172,9 +173,9 @@ void InformerBase::NotifyDelete(const Entry& entry) {
 }
 
 void InformerBase::Backoff() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Pacing only: the wait is a real-time sleep that Stop() interrupts; no decision reads time.
-  cv_.wait_for(lock, backoff_, [&] { return stopping_.load(); });
+  cv_.WaitFor(lock, backoff_, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_.load(); });
   backoff_ = std::min(backoff_ * 2, options_.max_backoff);
 }
 
@@ -237,10 +238,10 @@ Status InformerBase::ListAndReplace() {
   list_count_.fetch_add(1);
 
   // Replace: deletions first, then additions and updates, each in key order.
-  std::lock_guard<std::mutex> handlers_lock(handler_mu_);
+  MutexLock handlers_lock(handler_mu_);
   std::vector<Entry> removed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::vector<std::string> gone;
     for (const auto& [key, entry] : cache_) {
       if (!listed.contains(key)) gone.push_back(key);
@@ -262,7 +263,7 @@ Status InformerBase::ListAndReplace() {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     resource_version_ = list_rv;
   }
   return Status::Ok();
@@ -282,7 +283,7 @@ Status InformerBase::WatchOnce() {
   watch_count_.fetch_add(1);
   WatchStream* raw = stream->get();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_.load()) return CancelledError("informer stopping");
     watch_ = std::move(*stream);
   }
@@ -305,7 +306,7 @@ Status InformerBase::WatchOnce() {
       const boost::json::value* rv =
           meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
       if (rv != nullptr && rv->is_string()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         resource_version_ = std::string(rv->as_string());
       }
       continue;
@@ -317,18 +318,18 @@ Status InformerBase::WatchOnce() {
       continue;
     }
     ResetBackoff();
-    std::lock_guard<std::mutex> handlers_lock(handler_mu_);
+    MutexLock handlers_lock(handler_mu_);
     if (event.type == "DELETED") {
       Entry old = Remove(decoded->key);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         resource_version_ = decoded->resource_version;
       }
       NotifyDelete(old != nullptr ? old : decoded->entry);
     } else {
       Entry old = Upsert(decoded->key, decoded->entry);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         resource_version_ = decoded->resource_version;
       }
       if (old == nullptr) {
@@ -338,7 +339,7 @@ Status InformerBase::WatchOnce() {
       }
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   watch_.reset();
   return result;
 }
@@ -357,8 +358,8 @@ void InformerBase::Run() {
       need_list = false;
       ResetBackoff();
       if (!synced_.exchange(true)) {
-        std::lock_guard<std::mutex> lock(mu_);
-        cv_.notify_all();
+        MutexLock lock(mu_);
+        cv_.NotifyAll();
       }
     }
     Status s = WatchOnce();
@@ -371,20 +372,21 @@ void InformerBase::Run() {
       Backoff();
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  cv_.notify_all();
+  MutexLock lock(mu_);
+  cv_.NotifyAll();
 }
 
 void InformerBase::RunResync() {
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       // Pacing only (see Backoff).
-      cv_.wait_for(lock, options_.resync_period, [&] { return stopping_.load(); });
+      cv_.WaitFor(lock, options_.resync_period,
+                  [&]() DRAPLANE_REQUIRES(mu_) { return stopping_.load(); });
       if (stopping_.load()) return;
     }
     if (!synced_.load()) continue;
-    std::lock_guard<std::mutex> handlers_lock(handler_mu_);
+    MutexLock handlers_lock(handler_mu_);
     for (const Entry& entry : ListEntries()) NotifyUpdate(entry, entry);
   }
 }

@@ -32,11 +32,9 @@
 
 #include <atomic>
 #include <boost/json/value.hpp>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,6 +43,7 @@
 #include "client/resource.h"
 #include "client/typed.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace draplane::client {
@@ -123,30 +122,31 @@ class InformerBase {
   // Cache mutations; each returns the previous entry (null when there was none). Callers hold
   // handler_mu_ from the mutation to its notification, so that a handler added meanwhile sees
   // either the old cache and the notification or the new cache and not the notification.
-  Entry Upsert(const std::string& key, const Entry& entry);
-  Entry Remove(const std::string& key);
-  void IndexInsert(const std::string& key, const Entry& entry);
-  void IndexErase(const std::string& key, const Entry& entry);
-  // Each with handler_mu_ held.
-  void NotifyAdd(const Entry& entry);
-  void NotifyUpdate(const Entry& old_entry, const Entry& new_entry);
-  void NotifyDelete(const Entry& entry);
+  Entry Upsert(const std::string& key, const Entry& entry) DRAPLANE_REQUIRES(handler_mu_)
+      DRAPLANE_EXCLUDES(mu_);
+  Entry Remove(const std::string& key) DRAPLANE_REQUIRES(handler_mu_) DRAPLANE_EXCLUDES(mu_);
+  void IndexInsert(const std::string& key, const Entry& entry) DRAPLANE_REQUIRES(mu_);
+  void IndexErase(const std::string& key, const Entry& entry) DRAPLANE_REQUIRES(mu_);
+  void NotifyAdd(const Entry& entry) DRAPLANE_REQUIRES(handler_mu_);
+  void NotifyUpdate(const Entry& old_entry, const Entry& new_entry) DRAPLANE_REQUIRES(handler_mu_);
+  void NotifyDelete(const Entry& entry) DRAPLANE_REQUIRES(handler_mu_);
   bool Stopping() const { return stopping_.load(); }
 
   ApiClient& api_;
   const ResourceType& type_;
   const InformerOptions options_;
-  // Serialises handler calls, cache mutations with their notifications, and registration.
-  std::mutex handler_mu_;
-  std::vector<std::pair<HandlerId, RawHandlers>> handlers_;  // guarded by handler_mu_
-  HandlerId next_handler_id_ = 1;                            // guarded by handler_mu_
+  // Serialises handler calls, cache mutations with their notifications, and registration. Taken
+  // before mu_ when both are held.
+  Mutex handler_mu_ DRAPLANE_ACQUIRED_BEFORE(mu_);
+  std::vector<std::pair<HandlerId, RawHandlers>> handlers_ DRAPLANE_GUARDED_BY(handler_mu_);
+  HandlerId next_handler_id_ DRAPLANE_GUARDED_BY(handler_mu_) = 1;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, Entry> cache_;    // guarded by mu_
-  std::map<std::string, Index> indexes_;  // guarded by mu_
-  std::string resource_version_;          // guarded by mu_
-  std::unique_ptr<WatchStream> watch_;    // guarded by mu_: the stream to cancel on Stop
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, Entry> cache_ DRAPLANE_GUARDED_BY(mu_);
+  std::map<std::string, Index> indexes_ DRAPLANE_GUARDED_BY(mu_);
+  std::string resource_version_ DRAPLANE_GUARDED_BY(mu_);
+  std::unique_ptr<WatchStream> watch_ DRAPLANE_GUARDED_BY(mu_);  // the stream to cancel on Stop
   Duration backoff_{0};
 
   std::atomic<bool> started_{false};

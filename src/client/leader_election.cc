@@ -2,6 +2,7 @@
 
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/mutex.h"
 
 namespace draplane::client {
 
@@ -112,9 +113,9 @@ Status LeaderElector::Release() {
 }
 
 bool LeaderElector::Wait(Duration d) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Pacing only: decisions read clock_.
-  cv_.wait_for(lock, d, [&] { return stopping_; });
+  cv_.WaitFor(lock, d, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_; });
   return !stopping_;
 }
 
@@ -154,9 +155,9 @@ void LeaderElector::Run() {
 }
 
 void LeaderElector::Stop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stopping_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 }  // namespace draplane::client

@@ -25,15 +25,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "api/gen/coordination_v1_types.h"
 #include "client/api_client.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 
 namespace draplane::client {
@@ -80,9 +79,9 @@ class LeaderElector {
   Duration observed_at_{0};  // monotonic
   std::string observed_rv_;
   std::atomic<bool> leader_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ DRAPLANE_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace draplane::client

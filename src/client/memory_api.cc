@@ -3,10 +3,8 @@
 #include <array>
 #include <atomic>
 #include <boost/json.hpp>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "api/labels/field_selector.h"
@@ -14,6 +12,8 @@
 #include "api/meta/resource_version.h"
 #include "api/meta/time.h"
 #include "api/patch/patch.h"
+#include "common/check.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 
 namespace draplane::client {
@@ -123,14 +123,19 @@ StatusOr<Filter> MakeFilter(const ApiRequest& request) {
 
 }  // namespace
 
+// One watch. What it selects is set before it is published; what changes is guarded by the
+// API's mutex, which `mu` points to.
 struct Watcher {
+  explicit Watcher(Mutex* api_mu) : mu(api_mu) {}
+
+  Mutex* const mu;
   const ResourceType* resource = nullptr;
   Filter filter;
   bool bookmarks = false;
-  std::deque<WatchEvent> queue;
-  bool closed = false;
-  bool cancelled = false;
-  std::condition_variable cv;
+  std::deque<WatchEvent> queue DRAPLANE_GUARDED_BY(*mu);
+  bool closed DRAPLANE_GUARDED_BY(*mu) = false;
+  bool cancelled DRAPLANE_GUARDED_BY(*mu) = false;
+  CondVar cv;
 };
 
 struct LogEntry {
@@ -146,13 +151,14 @@ struct MemoryApi::State {
 
   const Clock& clock;
   Random& random;
-  mutable std::mutex mu;
-  uint64_t rv = 1;
-  std::map<const ResourceType*, std::map<std::string, json::value>> objects;
-  std::deque<LogEntry> log;
-  uint64_t log_floor = 1;  // watches from rv >= log_floor - 1 can be served from the log
-  std::vector<std::shared_ptr<Watcher>> watchers;
-  Interceptor interceptor;
+  mutable Mutex mu;
+  uint64_t rv DRAPLANE_GUARDED_BY(mu) = 1;
+  std::map<const ResourceType*, std::map<std::string, json::value>> objects DRAPLANE_GUARDED_BY(mu);
+  std::deque<LogEntry> log DRAPLANE_GUARDED_BY(mu);
+  // Watches from rv >= log_floor - 1 can be served from the log.
+  uint64_t log_floor DRAPLANE_GUARDED_BY(mu) = 1;
+  std::vector<std::shared_ptr<Watcher>> watchers DRAPLANE_GUARDED_BY(mu);
+  Interceptor interceptor DRAPLANE_GUARDED_BY(mu);
   std::array<std::atomic<int64_t>, 6> counts{};
 
   std::string Now() const { return api::Time::FromTimestamp(clock.Now()).text(); }
@@ -170,14 +176,17 @@ struct MemoryApi::State {
 
   // Records an event and hands it to matching watchers.
   void Emit(const ResourceType* type, std::string event_type, const json::value& object,
-            const json::value* old) {
+            const json::value* old) DRAPLANE_REQUIRES(mu) {
     LogEntry entry;
     entry.rv = rv;
     entry.resource = type;
     entry.type = std::move(event_type);
     entry.object = std::make_shared<const json::value>(object);
     if (old != nullptr) entry.old = std::make_shared<const json::value>(*old);
-    std::erase_if(watchers, [](const std::shared_ptr<Watcher>& w) { return w->closed; });
+    std::erase_if(watchers, [this](const std::shared_ptr<Watcher>& w) DRAPLANE_REQUIRES(mu) {
+      AssertGuards(*w);
+      return w->closed;
+    });
     for (const std::shared_ptr<Watcher>& w : watchers) Deliver(*w, entry);
     log.push_back(std::move(entry));
     if (log.size() > kEventLogCapacity) {
@@ -186,7 +195,14 @@ struct MemoryApi::State {
     }
   }
 
-  static void Deliver(Watcher& w, const LogEntry& entry) {
+  // Every watcher's mutex is this API's `mu`: holding one is holding the other.
+  void AssertGuards(const Watcher& w) const DRAPLANE_REQUIRES(mu)
+      DRAPLANE_ASSERT_CAPABILITY(*w.mu) {
+    DRAPLANE_DCHECK(w.mu == &mu);
+  }
+
+  void Deliver(Watcher& w, const LogEntry& entry) DRAPLANE_REQUIRES(mu) {
+    AssertGuards(w);
     if (w.closed || w.resource != entry.resource) return;
     std::string type = entry.type;
     if (entry.type == "MODIFIED") {
@@ -199,21 +215,23 @@ struct MemoryApi::State {
       return;
     }
     w.queue.push_back(WatchEvent{std::move(type), *entry.object});
-    w.cv.notify_all();
+    w.cv.NotifyAll();
   }
 
-  void SetRv(json::value& object) { Meta(object)["resourceVersion"] = std::to_string(rv); }
+  void SetRv(json::value& object) DRAPLANE_REQUIRES(mu) {
+    Meta(object)["resourceVersion"] = std::to_string(rv);
+  }
 
-  StatusOr<json::value> Create(const ApiRequest& request);
-  StatusOr<json::value> Bind(const ApiRequest& request);
-  StatusOr<json::value> Update(const ApiRequest& request);
-  StatusOr<json::value> Patch(const ApiRequest& request);
-  StatusOr<json::value> Delete(const ApiRequest& request);
-  StatusOr<json::value> List(const ApiRequest& request);
+  StatusOr<json::value> Create(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<json::value> Bind(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<json::value> Update(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<json::value> Patch(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<json::value> Delete(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<json::value> List(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   StatusOr<json::value> Commit(const ResourceType& type, const std::string& key,
-                               json::value candidate, const std::string& subresource,
-                               bool check_rv);
-  bool NamespaceTerminating(std::string_view ns) const;
+                               json::value candidate, const std::string& subresource, bool check_rv)
+      DRAPLANE_REQUIRES(mu);
+  bool NamespaceTerminating(std::string_view ns) const DRAPLANE_REQUIRES(mu);
 };
 
 bool MemoryApi::State::NamespaceTerminating(std::string_view ns) const {
@@ -573,15 +591,16 @@ namespace {
 
 class MemoryWatchStream final : public WatchStream {
  public:
-  MemoryWatchStream(std::shared_ptr<void> keep_alive, std::mutex* mu,
-                    std::shared_ptr<Watcher> watcher)
-      : keep_alive_(std::move(keep_alive)), mu_(mu), watcher_(std::move(watcher)) {}
+  // `keep_alive` keeps the API's state (and the mutex the watcher points to) alive.
+  MemoryWatchStream(std::shared_ptr<void> keep_alive, std::shared_ptr<Watcher> watcher)
+      : keep_alive_(std::move(keep_alive)), watcher_(std::move(watcher)) {}
   ~MemoryWatchStream() override { Cancel(); }
 
   StatusOr<std::optional<WatchEvent>> Next() override {
-    std::unique_lock<std::mutex> lock(*mu_);
-    watcher_->cv.wait(
-        lock, [&] { return watcher_->cancelled || watcher_->closed || !watcher_->queue.empty(); });
+    MutexLock lock(*watcher_->mu);
+    watcher_->cv.Wait(lock, [&]() DRAPLANE_REQUIRES(*watcher_->mu) {
+      return watcher_->cancelled || watcher_->closed || !watcher_->queue.empty();
+    });
     if (watcher_->cancelled) return CancelledError("watch cancelled");
     if (!watcher_->queue.empty()) {
       WatchEvent event = std::move(watcher_->queue.front());
@@ -592,15 +611,14 @@ class MemoryWatchStream final : public WatchStream {
   }
 
   void Cancel() override {
-    std::lock_guard<std::mutex> lock(*mu_);
+    MutexLock lock(*watcher_->mu);
     watcher_->cancelled = true;
     watcher_->closed = true;
-    watcher_->cv.notify_all();
+    watcher_->cv.NotifyAll();
   }
 
  private:
   std::shared_ptr<void> keep_alive_;
-  std::mutex* mu_;
   std::shared_ptr<Watcher> watcher_;
 };
 
@@ -615,14 +633,14 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
   if (request.resource == nullptr) return InvalidArgumentError("request without a resource");
   Interceptor interceptor;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     interceptor = state_->interceptor;
   }
   if (interceptor) {
     if (std::optional<Status> failure = interceptor(request)) return *failure;
   }
   state_->counts[static_cast<size_t>(request.verb)].fetch_add(1);
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   const ResourceType& type = *request.resource;
   if (type.namespaced && request.namespace_.empty() && request.verb != Verb::kList &&
       request.verb != Verb::kCreate) {
@@ -653,7 +671,7 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
   if (request.resource == nullptr) return InvalidArgumentError("request without a resource");
   Interceptor interceptor;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     interceptor = state_->interceptor;
   }
   if (interceptor) {
@@ -661,11 +679,12 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
   }
   StatusOr<Filter> filter = MakeFilter(request);
   if (!filter.ok()) return filter.status();
-  auto watcher = std::make_shared<Watcher>();
+  auto watcher = std::make_shared<Watcher>(&state_->mu);
   watcher->resource = request.resource;
   watcher->filter = std::move(*filter);
   watcher->bookmarks = request.list.allow_watch_bookmarks;
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
+  state_->AssertGuards(*watcher);
   const std::string& from = request.list.resource_version;
   if (from.empty() || from == "0") {
     for (const auto& [key, object] : state_->objects[request.resource]) {
@@ -680,43 +699,45 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
                           std::to_string(state_->log_floor - 1) + ")");
     }
     for (const LogEntry& entry : state_->log) {
-      if (entry.rv > start) State::Deliver(*watcher, entry);
+      if (entry.rv > start) state_->Deliver(*watcher, entry);
     }
   }
   state_->watchers.push_back(watcher);
   return std::unique_ptr<WatchStream>(
-      std::make_unique<MemoryWatchStream>(state_, &state_->mu, std::move(watcher)));
+      std::make_unique<MemoryWatchStream>(state_, std::move(watcher)));
 }
 
 void MemoryApi::SetInterceptor(Interceptor interceptor) {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->interceptor = std::move(interceptor);
 }
 
 void MemoryApi::SendBookmarks() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   for (const std::shared_ptr<Watcher>& w : state_->watchers) {
+    state_->AssertGuards(*w);
     if (!w->bookmarks || w->closed) continue;
     json::object object{
         {"kind", w->resource->kind},
         {"apiVersion", w->resource->ApiVersion()},
         {"metadata", json::object{{"resourceVersion", std::to_string(state_->rv)}}}};
     w->queue.push_back(WatchEvent{"BOOKMARK", std::move(object)});
-    w->cv.notify_all();
+    w->cv.NotifyAll();
   }
 }
 
 void MemoryApi::CloseWatches() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   for (const std::shared_ptr<Watcher>& w : state_->watchers) {
+    state_->AssertGuards(*w);
     w->closed = true;
-    w->cv.notify_all();
+    w->cv.NotifyAll();
   }
   state_->watchers.clear();
 }
 
 void MemoryApi::CompactLog() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->log.clear();
   state_->log_floor = state_->rv + 1;
 }
@@ -726,7 +747,7 @@ int64_t MemoryApi::RequestCount(Verb verb) const {
 }
 
 uint64_t MemoryApi::resource_version() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->rv;
 }
 

@@ -12,10 +12,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <typeindex>
 
 #include "client/informer.h"
+#include "common/mutex.h"
 
 namespace draplane::client {
 
@@ -30,7 +30,7 @@ class SharedInformers {
   // The informer for `T`, created (not started) on first use.
   template <typename T>
   Informer<T>& Get() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = informers_.find(std::type_index(typeid(T)));
     if (it == informers_.end()) {
       auto informer = std::make_unique<Informer<T>>(api_, options_);
@@ -43,7 +43,7 @@ class SharedInformers {
 
   // Starts every informer not started yet.
   void Start() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [type, informer] : informers_) informer->Start();
   }
   // Blocks until every informer listed once; false when one was stopped first.
@@ -59,7 +59,7 @@ class SharedInformers {
 
  private:
   std::vector<InformerBase*> All() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::vector<InformerBase*> out;
     for (auto& [type, informer] : informers_) out.push_back(informer.get());
     return out;
@@ -67,8 +67,8 @@ class SharedInformers {
 
   ApiClient& api_;
   const InformerOptions options_;
-  std::mutex mu_;
-  std::map<std::type_index, std::unique_ptr<InformerBase>> informers_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::type_index, std::unique_ptr<InformerBase>> informers_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace draplane::client

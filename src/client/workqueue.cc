@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/mutex.h"
+
 namespace draplane::client {
 
 WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions limiter)
@@ -22,11 +24,11 @@ bool WorkQueue::AddLocked(const std::string& key) {
 void WorkQueue::Add(const std::string& key) {
   bool queued;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queued = AddLocked(key);
   }
   // Outside the lock: a worker woken while it is held would only block on it again.
-  if (queued) cv_.notify_one();
+  if (queued) cv_.NotifyOne();
 }
 
 void WorkQueue::AddAfter(const std::string& key, Duration delay) {
@@ -35,11 +37,11 @@ void WorkQueue::AddAfter(const std::string& key, Duration delay) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (shutting_down_) return;
     AddDelayedLocked(key, delay);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void WorkQueue::AddDelayedLocked(const std::string& key, Duration delay) {
@@ -88,19 +90,19 @@ Duration WorkQueue::LimiterDelay(const std::string& key) {
 void WorkQueue::AddRateLimited(const std::string& key) {
   Duration delay;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     delay = LimiterDelay(key);
   }
   AddAfter(key, delay);
 }
 
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   failures_.erase(key);
 }
 
 int WorkQueue::NumRequeues(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -111,22 +113,22 @@ void WorkQueue::PromoteDue() {
     std::string key = by_deadline_.begin()->second;
     by_deadline_.erase(by_deadline_.begin());
     delayed_.erase(key);
-    if (AddLocked(key)) cv_.notify_one();  // another worker may take it
+    if (AddLocked(key)) cv_.NotifyOne();  // another worker may take it
   }
 }
 
 std::optional<std::string> WorkQueue::Get() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   while (true) {
     PromoteDue();
     if (!queue_.empty()) break;
     if (shutting_down_) return std::nullopt;
     if (by_deadline_.empty()) {
-      cv_.wait(lock);
+      cv_.Wait(lock);
     } else {
       Duration left = by_deadline_.begin()->first - clock_.MonotonicNow();
       // Pacing only: a real wait of at most the time left, then the clock is consulted again.
-      cv_.wait_for(lock, std::max(left, Duration(std::chrono::milliseconds(1))));
+      cv_.WaitFor(lock, std::max(left, Duration(std::chrono::milliseconds(1))));
     }
   }
   std::string key = std::move(queue_.front());
@@ -137,7 +139,7 @@ std::optional<std::string> WorkQueue::Get() {
 }
 
 std::optional<std::string> WorkQueue::TryGet() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   PromoteDue();
   if (queue_.empty()) return std::nullopt;
   std::string key = std::move(queue_.front());
@@ -149,37 +151,37 @@ std::optional<std::string> WorkQueue::TryGet() {
 
 void WorkQueue::Done(const std::string& key) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     processing_.erase(key);
     if (!dirty_.contains(key)) return;
     queue_.push_back(key);
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   shutting_down_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool WorkQueue::shutting_down() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return shutting_down_;
 }
 
 void WorkQueue::Poke() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cv_.notify_all();
+  MutexLock lock(mu_);
+  cv_.NotifyAll();
 }
 
 size_t WorkQueue::Len() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 size_t WorkQueue::DelayedLen() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return delayed_.size();
 }
 

@@ -20,16 +20,15 @@
 // Thread-safety: every method is safe for concurrent use.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 
 namespace draplane::client {
 
@@ -73,28 +72,28 @@ class WorkQueue {
   size_t DelayedLen() const;
 
  private:
-  // Moves delayed keys whose time has come into the queue. Requires mu_.
-  void PromoteDue();
+  // Moves delayed keys whose time has come into the queue.
+  void PromoteDue() DRAPLANE_REQUIRES(mu_);
   // Queues `key` unless it is queued or being processed already; true when it was queued (the
   // caller wakes a worker).
-  bool AddLocked(const std::string& key);
+  bool AddLocked(const std::string& key) DRAPLANE_REQUIRES(mu_);
   // Records `key` to be queued after `delay` (> 0), keeping an earlier deadline.
-  void AddDelayedLocked(const std::string& key, Duration delay);
-  Duration LimiterDelay(const std::string& key);
+  void AddDelayedLocked(const std::string& key, Duration delay) DRAPLANE_REQUIRES(mu_);
+  Duration LimiterDelay(const std::string& key) DRAPLANE_REQUIRES(mu_);
 
   const Clock& clock_;
   const RateLimiterOptions limiter_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> queue_;
-  std::set<std::string> dirty_;
-  std::set<std::string> processing_;
-  std::map<std::string, Duration> delayed_;           // key -> deadline (monotonic)
-  std::multimap<Duration, std::string> by_deadline_;  // deadline -> key
-  std::map<std::string, int> failures_;
-  double tokens_;
-  Duration last_refill_{0};
-  bool shutting_down_ = false;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::string> queue_ DRAPLANE_GUARDED_BY(mu_);
+  std::set<std::string> dirty_ DRAPLANE_GUARDED_BY(mu_);
+  std::set<std::string> processing_ DRAPLANE_GUARDED_BY(mu_);
+  std::map<std::string, Duration> delayed_ DRAPLANE_GUARDED_BY(mu_);  // key -> deadline (monotonic)
+  std::multimap<Duration, std::string> by_deadline_ DRAPLANE_GUARDED_BY(mu_);  // deadline -> key
+  std::map<std::string, int> failures_ DRAPLANE_GUARDED_BY(mu_);
+  double tokens_ DRAPLANE_GUARDED_BY(mu_);
+  Duration last_refill_ DRAPLANE_GUARDED_BY(mu_){0};
+  bool shutting_down_ DRAPLANE_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace draplane::client
