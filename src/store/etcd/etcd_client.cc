@@ -17,9 +17,9 @@
 #include <boost/json.hpp>
 #include <exception>
 #include <limits>
-#include <mutex>
 #include <optional>
 
+#include "common/mutex.h"
 #include "common/status_macros.h"
 
 namespace draplane::store::internal {
@@ -289,7 +289,7 @@ class EtcdConnectionPool {
   // An idle connection (`*reused` true) or a new one to the first endpoint that answers.
   StatusOr<std::unique_ptr<Connection>> Acquire(bool* reused) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       while (!idle_.empty()) {
         std::unique_ptr<Connection> connection = std::move(idle_.back());
         idle_.pop_back();
@@ -321,7 +321,7 @@ class EtcdConnectionPool {
 
   void Release(std::unique_ptr<Connection> connection) {
     if (connection->IsStale()) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     idle_.push_back(std::move(connection));
   }
 
@@ -331,8 +331,8 @@ class EtcdConnectionPool {
   const EtcdClientOptions options_;
   std::optional<asio::ssl::context> tls_;
   std::atomic<size_t> preferred_{0};
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 namespace {
@@ -358,7 +358,7 @@ class WatchStreamImpl final : public EtcdClient::WatchStream {
   }
 
   void Close() override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return;
     closed_ = true;
     connection_->Shutdown();
@@ -366,7 +366,7 @@ class WatchStreamImpl final : public EtcdClient::WatchStream {
 
  private:
   bool closed() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return closed_;
   }
 
@@ -411,8 +411,8 @@ class WatchStreamImpl final : public EtcdClient::WatchStream {
   std::unique_ptr<http::response_parser<http::buffer_body>> parser_;
   std::string pending_;  // bytes read but not yet handed out (Run thread only)
   Status malformed_;     // set when a message could not be parsed (Run thread only)
-  std::mutex mu_;
-  bool closed_ = false;  // guarded by mu_
+  Mutex mu_;
+  bool closed_ DRAPLANE_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "store/etcd/etcd_client.h"
 #include "store/internal/keys.h"
@@ -95,11 +94,11 @@ class EtcdStore final : public Store {
  public:
   ~EtcdStore() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
       if (stream_ != nullptr) stream_->Close();
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     if (watch_thread_.joinable()) watch_thread_.join();
   }
 
@@ -384,14 +383,14 @@ class EtcdStore final : public Store {
     Duration backoff = std::chrono::milliseconds(50);
     while (true) {
       {
-        std::unique_lock<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) return;
       }
       StatusOr<Stream> stream =
           first != nullptr ? StatusOr<Stream>(std::move(first)) : OpenPrefixWatch(next);
       first = nullptr;
       if (stream.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) return;
         stream_ = stream->get();
       }
@@ -399,7 +398,7 @@ class EtcdStore final : public Store {
           stream.ok()
               ? (*stream)->Run([&](const object& message) { return HandleMessage(message, &next); })
               : stream.status();
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stream_ = nullptr;
       if (stopping_) return;
       if (status.ok()) {
@@ -408,7 +407,7 @@ class EtcdStore final : public Store {
       }
       log::Warning("etcd store: watch stream lost ({}); resuming from revision {}",
                    status.ToString(), next);
-      cv_.wait_for(lock, backoff, [this] { return stopping_; });
+      cv_.WaitFor(lock, backoff, [this]() DRAPLANE_REQUIRES(mu_) { return stopping_; });
       backoff = std::min<Duration>(backoff * 2, std::chrono::seconds(2));
     }
   }
@@ -505,10 +504,10 @@ class EtcdStore final : public Store {
   const int64_t cache_events_;
   internal::WatchHub hub_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                                // guarded by mu_
-  internal::EtcdClient::WatchStream* stream_ = nullptr;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ DRAPLANE_GUARDED_BY(mu_) = false;
+  internal::EtcdClient::WatchStream* stream_ DRAPLANE_GUARDED_BY(mu_) = nullptr;
   std::thread watch_thread_;
 };
 

@@ -2,11 +2,11 @@
 
 #include <array>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <type_traits>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 
 namespace draplane::store::internal {
 namespace {
@@ -92,7 +92,7 @@ class InstrumentedStore final : public Store {
   }
 
   void Record(std::string_view resource, Op op, StatusCode code, double seconds) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = series_.find(resource);
     if (it == series_.end()) it = series_.emplace(std::string(resource), PerOp{}).first;
     Series& series = it->second[static_cast<size_t>(op)];
@@ -111,8 +111,8 @@ class InstrumentedStore final : public Store {
 
   std::unique_ptr<Store> inner_;
   Clock& clock_;
-  std::mutex mu_;
-  std::map<std::string, PerOp, std::less<>> series_;  // by resource; guarded by mu_
+  Mutex mu_;
+  std::map<std::string, PerOp, std::less<>> series_ DRAPLANE_GUARDED_BY(mu_);  // by resource
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/mutex.h"
 
 namespace draplane::store {
 
@@ -53,7 +54,7 @@ class HubCore {
 
   NotifyList Publish(const std::vector<WatchEvent>& events) {
     NotifyList notify;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const WatchEvent& event : events) {
       // Revisions never go back. etcd may report several events at one revision when another
       // client wrote several keys under the prefix in one transaction.
@@ -86,7 +87,7 @@ class HubCore {
   }
 
   void AdvanceTo(Revision revision) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     current_ = std::max(current_, revision);
   }
 
@@ -94,7 +95,7 @@ class HubCore {
   // ring's window start (the caller backfills up to it and retries).
   std::optional<Revision> TryRegister(const std::shared_ptr<WatchState>& state, Revision from,
                                       const std::shared_ptr<HubCore>& self) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (from < window_start_) return window_start_;
     auto first =
         std::upper_bound(ring_.begin(), ring_.end(), from,
@@ -111,10 +112,10 @@ class HubCore {
     return std::nullopt;
   }
 
-  Revision CurrentLocked() const { return current_; }
+  Revision CurrentLocked() const DRAPLANE_REQUIRES(mu_) { return current_; }
 
   void Remove(const std::string& resource, uint64_t id) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = watchers_.find(resource);
     if (it == watchers_.end()) return;
     if (it->second.erase(id) > 0) WatcherGauge(resource).Decrement();
@@ -126,7 +127,7 @@ class HubCore {
     std::shared_ptr<WatchState> state;
     bool wake = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = watchers_.find(resource);
       if (it == watchers_.end()) return;
       auto w = it->second.find(id);
@@ -142,7 +143,7 @@ class HubCore {
   }
 
   void Compact(Revision revision) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // The window may move past current_ when the publisher lags behind the backend (etcd):
     // events still arriving at or before `revision` go to live watchers but not into the ring.
     while (!ring_.empty() && ring_.front().revision <= revision) ring_.pop_front();
@@ -152,7 +153,7 @@ class HubCore {
   NotifyList TerminateAll(const Status& status, Revision restart_revision,
                           std::string_view reason) {
     NotifyList notify;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [resource, by_id] : watchers_) {
       for (auto& [id, state] : by_id) {
         if (state->End(status)) {
@@ -170,15 +171,15 @@ class HubCore {
   }
 
   Revision current() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return current_;
   }
   Revision window_start() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return window_start_;
   }
   size_t watcher_count() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     size_t n = 0;
     for (const auto& [resource, by_id] : watchers_) n += by_id.size();
     return n;
@@ -186,7 +187,7 @@ class HubCore {
   size_t default_queue_limit() const { return options_.default_queue_limit; }
 
  private:
-  void TrimLocked() {
+  void TrimLocked() DRAPLANE_REQUIRES(mu_) {
     if (options_.ring_limit == 0) return;
     while (ring_.size() > options_.ring_limit) {
       window_start_ = ring_.front().revision;
@@ -194,7 +195,7 @@ class HubCore {
     }
   }
 
-  metrics::Gauge WatcherGauge(const std::string& resource) {
+  metrics::Gauge WatcherGauge(const std::string& resource) DRAPLANE_REQUIRES(mu_) {
     auto it = gauges_.find(resource);
     if (it == gauges_.end()) {
       it = gauges_.emplace(resource, Metrics().watchers.WithLabels({options_.backend, resource}))
@@ -204,14 +205,15 @@ class HubCore {
   }
 
   const WatchHubOptions options_;
-  mutable std::mutex mu_;
-  std::deque<WatchEvent> ring_;  // guarded by mu_
-  Revision current_;             // guarded by mu_
-  Revision window_start_;        // guarded by mu_
-  uint64_t next_id_ = 0;         // guarded by mu_
-  // resource → watcher id → state; guarded by mu_.
-  std::map<std::string, std::map<uint64_t, std::shared_ptr<WatchState>>, std::less<>> watchers_;
-  std::map<std::string, metrics::Gauge, std::less<>> gauges_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::deque<WatchEvent> ring_ DRAPLANE_GUARDED_BY(mu_);
+  Revision current_ DRAPLANE_GUARDED_BY(mu_);
+  Revision window_start_ DRAPLANE_GUARDED_BY(mu_);
+  uint64_t next_id_ DRAPLANE_GUARDED_BY(mu_) = 0;
+  // resource → watcher id → state.
+  std::map<std::string, std::map<uint64_t, std::shared_ptr<WatchState>>, std::less<>> watchers_
+      DRAPLANE_GUARDED_BY(mu_);
+  std::map<std::string, metrics::Gauge, std::less<>> gauges_ DRAPLANE_GUARDED_BY(mu_);
   metrics::Counter events_counter_;
 };
 
@@ -231,18 +233,18 @@ bool WatchState::Matches(const Object& object) const {
 }
 
 void WatchState::SetStartRevision(Revision revision) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   start_revision_ = revision;
   last_revision_ = revision;
 }
 
 Revision WatchState::last_revision() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_revision_;
 }
 
 bool WatchState::Push(const WatchEvent& event, bool bounded) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (ended_) return false;
   if (event.type == WatchEvent::Type::kBookmark ? event.revision < last_revision_
                                                 : event.revision <= start_revision_) {
@@ -255,44 +257,44 @@ bool WatchState::Push(const WatchEvent& event, bool bounded) {
         "watch of " + resource_ + " closed: the consumer fell more than " +
         std::to_string(queue_limit_) + " events behind; resume from revision " +
         std::to_string(last_revision_));
-    cv_.notify_all();
+    cv_.NotifyAll();
     return true;
   }
   const bool was_empty = queue_.empty();
   queue_.push_back(event);
   last_revision_ = event.revision;
-  if (was_empty) cv_.notify_all();
+  if (was_empty) cv_.NotifyAll();
   return was_empty;
 }
 
 bool WatchState::End(Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (ended_) return false;
   ended_ = true;
   end_ = std::move(status);
-  cv_.notify_all();
+  cv_.NotifyAll();
   return true;
 }
 
 bool WatchState::ended() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return ended_;
 }
 
 void WatchState::Notify() {
   if (!notify_) return;
-  std::lock_guard<std::recursive_mutex> lock(notify_mu_);
+  RecursiveMutexLock lock(notify_mu_);
   if (!cancelled_) notify_();
 }
 
 void WatchState::Attach(std::weak_ptr<HubCore> hub, uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   hub_ = std::move(hub);
   id_ = id;
 }
 
 Status WatchState::Poll(std::vector<WatchEvent>* out, size_t max_events) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (queue_.empty()) return ended_ ? end_ : Status::Ok();
   size_t n = std::min(max_events, queue_.size());
   for (size_t i = 0; i < n; ++i) {
@@ -303,8 +305,8 @@ Status WatchState::Poll(std::vector<WatchEvent>* out, size_t max_events) {
 }
 
 StatusOr<WatchEvent> WatchState::Next() {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return !queue_.empty() || ended_; });
+  MutexLock lock(mu_);
+  cv_.Wait(lock, [this]() DRAPLANE_REQUIRES(mu_) { return !queue_.empty() || ended_; });
   if (queue_.empty()) return end_;
   WatchEvent event = std::move(queue_.front());
   queue_.pop_front();
@@ -315,7 +317,7 @@ void WatchState::RequestBookmark() {
   std::shared_ptr<HubCore> hub;
   uint64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (ended_) return;
     hub = hub_.lock();
     id = id_;
@@ -325,13 +327,13 @@ void WatchState::RequestBookmark() {
 
 void WatchState::Cancel() {
   {
-    std::lock_guard<std::recursive_mutex> lock(notify_mu_);
+    RecursiveMutexLock lock(notify_mu_);
     cancelled_ = true;
   }
   std::shared_ptr<HubCore> hub;
   uint64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.clear();
     if (!ended_) {
       ended_ = true;
@@ -339,7 +341,7 @@ void WatchState::Cancel() {
     } else if (end_.code() != StatusCode::kCancelled) {
       end_ = CancelledError("watch of " + resource_ + " cancelled");
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
     hub = hub_.lock();
     id = id_;
     hub_.reset();
@@ -348,7 +350,7 @@ void WatchState::Cancel() {
 }
 
 Status WatchState::status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return ended_ ? end_ : Status::Ok();
 }
 

@@ -17,17 +17,16 @@
 // watcher's. Notify callbacks run after both are released.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -74,20 +73,20 @@ class WatchState {
   const size_t queue_limit_;
   const std::function<void()> notify_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<WatchEvent> queue_;  // guarded by mu_
-  Revision start_revision_ = 0;   // guarded by mu_
-  Revision last_revision_ = 0;    // guarded by mu_
-  Status end_;                    // guarded by mu_; set once
-  bool ended_ = false;            // guarded by mu_
-  std::weak_ptr<HubCore> hub_;    // guarded by mu_
-  uint64_t id_ = 0;               // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<WatchEvent> queue_ DRAPLANE_GUARDED_BY(mu_);
+  Revision start_revision_ DRAPLANE_GUARDED_BY(mu_) = 0;
+  Revision last_revision_ DRAPLANE_GUARDED_BY(mu_) = 0;
+  Status end_ DRAPLANE_GUARDED_BY(mu_);  // set once
+  bool ended_ DRAPLANE_GUARDED_BY(mu_) = false;
+  std::weak_ptr<HubCore> hub_ DRAPLANE_GUARDED_BY(mu_);
+  uint64_t id_ DRAPLANE_GUARDED_BY(mu_) = 0;
 
   // Serialises notify calls with Cancel(), so no notify starts after Cancel() returns.
   // Recursive: a notify callback may cancel its own watch.
-  std::recursive_mutex notify_mu_;
-  bool cancelled_ = false;  // guarded by notify_mu_
+  RecursiveMutex notify_mu_;
+  bool cancelled_ DRAPLANE_GUARDED_BY(notify_mu_) = false;
 };
 
 using NotifyList = std::vector<std::shared_ptr<WatchState>>;

@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <deque>
 #include <map>
-#include <mutex>
-#include <shared_mutex>
 
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "store/internal/keys.h"
 #include "store/internal/watch_hub.h"
@@ -41,7 +40,7 @@ class MemoryStore final : public Store {
 
   StatusOr<ObjectPtr> Get(const Key& key) override {
     DRAPLANE_RETURN_IF_ERROR(internal::ValidateKey(key));
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(mu_);
     const Version* latest = LatestLocked(EncodeKey(key));
     if (latest == nullptr || latest->object == nullptr) return NotFound(key);
     return latest->object;
@@ -54,7 +53,7 @@ class MemoryStore final : public Store {
     const std::string prefix = internal::ListPrefix(resource, options.ns);
     const std::string end = internal::PrefixEnd(prefix);
     std::string start = prefix;
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(mu_);
     Revision revision = options.revision > 0 ? options.revision : current_;
     if (!options.continue_token.empty()) {
       DRAPLANE_ASSIGN_OR_RETURN(internal::ContinuePosition position,
@@ -85,7 +84,7 @@ class MemoryStore final : public Store {
     internal::NotifyList notify;
     ObjectPtr created;
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      WriterLock lock(mu_);
       std::string encoded = EncodeKey(key);
       std::vector<Version>& versions = keys_[encoded];
       if (!versions.empty() && versions.back().object != nullptr) {
@@ -106,7 +105,7 @@ class MemoryStore final : public Store {
     internal::NotifyList notify;
     ObjectPtr updated;
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      WriterLock lock(mu_);
       std::string encoded = EncodeKey(key);
       auto it = keys_.find(encoded);
       if (it == keys_.end() || it->second.back().object == nullptr) return NotFound(key);
@@ -127,7 +126,7 @@ class MemoryStore final : public Store {
     internal::NotifyList notify;
     ObjectPtr deleted;
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      WriterLock lock(mu_);
       std::string encoded = EncodeKey(key);
       auto it = keys_.find(encoded);
       if (it == keys_.end() || it->second.back().object == nullptr) return NotFound(key);
@@ -148,17 +147,17 @@ class MemoryStore final : public Store {
     DRAPLANE_RETURN_IF_ERROR(internal::ValidateResource(resource));
     DRAPLANE_RETURN_IF_ERROR(internal::ValidateNamespace(options.ns));
     // The hub's history is the store's: both are compacted together under mu_.
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(mu_);
     return hub_.Subscribe(resource, options, nullptr);
   }
 
   StatusOr<Revision> CurrentRevision() override {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(mu_);
     return current_;
   }
 
   Status Compact(Revision revision) override {
-    std::unique_lock<std::shared_mutex> lock(mu_);
+    WriterLock lock(mu_);
     if (revision > current_) {
       return InvalidArgumentError("cannot compact to revision " + std::to_string(revision) +
                                   ": the current revision is " + std::to_string(current_));
@@ -184,7 +183,7 @@ class MemoryStore final : public Store {
     return Status::Ok();
   }
 
-  Status RevisionCompacted(Revision revision) const {
+  Status RevisionCompacted(Revision revision) const DRAPLANE_REQUIRES_SHARED(mu_) {
     return ExpiredError("revision " + std::to_string(revision) + " has been compacted (oldest is " +
                         std::to_string(compacted_) + ")");
   }
@@ -192,12 +191,12 @@ class MemoryStore final : public Store {
     return ExpiredError("the continue token's revision " + std::to_string(revision) +
                         " has been compacted; restart the list without a continue token");
   }
-  Status FutureRevision(Revision revision) const {
+  Status FutureRevision(Revision revision) const DRAPLANE_REQUIRES_SHARED(mu_) {
     return DeadlineExceededError("revision " + std::to_string(revision) +
                                  " is newer than the current revision " + std::to_string(current_));
   }
 
-  const Version* LatestLocked(const std::string& encoded) const {
+  const Version* LatestLocked(const std::string& encoded) const DRAPLANE_REQUIRES_SHARED(mu_) {
     auto it = keys_.find(encoded);
     if (it == keys_.end()) return nullptr;
     return &it->second.back();
@@ -214,7 +213,7 @@ class MemoryStore final : public Store {
   // Appends the version (object nullptr for a delete), publishes the event, and compacts when
   // the history outgrew `retained_`. Returns the watchers to notify after unlocking.
   internal::NotifyList CommitLocked(std::string encoded, std::vector<Version>& versions,
-                                    ObjectPtr object, WatchEvent event) {
+                                    ObjectPtr object, WatchEvent event) DRAPLANE_REQUIRES(mu_) {
     current_ = event.revision;
     versions.push_back(Version{current_, std::move(object)});
     written_.emplace_back(current_, std::move(encoded));
@@ -226,7 +225,7 @@ class MemoryStore final : public Store {
     return notify;
   }
 
-  void CompactLocked(Revision revision) {
+  void CompactLocked(Revision revision) DRAPLANE_REQUIRES(mu_) {
     if (revision <= compacted_) return;
     while (!written_.empty() && written_.front().first <= revision) {
       auto it = keys_.find(written_.front().second);
@@ -248,11 +247,11 @@ class MemoryStore final : public Store {
   }
 
   const int64_t retained_;
-  mutable std::shared_mutex mu_;
-  std::map<std::string, std::vector<Version>, std::less<>> keys_;  // guarded by mu_
-  std::deque<std::pair<Revision, std::string>> written_;           // guarded by mu_
-  Revision current_ = 0;                                           // guarded by mu_
-  Revision compacted_ = 0;                                         // guarded by mu_
+  mutable SharedMutex mu_;
+  std::map<std::string, std::vector<Version>, std::less<>> keys_ DRAPLANE_GUARDED_BY(mu_);
+  std::deque<std::pair<Revision, std::string>> written_ DRAPLANE_GUARDED_BY(mu_);
+  Revision current_ DRAPLANE_GUARDED_BY(mu_) = 0;
+  Revision compacted_ DRAPLANE_GUARDED_BY(mu_) = 0;
   internal::WatchHub hub_;
 };
 
