@@ -3,12 +3,10 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
-#include <condition_variable>
-#include <mutex>
-#include <shared_mutex>
 #include <thread>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
@@ -63,7 +61,7 @@ class InProcessGate {
       : api_(api), max_body_bytes_(max_body_bytes) {}
 
   void Dispatch(http::Request request, std::shared_ptr<http::Exchange> exchange) {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     if (api_ == nullptr) {
       exchange->Respond(
           handlers::ToResponse(handlers::NewServiceUnavailable("the server is shutting down")));
@@ -84,13 +82,13 @@ class InProcessGate {
 
   // After this returns no call reaches the handler.
   void Close() {
-    std::unique_lock lock(mu_);
+    WriterLock lock(mu_);
     api_ = nullptr;
   }
 
  private:
-  std::shared_mutex mu_;
-  handlers::ApiHandler* api_;  // guarded by mu_; null once closed
+  SharedMutex mu_;
+  handlers::ApiHandler* api_ DRAPLANE_GUARDED_BY(mu_);  // null once closed
   const size_t max_body_bytes_;
 };
 
@@ -229,7 +227,7 @@ class ServerImpl final : public Server {
                const std::vector<std::string>& groups) override {
     ClientCredentials credentials = IssueCredentials(user, groups);
     DRAPLANE_RETURN_IF_ERROR(component->Start(credentials).WithPrefix(component->name()));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     components_.push_back(std::move(component));
     return Status::Ok();
   }
@@ -241,13 +239,13 @@ class ServerImpl final : public Server {
 
   void Shutdown() override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (shut_down_) return;
       shut_down_ = true;
     }
     std::vector<std::unique_ptr<EmbeddedComponent>> components;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       components = std::move(components_);
     }
     for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->Stop();
@@ -256,10 +254,10 @@ class ServerImpl final : public Server {
     if (quota_controller_) quota_controller_->Stop();
     if (decision_retention_) decision_retention_->Stop();
     {
-      std::lock_guard lock(tick_mu_);
+      MutexLock lock(tick_mu_);
       stopping_ = true;
     }
-    tick_cv_.notify_all();
+    tick_cv_.NotifyAll();
     if (ticker_.joinable()) ticker_.join();
     // Streams end first so that their clients go away, then requests in flight finish.
     if (watches_) watches_->Shutdown();
@@ -272,16 +270,17 @@ class ServerImpl final : public Server {
 
  private:
   void TickLoop() {
-    std::unique_lock lock(tick_mu_);
+    MutexLock lock(tick_mu_);
     while (!stopping_) {
-      tick_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      tick_cv_.WaitFor(lock, std::chrono::seconds(1),
+                       [&]() DRAPLANE_REQUIRES(tick_mu_) { return stopping_; });
       if (stopping_) break;
-      lock.unlock();
+      lock.Unlock();
       watches_->Tick();
       lifecycle_->Tick();
       quota_controller_->Tick();
       decision_retention_->Tick();
-      lock.lock();
+      lock.Lock();
     }
   }
 
@@ -394,13 +393,13 @@ class ServerImpl final : public Server {
   std::unique_ptr<lifecycle::DecisionRetention> decision_retention_;
   std::string url_;
 
-  std::mutex mu_;
-  bool shut_down_ = false;                                      // guarded by mu_
-  std::vector<std::unique_ptr<EmbeddedComponent>> components_;  // guarded by mu_
+  Mutex mu_;
+  bool shut_down_ DRAPLANE_GUARDED_BY(mu_) = false;
+  std::vector<std::unique_ptr<EmbeddedComponent>> components_ DRAPLANE_GUARDED_BY(mu_);
 
-  std::mutex tick_mu_;
-  std::condition_variable tick_cv_;
-  bool stopping_ = false;  // guarded by tick_mu_
+  Mutex tick_mu_;
+  CondVar tick_cv_;
+  bool stopping_ DRAPLANE_GUARDED_BY(tick_mu_) = false;
   std::thread ticker_;
 };
 

@@ -1,5 +1,6 @@
 #include "server/admission/admission.h"
 
+#include "common/mutex.h"
 #include "server/authz/node.h"
 
 namespace draplane::server::admission {
@@ -122,7 +123,7 @@ std::optional<ApiError> Admission::NamespaceLifecycle(const Attributes& a) const
 
 bool Admission::Terminating(const store::Object& ns) const {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = terminating_.find(ns.key.name);
     if (it != terminating_.end() && it->second.first == ns.revision) return it->second.second;
   }
@@ -130,7 +131,7 @@ bool Admission::Terminating(const store::Object& ns) const {
   bool terminating =
       parsed.ok() && (!handlers::MetaString(*parsed, "deletionTimestamp").empty() ||
                       handlers::GetPathString(*parsed, {"status", "phase"}) == "Terminating");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   terminating_[ns.key.name] = {ns.revision, terminating};
   return terminating;
 }

@@ -23,11 +23,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "common/mutex.h"
 #include "server/auth/authenticator.h"
 #include "server/handlers/errors.h"
 #include "server/handlers/json_util.h"
@@ -64,10 +64,10 @@ class Admission {
   bool Terminating(const store::Object& ns) const;
 
   store::Store* store_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // Namespace name -> (revision read, terminating at that revision).
-  mutable std::map<std::string, std::pair<store::Revision, bool>, std::less<>>
-      terminating_;  // guarded by mu_
+  mutable std::map<std::string, std::pair<store::Revision, bool>, std::less<>> terminating_
+      DRAPLANE_GUARDED_BY(mu_);
 };
 
 // The namespace label that allows admin access to devices.

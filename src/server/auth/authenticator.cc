@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "server/auth/pki.h"
 
@@ -175,7 +175,7 @@ Authenticator::Authenticator(AuthenticatorOptions options) : options_(std::move(
 
 void Authenticator::AddMemoryToken(std::string token, UserInfo user) {
   AddAuthenticatedGroup(user);
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   memory_tokens_[std::move(token)] = std::move(user);
 }
 
@@ -184,7 +184,7 @@ bool Authenticator::TokenFileChanged() const {
   struct stat st;
   if (::stat(options_.token_file.c_str(), &st) != 0) return false;
   int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return mtime != file_mtime_ns_ || static_cast<int64_t>(st.st_size) != file_size_;
 }
 
@@ -203,7 +203,7 @@ Status Authenticator::Reload() {
     AddAuthenticatedGroup(entry.user);
     tokens[std::move(entry.token)] = std::move(entry.user);
   }
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   file_tokens_ = std::move(tokens);
   file_mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   file_size_ = static_cast<int64_t>(st.st_size);
@@ -211,7 +211,7 @@ Status Authenticator::Reload() {
 }
 
 std::optional<UserInfo> Authenticator::Lookup(std::string_view token) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   if (auto it = memory_tokens_.find(token); it != memory_tokens_.end()) return it->second;
   if (auto it = file_tokens_.find(token); it != file_tokens_.end()) return it->second;
   return std::nullopt;

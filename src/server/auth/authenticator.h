@@ -19,11 +19,11 @@
 
 #include <map>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/random.h"
 #include "common/status.h"
 #include "server/http/http.h"
@@ -83,11 +83,11 @@ class Authenticator {
   bool TokenFileChanged() const;
 
   AuthenticatorOptions options_;
-  mutable std::shared_mutex mu_;
-  std::map<std::string, UserInfo, std::less<>> file_tokens_;    // guarded by mu_
-  std::map<std::string, UserInfo, std::less<>> memory_tokens_;  // guarded by mu_
-  int64_t file_mtime_ns_ = -1;                                  // guarded by mu_
-  int64_t file_size_ = -1;                                      // guarded by mu_
+  mutable SharedMutex mu_;
+  std::map<std::string, UserInfo, std::less<>> file_tokens_ DRAPLANE_GUARDED_BY(mu_);
+  std::map<std::string, UserInfo, std::less<>> memory_tokens_ DRAPLANE_GUARDED_BY(mu_);
+  int64_t file_mtime_ns_ DRAPLANE_GUARDED_BY(mu_) = -1;
+  int64_t file_size_ DRAPLANE_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace draplane::server::auth

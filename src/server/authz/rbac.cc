@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/thread_name.h"
 
 namespace draplane::server::authz {
@@ -168,7 +169,7 @@ Status RbacCache::Load() {
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     objects_ = std::move(objects);
     loaded_revision_ = *current;
   }
@@ -187,10 +188,10 @@ Status RbacCache::Start() {
 
 void RbacCache::Stop() {
   {
-    std::lock_guard lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     stopping_ = true;
   }
-  watch_cv_.notify_all();
+  watch_cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -199,7 +200,7 @@ void RbacCache::WatchLoop() {
     std::vector<std::unique_ptr<store::Watcher>> watchers;
     store::Revision from;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       from = loaded_revision_;
     }
     bool failed = false;
@@ -208,10 +209,10 @@ void RbacCache::WatchLoop() {
       options.revision = from;
       options.notify = [this] {
         {
-          std::lock_guard lock(watch_mu_);
+          MutexLock lock(watch_mu_);
           watch_pending_ = true;
         }
-        watch_cv_.notify_all();
+        watch_cv_.NotifyAll();
       };
       StatusOr<std::unique_ptr<store::Watcher>> w = store_->Watch(resource, std::move(options));
       if (!w.ok()) {
@@ -222,8 +223,9 @@ void RbacCache::WatchLoop() {
     }
     while (!failed) {
       {
-        std::unique_lock lock(watch_mu_);
-        watch_cv_.wait(lock, [&] { return watch_pending_ || stopping_; });
+        MutexLock lock(watch_mu_);
+        watch_cv_.Wait(lock,
+                       [&]() DRAPLANE_REQUIRES(watch_mu_) { return watch_pending_ || stopping_; });
         if (stopping_) return;
         watch_pending_ = false;
       }
@@ -249,7 +251,7 @@ void RbacCache::WatchLoop() {
       if (changed) Rebuild();
     }
     {
-      std::lock_guard lock(watch_mu_);
+      MutexLock lock(watch_mu_);
       if (stopping_) return;
     }
     log::Warning("rbac: watch ended; reloading RBAC objects");
@@ -258,8 +260,9 @@ void RbacCache::WatchLoop() {
       Status s = Load();
       if (s.ok()) break;
       log::Warning("rbac: reload failed: {}", s.ToString());
-      std::unique_lock lock(watch_mu_);
-      watch_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      MutexLock lock(watch_mu_);
+      watch_cv_.WaitFor(lock, std::chrono::seconds(1),
+                        [&]() DRAPLANE_REQUIRES(watch_mu_) { return stopping_; });
       if (stopping_) return;
     }
   }
@@ -267,7 +270,7 @@ void RbacCache::WatchLoop() {
 
 void RbacCache::Apply(std::string_view resource, const store::Key& key, store::Revision revision,
                       const std::string* value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Entry& entry = objects_[std::string(resource)][key];
   if (entry.revision > revision) return;
   entry.revision = revision;
@@ -285,7 +288,7 @@ void RbacCache::Observe(std::string_view store_resource, const store::Object& ob
 }
 
 void RbacCache::Rebuild() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto snap = std::make_shared<RbacSnapshot>();
   for (const auto& [key, entry] : objects_[std::string(kClusterRolesResource)]) {
     if (!entry.value.empty()) snap->cluster_roles[key.name] = ParseRules(entry.value);
@@ -309,7 +312,7 @@ void RbacCache::Rebuild() {
 }
 
 std::shared_ptr<const RbacSnapshot> RbacCache::snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return snapshot_;
 }
 

@@ -22,14 +22,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/authz/authorizer.h"
 #include "store/store.h"
@@ -101,15 +100,15 @@ class RbacCache {
   void WatchLoop();
 
   store::Store* store_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::map<store::Key, Entry>> objects_;  // guarded by mu_
-  std::shared_ptr<const RbacSnapshot> snapshot_;                // guarded by mu_
-  store::Revision loaded_revision_ = 0;                         // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::map<store::Key, Entry>> objects_ DRAPLANE_GUARDED_BY(mu_);
+  std::shared_ptr<const RbacSnapshot> snapshot_ DRAPLANE_GUARDED_BY(mu_);
+  store::Revision loaded_revision_ DRAPLANE_GUARDED_BY(mu_) = 0;
 
-  std::mutex watch_mu_;
-  std::condition_variable watch_cv_;
-  bool watch_pending_ = false;  // guarded by watch_mu_
-  bool stopping_ = false;       // guarded by watch_mu_
+  Mutex watch_mu_;
+  CondVar watch_cv_;
+  bool watch_pending_ DRAPLANE_GUARDED_BY(watch_mu_) = false;
+  bool stopping_ DRAPLANE_GUARDED_BY(watch_mu_) = false;
   std::thread thread_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "server/handlers/errors.h"
 #include "server/handlers/strategy.h"
 
@@ -106,9 +107,9 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   // the drain lock so that no change can overtake them.
   void Attach(std::shared_ptr<http::ResponseStream> stream, std::unique_ptr<store::Watcher> watcher,
               std::vector<std::string> initial) {
-    std::lock_guard drain_lock(drain_mu_);
+    MutexLock drain_lock(drain_mu_);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stream_ = stream;
       watcher_ = std::move(watcher);
       gauge_.Increment();
@@ -125,9 +126,9 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   // and waking it. Any other stream, or a drain already running, goes through the worker pool.
   void Notify() {
     if (drain_on_notify_.load(std::memory_order_acquire)) {
-      std::unique_lock drain_lock(drain_mu_, std::try_to_lock);
-      if (drain_lock.owns_lock()) {
+      if (drain_mu_.TryLock()) {
         DrainLocked();
+        drain_mu_.Unlock();
         return;
       }
     }
@@ -143,16 +144,16 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   // A worker's turn (see Notify).
   void Drain() {
     scheduled_.store(false);
-    std::lock_guard drain_lock(drain_mu_);
+    MutexLock drain_lock(drain_mu_);
     DrainLocked();
   }
 
   // Polls the store watcher and forwards what passes the selectors. Callers hold drain_mu_.
-  void DrainLocked() {
+  void DrainLocked() DRAPLANE_REQUIRES(drain_mu_) {
     std::shared_ptr<http::ResponseStream> stream;
     std::shared_ptr<store::Watcher> watcher;  // shared: Closed() may run meanwhile
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stream = stream_;
       watcher = watcher_;
     }
@@ -176,7 +177,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<http::ResponseStream> stream;
     std::shared_ptr<store::Watcher> watcher;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stream = stream_;
       watcher = watcher_;
     }
@@ -196,19 +197,19 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     if (!spec_.bookmarks) return;
     std::shared_ptr<store::Watcher> watcher;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       watcher = watcher_;
     }
     if (watcher == nullptr) return;
     watcher->RequestBookmark();
-    std::lock_guard drain_lock(drain_mu_);
+    MutexLock drain_lock(drain_mu_);
     DrainLocked();
   }
 
   void Close() {
     std::shared_ptr<http::ResponseStream> stream;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stream = stream_;
     }
     if (stream) stream->Close();
@@ -219,7 +220,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   void Closed() {
     std::shared_ptr<store::Watcher> watcher;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       watcher = std::move(watcher_);
       if (stream_ != nullptr) gauge_.Decrement();
       stream_.reset();
@@ -229,7 +230,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
 
   // Queues the line of one event, if it passes the selectors (Flush sends them). The served JSON
   // of an object at a revision, parsed when selectors or tables need it.
-  void Forward(const store::WatchEvent& event) {
+  void Forward(const store::WatchEvent& event) DRAPLANE_REQUIRES(drain_mu_) {
     const ResourceInfo* resource = spec_.resource;
     if (event.type == store::WatchEvent::Type::kBookmark) {
       if (!spec_.bookmarks) return;
@@ -323,13 +324,13 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
 
   // Lines are queued and sent together: one write (one chunk over HTTP, one wake-up of an
   // in-process reader) per batch of events instead of one per event. Callers hold drain_mu_.
-  void Write(http::Chunk line) {
+  void Write(http::Chunk line) DRAPLANE_REQUIRES(drain_mu_) {
     queued_bytes_ += line->size();
     queued_.push_back(std::move(line));
     events_.Increment();
   }
   // Sends the queued lines; false when the stream no longer takes writes.
-  bool Flush(http::ResponseStream& stream) {
+  bool Flush(http::ResponseStream& stream) DRAPLANE_REQUIRES(drain_mu_) {
     if (queued_.empty()) return true;
     http::Chunk chunk;
     if (queued_.size() == 1) {
@@ -366,12 +367,12 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   metrics::Counter events_;
   std::atomic<bool> scheduled_{false};
   std::atomic<bool> drain_on_notify_{false};  // set by Attach
-  std::mutex drain_mu_;
-  std::vector<http::Chunk> queued_;  // guarded by drain_mu_
-  size_t queued_bytes_ = 0;          // guarded by drain_mu_
-  std::mutex mu_;
-  std::shared_ptr<http::ResponseStream> stream_;  // guarded by mu_
-  std::shared_ptr<store::Watcher> watcher_;       // guarded by mu_
+  Mutex drain_mu_;
+  std::vector<http::Chunk> queued_ DRAPLANE_GUARDED_BY(drain_mu_);
+  size_t queued_bytes_ DRAPLANE_GUARDED_BY(drain_mu_) = 0;
+  Mutex mu_;
+  std::shared_ptr<http::ResponseStream> stream_ DRAPLANE_GUARDED_BY(mu_);
+  std::shared_ptr<store::Watcher> watcher_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 WatchManager::WatchManager(store::Store* store, internal::ThreadPool* pool, const Clock& clock,
@@ -388,12 +389,12 @@ http::Chunk WatchManager::CachedLine(const ResourceInfo* resource, store::Revisi
                                      char type, const std::function<std::string()>& render) {
   CacheKey key{resource, revision, type};
   {
-    std::lock_guard lock(cache_mu_);
+    MutexLock lock(cache_mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
   }
   auto line = std::make_shared<const std::string>(render());
-  std::lock_guard lock(cache_mu_);
+  MutexLock lock(cache_mu_);
   if (cache_.emplace(key, line).second) {
     cache_order_.push_back(key);
     if (cache_order_.size() > kCacheCapacity) {
@@ -408,7 +409,7 @@ std::shared_ptr<const WatchManager::Selectable> WatchManager::CachedSelectable(
     const ResourceInfo* resource, const store::Object& object) {
   CacheKey key{resource, object.revision, 0};
   {
-    std::lock_guard lock(cache_mu_);
+    MutexLock lock(cache_mu_);
     auto it = selectables_.find(key);
     if (it != selectables_.end()) return it->second;
   }
@@ -418,7 +419,7 @@ std::shared_ptr<const WatchManager::Selectable> WatchManager::CachedSelectable(
     selectable->labels = MetaStringMap(*parsed, "labels");
     selectable->fields = FieldsOf(*resource, *parsed);
   }
-  std::lock_guard lock(cache_mu_);
+  MutexLock lock(cache_mu_);
   auto [it, inserted] = selectables_.emplace(key, std::move(selectable));
   if (inserted) {
     selectables_order_.push_back(key);
@@ -467,7 +468,7 @@ void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchang
   Duration timeout = spec.timeout;
   std::shared_ptr<Session> session;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shut_down_) {
       exchange->Respond(ToResponse(NewServiceUnavailable("the server is shutting down")));
       return;
@@ -508,7 +509,7 @@ void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchang
   }
   session->Attach(stream, std::move(watcher).value(), std::move(initial));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     sessions_[session->id()] = session;
   }
   uint64_t id = session->id();
@@ -522,7 +523,7 @@ void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchang
 void WatchManager::Remove(uint64_t id) {
   std::shared_ptr<Session> session;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return;
     session = std::move(it->second);
@@ -544,7 +545,7 @@ void WatchManager::EndStreams() {
 }
 
 std::vector<std::shared_ptr<WatchManager::Session>> WatchManager::Sessions() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<Session>> sessions;
   sessions.reserve(sessions_.size());
   for (const auto& [id, s] : sessions_) sessions.push_back(s);
@@ -554,7 +555,7 @@ std::vector<std::shared_ptr<WatchManager::Session>> WatchManager::Sessions() con
 void WatchManager::Shutdown() {
   std::vector<std::shared_ptr<Session>> sessions;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     shut_down_ = true;
     for (auto& [id, s] : sessions_) sessions.push_back(s);
   }
@@ -562,12 +563,12 @@ void WatchManager::Shutdown() {
     s->Close();
     s->Closed();
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sessions_.clear();
 }
 
 size_t WatchManager::active() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return sessions_.size();
 }
 

@@ -29,13 +29,13 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <unordered_map>
 
 #include "api/labels/field_selector.h"
 #include "api/labels/selector.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "server/handlers/output.h"
 #include "server/handlers/registry.h"
@@ -117,12 +117,12 @@ class WatchManager {
   internal::ThreadPool* pool_;
   const Clock& clock_;
   WatchManagerOptions options_;
-  std::unique_ptr<Random> random_;  // timeouts' jitter; guarded by mu_
 
-  mutable std::mutex mu_;
-  std::map<uint64_t, std::shared_ptr<Session>> sessions_;  // guarded by mu_
-  uint64_t next_id_ = 1;                                   // guarded by mu_
-  bool shut_down_ = false;                                 // guarded by mu_
+  mutable Mutex mu_;
+  std::unique_ptr<Random> random_ DRAPLANE_PT_GUARDED_BY(mu_);  // timeouts' jitter
+  std::map<uint64_t, std::shared_ptr<Session>> sessions_ DRAPLANE_GUARDED_BY(mu_);
+  uint64_t next_id_ DRAPLANE_GUARDED_BY(mu_) = 1;
+  bool shut_down_ DRAPLANE_GUARDED_BY(mu_) = false;
 
   struct CacheKey {
     const ResourceInfo* resource;
@@ -136,13 +136,13 @@ class WatchManager {
              static_cast<size_t>(k.type);
     }
   };
-  std::mutex cache_mu_;
-  std::unordered_map<CacheKey, http::Chunk, CacheKeyHash> cache_;  // guarded by cache_mu_
-  std::deque<CacheKey> cache_order_;                               // guarded by cache_mu_
+  Mutex cache_mu_;
+  std::unordered_map<CacheKey, http::Chunk, CacheKeyHash> cache_ DRAPLANE_GUARDED_BY(cache_mu_);
+  std::deque<CacheKey> cache_order_ DRAPLANE_GUARDED_BY(cache_mu_);
   // By resource and the object version's own revision (type 0).
-  std::unordered_map<CacheKey, std::shared_ptr<const Selectable>, CacheKeyHash>
-      selectables_;                         // guarded by cache_mu_
-  std::deque<CacheKey> selectables_order_;  // guarded by cache_mu_
+  std::unordered_map<CacheKey, std::shared_ptr<const Selectable>, CacheKeyHash> selectables_
+      DRAPLANE_GUARDED_BY(cache_mu_);
+  std::deque<CacheKey> selectables_order_ DRAPLANE_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace draplane::server::handlers

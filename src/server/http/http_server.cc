@@ -27,14 +27,13 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "common/thread_name.h"
 
@@ -59,9 +58,9 @@ struct Core {
   Handler handler;
   std::optional<ssl::context> ssl_ctx;
 
-  std::mutex mu;
-  std::condition_variable sessions_changed;
-  std::map<SessionBase*, std::weak_ptr<SessionBase>> sessions;  // guarded by mu
+  Mutex mu;
+  CondVar sessions_changed;
+  std::map<SessionBase*, std::weak_ptr<SessionBase>> sessions DRAPLANE_GUARDED_BY(mu);
   std::atomic<bool> shutting_down{false};
 
   std::weak_ptr<Core> self;  // for handing shared ownership to Exchanges
@@ -143,9 +142,9 @@ class StreamImpl final : public ResponseStream {
   }
 
   void SetOnClosed(std::function<void()> on_closed) override {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (ended_) {
-      lock.unlock();
+      lock.Unlock();
       on_closed();
       return;
     }
@@ -162,7 +161,7 @@ class StreamImpl final : public ResponseStream {
     open_.store(false, std::memory_order_release);
     std::function<void()> callback;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (ended_) return;
       ended_ = true;
       callback = std::move(on_closed_);
@@ -176,9 +175,9 @@ class StreamImpl final : public ResponseStream {
   std::shared_ptr<SessionBase> session_;
   std::atomic<bool> open_{true};
   std::atomic<size_t> queued_bytes_{0};
-  std::mutex mu_;
-  bool ended_ = false;               // guarded by mu_
-  std::function<void()> on_closed_;  // guarded by mu_
+  Mutex mu_;
+  bool ended_ DRAPLANE_GUARDED_BY(mu_) = false;
+  std::function<void()> on_closed_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 class ExchangeImpl final : public Exchange {
@@ -541,8 +540,8 @@ class Session final : public SessionBase {
 
   // Removes the session from the registry of open connections.
   void Unregister() {
-    std::lock_guard lock(core_->mu);
-    if (core_->sessions.erase(this) > 0) core_->sessions_changed.notify_all();
+    MutexLock lock(core_->mu);
+    if (core_->sessions.erase(this) > 0) core_->sessions_changed.NotifyAll();
   }
 
   void Close() {
@@ -615,7 +614,7 @@ void Accept(Core* core) {
           session = std::make_shared<Session<beast::tcp_stream>>(core, std::move(socket));
         }
         {
-          std::lock_guard lock(core->mu);
+          MutexLock lock(core->mu);
           core->sessions.emplace(session.get(), session);
         }
         session->Run();
@@ -660,12 +659,12 @@ class HttpServerImpl final : public HttpServer {
   uint16_t port() const override { return port_; }
 
   size_t open_connections() const override {
-    std::lock_guard lock(core_->mu);
+    MutexLock lock(core_->mu);
     return core_->sessions.size();
   }
 
   void Shutdown(std::chrono::milliseconds grace) override {
-    std::lock_guard shutdown_lock(shutdown_mu_);
+    MutexLock shutdown_lock(shutdown_mu_);
     if (stopped_) return;
     stopped_ = true;
     core_->shutting_down.store(true);
@@ -675,8 +674,9 @@ class HttpServerImpl final : public HttpServer {
     });
     for (const std::shared_ptr<SessionBase>& session : LiveSessions()) session->PostShutdown();
     {
-      std::unique_lock lock(core_->mu);
-      core_->sessions_changed.wait_for(lock, grace, [&] { return core_->sessions.empty(); });
+      MutexLock lock(core_->mu);
+      core_->sessions_changed.WaitFor(
+          lock, grace, [&]() DRAPLANE_REQUIRES(core_->mu) { return core_->sessions.empty(); });
     }
     core_->ioc.stop();
     for (std::thread& thread : threads_) thread.join();
@@ -691,7 +691,7 @@ class HttpServerImpl final : public HttpServer {
  private:
   std::vector<std::shared_ptr<SessionBase>> LiveSessions() {
     std::vector<std::shared_ptr<SessionBase>> out;
-    std::lock_guard lock(core_->mu);
+    MutexLock lock(core_->mu);
     for (auto& [raw, weak] : core_->sessions) {
       if (std::shared_ptr<SessionBase> session = weak.lock()) out.push_back(std::move(session));
     }
@@ -701,8 +701,8 @@ class HttpServerImpl final : public HttpServer {
   std::shared_ptr<Core> core_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
-  std::mutex shutdown_mu_;
-  bool stopped_ = false;  // guarded by shutdown_mu_
+  Mutex shutdown_mu_;
+  bool stopped_ DRAPLANE_GUARDED_BY(shutdown_mu_) = false;
 };
 
 Status LoadTls(Core& core, const TlsOptions& tls) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/mutex.h"
 #include "common/thread_name.h"
 
 namespace draplane::server::internal {
@@ -18,21 +19,21 @@ ThreadPool::~ThreadPool() { Shutdown(); }
 
 bool ThreadPool::Post(std::function<void()> task) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return false;
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   return true;
 }
 
 void ThreadPool::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && threads_.empty()) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -40,7 +41,7 @@ void ThreadPool::Shutdown() {
 }
 
 size_t ThreadPool::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return tasks_.size();
 }
 
@@ -48,8 +49,8 @@ void ThreadPool::Work() {
   while (true) {
     std::function<void()> task;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      MutexLock lock(mu_);
+      cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_ || !tasks_.empty(); });
       if (tasks_.empty()) return;  // stopping and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();

@@ -5,14 +5,14 @@
 // thread but a worker.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace draplane::server::internal {
 
@@ -36,10 +36,10 @@ class ThreadPool {
  private:
   void Work();
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> tasks_ DRAPLANE_GUARDED_BY(mu_);
+  bool stopping_ DRAPLANE_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 
