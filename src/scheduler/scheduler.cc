@@ -8,6 +8,7 @@
 #include "api/resource_claims.h"
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/thread_name.h"
 #include "scheduler/explain.h"
 #include "scheduler/profile.h"
@@ -147,11 +148,11 @@ bool Scheduler::Ours(const Pod& pod) const {
 
 void Scheduler::Post(InboxItem item) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     inbox_.push_back(std::move(item));
   }
   // Outside the lock: the loop woken while it is held would only block on it again.
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 Status Scheduler::Start() {
@@ -186,7 +187,7 @@ Status Scheduler::Start() {
     return CancelledError("scheduler stopped before its caches synced");
   if (options_.synchronous) return Status::Ok();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = false;
   }
   for (int i = 0; i < std::max(1, options_.binder_threads); ++i) {
@@ -205,10 +206,10 @@ Status Scheduler::Start() {
 
 void Scheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
-    cv_.notify_all();
-    work_cv_.notify_all();
+    cv_.NotifyAll();
+    work_cv_.NotifyAll();
   }
   // No new events: shared informers keep running for their other users.
   for (const auto& [informer, id] : registrations_) informer->RemoveHandlers(id);
@@ -226,18 +227,18 @@ void Scheduler::RunAsync(std::function<void()> work) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     work_.push_back(std::move(work));
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
 }
 
 void Scheduler::BinderLoop() {
   while (true) {
     std::function<void()> work;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !work_.empty(); });
+      MutexLock lock(mu_);
+      work_cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_ || !work_.empty(); });
       if (work_.empty()) return;  // stopping and drained
       work = std::move(work_.front());
       work_.pop_front();
@@ -250,7 +251,7 @@ void Scheduler::Loop() {
   while (true) {
     Drain();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) break;
     }
     Duration now = clock_.MonotonicNow();
@@ -263,12 +264,12 @@ void Scheduler::Loop() {
       continue;
     }
     UpdateGauges();
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!inbox_.empty() || stopping_) continue;
     // Pacing only: sleep until an event arrives or the next backoff expires (the clock decides
     // what is due).
     Duration wait = queue_->NextReady().value_or(std::chrono::seconds(1));
-    cv_.wait_for(lock, std::max(wait, Duration(std::chrono::milliseconds(1))));
+    cv_.WaitFor(lock, std::max(wait, Duration(std::chrono::milliseconds(1))));
   }
 }
 
@@ -289,7 +290,7 @@ int Scheduler::RunUntilIdle() {
 size_t Scheduler::Drain() {
   std::deque<InboxItem> items;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     items.swap(inbox_);
   }
   for (InboxItem& item : items) Apply(item);
@@ -546,7 +547,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
       metrics_.attempt_error_seconds.Observe(elapsed());
       RecordFailure(*queued.pod, "SchedulerError", reserved.Message());
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.errors;
       }
       queue_->RequeueAfterError(std::move(queued));
@@ -573,7 +574,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     metrics_.attempt_error_seconds.Observe(elapsed());
     RecordFailure(*queued.pod, "SchedulerError", result.status.Message());
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.errors;
     }
     queue_->RequeueAfterError(std::move(queued));
@@ -583,7 +584,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
   metrics_.attempt_unschedulable_seconds.Observe(elapsed());
   RecordFailure(*queued.pod, "Unschedulable", FailedSchedulingMessage(result.diagnosis));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.unschedulable;
   }
   queue_->RequeueUnschedulable(std::move(queued), result.diagnosis.rejectors);
@@ -623,7 +624,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
     }
     // The informer confirms the assumed pod; the pod is no longer pending.
     ErasePending(uid);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.scheduled;
     return;
   }
@@ -640,7 +641,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
   // user as a scheduling failure (the other writer may be binding the pod right now).
   bool lost = status.error().code() == StatusCode::kConflict;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.errors;
     if (lost) ++stats_.lost_races;
   }
@@ -728,7 +729,7 @@ void Scheduler::UpdateGauges() {
   metrics_.pending_unschedulable.Set(
       static_cast<double>(queue_->unschedulable() - queue_->gated()));
   metrics_.pending_gated.Set(static_cast<double>(queue_->gated()));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stats_.active = queue_->active();
   stats_.backoff = queue_->backoff();
   stats_.unschedulable_pods = queue_->unschedulable();
@@ -736,7 +737,7 @@ void Scheduler::UpdateGauges() {
 }
 
 Scheduler::Stats Scheduler::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 

@@ -17,11 +17,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -35,6 +33,7 @@
 #include "client/informer.h"
 #include "client/shared_informers.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/framework/framework.h"
@@ -164,15 +163,15 @@ class Scheduler {
   // The handlers registered by Start, removed by Stop: (informer, id).
   std::vector<std::pair<client::InformerBase*, client::InformerBase::HandlerId>> registrations_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<InboxItem> inbox_;             // guarded by mu_
-  std::deque<std::function<void()>> work_;  // guarded by mu_
-  std::condition_variable work_cv_;
-  bool stopping_ = false;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<InboxItem> inbox_ DRAPLANE_GUARDED_BY(mu_);
+  std::deque<std::function<void()>> work_ DRAPLANE_GUARDED_BY(mu_);
+  CondVar work_cv_;
+  bool stopping_ DRAPLANE_GUARDED_BY(mu_) = false;
   std::thread loop_;
   std::vector<std::thread> binders_;
-  Stats stats_;  // guarded by mu_
+  Stats stats_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace draplane::scheduler

@@ -12,6 +12,7 @@
 #include "api/validation/validation.h"
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "scheduler/explain.h"
 
 namespace draplane::scheduler {
@@ -876,22 +877,22 @@ class DynamicResources final : public PreEnqueuePlugin,
 void AllocationConfirmations::Observe(const std::string& uid, int64_t resource_version, bool lost) {
   std::vector<std::shared_ptr<Waiter>> woken;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     verdicts_[uid][resource_version] = lost;
     auto [first, last] = waiters_.equal_range(uid);
     for (auto it = first; it != last; ++it) woken.push_back(it->second);
   }
   // Outside the lock: a binder woken while it is held would only block on it again.
-  for (const std::shared_ptr<Waiter>& waiter : woken) waiter->cv.notify_one();
+  for (const std::shared_ptr<Waiter>& waiter : woken) waiter->cv.NotifyOne();
 }
 
 AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::string& uid,
                                                                 int64_t resource_version,
                                                                 Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto waiter = std::make_shared<Waiter>();
   auto registration = waiters_.emplace(uid, waiter);
-  bool seen = waiter->cv.wait_for(lock, timeout, [&] {
+  bool seen = waiter->cv.WaitFor(lock, timeout, [&]() DRAPLANE_REQUIRES(mu_) {
     auto it = verdicts_.find(uid);
     return it != verdicts_.end() && !it->second.empty() &&
            it->second.rbegin()->first >= resource_version;
@@ -905,7 +906,7 @@ AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::strin
 }
 
 void AllocationConfirmations::Forget(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   verdicts_.erase(uid);
 }
 

@@ -32,11 +32,9 @@
 // thread-safe ApiClient and AllocationConfirmations; everything else runs on the loop thread.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "allocator/allocator.h"
@@ -44,6 +42,7 @@
 #include "allocator/features.h"
 #include "client/api_client.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/framework/plugin.h"
@@ -72,12 +71,14 @@ class AllocationConfirmations {
   // (a shared condition variable woke every waiting binder for every claim observed). Shared,
   // so that Observe can wake it after unlocking while the binder may already be leaving.
   struct Waiter {
-    std::condition_variable cv;
+    CondVar cv;
   };
 
-  std::mutex mu_;
-  std::map<std::string, std::map<int64_t, bool>> verdicts_;      // uid -> version -> lost
-  std::multimap<std::string, std::shared_ptr<Waiter>> waiters_;  // uid -> waiting binders
+  Mutex mu_;
+  // uid -> version -> lost
+  std::map<std::string, std::map<int64_t, bool>> verdicts_ DRAPLANE_GUARDED_BY(mu_);
+  // uid -> waiting binders
+  std::multimap<std::string, std::shared_ptr<Waiter>> waiters_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 struct DynamicResourcesOptions {
