@@ -6,6 +6,7 @@
 
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/mutex.h"
 
 namespace draplane::controllers {
 
@@ -86,7 +87,7 @@ void DeviceTaintController::NoteSlice(const rv1::ResourceSlice& slice, bool dele
       tainted = tainted || taint.effect == rv1::kDeviceTaintEffectNoExecute;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (tainted && !deleted) {
     noexecute_slices_.insert(slice.metadata.name);
   } else {
@@ -95,7 +96,7 @@ void DeviceTaintController::NoteSlice(const rv1::ResourceSlice& slice, bool dele
 }
 
 void DeviceTaintController::NoteRule(const rv1::DeviceTaintRule& rule, bool deleted) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!deleted && rule.spec.taint.effect == rv1::kDeviceTaintEffectNoExecute) {
     noexecute_rules_.insert(rule.metadata.name);
   } else {
@@ -104,7 +105,7 @@ void DeviceTaintController::NoteRule(const rv1::DeviceTaintRule& rule, bool dele
 }
 
 bool DeviceTaintController::AnyNoExecuteTaint() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return !noexecute_slices_.empty() || !noexecute_rules_.empty();
 }
 
@@ -124,12 +125,12 @@ void DeviceTaintController::Stop() {
 }
 
 int64_t DeviceTaintController::evicted() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return evicted_;
 }
 
 int64_t DeviceTaintController::evicted_by_rule(const std::string& rule_uid) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = evicted_by_rule_.find(rule_uid);
   return it == evicted_by_rule_.end() ? 0 : it->second;
 }
@@ -143,7 +144,7 @@ Status DeviceTaintController::Sync(const std::string& key) {
 void DeviceTaintController::NoteTaints() {
   // Remember when taints without timeAdded were first seen (step 3 of evaluator.h).
   const Timestamp now = clock_.Now();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& rule : rules_.List()) {
     if (!rule->spec.taint.time_added) taint_seen_.emplace(devicetaint::RuleTaintKey(*rule), now);
   }
@@ -179,7 +180,7 @@ devicetaint::Snapshot DeviceTaintController::TakeSnapshot(
     s.pods.push_back(o.get());
     keep->push_back(o);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   s.taint_seen = taint_seen_;
   return s;
 }
@@ -246,7 +247,7 @@ Status DeviceTaintController::Evict(const PodEviction& e) {
   options.precondition_uid = e.uid;
   Status deleted = client::Delete<cv1::Pod>(api_, e.namespace_, e.name, options);
   if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++evicted_;
   // One Pod counts once per rule, however many of its devices the rule taints.
   std::set<std::string> rules;

@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
@@ -33,6 +32,7 @@
 #include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "controllers/devicetaint/evaluator.h"
 #include "controllers/internal/queue_workers.h"
 
@@ -83,14 +83,14 @@ class DeviceTaintController {
   void NoteRule(const api::resourcev1::DeviceTaintRule& rule, bool deleted);
   bool AnyNoExecuteTaint() const;
 
-  mutable std::mutex mu_;
-  std::map<std::string, Timestamp> taint_seen_;     // guarded by mu_
-  std::map<std::string, int64_t> evicted_by_rule_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Timestamp> taint_seen_ DRAPLANE_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> evicted_by_rule_ DRAPLANE_GUARDED_BY(mu_);
   // Slices with a NoExecute device taint and NoExecute rules, by name: while both are empty no
-  // pod can be evicted, so claim and pod changes need no evaluation (guarded by mu_).
-  std::set<std::string> noexecute_slices_;
-  std::set<std::string> noexecute_rules_;
-  int64_t evicted_ = 0;  // guarded by mu_
+  // pod can be evicted, so claim and pod changes need no evaluation.
+  std::set<std::string> noexecute_slices_ DRAPLANE_GUARDED_BY(mu_);
+  std::set<std::string> noexecute_rules_ DRAPLANE_GUARDED_BY(mu_);
+  int64_t evicted_ DRAPLANE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace draplane::controllers

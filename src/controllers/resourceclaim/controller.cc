@@ -9,6 +9,7 @@
 #include "api/validation/validation.h"
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/mutex.h"
 
 namespace draplane::controllers {
 
@@ -213,7 +214,7 @@ void ResourceClaimController::EnqueuePodClaims(const Pod& pod) {
 }
 
 void ResourceClaimController::RememberDeleted(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!deleted_.insert(uid).second) return;
   deleted_order_.push_back(uid);
   if (deleted_order_.size() > kDeletedMemory) {
@@ -223,7 +224,7 @@ void ResourceClaimController::RememberDeleted(const std::string& uid) {
 }
 
 bool ResourceClaimController::WasDeleted(const std::string& uid) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return deleted_.contains(uid);
 }
 

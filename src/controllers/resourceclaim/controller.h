@@ -26,7 +26,6 @@
 
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
@@ -34,6 +33,7 @@
 #include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "controllers/internal/queue_workers.h"
 
 namespace draplane::controllers {
@@ -98,9 +98,9 @@ class ResourceClaimController {
   client::Informer<api::resourcev1::ResourceClaimTemplate>& templates_;
   client::WorkQueue queue_;
   internal::QueueWorkers workers_;
-  std::mutex mu_;
-  std::set<std::string> deleted_;  // recently deleted pod uids (bounded)
-  std::deque<std::string> deleted_order_;
+  Mutex mu_;
+  std::set<std::string> deleted_ DRAPLANE_GUARDED_BY(mu_);  // recently deleted pod uids (bounded)
+  std::deque<std::string> deleted_order_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace draplane::controllers
