@@ -2,15 +2,14 @@
 
 #include <pthread.h>
 
-#include <condition_variable>
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "client/leader_election.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mutex.h"
 
 namespace draplane::cli {
 
@@ -30,16 +29,16 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
                  s.ToString().c_str());
     return 2;
   };
-  std::mutex mu;
-  std::condition_variable cv;
+  Mutex mu;
+  CondVar cv;
   bool stop = false;
   bool lost = false;
   std::thread waiter([&] {
     int received = 0;
     sigwait(&signals, &received);
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     stop = true;
-    cv.notify_all();
+    cv.NotifyAll();
   });
   // The waiter sits in sigwait; a SIGTERM aimed at it (blocked, so delivered to sigwait) ends it.
   auto end_waiter = [&] {
@@ -59,9 +58,9 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
       if (!s.ok()) log::Error("{}: {}", run.command, s.ToString());
     };
     le.on_stopped_leading = [&] {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       lost = true;
-      cv.notify_all();
+      cv.NotifyAll();
     };
     StatusOr<std::unique_ptr<client::LeaderElector>> created =
         client::LeaderElector::Create(api, RealClock(), le);
@@ -82,8 +81,8 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
               run.server.c_str());
   std::fflush(stdout);
   {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return stop || lost; });
+    MutexLock lock(mu);
+    cv.Wait(lock, [&]() DRAPLANE_REQUIRES(mu) { return stop || lost; });
   }
   run.stop();
   if (elector) {

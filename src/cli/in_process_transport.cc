@@ -1,10 +1,8 @@
 #include "cli/in_process_transport.h"
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -13,6 +11,7 @@
 #include "client/rest_client.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 
 namespace draplane::cli {
@@ -28,20 +27,16 @@ Deadline DeadlineAfter(Duration timeout) {
   return RealClock().MonotonicNow() + timeout;
 }
 
-// Waits on `cv` until `done()` holds (true) or `deadline` passes (false).
+// Waits on `cv` until `done()` holds (true) or `deadline` passes (false). `done` runs with the
+// lock held (mark it DRAPLANE_REQUIRES).
 template <typename Predicate>
-bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-               const Deadline& deadline, Predicate done) {
+bool WaitUntil(MutexLock& lock, CondVar& cv, const Deadline& deadline, Predicate done) {
   if (!deadline) {
-    cv.wait(lock, done);
+    cv.Wait(lock, std::move(done));
     return true;
   }
-  while (!done()) {
-    Duration left = *deadline - RealClock().MonotonicNow();
-    if (left <= Duration::zero()) return false;
-    cv.wait_for(lock, left);
-  }
-  return true;
+  Duration left = std::max(*deadline - RealClock().MonotonicNow(), Duration::zero());
+  return cv.WaitFor(lock, left, std::move(done));
 }
 
 // The body of one streamed answer: the server writes chunks (http::ResponseStream), the client
@@ -63,15 +58,15 @@ class Pipe final : public http::ResponseStream {
     if (chunk == nullptr || chunk->empty()) return false;
     std::function<void()> on_closed;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       if (ended_) return false;
       size_t backlog = queued_bytes_ + chunk->size();
       if (backlog <= max_backlog_bytes_) {
         queued_bytes_ = backlog;
         chunks_.push_back(std::move(chunk));
         // Outside the lock: a reader woken while it is held would only block on it again.
-        lock.unlock();
-        cv_.notify_all();
+        lock.Unlock();
+        cv_.NotifyAll();
         return true;
       }
       log::Warning("in-process transport: ending a stream whose reader is {} bytes behind",
@@ -85,7 +80,7 @@ class Pipe final : public http::ResponseStream {
   void Close() override {
     std::function<void()> on_closed;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (ended_) return;
       on_closed = EndLocked();
     }
@@ -94,7 +89,7 @@ class Pipe final : public http::ResponseStream {
 
   void SetOnClosed(std::function<void()> on_closed) override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!ended_) {
         on_closed_ = std::move(on_closed);
         return;
@@ -109,8 +104,10 @@ class Pipe final : public http::ResponseStream {
   // The reader's side: moves every queued chunk into `*out` (true), false at the end, Cancelled
   // after Cancel, DeadlineExceeded when `deadline` passes first.
   StatusOr<bool> Read(std::string* out, const Deadline& deadline) {
-    std::unique_lock lock(mu_);
-    if (!WaitUntil(lock, cv_, deadline, [&] { return cancelled_ || ended_ || !chunks_.empty(); })) {
+    MutexLock lock(mu_);
+    if (!WaitUntil(lock, cv_, deadline, [&]() DRAPLANE_REQUIRES(mu_) {
+          return cancelled_ || ended_ || !chunks_.empty();
+        })) {
       return DeadlineExceededError("reading stream: timed out");
     }
     if (cancelled_) return CancelledError("watch stream cancelled");
@@ -126,13 +123,13 @@ class Pipe final : public http::ResponseStream {
   void Cancel() {
     std::function<void()> on_closed;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (cancelled_) return;
       cancelled_ = true;
       chunks_.clear();
       queued_bytes_ = 0;
       if (!ended_) on_closed = EndLocked();
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
     if (on_closed) on_closed();
   }
@@ -140,36 +137,36 @@ class Pipe final : public http::ResponseStream {
  private:
   // Marks the stream ended and hands out the callback to run (empty when not installed yet:
   // SetOnClosed then runs it at once).
-  std::function<void()> EndLocked() {
+  std::function<void()> EndLocked() DRAPLANE_REQUIRES(mu_) {
     ended_ = true;
     open_.store(false, std::memory_order_release);
-    cv_.notify_all();
+    cv_.NotifyAll();
     return std::exchange(on_closed_, nullptr);
   }
 
   const size_t max_backlog_bytes_;
   std::atomic<bool> open_{true};
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<http::Chunk> chunks_;   // guarded by mu_
-  size_t queued_bytes_ = 0;          // guarded by mu_
-  bool ended_ = false;               // guarded by mu_; no more writes
-  bool cancelled_ = false;           // guarded by mu_; the reader is gone
-  std::function<void()> on_closed_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<http::Chunk> chunks_ DRAPLANE_GUARDED_BY(mu_);
+  size_t queued_bytes_ DRAPLANE_GUARDED_BY(mu_) = 0;
+  bool ended_ DRAPLANE_GUARDED_BY(mu_) = false;      // no more writes
+  bool cancelled_ DRAPLANE_GUARDED_BY(mu_) = false;  // the reader is gone
+  std::function<void()> on_closed_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 // What one request is waiting for, shared by the caller and the Exchange the server holds.
 struct Call {
   enum class State { kWaiting, kAnswered, kStreaming, kDropped };
 
-  std::mutex mu;
-  std::condition_variable cv;
-  State state = State::kWaiting;  // guarded by mu
-  bool abandoned = false;         // guarded by mu; the caller stopped waiting (deadline)
-  http::Response response;        // guarded by mu; kAnswered
-  int stream_status = 0;          // guarded by mu; kStreaming
-  std::string content_type;       // guarded by mu; kStreaming
-  std::shared_ptr<Pipe> pipe;     // guarded by mu; kStreaming
+  Mutex mu;
+  CondVar cv;
+  State state DRAPLANE_GUARDED_BY(mu) = State::kWaiting;
+  bool abandoned DRAPLANE_GUARDED_BY(mu) = false;      // the caller stopped waiting (deadline)
+  http::Response response DRAPLANE_GUARDED_BY(mu);     // kAnswered
+  int stream_status DRAPLANE_GUARDED_BY(mu) = 0;       // kStreaming
+  std::string content_type DRAPLANE_GUARDED_BY(mu);    // kStreaming
+  std::shared_ptr<Pipe> pipe DRAPLANE_GUARDED_BY(mu);  // kStreaming
 };
 
 class CallExchange final : public http::Exchange {
@@ -181,20 +178,20 @@ class CallExchange final : public http::Exchange {
   ~CallExchange() override {
     if (answered_.exchange(true)) return;
     {
-      std::lock_guard lock(call_->mu);
+      MutexLock lock(call_->mu);
       call_->state = Call::State::kDropped;
     }
-    call_->cv.notify_all();
+    call_->cv.NotifyAll();
   }
 
   void Respond(http::Response response) override {
     if (answered_.exchange(true)) return;
     {
-      std::lock_guard lock(call_->mu);
+      MutexLock lock(call_->mu);
       call_->state = Call::State::kAnswered;
       call_->response = std::move(response);
     }
-    call_->cv.notify_all();
+    call_->cv.NotifyAll();
   }
 
   std::shared_ptr<http::ResponseStream> StartStream(int status,
@@ -206,7 +203,7 @@ class CallExchange final : public http::Exchange {
     }
     bool abandoned;
     {
-      std::lock_guard lock(call_->mu);
+      MutexLock lock(call_->mu);
       abandoned = call_->abandoned;
       if (!abandoned) {
         call_->state = Call::State::kStreaming;
@@ -220,7 +217,7 @@ class CallExchange final : public http::Exchange {
       // installed.
       pipe->Cancel();
     } else {
-      call_->cv.notify_all();
+      call_->cv.NotifyAll();
     }
     return pipe;
   }
@@ -253,9 +250,10 @@ class InProcessTransport final : public client::Transport {
 
   StatusOr<client::HttpResponse> RoundTrip(const client::HttpRequest& request) override {
     Deadline deadline = DeadlineAfter(request.timeout);
-    std::shared_ptr<Call> call;  // before `lock`, which must unlock the call's mutex first
-    std::unique_lock<std::mutex> lock;
-    DRAPLANE_RETURN_IF_ERROR(SendAndAwait(request, deadline, &call, &lock));
+    // `call` before `lock`, which must unlock the call's mutex first.
+    DRAPLANE_ASSIGN_OR_RETURN(std::shared_ptr<Call> call, Send(request));
+    MutexLock lock(call->mu);
+    DRAPLANE_RETURN_IF_ERROR(AwaitAnswer(lock, *call, deadline, request));
     client::HttpResponse response;
     if (call->state == Call::State::kAnswered) {
       response.status = call->response.status;
@@ -267,7 +265,7 @@ class InProcessTransport final : public client::Transport {
     response.status = call->stream_status;
     response.content_type = call->content_type;
     std::shared_ptr<Pipe> pipe = call->pipe;
-    lock.unlock();
+    lock.Unlock();
     while (true) {
       StatusOr<bool> more = pipe->Read(&response.body, deadline);
       if (!more.ok()) {
@@ -281,9 +279,10 @@ class InProcessTransport final : public client::Transport {
   StatusOr<std::unique_ptr<client::StreamingResponse>> Stream(
       const client::HttpRequest& request) override {
     Deadline deadline = DeadlineAfter(request.timeout);
-    std::shared_ptr<Call> call;  // before `lock`, which must unlock the call's mutex first
-    std::unique_lock<std::mutex> lock;
-    DRAPLANE_RETURN_IF_ERROR(SendAndAwait(request, deadline, &call, &lock));
+    // `call` before `lock`, which must unlock the call's mutex first.
+    DRAPLANE_ASSIGN_OR_RETURN(std::shared_ptr<Call> call, Send(request));
+    MutexLock lock(call->mu);
+    DRAPLANE_RETURN_IF_ERROR(AwaitAnswer(lock, *call, deadline, request));
     if (call->state == Call::State::kAnswered) {
       return std::unique_ptr<client::StreamingResponse>(std::make_unique<InProcessStream>(
           call->response.status, Pipe::Finished(std::move(call->response.body))));
@@ -294,15 +293,6 @@ class InProcessTransport final : public client::Transport {
 
  private:
   // Builds the server's Request from `request` and dispatches it.
-  // Sends `request` and waits for its answer (whole or the start of a stream); on success `*lock`
-  // holds `*call`'s mutex.
-  Status SendAndAwait(const client::HttpRequest& request, Deadline deadline,
-                      std::shared_ptr<Call>* call, std::unique_lock<std::mutex>* lock) {
-    DRAPLANE_ASSIGN_OR_RETURN(*call, Send(request));
-    *lock = std::unique_lock<std::mutex>((*call)->mu);
-    return AwaitAnswer(*lock, **call, deadline, request);
-  }
-
   StatusOr<std::shared_ptr<Call>> Send(const client::HttpRequest& request) {
     http::Request out;
     out.method = request.method;
@@ -361,9 +351,11 @@ class InProcessTransport final : public client::Transport {
 
   // Waits for the server's answer (whole or streamed). On the deadline the call is abandoned:
   // a stream the server starts later is ended at once.
-  static Status AwaitAnswer(std::unique_lock<std::mutex>& lock, Call& call,
-                            const Deadline& deadline, const client::HttpRequest& request) {
-    if (!WaitUntil(lock, call.cv, deadline, [&] { return call.state != Call::State::kWaiting; })) {
+  static Status AwaitAnswer(MutexLock& lock, Call& call, const Deadline& deadline,
+                            const client::HttpRequest& request) DRAPLANE_REQUIRES(call.mu) {
+    if (!WaitUntil(lock, call.cv, deadline, [&]() DRAPLANE_REQUIRES(call.mu) {
+          return call.state != Call::State::kWaiting;
+        })) {
       call.abandoned = true;
       return DeadlineExceededError(request.method + " " + request.target + ": timed out");
     }
