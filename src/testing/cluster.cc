@@ -1,14 +1,15 @@
 #include "testing/cluster.h"
 
 #include "common/check.h"
+#include "common/mutex.h"
 
 namespace draplane::testing {
 
 Cluster::Cluster() : api_(std::make_unique<TestApi>(TestApiOptions{.clock = &clock_})) {
   auto bump = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++changes_;
-    cv_.notify_all();
+    cv_.NotifyAll();
   };
   pod_watch_ = std::make_unique<client::Informer<api::corev1::Pod>>(*api_);
   pod_watch_->AddHandlers({.on_add = [bump](const auto&) { bump(); },
@@ -148,20 +149,20 @@ void Cluster::Pod(const api::corev1::Pod& pod) {
 }
 
 bool Cluster::WaitUntil(const std::function<bool()>& done) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (true) {
     uint64_t seen = changes_;
-    lock.unlock();
+    lock.Unlock();
     bool ok = done();
-    lock.lock();
+    lock.Lock();
     if (ok) return true;
     // Wait for the next change (or re-check every 100 ms: conditions may also depend on
     // resources the watch does not cover).
-    if (!cv_.wait_until(
+    if (!cv_.WaitUntil(
             lock,
             std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)),
-            [&] { return changes_ != seen; }) &&
+            [&]() DRAPLANE_REQUIRES(mu_) { return changes_ != seen; }) &&
         std::chrono::steady_clock::now() >= deadline) {
       return false;
     }

@@ -5,11 +5,9 @@
 // Test-only (linked into test binaries, never into draplane).
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +16,7 @@
 #include "client/informer.h"
 #include "client/typed.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "testing/test_api.h"
 
 namespace draplane::testing {
@@ -73,9 +72,9 @@ class Cluster {
   std::unique_ptr<TestApi> api_;
   std::unique_ptr<client::Informer<api::corev1::Pod>> pod_watch_;
   std::unique_ptr<client::Informer<rv1::ResourceClaim>> claim_watch_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t changes_ = 0;
+  Mutex mu_;
+  CondVar cv_;
+  uint64_t changes_ DRAPLANE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace draplane::testing

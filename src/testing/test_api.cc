@@ -8,6 +8,7 @@
 #include "cli/in_process_transport.h"
 #include "client/typed.h"
 #include "common/check.h"
+#include "common/mutex.h"
 
 namespace draplane::testing {
 namespace {
@@ -61,7 +62,7 @@ std::unique_ptr<client::ApiClient> TestApi::ClientAs(const std::string& user,
 StatusOr<boost::json::value> TestApi::Do(const client::ApiRequest& request) {
   Interceptor interceptor;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     interceptor = interceptor_;
   }
   if (interceptor) {
@@ -74,7 +75,7 @@ StatusOr<boost::json::value> TestApi::Do(const client::ApiRequest& request) {
 StatusOr<std::unique_ptr<client::WatchStream>> TestApi::Watch(const client::ApiRequest& request) {
   Interceptor interceptor;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     interceptor = interceptor_;
   }
   if (interceptor) {
@@ -84,7 +85,7 @@ StatusOr<std::unique_ptr<client::WatchStream>> TestApi::Watch(const client::ApiR
 }
 
 void TestApi::SetInterceptor(Interceptor interceptor) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   interceptor_ = std::move(interceptor);
 }
 

@@ -24,13 +24,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "client/api_client.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "server/server.h"
 
 namespace draplane::testing {
@@ -76,8 +76,8 @@ class TestApi : public client::ApiClient {
   std::string data_dir_;
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<client::ApiClient> client_;
-  mutable std::mutex mu_;
-  Interceptor interceptor_;  // guarded by mu_
+  mutable Mutex mu_;
+  Interceptor interceptor_ DRAPLANE_GUARDED_BY(mu_);
   std::array<std::atomic<int64_t>, 6> counts_{};
 };
 
