@@ -4,7 +4,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 ARGS ?=
 
-.PHONY: deps deps-unsanitized run test unit fuzz bench build release format generate clean
+.PHONY: deps deps-unsanitized run test unit tsan fuzz bench build release format generate clean
 
 deps:
 	@tools/install_deps.sh
@@ -25,14 +25,20 @@ release: deps-unsanitized
 run: release
 	tools/run_demo.sh build/release/src/bin/draplane $(ARGS)
 
-# Every test: the sanitizer build with all unit, conformance and end-to-end suites, then the
-# bounded fuzz runs.
-test: unit fuzz
+# Every test: the sanitizer build with all unit, conformance and end-to-end suites, the clang
+# ThreadSanitizer build (thread-safety analysis as errors) with the concurrency-heavy suites, then
+# the bounded fuzz runs.
+test: unit tsan fuzz
 
 unit: deps
 	cmake --preset asan >/dev/null
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan
+
+tsan: deps
+	cmake --preset tsan >/dev/null
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan
 
 fuzz: deps
 	cmake --preset fuzz >/dev/null

@@ -12,8 +12,9 @@ find_package(CLI11 REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED COMPONENTS core)
 # jemalloc replaces glibc malloc in the draplane binary of unsanitized builds: the server's
 # request path allocates from many threads, where glibc's arenas and consolidation cost ~12 % of
-# serve CPU under scheduler_perf (docs/design/server.md). Sanitizer builds keep their own malloc.
-if(NOT DRAPLANE_SANITIZE)
+# serve CPU under scheduler_perf (docs/design/server.md). Sanitizer builds (ASan, TSan) keep
+# their own malloc.
+if(NOT DRAPLANE_SANITIZE AND NOT DRAPLANE_TSAN)
   pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
 endif()
 if(DRAPLANE_BUILD_TESTS)

@@ -16,9 +16,16 @@ if(DRAPLANE_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+if(DRAPLANE_TSAN)
+  # ThreadSanitizer (the tsan preset): the concurrency-heavy suites run under it in make test.
+  add_compile_options(-fsanitize=thread)
+  add_link_options(-fsanitize=thread)
+endif()
+
 if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-  # Checkable locking (common/thread_annotations.h): every clang build runs the thread-safety
-  # analysis, and a violation fails the build.
+  # Checkable locking (common/thread_annotations.h): every clang build (the tsan and fuzz presets)
+  # runs the thread-safety analysis, and a violation fails the build. The tsan preset compiles
+  # every library of the draplane binary, so the check costs no build of its own.
   list(APPEND DRAPLANE_WARNINGS -Wthread-safety -Werror=thread-safety)
 endif()
 
@@ -42,12 +49,16 @@ function(draplane_library)
 endfunction()
 
 # draplane_test(NAME <target> SRCS ... [DEPS ...] [LABELS ...])
-# A GoogleTest binary registered with ctest; each TEST becomes its own ctest case.
+# A GoogleTest binary registered with ctest; each TEST becomes its own ctest case. The label
+# `tsan` marks the concurrency-heavy suites the tsan preset builds and runs (only those).
 function(draplane_test)
   if(NOT DRAPLANE_BUILD_TESTS)
     return()
   endif()
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  if(DRAPLANE_TSAN AND NOT "tsan" IN_LIST ARG_LABELS)
+    return()
+  endif()
   add_executable(${ARG_NAME} ${ARG_SRCS})
   draplane_apply_flags(${ARG_NAME})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
@@ -64,6 +75,9 @@ function(draplane_test)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
     PROPERTIES LABELS "${labels}"
     DISCOVERY_TIMEOUT 60)
+  if(DRAPLANE_TSAN)
+    add_dependencies(draplane_tsan_suites ${ARG_NAME})
+  endif()
 endfunction()
 
 # draplane_bench(NAME <target> SRCS ... [DEPS ...])
