@@ -2,12 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <set>
 #include <thread>
 
 #include "client/shared_informers.h"
+#include "common/mutex.h"
 #include "testing/test_api.h"
 
 namespace draplane::client {
@@ -31,24 +30,24 @@ class Recorder {
   }
   // Waits until at least `n` events were seen and returns them.
   std::vector<std::string> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return events_.size() >= n; });
+    MutexLock lock(mu_);
+    cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return events_.size() >= n; });
     return events_;
   }
   std::vector<std::string> Events() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return events_;
   }
 
  private:
   void Push(std::string e) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     events_.push_back(std::move(e));
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::string> events_;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<std::string> events_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 class InformerTest : public ::testing::Test {

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "common/check.h"
+#include "common/mutex.h"
 
 namespace draplane::client::internal {
 namespace {
@@ -125,11 +126,11 @@ struct TestServer::Impl {
   tcp::acceptor acceptor{ioc};
   std::unique_ptr<ssl::context> ctx;
   std::thread accept_thread;
-  std::vector<std::thread> connection_threads;
-  mutable std::mutex mu;
-  std::vector<TestRequest> requests;
-  std::set<int> open_fds;
-  std::string last_client_cn;
+  std::vector<std::thread> connection_threads DRAPLANE_GUARDED_BY(mu);
+  mutable Mutex mu;
+  std::vector<TestRequest> requests DRAPLANE_GUARDED_BY(mu);
+  std::set<int> open_fds DRAPLANE_GUARDED_BY(mu);
+  std::string last_client_cn DRAPLANE_GUARDED_BY(mu);
   std::atomic<bool> stopping{false};
   TestServer* owner = nullptr;
 
@@ -149,7 +150,7 @@ struct TestServer::Impl {
       tr.authorization = std::string(req[http::field::authorization]);
       tr.connection_index = index;
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         requests.push_back(tr);
       }
       TestResponse response = handler(tr);
@@ -186,11 +187,11 @@ struct TestServer::Impl {
       acceptor.accept(socket, ec);
       if (ec || stopping.load()) return;
       int index = owner->connections_.fetch_add(1);
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       connection_threads.emplace_back([this, s = std::move(socket), index]() mutable {
         int fd = s.native_handle();
         {
-          std::lock_guard<std::mutex> l(mu);
+          MutexLock l(mu);
           open_fds.insert(fd);
         }
         if (ctx) {
@@ -202,7 +203,7 @@ struct TestServer::Impl {
               char cn[256] = {0};
               X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof cn);
               X509_free(peer);
-              std::lock_guard<std::mutex> l(mu);
+              MutexLock l(mu);
               last_client_cn = cn;
             }
             Serve(tls, index);
@@ -214,7 +215,7 @@ struct TestServer::Impl {
           beast::error_code ignored;
           s.shutdown(tcp::socket::shutdown_both, ignored);
         }
-        std::lock_guard<std::mutex> l(mu);
+        MutexLock l(mu);
         open_fds.erase(fd);
       });
     }
@@ -242,7 +243,7 @@ TestServer::TestServer(Handler handler, const TestPki* pki) : impl_(std::make_un
 TestServer::~TestServer() {
   impl_->stopping.store(true);
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     for (int fd : impl_->open_fds) ::shutdown(fd, SHUT_RDWR);
   }
   ::shutdown(impl_->acceptor.native_handle(), SHUT_RDWR);
@@ -251,7 +252,7 @@ TestServer::~TestServer() {
   impl_->accept_thread.join();
   std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     threads.swap(impl_->connection_threads);
   }
   for (std::thread& t : threads) t.join();
@@ -263,12 +264,12 @@ std::string TestServer::url() const {
 }
 
 std::vector<TestRequest> TestServer::Requests() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->requests;
 }
 
 std::string TestServer::last_client_cn() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->last_client_cn;
 }
 

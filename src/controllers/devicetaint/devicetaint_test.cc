@@ -1,11 +1,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 
 #include "client/typed.h"
+#include "common/mutex.h"
 #include "common/random.h"
 #include "controllers/devicetaint/controller.h"
 #include "controllers/devicetaint/evaluator.h"
@@ -278,9 +277,9 @@ class ControllerTest : public ::testing::Test {
         api_, informers_, clock_,
         DeviceTaintControllerOptions{.rule_status_period = std::chrono::seconds(10)});
     auto changed = [this] {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++changes_;
-      cv_.notify_all();
+      cv_.NotifyAll();
     };
     informers_.Get<cv1::Pod>().AddHandlers(
         {.on_add = [changed](const auto&) { changed(); },
@@ -301,8 +300,8 @@ class ControllerTest : public ::testing::Test {
   // Blocks until the caches satisfy `done` (re-checked on every cache change; the 60 s
   // limit only guards against hangs).
   bool WaitForCache(const std::function<bool()>& done) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(60), done);
+    MutexLock lock(mu_);
+    return cv_.WaitFor(lock, std::chrono::seconds(60), done);
   }
   std::optional<api::metav1::Condition> RuleStatus(const std::string& name) {
     StatusOr<rv1::DeviceTaintRule> rule = client::Get<rv1::DeviceTaintRule>(api_, "", name);
@@ -317,9 +316,9 @@ class ControllerTest : public ::testing::Test {
   draplane::testing::TestApi api_{{.clock = &clock_}};
   client::SharedInformers informers_{api_};
   std::unique_ptr<DeviceTaintController> controller_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t changes_ = 0;
+  Mutex mu_;
+  CondVar cv_;
+  int64_t changes_ DRAPLANE_GUARDED_BY(mu_) = 0;
 };
 
 TEST_F(ControllerTest, DryRunReportsThenNoExecuteEvictsExactlyThosePods) {

@@ -5,10 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "store/memory/memory_store.h"
 
 namespace draplane::server::handlers {
@@ -19,9 +18,9 @@ class RecordingStream final : public http::ResponseStream {
  public:
   explicit RecordingStream(bool in_process) : in_process_(in_process) {}
   bool Write(http::Chunk chunk) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     text_ += *chunk;
-    cv_.notify_all();
+    cv_.NotifyAll();
     return true;
   }
   void Close() override {}
@@ -30,21 +29,22 @@ class RecordingStream final : public http::ResponseStream {
   bool in_process() const override { return in_process_; }
 
   std::string text() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return text_;
   }
   // Waits (real time, at most 10 s) until the text holds `needle`.
   bool WaitFor(std::string_view needle) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10),
-                        [&] { return text_.find(needle) != std::string::npos; });
+    MutexLock lock(mu_);
+    return cv_.WaitFor(lock, std::chrono::seconds(10), [&]() DRAPLANE_REQUIRES(mu_) {
+      return text_.find(needle) != std::string::npos;
+    });
   }
 
  private:
   const bool in_process_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string text_;
+  Mutex mu_;
+  CondVar cv_;
+  std::string text_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 class StreamExchange final : public http::Exchange {
@@ -65,32 +65,32 @@ class BusyWorker {
  public:
   explicit BusyWorker(internal::ThreadPool& pool) {
     pool.Post([this] {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       state_ = State::kHeld;
-      cv_.notify_all();
-      cv_.wait(lock, [this] { return state_ == State::kReleased; });
+      cv_.NotifyAll();
+      cv_.Wait(lock, [this]() DRAPLANE_REQUIRES(mu_) { return state_ == State::kReleased; });
       state_ = State::kDone;
-      cv_.notify_all();
+      cv_.NotifyAll();
     });
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return state_ == State::kHeld; });
+    MutexLock lock(mu_);
+    cv_.Wait(lock, [this]() DRAPLANE_REQUIRES(mu_) { return state_ == State::kHeld; });
   }
   ~BusyWorker() {
     Release();
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return state_ == State::kDone; });
+    MutexLock lock(mu_);
+    cv_.Wait(lock, [this]() DRAPLANE_REQUIRES(mu_) { return state_ == State::kDone; });
   }
   void Release() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (state_ == State::kHeld) state_ = State::kReleased;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
  private:
   enum class State { kQueued, kHeld, kReleased, kDone };
-  std::mutex mu_;
-  std::condition_variable cv_;
-  State state_ = State::kQueued;  // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  State state_ DRAPLANE_GUARDED_BY(mu_) = State::kQueued;
 };
 
 class WatchDeliveryTest : public ::testing::Test {
