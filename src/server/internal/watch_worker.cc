@@ -1,5 +1,6 @@
 #include "server/internal/watch_worker.h"
 
+#include "common/mutex.h"
 #include "common/thread_name.h"
 
 namespace draplane::server::internal {
@@ -13,32 +14,32 @@ void WatchWorker::Start(const std::string& name, std::function<void()> loop) {
 
 void WatchWorker::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void WatchWorker::Tick() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     tick_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void WatchWorker::Notify() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     pending_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 std::optional<bool> WatchWorker::Wait() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return stopping_ || pending_ || tick_; });
+  MutexLock lock(mu_);
+  cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_ || pending_ || tick_; });
   if (stopping_) return std::nullopt;
   bool tick = tick_;
   pending_ = false;
@@ -47,13 +48,13 @@ std::optional<bool> WatchWorker::Wait() {
 }
 
 bool WatchWorker::Pause(Duration wait) {
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, wait, [&] { return stopping_; });
+  MutexLock lock(mu_);
+  cv_.WaitFor(lock, wait, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_; });
   return !stopping_;
 }
 
 bool WatchWorker::stopping() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stopping_;
 }
 

@@ -8,16 +8,15 @@
 // to the worker thread (its notify callback runs on store threads and only signals the worker).
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -48,11 +47,11 @@ class WatchWorker {
   bool stopping();
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  bool pending_ = false;   // guarded by mu_
-  bool tick_ = false;      // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ DRAPLANE_GUARDED_BY(mu_) = false;
+  bool pending_ DRAPLANE_GUARDED_BY(mu_) = false;
+  bool tick_ DRAPLANE_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 #include "server/handlers/json_util.h"
 
@@ -80,7 +81,9 @@ StatusOr<int64_t> DecisionRetention::Load() {
 }
 
 bool DecisionRetention::Drain() {
-  watching_ = watching_ && watches_.Drain([this](size_t, const store::WatchEvent& e) { Index(e); });
+  // The callback runs inside Drain, on this thread, under the caller's sweep_mu_.
+  watching_ = watching_ && watches_.Drain([this](size_t, const store::WatchEvent& e)
+                                              DRAPLANE_REQUIRES(sweep_mu_) { Index(e); });
   return watching_;
 }
 
@@ -133,7 +136,7 @@ int64_t DecisionRetention::ExpireAll() {
 
 Status DecisionRetention::Start() {
   {
-    std::lock_guard lock(sweep_mu_);
+    MutexLock lock(sweep_mu_);
     DRAPLANE_RETURN_IF_ERROR(Load().status());
     next_sweep_ = clock_->Now() + options_.sweep_interval;
   }
@@ -147,7 +150,7 @@ void DecisionRetention::Stop() { worker_.Stop(); }
 void DecisionRetention::Tick() { worker_.Tick(); }
 
 StatusOr<int64_t> DecisionRetention::SweepNow() {
-  std::lock_guard lock(sweep_mu_);
+  MutexLock lock(sweep_mu_);
   if (!Drain()) {
     DRAPLANE_RETURN_IF_ERROR(Load().status());
   }
@@ -161,7 +164,7 @@ StatusOr<int64_t> DecisionRetention::SweepNow() {
 
 void DecisionRetention::Run() {
   while (std::optional<bool> tick = worker_.Wait()) {
-    std::lock_guard lock(sweep_mu_);
+    MutexLock lock(sweep_mu_);
     if (!Drain()) {
       log::Warning("decision retention: watch ended; reloading");
       if (StatusOr<int64_t> loaded = Load(); !loaded.ok()) {

@@ -21,10 +21,10 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/internal/watch_worker.h"
 #include "store/store.h"
@@ -66,24 +66,25 @@ class DecisionRetention {
     bool finalizers = false;
   };
   // Applies one watch event (or listed object) to the index.
-  void Index(const store::WatchEvent& event);
+  void Index(const store::WatchEvent& event) DRAPLANE_REQUIRES(sweep_mu_);
   // Deletes one indexed record; true when it is gone.
-  bool Delete(const std::string& ns, const Record& record);
-  StatusOr<int64_t> Load();
-  int64_t TrimAll();
-  int64_t ExpireAll();
+  bool Delete(const std::string& ns, const Record& record) DRAPLANE_REQUIRES(sweep_mu_);
+  StatusOr<int64_t> Load() DRAPLANE_REQUIRES(sweep_mu_);
+  int64_t TrimAll() DRAPLANE_REQUIRES(sweep_mu_);
+  int64_t ExpireAll() DRAPLANE_REQUIRES(sweep_mu_);
   // Drains the watch into the index; false when it ended.
-  bool Drain();
+  bool Drain() DRAPLANE_REQUIRES(sweep_mu_);
 
-  // Serialises sweeps between the worker and SweepNow; guards the fields below.
-  std::mutex sweep_mu_;
-  internal::ResourceWatches watches_;
-  bool watching_ = false;
+  // Serialises sweeps between the worker and SweepNow.
+  Mutex sweep_mu_;
+  internal::ResourceWatches watches_ DRAPLANE_GUARDED_BY(sweep_mu_);
+  bool watching_ DRAPLANE_GUARDED_BY(sweep_mu_) = false;
   // namespace -> create revision -> record: oldest first.
-  std::map<std::string, std::map<store::Revision, Record>> index_;
+  std::map<std::string, std::map<store::Revision, Record>> index_ DRAPLANE_GUARDED_BY(sweep_mu_);
   // store name -> create revision, to find a record from a MODIFIED/DELETED event.
-  std::map<std::pair<std::string, std::string>, store::Revision> by_name_;
-  Timestamp next_sweep_{};
+  std::map<std::pair<std::string, std::string>, store::Revision> by_name_
+      DRAPLANE_GUARDED_BY(sweep_mu_);
+  Timestamp next_sweep_ DRAPLANE_GUARDED_BY(sweep_mu_){};
 };
 
 }  // namespace draplane::server::lifecycle

@@ -43,7 +43,7 @@ StatusOr<std::vector<std::shared_ptr<const StoredQuota>>> QuotaAccounting::Quota
   options.ns = std::string(ns);
   DRAPLANE_ASSIGN_OR_RETURN(store::ListResult listed, store_->List(kQuotaResource, options));
   std::vector<std::shared_ptr<const StoredQuota>> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // Forget cached quotas of this namespace that are gone.
   std::set<store::Key> present;
   for (const store::ObjectPtr& object : listed.objects) present.insert(object->key);
@@ -203,7 +203,7 @@ StatusOr<store::ObjectPtr> QuotaAccounting::EditStatus(
 uint64_t QuotaAccounting::BeginCreate(const store::Key& key, std::string group,
                                       std::string resource, ResourceList usage,
                                       std::optional<corev1::Pod> pod) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t token = next_token_++;
   in_flight_.emplace(token, InFlight{key, std::move(group), std::move(resource), std::move(usage),
                                      std::move(pod), false});
@@ -211,12 +211,12 @@ uint64_t QuotaAccounting::BeginCreate(const store::Key& key, std::string group,
 }
 
 void QuotaAccounting::MarkCharged(uint64_t token) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = in_flight_.find(token); it != in_flight_.end()) it->second.charged = true;
 }
 
 std::vector<QuotaAccounting::InFlight> QuotaAccounting::ChargedInFlight(std::string_view ns) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<InFlight> out;
   for (const auto& [token, entry] : in_flight_) {
     if (entry.charged && entry.key.ns == ns) out.push_back(entry);
@@ -225,7 +225,7 @@ std::vector<QuotaAccounting::InFlight> QuotaAccounting::ChargedInFlight(std::str
 }
 
 void QuotaAccounting::EndCreate(uint64_t token) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   in_flight_.erase(token);
 }
 

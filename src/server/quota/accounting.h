@@ -26,9 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +34,7 @@
 #include "api/gen/core_v1_types.h"
 #include "api/quota/usage.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "common/status.h"
 #include "server/handlers/json_util.h"
 #include "server/handlers/registry.h"
@@ -107,10 +106,10 @@ class QuotaAccounting {
                        ResourceList usage, std::optional<api::corev1::Pod> pod);
   void MarkCharged(uint64_t token);
   void EndCreate(uint64_t token);
-  // The charged creates in flight in `ns`. Call with `charge_mutex()` held exclusively.
-  std::vector<InFlight> ChargedInFlight(std::string_view ns);
+  // The charged creates in flight in `ns`, with `charge_mutex()` held exclusively.
+  std::vector<InFlight> ChargedInFlight(std::string_view ns) DRAPLANE_REQUIRES(charge_mu_);
   // Shared by admission while it charges; exclusive for a controller snapshot.
-  std::shared_mutex& charge_mutex() { return charge_mu_; }
+  SharedMutex& charge_mutex() DRAPLANE_RETURN_CAPABILITY(charge_mu_) { return charge_mu_; }
 
   store::Store* store() const { return store_; }
   const Clock& clock() const { return *clock_; }
@@ -120,12 +119,12 @@ class QuotaAccounting {
   const handlers::Registry* registry_;
   const Clock* clock_;
 
-  std::shared_mutex charge_mu_;
-  std::mutex mu_;
-  // store key -> the decoded quota at its revision (guarded by mu_).
-  std::map<store::Key, std::shared_ptr<const StoredQuota>> cache_;
-  uint64_t next_token_ = 1;                 // guarded by mu_
-  std::map<uint64_t, InFlight> in_flight_;  // guarded by mu_
+  SharedMutex charge_mu_;
+  Mutex mu_;
+  // store key -> the decoded quota at its revision.
+  std::map<store::Key, std::shared_ptr<const StoredQuota>> cache_ DRAPLANE_GUARDED_BY(mu_);
+  uint64_t next_token_ DRAPLANE_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, InFlight> in_flight_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace draplane::server::quota

@@ -1,7 +1,6 @@
 #include "server/quota/admission.h"
 
 #include <set>
-#include <shared_mutex>
 
 namespace draplane::server::quota {
 namespace {
@@ -137,7 +136,7 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
     bool resynced = false;
     for (const Plan& plan : plans) {
       if (QuotaAccounting::Synced(plan.quota->quota, plan.keys)) continue;
-      std::unique_lock lock(accounting_->charge_mutex());
+      WriterLock lock(accounting_->charge_mutex());
       std::vector<QuotaAccounting::InFlight> in_flight = accounting_->ChargedInFlight(ns);
       StatusOr<ResourceList> used = accounting_->Recompute(plan.quota->quota, in_flight);
       if (!used.ok()) return give_up(handlers::NewInternalError(used.status().message()));
@@ -181,7 +180,7 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
     if (dry_run) return Charge{};
 
     if (token == 0) token = accounting_->BeginCreate(key, r.group, r.resource, usage, pod);
-    std::shared_lock lock(accounting_->charge_mutex());
+    ReaderLock lock(accounting_->charge_mutex());
     std::vector<const Plan*> charged;
     bool conflict = false;
     std::optional<ApiError> failure;

@@ -169,7 +169,7 @@ StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_
     std::vector<QuotaAccounting::InFlight> in_flight;
     {
       // The snapshot: quotas and the charged creates in flight, with no charge in between.
-      std::unique_lock lock(accounting_->charge_mutex());
+      WriterLock lock(accounting_->charge_mutex());
       DRAPLANE_ASSIGN_OR_RETURN(quotas, accounting_->QuotasOf(ns));
       in_flight = accounting_->ChargedInFlight(ns);
     }
