@@ -129,7 +129,7 @@ std::string BoolAt(const boost::json::object* object, std::string_view key) {
   return v != nullptr && v->is_bool() && v->get_bool() ? "true" : "false";
 }
 
-enum class Kind { kOther, kPod, kNode, kNamespace, kEvent, kResourceSlice };
+enum class Kind { kOther, kPod, kNode, kNamespace, kEvent, kResourceSlice, kAllocationDecision };
 
 Kind KindOf(std::string_view group, std::string_view kind) {
   if (group.empty()) {
@@ -139,6 +139,8 @@ Kind KindOf(std::string_view group, std::string_view kind) {
     if (kind == "Event") return Kind::kEvent;
   } else if (group == "resource.k8s.io" && kind == "ResourceSlice") {
     return Kind::kResourceSlice;
+  } else if (group == "draplane.dev" && kind == "AllocationDecision") {
+    return Kind::kAllocationDecision;
   }
   return Kind::kOther;
 }
@@ -169,6 +171,9 @@ const std::vector<std::string>& SelectableFieldNames(std::string_view group,
                                                   "type"};
   // resourceslice.toSelectableFields
   static const std::vector<std::string> kResourceSlice = {"spec.nodeName", "spec.driver"};
+  // draplane's own: `kubectl get allocationdecisions --field-selector spec.pod.name=llm-3`.
+  static const std::vector<std::string> kAllocationDecision = {"spec.pod.name", "spec.pod.uid",
+                                                               "spec.nodeName", "spec.outcome"};
   static const std::vector<std::string> kNone;
   switch (KindOf(group, kind)) {
     case Kind::kPod:
@@ -181,6 +186,8 @@ const std::vector<std::string>& SelectableFieldNames(std::string_view group,
       return kEvent;
     case Kind::kResourceSlice:
       return kResourceSlice;
+    case Kind::kAllocationDecision:
+      return kAllocationDecision;
     case Kind::kOther:
       break;
   }
@@ -228,6 +235,14 @@ FieldSet SelectableFields(std::string_view group, std::string_view kind,
       fields["spec.nodeName"] = std::string(StringAt(spec, "nodeName"));
       fields["spec.driver"] = std::string(StringAt(spec, "driver"));
       break;
+    case Kind::kAllocationDecision: {
+      const boost::json::object* pod = ObjectAt(spec, "pod");
+      fields["spec.pod.name"] = std::string(StringAt(pod, "name"));
+      fields["spec.pod.uid"] = std::string(StringAt(pod, "uid"));
+      fields["spec.nodeName"] = std::string(StringAt(spec, "nodeName"));
+      fields["spec.outcome"] = std::string(StringAt(spec, "outcome"));
+      break;
+    }
     case Kind::kOther:
       break;
   }

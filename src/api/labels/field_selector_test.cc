@@ -68,6 +68,19 @@ TEST(SelectableFieldsTest, EachKindSelectsOnItsOwnFields) {
   EXPECT_EQ(claims.message(), "field label not supported: spec.driver");
   EXPECT_TRUE(
       CheckSelectableFields(*FieldSelector::Parse("metadata.name=x"), "", "ConfigMap").ok());
+
+  boost::json::object decision =
+      boost::json::parse(
+          R"({"metadata":{"name":"d"},"spec":{"pod":{"name":"llm-3","uid":"u"},"outcome":"Allocated"}})")
+          .as_object();
+  FieldSet decided = SelectableFields("draplane.dev", "AllocationDecision", decision);
+  EXPECT_EQ(decided["spec.pod.name"], "llm-3");
+  EXPECT_EQ(decided["spec.pod.uid"], "u");
+  EXPECT_EQ(decided["spec.outcome"], "Allocated");
+  EXPECT_EQ(decided["spec.nodeName"], "");
+  EXPECT_TRUE(CheckSelectableFields(*FieldSelector::Parse("spec.pod.name=llm-3"), "draplane.dev",
+                                    "AllocationDecision")
+                  .ok());
 }
 
 }  // namespace

@@ -59,16 +59,8 @@ class AllocationDecisionStrategyImpl final : public Strategy {
     return r;
   }
 
-  // `kubectl get allocationdecisions --field-selector spec.pod.name=llm-3`.
-  std::vector<std::string> SelectableFieldNames() const override {
-    return {"spec.pod.name", "spec.pod.uid", "spec.nodeName", "spec.outcome"};
-  }
-  void SelectableFields(const JsonObject& obj, StringMap* fields) const override {
-    (*fields)["spec.pod.name"] = std::string(GetPathString(obj, {"spec", "pod", "name"}));
-    (*fields)["spec.pod.uid"] = std::string(GetPathString(obj, {"spec", "pod", "uid"}));
-    (*fields)["spec.nodeName"] = std::string(GetPathString(obj, {"spec", "nodeName"}));
-    (*fields)["spec.outcome"] = std::string(GetPathString(obj, {"spec", "outcome"}));
-  }
+  // Selectable fields (spec.pod.name, spec.pod.uid, spec.nodeName, spec.outcome):
+  // api/labels/field_selector.cc, shared with the in-memory API.
 
   std::vector<TableColumn> TableColumns() const override {
     return {NameColumn(),
