@@ -246,10 +246,12 @@ TestServer::~TestServer() {
     MutexLock lock(impl_->mu);
     for (int fd : impl_->open_fds) ::shutdown(fd, SHUT_RDWR);
   }
+  // shutdown() wakes the blocked accept(); the acceptor is closed only once its thread is gone
+  // (closing it while accept() runs on it is a data race ThreadSanitizer reports).
   ::shutdown(impl_->acceptor.native_handle(), SHUT_RDWR);
+  impl_->accept_thread.join();
   beast::error_code ignored;
   impl_->acceptor.close(ignored);
-  impl_->accept_thread.join();
   std::vector<std::thread> threads;
   {
     MutexLock lock(impl_->mu);
