@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "agent/failure.h"
+#include "agent/node_registration.h"
 #include "agent/slice_plan.h"
 #include "api/validation/validation.h"
 #include "client/events.h"
@@ -79,11 +80,6 @@ bool ConfigApplies(const std::vector<std::string>& requests, const std::string& 
   return false;
 }
 
-void SetDefault(std::map<std::string, api::Quantity>* capacity, const std::string& name,
-                const std::string& value) {
-  if (capacity->count(name) == 0) (*capacity)[name] = *api::Quantity::Parse(value);
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<Agent>> Agent::Create(client::ApiClient& api,
@@ -103,7 +99,9 @@ StatusOr<std::unique_ptr<Agent>> Agent::Create(client::ApiClient& api,
   }
   agent->preparer_ =
       std::make_unique<Preparer>(PreparerOptions{.state_dir = agent->options_.state_dir,
-                                                 .node_name = agent->options_.node_name},
+                                                 .node_name = agent->options_.node_name,
+                                                 .cdi_dir = agent->options_.cdi_dir,
+                                                 .shared_state = agent->options_.kubelet_plugin},
                                  std::move(by_name));
   return agent;
 }
@@ -111,9 +109,6 @@ StatusOr<std::unique_ptr<Agent>> Agent::Create(client::ApiClient& api,
 Agent::Agent(client::ApiClient& api, std::vector<std::unique_ptr<Driver>> drivers,
              AgentOptions options, const Clock& clock)
     : api_(api), drivers_(std::move(drivers)), options_(std::move(options)), clock_(clock) {
-  SetDefault(&options_.capacity, "cpu", "32");
-  SetDefault(&options_.capacity, "memory", "256Gi");
-  SetDefault(&options_.capacity, "pods", "110");
   events_ = std::make_unique<client::EventRecorder>(
       api_, clock_,
       client::EventRecorderOptions{
@@ -131,122 +126,24 @@ Status Agent::Init() {
 // ---- node ---------------------------------------------------------------------------------
 
 Status Agent::SyncNode() {
-  const api::Time now = api::Time::FromTimestamp(clock_.Now());
-  StatusOr<cv1::Node> got = client::Get<cv1::Node>(api_, "", options_.node_name);
-  if (!got.ok() && got.status().code() != StatusCode::kNotFound) return got.status();
-  cv1::Node node;
-  if (got.ok()) {
-    node = std::move(*got);
-  } else {
-    node.metadata.name = options_.node_name;
-  }
-  // Metadata: labels and the agent annotation.
-  bool meta_changed = !got.ok();
-  std::map<std::string, std::string> labels = options_.labels;
-  labels.emplace("kubernetes.io/hostname", options_.node_name);
-  labels.emplace("kubernetes.io/os", "linux");
-  for (const auto& [k, v] : labels) {
-    auto it = node.metadata.labels.find(k);
-    if (it == node.metadata.labels.end() || it->second != v) {
-      node.metadata.labels[k] = v;
-      meta_changed = true;
-    }
-  }
-  if (node.metadata.annotations[std::string(kAgentAnnotation)] != "true") {
-    node.metadata.annotations[std::string(kAgentAnnotation)] = "true";
-    meta_changed = true;
-  }
-  if (!got.ok()) {
-    StatusOr<cv1::Node> created = client::Create(api_, node, options_.field_manager);
-    if (!created.ok()) return created.status();
-    node = std::move(*created);
-    log::Info("node {}: registered", options_.node_name);
-  } else if (meta_changed) {
-    StatusOr<cv1::Node> updated = client::Update(api_, node, options_.field_manager);
-    if (!updated.ok()) return updated.status();
-    node = std::move(*updated);
-  }
-  // Status: capacity, allocatable, Ready.
-  std::map<std::string, api::Quantity, std::less<>> capacity(options_.capacity.begin(),
-                                                             options_.capacity.end());
-  bool status_changed = node.status.capacity != capacity || node.status.allocatable != capacity;
-  const cv1::NodeCondition* ready = nullptr;
-  for (const cv1::NodeCondition& c : node.status.conditions) {
-    if (c.type == "Ready") ready = &c;
-  }
-  status_changed = status_changed || ready == nullptr || ready->status != cv1::kConditionStatusTrue;
-  if (status_changed || clock_.Now() - last_node_status_ >= options_.node_status_interval) {
-    node.status.capacity = capacity;
-    node.status.allocatable = capacity;
-    cv1::NodeCondition condition;
-    condition.type = "Ready";
-    condition.status = std::string(cv1::kConditionStatusTrue);
-    condition.reason = "KubeletReady";
-    condition.message = "draplane agent is posting ready status";
-    condition.last_heartbeat_time = now;
-    condition.last_transition_time = ready != nullptr && ready->status == cv1::kConditionStatusTrue
-                                         ? ready->last_transition_time
-                                         : now;
-    std::erase_if(node.status.conditions,
-                  [](const cv1::NodeCondition& c) { return c.type == "Ready"; });
-    node.status.conditions.push_back(std::move(condition));
-    node.status.node_info.kubelet_version = "draplane-agent";
-    node.status.node_info.operating_system = "linux";
-    StatusOr<cv1::Node> updated = client::UpdateStatus(api_, node, options_.field_manager);
-    if (!updated.ok()) return updated.status();
-    last_node_status_ = clock_.Now();
-  }
-  return EnsureLease();
-}
-
-Status Agent::EnsureLease() {
-  namespace co = api::coordinationv1;
-  const api::Time now = api::Time::MicroFromTimestamp(clock_.Now());
-  StatusOr<co::Lease> got = client::Get<co::Lease>(api_, kNodeLeaseNamespace, options_.node_name);
-  if (got.ok()) {
-    got->spec.renew_time = now;
-    got->spec.holder_identity = options_.node_name;
-    got->spec.lease_duration_seconds = options_.lease_duration_seconds;
-    return client::Update(api_, *got, options_.field_manager).status();
-  }
-  if (got.status().code() != StatusCode::kNotFound) return got.status();
-  co::Lease lease;
-  lease.metadata.name = options_.node_name;
-  lease.metadata.namespace_ = std::string(kNodeLeaseNamespace);
-  StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", options_.node_name);
-  if (node.ok()) {
-    api::metav1::OwnerReference owner;
-    owner.api_version = "v1";
-    owner.kind = "Node";
-    owner.name = node->metadata.name;
-    owner.uid = node->metadata.uid;
-    lease.metadata.owner_references.push_back(std::move(owner));
-  }
-  lease.spec.holder_identity = options_.node_name;
-  lease.spec.lease_duration_seconds = options_.lease_duration_seconds;
-  lease.spec.renew_time = now;
-  StatusOr<co::Lease> created = client::Create(api_, lease, options_.field_manager);
-  if (!created.ok() && created.status().code() == StatusCode::kNotFound) {
-    // The API server normally creates kube-node-lease; a bare one (tests) may not have.
-    cv1::Namespace ns;
-    ns.metadata.name = std::string(kNodeLeaseNamespace);
-    StatusOr<cv1::Namespace> created_ns = client::Create(api_, ns, options_.field_manager);
-    if (!created_ns.ok() && created_ns.status().code() != StatusCode::kAlreadyExists) {
-      return created_ns.status();
-    }
-    created = client::Create(api_, lease, options_.field_manager);
-  }
-  if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
-    return created.status();
-  }
-  return Status::Ok();
+  return SyncNodeRegistration(
+      api_,
+      NodeRegistration{.node_name = options_.node_name,
+                       .labels = options_.labels,
+                       .capacity = options_.capacity,
+                       .lease_duration_seconds = options_.lease_duration_seconds,
+                       .status_interval = options_.node_status_interval,
+                       .kubelet_version = "draplane-agent",
+                       .ready_message = "draplane agent is posting ready status",
+                       .field_manager = options_.field_manager},
+      clock_, &last_node_status_);
 }
 
 // ---- slices -------------------------------------------------------------------------------
 
 Status Agent::SyncSlices() {
   std::vector<Inventory> all;
-  std::vector<std::string> driver_names_seen;
+  std::unique_lock<std::mutex> lock(drivers_mu_);
   for (const std::unique_ptr<Driver>& driver : drivers_) {
     StatusOr<std::vector<Inventory>> found = driver->Discover();
     if (!found.ok()) {
@@ -261,7 +158,12 @@ Status Agent::SyncSlices() {
     }
     all.insert(all.end(), found->begin(), found->end());
   }
+  lock.unlock();
   inventories_ = all;
+  {
+    std::lock_guard<std::mutex> observer_lock(observer_mu_);
+    if (discovery_observer_) discovery_observer_(inventories_);
+  }
 
   client::ListOptions list;
   list.field_selector = "spec.nodeName=" + options_.node_name;
@@ -297,7 +199,7 @@ Status Agent::SyncSlices() {
 
 // ---- pods ---------------------------------------------------------------------------------
 
-StatusOr<std::vector<std::string>> Agent::PodClaimNames(const cv1::Pod& pod) const {
+StatusOr<std::vector<std::string>> PodClaimNames(const cv1::Pod& pod) {
   std::vector<std::string> out;
   for (const cv1::PodResourceClaim& ref : pod.spec.resource_claims) {
     if (ref.resource_claim_name) {
@@ -364,7 +266,6 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
     log::Debug("pod {}/{}: {}", namespace_, name, claim_names.status().ToString());
     return PodOutcome::kRetry;
   }
-  std::set<std::string> our_drivers(managed_drivers_.begin(), managed_drivers_.end());
   for (const std::string& claim_name : *claim_names) {
     StatusOr<rv1::ResourceClaim> claim =
         client::Get<rv1::ResourceClaim>(api_, namespace_, claim_name);
@@ -386,26 +287,7 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
                  claim_name);
       return PodOutcome::kRetry;
     }
-    ClaimToPrepare request{
-        .uid = claim->metadata.uid, .namespace_ = namespace_, .name = claim_name, .devices = {}};
-    const rv1::DeviceAllocationResult& devices = claim->status.allocation->devices;
-    for (const rv1::DeviceRequestAllocationResult& result : devices.results) {
-      if (our_drivers.count(result.driver) == 0 || result.pool != options_.node_name) continue;
-      AllocatedDevice device{.request = result.request,
-                             .driver = result.driver,
-                             .pool = result.pool,
-                             .device = result.device,
-                             .share_id = result.share_id,
-                             .admin_access = result.admin_access.value_or(false),
-                             .config = {}};
-      for (const rv1::DeviceAllocationConfiguration& config : devices.config) {
-        if (config.opaque && config.opaque->driver == result.driver &&
-            ConfigApplies(config.requests, result.request)) {
-          device.config.push_back(&config.opaque->parameters);
-        }
-      }
-      request.devices.push_back(std::move(device));
-    }
+    const ClaimToPrepare request = ToPrepare(namespace_, claim_name, *claim);
     if (request.devices.empty()) continue;
     StatusOr<ClaimRecord> record = preparer_->Prepare(request);
     if (!record.ok()) {
@@ -444,6 +326,83 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
     }
   }
   return PodOutcome::kDone;
+}
+
+ClaimToPrepare Agent::ToPrepare(const std::string& namespace_, const std::string& name,
+                                const rv1::ResourceClaim& claim) const {
+  ClaimToPrepare request{
+      .uid = claim.metadata.uid, .namespace_ = namespace_, .name = name, .devices = {}};
+  if (!claim.status.allocation) return request;
+  const rv1::DeviceAllocationResult& devices = claim.status.allocation->devices;
+  for (const rv1::DeviceRequestAllocationResult& result : devices.results) {
+    if (std::find(managed_drivers_.begin(), managed_drivers_.end(), result.driver) ==
+            managed_drivers_.end() ||
+        result.pool != options_.node_name) {
+      continue;
+    }
+    AllocatedDevice device{.request = result.request,
+                           .driver = result.driver,
+                           .pool = result.pool,
+                           .device = result.device,
+                           .share_id = result.share_id,
+                           .admin_access = result.admin_access.value_or(false),
+                           .config = {}};
+    for (const rv1::DeviceAllocationConfiguration& config : devices.config) {
+      if (config.opaque && config.opaque->driver == result.driver &&
+          ConfigApplies(config.requests, result.request)) {
+        device.config.push_back(&config.opaque->parameters);
+      }
+    }
+    request.devices.push_back(std::move(device));
+  }
+  return request;
+}
+
+StatusOr<ClaimRecord> Agent::PrepareClaim(const rv1::ResourceClaim& claim) {
+  if (!initialized_) return FailedPreconditionError("Agent::Init was not called");
+  const std::string& ns = claim.metadata.namespace_;
+  const std::string& name = claim.metadata.name;
+  if (!claim.status.allocation) {
+    return FailedPreconditionError("claim " + ns + "/" + name + " is not allocated");
+  }
+  const ClaimToPrepare request = ToPrepare(ns, name, claim);
+  if (request.devices.empty()) {
+    ClaimRecord nothing;
+    nothing.namespace_ = ns;
+    nothing.name = name;
+    nothing.state = PrepareState::kCompleted;
+    return nothing;
+  }
+  StatusOr<ClaimRecord> record = [&] {
+    std::lock_guard<std::mutex> lock(drivers_mu_);
+    StatusOr<ClaimRecord> prepared = preparer_->Prepare(request);
+    if (!prepared.ok() && ClassifyFailure(prepared.status()) == FailureClass::kNeedsCleanup) {
+      Status cleaned = preparer_->Unprepare(request.uid);
+      if (!cleaned.ok()) {
+        log::Warning("node {}: cleaning up claim {}/{}: {}", options_.node_name, ns, name,
+                     cleaned.ToString());
+      }
+    }
+    return prepared;
+  }();
+  if (!record.ok()) return record.status();
+  Status written = WriteDeviceStatus(ns, name, request.uid, *record);
+  if (!written.ok()) {
+    log::Warning("node {}: claim {}/{} device status: {}", options_.node_name, ns, name,
+                 written.ToString());
+  }
+  return record;
+}
+
+void Agent::set_discovery_observer(std::function<void(const std::vector<Inventory>&)> observer) {
+  std::lock_guard<std::mutex> lock(observer_mu_);
+  discovery_observer_ = std::move(observer);
+}
+
+Status Agent::UnprepareClaim(const std::string& claim_uid) {
+  if (!initialized_) return FailedPreconditionError("Agent::Init was not called");
+  std::lock_guard<std::mutex> lock(drivers_mu_);
+  return preparer_->Unprepare(claim_uid);
 }
 
 Status Agent::WriteDeviceStatus(const std::string& namespace_, const std::string& name,
@@ -547,7 +506,8 @@ Status Agent::MarkRunning(const cv1::Pod& pod) {
         {"ready", true},
         {"started", true},
         {"restartCount", 0},
-        {"state", boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}}});
+        {"state",
+         boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}}});
   }
   status["containerStatuses"] = std::move(containers);
   client::ApiRequest request;
@@ -647,6 +607,12 @@ Status Agent::Start() {
                                          .max_delay = options_.retry_max_delay,
                                          .qps = 0,
                                          .burst = 0});
+  if (options_.kubelet_plugin) {
+    // The kubelet owns the Node, its Lease and the Pods; only slices are the agent's.
+    queue_->Add(std::string(kKeySlices));
+    loop_ = std::thread([this] { Run(); });
+    return Status::Ok();
+  }
   client::InformerOptions informer;
   informer.field_selector = "spec.nodeName=" + options_.node_name;
   pods_ = std::make_unique<client::Informer<cv1::Pod>>(api_, informer);
@@ -670,7 +636,7 @@ void Agent::Stop() {
   if (!started_.exchange(false)) return;
   queue_->ShutDown();
   if (loop_.joinable()) loop_.join();
-  pods_->Stop();
+  if (pods_) pods_->Stop();
   events_->Stop();
 }
 

@@ -5,10 +5,7 @@
 // finished once they are unprepared.
 //
 // Work (docs/design/agent.md, "Agent loop"):
-//   - node:   create the Node if missing (labels, capacity = allocatable, Ready condition, the
-//             annotation `draplane.dev/agent: "true"` that tells other components an agent runs
-//             this node's Pods), refresh its status when it changes or every
-//             `node_status_interval`, and renew the Lease `kube-node-lease/<node>` every
+//   - node:   register the Node and renew its Lease (node_registration.h) every
 //             `heartbeat_interval`;
 //   - slices: Discover() on every driver every `discovery_interval`, build the node's slices
 //             and apply PlanSliceSync (slice_plan.h); every slice is validated first and nothing
@@ -31,18 +28,28 @@
 // one loop thread; without it, the Sync* methods run the same steps synchronously (tests,
 // `draplane agent --once`).
 //
+// Kubelet-plugin mode (`kubelet_plugin`, kubelet_plugin.h): on a real node the kubelet decides
+// when claims are prepared and owns the Node, its Lease and Pod status. The agent then runs only
+// the `slices` work; claims are prepared and unprepared through PrepareClaim / UnprepareClaim,
+// which the plugin's gRPC handlers call, and nothing is unprepared unless the kubelet asks.
+//
 // Thread-safety: Start/Stop from the owner; the Sync* methods must not be called while started.
+// PrepareClaim / UnprepareClaim may be called from any thread (they are serialised with each
+// other and with the drivers' discovery).
 // Ownership: the agent owns its drivers; the ApiClient and Clock must outlive it.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "agent/driver.h"
+#include "agent/node_registration.h"
 #include "agent/prepare.h"
 #include "api/gen/core_v1_types.h"
 #include "api/quantity.h"
@@ -59,18 +66,17 @@ class Informer;
 
 namespace draplane::agent {
 
-inline constexpr std::string_view kAgentAnnotation = "draplane.dev/agent";
 inline constexpr std::string_view kFailedPrepareReason = "FailedPrepareDynamicResources";
 inline constexpr std::string_view kDevicesPreparedCondition = "DevicesPrepared";
-inline constexpr std::string_view kNodeLeaseNamespace = "kube-node-lease";
 
 struct AgentOptions {
   std::string node_name;
   // Checkpoint and CDI specs (prepare.h).
   std::string state_dir;
-  std::map<std::string, std::string> labels;
-  // Node capacity (= allocatable); cpu, memory and pods get defaults when absent.
-  std::map<std::string, api::Quantity> capacity;
+  std::map<std::string, std::string> labels{};
+  // Node capacity (= allocatable); cpu, memory and pods get defaults when absent
+  // (node_registration.h).
+  std::map<std::string, api::Quantity> capacity{};
   Duration heartbeat_interval = std::chrono::seconds(10);
   int32_t lease_duration_seconds = 40;
   Duration node_status_interval = std::chrono::minutes(1);
@@ -83,6 +89,10 @@ struct AgentOptions {
   // Play the kubelet for this node's Pods (simulated nodes; `draplane agent` on a real node
   // alongside a kubelet turns it off and only prepares).
   bool simulate_containers = true;
+  // Kubelet-plugin mode (see above).
+  bool kubelet_plugin = false;
+  // CDI spec directory; empty: `<state_dir>/cdi` (prepare.h).
+  std::string cdi_dir{};
   std::string field_manager = "draplane-agent";
 };
 
@@ -92,6 +102,12 @@ enum class PodOutcome {
   kRetry,     // retry with backoff (retryable failure, or the claims are not ready yet)
   kTerminal,  // prepare failed for good; the Pod was failed
 };
+
+// The names of the claims a Pod uses (in its namespace), as the kubelet resolves them
+// (resourceclaim.Name): direct names, template-generated ones from
+// `status.resourceClaimStatuses` (an entry without a name needs no claim), and the
+// extended-resource claim. NotFound when a generated claim is not created yet.
+StatusOr<std::vector<std::string>> PodClaimNames(const api::corev1::Pod& pod);
 
 class Agent {
  public:
@@ -120,6 +136,22 @@ class Agent {
   // Stops and joins; idempotent.
   void Stop();
 
+  // Kubelet-plugin mode: prepares the devices of `claim` that this node's drivers serve, all of
+  // them as one unit (prepare.h), and writes the claim's `status.devices` (best effort: a failed
+  // status write is logged, the devices stay prepared). A claim without devices here gets an
+  // empty record. FailedPrecondition when the claim is not allocated; otherwise the Preparer's
+  // errors, classified by failure.h (needs-cleanup ones are cleaned up before returning).
+  StatusOr<ClaimRecord> PrepareClaim(const api::resourcev1::ResourceClaim& claim);
+  // Kubelet-plugin mode: unprepares a claim by UID; OK when it is not prepared.
+  Status UnprepareClaim(const std::string& claim_uid);
+  // Called on the loop thread after every discovery with the inventories (health included).
+  // May be replaced (or cleared with nullptr) at any time; returns once no call of the previous
+  // observer is in flight.
+  void set_discovery_observer(std::function<void(const std::vector<Inventory>&)> observer);
+  bool kubelet_plugin() const { return options_.kubelet_plugin; }
+  // The DRA driver names the agent's drivers publish.
+  const std::vector<std::string>& managed_drivers() const { return managed_drivers_; }
+
   const std::string& node_name() const { return options_.node_name; }
   const Preparer& preparer() const { return *preparer_; }
   // The inventories of the last successful discovery.
@@ -130,11 +162,11 @@ class Agent {
         const Clock& clock);
   void Run();
   void Process(const std::string& key);
-  Status EnsureLease();
-  // Claims (namespace, name) of a Pod; nullopt-like NotFound error when a generated claim is
-  // not created yet.
-  StatusOr<std::vector<std::string>> PodClaimNames(const api::corev1::Pod& pod) const;
   Status UnprepareUnused(const std::vector<api::corev1::Pod>& live_pods);
+  // The devices of `claim` (named `name` in `namespace_`) this node's drivers serve, with the
+  // opaque config that applies to each.
+  ClaimToPrepare ToPrepare(const std::string& namespace_, const std::string& name,
+                           const api::resourcev1::ResourceClaim& claim) const;
   Status WriteDeviceStatus(const std::string& namespace_, const std::string& name,
                            const std::string& uid, const ClaimRecord& record);
   Status MarkRunning(const api::corev1::Pod& pod);
@@ -148,6 +180,11 @@ class Agent {
   std::unique_ptr<Preparer> preparer_;
   std::vector<std::string> managed_drivers_;
   std::vector<Inventory> inventories_;
+  std::mutex observer_mu_;
+  std::function<void(const std::vector<Inventory>&)> discovery_observer_;
+  // Serialises the drivers and the preparer between the loop thread's discovery and the kubelet
+  // plugin's gRPC threads.
+  std::mutex drivers_mu_;
   std::unique_ptr<client::EventRecorder> events_;
   Timestamp last_node_status_{};
   bool initialized_ = false;

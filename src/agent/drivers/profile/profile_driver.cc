@@ -361,6 +361,7 @@ StatusOr<std::vector<Inventory>> ProfileDriver::Discover() {
 
 StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest& request) {
   MaybeReload();
+  DRAPLANE_RETURN_IF_ERROR(ReloadStateIfChanged());
   const DiscoveredDevice* device = FindDevice(catalog_, request.driver, request.device);
   if (device == nullptr) {
     return NotFoundError("device " + request.driver + "/" + request.device +
@@ -452,6 +453,7 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
 }
 
 Status ProfileDriver::UnprepareDevice(const DevicePrepareRequest& request) {
+  DRAPLANE_RETURN_IF_ERROR(ReloadStateIfChanged());
   const std::string key = request.driver + "/" + request.device;
   auto it = prepared_.find(key);
   if (it == prepared_.end()) return Status::Ok();
@@ -462,8 +464,9 @@ Status ProfileDriver::UnprepareDevice(const DevicePrepareRequest& request) {
 
 Status ProfileDriver::LoadState() {
   if (options_.state_dir.empty()) return Status::Ok();
-  StatusOr<std::string> text =
-      internal::ReadFile(options_.state_dir + "/" + std::string(kStateFile));
+  const std::string path = options_.state_dir + "/" + std::string(kStateFile);
+  state_signature_ = internal::FileSignature(path);
+  StatusOr<std::string> text = internal::ReadFile(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return Status::Ok();
     return text.status();
@@ -483,7 +486,16 @@ Status ProfileDriver::LoadState() {
   return r.Finish();
 }
 
-Status ProfileDriver::SaveState() const {
+Status ProfileDriver::ReloadStateIfChanged() {
+  if (options_.state_dir.empty()) return Status::Ok();
+  const std::string path = options_.state_dir + "/" + std::string(kStateFile);
+  if (internal::FileSignature(path) == state_signature_) return Status::Ok();
+  prepared_.clear();
+  fired_crashes_.clear();
+  return LoadState();
+}
+
+Status ProfileDriver::SaveState() {
   if (options_.state_dir.empty()) return Status::Ok();
   boost::json::object root;
   boost::json::object prepared;
@@ -497,8 +509,11 @@ Status ProfileDriver::SaveState() const {
   for (const std::string& key : fired_crashes_) fired.emplace_back(key);
   root["firedCrashes"] = std::move(fired);
   DRAPLANE_RETURN_IF_ERROR(internal::MakeDirs(options_.state_dir));
-  return internal::WriteFileAtomically(options_.state_dir + "/" + std::string(kStateFile),
-                                       api::codec::WriteJson(boost::json::value(std::move(root))));
+  const std::string path = options_.state_dir + "/" + std::string(kStateFile);
+  DRAPLANE_RETURN_IF_ERROR(internal::WriteFileAtomically(
+      path, api::codec::WriteJson(boost::json::value(std::move(root)))));
+  state_signature_ = internal::FileSignature(path);
+  return Status::Ok();
 }
 
 }  // namespace draplane::agent

@@ -87,7 +87,10 @@ class ProfileDriver final : public Driver {
   const FaultSpec* FindFault(FaultKind kind, std::string_view driver,
                              std::string_view device) const;
   Status LoadState();
-  Status SaveState() const;
+  Status SaveState();
+  // Re-reads the state file when another process (the other instance of a kubelet plugin's
+  // rolling update, prepare.h "shared state") wrote it since this driver last did.
+  Status ReloadStateIfChanged();
 
   ProfileDriverOptions options_;
   NodeTemplate node_;
@@ -98,6 +101,7 @@ class ProfileDriver final : public Driver {
   // FaultSpec::Key() -> prepares failed so far (retryable faults).
   std::map<std::string, int64_t> fault_failures_;
   std::map<std::string, std::set<std::string>> prepared_;
+  std::string state_signature_;  // internal::FileSignature of the state file we last read or wrote
   std::set<std::string> fired_crashes_;
 };
 
