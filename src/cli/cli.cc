@@ -36,6 +36,7 @@ int Run(int argc, char** argv) {
   AddScenarioCommand(app);
   AddAllocateCommand(app);
   AddAgentCommand(app);
+  AddFakeKubeletCommand(app);
 
   try {
     app.parse(argc, argv);

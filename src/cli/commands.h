@@ -39,6 +39,7 @@ void AddKubeconfigCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
+void AddFakeKubeletCommand(CLI::App& app);
 // Informers shared by the components `draplane serve` embeds, so that each object change is
 // watched, decoded and cached once (client/shared_informers.h). EmbedSharedInformers embeds
 // their owner first (it stops last, after every component using them) and fills `informers`.
