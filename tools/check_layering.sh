@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fails when a source file under src/<module>/ includes a header of a module it may not depend on.
 # The allowed edges are declared once, in cmake/Modules.cmake (DRAPLANE_EDGES_<module>).
-# Also enforces: nothing includes bin/ or cli/ from another module, and only server/http/
-# includes Boost.Beast or Asio.
+# Also enforces: nothing includes bin/ or cli/ from another module, only server/http/ (and the
+# client and etcd transports) include Boost.Beast or Asio, and only the kubelet plugin and the
+# fake kubelet include gRPC or the kubelet API code generated for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,5 +43,14 @@ while IFS=: read -r file lineno _; do
     *) echo "layering: $file:$lineno: Beast/Asio may only be included under src/server/http, src/client and src/store/etcd"; status=1 ;;
   esac
 done < <(grep -rHnE '#[[:space:]]*include[[:space:]]+<boost/(beast|asio)' src || true)
+
+# gRPC and the generated kubelet APIs stay with the kubelet plugin and the fake kubelet
+# (docs/architecture.md).
+while IFS=: read -r file lineno _; do
+  case "$file" in
+    src/agent/kubelet_plugin*|src/fakekubelet/*) ;;
+    *) echo "layering: $file:$lineno: gRPC and the kubelet API protos may only be included by src/agent/kubelet_plugin* and src/fakekubelet"; status=1 ;;
+  esac
+done < <(grep -rHnE '#[[:space:]]*include[[:space:]]+(<grpcpp/|"(dra|dra-health|pluginregistration)/)' src || true)
 
 exit $status

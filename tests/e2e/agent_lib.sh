@@ -40,14 +40,19 @@ step() { echo "== $*"; }
 
 k() { kubectl --kubeconfig "$admin_kubeconfig" "$@"; }
 
-# start_server [serve flags...]: sets $server_pid and $admin_kubeconfig.
+# start_server [--embedded] [serve flags...]: sets $server_pid and $admin_kubeconfig.
 start_server() {
   local fifo="$e2e_work/ready.fifo"
   mkfifo "$fifo"
   # The scheduler and controller manager run as separate processes (agent_e2e.sh), so serve's
-  # embedded ones stay off.
-  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$e2e_work/data" --no-scheduler \
-    --no-controller-manager "$@" >"$fifo" 2>>"$e2e_work/server.log" &
+  # embedded ones stay off, unless --embedded asks for them (kubelet_plugin_e2e.sh).
+  local components=(--no-scheduler --no-controller-manager)
+  if [ "${1:-}" = --embedded ]; then
+    components=()
+    shift
+  fi
+  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$e2e_work/data" "${components[@]}" \
+    "$@" >"$fifo" 2>>"$e2e_work/server.log" &
   server_pid=$!
   exec {server_out}<"$fifo"
   local line=""
