@@ -11,8 +11,9 @@
 //      and name. Claims and taint rules that carry a status also get the status rules.
 //   5. Compile every CEL selector (cel/selector_lint.h): compile and cost errors at their paths.
 // Unknown kinds are problems; modelled kinds draplane does not validate (Pod, Node, ...) are
-// decoded and counted in the summary; draplane's own node / cluster profiles are checked by the
-// agent's profile parser.
+// decoded and counted in the summary, and so are kinds of the other API groups Kubernetes
+// reserves for itself (a DaemonSet, RBAC: the cluster's API server checks those);
+// draplane's own node / cluster profiles are checked by the agent's profile parser.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -65,6 +66,16 @@ unreadable files. A summary goes to standard error.)";
 constexpr size_t kMaxPrintedValue = 512;
 
 using ObjectKey = std::tuple<std::string, std::string, std::string>;  // kind, namespace, name
+
+// A group Kubernetes keeps for its built-in APIs (core, dotless groups such as `apps`, `*.k8s.io`)
+// other than resource.k8s.io, whose kinds draplane knows (a misspelled one is a problem).
+bool IsOtherBuiltinGroup(std::string_view api_version) {
+  const size_t slash = api_version.find('/');
+  if (slash == std::string_view::npos) return true;  // the core group: "v1"
+  const std::string_view group = api_version.substr(0, slash);
+  if (group == "resource.k8s.io") return false;
+  return group.find('.') == std::string_view::npos || group.ends_with(".k8s.io");
+}
 
 bool IsNamespacedKind(std::string_view kind) {
   return kind == "ResourceClaim" || kind == "ResourceClaimTemplate" || kind == "Pod" ||
@@ -251,6 +262,12 @@ class Linter {
         if (Status s = agent::ParseProfileJson(manifest.value).status(); !s.ok()) {
           Print(where + std::string(s.message()));
         }
+        continue;
+      }
+      if (std::holds_alternative<api::Unstructured>(object) && errors.empty() &&
+          IsOtherBuiltinGroup(api::ObjectApiVersion(object))) {
+        ++objects_;
+        ++not_validated_[api::ObjectKind(object)];
         continue;
       }
       if (std::holds_alternative<api::Unstructured>(object) && errors.empty()) {

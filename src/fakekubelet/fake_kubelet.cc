@@ -155,7 +155,8 @@ std::set<std::string> CdiDevicesIn(const std::vector<std::string>& dirs) {
   return out;
 }
 
-// TODO(#24): the shared running-Pod status of api/pods.h once it lands (issue of wt18).
+// The status a kubelet writes once every container runs.
+// TODO(#24): one running-Pod status for every kubelet stand-in (agent, kubelet simulator and this).
 boost::json::object RunningStatus(const cv1::Pod& pod, const api::Time& now) {
   boost::json::array conditions;
   bool scheduled = false;
@@ -537,9 +538,13 @@ struct FakeKubelet::State {
       if (result.ok()) {
         boost::json::object answers;
         for (const auto& [uid, r] : *result) {
-          boost::json::array devices;
-          for (const DeviceResult& d : r.devices) devices.push_back(ToJson(d));
-          answers[uid] = boost::json::object{{"devices", std::move(devices)}, {"error", r.error}};
+          boost::json::object answer{{"error", r.error}};
+          if (method == "NodePrepareResources") {
+            boost::json::array devices;
+            for (const DeviceResult& d : r.devices) devices.push_back(ToJson(d));
+            answer["devices"] = std::move(devices);
+          }
+          answers[uid] = std::move(answer);
         }
         line["result"] = std::move(answers);
       } else {

@@ -73,7 +73,7 @@ events() {
 want=sys.argv[2]; match=[a.split("=",1) for a in sys.argv[3:]]
 for line in open(sys.argv[1]):
   o=json.loads(line)
-  if o["event"]==want and all(str(o.get(k))==v for k,v in match): print(json.dumps(o))' \
+  if o["event"]==want and all(str(o.get(k))==v for k,v in match): print(json.dumps(o,separators=(",",":")))' \
     "$report" "$@"
 }
 count_events() { events "$@" | grep -c . || true; }
