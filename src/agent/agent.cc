@@ -363,7 +363,7 @@ StatusOr<ClaimRecord> Agent::PrepareClaim(const rv1::ResourceClaim& claim) {
   const std::string& ns = claim.metadata.namespace_;
   const std::string& name = claim.metadata.name;
   if (!claim.status.allocation) {
-    return FailedPreconditionError("claim " + ns + "/" + name + " is not allocated");
+    return FailedPreconditionError("not allocated");
   }
   const ClaimToPrepare request = ToPrepare(ns, name, claim);
   if (request.devices.empty()) {

@@ -139,8 +139,9 @@ class Agent {
   // Kubelet-plugin mode: prepares the devices of `claim` that this node's drivers serve, all of
   // them as one unit (prepare.h), and writes the claim's `status.devices` (best effort: a failed
   // status write is logged, the devices stay prepared). A claim without devices here gets an
-  // empty record. FailedPrecondition when the claim is not allocated; otherwise the Preparer's
-  // errors, classified by failure.h (needs-cleanup ones are cleaned up before returning).
+  // empty record. FailedPrecondition "not allocated" when the claim is not; otherwise the
+  // Preparer's errors, classified by failure.h (needs-cleanup ones are cleaned up before
+  // returning).
   StatusOr<ClaimRecord> PrepareClaim(const api::resourcev1::ResourceClaim& claim);
   // Kubelet-plugin mode: unprepares a claim by UID; OK when it is not prepared.
   Status UnprepareClaim(const std::string& claim_uid);

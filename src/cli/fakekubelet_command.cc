@@ -34,8 +34,8 @@ struct FakeKubeletFlags {
   std::string report;
   std::string profile;
   std::string call_timeout = "45s";
-  std::string retry_base_delay = "1s";
-  std::string retry_max_delay = "30s";
+  std::string retry_base_delay = "10s";
+  std::string retry_max_delay = "10s";
   std::string slice_wipe_delay = "30s";
   std::string heartbeat = "10s";
   std::string registry_poll = "1s";
@@ -49,7 +49,8 @@ The fake kubelet registers the Node (labels and capacity from --profile's node, 
 renews its Lease, discovers DRA plugins in --registry-dir (GetInfo, NotifyRegistrationStatus),
 keeps their health streams open, and for each Pod bound to the node calls NodePrepareResources
 before marking it Running and NodeUnprepareResources after it stopped, with the kubelet's rules:
-per-driver batches, a per-call deadline (--call-timeout), a failed Pod sync retried with backoff,
+per-driver batches, a per-call deadline (--call-timeout), a failed Pod sync retried after 10 s
+(--retry-base-delay; a shorter base than --retry-max-delay backs off exponentially),
 a deleted Pod finished only after its claims were unprepared. CDI device IDs must resolve to a spec
 in a --cdi-dir (default /etc/cdi and /var/run/cdi). Every registration, call, answer and health
 change is one JSON line in --report. --slice-wipe-delay: how long after a driver's last plugin

@@ -31,7 +31,7 @@
 //        runtime's job). Only when every claim is prepared does the Pod become Running (one
 //        running container per container, with the CDI device IDs of the claims it uses in the
 //        report). A failed sync is a Warning Event FailedPrepareDynamicResources on the Pod and
-//        a retry with exponential backoff (`retry`).
+//        a retry after the kubelet's 10 s (`retry`).
 //      - a Pod that is deleted, Succeeded or Failed (its containers are stopped): claims other
 //        live Pods still use only lose this Pod's reference; the rest get NodeUnprepareResources
 //        per driver (errors retry). A deleted Pod is finished (grace period 0) only after its
@@ -77,9 +77,11 @@ struct FakeKubeletOptions {
   bool wipe_slices_on_start = true;
   // Drivers whose registration this kubelet refuses (negative tests of NotifyRegistrationStatus).
   std::set<std::string> refuse_drivers{};
-  // Backoff of failed Pod syncs.
-  client::RateLimiterOptions retry{.base_delay = std::chrono::seconds(1),
-                                   .max_delay = std::chrono::seconds(30),
+  // Backoff of failed Pod syncs: the kubelet's pod workers retry after backOffPeriod, 10 s
+  // (jittered by half; here without jitter). Tests shorten it; base < max backs off
+  // exponentially.
+  client::RateLimiterOptions retry{.base_delay = std::chrono::seconds(10),
+                                   .max_delay = std::chrono::seconds(10),
                                    .qps = 0,
                                    .burst = 0};
   // JSON lines of what it saw; empty: the log only.
@@ -108,9 +110,8 @@ class FakeKubelet {
   // The drivers with at least one registered plugin.
   std::vector<std::string> RegisteredDrivers() const;
 
-  struct State;
-
  private:
+  struct State;
   explicit FakeKubelet(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
