@@ -42,6 +42,7 @@ struct FakeKubeletFlags {
   std::string health_retry = "5s";
   bool no_wipe_on_start = false;
   std::vector<std::string> refuse_drivers;
+  std::vector<std::string> services;
 };
 
 constexpr char kFakeKubeletFooter[] = R"(
@@ -53,7 +54,8 @@ per-driver batches, a per-call deadline (--call-timeout), a failed Pod sync retr
 (--retry-base-delay; a shorter base than --retry-max-delay backs off exponentially),
 a deleted Pod finished only after its claims were unprepared. CDI device IDs must resolve to a spec
 in a --cdi-dir (default /etc/cdi and /var/run/cdi). Every registration, call, answer and health
-change is one JSON line in --report. --slice-wipe-delay: how long after a driver's last plugin
+change is one JSON line in --report. --service limits the plugin API versions it speaks, to test a
+plugin against older kubelets. --slice-wipe-delay: how long after a driver's last plugin
 went away its ResourceSlices are deleted (negative: never).)";
 
 int RunFakeKubelet(const FakeKubeletFlags& flags) {
@@ -71,6 +73,7 @@ int RunFakeKubelet(const FakeKubeletFlags& flags) {
   options.report_path = flags.report;
   options.wipe_slices_on_start = !flags.no_wipe_on_start;
   options.refuse_drivers.insert(flags.refuse_drivers.begin(), flags.refuse_drivers.end());
+  options.services.insert(flags.services.begin(), flags.services.end());
   struct {
     const char* flag;
     const std::string& text;
@@ -165,6 +168,10 @@ void AddFakeKubeletCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--refuse-driver", flags->refuse_drivers,
                   "Refuse this driver's registration (repeatable; negative tests)");
+  cmd->add_option("--service", flags->services,
+                  "A plugin service this kubelet speaks (repeatable; default all: "
+                  "v1.DRAPlugin, v1beta1.DRAPlugin, v1/v1beta1/v1alpha1.DRAResourceHealth). "
+                  "--service v1beta1.DRAPlugin plays a kubelet older than 1.34");
   cmd->callback([flags] {
     int code = RunFakeKubelet(*flags);
     if (code != 0) throw CommandExit{code};

@@ -7,10 +7,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
 #include <condition_variable>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -87,20 +89,31 @@ bool IsReservedFor(const rv1::ResourceClaim& claim, const cv1::Pod& pod) {
   return false;
 }
 
-// The first DRA service of the plugin's list this kubelet speaks (the newest kubelet walks the
-// plugin's list in order, validateSupportedServices).
-std::string ChooseDraService(const std::vector<std::string>& supported) {
+// Every plugin service a current kubelet speaks: the DRA services newest first, then the health
+// services in the kubelet's order of preference (pickHealthService prefers v1).
+constexpr std::string_view kDraServices[] = {agent::kDraServiceV1, agent::kDraServiceV1beta1};
+constexpr std::string_view kHealthServices[] = {
+    agent::kHealthServiceV1, agent::kHealthServiceV1beta1, agent::kHealthServiceV1alpha1};
+
+// The first DRA service of the plugin's list this kubelet speaks (the kubelet walks the plugin's
+// list in order, validateSupportedServices).
+std::string ChooseDraService(const std::vector<std::string>& supported,
+                             const std::set<std::string>& speaks) {
   for (const std::string& s : supported) {
-    if (s == agent::kDraServiceV1 || s == agent::kDraServiceV1beta1) return s;
+    if (speaks.count(s) > 0 &&
+        std::find(std::begin(kDraServices), std::end(kDraServices), s) != std::end(kDraServices)) {
+      return s;
+    }
   }
   return "";
 }
 
-// v1 over v1beta1 over v1alpha1 (the kubelet's pickHealthService prefers v1).
-std::string ChooseHealthService(const std::vector<std::string>& supported) {
-  for (std::string_view want :
-       {agent::kHealthServiceV1, agent::kHealthServiceV1beta1, agent::kHealthServiceV1alpha1}) {
-    if (std::find(supported.begin(), supported.end(), want) != supported.end()) {
+// The health service this kubelet prefers among those the plugin lists.
+std::string ChooseHealthService(const std::vector<std::string>& supported,
+                                const std::set<std::string>& speaks) {
+  for (std::string_view want : kHealthServices) {
+    if (speaks.count(std::string(want)) > 0 &&
+        std::find(supported.begin(), supported.end(), want) != supported.end()) {
       return std::string(want);
     }
   }
@@ -363,14 +376,20 @@ struct FakeKubelet::State {
       Refuse(socket, info->name, "plugin name is empty");
       return;
     }
-    const std::string service = ChooseDraService(info->supported_versions);
+    const std::string service = ChooseDraService(info->supported_versions, options.services);
     if (service.empty()) {
       std::string listed;
       for (const std::string& v : info->supported_versions)
         listed += (listed.empty() ? "" : " ") + v;
+      std::string spoken;
+      for (std::string_view v : kDraServices) {
+        if (options.services.count(std::string(v)) > 0) {
+          spoken += (spoken.empty() ? "" : " ") + std::string(v);
+        }
+      }
       Refuse(socket, info->name,
              "none of services supported by the plugin (" + listed +
-                 ") are supported by the kubelet (v1.DRAPlugin v1beta1.DRAPlugin)");
+                 ") are supported by the kubelet (" + spoken + ")");
       return;
     }
     if (EndpointTaken(info->name, info->endpoint)) {
@@ -387,8 +406,8 @@ struct FakeKubelet::State {
     plugin->driver = info->name;
     plugin->socket = socket;
     plugin->signature = SocketSignature(socket);
-    plugin->client = std::make_unique<PluginClient>(info->endpoint, service,
-                                                    ChooseHealthService(info->supported_versions));
+    plugin->client = std::make_unique<PluginClient>(
+        info->endpoint, service, ChooseHealthService(info->supported_versions, options.services));
     Status notified =
         internal::NotifyRegistrationStatus(socket, true, "", kRegistrationCallTimeout);
     if (!notified.ok()) {
@@ -834,6 +853,29 @@ StatusOr<std::unique_ptr<FakeKubelet>> FakeKubelet::Create(client::ApiClient& ap
                                                            const Clock& clock) {
   if (options.node_name.empty()) return InvalidArgumentError("fakekubelet: no node name");
   if (options.registry_dir.empty()) return InvalidArgumentError("fakekubelet: no registry dir");
+  if (options.services.empty()) {
+    options.services.insert(std::begin(kDraServices), std::end(kDraServices));
+    options.services.insert(std::begin(kHealthServices), std::end(kHealthServices));
+  }
+  bool speaks_dra = false;
+  for (const std::string& service : options.services) {
+    const bool dra = std::find(std::begin(kDraServices), std::end(kDraServices), service) !=
+                     std::end(kDraServices);
+    const bool health = std::find(std::begin(kHealthServices), std::end(kHealthServices),
+                                  service) != std::end(kHealthServices);
+    if (!dra && !health) {
+      return InvalidArgumentError("fakekubelet: services: unsupported value \"" + service +
+                                  "\": supported values: v1.DRAPlugin, v1beta1.DRAPlugin, "
+                                  "v1.DRAResourceHealth, v1beta1.DRAResourceHealth, "
+                                  "v1alpha1.DRAResourceHealth");
+    }
+    speaks_dra = speaks_dra || dra;
+  }
+  if (!speaks_dra) {
+    return InvalidArgumentError(
+        "fakekubelet: services: Required value: at least one DRA service (v1.DRAPlugin, "
+        "v1beta1.DRAPlugin)");
+  }
   auto state = std::make_unique<State>(api, std::move(options), clock);
   if (!state->options.report_path.empty()) {
     state->report_file = std::fopen(state->options.report_path.c_str(), "a");

@@ -14,13 +14,14 @@
 //      `registry_poll_interval`) for Unix sockets whose names do not start with "."; a new one
 //      gets GetInfo, validation (type "DRAPlugin", a name, an endpoint not already registered
 //      for the driver, a DRA service this kubelet speaks — the first of the plugin's
-//      `supported_versions` among v1.DRAPlugin and v1beta1.DRAPlugin), then
+//      `supported_versions` among v1.DRAPlugin and v1beta1.DRAPlugin, or those of `services`),
+//      then
 //      NotifyRegistrationStatus(true), or (false, the reason). A socket that disappears
 //      deregisters its plugin. Several plugins of one driver (rolling updates) are kept in
 //      registration order; calls go to the newest that answers.
-//   4. Health: for a plugin advertising a health service (v1 preferred over v1beta1 over
-//      v1alpha1 DRAResourceHealth), NodeWatchResources is kept open (re-opened every
-//      `health_retry_interval` when it ends); each device whose health changes is reported.
+//   4. Health: for a plugin advertising a health service this kubelet speaks (v1 preferred
+//      over v1beta1 over v1alpha1 DRAResourceHealth), NodeWatchResources is kept open (re-opened
+//      every `health_retry_interval` when it ends); each device whose health changes is reported.
 //   5. Pods bound to the node (an informer on spec.nodeName), per Pod:
 //      - running a Pod: resolve its claims (agent::PodClaimNames), GET each, require it to be
 //        reserved for the Pod, remember the Pod in the claim's entry (the kubelet's claim info
@@ -77,6 +78,10 @@ struct FakeKubeletOptions {
   bool wipe_slices_on_start = true;
   // Drivers whose registration this kubelet refuses (negative tests of NotifyRegistrationStatus).
   std::set<std::string> refuse_drivers{};
+  // The plugin services this kubelet speaks: DRA (agent::kDraServiceV1, kDraServiceV1beta1) and
+  // health (kHealthService*). Empty: all of them, as a current kubelet. A kubelet older than
+  // 1.34 speaks only v1beta1.DRAPlugin of these (no v1 API, no health stream).
+  std::set<std::string> services{};
   // Backoff of failed Pod syncs: the kubelet's pod workers retry after backOffPeriod, 10 s
   // (jittered by half; here without jitter). Tests shorten it; base < max backs off
   // exponentially.

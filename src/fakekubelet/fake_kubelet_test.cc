@@ -93,7 +93,8 @@ class FakeKubeletTest : public ::testing::Test {
   }
 
   void StartKubelet(std::set<std::string> refuse = {},
-                    Duration call_timeout = std::chrono::seconds(45)) {
+                    Duration call_timeout = std::chrono::seconds(45),
+                    std::set<std::string> services = {}) {
     StatusOr<std::unique_ptr<FakeKubelet>> kubelet = FakeKubelet::Create(
         api_,
         FakeKubeletOptions{.node_name = "node-a",
@@ -105,6 +106,7 @@ class FakeKubeletTest : public ::testing::Test {
                            .slice_wipe_delay = std::chrono::milliseconds(100),
                            .wipe_slices_on_start = false,
                            .refuse_drivers = std::move(refuse),
+                           .services = std::move(services),
                            .retry = {.base_delay = std::chrono::milliseconds(10),
                                      .max_delay = std::chrono::milliseconds(200),
                                      .qps = 0,
@@ -229,6 +231,42 @@ TEST_F(FakeKubeletTest, RefusedRegistrationIsNotifiedToThePlugin) {
   ASSERT_TRUE(WaitFor([&] { return kubelet_->RegisteredDrivers().size() == 2; }));
   EXPECT_THAT(kubelet_->RegisteredDrivers(), ElementsAre("fpga.example.com", "gpu.nvidia.com"));
   EXPECT_TRUE(plugin_->registration_status()["gpu.nvidia.com"].registered);
+}
+
+TEST_F(FakeKubeletTest, OlderKubeletSpeaksV1beta1AndOpensNoHealthStream) {
+  StartAgent(kProfile);
+  StartKubelet({}, std::chrono::seconds(45), {"v1beta1.DRAPlugin"});
+  ASSERT_TRUE(WaitFor([&] { return kubelet_->RegisteredDrivers().size() == 3; }));
+  for (boost::json::object& r : Events("registered")) {
+    EXPECT_EQ(r["service"].as_string(), "v1beta1.DRAPlugin");
+    EXPECT_EQ(r["healthService"].as_string(), "");
+  }
+  const std::string claim_uid = RunPodWithClaim("train");
+  ASSERT_TRUE(
+      WaitFor([&] { return PodPhase("train") == "Running" && !Events("running").empty(); }));
+  std::vector<boost::json::object> prepares = Events("NodePrepareResources");
+  ASSERT_EQ(prepares.size(), 1u);
+  EXPECT_EQ(prepares[0]["service"].as_string(), "v1beta1.DRAPlugin");
+  EXPECT_EQ(Events("running")[0]["containers"].as_object()["main"].as_array()[0].as_string(),
+            "gpu.nvidia.com/gpu=" + claim_uid + "-gpu-0");
+  ASSERT_TRUE(client::Delete<cv1::Pod>(api_, "team-a", "train").ok());
+  ASSERT_TRUE(WaitFor([&] { return Events("terminated").size() == 1; }));
+  std::vector<boost::json::object> unprepares = Events("NodeUnprepareResources");
+  ASSERT_EQ(unprepares.size(), 1u);
+  EXPECT_EQ(unprepares[0]["service"].as_string(), "v1beta1.DRAPlugin");
+  EXPECT_TRUE(agent_->preparer().checkpoint().claims.empty());
+  EXPECT_TRUE(Events("health").empty());
+}
+
+TEST_F(FakeKubeletTest, RejectsServicesItCannotSpeak) {
+  for (const std::set<std::string>& services : {std::set<std::string>{"v1alpha4.DRAPlugin"},
+                                                std::set<std::string>{"v1.DRAResourceHealth"}}) {
+    StatusOr<std::unique_ptr<FakeKubelet>> kubelet = FakeKubelet::Create(
+        api_, FakeKubeletOptions{.node_name = "node-a", .registry_dir = dir_, .services = services},
+        RealClock());
+    ASSERT_EQ(kubelet.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(kubelet.status().message(), HasSubstr("services"));
+  }
 }
 
 TEST_F(FakeKubeletTest, PodRunsOnlyAfterPrepareAndGoesOnlyAfterUnprepare) {

@@ -16,6 +16,9 @@
 #            FailedPrepareDynamicResources, then the kubelet's retry succeeds;
 #   health   a device fault reaches the fake kubelet over NodeWatchResources (Unhealthy, with the
 #            driver's message) and the scheduler as the device taint in the node's slice;
+#   v1beta1  a kubelet older than 1.34 (`fakekubelet --service v1beta1.DRAPlugin`) registers the
+#            plugin over v1beta1.DRAPlugin without a health stream; prepare and unprepare work
+#            the same over v1beta1;
 #   restart  seamless restart: a second agent instance with its own sockets registers next to the
 #            first, the first stops, and the claims it prepared are unprepared by the second;
 #            the driver's slices are not wiped.
@@ -55,14 +58,16 @@ plugin_agent() {
     --kubelet-plugins-dir "$plugins" "$@"
 }
 
+# fake_kubelet NODE [fakekubelet flags...]
 fake_kubelet() {
   local node=$1
+  shift
   node_kubeconfig "$node"
   start_bg fakekubelet "$DRAPLANE" fakekubelet --node "$node" --profile "$profile" \
     --kubeconfig "$e2e_work/$node.kubeconfig" --registry-dir "$registry" \
     --cdi-dir "$e2e_work/agents/$node/cdi" --report "$report" --heartbeat-interval 2s \
     --registry-poll-interval 200ms --retry-base-delay 200ms --retry-max-delay 2s \
-    --health-retry-interval 500ms --slice-wipe-delay 3s
+    --health-retry-interval 500ms --slice-wipe-delay 3s "$@"
 }
 
 # events EVENT [FIELD=VALUE...]: the report lines of EVENT (with those string fields), as JSON
@@ -274,6 +279,35 @@ open(sys.argv[1]+".new","w").write(yaml.safe_dump(p))' "$profile"
   expect_contains "$unhealthy" '"service":"v1.DRAResourceHealth"'
   has_event health driver=gpu.nvidia.com device=gpu-0 health=Unhealthy && fail "gpu-0 reported unhealthy"
   wait_until 120 "taint on gpu-1" bash -c "kubectl --kubeconfig $admin_kubeconfig get resourceslice kp-0-gpu.nvidia.com-0 -o jsonpath='{.spec.devices[1].taints[0].key}={.spec.devices[1].taints[0].effect}' | grep -qx gpu.nvidia.com/unhealthy=NoExecute"
+  ;;
+
+v1beta1)
+  step "a kubelet older than 1.34 registers the plugin over v1beta1.DRAPlugin"
+  plugin_agent kp-0 agent
+  fake_kubelet kp-0 --service v1beta1.DRAPlugin
+  wait_registered gpu.nvidia.com nic.example.com
+  registered=$(events registered driver=gpu.nvidia.com)
+  expect_contains "$registered" '"service":"v1beta1.DRAPlugin"'
+  expect_contains "$registered" '"healthService":""'
+
+  step "prepare and unprepare over v1beta1"
+  pod team-a train
+  wait_running team-a train
+  claim=$(claim_of team-a train)
+  uid=$(claim_uid team-a "$claim")
+  device=$(k get resourceclaim -n team-a "$claim" -o jsonpath='{.status.allocation.devices.results[0].device}')
+  prepare=$(events NodePrepareResources pod=team-a/train driver=gpu.nvidia.com)
+  expect_contains "$prepare" '"service":"v1beta1.DRAPlugin"'
+  expect_contains "$(events running pod=team-a/train)" "\"main\":[\"gpu.nvidia.com/gpu=$uid-$device\"]" \
+    "container devices"
+  expect_eq "$(checkpoint_claims kp-0)" "$uid=PrepareCompleted" "checkpoint"
+  k delete pod -n team-a train --timeout=120s >/dev/null
+  unprepare=$(events NodeUnprepareResources pod=team-a/train driver=gpu.nvidia.com)
+  expect_contains "$unprepare" '"service":"v1beta1.DRAPlugin"'
+  expect_contains "$unprepare" "\"$uid\":{\"error\":\"\"}" "unprepare answer"
+  expect_eq "$(checkpoint_claims kp-0)" "" "checkpoint after unprepare"
+  expect_eq "$(held_devices kp-0)" "{}" "devices held after unprepare"
+  has_event health && fail "an older kubelet opened a health stream"
   ;;
 
 restart)
