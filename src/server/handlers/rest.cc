@@ -129,13 +129,30 @@ std::optional<ApiError> CheckFieldValidation(const Scope& scope, const ResourceI
   return std::nullopt;
 }
 
-// Adds `Warning: 299 - "..."` headers (RFC 7234 warn-code 299, as kube-apiserver sends them).
+// Adds `Warning: 299 - "..."` headers (RFC 7234 warn-code 299, as kube-apiserver sends them),
+// bounded as upstream's warning recorder bounds them (apiserver filters/warning.go): once the
+// warnings pass 4 Ki characters in all, each is cut to 256 and those past the total are dropped.
+// Control characters become spaces (a field name may hold any character; a header may not).
 void AddWarnings(http::Response& response, const std::vector<std::string>& warnings) {
+  constexpr size_t kTotalLimit = 4 * 1024;
+  constexpr size_t kItemLimit = 256;
+  size_t total = 0;
+  for (const std::string& w : warnings) total += w.size();
+  bool truncate = total > kTotalLimit;
+  total = 0;
   for (const std::string& w : warnings) {
+    std::string_view text = w;
+    if (truncate && text.size() > kItemLimit) {
+      size_t cut = kItemLimit;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+      text = text.substr(0, cut);  // at a UTF-8 character boundary
+    }
+    if (truncate && total + text.size() > kTotalLimit) break;
+    total += text.size();
     std::string escaped;
-    for (char c : w) {
+    for (char c : text) {
       if (c == '"' || c == '\\') escaped.push_back('\\');
-      escaped.push_back(c);
+      escaped.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c);
     }
     response.headers.push_back({"Warning", "299 - \"" + escaped + "\""});
   }
