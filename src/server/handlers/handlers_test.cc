@@ -1,5 +1,6 @@
 // Unit tests of the handler building blocks: request info, field selectors, patches, errors,
 // discovery, output negotiation, stored-form splicing.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -109,6 +110,36 @@ TEST(PatchTest, JsonPatchFailuresAreTyped) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(ApplyJsonPatch(doc, Json(R"([{"op":"zap","path":"/a"}])")).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// Issue 17: a few hundred bytes of patch that copy a member into itself double the document
+// with every operation; the copies are bounded while they are applied.
+TEST(PatchTest, JsonPatchCopiesAreBoundedWhileApplying) {
+  boost::json::array ops;
+  ops.push_back(Json(R"({"op":"add","path":"/a","value":{"x":"0123456789"}})"));
+  for (int i = 0; i < 40; ++i) {
+    ops.push_back(
+        boost::json::object{{"op", "copy"}, {"from", "/a"}, {"path", "/a/c" + std::to_string(i)}});
+  }
+  JsonPatchLimits limits{.max_operations = 100, .max_copy_bytes = 64 * 1024};
+  StatusOr<boost::json::value> result = ApplyJsonPatch(Json("{}"), ops, limits);
+  ASSERT_EQ(result.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(result.status().message()),
+              ::testing::HasSubstr("the accumulated size increase of copy is"));
+  // The same patch fits once the limit allows its growth (2^40 bytes would not).
+  ops.resize(6);
+  EXPECT_TRUE(ApplyJsonPatch(Json("{}"), ops, limits).ok());
+}
+
+TEST(PatchTest, JsonPatchOperationCountIsBounded) {
+  boost::json::array ops(3, Json(R"({"op":"test","path":"","value":{}})"));
+  JsonPatchLimits limits{.max_operations = 2};
+  EXPECT_EQ(CheckJsonPatchOperations(ops, limits).message(),
+            "The allowed maximum operations in a JSON patch is 2, got 3");
+  EXPECT_EQ(ApplyJsonPatch(Json("{}"), ops, limits).status().code(),
+            StatusCode::kResourceExhausted);
+  ops.pop_back();
+  EXPECT_TRUE(ApplyJsonPatch(Json("{}"), ops, limits).ok());
 }
 
 TEST(PatchTest, MergePatchDeletesWithNull) {

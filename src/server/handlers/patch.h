@@ -27,8 +27,27 @@
 
 namespace draplane::server::handlers {
 
+// Bounds on one JSON patch, as kube-apiserver sets them (apiserver handlers/patch.go, PR 74000):
+// a patch of more operations is refused before it is applied; `copy` operations may add at most
+// `max_copy_bytes` to the document in all (evanphx/json-patch AccumulatedCopySizeLimit, which
+// kube-apiserver sets to its 3 MiB request body limit). Without the second bound a few hundred
+// bytes of patch copying a member into itself double the document with every operation.
+struct JsonPatchLimits {
+  size_t max_operations = 10'000;
+  size_t max_copy_bytes = 3 * 1024 * 1024;
+};
+
+// ResourceExhausted (upstream's message) when `patch` is a list of more than
+// `limits.max_operations` operations; kube-apiserver answers it 413 before applying anything.
+Status CheckJsonPatchOperations(const boost::json::value& patch, const JsonPatchLimits& limits);
+
+// Applies an RFC 6902 patch to a copy of `document`. InvalidArgument for a malformed patch;
+// FailedPrecondition when an operation does not apply; ResourceExhausted when the patch has more
+// than `limits.max_operations` operations or its copies add more than `limits.max_copy_bytes`
+// (checked at each copy, before the copy is made).
 StatusOr<boost::json::value> ApplyJsonPatch(const boost::json::value& document,
-                                            const boost::json::value& patch);
+                                            const boost::json::value& patch,
+                                            const JsonPatchLimits& limits = {});
 
 boost::json::value ApplyMergePatch(const boost::json::value& document,
                                    const boost::json::value& patch);

@@ -690,6 +690,9 @@ http::Response Rest::Patch(const Scope& scope) {
   if (type != "application/json-patch+json" && !patch->is_object()) {
     return ToResponse(NewBadRequest("the patch must be a JSON object"));
   }
+  if (Status s = CheckJsonPatchOperations(*patch, JsonPatchLimits{}); !s.ok()) {
+    return ToResponse(NewRequestEntityTooLarge(std::string(s.message())));
+  }
   const boost::json::value& patch_value = *patch;
   return UpdateWith(
       scope,
@@ -706,7 +709,10 @@ http::Response Rest::Patch(const Scope& scope) {
           result = ApplyStrategicMergePatch(current, patch_value, r.kind);
         }
         if (!result.ok()) {
-          if (result.status().code() == StatusCode::kFailedPrecondition) {
+          // A patch that does not apply, or whose copies grow the object past the limit: 422 as
+          // upstream answers any error of jsonpatch's Apply.
+          if (result.status().code() == StatusCode::kFailedPrecondition ||
+              result.status().code() == StatusCode::kResourceExhausted) {
             ApiError e;
             e.code = 422;
             e.reason = "Invalid";
