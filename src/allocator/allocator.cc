@@ -122,8 +122,22 @@ struct DeviceRef {
 struct Selectability {
   Reason reason = Reason::kNone;  // kNone: selectable
   std::string detail;
-  std::string error;  // fatal message when reaching the pair
+  std::string error;          // fatal message when reaching the pair
+  bool budget_spent = false;  // not decided: the attempt's evaluation budget is spent
 };
+
+// A cause that marks the evaluation budget's error (its code, ResourceExhausted, is shared with
+// the step limit's).
+constexpr std::string_view kBudgetCause = "EvaluationBudgetExceeded";
+
+Status BudgetSpentError(const EvaluationBudget& budget) {
+  return Status(StatusCode::kResourceExhausted,
+                fmt::format("the CEL evaluation budget of this scheduling attempt ({} cost units) "
+                            "is spent: the Pod's selectors cost too much to evaluate at once; "
+                            "the next attempt continues where this one stopped",
+                            budget.limit),
+                {StatusCause{.type = std::string(kBudgetCause), .message = "", .field = ""}});
+}
 
 // --- consumable capacity (upstream consumable_capacity.go) -----------------------------------
 
@@ -242,9 +256,10 @@ class ProblemBuilder {
   Status Build() {
     AddDevices();
     for (uint32_t c = 0; c < claims_.size(); ++c) DRAPLANE_RETURN_IF_ERROR(AddClaim(c));
-    for (uint32_t k = 0; k < problem.keys.size(); ++k) {
+    for (uint32_t k = 0; k < problem.keys.size() && !budget_spent_; ++k) {
       if (!problem.keys[k].all_mode) FillCandidates(k);
     }
+    if (budget_spent_) return BudgetSpentError(*state_.budget);
     AddConstraintValues();
     return Status::Ok();
   }
@@ -501,6 +516,7 @@ class ProblemBuilder {
     }
     for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
       Selectability sel = Select(c, spec, d);
+      if (sel.budget_spent) return BudgetSpentError(*state_.budget);
       if (!sel.error.empty()) return FailedPreconditionError(sel.error);
       if (sel.reason != Reason::kNone) {
         if (explain_) problem.static_rejections[index][d] = {sel.reason, sel.detail};
@@ -527,6 +543,10 @@ class ProblemBuilder {
     const KeySpec& spec = *key_specs[k];
     for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
       Selectability sel = Select(key.claim, spec, d);
+      if (sel.budget_spent) {
+        budget_spent_ = true;
+        return;
+      }
       if (sel.error.empty() && sel.reason != Reason::kNone) {
         if (explain_) problem.static_rejections[k][d] = {sel.reason, sel.detail};
         continue;
@@ -567,6 +587,10 @@ class ProblemBuilder {
         return out;
       }
       uint32_t v = state_.Verdict(expr, *ref.slice, ref.index);
+      if (v == internal::kVerdictBudgetSpent) {
+        out.budget_spent = true;
+        return out;
+      }
       if (v >= internal::kVerdictError) {
         const std::string& text = state_.error_texts[v - internal::kVerdictError];
         out.error =
@@ -587,6 +611,10 @@ class ProblemBuilder {
     for (size_t i = 0; i < spec.request_exprs.size(); ++i) {
       uint32_t expr = spec.request_exprs[i];
       uint32_t v = state_.Verdict(expr, *ref.slice, ref.index);
+      if (v == internal::kVerdictBudgetSpent) {
+        out.budget_spent = true;
+        return out;
+      }
       if (v >= internal::kVerdictError) {
         const std::string& text = state_.error_texts[v - internal::kVerdictError];
         out.error =
@@ -830,6 +858,7 @@ class ProblemBuilder {
   const Features f_;
   const std::vector<ClaimSpec>& claims_;
   const bool explain_;
+  bool budget_spent_ = false;  // FillCandidates met the spent evaluation budget
   uint32_t empty_plan_ = kNone;
 };
 
@@ -1052,7 +1081,10 @@ class AllocatorImpl final : public Allocator {
     }
 
     ProblemBuilder builder(state_, entry, node, allocated, features_, claims_, options.explain);
+    // The budget is charged while the builder evaluates selectors, and only then.
+    state_.budget = options.evaluation_budget;
     Status built = builder.Build();
+    state_.budget = nullptr;
     internal::ExplainInputs explain;
     std::optional<internal::ExplainRecorder> recorder;
     if (options.explain) {
@@ -1191,8 +1223,16 @@ std::unique_ptr<Allocator> NewAllocator(Snapshot& snapshot,
 }
 
 // Nothing else on the allocation path reports ResourceExhausted.
+bool IsEvaluationBudgetExceeded(const Status& status) {
+  if (status.code() != StatusCode::kResourceExhausted) return false;
+  for (const StatusCause& cause : status.causes()) {
+    if (cause.type == kBudgetCause) return true;
+  }
+  return false;
+}
+
 bool IsStepLimitExceeded(const Status& status) {
-  return status.code() == StatusCode::kResourceExhausted;
+  return status.code() == StatusCode::kResourceExhausted && !IsEvaluationBudgetExceeded(status);
 }
 
 StatusOr<Outcome> Allocate(Snapshot& snapshot, const api::corev1::Node& node,

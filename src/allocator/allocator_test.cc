@@ -502,6 +502,36 @@ spec:
                                                      "req-0=driver-a/pool-1/device-4"}));
 }
 
+// Issue 17: selector evaluations are charged to the attempt's budget (the testing engine charges
+// one unit each); a spent budget stops the attempt, and the next attempt continues from the
+// verdicts already cached, which cost nothing.
+TEST(AllocatorTest, EvaluationBudgetStopsAnAttemptThatTheNextContinues) {
+  Fixture f;
+  f.Load(kClassA);
+  std::string slice(kSliceHeader);
+  for (int d = 0; d < 16; ++d) slice += "  - {name: device-" + std::to_string(d) + "}\n";
+  f.Load(slice);
+  f.Load(Claim("    - {name: req-0, exactly: {deviceClassName: class-a, count: 2}}\n"));
+  int attempts = 0;
+  StatusOr<Outcome> outcome = InternalError("not run");
+  while (attempts < 10) {
+    ++attempts;
+    EvaluationBudget budget{.limit = 5};
+    outcome = f.Run({.use_node_cache = false, .evaluation_budget = &budget});
+    EXPECT_LE(budget.spent, 5u);
+    if (outcome.ok()) break;
+    EXPECT_TRUE(IsEvaluationBudgetExceeded(outcome.status())) << outcome.status().ToString();
+    EXPECT_FALSE(IsStepLimitExceeded(outcome.status()));
+    EXPECT_NE(outcome.status().message().find("(5 cost units) is spent"), std::string::npos);
+  }
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->kind, Outcome::Kind::kAllocated);
+  EXPECT_EQ(attempts, 4);  // 16 evaluations, 5 per attempt
+  EXPECT_EQ(f.evaluations, 16);
+  // Without a budget nothing is charged or refused.
+  EXPECT_TRUE(f.Run({.use_node_cache = false}).ok());
+}
+
 TEST(AllocatorTest, StepLimitStopsASearchWithAnErrorThatIsNotRemembered) {
   // Five devices with distinct numa values, among sixteen that have four: every search ends by
   // running out of values, which the count bound does not see.

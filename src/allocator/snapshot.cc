@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "allocator/allocator.h"
 #include "allocator/internal/snapshot_state.h"
 #include "common/check.h"
 
@@ -96,6 +97,9 @@ uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t i
     code = kVerdictError + ErrorId(compiled.compile_error);
     return code;
   }
+  if (budget != nullptr && budget->limit > 0 && budget->spent >= budget->limit) {
+    return kVerdictBudgetSpent;
+  }
   if (slice.inputs.empty()) slice.inputs.resize(devices.size());
   std::unique_ptr<PreparedDevice>& input = slice.inputs[index];
   if (input == nullptr) {
@@ -105,6 +109,7 @@ uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t i
                                          .driver = slice.spec().driver});
   }
   SelectorVerdict v = engine->Evaluate(*compiled.program, *input);
+  if (budget != nullptr) budget->spent += v.cost;
   if (v.error) {
     code = kVerdictError + ErrorId(v.message);
   } else {

@@ -33,6 +33,7 @@ struct SchedulerFlags {
   int binders = 16;
   bool no_events = false;
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
+  uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
 };
 
 int Fail(const std::string& what, const Status& s) {
@@ -65,6 +66,7 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.percentage_of_nodes_to_score = flags.percentage_of_nodes_to_score;
   options.binder_threads = flags.binders;
   options.allocation_step_limit = flags.allocation_step_limit;
+  options.evaluation_budget = flags.evaluation_budget;
   options.record_events = !flags.no_events;
   options.identity = identity;
   scheduler::Scheduler sched(**api, RealClock(), options);
@@ -149,6 +151,11 @@ void AddSchedulerCommand(CLI::App& app) {
                   "(0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--evaluation-budget", flags->evaluation_budget,
+                  "CEL cost units one scheduling attempt may spend evaluating device selectors, "
+                  "over all nodes; a Pod that spends it backs off and its namespace's Pods queue "
+                  "behind other tenants' (0: no limit)")
+      ->capture_default_str();
   cmd->add_flag("--no-events", flags->no_events,
                 "Do not record Events and PodScheduled conditions");
   cmd->callback([flags] {

@@ -52,6 +52,13 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
           "firstAvailable requests allocated, by the index of the chosen subrequest (0: the "
           "first choice; higher: a fallback).",
           {"index"}),
+      .evaluation_budget_spent =
+          metrics::NewCounterFamily(
+              "draplane_scheduler_evaluation_budget_exhausted_total",
+              "Scheduling attempts that spent their whole CEL evaluation budget and were retried "
+              "after a backoff.",
+              {"profile"})
+              .WithLabels({profile}),
   };
   return m;
 }

@@ -37,6 +37,8 @@ struct SchedulerMetrics {
   metrics::HistogramFamily plugin_seconds;
   metrics::Histogram claim_allocation_seconds;
   metrics::CounterFamily subrequest_allocations;
+  // Attempts that spent their whole CEL evaluation budget (SchedulerOptions::evaluation_budget).
+  metrics::Counter evaluation_budget_spent;
 
   // The process-wide families for `profile` (the scheduler name).
   static SchedulerMetrics For(const std::string& profile);

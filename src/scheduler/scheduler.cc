@@ -131,6 +131,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   dra.confirm_allocations = options_.confirm_allocations && !options_.synchronous;
   dra.explain_budget = options_.explain_budget;
   dra.allocation_step_limit = options_.allocation_step_limit;
+  dra.evaluation_budget = options_.evaluation_budget;
   AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
   queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
                                              [this](const Pod& pod) -> std::optional<std::string> {
@@ -545,6 +546,10 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
   binding->state = std::make_shared<CycleState>();
   ScheduleResult result =
       framework_.Schedule(*binding->state, binding->info, cluster_, &next_start_);
+  const bool budget_spent = result.status.code() == Code::kError &&
+                            allocator::IsEvaluationBudgetExceeded(result.status.error());
+  queue_->RecordAttemptCost(queued.pod->metadata.namespace_, budget_spent);
+  if (budget_spent) metrics_.evaluation_budget_spent.Increment();
   auto elapsed = [&] {
     return std::chrono::duration<double>(clock_.MonotonicNow() - start).count();
   };

@@ -68,6 +68,10 @@ struct SchedulerOptions {
   // Steps of one node's device search after which the attempt fails with an error and is retried
   // (allocator::Options::max_search_steps; 0: no limit). Upstream bounds Filter by 10 s instead.
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
+  // CEL cost units one attempt may spend evaluating selectors, over all nodes
+  // (allocator::EvaluationBudget; 0: no limit). A spent budget fails the attempt with an error:
+  // the Pod backs off and its namespace's cost account deprioritises its tenant's Pods (queue.h).
+  uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
   // Informers shared with other components of the process (`draplane serve` shares them with the
   // embedded controller-manager); null: the scheduler runs its own. Their owner stops them.
   client::SharedInformers* informers = nullptr;

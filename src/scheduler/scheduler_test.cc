@@ -337,6 +337,34 @@ TEST_F(SchedulerTest, ASearchOverTheStepLimitFailsTheAttemptWhichIsRetried) {
   EXPECT_FALSE(claim->status.allocation.has_value());
 }
 
+// Issue 17: selectors that cost more than an attempt's evaluation budget fail the attempt (an
+// error, retried after a backoff); each retry continues from the verdicts already cached, so the
+// Pod is scheduled after a few attempts instead of holding the loop for all of them at once.
+TEST_F(SchedulerTest, AnAttemptStopsWhenItsEvaluationBudgetIsSpentAndTheNextContinues) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 40, "A100"));
+  cluster_.Claim(
+      cluster_.ClaimSpec("c1", "gpu", 1,
+                         R"(device.attributes["gpu.example.com"].model.startsWith("A1") && )"
+                         R"(device.attributes["gpu.example.com"].model.endsWith("00") && )"
+                         R"(device.attributes["gpu.example.com"].model.size() == 4)"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  SchedulerOptions options;
+  options.evaluation_budget = 40;  // a few devices' worth per attempt
+  options.queue.initial_backoff = std::chrono::milliseconds(10);
+  options.queue.max_backoff = std::chrono::milliseconds(20);
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return PendingMessage("p1").find(
+               "CEL evaluation budget of this scheduling attempt (40 cost "
+               "units) is spent") != std::string::npos ||
+           Bound("p1");
+  }));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_GE(scheduler_->stats().errors, 2);
+}
+
 TEST_F(SchedulerTest, FourStepsAllocateOneDevice) {
   OnePodForOneGpu();
   SchedulerOptions options;

@@ -204,6 +204,38 @@ TEST(SchedulingQueueTest, PopsByPriorityThenArrival) {
   EXPECT_FALSE(q.Pop().has_value());
 }
 
+// Issue 17: a tenant whose pods spent their evaluation budget queues behind other tenants of the
+// same priority until its attempts settle the debt; priority still comes first.
+TEST(SchedulingQueueTest, ATenantInCostDebtQueuesBehindOthersOfItsPriority) {
+  ManualClock clock;
+  SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
+  auto pod = [](const std::string& name, const std::string& ns, int priority = 0) {
+    auto p = std::make_shared<api::corev1::Pod>(*QueuePod(name, priority));
+    p->metadata.namespace_ = ns;
+    return std::shared_ptr<const api::corev1::Pod>(p);
+  };
+  q.RecordAttemptCost("mallory", true);
+  q.RecordAttemptCost("mallory", true);
+  EXPECT_EQ(q.CostDebt("mallory"), 2);
+  q.AddOrUpdate(pod("m1", "mallory"));
+  q.AddOrUpdate(pod("m2", "mallory"));
+  q.AddOrUpdate(pod("b1", "bob"));
+  q.AddOrUpdate(pod("m-high", "mallory", 10));
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m-high");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "b1");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m1");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m2");
+  // Attempts within the budget pay the debt off; the tenant's order is the arrival order again.
+  q.RecordAttemptCost("mallory", false);
+  q.RecordAttemptCost("mallory", false);
+  q.RecordAttemptCost("mallory", false);
+  EXPECT_EQ(q.CostDebt("mallory"), 0);
+  q.AddOrUpdate(pod("m3", "mallory"));
+  q.AddOrUpdate(pod("b2", "bob"));
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m3");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "b2");
+}
+
 TEST(SchedulingQueueTest, UnschedulablePodsWaitForARelevantEventThenBackOff) {
   ManualClock clock;
   SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });

@@ -113,6 +113,7 @@ class CelEngine final : public SelectorEngine {
     const auto& input = static_cast<const CelDevice&>(device).input;
     cel::SelectorResult r = program->Match(*input);
     SelectorVerdict v;
+    v.cost = r.cost();
     if (r.is_error()) {
       v.error = true;
       v.message = r.error();

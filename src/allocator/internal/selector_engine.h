@@ -42,6 +42,7 @@ struct SelectorVerdict {
   bool error = false;
   bool matches = false;
   std::string message;  // the runtime error text when `error`
+  uint64_t cost = 0;    // the runtime cost the evaluation was charged (CEL cost units)
 };
 
 class SelectorEngine {

@@ -23,6 +23,10 @@
 #include "api/labels/node_selector.h"
 #include "common/status.h"
 
+namespace draplane::allocator {
+struct EvaluationBudget;  // allocator.h
+}  // namespace draplane::allocator
+
 namespace draplane::allocator::internal {
 
 // Verdict codes cached per (expression, device): 0 not evaluated yet, 1 true, 2 false,
@@ -31,6 +35,9 @@ inline constexpr uint32_t kVerdictUnknown = 0;
 inline constexpr uint32_t kVerdictTrue = 1;
 inline constexpr uint32_t kVerdictFalse = 2;
 inline constexpr uint32_t kVerdictError = 3;
+// Not a cached code: Verdict's answer when the evaluation budget of the Allocate call in
+// progress is spent (the device was not evaluated).
+inline constexpr uint32_t kVerdictBudgetSpent = UINT32_MAX;
 
 // The presence bit of `Device.bindingConditions` (the sixth plain field): an explicitly empty
 // list is not nil for upstream's `BindingConditions != nil`.
@@ -151,6 +158,10 @@ struct SnapshotState {
   uint32_t Expression(std::string_view text);
   // The cached verdict code of `expression` on device `index` of `slice`, evaluated if needed.
   uint32_t Verdict(uint32_t expression, SliceEntry& slice, size_t index);
+  // The budget evaluations are charged to during the Allocate call in progress (null: none).
+  // Cached verdicts cost nothing; an evaluation that would start with the budget spent is not
+  // made (kVerdictBudgetSpent).
+  EvaluationBudget* budget = nullptr;
   // Interns an error text.
   uint32_t ErrorId(const std::string& text);
   // The id of a claim-set fingerprint (canonical text of the claim specs and features).

@@ -92,6 +92,7 @@ class TestingEngine final : public SelectorEngine {
     if (evaluations_ != nullptr) ++*evaluations_;
     SelectorVerdict v;
     v.matches = true;
+    v.cost = 1;  // one cost unit per evaluation
     for (const Term& t : terms) {
       switch (t.kind) {
         case Term::Kind::kTrue:

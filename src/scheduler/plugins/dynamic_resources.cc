@@ -93,6 +93,8 @@ struct DraState {
   const Variant* reserved_variant = nullptr;
   // Allocator explanations of the nodes explained in this attempt.
   std::map<std::string, allocator::Explanation, std::less<>> explanations;
+  // What the attempt's selector evaluations may cost, over all nodes.
+  allocator::EvaluationBudget budget;
 };
 
 std::string SpecialInFlightUid(std::string_view pod_uid) {
@@ -381,6 +383,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       }
     }
     state->explain_left = options_.explain_budget;
+    state->budget.limit = options_.evaluation_budget;
     cycle.Set(std::move(state));
     return PluginStatus::Success();
   }
@@ -416,6 +419,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (options.explain) --s->explain_left;
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
+    options.evaluation_budget = &s->budget;
     StatusOr<allocator::Outcome> outcome =
         v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
     if (!outcome.ok()) {

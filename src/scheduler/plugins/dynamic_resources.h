@@ -97,6 +97,9 @@ struct DynamicResourcesOptions {
   int explain_budget = 64;
   // allocator::Options::max_search_steps for every Filter call; 0: no limit.
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
+  // The CEL cost units one scheduling attempt may spend evaluating selectors, over all its Filter
+  // calls (allocator::EvaluationBudget); a spent budget fails the attempt with an error. 0: none.
+  uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
   // Retries of a claim write after a Conflict (client-go retry.DefaultRetry: 5 steps).
   int conflict_retries = 5;
   std::string field_manager = "draplane-scheduler";
