@@ -511,7 +511,9 @@ TEST(AllocatorTest, EvaluationBudgetStopsAnAttemptThatTheNextContinues) {
   std::string slice(kSliceHeader);
   for (int d = 0; d < 16; ++d) slice += "  - {name: device-" + std::to_string(d) + "}\n";
   f.Load(slice);
-  f.Load(Claim("    - {name: req-0, exactly: {deviceClassName: class-a, count: 2}}\n"));
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "2}}\n"));
   int attempts = 0;
   StatusOr<Outcome> outcome = InternalError("not run");
   while (attempts < 10) {
