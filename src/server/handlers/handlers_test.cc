@@ -460,6 +460,56 @@ TEST(ProtobufTest, DecodesResourceQuotaEnvelope) {
 
 // NamespaceLifecycle remembers whether a namespace is terminating by the revision it read: every
 // change of the namespace is seen by the next create, never an earlier answer.
+// Issue 17: upstream admitNode's label and taint rules.
+TEST(AdmissionTest, NodeRestrictionKeepsControlPlaneLabelsAndTaintsFromTheNode) {
+  std::unique_ptr<store::Store> store = store::OpenStore("memory://").value();
+  admission::Admission admission(store.get());
+  const auth::UserInfo node{"system:node:n1", "", {"system:nodes", "system:authenticated"}};
+  const auth::UserInfo admin{"admin", "", {"system:masters"}};
+  auto object = [](std::string_view labels, std::string_view taints = "[]") {
+    return Json(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{)" +
+                std::string(labels) + R"(}},"spec":{"taints":)" + std::string(taints) + "}}")
+        .as_object();
+  };
+  auto admit = [&](const auth::UserInfo& user, const JsonObject& obj,
+                   const JsonObject* old) -> int {
+    admission::Attributes a;
+    a.resource = Registry::Default().Find("", "v1", "nodes");
+    a.operation = old == nullptr ? admission::Operation::kCreate : admission::Operation::kUpdate;
+    a.user = &user;
+    a.name = "n1";
+    a.object = &obj;
+    a.old_object = old;
+    std::optional<ApiError> e = admission.Admit(a);
+    return e ? e->code : 0;
+  };
+  const JsonObject plain = object(R"("kubernetes.io/hostname":"n1")");
+  EXPECT_EQ(admit(node, plain, nullptr), 0);
+  for (std::string_view forbidden :
+       {R"("node-restriction.kubernetes.io/trusted":"yes")", R"("kubernetes.io/role":"master")",
+        R"("sub.k8s.io/x":"y")", R"("node-role.kubernetes.io/control-plane":"")"}) {
+    EXPECT_EQ(admit(node, object(forbidden), nullptr), 403) << forbidden;
+    EXPECT_EQ(admit(node, object(forbidden), &plain), 403) << forbidden;
+    EXPECT_EQ(admit(admin, object(forbidden), &plain), 0) << forbidden;
+  }
+  for (std::string_view allowed :
+       {R"("topology.kubernetes.io/zone":"a")", R"("node.kubernetes.io/instance-type":"big")",
+        R"("x.kubelet.kubernetes.io/y":"z")", R"("example.com/gpu":"a100")", R"("plain":"1")"}) {
+    EXPECT_EQ(admit(node, object(allowed), &plain), 0) << allowed;
+  }
+  // A label an admin set stays allowed while unchanged; removing or changing it is not.
+  const JsonObject labelled = object(R"("node-restriction.kubernetes.io/trusted":"yes")");
+  EXPECT_EQ(admit(node, labelled, &labelled), 0);
+  EXPECT_EQ(admit(node, plain, &labelled), 403);
+  // Taints: the node may register with them, never change them afterwards.
+  const JsonObject tainted = object("", R"([{"key":"k","effect":"NoSchedule"}])");
+  EXPECT_EQ(admit(node, tainted, nullptr), 0);
+  EXPECT_EQ(admit(node, tainted, &tainted), 0);
+  EXPECT_EQ(admit(node, object(""), &tainted), 403);
+  EXPECT_EQ(admit(node, tainted, &plain), 403);
+  EXPECT_EQ(admit(admin, object(""), &tainted), 0);
+}
+
 TEST(AdmissionTest, NamespaceLifecycleFollowsEveryNamespaceChange) {
   auto opened = store::OpenStore("memory://");
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();

@@ -858,6 +858,17 @@ http::Response Rest::UpdateWith(
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
     if (auto e = FromCheck(r, name, check)) return fail(*e);
     delete_after = !MetaString(obj, "deletionTimestamp").empty() && !HasFinalizers(obj, r);
+    // The same content as stored, whatever the member order (a client may send the members in
+    // another order than the store has them): keep the stored bytes, so that the store skips
+    // the write and no MODIFIED event goes out. Upstream's encoding never depends on member
+    // order, so its byte comparison (etcd3 GuaranteedUpdate) has the same effect.
+    if (!delete_after && obj == old) {
+      if (std::get<bool>(dry)) {
+        dry_result = Served(*current);
+        return InternalError(std::string(kAbortMarker));
+      }
+      return current->value;
+    }
     std::string stored = ToStoredJson(std::move(obj));
     if (std::get<bool>(dry)) {
       dry_result = WithResourceVersion(stored, current->revision);
