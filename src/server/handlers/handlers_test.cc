@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "server/admission/admission.h"
 #include "server/authz/rbac.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
 #include "server/handlers/field_selector.h"
+#include "server/handlers/health.h"
 #include "server/handlers/json_util.h"
 #include "server/handlers/output.h"
 #include "server/handlers/patch.h"
@@ -236,6 +238,33 @@ TEST(PatchTest, StrategicMergeDirectives) {
   EXPECT_EQ(*merged,
             Json(R"({"status":{"reservedFor":[{"uid":"1","name":"a"},{"uid":"2","name":"b"}],
                                         "devices":[3]}})"));
+}
+
+// Issue 17: the checks are real, in upstream's format.
+TEST(HealthTest, ChecksFollowTheStoreBootstrapAndShutdown) {
+  std::unique_ptr<store::Store> store = store::OpenStore("memory://").value();
+  Health health(store.get(), RealClock(), {.interval = std::chrono::milliseconds(10)});
+  for (int i = 0; i < 3000 && !health.StoreStatus().ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(health.StoreStatus().ok());
+  http::Response before = health.Answer("/readyz", "");
+  EXPECT_EQ(before.status, 500);
+  EXPECT_NE(before.body.find("[-]poststarthook/rbac/bootstrap-roles failed: reason withheld"),
+            std::string::npos);
+  EXPECT_NE(before.body.find("readyz check failed"), std::string::npos);
+  health.set_bootstrapped(true);
+  EXPECT_EQ(health.Answer("/readyz", "").body, "ok");
+  EXPECT_EQ(health.Answer("/readyz", "verbose").body,
+            "[+]ping ok\n[+]log ok\n[+]memory ok\n[+]poststarthook/rbac/bootstrap-roles ok\n"
+            "[+]shutdown ok\nreadyz check passed\n");
+  EXPECT_EQ(health.Answer("/readyz/memory", "").body, "ok");
+  EXPECT_EQ(health.Answer("/readyz/nope", "").status, 404);
+  health.set_shutting_down(true);
+  EXPECT_EQ(health.Answer("/readyz", "").status, 500);
+  EXPECT_EQ(health.Answer("/readyz", "exclude=shutdown").status, 200);
+  EXPECT_EQ(health.Answer("/livez", "").status, 200);  // liveness has no shutdown check
+  EXPECT_EQ(health.Answer("/healthz", "").status, 200);
 }
 
 TEST(ErrorsTest, StatusJsonHasUpstreamShape) {

@@ -1,6 +1,7 @@
 #include "server/handlers/rest.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "api/codec/json.h"
 #include "api/codec/yaml.h"
@@ -546,14 +547,19 @@ void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
   }
   spec.start_revision = *rv;
   if (scope.Has("timeoutSeconds")) {
-    try {
-      int64_t seconds = std::stoll(scope.Param("timeoutSeconds"));
-      if (seconds > 0) spec.timeout = std::chrono::seconds(seconds);
-    } catch (...) {
-      exchange->Respond(ToResponse(NewBadRequest("invalid timeoutSeconds")));
+    // Upstream reads it with strconv.ParseInt; a negative value ends the stream at once.
+    std::string text = scope.Param("timeoutSeconds");
+    int64_t seconds = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (error != std::errc() || end != text.data() + text.size() || text.empty() ||
+        seconds > 100LL * 365 * 24 * 3600 || seconds < -100LL * 365 * 24 * 3600) {
+      exchange->Respond(ToResponse(NewBadRequest("invalid timeoutSeconds: \"" + text + "\"")));
       return;
     }
+    spec.timeout = std::chrono::seconds(seconds);
   }
+  spec.user = scope.user->name;
+  spec.user_exempt = scope.user->InGroup(auth::kMastersGroup);
   deps_.watches->Serve(std::move(spec), std::move(exchange));
 }
 

@@ -166,6 +166,11 @@ log::RateLimiter& ConnectionLogLimiter() {
   return limiter;
 }
 
+log::RateLimiter& StreamLogLimiter() {
+  static log::RateLimiter limiter(std::chrono::seconds(10));
+  return limiter;
+}
+
 std::string RemoteAddress(const tcp::socket& socket) {
   beast::error_code ec;
   tcp::endpoint endpoint = socket.remote_endpoint(ec);
@@ -227,6 +232,9 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
                                std::shared_ptr<StreamImpl> stream) = 0;
   virtual void PostChunk(Chunk chunk) = 0;
   virtual void PostStreamEnd() = 0;
+  // Closes a streaming connection at once, dropping what is queued (a reader too far behind: a
+  // graceful end would wait for it to read everything first).
+  virtual void PostStreamAbort() = 0;
   // Closes the connection at once; only when no I/O thread runs (final stage of shutdown).
   virtual void ForceClose() = 0;
   // True while the connection waits for a TLS handshake or for the first byte of a request: it
@@ -246,8 +254,9 @@ class StreamImpl final : public ResponseStream {
     if (!open_.load(std::memory_order_acquire) || chunk == nullptr || chunk->empty()) return false;
     size_t backlog = queued_bytes_.fetch_add(chunk->size()) + chunk->size();
     if (backlog > core_->options.max_stream_backlog_bytes) {
-      log::Warning("http: ending a stream whose client is {} bytes behind", backlog);
-      Close();
+      log::WarningEvery(StreamLogLimiter(), "http: ending a stream whose client is {} bytes behind",
+                        backlog);
+      if (open_.exchange(false)) session_->PostStreamAbort();
       return false;
     }
     session_->PostChunk(std::move(chunk));
@@ -388,6 +397,10 @@ class Session final : public SessionBase {
 
   void PostStreamEnd() override {
     net::post(stream_.get_executor(), [self = Self()] { self->EndStreamGracefully(); });
+  }
+
+  void PostStreamAbort() override {
+    net::post(stream_.get_executor(), [self = Self()] { self->Close(); });
   }
 
   void ForceClose() override { Close(); }
