@@ -230,7 +230,9 @@ void AddServeCommand(CLI::App& app) {
                   "and twice this")
       ->capture_default_str();
   cmd->add_option("--read-header-timeout", flags->read_header_timeout,
-                  "How long the TLS handshake and a request's header block may take")
+                  "How long the TLS handshake and the first request's header block may take, "
+                  "counted from the connection's start; for a later request on a kept-alive "
+                  "connection, counted from its first byte")
       ->capture_default_str();
   cmd->add_option("--idle-timeout", flags->idle_timeout,
                   "How long a keep-alive connection may wait for its next request")

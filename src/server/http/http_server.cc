@@ -466,14 +466,20 @@ class Session final : public SessionBase {
     }
     SetState(State::kIdle);
     if (served_ > 0) tcp().expires_after(core_->options.idle_timeout);
+    ReadMore(/*first_byte=*/true);
+  }
+
+  // Reads what the client sends next into buffer_, then goes on with ReadHeader. `first_byte`:
+  // the read that ends a keep-alive wait; the header timeout runs from there.
+  void ReadMore(bool first_byte) {
     stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = Self()](beast::error_code ec, size_t n) {
+                            [self = Self(), first_byte](beast::error_code ec, size_t n) {
                               self->buffer_.commit(n);
                               if (ec) {
                                 self->FailRead(ec);
                                 return;
                               }
-                              if (self->served_ > 0) {
+                              if (first_byte && self->served_ > 0) {
                                 self->tcp().expires_after(self->core_->options.read_header_timeout);
                               }
                               self->ReadHeader();
@@ -506,15 +512,7 @@ class Session final : public SessionBase {
         header_reserved_ = core_->options.max_header_bytes;
       }
     }
-    stream_.async_read_some(buffer_.prepare(kReadChunk),
-                            [self = Self()](beast::error_code ec, size_t n) {
-                              self->buffer_.commit(n);
-                              if (ec) {
-                                self->FailRead(ec);
-                                return;
-                              }
-                              self->ReadHeader();
-                            });
+    ReadMore(/*first_byte=*/false);
   }
 
   void OnHeader(beast::error_code ec) {
