@@ -21,6 +21,7 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -345,6 +346,47 @@ std::pair<std::string, bool> ReadUntilClosed(int fd, std::chrono::seconds guard)
   return {got, false};
 }
 
+// Sends one more header byte every 100 ms, never ending the header, until the server closes
+// the connection or `guard` passes; returns what arrived and whether the server closed it.
+std::pair<std::string, bool> TrickleUntilClosed(int fd, std::chrono::seconds guard) {
+  std::string got;
+  auto deadline = Clock::now() + guard;
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) {
+      char buffer[4096];
+      ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) return {got, true};
+      got.append(buffer, static_cast<size_t>(n));
+    }
+    if (!SendRaw(fd, "a")) return {got, true};
+  }
+  return {got, false};
+}
+
+// Reads one response with a Content-Length body (or none) from a kept-alive connection.
+std::string ReadResponse(int fd, std::chrono::seconds guard) {
+  std::string got;
+  auto deadline = Clock::now() + guard;
+  while (Clock::now() < deadline) {
+    size_t end = got.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      size_t length = 0;
+      size_t field = got.find("\r\nContent-Length: ");
+      if (field != std::string::npos && field < end)
+        length = std::strtoul(got.c_str() + field + 18, nullptr, 10);
+      if (got.size() >= end + 4 + length) return got;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buffer[4096];
+    ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    got.append(buffer, static_cast<size_t>(n));
+  }
+  return got;
+}
+
 // The HTTP status of the first response in `raw` (0 if none).
 int StatusOf(const std::string& raw) {
   if (raw.rfind("HTTP/1.1 ", 0) != 0) return 0;
@@ -437,6 +479,9 @@ TEST(HostileTest, JsonPatchCopyBombIsRefusedWithinBoundedMemory) {
     EXPECT_EQ(r.status, 422) << r.body;
     EXPECT_NE(r.body.find("accumulated size increase of copy"), std::string::npos) << r.body;
   }
+  std::printf("patch copy bomb: RSS %+lld KiB after the refused patch (peak %lld KiB)\n",
+              static_cast<long long>(serve->RssKiB() - baseline),
+              static_cast<long long>(serve->PeakRssKiB()));
   // More than 10,000 operations: refused before anything is applied.
   boost::json::array many(
       10'001, boost::json::object{{"op", "test"}, {"path", "/kind"}, {"value", "ResourceClaim"}});
@@ -477,6 +522,49 @@ TEST(HostileTest, SilentSlowAndIdleConnectionsAreClosed) {
   sentinel.ExpectIntact(*serve);
 }
 
+// Slowloris: a client that trickles its header a byte at a time must still be cut off at the
+// header timeout, counted from the connection's start for the first request and from the first
+// byte of each further keep-alive request, never restarted by the bytes that follow.
+TEST(HostileTest, HeadersTrickledByteByByteAreCutOffAtTheHeaderTimeout) {
+  // The idle timeout (120 s) is far above the guard (30 s): only the header timeout can close.
+  auto serve = Serve::Start({.args = {"--read-header-timeout", "2s", "--idle-timeout", "120s"}});
+  ASSERT_NE(serve, nullptr);
+  Sentinel sentinel;
+  sentinel.Store(*serve);
+  const std::string partial = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+
+  int first = RawConnect(serve->port());
+  ASSERT_TRUE(SendRaw(first, partial));
+  auto first_start = Clock::now();
+  auto [first_answer, first_closed] = TrickleUntilClosed(first, 30s);
+  double first_seconds = std::chrono::duration<double>(Clock::now() - first_start).count();
+  EXPECT_TRUE(first_closed) << "the first request's header outlived the header timeout";
+  EXPECT_EQ(first_answer, "");
+  ::close(first);
+
+  int kept = RawConnect(serve->port());
+  ASSERT_TRUE(SendRaw(kept, "GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                serve->admin() + "\r\n\r\n"));
+  std::string response = ReadResponse(kept, 30s);
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  // Well within the idle timeout, the second request's header starts and then trickles.
+  ASSERT_TRUE(SendRaw(kept, partial));
+  auto kept_start = Clock::now();
+  auto [kept_answer, kept_closed] = TrickleUntilClosed(kept, 30s);
+  double kept_seconds = std::chrono::duration<double>(Clock::now() - kept_start).count();
+  EXPECT_TRUE(kept_closed) << "a keep-alive request's header outlived the header timeout";
+  EXPECT_EQ(kept_answer, "");
+  ::close(kept);
+  std::printf(
+      "trickled headers (header timeout 2 s): cut off after %.1f s (first request), "
+      "%.1f s (keep-alive request)\n",
+      first_seconds, kept_seconds);
+
+  ASSERT_TRUE(serve->Alive());
+  EXPECT_TRUE(serve->Healthy());
+  sentinel.ExpectIntact(*serve);
+}
+
 TEST(HostileTest, TlsConnectionsWithoutAHandshakeAreClosed) {
   auto serve = Serve::Start({.args = {"--read-header-timeout", "2s"}, .tls = true});
   ASSERT_NE(serve, nullptr);
@@ -509,6 +597,9 @@ TEST(HostileTest, IdleConnectionsCannotLockClientsOut) {
   sentinel.ExpectIntact(*serve);
   EXPECT_LT(serve->RssKiB() - baseline, 256 * 1024);
   EXPECT_LT(fs::file_size(serve->data_dir() + "/serve.log"), 100u * 1024) << serve->LogTail();
+  std::printf("600 idle connections at 512 files: RSS %+lld KiB, log %ju bytes\n",
+              static_cast<long long>(serve->RssKiB() - baseline),
+              static_cast<uintmax_t>(fs::file_size(serve->data_dir() + "/serve.log")));
   for (int fd : idle) ::close(fd);
   ASSERT_TRUE(serve->Alive());
 }
@@ -544,6 +635,8 @@ TEST(HostileTest, TableWatchersThatNeverReadShareOneRendering) {
     }
     EXPECT_FALSE(watchdog.tripped()) << "RSS passed baseline + 768 MiB: " << watchdog.peak();
   }
+  std::printf("50 Table watchers, 120 claims of 200 KB: RSS %+lld KiB\n",
+              static_cast<long long>(serve->RssKiB() - baseline));
   ASSERT_TRUE(serve->Alive());
   EXPECT_TRUE(serve->Healthy());
   for (int fd : watchers) ::close(fd);
@@ -788,6 +881,7 @@ TEST(HostileTest, HistoryIsCompactedByAgeAndSize) {
   uintmax_t wal = fs::file_size(serve->data_dir() + "/store.db-wal", ec);
   if (!ec) bytes += wal;
   EXPECT_LT(bytes, 64u * 1024 * 1024) << "store.db + WAL after 100 MB of patches";
+  std::printf("100 patches of a 1 MB object: store.db + WAL %ju bytes\n", bytes);
   EXPECT_TRUE(serve->Healthy());
   sentinel.ExpectIntact(*serve);
 }
@@ -856,14 +950,22 @@ TEST(HostileTest, ReadyzFollowsEtcd) {
     }
     return false;
   };
+  auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
   EXPECT_TRUE(wait_for(200));
   (*etcd)->Kill();
+  auto killed = Clock::now();
   EXPECT_TRUE(wait_for(500)) << "readyz still ready with etcd down";
+  double to_not_ready = seconds_since(killed);
   TestResponse verbose = serve->Do("", "GET", "/readyz?verbose");
   EXPECT_NE(verbose.body.find("[-]etcd failed"), std::string::npos) << verbose.body;
   EXPECT_EQ(serve->Do("", "GET", "/healthz").status, 500);
   ASSERT_TRUE((*etcd)->Restart().ok());
+  auto restarted = Clock::now();
   EXPECT_TRUE(wait_for(200)) << "readyz not ready after etcd came back";
+  std::printf("readyz: 500 %.1f s after etcd was killed, 200 %.1f s after it was back\n",
+              to_not_ready, seconds_since(restarted));
   EXPECT_TRUE(serve->Healthy());
   serve.reset();
   etcd->reset();
