@@ -440,6 +440,18 @@ void ValidateDevice(const resourcev1::Device& device, const resourcev1::Device* 
           ValidateCounters(c.counters, kResourceSliceMaxCountersPerDeviceCounterConsumption,
                            p.Child("counters"), errs);
         }
+        // KEP-5963: at most two opaque group names, no duplicates.
+        internal::ValidateSet(
+            c.compatibility_groups, kDeviceCounterConsumptionMaxCompatibilityGroups,
+            p.Child("compatibilityGroups"),
+            [&](const std::string& group, const FieldPath& gp) {
+              if (group.empty()) {
+                errs.push_back(Required(gp));
+              } else if (group.size() > kCompatibilityGroupMaxLength) {
+                errs.push_back(TooLong(gp, static_cast<int64_t>(kCompatibilityGroupMaxLength)));
+              }
+            },
+            [](const std::string& group) { return group; }, QuotedKey, errs);
       },
       [](const resourcev1::DeviceCounterConsumption& c) { return c.counter_set; }, QuotedKey, errs);
 
