@@ -121,6 +121,8 @@ std::string_view CandidateStatusName(CandidateStatus status) {
       return "chosen";
     case CandidateStatus::kBindingConditionsUnsupported:
       return "binding-conditions-unsupported";
+    case CandidateStatus::kCompatibilityGroupsUnsupported:
+      return "compatibility-groups-unsupported";
     case CandidateStatus::kClassSelectorFalse:
       return "class-selector-false";
     case CandidateStatus::kRequestSelectorFalse:
@@ -141,6 +143,8 @@ std::string_view CandidateStatusName(CandidateStatus status) {
       return "partitionable-devices-disabled";
     case CandidateStatus::kCounters:
       return "counters-exhausted";
+    case CandidateStatus::kCompatibilityGroups:
+      return "compatibility-groups";
     case CandidateStatus::kTaintNotTolerated:
       return "taint-not-tolerated";
     case CandidateStatus::kConstraint:

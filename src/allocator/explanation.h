@@ -19,6 +19,7 @@ namespace draplane::allocator {
 enum class CandidateStatus {
   kChosen,
   kBindingConditionsUnsupported,
+  kCompatibilityGroupsUnsupported,
   kClassSelectorFalse,
   kRequestSelectorFalse,
   kSelectorError,
@@ -29,6 +30,7 @@ enum class CandidateStatus {
   kCapacity,
   kPartitionableDevicesDisabled,
   kCounters,
+  kCompatibilityGroups,
   kTaintNotTolerated,
   kConstraint,
   kPolicy,

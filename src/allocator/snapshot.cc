@@ -1,22 +1,31 @@
 #include "allocator/snapshot.h"
 
 #include <algorithm>
+#include <boost/json/serialize.hpp>
 #include <set>
 #include <utility>
 
 #include "allocator/allocator.h"
 #include "allocator/internal/snapshot_state.h"
+#include "api/gen/resource_v1_codec.h"
 #include "common/check.h"
 
 namespace draplane::allocator {
 namespace internal {
 
-uint32_t SnapshotState::Expression(std::string_view text) {
-  auto it = expression_ids.find(std::string(text));
+uint32_t SnapshotState::Expression(std::string_view text, const ExpressionSpec& spec) {
+  // The key: what the text is compiled as, then the text.
+  std::string key;
+  key.reserve(text.size() + 2);
+  key.push_back(static_cast<char>('0' + static_cast<int>(spec.list_attributes)));
+  key.push_back(spec.derived ? 'd' : 's');
+  key.append(text);
+  auto it = expression_ids.find(key);
   if (it != expression_ids.end()) return it->second;
   CompiledExpression compiled;
   compiled.text = std::string(text);
-  StatusOr<std::shared_ptr<const CompiledSelector>> program = engine->Compile(text);
+  compiled.spec = spec;
+  StatusOr<std::shared_ptr<const CompiledSelector>> program = engine->Compile(text, spec);
   if (program.ok()) {
     compiled.program = *std::move(program);
   } else {
@@ -24,7 +33,7 @@ uint32_t SnapshotState::Expression(std::string_view text) {
   }
   uint32_t id = static_cast<uint32_t>(expressions.size());
   expressions.push_back(std::move(compiled));
-  expression_ids.emplace(std::string(text), id);
+  expression_ids.emplace(std::move(key), id);
   return id;
 }
 
@@ -75,21 +84,29 @@ uint32_t SnapshotState::ErrorId(const std::string& text) {
   return it->second;
 }
 
-uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t index) {
+uint32_t& SnapshotState::CachedCode(uint32_t expression, SliceEntry& slice, size_t index) {
+  for (auto& [id, codes] : slice.verdicts) {
+    if (id == expression) return codes[index];
+  }
+  slice.verdicts.emplace_back(expression, std::vector<uint32_t>(slice.spec().devices.size(), 0));
+  return slice.verdicts.back().second[index];
+}
+
+const PreparedDevice& SnapshotState::Input(SliceEntry& slice, size_t index) {
   const std::vector<api::resourcev1::Device>& devices = slice.spec().devices;
-  std::vector<uint32_t>* found = nullptr;
-  for (auto& [id, list] : slice.verdicts) {
-    if (id == expression) {
-      found = &list;
-      break;
-    }
+  if (slice.inputs.empty()) slice.inputs.resize(devices.size());
+  std::unique_ptr<PreparedDevice>& input = slice.inputs[index];
+  if (input == nullptr) {
+    input = engine->Prepare(DeviceSource{.device = &devices[index],
+                                         .data = &slice.data[index],
+                                         .names = &names,
+                                         .driver = slice.spec().driver});
   }
-  if (found == nullptr) {
-    slice.verdicts.emplace_back(expression, std::vector<uint32_t>(devices.size(), kVerdictUnknown));
-    found = &slice.verdicts.back().second;
-  }
-  std::vector<uint32_t>& codes = *found;
-  uint32_t& code = codes[index];
+  return *input;
+}
+
+uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t index) {
+  uint32_t& code = CachedCode(expression, slice, index);
   if (code != kVerdictUnknown) return code;
   const CompiledExpression& compiled = expressions[expression];
   if (compiled.program == nullptr) {
@@ -100,20 +117,34 @@ uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t i
   if (budget != nullptr && budget->limit > 0 && budget->spent >= budget->limit) {
     return kVerdictBudgetSpent;
   }
-  if (slice.inputs.empty()) slice.inputs.resize(devices.size());
-  std::unique_ptr<PreparedDevice>& input = slice.inputs[index];
-  if (input == nullptr) {
-    input = engine->Prepare(DeviceSource{.device = &devices[index],
-                                         .data = &slice.data[index],
-                                         .names = &names,
-                                         .driver = slice.spec().driver});
-  }
-  SelectorVerdict v = engine->Evaluate(*compiled.program, *input);
+  SelectorVerdict v = engine->Evaluate(*compiled.program, Input(slice, index));
   if (budget != nullptr) budget->spent += v.cost;
   if (v.error) {
     code = kVerdictError + ErrorId(v.message);
   } else {
     code = v.matches ? kVerdictTrue : kVerdictFalse;
+  }
+  return code;
+}
+
+uint32_t SnapshotState::DerivedCode(uint32_t expression, SliceEntry& slice, size_t index) {
+  uint32_t& code = CachedCode(expression, slice, index);
+  if (code != 0) return code;
+  const CompiledExpression& compiled = expressions[expression];
+  if (compiled.program == nullptr) {
+    code = kDerivedError + 2 * ErrorId(compiled.compile_error);
+    return code;
+  }
+  DerivedValue v = engine->EvaluateValue(*compiled.program, Input(slice, index));
+  if (v.error) {
+    code = kDerivedError + 2 * ErrorId(v.message);
+  } else {
+    // Interned by content, so replaced slices do not make the table grow.
+    std::string key = boost::json::serialize(api::resourcev1::Encode(v.value));
+    auto [it, inserted] =
+        derived_value_ids.emplace(std::move(key), static_cast<uint32_t>(derived_values.size()));
+    if (inserted) derived_values.push_back(std::move(v.value));
+    code = kDerivedValue + 2 * it->second;
   }
   return code;
 }

@@ -46,9 +46,14 @@ void DeviceLedger::BuildSlice(SliceEntry& entry) {
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     std::shared_ptr<const cel::DeviceInput> input =
         cel::DeviceInputFromApi(spec.devices[i], spec.driver);
+    // How selectors read a list attribute depends on the release the scheduler runs as
+    // (cel/list_attribute_mode.h); a device with one counts as matching every class, which keeps
+    // the count an upper bound for every release.
+    const bool has_list_attribute = input->ListAttribute(1) != nullptr;
     for (const auto& [name, cls] : classes_) {
       bool matches = true;
       for (const std::shared_ptr<const cel::Program>& program : cls->programs) {
+        if (has_list_attribute) break;
         cel::SelectorResult r = program->Match(*input);
         if (!r.is_error() && !r.matches()) {
           matches = false;

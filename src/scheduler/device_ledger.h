@@ -7,9 +7,10 @@
 //
 // Free-device index. For every node-local slice (spec.nodeName set, no per-device node
 // selection) and every device in it, the classes whose selectors match the device are computed
-// once per slice and class version (CEL, errors count as a match). `FreeDevices(class, node)` is
-// then the number of those devices that are not allocated. It is an upper bound of what the
-// allocator can use (taints, counters, request selectors and constraints only remove more), so
+// once per slice and class version (CEL, errors count as a match; a device with a list-typed
+// attribute, which selectors read differently per release, counts as a match). `FreeDevices(class,
+// node)` is then the number of those devices that are not allocated. It is an upper bound of what
+// the allocator can use (taints, counters, request selectors and constraints only remove more), so
 // `FreeDevices < needed` proves a request cannot be satisfied on the node. The bound is unknown
 // (kUnknown) for a class that matches any device published for more than one node, or a
 // multi-allocatable device on the node, where counting devices says nothing.
@@ -140,8 +141,7 @@ class DeviceLedger {
   std::map<std::string, std::unique_ptr<SliceEntry>, std::less<>> slices_;
   // node -> class id -> counts; the transparent hash lets FreeDevices, asked once per candidate
   // node, look a node up without building a string.
-  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>, StringHash,
-                     std::equal_to<>>
+  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>, StringHash, std::equal_to<>>
       nodes_;
   // class id -> number of matching devices visible to more than one node
   std::unordered_map<uint32_t, int64_t> nonlocal_;

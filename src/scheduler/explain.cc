@@ -15,6 +15,7 @@ bool Matches(CandidateStatus s) {
   return s != CandidateStatus::kClassSelectorFalse && s != CandidateStatus::kRequestSelectorFalse &&
          s != CandidateStatus::kNodeMismatch &&
          s != CandidateStatus::kBindingConditionsUnsupported &&
+         s != CandidateStatus::kCompatibilityGroupsUnsupported &&
          s != CandidateStatus::kSelectorError;
 }
 
@@ -31,6 +32,8 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
       return plural ? "are not offered to the node" : "is not offered to the node";
     case CandidateStatus::kBindingConditionsUnsupported:
       return plural ? "need binding conditions" : "needs binding conditions";
+    case CandidateStatus::kCompatibilityGroupsUnsupported:
+      return plural ? "need compatibility groups" : "needs compatibility groups";
     case CandidateStatus::kAllocated:
       return plural ? "are already allocated" : "is already allocated";
     case CandidateStatus::kInUseByThisAttempt:
@@ -43,6 +46,9 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
       return plural ? "need partitionable devices" : "needs partitionable devices";
     case CandidateStatus::kCounters:
       return plural ? "exceed shared counters" : "exceeds shared counters";
+    case CandidateStatus::kCompatibilityGroups:
+      return plural ? "are incompatible with devices sharing their counters"
+                    : "is incompatible with devices sharing its counters";
     case CandidateStatus::kTaintNotTolerated:
       return plural ? "have an untolerated taint" : "has an untolerated taint";
     case CandidateStatus::kConstraint:

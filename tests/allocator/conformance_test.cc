@@ -1,6 +1,7 @@
 // Runs every allocation scenario of the shared conformance set as its own test case
 // (`Scenarios/ConformanceTest.Run/<name>`), skipping the entries of tests/allocator/skip.txt with
-// their reason.
+// their reason, and draplane's own scenarios under tests/allocator/scenarios
+// (`Own/OwnScenarioTest.Run/<name>`: upstream fixes and features after the shared snapshot).
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -25,6 +26,12 @@ std::string ReadFile(const std::string& path) {
 std::vector<std::string> ScenarioFiles() {
   StatusOr<std::vector<std::string>> files =
       FindScenarioFiles({std::string(DRAPLANE_SHARED_DIR) + "/conformance/allocator"});
+  return files.ok() ? *files : std::vector<std::string>();
+}
+
+std::vector<std::string> OwnScenarioFiles() {
+  StatusOr<std::vector<std::string>> files =
+      FindScenarioFiles({std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/scenarios"});
   return files.ok() ? *files : std::vector<std::string>();
 }
 
@@ -65,10 +72,25 @@ std::string TestName(const testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ConformanceTest, testing::ValuesIn(ScenarioFiles()), TestName);
 
+// Our own scenarios have no skip list: each one must pass.
+class OwnScenarioTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(OwnScenarioTest, Run) {
+  const std::string& file = GetParam();
+  StatusOr<Scenario> scenario = ParseScenario(ReadFile(file), file);
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  RunResult result = RunScenario(*scenario);
+  EXPECT_TRUE(result.passed) << file << "\n" << result.failure;
+}
+
+INSTANTIATE_TEST_SUITE_P(Own, OwnScenarioTest, testing::ValuesIn(OwnScenarioFiles()), TestName);
+
 TEST(ConformanceSuiteTest, FindsTheSharedScenarios) {
   // Guard against a silently empty suite (a wrong DRAPLANE_SHARED_DIR).
   EXPECT_GE(ScenarioFiles().size(), 166u);
 }
+
+TEST(ConformanceSuiteTest, FindsOwnScenarios) { EXPECT_GE(OwnScenarioFiles().size(), 19u); }
 
 TEST(ConformanceSuiteTest, SkipListIsWellFormed) {
   StatusOr<std::vector<SkipEntry>> entries =

@@ -27,6 +27,8 @@ CandidateStatus StatusOf(Reason reason) {
       return CandidateStatus::kNotReached;
     case Reason::kBindingConditionsUnsupported:
       return CandidateStatus::kBindingConditionsUnsupported;
+    case Reason::kCompatibilityGroupsUnsupported:
+      return CandidateStatus::kCompatibilityGroupsUnsupported;
     case Reason::kClassSelectorFalse:
       return CandidateStatus::kClassSelectorFalse;
     case Reason::kRequestSelectorFalse:
@@ -47,6 +49,8 @@ CandidateStatus StatusOf(Reason reason) {
       return CandidateStatus::kPartitionableDevicesDisabled;
     case Reason::kCounters:
       return CandidateStatus::kCounters;
+    case Reason::kCompatibilityGroups:
+      return CandidateStatus::kCompatibilityGroups;
     case Reason::kTaintNotTolerated:
       return CandidateStatus::kTaintNotTolerated;
     case Reason::kConstraint:
@@ -72,6 +76,8 @@ std::string_view Phrase(CandidateStatus s) {
       return "chosen";
     case CandidateStatus::kBindingConditionsUnsupported:
       return "need binding conditions (feature off)";
+    case CandidateStatus::kCompatibilityGroupsUnsupported:
+      return "involve compatibility groups (feature off)";
     case CandidateStatus::kClassSelectorFalse:
       return "do not match the device class";
     case CandidateStatus::kRequestSelectorFalse:
@@ -92,6 +98,8 @@ std::string_view Phrase(CandidateStatus s) {
       return "consume counters (partitionable devices off)";
     case CandidateStatus::kCounters:
       return "exceed their shared counters";
+    case CandidateStatus::kCompatibilityGroups:
+      return "are incompatible with devices on their counter sets";
     case CandidateStatus::kTaintNotTolerated:
       return "have a taint the request does not tolerate";
     case CandidateStatus::kConstraint:

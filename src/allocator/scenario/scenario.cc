@@ -16,6 +16,7 @@
 #include "api/codec/yaml.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/object.h"
+#include "api/validation/validation.h"
 #include "common/status_macros.h"
 
 namespace draplane::allocator::scenario {
@@ -244,6 +245,15 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
     Status st = SetFeature(std::string(f.get_string()), true, &s.features);
     if (!st.ok()) return Malformed(file, std::string(st.message()));
   }
+  // draplane's extension of the format: the release whose reading of list attributes selectors
+  // use (the gates stay those of `features`).
+  DRAPLANE_ASSIGN_OR_RETURN(std::string version, StringField(root, "kubernetesVersion", file));
+  if (!version.empty()) {
+    StatusOr<cel::ListAttributeMode> mode = ListAttributeModeOf(version);
+    if (!mode.ok())
+      return Malformed(file, "kubernetesVersion: " + std::string(mode.status().message()));
+    s.features.list_attributes = *mode;
+  }
 
   if (const json::value* node = Field(root, "node")) {
     if (!node->is_object()) return Malformed(file, "node must be a mapping");
@@ -278,6 +288,9 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
   for (size_t i = 0; i < claims->size(); ++i) {
     rv1::ResourceClaim claim;
     DRAPLANE_RETURN_IF_ERROR(DecodeInto((*claims)[i], &claim, file, fmt::format("claims[{}]", i)));
+    // Claims are written like manifests: the API server's defaulting (no allocationMode means
+    // ExactCount, no count means 1) applies, as in `draplane allocate`.
+    api::validation::SetDefaults(&claim);
     s.claims.push_back(std::move(claim));
   }
 

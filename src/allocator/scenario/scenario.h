@@ -1,8 +1,10 @@
 // Allocation scenarios: data files that pin what the allocator must answer
-// (`../shared/conformance/allocator/FORMAT.md`). One scenario = a node, DeviceClasses and
-// ResourceSlices, the claims of one Pod, the devices already in use, the feature gates, and the
-// expected outcome. Used by `draplane scenario run` (a platform team can pin "this claim gets an
-// H100 on this snapshot" in its CI) and by the conformance suite under tests/allocator/.
+// (`../shared/conformance/allocator/FORMAT.md`, plus an optional `kubernetesVersion: "1.37"` that
+// selects the release's reading of list attributes in selectors; the gates stay `features`). One
+// scenario = a node, DeviceClasses and ResourceSlices, the claims of one Pod, the devices already
+// in use, the feature gates, and the expected outcome. Used by `draplane scenario run` (a platform
+// team can pin "this claim gets an H100 on this snapshot" in its CI) and by the conformance suite
+// under tests/allocator/.
 //
 // Comparison follows FORMAT.md: `compare: unordered` (default) matches claim results, device
 // results and node-selector terms / requirements / values ignoring order and requires an empty
@@ -45,7 +47,9 @@ struct Scenario {
   Expectation expect;
 };
 
-// Parses one scenario document. InvalidArgument (naming the file) for malformed input.
+// Parses one scenario document. Claims get the API server's defaults (api::validation::
+// SetDefaults), as `draplane allocate` gives them. InvalidArgument (naming the file) for malformed
+// input.
 StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file);
 
 struct RunResult {
