@@ -32,6 +32,7 @@
 #include "api/validation/validation.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
+#include "cli/object_ref.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
 #include "common/log.h"
@@ -294,7 +295,8 @@ void AddAgentCommand(CLI::App& app) {
       app.add_subcommand("agent", "Run the node agent: publish devices, prepare claims");
   cmd->footer(kAgentFooter);
   cmd->add_option("--node", flags->node,
-                  "Node name (default: the NodeProfile's name, or the host name)");
+                  "Node name (default: the NodeProfile's name, or the host name)")
+      ->check(ObjectNameCheck("--node"));
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   cmd->add_option("--profile", flags->profile,

@@ -135,12 +135,8 @@ void AddSchedulerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--feature-gates", flags->feature_gates,
                   "Gate=true|false,... (DRAPrioritizedList, DRAPartitionableDevices, ...)");
-  cmd->add_option("--leader-elect", flags->leader_elect,
-                  "Hold a coordination.k8s.io Lease so that only one replica schedules")
-      ->capture_default_str();
-  cmd->add_option("--leader-elect-lease-name", flags->lease_name)->capture_default_str();
-  cmd->add_option("--leader-elect-namespace", flags->lease_namespace)->capture_default_str();
-  cmd->add_option("--identity", flags->identity, "Replica identity (default: generated)");
+  AddLeaderElectionOptions(*cmd, "only one replica schedules", flags->leader_elect,
+                           flags->lease_name, flags->lease_namespace, flags->identity);
   cmd->add_option("--percentage-of-nodes-to-score", flags->percentage_of_nodes_to_score,
                   "0: adaptive, as upstream")
       ->capture_default_str();
