@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "allocator/features.h"
 #include "client/api_client.h"
 #include "client/shared_informers.h"
 #include "common/status.h"
@@ -50,7 +51,8 @@ struct EmbeddedInformers {
 Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInformers> shared);
 // The scheduler and the controllers embedded in `draplane serve` (scheduler_command.cc,
 // controller_manager_command.cc); with `shared` they use those informers.
-Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared);
+Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
+                      const allocator::Features& features);
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
                               std::shared_ptr<EmbeddedInformers> shared);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "agent/profile.h"
+#include "allocator/features.h"
 #include "api/codec/files.h"
 #include "api/codec/manifest.h"
 #include "api/object.h"
@@ -31,6 +32,7 @@
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
 #include "cli/commands.h"
+#include "cli/object_ref.h"
 
 namespace draplane::cli {
 namespace {
@@ -43,6 +45,7 @@ struct LintOptions {
   std::vector<std::string> old_paths;
   std::string default_namespace = "default";
   std::string feature_gates;
+  std::string kubernetes_version = "1.36";
 };
 
 constexpr char kLintFooter[] = R"(
@@ -50,7 +53,8 @@ Each PATH is a file, a directory (searched recursively for *.yaml, *.yml and *.j
 standard input. Every object is decoded and the DRA kinds (DeviceClass, ResourceSlice,
 ResourceClaim, ResourceClaimTemplate, DeviceTaintRule) are validated with the rules, limits and
 messages of the Kubernetes API server (resource.k8s.io/v1, Kubernetes 1.36 feature gates unless
---feature-gates says otherwise). Claims and taint rules that carry a status (kubectl get -o yaml
+--feature-gates says otherwise). CEL selectors and derived attributes compile as the API server of
+--kubernetes-version compiles them (1.37 knows asList() for list attributes). Claims and taint rules that carry a status (kubectl get -o yaml
 dumps) are also checked against the status rules.
 
 With --old, an object whose kind, namespace and name match an object in the --old files is
@@ -180,8 +184,9 @@ bool Validate(api::Object& object, api::Object* old, const validation::Features&
 
 class Linter {
  public:
-  Linter(const LintOptions& options, validation::Features features)
-      : options_(options), features_(features) {}
+  Linter(const LintOptions& options, validation::Features features,
+         cel::ListAttributeMode list_attributes)
+      : options_(options), features_(features), list_attributes_(list_attributes) {}
 
   // Reads the --old files into `old_`. Problems in them are reported like any other.
   void LoadOld(const std::vector<api::codec::ManifestFile>& files) {
@@ -209,6 +214,7 @@ class Linter {
         cel::SelectorLintOptions cel_options;
         cel_options.consumable_capacity = features_.consumable_capacity;
         cel_options.list_type_attributes = features_.list_type_attributes;
+        cel_options.list_attributes = list_attributes_;
         for (api::FieldError& e :
              cel::LintCelSelectors(object, it == old_.end() ? nullptr : &it->second, cel_options)) {
           errors.push_back(std::move(e));
@@ -309,6 +315,7 @@ class Linter {
 
   const LintOptions& options_;
   validation::Features features_;
+  cel::ListAttributeMode list_attributes_;
   std::map<ObjectKey, api::Object> old_;
   std::map<std::string, int> not_validated_;
   int problems_ = 0;
@@ -322,7 +329,14 @@ int RunLint(const LintOptions& options) {
     std::fprintf(stderr, "draplane lint: --feature-gates: %s\n", std::string(s.message()).c_str());
     return 2;
   }
-  Linter linter(options, features);
+  StatusOr<cel::ListAttributeMode> list_attributes =
+      allocator::ListAttributeModeOf(options.kubernetes_version);
+  if (!list_attributes.ok()) {
+    std::fprintf(stderr, "draplane lint: --kubernetes-version: %s\n",
+                 std::string(list_attributes.status().message()).c_str());
+    return 2;
+  }
+  Linter linter(options, features, *list_attributes);
   if (!options.old_paths.empty()) {
     StatusOr<std::vector<api::codec::ManifestFile>> old =
         api::codec::CollectManifestFiles(options.old_paths);
@@ -357,10 +371,14 @@ void AddLintCommand(CLI::App& app) {
                   "validated as updates of them");
   cmd->add_option("-n,--namespace", options->default_namespace,
                   "Namespace for namespaced objects that do not name one")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NamespaceNameCheck("--namespace"));
   cmd->add_option("--feature-gates", options->feature_gates,
                   "Feature gates the validation depends on, e.g. "
                   "DRAConsumableCapacity=false,DRAFractionalCapacityRange=true");
+  cmd->add_option("--kubernetes-version", options->kubernetes_version,
+                  "Release whose API server compiles the CEL expressions (1.34 ... 1.37)")
+      ->capture_default_str();
   cmd->add_option("paths", options->paths, "Files, directories, or - for standard input")
       ->required();
   cmd->footer(kLintFooter);

@@ -88,15 +88,15 @@ int RunScheduler(const SchedulerFlags& flags) {
 // profile and no leader election (one process).
 class EmbeddedScheduler final : public server::EmbeddedComponent {
  public:
-  explicit EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared)
-      : shared_(std::move(shared)) {}
+  EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared, allocator::Features features)
+      : shared_(std::move(shared)), features_(features) {}
 
   std::string name() const override { return "scheduler"; }
 
   Status Start(const server::ClientCredentials& credentials) override {
     DRAPLANE_ASSIGN_OR_RETURN(api_, NewEmbeddedClient(credentials, "draplane-scheduler"));
     scheduler::SchedulerOptions options;
-    DRAPLANE_ASSIGN_OR_RETURN(options.features, allocator::DefaultFeatures("1.36"));
+    options.features = features_;
     options.identity = "draplane-serve-scheduler";
     if (shared_) options.informers = shared_->informers.get();
     scheduler_ = std::make_unique<scheduler::Scheduler>(*api_, RealClock(), options);
@@ -109,14 +109,16 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
 
  private:
   std::shared_ptr<EmbeddedInformers> shared_;
+  allocator::Features features_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
 };
 
 }  // namespace
 
-Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared) {
-  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared)),
+Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
+                      const allocator::Features& features) {
+  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared), features),
                       "system:kube-scheduler", {});
 }
 

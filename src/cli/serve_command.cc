@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "agent/profile.h"
+#include "allocator/features.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -65,7 +66,18 @@ struct ServeFlags {
   std::string read_header_timeout = "32s";
   std::string idle_timeout = "1m30s";
   std::string compaction_interval = "5m0s";
+  std::string kubernetes_version = "1.36";
+  std::string feature_gates;
 };
+
+// The DRA behaviour of the release and gates, for the API server's admission and the embedded
+// scheduler alike.
+StatusOr<allocator::Features> ServeFeatures(const ServeFlags& flags) {
+  DRAPLANE_ASSIGN_OR_RETURN(allocator::Features features,
+                            allocator::DefaultFeatures(flags.kubernetes_version));
+  if (flags.feature_gates.empty()) return features;
+  return allocator::ApplyFeatureGates(flags.feature_gates, features);
+}
 
 // Parses the duration flags into `options`; InvalidArgument naming the flag.
 Status ApplyDurations(const ServeFlags& flags, server::ServerOptions& options) {
@@ -114,6 +126,17 @@ int RunServe(ServeFlags& flags) {
   // Block the shutdown signals before any thread starts, so that only sigwait() sees them.
   sigset_t signals = BlockTerminationSignals();
 
+  StatusOr<allocator::Features> features = ServeFeatures(flags);
+  if (!features.ok()) {
+    std::fprintf(stderr, "draplane serve: %s\n", features.status().ToString().c_str());
+    return 2;
+  }
+  server::DraAdmission& admission = flags.options.dra_admission;
+  admission.features.consumable_capacity = features->consumable_capacity;
+  admission.features.list_type_attributes = features->list_type_attributes;
+  admission.features.device_compatibility_groups = features->device_compatibility_groups;
+  admission.features.derived_attributes = features->derived_attributes;
+  admission.list_attributes = features->list_attributes;
   flags.options.tls_sans = flags.tls_sans;
   flags.options.anonymous_auth = !flags.no_anonymous;
   flags.options.draplane_version = DRAPLANE_VERSION;
@@ -134,7 +157,9 @@ int RunServe(ServeFlags& flags) {
   if (components.ok() && !flags.no_controller_manager) {
     components = EmbedControllerManager(**server, flags.simulate_kubelet, shared);
   }
-  if (components.ok() && !flags.no_scheduler) components = EmbedScheduler(**server, shared);
+  if (components.ok() && !flags.no_scheduler) {
+    components = EmbedScheduler(**server, shared, *features);
+  }
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
     (*server)->Shutdown();
@@ -270,6 +295,13 @@ void AddServeCommand(CLI::App& app) {
                   "How often the server compacts the store's history to what it was one interval "
                   "earlier, for every store (0: never)")
       ->capture_default_str();
+  cmd->add_option("--kubernetes-version", flags->kubernetes_version,
+                  "Release whose DRA behaviour the server and the embedded scheduler have: "
+                  "default feature gates, CEL semantics of list attributes (1.34 ... 1.37)")
+      ->capture_default_str();
+  cmd->add_option("--feature-gates", flags->feature_gates,
+                  "DRA gates on top of the release's defaults, e.g. "
+                  "DRADerivedAttributes=true,DRADeviceCompatibilityGroups=true");
   cmd->callback([flags] {
     int code = RunServe(*flags);
     if (code != 0) throw CommandExit{code};

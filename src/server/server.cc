@@ -197,15 +197,16 @@ class ServerImpl final : public Server {
     api_ = std::make_unique<handlers::ApiHandler>(
         handlers::ApiHandlerOptions{.draplane_version = options_.draplane_version,
                                     .server_address = ""},
-        handlers::ApiHandlerDependencies{.registry = &handlers::Registry::Default(),
-                                         .authenticator = authenticator_.get(),
-                                         .authorizer = authorizer_.get(),
-                                         .rbac = rbac_authorizer_.get(),
-                                         .rest = rest_.get(),
-                                         .pool = pool_.get(),
-                                         .clock = clock_,
-                                         .flowcontrol = flowcontrol_.get(),
-                                         .health = health_.get()});
+        handlers::ApiHandlerDependencies{
+            .registry = &handlers::Registry::For(options_.dra_admission),
+            .authenticator = authenticator_.get(),
+            .authorizer = authorizer_.get(),
+            .rbac = rbac_authorizer_.get(),
+            .rest = rest_.get(),
+            .pool = pool_.get(),
+            .clock = clock_,
+            .flowcontrol = flowcontrol_.get(),
+            .health = health_.get()});
     DRAPLANE_ASSIGN_OR_RETURN(
         http_, http::HttpServer::Start(
                    http_options, [this](http::Request request, std::shared_ptr<http::Exchange> e) {
@@ -342,7 +343,7 @@ class ServerImpl final : public Server {
 
   // Default namespaces and the bootstrap RBAC policy (authz/bootstrap.h).
   Status Bootstrap() {
-    const handlers::Registry& registry = handlers::Registry::Default();
+    const handlers::Registry& registry = handlers::Registry::For(options_.dra_admission);
     const handlers::ResourceInfo* namespaces = registry.Find("", "v1", "namespaces");
     for (std::string_view name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
       handlers::JsonObject ns;

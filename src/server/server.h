@@ -25,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "server/dra_admission.h"
 #include "server/http/http.h"
 #include "store/store.h"
 
@@ -96,6 +97,8 @@ struct ServerOptions {
   // Limits and timeouts against hostile and careless clients; docs/design/server.md ("Limits
   // and timeouts") lists each next to kube-apiserver's.
   ServingLimits limits;
+  // The release and gates the DRA kinds are admitted for (Kubernetes 1.36 defaults).
+  DraAdmission dra_admission;
 };
 
 // What a client needs to talk to the server as one identity.

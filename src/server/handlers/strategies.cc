@@ -1,6 +1,9 @@
 // The strategies of the served kinds (strategy.h). Upstream counterparts are named per kind.
 #include <algorithm>
+#include <mutex>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "api/gen/coordination_v1_codec.h"
 #include "api/gen/core_v1_codec.h"
@@ -136,21 +139,75 @@ void KeepAllButStatus(JsonObject& obj, const JsonObject& old) {
 // CEL selectors compiled as the API server compiles them (validateCELSelector): new or changed
 // expressions with the NewExpressions environment, unchanged ones (on update) with the
 // StoredExpressions one, so that an expression stored by an older version stays accepted.
+// The environment follows the server's release and gates (DraAdmission).
 template <typename T>
-void CheckCel(const T& obj, const T* old, FieldErrorList* errors) {
+void CheckCel(const T& obj, const T* old, const DraAdmission& admission, FieldErrorList* errors) {
   cel::SelectorLintOptions options;
+  options.consumable_capacity = admission.features.consumable_capacity;
+  options.list_type_attributes = admission.features.list_type_attributes;
+  options.list_attributes = admission.list_attributes;
   if (old != nullptr && obj.spec == old->spec) options.env_type = cel::EnvType::kStoredExpressions;
   Append(*errors, cel::LintCelSelectors(obj, options));
 }
 
+// Dropping the fields of disabled alpha features (upstream dropDisabledFields): unless the old
+// object already uses the field, so that turning a gate off keeps stored data intact.
+bool UsesCompatibilityGroups(const api::resourcev1::ResourceSliceSpec& spec) {
+  for (const api::resourcev1::Device& d : spec.devices) {
+    for (const auto& c : d.consumes_counters) {
+      if (!c.compatibility_groups.empty()) return true;
+    }
+  }
+  return false;
+}
+
+void DropDisabledSliceFields(api::resourcev1::ResourceSlice& slice,
+                             const api::resourcev1::ResourceSlice* old,
+                             const DraAdmission& admission) {
+  if (admission.features.device_compatibility_groups) return;
+  if (old != nullptr && UsesCompatibilityGroups(old->spec)) return;
+  for (api::resourcev1::Device& d : slice.spec.devices) {
+    for (auto& c : d.consumes_counters) c.compatibility_groups.clear();
+  }
+}
+
+template <typename Fn>
+void ForEachDerived(const api::resourcev1::ResourceClaimSpec& spec, Fn fn) {
+  for (const api::resourcev1::DeviceRequest& r : spec.devices.requests) {
+    if (r.exactly.has_value()) fn(r.exactly->derived_attributes);
+    for (const api::resourcev1::DeviceSubRequest& sub : r.first_available) {
+      fn(sub.derived_attributes);
+    }
+  }
+}
+
+void DropDisabledClaimFields(api::resourcev1::ResourceClaimSpec& spec,
+                             const api::resourcev1::ResourceClaimSpec* old,
+                             const DraAdmission& admission) {
+  if (admission.features.derived_attributes) return;
+  if (old != nullptr) {
+    bool used = false;
+    ForEachDerived(*old, [&](const auto& derived) { used = used || !derived.empty(); });
+    if (used) return;
+  }
+  for (api::resourcev1::DeviceRequest& r : spec.devices.requests) {
+    if (r.exactly.has_value()) r.exactly->derived_attributes.clear();
+    for (api::resourcev1::DeviceSubRequest& sub : r.first_available) {
+      sub.derived_attributes.clear();
+    }
+  }
+}
+
 class DeviceClassStrategyImpl final : public Strategy {
  public:
+  explicit DeviceClassStrategyImpl(DraAdmission admission) : admission_(std::move(admission)) {}
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::DeviceClass>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateDeviceClass(typed);
-    CheckCel(typed, static_cast<const api::resourcev1::DeviceClass*>(nullptr), &r.errors);
+    r.errors = validation::ValidateDeviceClass(typed, admission_.features);
+    CheckCel(typed, static_cast<const api::resourcev1::DeviceClass*>(nullptr), admission_,
+             &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -160,8 +217,8 @@ class DeviceClassStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::DeviceClass>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateDeviceClassUpdate(typed, old_typed);
-    CheckCel(typed, &old_typed, &r.errors);
+    r.errors = validation::ValidateDeviceClassUpdate(typed, old_typed, admission_.features);
+    CheckCel(typed, &old_typed, admission_, &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -169,15 +226,20 @@ class DeviceClassStrategyImpl final : public Strategy {
   boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
     return {MetaString(obj, "name"), AgeCell(obj, now)};
   }
+
+ private:
+  DraAdmission admission_;
 };
 
 class ResourceSliceStrategyImpl final : public Strategy {
  public:
+  explicit ResourceSliceStrategyImpl(DraAdmission admission) : admission_(std::move(admission)) {}
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceSlice>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateResourceSlice(typed);
+    DropDisabledSliceFields(typed, nullptr, admission_);
+    r.errors = validation::ValidateResourceSlice(typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
   }
@@ -187,7 +249,8 @@ class ResourceSliceStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceSlice>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateResourceSliceUpdate(typed, old_typed);
+    DropDisabledSliceFields(typed, &old_typed, admission_);
+    r.errors = validation::ValidateResourceSliceUpdate(typed, old_typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
   }
@@ -211,6 +274,9 @@ class ResourceSliceStrategyImpl final : public Strategy {
             GetPathString(obj, {"spec", "driver"}), GetPathString(obj, {"spec", "pool", "name"}),
             AgeCell(obj, now)};
   }
+
+ private:
+  DraAdmission admission_;
 };
 
 // pkg/registry/resource/resourceclaim/strategy.go dropDeallocatedStatusDevices: status.devices
@@ -255,6 +321,7 @@ void DropDeallocatedStatusDevices(JsonObject& obj, const JsonObject& old) {
 
 class ResourceClaimStrategyImpl final : public Strategy {
  public:
+  explicit ResourceClaimStrategyImpl(DraAdmission admission) : admission_(std::move(admission)) {}
   void PrepareForStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
     KeepAllButStatus(obj, old);
     DropDeallocatedStatusDevices(obj, old);
@@ -263,9 +330,11 @@ class ResourceClaimStrategyImpl final : public Strategy {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceClaim>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
+    DropDisabledClaimFields(typed.spec, nullptr, admission_);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaim(typed);
-    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaim*>(nullptr), &r.errors);
+    r.errors = validation::ValidateResourceClaim(typed, admission_.features);
+    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaim*>(nullptr), admission_,
+             &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -275,9 +344,11 @@ class ResourceClaimStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaim>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
+    DropDisabledClaimFields(typed.spec, &old_typed.spec, admission_);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaim(typed);
-    Append(r.errors, validation::ValidateResourceClaimUpdate(typed, old_typed));
+    r.errors = validation::ValidateResourceClaim(typed, admission_.features);
+    Append(r.errors,
+           validation::ValidateResourceClaimUpdate(typed, old_typed, admission_.features));
     EncodeInto(typed, obj);
     return r;
   }
@@ -288,7 +359,7 @@ class ResourceClaimStrategyImpl final : public Strategy {
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaim>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaimStatusUpdate(typed, old_typed);
+    r.errors = validation::ValidateResourceClaimStatusUpdate(typed, old_typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
   }
@@ -350,17 +421,24 @@ class ResourceClaimStrategyImpl final : public Strategy {
 
  protected:
   bool has_status() const override { return true; }
+
+ private:
+  DraAdmission admission_;
 };
 
 class ResourceClaimTemplateStrategyImpl final : public Strategy {
  public:
+  explicit ResourceClaimTemplateStrategyImpl(DraAdmission admission)
+      : admission_(std::move(admission)) {}
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceClaimTemplate>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
+    DropDisabledClaimFields(typed.spec.spec, nullptr, admission_);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaimTemplate(typed);
-    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaimTemplate*>(nullptr), &r.errors);
+    r.errors = validation::ValidateResourceClaimTemplate(typed, admission_.features);
+    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaimTemplate*>(nullptr), admission_,
+             &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -370,9 +448,11 @@ class ResourceClaimTemplateStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaimTemplate>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
+    DropDisabledClaimFields(typed.spec.spec, &old_typed.spec.spec, admission_);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaimTemplateUpdate(typed, old_typed);
-    CheckCel(typed, &old_typed, &r.errors);
+    r.errors =
+        validation::ValidateResourceClaimTemplateUpdate(typed, old_typed, admission_.features);
+    CheckCel(typed, &old_typed, admission_, &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -380,6 +460,9 @@ class ResourceClaimTemplateStrategyImpl final : public Strategy {
   boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
     return {MetaString(obj, "name"), AgeCell(obj, now)};
   }
+
+ private:
+  DraAdmission admission_;
 };
 
 class DeviceTaintRuleStrategyImpl final : public Strategy {
@@ -1310,12 +1393,35 @@ DRAPLANE_STRATEGY(PodStrategy, PodStrategyImpl)
 DRAPLANE_STRATEGY(LeaseStrategy, LeaseStrategyImpl)
 DRAPLANE_STRATEGY(RbacStrategy, RbacStrategyImpl)
 DRAPLANE_STRATEGY(ReviewStrategy, ReviewStrategyImpl)
-DRAPLANE_STRATEGY(DeviceClassStrategy, DeviceClassStrategyImpl)
 DRAPLANE_STRATEGY(DeviceTaintRuleStrategy, DeviceTaintRuleStrategyImpl)
-DRAPLANE_STRATEGY(ResourceClaimStrategy, ResourceClaimStrategyImpl)
-DRAPLANE_STRATEGY(ResourceClaimTemplateStrategy, ResourceClaimTemplateStrategyImpl)
-DRAPLANE_STRATEGY(ResourceSliceStrategy, ResourceSliceStrategyImpl)
 DRAPLANE_STRATEGY(ResourceQuotaStrategy, ResourceQuotaStrategyImpl)
+
+// One instance per admission configuration a server of the process uses (a handful at most);
+// never destroyed, like the other strategies.
+template <typename Impl>
+const Strategy& DraStrategy(const DraAdmission& admission) {
+  static std::mutex mu;
+  static auto* instances = new std::vector<std::pair<DraAdmission, const Strategy*>>();
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [a, s] : *instances) {
+    if (a == admission) return *s;
+  }
+  instances->emplace_back(admission, new Impl(admission));
+  return *instances->back().second;
+}
+
+const Strategy& DeviceClassStrategy(const DraAdmission& a) {
+  return DraStrategy<DeviceClassStrategyImpl>(a);
+}
+const Strategy& ResourceClaimStrategy(const DraAdmission& a) {
+  return DraStrategy<ResourceClaimStrategyImpl>(a);
+}
+const Strategy& ResourceClaimTemplateStrategy(const DraAdmission& a) {
+  return DraStrategy<ResourceClaimTemplateStrategyImpl>(a);
+}
+const Strategy& ResourceSliceStrategy(const DraAdmission& a) {
+  return DraStrategy<ResourceSliceStrategyImpl>(a);
+}
 
 #undef DRAPLANE_STRATEGY
 
