@@ -12,6 +12,7 @@
 #include "allocator/features.h"
 #include "client/api_client.h"
 #include "client/shared_informers.h"
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace draplane::server {
@@ -52,7 +53,10 @@ Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInfo
 // The scheduler and the controllers embedded in `draplane serve` (scheduler_command.cc,
 // controller_manager_command.cc); with `shared` they use those informers.
 Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
-                      const allocator::Features& features);
+                      const allocator::Features& features, Duration binding_timeout);
+// `--binding-timeout`: a Go-style duration of at least 1 s (upstream validates
+// DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
+StatusOr<Duration> ParseBindingTimeout(std::string_view text);
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
                               std::shared_ptr<EmbeddedInformers> shared);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve

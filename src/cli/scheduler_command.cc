@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "agent/profile.h"
 #include "allocator/allocator.h"
 #include "allocator/features.h"
 #include "cli/commands.h"
@@ -34,6 +35,7 @@ struct SchedulerFlags {
   bool no_events = false;
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
   uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
+  std::string binding_timeout = "600s";
 };
 
 int Fail(const std::string& what, const Status& s) {
@@ -57,6 +59,8 @@ int RunScheduler(const SchedulerFlags& flags) {
     features = allocator::ApplyFeatureGates(flags.feature_gates, *features);
     if (!features.ok()) return Fail("--feature-gates", features.status());
   }
+  StatusOr<Duration> binding_timeout = ParseBindingTimeout(flags.binding_timeout);
+  if (!binding_timeout.ok()) return Fail("--binding-timeout", binding_timeout.status());
   std::string identity = flags.identity;
   if (identity.empty()) identity = "draplane-scheduler-" + SecureRandom().NewUuid().substr(0, 8);
 
@@ -67,6 +71,7 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.binder_threads = flags.binders;
   options.allocation_step_limit = flags.allocation_step_limit;
   options.evaluation_budget = flags.evaluation_budget;
+  options.binding_timeout = *binding_timeout;
   options.record_events = !flags.no_events;
   options.identity = identity;
   scheduler::Scheduler sched(**api, RealClock(), options);
@@ -88,8 +93,9 @@ int RunScheduler(const SchedulerFlags& flags) {
 // profile and no leader election (one process).
 class EmbeddedScheduler final : public server::EmbeddedComponent {
  public:
-  EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared, allocator::Features features)
-      : shared_(std::move(shared)), features_(features) {}
+  EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared, allocator::Features features,
+                    Duration binding_timeout)
+      : shared_(std::move(shared)), features_(features), binding_timeout_(binding_timeout) {}
 
   std::string name() const override { return "scheduler"; }
 
@@ -98,6 +104,7 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
     scheduler::SchedulerOptions options;
     options.features = features_;
     options.identity = "draplane-serve-scheduler";
+    options.binding_timeout = binding_timeout_;
     if (shared_) options.informers = shared_->informers.get();
     scheduler_ = std::make_unique<scheduler::Scheduler>(*api_, RealClock(), options);
     return scheduler_->Start();
@@ -110,6 +117,7 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
  private:
   std::shared_ptr<EmbeddedInformers> shared_;
   allocator::Features features_;
+  Duration binding_timeout_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
 };
@@ -117,9 +125,18 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
 }  // namespace
 
 Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
-                      const allocator::Features& features) {
-  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared), features),
-                      "system:kube-scheduler", {});
+                      const allocator::Features& features, Duration binding_timeout) {
+  return server.Embed(
+      std::make_unique<EmbeddedScheduler>(std::move(shared), features, binding_timeout),
+      "system:kube-scheduler", {});
+}
+
+StatusOr<Duration> ParseBindingTimeout(std::string_view text) {
+  DRAPLANE_ASSIGN_OR_RETURN(Duration d, agent::ParseDuration(text));
+  if (d < std::chrono::seconds(1)) {
+    return InvalidArgumentError("must be at least 1s, got " + std::string(text));
+  }
+  return d;
 }
 
 void AddSchedulerCommand(CLI::App& app) {
@@ -153,6 +170,10 @@ void AddSchedulerCommand(CLI::App& app) {
                   "CEL cost units one scheduling attempt may spend evaluating device selectors, "
                   "over all nodes; a Pod that spends it backs off and its namespace's Pods queue "
                   "behind other tenants' (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--binding-timeout", flags->binding_timeout,
+                  "How long a binding waits for allocated devices' bindingConditions (KEP-5007) "
+                  "before the Pod is retried (at least 1s)")
       ->capture_default_str();
   cmd->add_flag("--no-events", flags->no_events,
                 "Do not record Events and PodScheduled conditions");

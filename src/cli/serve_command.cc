@@ -68,6 +68,7 @@ struct ServeFlags {
   std::string compaction_interval = "5m0s";
   std::string kubernetes_version = "1.36";
   std::string feature_gates;
+  std::string binding_timeout = "600s";  // the embedded scheduler's
 };
 
 // The DRA behaviour of the release and gates, for the API server's admission and the embedded
@@ -137,6 +138,12 @@ int RunServe(ServeFlags& flags) {
   admission.features.device_compatibility_groups = features->device_compatibility_groups;
   admission.features.derived_attributes = features->derived_attributes;
   admission.list_attributes = features->list_attributes;
+  StatusOr<Duration> binding_timeout = ParseBindingTimeout(flags.binding_timeout);
+  if (!binding_timeout.ok()) {
+    std::fprintf(stderr, "draplane serve: --binding-timeout: %s\n",
+                 binding_timeout.status().ToString().c_str());
+    return 2;
+  }
   flags.options.tls_sans = flags.tls_sans;
   flags.options.anonymous_auth = !flags.no_anonymous;
   flags.options.draplane_version = DRAPLANE_VERSION;
@@ -158,7 +165,7 @@ int RunServe(ServeFlags& flags) {
     components = EmbedControllerManager(**server, flags.simulate_kubelet, shared);
   }
   if (components.ok() && !flags.no_scheduler) {
-    components = EmbedScheduler(**server, shared, *features);
+    components = EmbedScheduler(**server, shared, *features, *binding_timeout);
   }
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
@@ -226,6 +233,10 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
                 "terminate");
+  cmd->add_option("--binding-timeout", flags->binding_timeout,
+                  "How long the embedded scheduler's bindings wait for allocated devices' "
+                  "bindingConditions (KEP-5007) before the Pod is retried (at least 1s)")
+      ->capture_default_str();
   cmd->add_option("--embedded-transport", flags->embedded_transport,
                   "How the embedded scheduler, controllers and simulated nodes reach the server: "
                   "in-process (straight into the request handlers, no TLS, HTTP or sockets) or "

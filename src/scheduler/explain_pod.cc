@@ -48,7 +48,7 @@ std::string Indent(const std::string& text, const std::string& prefix) {
 }  // namespace
 
 PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
-                          const allocator::Features& features) {
+                          const allocator::Features& features, const Clock& clock) {
   PodExplanation out;
   out.pod = pod.metadata.namespace_ + "/" + pod.metadata.name;
   out.phase = pod.status.phase.empty() ? "Pending" : pod.status.phase;
@@ -85,6 +85,7 @@ PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
   DynamicResourcesDeps deps;
   deps.cluster = &cluster;
   deps.run_async = [](std::function<void()>) {};
+  deps.clock = &clock;
   std::unique_ptr<Random> random = NewSeededRandom(1);
   deps.random = random.get();
   DynamicResourcesOptions options;

@@ -16,6 +16,7 @@
 #include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "api/gen/core_v1_types.h"
+#include "common/clock.h"
 #include "scheduler/cluster_state.h"
 
 namespace draplane::scheduler {
@@ -52,7 +53,8 @@ struct PodExplanation {
   std::string ToJson() const;
 };
 
+// `clock` judges time-bound state: binding timeouts (KEP-5007) and node isolations.
 PodExplanation ExplainPod(ClusterState& cluster, const api::corev1::Pod& pod,
-                          const allocator::Features& features);
+                          const allocator::Features& features, const Clock& clock = RealClock());
 
 }  // namespace draplane::scheduler

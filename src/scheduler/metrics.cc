@@ -59,6 +59,24 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
               "after a backoff.",
               {"profile"})
               .WithLabels({profile}),
+      .binding_conditions_waiting =
+          metrics::NewGaugeFamily("draplane_scheduler_dra_binding_conditions_waiting",
+                                  "Bindings waiting in PreBind until the allocated devices' "
+                                  "bindingConditions are True (KEP-5007).",
+                                  {})
+              .WithLabels(std::vector<std::string>{}),
+      .binding_conditions_wait_seconds = metrics::NewHistogramFamily(
+          "draplane_scheduler_dra_binding_conditions_wait_duration_seconds",
+          "How long bindings waited for devices' bindingConditions, by how the wait ended "
+          "(ready, failed, timeout, aborted).",
+          {"result"}, metrics::ExponentialBuckets(0.01, 2, 20)),
+      .isolated_nodes =
+          metrics::NewGaugeFamily("draplane_scheduler_isolated_nodes",
+                                  "Nodes whose draplane.dev/device-prepare-failures taint keeps "
+                                  "new pods off them (isolated after repeated device prepare "
+                                  "failures, until the taint expires or is lifted).",
+                                  {})
+              .WithLabels(std::vector<std::string>{}),
   };
   return m;
 }

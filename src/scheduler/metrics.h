@@ -12,6 +12,12 @@
 //   draplane_scheduler_dra_subrequest_allocations_total{index} the firstAvailable alternative
 //                                                              chosen (0 = first choice); the
 //                                                              fallback rate per index
+//   draplane_scheduler_dra_binding_conditions_waiting          bindings waiting for devices'
+//                                                              bindingConditions (KEP-5007)
+//   draplane_scheduler_dra_binding_conditions_wait_duration_seconds{result}
+//                                                              ready|failed|timeout|aborted
+//   draplane_scheduler_isolated_nodes                          nodes isolated for repeated
+//                                                              device prepare failures
 //
 // Thread-safety: the handles are safe for concurrent use (common/metrics.h).
 #pragma once
@@ -39,6 +45,9 @@ struct SchedulerMetrics {
   metrics::CounterFamily subrequest_allocations;
   // Attempts that spent their whole CEL evaluation budget (SchedulerOptions::evaluation_budget).
   metrics::Counter evaluation_budget_spent;
+  metrics::Gauge binding_conditions_waiting;
+  metrics::HistogramFamily binding_conditions_wait_seconds;
+  metrics::Gauge isolated_nodes;
 
   // The process-wide families for `profile` (the scheduler name).
   static SchedulerMetrics For(const std::string& profile);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "api/labels/node_isolation.h"
 #include "client/typed.h"
 #include "common/log.h"
 #include "common/thread_name.h"
@@ -26,6 +27,7 @@ struct Scheduler::InboxItem {
     kClassDelete,
     kSlice,
     kSliceDelete,
+    kBindingWaiting,
     kBindingDone,
   };
   Kind kind = Kind::kPod;
@@ -45,7 +47,17 @@ struct Scheduler::Binding {
   // The binding cycle failed but the API shows the pod on a node: another scheduler (a replica
   // without leader election) bound it, using the claims this cycle wrote. Nothing is undone.
   bool bound_by_other = false;
+  // Waiting for binding conditions (loop thread): since when, until when (monotonic), and the
+  // "namespace/claim" keys of the pod's claims.
+  bool waiting = false;
+  Duration wait_started{0};
+  Duration wait_deadline{0};
+  std::vector<std::string> claim_keys;
 };
+
+namespace {
+constexpr char kPoolIndex[] = "draplane.scheduler/pool";
+}  // namespace
 
 namespace {
 
@@ -125,6 +137,13 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   deps.run_async = [this](std::function<void()> work) { RunAsync(std::move(work)); };
   deps.clock = &clock_;
   deps.random = random_.get();
+  deps.pool_slices = [this](std::string_view driver, std::string_view pool) {
+    std::vector<std::shared_ptr<const rv1::ResourceSlice>> out;
+    if (slices_ != nullptr) {
+      out = slices_->ByIndex(kPoolIndex, std::string(driver) + "/" + std::string(pool));
+    }
+    return out;
+  };
   DynamicResourcesOptions dra;
   dra.features = options_.features;
   dra.extended_resources = options_.extended_resources;
@@ -132,6 +151,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   dra.explain_budget = options_.explain_budget;
   dra.allocation_step_limit = options_.allocation_step_limit;
   dra.evaluation_budget = options_.evaluation_budget;
+  dra.binding_timeout = options_.binding_timeout;
   AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
   queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
                                              [this](const Pod& pod) -> std::optional<std::string> {
@@ -178,6 +198,10 @@ Status Scheduler::Start() {
   claims_ = &informers->Get<rv1::ResourceClaim>();
   classes_ = &informers->Get<rv1::DeviceClass>();
   slices_ = &informers->Get<rv1::ResourceSlice>();
+  // PreBind's device re-check reads a pool's slices from any binder thread.
+  slices_->AddIndex(kPoolIndex, [](const rv1::ResourceSlice& slice) {
+    return std::vector<std::string>{slice.spec.driver + "/" + slice.spec.pool.name};
+  });
   auto wire = [this](auto* informer, Kind kind, Kind deleted) {
     using Ptr = typename std::remove_reference_t<decltype(*informer)>::Ptr;
     client::InformerBase::HandlerId id = informer->AddHandlers(
@@ -270,6 +294,7 @@ void Scheduler::Loop() {
       last_flush_ = now;
       queue_->FlushUnschedulable();
     }
+    ExpireWaits();
     if (std::optional<QueuedPod> next = queue_->Pop()) {
       ScheduleOne(std::move(*next));
       continue;
@@ -277,9 +302,12 @@ void Scheduler::Loop() {
     UpdateGauges();
     std::unique_lock<std::mutex> lock(mu_);
     if (!inbox_.empty() || stopping_) continue;
-    // Pacing only: sleep until an event arrives or the next backoff expires (the clock decides
-    // what is due).
+    // Pacing only: sleep until an event arrives, the next backoff expires or a binding's wait
+    // times out (the clock decides what is due).
     Duration wait = queue_->NextReady().value_or(std::chrono::seconds(1));
+    if (!wait_deadlines_.empty()) {
+      wait = std::min(wait, wait_deadlines_.begin()->first - clock_.MonotonicNow());
+    }
     cv_.wait_for(lock, std::max(wait, Duration(std::chrono::milliseconds(1))));
   }
 }
@@ -288,6 +316,7 @@ int Scheduler::RunUntilIdle() {
   int attempts = 0;
   while (true) {
     Drain();
+    ExpireWaits();
     std::optional<QueuedPod> next = queue_->Pop();
     if (!next) break;
     ScheduleOne(std::move(*next));
@@ -392,6 +421,7 @@ void Scheduler::Apply(InboxItem& item) {
       }
       if (!Ours(*pod) || pod->metadata.deletion_timestamp.has_value() || Terminal(*pod)) {
         if (ErasePending(uid)) queue_->Delete(uid);
+        AbortWaiting(uid, "the pod is being deleted");
         return;
       }
       // Bound by this scheduler, not yet seen on its node: an update written before the Binding
@@ -417,6 +447,7 @@ void Scheduler::Apply(InboxItem& item) {
       auto pod = std::static_pointer_cast<const Pod>(item.old_object);
       const std::string& uid = pod->metadata.uid;
       if (ErasePending(uid)) queue_->Delete(uid);
+      AbortWaiting(uid, "the pod was deleted");
       first_seen_.erase(uid);
       bool placed = !pod->spec.node_name.empty() && !Terminal(*pod);
       cluster_.RemovePod(uid);
@@ -427,14 +458,22 @@ void Scheduler::Apply(InboxItem& item) {
       auto node = std::static_pointer_cast<const api::corev1::Node>(item.new_object);
       auto old = std::static_pointer_cast<const api::corev1::Node>(item.old_object);
       cluster_.UpsertNode(node);
+      if (api::labels::FindIsolationTaint(*node) != nullptr) {
+        isolated_nodes_[node->metadata.name] = node;
+      } else {
+        isolated_nodes_.erase(node->metadata.name);
+      }
       uint32_t actions = old ? NodeUpdateActions(*old, *node) : kAdd;
       if (actions != 0) MoveOnEvent({.resource = EventResource::kNode, .actions = actions});
       return;
     }
-    case Kind::kNodeDelete:
-      cluster_.RemoveNode(
-          std::static_pointer_cast<const api::corev1::Node>(item.old_object)->metadata.name);
+    case Kind::kNodeDelete: {
+      const std::string& name =
+          std::static_pointer_cast<const api::corev1::Node>(item.old_object)->metadata.name;
+      isolated_nodes_.erase(name);
+      cluster_.RemoveNode(name);
       return;
+    }
     case Kind::kClaim: {
       auto claim = std::static_pointer_cast<const rv1::ResourceClaim>(item.new_object);
       auto old = std::static_pointer_cast<const rv1::ResourceClaim>(item.old_object);
@@ -475,6 +514,7 @@ void Scheduler::Apply(InboxItem& item) {
       }
       if (claim->status.allocation.has_value()) claim_first_seen_.erase(uid);
       if (conflict && !ours) ReleaseConflictingAllocation(*claim);
+      if (!waiting_.empty()) CheckWaitingForClaim(*claim);
       ClusterEvent event{.resource = EventResource::kResourceClaim,
                          .actions = old ? kUpdate : kAdd,
                          .old_claim = old.get(),
@@ -501,6 +541,7 @@ void Scheduler::Apply(InboxItem& item) {
       claim_first_seen_.erase(claim->metadata.uid);
       confirmations_.Forget(claim->metadata.uid);
       cluster_.RemoveClaim(*claim);
+      if (!waiting_.empty()) CheckWaitingForClaim(*claim);
       return;
     }
     case Kind::kClass: {
@@ -519,11 +560,16 @@ void Scheduler::Apply(InboxItem& item) {
       cluster_.UpsertSlice(s);
       MoveOnEvent(
           {.resource = EventResource::kResourceSlice, .actions = item.old_object ? kUpdate : kAdd});
+      CheckAllWaiting();  // a device of a waiting binding may have been tainted
       return;
     }
     case Kind::kSliceDelete:
       cluster_.RemoveSlice(
           std::static_pointer_cast<const rv1::ResourceSlice>(item.old_object)->metadata.name);
+      CheckAllWaiting();
+      return;
+    case Kind::kBindingWaiting:
+      StartWaiting(std::move(item.binding), item.status);
       return;
     case Kind::kBindingDone:
       FinishBinding(std::move(item.binding), std::move(item.status));
@@ -575,7 +621,12 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     metrics_.attempts_scheduled.Increment();
     metrics_.attempt_scheduled_seconds.Observe(elapsed());
     if (options_.synchronous) {
-      PluginStatus s = framework_.RunBindingCycle(*binding->state, binding->info, binding->node);
+      PluginStatus s = framework_.RunPreBind(*binding->state, binding->info, binding->node);
+      if (s.code() == Code::kWait) {
+        StartWaiting(binding, s);
+        return;
+      }
+      if (s.ok()) s = framework_.RunBind(*binding->state, binding->info, binding->node);
       FinishBinding(binding, std::move(s));
     } else {
       RunAsync([this, binding] { RunBinding(binding); });
@@ -605,7 +656,20 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
 }
 
 void Scheduler::RunBinding(std::shared_ptr<Binding> binding) {
-  PluginStatus s = framework_.RunBindingCycle(*binding->state, binding->info, binding->node);
+  PluginStatus s = framework_.RunPreBind(*binding->state, binding->info, binding->node);
+  if (s.code() == Code::kWait) {
+    InboxItem item;
+    item.kind = InboxItem::Kind::kBindingWaiting;
+    item.binding = std::move(binding);
+    item.status = std::move(s);
+    Post(std::move(item));
+    return;
+  }
+  if (s.ok()) s = framework_.RunBind(*binding->state, binding->info, binding->node);
+  ReportBinding(std::move(binding), std::move(s));
+}
+
+void Scheduler::ReportBinding(std::shared_ptr<Binding> binding, PluginStatus s) {
   if (!s.ok()) {
     // Unreserve would release claims a pod bound by another replica uses; ask the API first (the
     // informer may not have delivered that binding yet).
@@ -664,9 +728,125 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
               status.Message());
   auto pending = pending_.find(uid);
   if (pending == pending_.end()) return;  // deleted or bound by someone else meanwhile
-  if (!lost) RecordFailure(pod, "SchedulerError", status.Message());
+  // A waiting binding nominated the pod (a newer version than the one that failed).
+  if (!lost) {
+    RecordFailure(binding->waiting ? *pending->second : pod, "SchedulerError", status.Message(),
+                  binding->waiting);
+  }
   binding->queued.pod = pending->second;
   queue_->RequeueAfterError(std::move(binding->queued));
+}
+
+void Scheduler::StartWaiting(std::shared_ptr<Binding> binding, const PluginStatus& status) {
+  const Pod& pod = *binding->info.pod;
+  const std::string uid = pod.metadata.uid;
+  Duration now = clock_.MonotonicNow();
+  binding->waiting = true;
+  binding->wait_started = now;
+  binding->wait_deadline = now + options_.binding_timeout;
+  binding->claim_keys.clear();
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    PodClaimName n = ClaimNameForPod(pod, entry);
+    if (!n.name.empty()) binding->claim_keys.push_back(ClaimKey(pod.metadata.namespace_, n.name));
+  }
+  if (ClusterState::ClaimPtr extended = cluster_.FindExtendedResourceClaim(uid)) {
+    binding->claim_keys.push_back(ClaimKey(extended->metadata.namespace_, extended->metadata.name));
+  }
+  for (const std::string& key : binding->claim_keys) waiting_claims_[key].insert(uid);
+  waiting_[uid] = binding;
+  wait_deadlines_.emplace(binding->wait_deadline, uid);
+  metrics_.binding_conditions_waiting.Increment();
+  if (events_) {
+    // upstream's BindingConditionsPending Event, naming the claims.
+    events_->Record(client::ReferenceTo(pod), "Normal", "BindingConditionsPending",
+                    status.Message() + " on node " + binding->node);
+  }
+  CheckWaiting(uid, /*timed_out=*/false);
+}
+
+void Scheduler::CheckWaiting(const std::string& uid, bool timed_out) {
+  auto it = waiting_.find(uid);
+  if (it == waiting_.end()) return;
+  std::shared_ptr<Binding> binding = it->second;
+  PluginStatus s =
+      framework_.CheckPreBindWait(*binding->state, binding->info, binding->node, timed_out);
+  if (s.code() == Code::kWait) {
+    if (!timed_out) return;
+    s = PluginStatus::Error(DeadlineExceededError("binding timed out: " + s.Message()));
+  }
+  EndWaiting(uid, s.ok() ? "ready" : (timed_out ? "timeout" : "failed"));
+  if (!s.ok()) {
+    FinishBinding(std::move(binding), std::move(s));
+    return;
+  }
+  if (options_.synchronous) {
+    PluginStatus bound = framework_.RunBind(*binding->state, binding->info, binding->node);
+    FinishBinding(std::move(binding), std::move(bound));
+    return;
+  }
+  RunAsync([this, binding] {
+    PluginStatus bound = framework_.RunBind(*binding->state, binding->info, binding->node);
+    ReportBinding(binding, std::move(bound));
+  });
+}
+
+void Scheduler::CheckWaitingForClaim(const rv1::ResourceClaim& claim) {
+  // The pods naming the claim, and its controlling pod (a claim generated from a template or
+  // for extended resources may be created after the wait began).
+  std::set<std::string> uids;
+  auto it = waiting_claims_.find(ClaimKey(claim.metadata.namespace_, claim.metadata.name));
+  if (it != waiting_claims_.end()) uids = it->second;
+  for (const api::metav1::OwnerReference& o : claim.metadata.owner_references) {
+    if (o.controller.value_or(false) && waiting_.contains(o.uid)) uids.insert(o.uid);
+  }
+  for (const std::string& uid : uids) CheckWaiting(uid, /*timed_out=*/false);
+}
+
+void Scheduler::CheckAllWaiting() {
+  if (waiting_.empty()) return;
+  std::vector<std::string> uids;
+  for (const auto& [uid, binding] : waiting_) uids.push_back(uid);
+  for (const std::string& uid : uids) CheckWaiting(uid, /*timed_out=*/false);
+}
+
+void Scheduler::ExpireWaits() {
+  Duration now = clock_.MonotonicNow();
+  while (!wait_deadlines_.empty() && wait_deadlines_.begin()->first <= now) {
+    std::string uid = wait_deadlines_.begin()->second;
+    wait_deadlines_.erase(wait_deadlines_.begin());
+    CheckWaiting(uid, /*timed_out=*/true);
+  }
+}
+
+void Scheduler::EndWaiting(const std::string& uid, std::string_view result) {
+  auto it = waiting_.find(uid);
+  if (it == waiting_.end()) return;
+  const Binding& binding = *it->second;
+  for (const std::string& key : binding.claim_keys) {
+    auto users = waiting_claims_.find(key);
+    if (users == waiting_claims_.end()) continue;
+    users->second.erase(uid);
+    if (users->second.empty()) waiting_claims_.erase(users);
+  }
+  for (auto [d, last] = wait_deadlines_.equal_range(binding.wait_deadline); d != last; ++d) {
+    if (d->second == uid) {
+      wait_deadlines_.erase(d);
+      break;
+    }
+  }
+  metrics_.binding_conditions_waiting.Decrement();
+  metrics_.binding_conditions_wait_seconds.WithLabels({result}).Observe(
+      std::chrono::duration<double>(clock_.MonotonicNow() - binding.wait_started).count());
+  waiting_.erase(it);
+}
+
+void Scheduler::AbortWaiting(const std::string& uid, const std::string& why) {
+  auto it = waiting_.find(uid);
+  if (it == waiting_.end()) return;
+  std::shared_ptr<Binding> binding = it->second;
+  EndWaiting(uid, "aborted");
+  FinishBinding(std::move(binding),
+                PluginStatus::Error(CancelledError("binding abandoned: " + why)));
 }
 
 void Scheduler::ReleaseConflictingAllocation(const rv1::ResourceClaim& claim) {
@@ -694,8 +874,8 @@ void Scheduler::ReleaseConflictingAllocation(const rv1::ResourceClaim& claim) {
   });
 }
 
-void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
-                              const std::string& message) {
+void Scheduler::RecordFailure(const Pod& pod, const std::string& reason, const std::string& message,
+                              bool clear_nomination) {
   if (!options_.record_events) return;
   events_->Record(client::ReferenceTo(pod), "Warning", "FailedScheduling", message);
   // PodScheduled=False with the explanation, unless the pod already says exactly that.
@@ -703,7 +883,9 @@ void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
   bool found = false;
   for (api::corev1::PodCondition& c : conditions) {
     if (c.type != api::corev1::kPodConditionTypePodScheduled) continue;
-    if (c.status == "False" && c.reason == reason && c.message == message) return;
+    if (c.status == "False" && c.reason == reason && c.message == message && !clear_nomination) {
+      return;
+    }
     found = true;
     if (c.status != "False") c.last_transition_time = api::Time::FromTimestamp(clock_.Now());
     c.status = "False";
@@ -723,9 +905,11 @@ void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
   for (const api::corev1::PodCondition& c : conditions) list.push_back(api::corev1::Encode(c));
   // Conditional on the pod version that failed: the list replaces the pod's conditions, and a
   // pod bound meanwhile (by another replica) must not be marked unschedulable.
+  boost::json::object status{{"conditions", std::move(list)}};
+  if (clear_nomination) status["nominatedNodeName"] = nullptr;
   boost::json::object patch{
       {"metadata", boost::json::object{{"resourceVersion", pod.metadata.resource_version}}},
-      {"status", boost::json::object{{"conditions", std::move(list)}}}};
+      {"status", std::move(status)}};
   std::string ns = pod.metadata.namespace_;
   std::string name = pod.metadata.name;
   client::ApiClient* api = &api_;
@@ -745,11 +929,20 @@ void Scheduler::UpdateGauges() {
   metrics_.pending_unschedulable.Set(
       static_cast<double>(queue_->unschedulable() - queue_->gated()));
   metrics_.pending_gated.Set(static_cast<double>(queue_->gated()));
+  if (!isolated_nodes_.empty() || metrics_.isolated_nodes.Value() != 0) {
+    Timestamp now = clock_.Now();
+    int isolated = 0;
+    for (const auto& [name, node] : isolated_nodes_) {
+      if (api::labels::IsIsolated(*node, now)) ++isolated;
+    }
+    metrics_.isolated_nodes.Set(isolated);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   stats_.active = queue_->active();
   stats_.backoff = queue_->backoff();
   stats_.unschedulable_pods = queue_->unschedulable();
   stats_.binding = binding_.size();
+  stats_.waiting = waiting_.size();
 }
 
 Scheduler::Stats Scheduler::stats() const {

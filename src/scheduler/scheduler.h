@@ -7,7 +7,10 @@
 //                cycle (framework.h), reserve, assume the pod on the node, hand the binding cycle
 //                to a binder thread; failures become FailedScheduling Events and a
 //                PodScheduled=False condition with the explanation
-//   binder threads: PreBind (claim writes) and Bind; the result goes back through the inbox
+//   binder threads: PreBind (claim writes) and Bind; the result goes back through the inbox.
+//                A PreBind that must wait (KEP-5007 binding conditions) hands the binding back to
+//                the loop, which re-checks it on the events that may concern it and when it
+//                times out, and then gives Bind to a binder thread: no thread waits for devices
 //
 // Only the loop thread touches the ClusterState, the queue and the plugins' loop-side state;
 // the simulator and tests may instead drive the loop step by step (`synchronous`), which runs
@@ -20,6 +23,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -72,6 +76,9 @@ struct SchedulerOptions {
   // (allocator::EvaluationBudget; 0: no limit). A spent budget fails the attempt with an error:
   // the Pod backs off and its namespace's cost account deprioritises its tenant's Pods (queue.h).
   uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
+  // How long a binding waits for devices' bindingConditions before it fails and the pod is
+  // retried (upstream DynamicResourcesArgs.bindingTimeout, default 600 s; at least 1 s).
+  Duration binding_timeout = std::chrono::seconds(600);
   // Informers shared with other components of the process (`draplane serve` shares them with the
   // embedded controller-manager); null: the scheduler runs its own. Their owner stops them.
   client::SharedInformers* informers = nullptr;
@@ -107,6 +114,7 @@ class Scheduler {
     size_t backoff = 0;
     size_t unschedulable_pods = 0;
     size_t binding = 0;
+    size_t waiting = 0;  // of `binding`: waiting for binding conditions
   };
   Stats stats() const;
 
@@ -121,7 +129,19 @@ class Scheduler {
   void Apply(InboxItem& item);
   void ScheduleOne(QueuedPod queued);
   void RunBinding(std::shared_ptr<Binding> binding);
+  // Binder thread: hands a finished binding cycle back to the loop.
+  void ReportBinding(std::shared_ptr<Binding> binding, PluginStatus status);
   void FinishBinding(std::shared_ptr<Binding> binding, PluginStatus status);
+  // Binding conditions (loop thread): a binding whose PreBind answered Wait, its re-check (on
+  // events, and with `timed_out` at its deadline), the bindings whose deadline passed, and the
+  // end of a wait.
+  void StartWaiting(std::shared_ptr<Binding> binding, const PluginStatus& status);
+  void CheckWaiting(const std::string& uid, bool timed_out);
+  void CheckWaitingForClaim(const api::resourcev1::ResourceClaim& claim);
+  void CheckAllWaiting();
+  void ExpireWaits();
+  void EndWaiting(const std::string& uid, std::string_view result);
+  void AbortWaiting(const std::string& uid, const std::string& why);
   void MoveOnEvent(const ClusterEvent& event);
   // MoveOnEvent for an event that can only concern the pods in `uids`.
   void MoveOnEventFor(const ClusterEvent& event, std::vector<std::string> uids);
@@ -129,8 +149,10 @@ class Scheduler {
   void SetPending(const std::string& uid, std::shared_ptr<const api::corev1::Pod> pod);
   bool ErasePending(const std::string& uid);
   void ReleaseConflictingAllocation(const api::resourcev1::ResourceClaim& claim);
+  // FailedScheduling Event and PodScheduled=False; `clear_nomination` also clears the
+  // nominatedNodeName a waiting binding set.
   void RecordFailure(const api::corev1::Pod& pod, const std::string& reason,
-                     const std::string& message);
+                     const std::string& message, bool clear_nomination = false);
   void RunAsync(std::function<void()> work);
   void BinderLoop();
   bool Ours(const api::corev1::Pod& pod) const;
@@ -156,6 +178,13 @@ class Scheduler {
   std::unordered_map<std::string, Duration> first_seen_;        // pod uid -> first enqueue
   std::unordered_map<std::string, Duration> claim_first_seen_;  // claim uid -> first event
   std::unordered_map<std::string, std::shared_ptr<Binding>> binding_;
+  // Bindings waiting for binding conditions (pod uid ->), their deadlines (monotonic, in order),
+  // and "namespace/claim" -> the waiting pods that use the claim.
+  std::map<std::string, std::shared_ptr<Binding>> waiting_;
+  std::multimap<Duration, std::string> wait_deadlines_;
+  std::unordered_map<std::string, std::set<std::string>> waiting_claims_;
+  // Nodes carrying the device-prepare-failures isolation taint (api/labels/node_isolation.h).
+  std::map<std::string, std::shared_ptr<const api::corev1::Node>> isolated_nodes_;
   Duration last_flush_{0};
   uint64_t attempts_ = 0;
 

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <condition_variable>
+#include <mutex>
 
+#include "client/shared_informers.h"
 #include "client/testing/cluster.h"
 
 namespace draplane::scheduler {
@@ -14,6 +17,9 @@ using client::testing::DeviceSpec;
 namespace rv1 = api::resourcev1;
 
 constexpr char kGpuClass[] = R"(device.driver == "gpu.example.com")";
+// The binding conditions of a fabric-attached GPU (KEP-5007).
+constexpr char kAttached[] = "gpu.example.com/attached";
+constexpr char kAttachFailed[] = "gpu.example.com/attach-failed";
 
 std::vector<DeviceSpec> Gpus(const std::string& prefix, int n, const std::string& model) {
   std::vector<DeviceSpec> out;
@@ -27,7 +33,7 @@ class SchedulerTest : public ::testing::Test {
  protected:
   void StartScheduler(SchedulerOptions options = {}) {
     options.random_seed = 7;
-    options.binder_threads = 4;
+    options.binder_threads = std::min(options.binder_threads, 4);
     scheduler_ = std::make_unique<Scheduler>(cluster_.api(), RealClock(), options);
     ASSERT_TRUE(scheduler_->Start().ok());
   }
@@ -56,6 +62,86 @@ class SchedulerTest : public ::testing::Test {
     if (!p.ok()) return "";
     for (const auto& c : p->status.conditions) {
       if (c.type == "PodScheduled" && c.status == "False") return c.message;
+    }
+    return "";
+  }
+
+  // Publishes the devices of `node`'s GPU slice with binding conditions, as a fabric manager
+  // publishes devices that must be attached before use.
+  void WithBindingConditions(const std::string& node) {
+    StatusOr<rv1::ResourceSlice> slice =
+        client::Get<rv1::ResourceSlice>(cluster_.api(), "", node + "-gpu.example.com");
+    ASSERT_TRUE(slice.ok());
+    for (rv1::Device& d : slice->spec.devices) {
+      d.binding_conditions = {kAttached};
+      d.binding_failure_conditions = {kAttachFailed};
+      d.binds_to_node = true;
+    }
+    ASSERT_TRUE(client::Update(cluster_.api(), *slice).ok());
+  }
+  // Taints one device of `node`'s GPU slice (what a health monitor or attach controller does).
+  void TaintDevice(const std::string& node, const std::string& device) {
+    StatusOr<rv1::ResourceSlice> slice =
+        client::Get<rv1::ResourceSlice>(cluster_.api(), "", node + "-gpu.example.com");
+    ASSERT_TRUE(slice.ok());
+    for (rv1::Device& d : slice->spec.devices) {
+      if (d.name != device) continue;
+      d.taints.emplace_back();
+      d.taints.back().key = "gpu.example.com/unhealthy";
+      d.taints.back().effect = "NoSchedule";
+    }
+    slice->spec.pool.generation++;
+    ASSERT_TRUE(client::Update(cluster_.api(), *slice).ok());
+  }
+  // Sets a condition of every allocated device of `claim` in its status.devices, as the attach
+  // controller of a fabric does.
+  void SetDeviceCondition(const std::string& claim, const std::string& type,
+                          const std::string& message = "") {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    ASSERT_TRUE(c.ok() && c->status.allocation.has_value());
+    for (const auto& r : c->status.allocation->devices.results) {
+      rv1::AllocatedDeviceStatus d;
+      d.driver = r.driver;
+      d.pool = r.pool;
+      d.device = r.device;
+      api::metav1::Condition condition;
+      condition.type = type;
+      condition.status = "True";
+      condition.reason = type == kAttached ? "Attached" : "AttachFailed";
+      condition.message = message;
+      condition.last_transition_time = api::Time::FromTimestamp(cluster_.clock().Now());
+      d.conditions.push_back(condition);
+      c->status.devices.push_back(d);
+    }
+    ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c).ok());
+  }
+  // The allocated devices of a claim ("pool/device"), or "".
+  std::string DevicesOf(const std::string& claim) {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    if (!c.ok() || !c->status.allocation.has_value()) return "";
+    std::string out;
+    for (const auto& r : c->status.allocation->devices.results) {
+      if (!out.empty()) out += ",";
+      out += r.pool + "/" + r.device;
+    }
+    return out;
+  }
+  bool ReservedFor(const std::string& claim, const std::string& pod) {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    if (!c.ok()) return false;
+    for (const auto& r : c->status.reserved_for) {
+      if (r.name == pod) return true;
+    }
+    return false;
+  }
+  // The message of the first Event of `pod` with `reason` that contains `text`, or "".
+  std::string EventWith(const std::string& pod, const std::string& reason,
+                        const std::string& text = "") {
+    for (const auto& e : cluster_.Events()) {
+      if (e.involved_object.name == pod && e.reason == reason &&
+          e.message.find(text) != std::string::npos) {
+        return e.message;
+      }
     }
     return "";
   }
@@ -399,6 +485,176 @@ TEST_F(SchedulerTest, PodsWaitForTheirGeneratedClaims) {
                                               client::PatchType::kMerge, patch, "status")
                   .ok());
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p"); }));
+}
+
+TEST_F(SchedulerTest, ABindingWaitsForBindingConditionsWithoutHoldingABinderThread) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a", {{"kind", "fabric"}});
+  cluster_.Node("node-b", {{"kind", "local"}});
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Slice("node-b", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  WithBindingConditions("node-a");
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Claim(cluster_.ClaimSpec("c2", "gpu"));
+  api::corev1::Pod p1 = cluster_.PodSpec("p1", {"c1"});
+  p1.spec.node_selector["kind"] = "fabric";
+  cluster_.Pod(p1);
+  SchedulerOptions options;
+  options.binder_threads = 1;
+  StartScheduler(options);
+  // Allocated, reserved, nominated to the node (KEP-5278), and waiting: not bound.
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<api::corev1::Pod> p = cluster_.GetPod("p1");
+    return ReservedFor("c1", "p1") && p.ok() && p->status.nominated_node_name == "node-a";
+  }));
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return !EventWith("p1", "BindingConditionsPending", "claim default/c1").empty(); }));
+  EXPECT_EQ(DevicesOf("c1"), "node-a/gpu-0");
+  StatusOr<rv1::ResourceClaim> c1 = cluster_.GetClaim("c1");
+  ASSERT_TRUE(c1.ok());
+  EXPECT_TRUE(c1->status.allocation->allocation_timestamp.has_value());
+  EXPECT_EQ(c1->status.allocation->devices.results[0].binding_conditions,
+            std::vector<std::string>{kAttached});
+  EXPECT_FALSE(Bound("p1"));
+  // The waiting binding holds no binder thread: with a single binder another pod binds.
+  api::corev1::Pod p2 = cluster_.PodSpec("p2", {"c2"});
+  p2.spec.node_selector["kind"] = "local";
+  cluster_.Pod(p2);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+  EXPECT_FALSE(Bound("p1"));
+  EXPECT_EQ(scheduler_->stats().waiting, 1u);
+  // The attach controller reports the device attached: the binding goes on.
+  SetDeviceCondition("c1", kAttached);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(NodeOf("p1"), "node-a");
+  EXPECT_EQ(scheduler_->stats().errors, 0);
+}
+
+TEST_F(SchedulerTest, ABindingFailureConditionReleasesTheDeviceAndThePodGoesElsewhere) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Node("node-b");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Slice("node-b", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  WithBindingConditions("node-a");
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  // Without scores the first feasible node in name order wins: node-a.
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return ReservedFor("c1", "p1"); }));
+  ASSERT_EQ(DevicesOf("c1"), "node-a/gpu-0");
+  SetDeviceCondition("c1", kAttachFailed, "fabric port busy");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return !EventWith("p1", "FailedScheduling", "gpu.example.com/node-a/gpu-0").empty();
+  }));
+  std::string message = EventWith("p1", "FailedScheduling", "gpu.example.com/node-a/gpu-0");
+  EXPECT_NE(message.find("binding failure condition gpu.example.com/attach-failed is True "
+                         "(AttachFailed: fabric port busy)"),
+            std::string::npos)
+      << message;
+  EXPECT_FALSE(Bound("p1"));
+  // The attach controller keeps the failed device from being picked again (KEP-5007): the
+  // retry lands on node-b.
+  TaintDevice("node-a", "gpu-0");
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(NodeOf("p1"), "node-b");
+  EXPECT_EQ(DevicesOf("c1"), "node-b/gpu-0");
+}
+
+TEST_F(SchedulerTest, ABindingThatOutlivesTheBindingTimeoutFails) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  WithBindingConditions("node-a");
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  SchedulerOptions options;
+  options.binding_timeout = std::chrono::seconds(1);
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return !EventWith("p1", "FailedScheduling", "binding timed out").empty(); }));
+  std::string message = EventWith("p1", "FailedScheduling", "binding timed out");
+  EXPECT_NE(message.find("binding timed out after 1s: claim default/c1: device "
+                         "gpu.example.com/node-a/gpu-0: binding condition "
+                         "gpu.example.com/attached is not reported"),
+            std::string::npos)
+      << message;
+  EXPECT_FALSE(Bound("p1"));
+}
+
+TEST_F(SchedulerTest, ADeviceTaintedWhileItsBindingWaitsIsNotBound) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 2, "A100"));
+  WithBindingConditions("node-a");
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return ReservedFor("c1", "p1"); }));
+  ASSERT_EQ(DevicesOf("c1"), "node-a/gpu-0");
+  TaintDevice("node-a", "gpu-0");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return !EventWith("p1", "FailedScheduling",
+                      "device gpu.example.com/node-a/gpu-0 has the taint "
+                      "gpu.example.com/unhealthy:NoSchedule")
+                .empty();
+  }));
+  // The retry takes the healthy device and waits for it.
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return ReservedFor("c1", "p1") && DevicesOf("c1") == "node-a/gpu-1"; }));
+  SetDeviceCondition("c1", kAttached);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(DevicesOf("c1"), "node-a/gpu-1");
+}
+
+TEST_F(SchedulerTest, ADeviceTaintedBetweenFilterAndPreBindIsNotBound) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 2, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  // PreBind's first claim write waits until the device chosen by Filter is tainted and the
+  // scheduler's cache has seen it.
+  client::SharedInformers informers(cluster_.api());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool reached = false;
+  bool release = false;
+  cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
+    if (r.verb != client::Verb::kUpdate || r.resource->resource != "resourceclaims") {
+      return std::nullopt;
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    if (!reached) {
+      reached = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }
+    return std::nullopt;
+  });
+  SchedulerOptions options;
+  options.informers = &informers;
+  StartScheduler(options);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return reached; }));
+  }
+  TaintDevice("node-a", "gpu-0");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    auto slice = informers.Get<rv1::ResourceSlice>().Get("", "node-a-gpu.example.com");
+    return slice != nullptr && !slice->spec.devices[0].taints.empty();
+  }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(DevicesOf("c1"), "node-a/gpu-1");
+  EXPECT_NE(EventWith("p1", "FailedScheduling", "gpu.example.com/node-a/gpu-0 has the taint"), "");
+  scheduler_->Stop();
+  cluster_.api().SetInterceptor(nullptr);
+  informers.Stop();
 }
 
 }  // namespace

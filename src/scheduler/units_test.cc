@@ -515,5 +515,88 @@ TEST(ResourcesTest, PodRequestsFollowUpstreamRules) {
   EXPECT_FALSE(IsExtendedResourceName("deviceclass.resource.kubernetes.io/gpu"));
 }
 
+TEST(BindingConditionsTest, ReadyWhenEveryBindingConditionIsTrueFailedWhenAFailureConditionIs) {
+  auto claim = std::make_shared<rv1::ResourceClaim>(*AllocatedClaim("c", "u", "node-a", "gpu-0"));
+  EXPECT_EQ(ClaimBindingReadiness(*claim).kind, BindingReadiness::Kind::kReady);
+  rv1::DeviceRequestAllocationResult& r = claim->status.allocation->devices.results[0];
+  r.binding_conditions = {"gpu.example.com/attached", "gpu.example.com/powered"};
+  r.binding_failure_conditions = {"gpu.example.com/attach-failed"};
+  EXPECT_TRUE(HasBindingConditions(*claim->status.allocation));
+  BindingReadiness readiness = ClaimBindingReadiness(*claim);
+  EXPECT_EQ(readiness.kind, BindingReadiness::Kind::kWaiting);
+  EXPECT_EQ(readiness.message,
+            "claim team-a/c: device gpu.example.com/node-a/gpu-0: binding condition "
+            "gpu.example.com/attached is not reported");
+  rv1::AllocatedDeviceStatus status;
+  status.driver = "gpu.example.com";
+  status.pool = "node-a";
+  status.device = "gpu-0";
+  auto condition = [](const std::string& type, const std::string& value) {
+    api::metav1::Condition c;
+    c.type = type;
+    c.status = value;
+    return c;
+  };
+  status.conditions = {condition("gpu.example.com/attached", "True"),
+                       condition("gpu.example.com/powered", "False")};
+  claim->status.devices = {status};
+  readiness = ClaimBindingReadiness(*claim);
+  EXPECT_EQ(readiness.kind, BindingReadiness::Kind::kWaiting);
+  EXPECT_NE(readiness.message.find("gpu.example.com/powered is \"False\""), std::string::npos)
+      << readiness.message;
+  claim->status.devices[0].conditions[1].status = "True";
+  EXPECT_EQ(ClaimBindingReadiness(*claim).kind, BindingReadiness::Kind::kReady);
+  // A failure condition wins over readiness.
+  api::metav1::Condition failed = condition("gpu.example.com/attach-failed", "True");
+  failed.reason = "PortBusy";
+  failed.message = "fabric port 3 busy";
+  claim->status.devices[0].conditions.push_back(failed);
+  readiness = ClaimBindingReadiness(*claim);
+  EXPECT_EQ(readiness.kind, BindingReadiness::Kind::kFailed);
+  EXPECT_EQ(readiness.message,
+            "claim team-a/c: device gpu.example.com/node-a/gpu-0: binding failure condition "
+            "gpu.example.com/attach-failed is True (PortBusy: fabric port 3 busy)");
+}
+
+TEST(BindTimeHealthTest, AGoneOrUntoleratedTaintedDeviceIsAProblem) {
+  std::vector<std::shared_ptr<const rv1::ResourceSlice>> pool = {Slice("node-a", {"A100", "A100"})};
+  auto slices = [&](std::string_view driver, std::string_view name) {
+    std::vector<std::shared_ptr<const rv1::ResourceSlice>> out;
+    for (const auto& s : pool) {
+      if (s->spec.driver == driver && s->spec.pool.name == name) out.push_back(s);
+    }
+    return out;
+  };
+  rv1::AllocationResult allocation =
+      *AllocatedClaim("c", "u", "node-a", "gpu-1")->status.allocation;
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices), "");
+  // Tainted: NoSchedule blocks unless tolerated; effect None never does.
+  auto tainted = std::make_shared<rv1::ResourceSlice>(*pool[0]);
+  tainted->spec.devices[1].taints.emplace_back();
+  tainted->spec.devices[1].taints.back().key = "gpu.example.com/unhealthy";
+  tainted->spec.devices[1].taints.back().effect = "None";
+  pool = {tainted};
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices), "");
+  tainted->spec.devices[1].taints.back().effect = "NoSchedule";
+  EXPECT_EQ(
+      AllocatedDeviceProblem(allocation, slices),
+      "device gpu.example.com/node-a/gpu-1 has the taint gpu.example.com/unhealthy:NoSchedule, "
+      "which is not tolerated");
+  allocation.devices.results[0].tolerations.emplace_back();
+  allocation.devices.results[0].tolerations.back().key = "gpu.example.com/unhealthy";
+  allocation.devices.results[0].tolerations.back().operator_ = "Exists";
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices), "");
+  // Only the pool's newest generation counts: a newer slice without the device means it is gone.
+  auto newer = std::make_shared<rv1::ResourceSlice>(*Slice("node-a", {"A100"}));
+  newer->metadata.name = "node-a-slice-2";
+  newer->spec.pool.generation = 2;
+  pool = {tainted, newer};
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices),
+            "device gpu.example.com/node-a/gpu-1 is no longer published");
+  pool = {};
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices),
+            "device gpu.example.com/node-a/gpu-1 is no longer published");
+}
+
 }  // namespace
 }  // namespace draplane::scheduler

@@ -6,7 +6,9 @@
 
 #include "allocator/allocator.h"
 #include "api/labels/node_selector.h"
+#include "api/labels/taints.h"
 #include "api/object.h"
+#include "api/resource_pool.h"
 #include "client/typed.h"
 #include "common/log.h"
 #include "scheduler/explain.h"
@@ -69,6 +71,8 @@ struct BindRecord {
   std::string name;  // the claim's name in the API
   std::string uid;
   bool reserved = false;
+  // The claim's resourceVersion after this attempt's write.
+  uint64_t written_version = 0;
   bool lost = false;
   // The write was not seen back in time: whether it won is not known yet, and another replica
   // may already use it if it did, so nothing is undone. Observers clear it if it lost
@@ -91,6 +95,20 @@ struct DraState {
   bool any_first_available = false;
   std::vector<BindRecord> binds;
   const Variant* reserved_variant = nullptr;
+  // KEP-5007, set by PreBind when it answers Wait: the pod's claims whose devices have binding
+  // conditions, with the version this attempt wrote (0: allocated by an earlier attempt) and when
+  // the wait began (wall clock).
+  struct Waited {
+    std::string namespace_;
+    std::string name;
+    std::string uid;
+    uint64_t written_version = 0;
+  };
+  std::vector<Waited> waited;
+  Timestamp wait_since{};
+  // A device failed this binding (binding condition, taint, disappearance, timeout): Unreserve
+  // releases the allocations written in this attempt, not only the reservation.
+  bool release_allocations = false;
   // Allocator explanations of the nodes explained in this attempt.
   std::map<std::string, allocator::Explanation, std::less<>> explanations;
   // What the attempt's selector evaluations may cost, over all nodes.
@@ -334,6 +352,16 @@ class DynamicResources final : public PreEnqueuePlugin,
         if (!r.first_available.empty()) state->max_score += kFirstAvailableMaxSize;
       }
       if (claim.status.allocation.has_value()) {
+        if (auto r = releasing_.find(claim.metadata.uid); r != releasing_.end()) {
+          if (*r->second == *claim.status.allocation) {
+            // A device failed this allocation's binding and its release is under way; the
+            // deallocation event brings the pod back.
+            return PluginStatus::Unschedulable(
+                "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
+                " is being deallocated");
+          }
+          releasing_.erase(r);
+        }
         if (cluster.ledger().IsConflicting(claim.metadata.uid)) {
           // Another scheduler allocated these devices first; the writer of this allocation gives
           // it back (device_ledger.h, "Conflicts").
@@ -399,13 +427,24 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
     for (size_t i = 0; i < s->claims.size(); ++i) {
       const ClaimEntry& e = s->claims[i];
-      if (!e.available_on) continue;
-      StatusOr<bool> m = e.available_on->Match(node.node());
-      if (!m.ok() || !*m) {
-        s->unavailable.insert(i);
-        return PluginStatus::Unresolvable(explain ? "claim " + e.pod_claim_name +
-                                                        " is allocated to devices of other nodes"
-                                                  : "resourceclaim not available on the node");
+      if (e.available_on) {
+        StatusOr<bool> m = e.available_on->Match(node.node());
+        if (!m.ok() || !*m) {
+          s->unavailable.insert(i);
+          return PluginStatus::Unresolvable(explain ? "claim " + e.pod_claim_name +
+                                                          " is allocated to devices of other nodes"
+                                                    : "resourceclaim not available on the node");
+        }
+      }
+      // upstream Filter: a claim whose binding failed or timed out is unavailable, so that
+      // PostFilter deallocates it and a later attempt tries other devices.
+      if (e.claim != nullptr && e.claim->status.allocation.has_value() && BindingConditionsOn()) {
+        std::string failed = FailedBinding(*e.claim);
+        if (!failed.empty()) {
+          s->unavailable.insert(i);
+          return PluginStatus::Unresolvable(explain ? "claim " + e.pod_claim_name + ": " + failed
+                                                    : "resourceclaim binding failed");
+        }
       }
     }
     Variant* v = VariantFor(*s, *info.pod, node);
@@ -564,18 +603,21 @@ class DynamicResources final : public PreEnqueuePlugin,
       if (b.unconfirmed) continue;
       if (e.special && b.created) {
         DeleteClaimAsync(ns, b.name, b.uid);
-      } else if (b.lost) {
+      } else if (b.lost || (s->release_allocations && b.reserved && b.allocation != nullptr)) {
+        if (!b.lost) releasing_[b.uid] = b.allocation;
         DeallocateAsync(ns, b.name, b.uid, "", "", b.allocation);
       } else if (b.reserved) {
         DeallocateAsync(ns, b.name, b.uid, pod.metadata.name, pod.metadata.uid, b.allocation);
       }
     }
     s->binds.clear();
+    s->waited.clear();
+    s->release_allocations = false;
   }
 
   PluginStatus PreBind(CycleState& cycle, const PodInfo& info, const std::string& node) override {
     DraState* s = cycle.Get<DraState>();
-    if (s == nullptr || s->binds.empty()) return PluginStatus::Skip();
+    if (s == nullptr || s->claims.empty()) return PluginStatus::Skip();
     const Pod& pod = *info.pod;
     std::string special_name;
     for (BindRecord& b : s->binds) {
@@ -593,11 +635,154 @@ class DynamicResources final : public PreEnqueuePlugin,
       Status patched = RecordExtendedResourceClaim(pod, special_name, *s->reserved_variant);
       if (!patched.ok()) return PluginStatus::Error(patched);
     }
-    (void)node;
+    if (BindingConditionsOn()) {
+      CollectWaited(*s, pod.metadata.namespace_);
+      if (!s->waited.empty()) {
+        s->wait_since = deps_.clock->Now();
+        Status nominated = Nominate(pod, node);
+        if (!nominated.ok()) return PluginStatus::Error(nominated);
+        return PluginStatus::Wait("waiting for binding conditions of " + WaitedNames(*s));
+      }
+    }
+    std::string problem = DeviceProblem(*s, pod.metadata.namespace_);
+    if (!problem.empty()) {
+      s->release_allocations = true;
+      return PluginStatus::Error(FailedPreconditionError(problem));
+    }
     return PluginStatus::Success();
   }
 
+  PluginStatus CheckPreBindWait(CycleState& cycle, const PodInfo& info, const std::string&,
+                                bool timed_out) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr || s->waited.empty()) return PluginStatus::Success();
+    std::string waiting;
+    for (const DraState::Waited& w : s->waited) {
+      ClusterState::ClaimPtr claim = deps_.cluster->FindClaim(w.namespace_, w.name);
+      std::string key = ClaimKey(w.namespace_, w.name);
+      if (claim == nullptr || claim->metadata.uid != w.uid) {
+        return FailBinding(*s, "claim " + key + " was deleted while waiting for its devices");
+      }
+      uint64_t seen = ParseVersion(claim->metadata.resource_version);
+      if (seen < w.written_version) {
+        if (waiting.empty()) waiting = "claim " + key + ": this attempt's allocation not seen yet";
+        continue;  // the informer has not delivered our own write yet
+      }
+      if (!claim->status.allocation.has_value()) {
+        return FailBinding(*s, "claim " + key + " was deallocated while waiting for its devices");
+      }
+      BindingReadiness r = ClaimBindingReadiness(*claim);
+      if (r.kind == BindingReadiness::Kind::kFailed) return FailBinding(*s, r.message);
+      if (r.kind == BindingReadiness::Kind::kWaiting) {
+        if (waiting.empty()) waiting = r.message;
+        if (!timed_out && TimedOut(*claim, s->wait_since)) timed_out = true;
+      }
+    }
+    std::string problem = DeviceProblem(*s, info.pod->metadata.namespace_);
+    if (!problem.empty()) return FailBinding(*s, problem);
+    if (waiting.empty()) return PluginStatus::Success();
+    if (timed_out) {
+      return FailBinding(
+          *s, "binding timed out after " + SecondsText(options_.binding_timeout) + ": " + waiting);
+    }
+    return PluginStatus::Wait(waiting);
+  }
+
  private:
+  bool BindingConditionsOn() const { return options_.features.device_binding_and_status; }
+
+  // Why an allocated claim's binding failed (a failure condition is True, or it is not ready and
+  // was allocated longer than binding_timeout ago), or "" (upstream Filter's check).
+  std::string FailedBinding(const rv1::ResourceClaim& claim) const {
+    BindingReadiness r = ClaimBindingReadiness(claim);
+    if (r.kind == BindingReadiness::Kind::kFailed) return r.message;
+    if (r.kind == BindingReadiness::Kind::kWaiting && TimedOut(claim, Timestamp::max())) {
+      return "binding timed out after " + SecondsText(options_.binding_timeout) + ": " + r.message;
+    }
+    return "";
+  }
+
+  // upstream isClaimTimeout: allocated (allocationTimestamp, else `since`) longer than
+  // binding_timeout ago.
+  bool TimedOut(const rv1::ResourceClaim& claim, Timestamp since) const {
+    if (claim.status.allocation.has_value() &&
+        claim.status.allocation->allocation_timestamp.has_value() &&
+        !claim.status.allocation->allocation_timestamp->empty()) {
+      since = std::min(since, claim.status.allocation->allocation_timestamp->ToTimestamp());
+    }
+    if (since == Timestamp::max()) return false;
+    return deps_.clock->Now() - since >= options_.binding_timeout;
+  }
+
+  static std::string SecondsText(Duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + "s";
+  }
+
+  // The pod's claims (in `ns`) whose allocation, as this attempt wrote it or as the claim already
+  // had it, has devices with binding conditions.
+  static void CollectWaited(DraState& s, const std::string& ns) {
+    s.waited.clear();
+    std::set<size_t> written;
+    for (const BindRecord& b : s.binds) {
+      if (!b.reserved) continue;
+      written.insert(b.entry);
+      const ClaimEntry& e = s.claims[b.entry];
+      const rv1::AllocationResult* a = b.allocation.get();
+      if (a == nullptr && e.claim != nullptr && e.claim->status.allocation) {
+        a = &*e.claim->status.allocation;
+      }
+      if (a == nullptr || !HasBindingConditions(*a)) continue;
+      s.waited.push_back({ns, b.name, b.uid, b.written_version});
+    }
+    for (size_t i = 0; i < s.claims.size(); ++i) {
+      const ClaimEntry& e = s.claims[i];
+      if (written.contains(i) || e.claim == nullptr || !e.claim->status.allocation ||
+          !HasBindingConditions(*e.claim->status.allocation)) {
+        continue;
+      }
+      s.waited.push_back({ns, e.claim->metadata.name, e.claim->metadata.uid, 0});
+    }
+  }
+
+  static std::string WaitedNames(const DraState& s) {
+    std::string out;
+    for (const DraState::Waited& w : s.waited) {
+      if (!out.empty()) out += ", ";
+      out += "claim " + ClaimKey(w.namespace_, w.name);
+    }
+    return out;
+  }
+
+  PluginStatus FailBinding(DraState& s, std::string message) const {
+    s.release_allocations = true;
+    return PluginStatus::Error(FailedPreconditionError(std::move(message)));
+  }
+
+  // Health at bind time: the first device allocated in this attempt that is gone or tainted, or
+  // "".
+  std::string DeviceProblem(const DraState& s, const std::string& ns) const {
+    if (!deps_.pool_slices || !options_.features.device_taints) return "";
+    for (const BindRecord& b : s.binds) {
+      if (b.allocation == nullptr) continue;
+      std::string problem = AllocatedDeviceProblem(*b.allocation, deps_.pool_slices);
+      if (!problem.empty()) return "claim " + ClaimKey(ns, b.name) + ": " + problem;
+    }
+    return "";
+  }
+
+  // KEP-5278: the pod's nominatedNodeName says where its binding is going while it waits, so the
+  // controllers that attach its devices (and `kubectl get pods -o wide`) know.
+  Status Nominate(const Pod& pod, const std::string& node) {
+    if (pod.status.nominated_node_name == node) return Status::Ok();
+    boost::json::object patch{{"status", boost::json::object{{"nominatedNodeName", node}}}};
+    return client::Patch<Pod>(*deps_.api, pod.metadata.namespace_, pod.metadata.name,
+                              client::PatchType::kMerge, std::move(patch), "status",
+                              options_.field_manager)
+        .status()
+        .WithPrefix("nominate pod " + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
+                    " to node " + node);
+  }
+
   // The reason a pod's claims are not ready, or "" (upstream foreachPodResourceClaim).
   std::string CheckClaims(const Pod& pod) const {
     for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
@@ -740,6 +925,11 @@ class DynamicResources final : public PreEnqueuePlugin,
           current = std::move(*updated);
         }
         current.status.allocation = *b->allocation;
+        if (BindingConditionsOn() && !current.status.allocation->allocation_timestamp) {
+          // upstream bindClaim: when the binding may wait, the timeout is counted from here.
+          current.status.allocation->allocation_timestamp =
+              api::Time::FromTimestamp(deps_.clock->Now());
+        }
       } else {
         if (IsReservedForPod(pod, current)) return Status::Ok();
         if (!current.status.allocation.has_value()) {
@@ -761,8 +951,13 @@ class DynamicResources final : public PreEnqueuePlugin,
       b->reserved = true;
       b->name = written->metadata.name;
       b->uid = written->metadata.uid;
+      b->written_version = ParseVersion(written->metadata.resource_version);
+      if (b->allocation && written->status.allocation) {
+        // What the claim holds now (with its allocationTimestamp): Unreserve undoes exactly this.
+        b->allocation = std::make_shared<const rv1::AllocationResult>(*written->status.allocation);
+      }
       if (b->allocation && options_.confirm_allocations && deps_.confirmations != nullptr) {
-        uint64_t rv = ParseVersion(written->metadata.resource_version);
+        uint64_t rv = b->written_version;
         if (rv != 0) {
           AllocationConfirmations::Outcome o =
               deps_.confirmations->Await(b->uid, rv, options_.confirm_timeout);
@@ -890,6 +1085,10 @@ class DynamicResources final : public PreEnqueuePlugin,
 
   DynamicResourcesDeps deps_;
   DynamicResourcesOptions options_;
+  // Loop thread: claims (uid) whose allocation this scheduler releases because a device failed its
+  // binding, until the cache shows the claim without that allocation; PreFilter must not reuse
+  // it meanwhile.
+  std::map<std::string, std::shared_ptr<const rv1::AllocationResult>> releasing_;
 };
 
 }  // namespace
@@ -962,6 +1161,96 @@ bool IsReservedForPod(const Pod& pod, const rv1::ResourceClaim& claim) {
     if (r.resource == "pods" && r.api_group.empty() && r.uid == pod.metadata.uid) return true;
   }
   return false;
+}
+
+bool HasBindingConditions(const rv1::AllocationResult& allocation) {
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    if (!r.binding_conditions.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
+
+std::string DeviceId(const rv1::DeviceRequestAllocationResult& r) {
+  return r.driver + "/" + r.pool + "/" + r.device;
+}
+
+// upstream getAllocatedDeviceStatus: the status entry of an allocated device.
+const rv1::AllocatedDeviceStatus* DeviceStatusOf(const rv1::ResourceClaim& claim,
+                                                 const rv1::DeviceRequestAllocationResult& r) {
+  for (const rv1::AllocatedDeviceStatus& d : claim.status.devices) {
+    if (d.driver == r.driver && d.pool == r.pool && d.device == r.device) return &d;
+  }
+  return nullptr;
+}
+
+const api::metav1::Condition* FindCondition(const rv1::AllocatedDeviceStatus* status,
+                                            std::string_view type) {
+  if (status == nullptr) return nullptr;
+  for (const api::metav1::Condition& c : status->conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+BindingReadiness ClaimBindingReadiness(const rv1::ResourceClaim& claim) {
+  BindingReadiness out;
+  if (!claim.status.allocation.has_value()) {
+    out.kind = BindingReadiness::Kind::kWaiting;
+    out.message =
+        "claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) + " is not allocated";
+    return out;
+  }
+  std::string key = ClaimKey(claim.metadata.namespace_, claim.metadata.name);
+  for (const rv1::DeviceRequestAllocationResult& r : claim.status.allocation->devices.results) {
+    if (r.binding_conditions.empty()) continue;
+    const rv1::AllocatedDeviceStatus* status = DeviceStatusOf(claim, r);
+    for (const std::string& type : r.binding_failure_conditions) {
+      const api::metav1::Condition* c = FindCondition(status, type);
+      if (c == nullptr || c->status != "True") continue;
+      out.kind = BindingReadiness::Kind::kFailed;
+      out.message = "claim " + key + ": device " + DeviceId(r) + ": binding failure condition " +
+                    type + " is True";
+      if (!c->reason.empty() || !c->message.empty()) {
+        out.message += " (" + c->reason + (c->message.empty() ? "" : ": " + c->message) + ")";
+      }
+      return out;
+    }
+    if (out.kind != BindingReadiness::Kind::kReady) continue;
+    for (const std::string& type : r.binding_conditions) {
+      const api::metav1::Condition* c = FindCondition(status, type);
+      if (c != nullptr && c->status == "True") continue;
+      out.kind = BindingReadiness::Kind::kWaiting;
+      out.message = "claim " + key + ": device " + DeviceId(r) + ": binding condition " + type +
+                    " is " + (c == nullptr ? "not reported" : "\"" + c->status + "\"");
+      break;
+    }
+  }
+  return out;
+}
+
+std::string AllocatedDeviceProblem(
+    const rv1::AllocationResult& allocation,
+    const std::function<std::vector<std::shared_ptr<const rv1::ResourceSlice>>(
+        std::string_view driver, std::string_view pool)>& slices) {
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    std::vector<std::shared_ptr<const rv1::ResourceSlice>> pool = slices(r.driver, r.pool);
+    std::vector<const rv1::ResourceSlice*> views;
+    for (const auto& slice : pool) views.push_back(slice.get());
+    const rv1::Device* device = api::FindPublishedDevice(views, r.device);
+    if (device == nullptr) return "device " + DeviceId(r) + " is no longer published";
+    std::optional<size_t> taint =
+        api::labels::FindUntoleratedDeviceTaint(device->taints, r.tolerations);
+    if (taint) {
+      const rv1::DeviceTaint& t = device->taints[*taint];
+      return "device " + DeviceId(r) + " has the taint " + t.key +
+             (t.value.empty() ? "" : "=" + t.value) + ":" + t.effect + ", which is not tolerated";
+    }
+  }
+  return "";
 }
 
 const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node) {

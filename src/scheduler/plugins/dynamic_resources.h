@@ -23,10 +23,28 @@
 //               claim. API work runs asynchronously.
 //   PreBind     per claim not yet reserved for the pod, with conflict retries: create the special
 //               claim; add the finalizer resource.kubernetes.io/delete-protection (Update); set
-//               status.allocation and append the pod to status.reservedFor (UpdateStatus); then
-//               wait until this scheduler observes its own write and learns whether another
-//               scheduler allocated one of the devices first (device_ledger.h) — a lost race
-//               fails the binding. Records pod.status.extendedResourceClaimStatus.
+//               status.allocation (with allocationTimestamp when binding conditions are on) and
+//               append the pod to status.reservedFor (UpdateStatus); then wait until this
+//               scheduler observes its own write and learns whether another scheduler allocated
+//               one of the devices first (device_ledger.h) — a lost race fails the binding.
+//               Records pod.status.extendedResourceClaimStatus. Then:
+//                 - binding conditions (KEP-5007, upstream PreBind's wait): when an allocated
+//                   device of the pod's claims has bindingConditions, nominate the pod to the
+//                   node (status.nominatedNodeName, KEP-5278, so that the device's attach
+//                   controller knows where it goes) and answer Wait. CheckPreBindWait, on the
+//                   loop thread and on every relevant event, reads the claims from the cache:
+//                   Success once every such device has all its bindingConditions True in
+//                   status.devices[].conditions, an error as soon as one of its
+//                   bindingFailureConditions is True, the device is tainted or gone, or the wait
+//                   outlived `binding_timeout` (counted from the write, and from
+//                   allocationTimestamp for an allocation written by an earlier attempt);
+//                 - health at bind time: every allocated device must still be published and
+//                   carry no untolerated NoSchedule / NoExecute taint (re-read from the slice
+//                   cache just before binding); otherwise the binding fails.
+//               A binding failed by a device releases the allocations this attempt wrote
+//               (Unreserve), so that the retry allocates anew.
+//   Filter      (binding conditions) an allocated claim whose binding failed or timed out is
+//               unavailable, so PostFilter deallocates it (upstream Filter, KEP-5007).
 //
 // Thread-safety: PreBind runs on binder threads and touches only the cycle state, the
 // thread-safe ApiClient and AllocationConfirmations; everything else runs on the loop thread.
@@ -102,6 +120,10 @@ struct DynamicResourcesOptions {
   uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
   // Retries of a claim write after a Conflict (client-go retry.DefaultRetry: 5 steps).
   int conflict_retries = 5;
+  // How long a binding waits for devices' bindingConditions (upstream
+  // DynamicResourcesArgs.bindingTimeout, DynamicResourcesBindingTimeoutDefault: 600 s). Binding
+  // conditions count only with features.device_binding_and_status.
+  Duration binding_timeout = std::chrono::seconds(600);
   std::string field_manager = "draplane-scheduler";
 };
 
@@ -114,6 +136,12 @@ struct DynamicResourcesDeps {
   const Clock* clock = nullptr;
   // Share IDs of multi-allocatable devices; owned by the caller, used on the loop thread.
   Random* random = nullptr;
+  // The published slices of one pool (driver, pool), callable from any thread (the scheduler's
+  // slice informer): PreBind re-checks the devices it binds against them. Null: no bind-time
+  // device check (`draplane explain`, which never binds).
+  std::function<std::vector<std::shared_ptr<const api::resourcev1::ResourceSlice>>(
+      std::string_view driver, std::string_view pool)>
+      pool_slices;
 };
 
 std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
@@ -135,5 +163,27 @@ PodClaimName ClaimNameForPod(const api::corev1::Pod& pod,
                              const api::corev1::PodResourceClaim& entry);
 // upstream resourceclaim.IsReservedForPod.
 bool IsReservedForPod(const api::corev1::Pod& pod, const api::resourcev1::ResourceClaim& claim);
+
+// KEP-5007: whether an allocation has devices that must meet binding conditions.
+bool HasBindingConditions(const api::resourcev1::AllocationResult& allocation);
+// KEP-5007 readiness of a claim (upstream isClaimReadyForBinding): kReady when every allocated
+// device with bindingConditions has all of them True in status.devices[].conditions (so also
+// when none has any), kFailed as soon as one of a device's bindingFailureConditions is True,
+// else kWaiting. `message` names the claim, the device (<driver>/<pool>/<device>) and the
+// condition that failed or is still missing.
+struct BindingReadiness {
+  enum class Kind { kReady, kWaiting, kFailed };
+  Kind kind = Kind::kReady;
+  std::string message;
+};
+BindingReadiness ClaimBindingReadiness(const api::resourcev1::ResourceClaim& claim);
+// The first device of `allocation` that is no longer published in its pool (only the slices of
+// the pool's newest generation count) or has a NoSchedule / NoExecute taint its allocation
+// result does not tolerate, in words ("device <driver>/<pool>/<device> ..."); "" when every
+// device is fine. `slices` returns a pool's slices (DynamicResourcesDeps::pool_slices).
+std::string AllocatedDeviceProblem(
+    const api::resourcev1::AllocationResult& allocation,
+    const std::function<std::vector<std::shared_ptr<const api::resourcev1::ResourceSlice>>(
+        std::string_view driver, std::string_view pool)>& slices);
 
 }  // namespace draplane::scheduler
