@@ -18,10 +18,31 @@
 //                  `status.resourceClaimStatuses`, and the extended-resource claim), require
 //                  each to be allocated and reserved for the Pod, prepare the devices of this
 //                  node's pools (prepare.h), write `status.devices` (condition Ready, CDI device
-//                  IDs in `data`, NIC network data), then mark the Pod Running and Ready.
+//                  IDs in `data`, NIC network data), then mark the Pod Running and Ready with
+//                  each container's allocatedResourcesStatus (KEP-4680: its devices' health as
+//                  last discovered; a change of health is written to the Pods of the node, with
+//                  a DeviceUnhealthy or DeviceHealthy Event).
 //             A failure is classified (failure.h): retryable → Warning Event
 //             FailedPrepareDynamicResources and a rate-limited retry; needs-cleanup → unprepare,
 //             then retry; terminal → the Event, condition DevicesPrepared=False and phase Failed.
+//             A device still prepared for another claim (a force-deleted Pod's,
+//             kubernetes/kubernetes#141471) is never prepared again: the agent first unprepares
+//             what no live Pod uses, and otherwise waits (Warning Event DeviceStillPrepared) and
+//             retries.
+//   - attach: for a Pod nominated to the node (status.nominatedNodeName, set by the scheduler
+//             while it waits for binding conditions, KEP-5007/KEP-5278): every allocated device
+//             of this node with bindingConditions is attached by its driver
+//             (Driver::AttachDevice), and the outcome is written as the device's conditions in
+//             the claim's status.devices — the binding conditions True, or the first failure
+//             condition True; a failed device is republished at once (its driver reports it
+//             unhealthy, so it gets a taint).
+//   - isolation: `isolate_after_failures` prepare failures in a row (retryable or terminal)
+//             isolate the node (api/labels/node_isolation.h: the NoSchedule taint
+//             draplane.dev/device-prepare-failures, the annotation with its end, the condition
+//             DevicePrepareFailures) for `isolation_backoff`, doubled for every isolation that
+//             follows within `isolation_max_backoff` of the previous one's end, up to
+//             `isolation_max_backoff`. A successful prepare (the retried claim is the probe) or
+//             the end of the backoff lifts it.
 //   - gc:     unprepare prepared claims that no live Pod on the node uses any more (also claims
 //             deleted or re-created under the same name).
 // With Start(), an informer on the node's Pods and periodic timers feed a work queue served by
@@ -40,10 +61,12 @@
 #pragma once
 
 #include <atomic>
+#include <boost/json/array.hpp>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,6 +91,10 @@ namespace draplane::agent {
 
 inline constexpr std::string_view kFailedPrepareReason = "FailedPrepareDynamicResources";
 inline constexpr std::string_view kDevicesPreparedCondition = "DevicesPrepared";
+inline constexpr std::string_view kDeviceStillPreparedReason = "DeviceStillPrepared";
+// Events when an allocated device's health changes (KEP-4680; `kubectl describe pod` shows them).
+inline constexpr std::string_view kDeviceUnhealthyReason = "DeviceUnhealthy";
+inline constexpr std::string_view kDeviceHealthyReason = "DeviceHealthy";
 
 struct AgentOptions {
   std::string node_name;
@@ -93,6 +120,10 @@ struct AgentOptions {
   bool kubelet_plugin = false;
   // CDI spec directory; empty: `<state_dir>/cdi` (prepare.h).
   std::string cdi_dir{};
+  // Failing-node isolation (see above); 0 prepare failures: never isolate.
+  int isolate_after_failures = 3;
+  Duration isolation_backoff = std::chrono::seconds(30);
+  Duration isolation_max_backoff = std::chrono::minutes(10);
   std::string field_manager = "draplane-agent";
 };
 
@@ -127,6 +158,11 @@ class Agent {
   Status SyncNode();
   Status SyncSlices();
   StatusOr<PodOutcome> SyncPod(const std::string& namespace_, const std::string& name);
+  // Attaches the devices with binding conditions of a Pod nominated to the node (see above):
+  // nullopt when nothing is left to do, else when to look again.
+  StatusOr<std::optional<Duration>> SyncAttach(const api::corev1::Pod& pod);
+  // Lifts the node's isolation when its time has come; when to look again, or nullopt.
+  StatusOr<std::optional<Duration>> SyncIsolation();
   // Every Pod bound to the node, then garbage collection.
   Status SyncPods();
   Status CollectGarbage();
@@ -155,6 +191,8 @@ class Agent {
 
   const std::string& node_name() const { return options_.node_name; }
   const Preparer& preparer() const { return *preparer_; }
+  // The end of the node's current isolation, if it is isolated.
+  std::optional<Timestamp> isolated_until() const { return isolated_until_; }
   // The inventories of the last successful discovery.
   const std::vector<Inventory>& inventories() const { return inventories_; }
 
@@ -163,6 +201,10 @@ class Agent {
         const Clock& clock);
   void Run();
   void Process(const std::string& key);
+  // The health of a device of this node as last discovered (KEP-4680: Healthy, Unhealthy, or
+  // Unknown for devices this agent does not know); `message` says why it is unhealthy.
+  std::string_view DeviceHealthOf(std::string_view driver, std::string_view pool,
+                                  std::string_view device, std::string* message) const;
   Status UnprepareUnused(const std::vector<api::corev1::Pod>& live_pods);
   // The devices of `claim` (named `name` in `namespace_`) this node's drivers serve, with the
   // opaque config that applies to each.
@@ -170,9 +212,27 @@ class Agent {
                            const api::resourcev1::ResourceClaim& claim) const;
   Status WriteDeviceStatus(const std::string& namespace_, const std::string& name,
                            const std::string& uid, const ClaimRecord& record);
-  Status MarkRunning(const api::corev1::Pod& pod);
+  // Running and Ready, with each container's allocatedResourcesStatus (KEP-4680) from the
+  // claims by pod claim name; for a running Pod only the health is refreshed.
+  Status MarkRunning(const api::corev1::Pod& pod,
+                     const std::map<std::string, const api::resourcev1::ResourceClaim*>& claims);
+  // DeviceUnhealthy / DeviceHealthy Events for the devices whose health differs between two
+  // versions of status.containerStatuses; `messages`: why each unhealthy device is.
+  void RecordHealthChanges(const api::corev1::Pod& pod, const boost::json::array& before,
+                           const boost::json::array& after,
+                           const std::map<std::string, std::string>& messages);
   Status MarkFailed(const api::corev1::Pod& pod, const std::string& message);
   void RecordFailure(const api::corev1::Pod& pod, const std::string& message);
+  // Failing-node isolation: a prepare failed (`message`), or one succeeded.
+  Status NotePrepareFailure(const std::string& message);
+  Status NotePrepareSuccess();
+  // Writes the node's isolation state (taint, annotation, condition) as `isolated_until_` says;
+  // `reason` and `message` describe the condition.
+  Status WriteIsolation(const std::string& reason, const std::string& message);
+  Status WriteAttachConditions(
+      const api::resourcev1::ResourceClaim& claim,
+      const std::vector<std::pair<api::resourcev1::DeviceRequestAllocationResult, AttachResult>>&
+          outcomes);
 
   client::ApiClient& api_;
   std::vector<std::unique_ptr<Driver>> drivers_;
@@ -190,8 +250,17 @@ class Agent {
   Timestamp last_node_status_{};
   bool initialized_ = false;
 
+  // Failing-node isolation (loop thread).
+  int consecutive_failures_ = 0;
+  std::string last_failure_;
+  int isolation_level_ = 0;
+  std::optional<Timestamp> isolated_until_;
+  std::optional<Timestamp> last_isolation_end_;
+
   std::unique_ptr<client::WorkQueue> queue_;
   std::unique_ptr<client::Informer<api::corev1::Pod>> pods_;
+  // Pods nominated to the node (status.nominatedNodeName), for attaching their devices.
+  std::unique_ptr<client::Informer<api::corev1::Pod>> nominated_;
   std::thread loop_;
   std::atomic<bool> started_{false};
 };

@@ -38,6 +38,7 @@ std::string CheckpointJson(const Checkpoint& checkpoint) {
       device["pool"] = d.pool;
       device["device"] = d.device;
       if (d.share_id) device["shareID"] = *d.share_id;
+      if (d.admin_access) device["adminAccess"] = true;
       boost::json::array ids;
       for (const std::string& id : d.cdi_device_ids) ids.emplace_back(id);
       device["cdiDeviceIDs"] = std::move(ids);
@@ -86,6 +87,7 @@ StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
         device.pool = d.String("pool").value_or("");
         device.device = d.String("device").value_or("");
         device.share_id = d.String("shareID");
+        device.admin_access = d.Bool("adminAccess").value_or(false);
         device.cdi_device_ids = d.StringList("cdiDeviceIDs");
         if (const boost::json::value* net = d.Raw("networkData")) {
           api::FieldErrorList errors;

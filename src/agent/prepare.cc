@@ -152,6 +152,32 @@ Status Preparer::Recover() {
   return Save();
 }
 
+bool Preparer::IsPrepared(const ClaimToPrepare& claim) const {
+  auto it = checkpoint_.claims.find(claim.uid);
+  return it != checkpoint_.claims.end() && it->second.state == PrepareState::kCompleted &&
+         SameDevices(it->second, claim.devices);
+}
+
+std::string Preparer::StillPreparedForAnother(const ClaimToPrepare& claim) const {
+  for (const AllocatedDevice& d : claim.devices) {
+    if (d.admin_access) continue;
+    for (const auto& [uid, record] : checkpoint_.claims) {
+      if (uid == claim.uid) continue;
+      for (const DeviceRecord& r : record.devices) {
+        if (r.admin_access || r.driver != d.driver || r.pool != d.pool || r.device != d.device) {
+          continue;
+        }
+        // Shares of a multi-allocatable device coexist; an exclusive use excludes any other.
+        if (r.share_id.has_value() && d.share_id.has_value()) continue;
+        return "device " + d.driver + "/" + d.pool + "/" + d.device +
+               " is still prepared for claim " + record.namespace_ + "/" + record.name + " (" +
+               uid + ")";
+      }
+    }
+  }
+  return "";
+}
+
 StatusOr<ClaimRecord> Preparer::Prepare(const ClaimToPrepare& claim) {
   if (!recovered_) return FailedPreconditionError("Preparer::Recover was not called");
   DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock, Share());
@@ -186,6 +212,7 @@ StatusOr<ClaimRecord> Preparer::Prepare(const ClaimToPrepare& claim) {
                                           .pool = d.pool,
                                           .device = d.device,
                                           .share_id = d.share_id,
+                                          .admin_access = d.admin_access,
                                           .cdi_device_ids = {},
                                           .network = {}});
   }

@@ -90,6 +90,16 @@ class Preparer {
   StatusOr<ClaimRecord> Prepare(const ClaimToPrepare& claim);
   // Unprepares a claim; OK when it is not prepared.
   Status Unprepare(const std::string& claim_uid);
+  // The claim is recorded as prepared with exactly these devices (Prepare would not call a
+  // driver).
+  bool IsPrepared(const ClaimToPrepare& claim) const;
+  // Why `claim` must not be prepared yet: one of its devices is still prepared for another claim
+  // in a way that excludes this use (neither is admin access, and not both are shares of a
+  // multi-allocatable device) — "device <driver>/<pool>/<device> is still prepared for claim
+  // <ns>/<name> (<uid>)"; "" when nothing stands in the way. A force-deleted Pod's claim can be
+  // deallocated and its device allocated anew before this node has unprepared it
+  // (kubernetes/kubernetes#141471); preparing it then would hand one device to two containers.
+  std::string StillPreparedForAnother(const ClaimToPrepare& claim) const;
 
   const Checkpoint& checkpoint() const { return checkpoint_; }
   std::string cdi_dir() const {

@@ -59,6 +59,36 @@ MigProfileSpec ReadMigProfile(const boost::json::value& v, const std::string& pa
   return out;
 }
 
+// `attach:` of a GPU or FPGA group.
+std::optional<AttachSpec> ReadAttach(FieldReader& r) {
+  const boost::json::value* v = r.Raw("attach");
+  if (v == nullptr) return std::nullopt;
+  FieldReader a(*v, r.PathOf("attach"));
+  AttachSpec out;
+  if (auto s = a.String("after")) {
+    StatusOr<Duration> d = ParseDuration(*s);
+    if (d.ok()) {
+      out.after = *d;
+    } else {
+      a.Fail("after", d.status().message());
+    }
+  }
+  if (auto s = a.String("outcome")) {
+    if (*s == "attached") {
+      out.outcome = AttachSpec::Outcome::kAttached;
+    } else if (*s == "failed") {
+      out.outcome = AttachSpec::Outcome::kFailed;
+    } else if (*s == "never") {
+      out.outcome = AttachSpec::Outcome::kNever;
+    } else {
+      a.Fail("outcome", "must be attached, failed or never");
+    }
+  }
+  if (auto s = a.String("message")) out.message = *s;
+  r.Merge(a.Finish());
+  return out;
+}
+
 GpuSpec ReadGpu(const boost::json::value& v, const std::string& path, Status* status) {
   FieldReader r(v, path);
   GpuSpec out;
@@ -111,6 +141,9 @@ GpuSpec ReadGpu(const boost::json::value& v, const std::string& path, Status* st
     r.Merge(m.Finish());
     out.mig = std::move(spec);
   }
+  out.attach = ReadAttach(r);
+  if (out.attach && out.mig)
+    r.Fail("attach", "a partitionable (mig) GPU cannot be fabric-attached");
   *status = r.Finish();
   return out;
 }
@@ -126,6 +159,7 @@ FpgaSpec ReadFpga(const boost::json::value& v, const std::string& path, Status* 
   if (auto s = r.String("bitstreamFamily")) out.bitstream_family = *s;
   if (out.bitstream_family.empty()) r.Fail("bitstreamFamily", "required");
   out.memory = r.Quantity("memory");
+  out.attach = ReadAttach(r);
   *status = r.Finish();
   return out;
 }
@@ -198,10 +232,20 @@ FaultSpec ReadFault(const boost::json::value& v, const std::string& path, Status
       r.Fail("prepare", "must be terminal, retryable or crash");
     }
   }
+  if (auto s = r.String("unprepare")) {
+    if (out.kind != FaultKind::kUnhealthy) {
+      r.Fail("unprepare", "a fault is either a prepare or an unprepare fault");
+    } else if (*s == "retryable") {
+      out.kind = FaultKind::kUnprepareRetryable;
+    } else {
+      r.Fail("unprepare", "must be retryable");
+    }
+  }
   if (auto n = r.Int("times")) out.times = *n;
   if (out.times < 1) r.Fail("times", "must be at least 1");
   if (out.kind != FaultKind::kUnhealthy && (out.duration || !out.effect.empty())) {
-    r.Fail("prepare", "a prepare fault takes no `for` or `effect`");
+    r.Fail(out.kind == FaultKind::kUnprepareRetryable ? "unprepare" : "prepare",
+           "an (un)prepare fault takes no `for` or `effect`");
   }
   *status = r.Finish();
   return out;

@@ -51,6 +51,9 @@ struct AgentFlags {
   std::string sysfs_root = "/sys";
   std::string heartbeat = "10s";
   std::string discovery = "5s";
+  int isolate_after_failures = 3;
+  std::string isolation_backoff = "30s";
+  std::string isolation_max_backoff = "10m";
   bool dry_run = false;
   bool once = false;
   bool no_simulate_containers = false;
@@ -224,6 +227,18 @@ int RunAgent(const AgentFlags& flags) {
   StatusOr<Duration> discovery = agent::ParseDuration(flags.discovery);
   if (!heartbeat.ok()) return fail(heartbeat.status().WithPrefix("--heartbeat-interval"));
   if (!discovery.ok()) return fail(discovery.status().WithPrefix("--discovery-interval"));
+  StatusOr<Duration> isolation_backoff = agent::ParseDuration(flags.isolation_backoff);
+  StatusOr<Duration> isolation_max = agent::ParseDuration(flags.isolation_max_backoff);
+  if (!isolation_backoff.ok()) {
+    return fail(isolation_backoff.status().WithPrefix("--isolation-backoff"));
+  }
+  if (!isolation_max.ok())
+    return fail(isolation_max.status().WithPrefix("--isolation-max-backoff"));
+  if (*isolation_max < *isolation_backoff) {
+    return fail(
+        InvalidArgumentError("--isolation-max-backoff: must not be less than "
+                             "--isolation-backoff"));
+  }
   const std::string kubeconfig =
       flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(kubeconfig);
@@ -245,6 +260,9 @@ int RunAgent(const AgentFlags& flags) {
   options.simulate_containers = !flags.no_simulate_containers;
   options.kubelet_plugin = flags.kubelet_plugin;
   options.cdi_dir = flags.cdi_dir;
+  options.isolate_after_failures = flags.isolate_after_failures;
+  options.isolation_backoff = *isolation_backoff;
+  options.isolation_max_backoff = *isolation_max;
   if (!flags.profile.empty()) {
     StatusOr<agent::ClusterProfile> profile = agent::LoadProfile(flags.profile);
     if (!profile.ok()) return fail(profile.status());
@@ -313,6 +331,17 @@ void AddAgentCommand(CLI::App& app) {
   cmd->add_option("--heartbeat-interval", flags->heartbeat, "Lease renewal period")
       ->capture_default_str();
   cmd->add_option("--discovery-interval", flags->discovery, "Device discovery period")
+      ->capture_default_str();
+  cmd->add_option("--isolate-after-failures", flags->isolate_after_failures,
+                  "Isolate the node (taint draplane.dev/device-prepare-failures) after this many "
+                  "device prepare failures in a row (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--isolation-backoff", flags->isolation_backoff,
+                  "How long the first isolation lasts (unless a prepare succeeds first); each "
+                  "that follows soon after doubles it")
+      ->capture_default_str();
+  cmd->add_option("--isolation-max-backoff", flags->isolation_max_backoff, "The longest isolation")
       ->capture_default_str();
   cmd->add_flag("--dry-run", flags->dry_run, "Print the ResourceSlices it would publish and exit");
   cmd->add_flag("--once", flags->once, "Sync the node, its slices and its Pods once, then exit");

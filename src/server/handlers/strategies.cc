@@ -10,6 +10,7 @@
 #include "api/gen/events_v1_codec.h"
 #include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/resource_health.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
 #include "api/validation/quota_validation.h"
@@ -615,6 +616,15 @@ class PodStrategyImpl final : public GenericStrategy {
           "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
           "(allow it to be set to 1 if it was previously negative)"));
     }
+    return r;
+  }
+
+  // ValidatePodStatusUpdate, for the part of pod status this server checks: KEP-4680's
+  // containerStatuses[].allocatedResourcesStatus.
+  CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r = CheckUpdate(obj, old);
+    if (!r.decode_errors.empty()) return r;
+    Append(r.errors, api::ValidateAllocatedResourcesStatus(obj));
     return r;
   }
 
