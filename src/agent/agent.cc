@@ -568,15 +568,7 @@ Status Agent::MarkRunning(const cv1::Pod& pod,
       return Status::Ok();
     }
     RecordHealthChanges(pod, before, statuses->value().get_array(), messages);
-    client::ApiRequest request;
-    request.verb = client::Verb::kUpdate;
-    request.resource = &client::ResourceOf<cv1::Pod>();
-    request.namespace_ = pod.metadata.namespace_;
-    request.name = pod.metadata.name;
-    request.subresource = "status";
-    request.field_manager = options_.field_manager;
-    request.body = std::move(json);
-    return api_.Do(request).status();
+    return UpdatePodStatusJson(pod, std::move(json));
   }
   cv1::Pod updated = pod;
   const api::Time now = api::Time::FromTimestamp(clock_.Now());
@@ -615,6 +607,10 @@ Status Agent::MarkRunning(const cv1::Pod& pod,
   api::SetAllocatedResourcesStatus(containers, health);
   RecordHealthChanges(pod, boost::json::array(), containers, messages);
   status["containerStatuses"] = std::move(containers);
+  return UpdatePodStatusJson(pod, std::move(json));
+}
+
+Status Agent::UpdatePodStatusJson(const cv1::Pod& pod, boost::json::value json) {
   client::ApiRequest request;
   request.verb = client::Verb::kUpdate;
   request.resource = &client::ResourceOf<cv1::Pod>();

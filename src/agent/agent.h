@@ -62,6 +62,7 @@
 
 #include <atomic>
 #include <boost/json/array.hpp>
+#include <boost/json/value.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -216,6 +217,8 @@ class Agent {
   // claims by pod claim name; for a running Pod only the health is refreshed.
   Status MarkRunning(const api::corev1::Pod& pod,
                      const std::map<std::string, const api::resourcev1::ResourceClaim*>& claims);
+  // Updates the status of `pod` with its JSON (fields the generated model does not carry).
+  Status UpdatePodStatusJson(const api::corev1::Pod& pod, boost::json::value json);
   // DeviceUnhealthy / DeviceHealthy Events for the devices whose health differs between two
   // versions of status.containerStatuses; `messages`: why each unhealthy device is.
   void RecordHealthChanges(const api::corev1::Pod& pod, const boost::json::array& before,

@@ -59,20 +59,23 @@ MigProfileSpec ReadMigProfile(const boost::json::value& v, const std::string& pa
   return out;
 }
 
+// A Go-style duration at `key`, nullopt when absent (a malformed one fails `r`).
+std::optional<Duration> ReadDuration(FieldReader& r, std::string_view key) {
+  std::optional<std::string> s = r.String(key);
+  if (!s) return std::nullopt;
+  StatusOr<Duration> d = ParseDuration(*s);
+  if (d.ok()) return *d;
+  r.Fail(key, d.status().message());
+  return std::nullopt;
+}
+
 // `attach:` of a GPU or FPGA group.
 std::optional<AttachSpec> ReadAttach(FieldReader& r) {
   const boost::json::value* v = r.Raw("attach");
   if (v == nullptr) return std::nullopt;
   FieldReader a(*v, r.PathOf("attach"));
   AttachSpec out;
-  if (auto s = a.String("after")) {
-    StatusOr<Duration> d = ParseDuration(*s);
-    if (d.ok()) {
-      out.after = *d;
-    } else {
-      a.Fail("after", d.status().message());
-    }
-  }
+  if (auto d = ReadDuration(a, "after")) out.after = *d;
   if (auto s = a.String("outcome")) {
     if (*s == "attached") {
       out.outcome = AttachSpec::Outcome::kAttached;
@@ -199,22 +202,8 @@ FaultSpec ReadFault(const boost::json::value& v, const std::string& path, Status
   if (auto s = r.String("driver")) out.driver = *s;
   if (auto s = r.String("device")) out.device = *s;
   if (out.device.empty()) r.Fail("device", "required");
-  if (auto s = r.String("after")) {
-    StatusOr<Duration> d = ParseDuration(*s);
-    if (d.ok()) {
-      out.after = *d;
-    } else {
-      r.Fail("after", d.status().message());
-    }
-  }
-  if (auto s = r.String("for")) {
-    StatusOr<Duration> d = ParseDuration(*s);
-    if (d.ok()) {
-      out.duration = *d;
-    } else {
-      r.Fail("for", d.status().message());
-    }
-  }
+  if (auto d = ReadDuration(r, "after")) out.after = *d;
+  out.duration = ReadDuration(r, "for");
   if (auto s = r.String("effect")) out.effect = *s;
   if (!out.effect.empty() && out.effect != "None" && out.effect != "NoSchedule" &&
       out.effect != "NoExecute") {

@@ -79,6 +79,20 @@ class SchedulerTest : public ::testing::Test {
     }
     ASSERT_TRUE(client::Update(cluster_.api(), *slice).ok());
   }
+  // node-a with `gpus` fabric-attached GPUs, optionally node-b with one plain GPU, claim c1 and
+  // pod p1 using it.
+  void FabricCluster(int gpus, bool plain_node) {
+    cluster_.Class("gpu", kGpuClass);
+    cluster_.Node("node-a");
+    cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", gpus, "A100"));
+    WithBindingConditions("node-a");
+    if (plain_node) {
+      cluster_.Node("node-b");
+      cluster_.Slice("node-b", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+    }
+    cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+    cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  }
   // Taints one device of `node`'s GPU slice (what a health monitor or attach controller does).
   void TaintDevice(const std::string& node, const std::string& device) {
     StatusOr<rv1::ResourceSlice> slice =
@@ -531,14 +545,7 @@ TEST_F(SchedulerTest, ABindingWaitsForBindingConditionsWithoutHoldingABinderThre
 }
 
 TEST_F(SchedulerTest, ABindingFailureConditionReleasesTheDeviceAndThePodGoesElsewhere) {
-  cluster_.Class("gpu", kGpuClass);
-  cluster_.Node("node-a");
-  cluster_.Node("node-b");
-  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
-  cluster_.Slice("node-b", "gpu.example.com", Gpus("gpu-", 1, "A100"));
-  WithBindingConditions("node-a");
-  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  FabricCluster(/*gpus=*/1, /*plain_node=*/true);
   StartScheduler();
   // Without scores the first feasible node in name order wins: node-a.
   ASSERT_TRUE(cluster_.WaitUntil([&] { return ReservedFor("c1", "p1"); }));
@@ -562,12 +569,7 @@ TEST_F(SchedulerTest, ABindingFailureConditionReleasesTheDeviceAndThePodGoesElse
 }
 
 TEST_F(SchedulerTest, ABindingThatOutlivesTheBindingTimeoutFails) {
-  cluster_.Class("gpu", kGpuClass);
-  cluster_.Node("node-a");
-  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
-  WithBindingConditions("node-a");
-  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  FabricCluster(/*gpus=*/1, /*plain_node=*/false);
   SchedulerOptions options;
   options.binding_timeout = std::chrono::seconds(1);
   StartScheduler(options);
@@ -583,12 +585,7 @@ TEST_F(SchedulerTest, ABindingThatOutlivesTheBindingTimeoutFails) {
 }
 
 TEST_F(SchedulerTest, ADeviceTaintedWhileItsBindingWaitsIsNotBound) {
-  cluster_.Class("gpu", kGpuClass);
-  cluster_.Node("node-a");
-  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 2, "A100"));
-  WithBindingConditions("node-a");
-  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  FabricCluster(/*gpus=*/2, /*plain_node=*/false);
   StartScheduler();
   ASSERT_TRUE(cluster_.WaitUntil([&] { return ReservedFor("c1", "p1"); }));
   ASSERT_EQ(DevicesOf("c1"), "node-a/gpu-0");

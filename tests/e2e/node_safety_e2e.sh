@@ -34,55 +34,18 @@ done
 start_bg timeout-scheduler "$DRAPLANE" scheduler --kubeconfig "$admin_kubeconfig" \
   --leader-elect=false --scheduler-name fabric-timeout --binding-timeout 5s
 
-py() { python3 -c "$1" "${@:2}"; }
-for node in "${nodes[@]}"; do
-  wait_until 120 "node $node registered" k get node "$node"
-  k wait --for=condition=Ready "node/$node" --timeout=120s >/dev/null
-done
+wait_ready "${nodes[@]}"
 wait_until 120 "7 GPU slices" bash -c "[ \$(kubectl --kubeconfig $admin_kubeconfig get resourceslices -o name | wc -l) -eq 7 ]"
 
 k apply -f "$SRC/examples/deviceclasses.yaml" >/dev/null
-k apply -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Namespace
-metadata: {name: e2e}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: one-gpu, namespace: e2e}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com}
-EOF
+tenant_with_one_gpu_template e2e
 
 # pod NAME POOL [SCHEDULER]: a Pod with one GPU from the template, pinned to a pool.
 pod() {
-  k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: e2e}
-spec:
-  schedulerName: ${3:-default-scheduler}
-  nodeSelector: {e2e.draplane.dev/pool: $2}
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: one-gpu}
-  containers:
-  - name: main
-    image: registry.example.com/train:1
-    resources:
-      claims: [{name: gpu}]
-EOF
+  pod_with_gpu e2e "$1" one-gpu "nodeSelector: {e2e.draplane.dev/pool: $2}" \
+    "schedulerName: ${3:-default-scheduler}"
 }
-claim_of() { k get pod -n e2e "$1" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}'; }
 node_of() { k get pod -n e2e "$1" -o jsonpath='{.spec.nodeName}'; }
-# "pool/device" of the single device of pod NAME's claim ("/" when not allocated).
-device_of() {
-  k get resourceclaim -n e2e "$(claim_of "$1")" \
-    -o jsonpath='{.status.allocation.devices.results[0].pool}/{.status.allocation.devices.results[0].device}'
-}
 # events POD REASON: the messages of the pod's Events with that reason.
 events() {
   k get events -n e2e --field-selector "involvedObject.name=$1,reason=$2" \
@@ -90,7 +53,7 @@ events() {
 }
 has_event() { events "$1" "$2" | grep -qF -- "$3"; }
 reserved_for() {
-  k get resourceclaim -n e2e "$(claim_of "$1")" -o jsonpath='{.status.reservedFor[0].name}' |
+  k get resourceclaim -n e2e "$(claim_of e2e "$1")" -o jsonpath='{.status.reservedFor[0].name}' |
     grep -qx "$1"
 }
 
@@ -102,7 +65,7 @@ wait_until 60 "BindingConditionsPending event" has_event attach-ok BindingCondit
 nominated=$(k get pod -n e2e attach-ok -o jsonpath='{.status.nominatedNodeName}')
 expect_eq "$nominated" "fabric-ok-0" "nominated node of the waiting pod"
 k wait --for=condition=Ready pod/attach-ok -n e2e --timeout=120s >/dev/null
-claim=$(claim_of attach-ok)
+claim=$(claim_of e2e attach-ok)
 attached=$(k get resourceclaim -n e2e "$claim" -o json | py 'import json,sys
 c=json.load(sys.stdin)
 for d in c["status"]["devices"]:
@@ -144,14 +107,14 @@ step "binding conditions: a device that never answers times out after --binding-
 pod attach-mute fabric-mute fabric-timeout
 wait_until 120 "attach-mute reserved and waiting" reserved_for attach-mute
 wait_until 120 "the binding times out" has_event attach-mute FailedScheduling \
-  "binding timed out after 5s: claim e2e/$(claim_of attach-mute): device gpu.nvidia.com/fabric-mute-0/gpu-0: binding condition gpu.nvidia.com/fabric-attached is not reported"
+  "binding timed out after 5s: claim e2e/$(claim_of e2e attach-mute): device gpu.nvidia.com/fabric-mute-0/gpu-0: binding condition gpu.nvidia.com/fabric-attached is not reported"
 [ -z "$(node_of attach-mute)" ] || fail "attach-mute was bound"
 k delete pod -n e2e attach-mute --wait=false >/dev/null
 
 step "health at bind time: a device tainted while its binding waits is not bound"
 pod slow fabric-slow
 wait_until 120 "slow reserved and waiting" reserved_for slow
-first=$(device_of slow)
+first=$(device_of e2e slow)
 py 'import sys,yaml
 p=yaml.safe_load(open(sys.argv[1]))
 node,device=sys.argv[2].split("/")
@@ -207,7 +170,7 @@ wait_until 60 "isolated-nodes metric back to 0" bash -c \
 step "kubernetes#141471: a force-deleted Pod's device is not prepared again until unprepared"
 pod old reuse
 k wait --for=condition=Ready pod/old -n e2e --timeout=120s >/dev/null
-old_uid=$(k get resourceclaim -n e2e "$(claim_of old)" -o jsonpath='{.metadata.uid}')
+old_uid=$(k get resourceclaim -n e2e "$(claim_of e2e old)" -o jsonpath='{.metadata.uid}')
 # The node's agent is down while the Pod is force-deleted and its device given to a new claim.
 kill "${bg_pids[agent-reuse-0]}"
 wait "${bg_pids[agent-reuse-0]}" 2>/dev/null || true
@@ -215,7 +178,7 @@ unset 'bg_pids[agent-reuse-0]'
 k delete pod -n e2e old --grace-period=0 --force >/dev/null 2>&1
 pod new reuse
 wait_until 120 "new bound to reuse-0" bash -c "[ \"\$(kubectl --kubeconfig $admin_kubeconfig get pod -n e2e new -o jsonpath='{.spec.nodeName}')\" = reuse-0 ]"
-new_uid=$(k get resourceclaim -n e2e "$(claim_of new)" -o jsonpath='{.metadata.uid}')
+new_uid=$(k get resourceclaim -n e2e "$(claim_of e2e new)" -o jsonpath='{.metadata.uid}')
 [ "$new_uid" != "$old_uid" ] || fail "the new Pod reuses the old claim"
 held=$(py 'import json,sys; print(json.load(open(sys.argv[1]))["prepared"])' "$e2e_work/agents/reuse-0/profile-devices.json")
 expect_eq "$held" "{'gpu.nvidia.com/gpu-0': ['$old_uid']}" "devices held while the agent is down"

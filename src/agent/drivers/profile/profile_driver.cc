@@ -351,6 +351,18 @@ const FaultSpec* ProfileDriver::FindFault(FaultKind kind, std::string_view drive
   return nullptr;
 }
 
+Status ProfileDriver::RetryableFault(FaultKind kind, const DevicePrepareRequest& request) {
+  const FaultSpec* fault = FindFault(kind, request.driver, request.device);
+  if (fault == nullptr) return Status::Ok();
+  int64_t& failures = fault_failures_[fault->Key()];
+  if (failures >= fault->times) return Status::Ok();
+  ++failures;
+  const std::string what = kind == FaultKind::kPrepareRetryable ? "prepare" : "unprepare";
+  return UnavailableError(
+      (fault->message.empty() ? "simulated transient " + what + " failure" : fault->message) +
+      " (" + std::to_string(failures) + " of " + std::to_string(fault->times) + ")");
+}
+
 std::vector<std::string> ProfileDriver::DriverNames() const {
   return {std::string(kGpuDriverName), std::string(kFpgaDriverName), std::string(kNicDriverName)};
 }
@@ -398,17 +410,7 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
     return FailedPreconditionError(fault->message.empty() ? "simulated terminal prepare failure"
                                                           : fault->message);
   }
-  if (const FaultSpec* fault =
-          FindFault(FaultKind::kPrepareRetryable, request.driver, request.device)) {
-    int64_t& failures = fault_failures_[fault->Key()];
-    if (failures < fault->times) {
-      ++failures;
-      return UnavailableError(
-          (fault->message.empty() ? std::string("simulated transient prepare failure")
-                                  : fault->message) +
-          " (" + std::to_string(failures) + " of " + std::to_string(fault->times) + ")");
-    }
-  }
+  DRAPLANE_RETURN_IF_ERROR(RetryableFault(FaultKind::kPrepareRetryable, request));
   const std::string key = request.driver + "/" + request.device;
   const bool shared = device->device.allow_multiple_allocations.value_or(false);
   if (auto holders = prepared_.find(key); holders != prepared_.end() && !shared &&
@@ -484,17 +486,7 @@ Status ProfileDriver::UnprepareDevice(const DevicePrepareRequest& request) {
   const std::string key = request.driver + "/" + request.device;
   auto it = prepared_.find(key);
   if (it == prepared_.end()) return Status::Ok();
-  if (const FaultSpec* fault =
-          FindFault(FaultKind::kUnprepareRetryable, request.driver, request.device)) {
-    int64_t& failures = fault_failures_[fault->Key()];
-    if (failures < fault->times) {
-      ++failures;
-      return UnavailableError(
-          (fault->message.empty() ? std::string("simulated transient unprepare failure")
-                                  : fault->message) +
-          " (" + std::to_string(failures) + " of " + std::to_string(fault->times) + ")");
-    }
-  }
+  DRAPLANE_RETURN_IF_ERROR(RetryableFault(FaultKind::kUnprepareRetryable, request));
   it->second.erase(request.claim_uid);
   if (it->second.empty()) prepared_.erase(it);
   return SaveState();

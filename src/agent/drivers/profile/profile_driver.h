@@ -98,6 +98,8 @@ class ProfileDriver final : public Driver {
   void SetTemplate(NodeTemplate node);
   const FaultSpec* FindFault(FaultKind kind, std::string_view driver,
                              std::string_view device) const;
+  // A retryable (un)prepare fault of the device that has failures left: Unavailable, counting one.
+  Status RetryableFault(FaultKind kind, const DevicePrepareRequest& request);
   Status LoadState();
   Status SaveState();
   // Re-reads the state file when another process (the other instance of a kubelet plugin's
