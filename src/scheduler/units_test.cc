@@ -4,10 +4,12 @@
 #include <atomic>
 #include <thread>
 
+#include "api/meta/time.h"
 #include "scheduler/device_ledger.h"
 #include "scheduler/explain.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/plugins/dynamic_resources.h"
+#include "scheduler/plugins/node_plugins.h"
 #include "scheduler/queue.h"
 
 namespace draplane::scheduler {
@@ -596,6 +598,42 @@ TEST(BindTimeHealthTest, AGoneOrUntoleratedTaintedDeviceIsAProblem) {
   pool = {};
   EXPECT_EQ(AllocatedDeviceProblem(allocation, slices),
             "device gpu.example.com/node-a/gpu-1 is no longer published");
+}
+
+TEST(TaintTolerationTest, AnIsolatedNodeIsRejectedUntilItsIsolationEnds) {
+  ManualClock clock;
+  std::shared_ptr<Plugin> plugin = NewTaintTolerationPlugin(clock);
+  auto* filter = dynamic_cast<FilterPlugin*>(plugin.get());
+  ASSERT_NE(filter, nullptr);
+  auto node = std::make_shared<api::corev1::Node>();
+  node->metadata.name = "flaky-0";
+  node->spec.taints.emplace_back();
+  node->spec.taints.back().key = "draplane.dev/device-prepare-failures";
+  node->spec.taints.back().effect = "NoSchedule";
+  const std::string until = api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(30)).text();
+  node->metadata.annotations["draplane.dev/device-prepare-failures-until"] = until;
+  NodeInfo info(node);
+  PodInfo pod;
+  pod.pod = QueuePod("p");
+  CycleState state;
+  PluginStatus s = filter->Filter(state, pod, info, false);
+  EXPECT_EQ(s.code(), Code::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(s.Message(), "node isolated after repeated device prepare failures until " + until +
+                             " (taint draplane.dev/device-prepare-failures)");
+  clock.Advance(std::chrono::seconds(30));
+  EXPECT_TRUE(filter->Filter(state, pod, info, false).ok());
+  // A pod tolerating the taint may go there anyway.
+  auto tolerant = std::make_shared<api::corev1::Pod>(*pod.pod);
+  tolerant->spec.tolerations.emplace_back();
+  tolerant->spec.tolerations.back().key = "draplane.dev/device-prepare-failures";
+  tolerant->spec.tolerations.back().operator_ = "Exists";
+  node->metadata.annotations["draplane.dev/device-prepare-failures-until"] =
+      api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(30)).text();
+  NodeInfo again(node);
+  PodInfo tolerant_pod;
+  tolerant_pod.pod = tolerant;
+  EXPECT_TRUE(filter->Filter(state, tolerant_pod, again, false).ok());
+  EXPECT_FALSE(filter->Filter(state, pod, again, false).ok());
 }
 
 }  // namespace
