@@ -7,6 +7,7 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/validation/disabled_fields.h"
 #include "api/validation/internal/common.h"
 #include "api/validation/internal/render.h"
 #include "api/validation/meta_validation.h"
@@ -695,6 +696,26 @@ FieldErrorList ValidateResourceSliceSpec(const resourcev1::ResourceSliceSpec& sp
 }
 
 }  // namespace
+
+void DropDisabledFields(resourcev1::ResourceSlice& slice, const resourcev1::ResourceSlice* old,
+                        const Features& f) {
+  if (f.device_compatibility_groups) return;
+  auto uses = [](const resourcev1::ResourceSlice& s) {
+    for (const resourcev1::Device& d : s.spec.devices) {
+      for (const resourcev1::DeviceCounterConsumption& c : d.consumes_counters) {
+        if (!c.compatibility_groups.empty()) return true;
+      }
+    }
+    return false;
+  };
+  if (old != nullptr && uses(*old)) return;
+  for (resourcev1::Device& d : slice.spec.devices) {
+    for (resourcev1::DeviceCounterConsumption& c : d.consumes_counters) {
+      c.compatibility_groups.clear();
+      internal::ClearPresentBit(c.present, internal::kCounterConsumptionCompatibilityGroupsBit);
+    }
+  }
+}
 
 FieldErrorList ValidateResourceSlice(const resourcev1::ResourceSlice& obj,
                                      const Features& features) {

@@ -11,6 +11,7 @@
 #include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/resource_health.h"
+#include "api/validation/disabled_fields.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
 #include "api/validation/quota_validation.h"
@@ -151,54 +152,6 @@ void CheckCel(const T& obj, const T* old, const DraAdmission& admission, FieldEr
   Append(*errors, cel::LintCelSelectors(obj, options));
 }
 
-// Dropping the fields of disabled alpha features (upstream dropDisabledFields): unless the old
-// object already uses the field, so that turning a gate off keeps stored data intact.
-bool UsesCompatibilityGroups(const api::resourcev1::ResourceSliceSpec& spec) {
-  for (const api::resourcev1::Device& d : spec.devices) {
-    for (const auto& c : d.consumes_counters) {
-      if (!c.compatibility_groups.empty()) return true;
-    }
-  }
-  return false;
-}
-
-void DropDisabledSliceFields(api::resourcev1::ResourceSlice& slice,
-                             const api::resourcev1::ResourceSlice* old,
-                             const DraAdmission& admission) {
-  if (admission.features.device_compatibility_groups) return;
-  if (old != nullptr && UsesCompatibilityGroups(old->spec)) return;
-  for (api::resourcev1::Device& d : slice.spec.devices) {
-    for (auto& c : d.consumes_counters) c.compatibility_groups.clear();
-  }
-}
-
-template <typename Fn>
-void ForEachDerived(const api::resourcev1::ResourceClaimSpec& spec, Fn fn) {
-  for (const api::resourcev1::DeviceRequest& r : spec.devices.requests) {
-    if (r.exactly.has_value()) fn(r.exactly->derived_attributes);
-    for (const api::resourcev1::DeviceSubRequest& sub : r.first_available) {
-      fn(sub.derived_attributes);
-    }
-  }
-}
-
-void DropDisabledClaimFields(api::resourcev1::ResourceClaimSpec& spec,
-                             const api::resourcev1::ResourceClaimSpec* old,
-                             const DraAdmission& admission) {
-  if (admission.features.derived_attributes) return;
-  if (old != nullptr) {
-    bool used = false;
-    ForEachDerived(*old, [&](const auto& derived) { used = used || !derived.empty(); });
-    if (used) return;
-  }
-  for (api::resourcev1::DeviceRequest& r : spec.devices.requests) {
-    if (r.exactly.has_value()) r.exactly->derived_attributes.clear();
-    for (api::resourcev1::DeviceSubRequest& sub : r.first_available) {
-      sub.derived_attributes.clear();
-    }
-  }
-}
-
 class DeviceClassStrategyImpl final : public Strategy {
  public:
   explicit DeviceClassStrategyImpl(DraAdmission admission) : admission_(std::move(admission)) {}
@@ -239,7 +192,7 @@ class ResourceSliceStrategyImpl final : public Strategy {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceSlice>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
-    DropDisabledSliceFields(typed, nullptr, admission_);
+    validation::DropDisabledFields(typed, nullptr, admission_.features);
     r.errors = validation::ValidateResourceSlice(typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
@@ -250,7 +203,7 @@ class ResourceSliceStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceSlice>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
-    DropDisabledSliceFields(typed, &old_typed, admission_);
+    validation::DropDisabledFields(typed, &old_typed, admission_.features);
     r.errors = validation::ValidateResourceSliceUpdate(typed, old_typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
@@ -331,7 +284,7 @@ class ResourceClaimStrategyImpl final : public Strategy {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceClaim>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
-    DropDisabledClaimFields(typed.spec, nullptr, admission_);
+    validation::DropDisabledFields(typed.spec, nullptr, admission_.features);
     validation::SetDefaults(&typed);
     r.errors = validation::ValidateResourceClaim(typed, admission_.features);
     CheckCel(typed, static_cast<const api::resourcev1::ResourceClaim*>(nullptr), admission_,
@@ -345,7 +298,7 @@ class ResourceClaimStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaim>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
-    DropDisabledClaimFields(typed.spec, &old_typed.spec, admission_);
+    validation::DropDisabledFields(typed.spec, &old_typed.spec, admission_.features);
     validation::SetDefaults(&typed);
     r.errors = validation::ValidateResourceClaim(typed, admission_.features);
     Append(r.errors,
@@ -435,7 +388,7 @@ class ResourceClaimTemplateStrategyImpl final : public Strategy {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceClaimTemplate>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
-    DropDisabledClaimFields(typed.spec.spec, nullptr, admission_);
+    validation::DropDisabledFields(typed.spec.spec, nullptr, admission_.features);
     validation::SetDefaults(&typed);
     r.errors = validation::ValidateResourceClaimTemplate(typed, admission_.features);
     CheckCel(typed, static_cast<const api::resourcev1::ResourceClaimTemplate*>(nullptr), admission_,
@@ -449,7 +402,7 @@ class ResourceClaimTemplateStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaimTemplate>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
-    DropDisabledClaimFields(typed.spec.spec, &old_typed.spec.spec, admission_);
+    validation::DropDisabledFields(typed.spec.spec, &old_typed.spec.spec, admission_.features);
     validation::SetDefaults(&typed);
     r.errors =
         validation::ValidateResourceClaimTemplateUpdate(typed, old_typed, admission_.features);
