@@ -45,7 +45,7 @@ usage explain-empty "name must not be empty" -- explain pod "" --kubeconfig "$ku
 usage explain-bad-name "RFC 1123 subdomain" -- explain pod team-a/Bad_Name --kubeconfig "$kubeconfig"
 usage allocate-node "--node" -- allocate --cluster "$work" --claim "$work" --node ""
 usage allocate-node-invalid "RFC 1123 subdomain" -- allocate --cluster "$work" --claim "$work" --node "Node_1"
-usage allocate-namespace "RFC 1123 label" -- allocate --cluster "$work" --claim "$work" -n "team.a"
+usage allocate-namespace "must not contain dots" -- allocate --cluster "$work" --claim "$work" -n "team.a"
 usage lint-namespace "namespace must not be empty" -- lint "$work" -n ""
 usage agent-node "RFC 1123 subdomain" -- agent --node "gpu node" --dry-run
 usage scheduler-lease-namespace "RFC 1123 label" -- \
