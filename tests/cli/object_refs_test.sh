@@ -41,6 +41,10 @@ usage explain-empty-namespace "the namespace before '/' is empty" -- \
   explain pod /llm-5 --kubeconfig "$kubeconfig"
 usage explain-two-slashes "expected NAMESPACE/NAME or NAME" -- \
   explain pod a/b/c --kubeconfig "$kubeconfig"
+usage explain-claim-empty-name "the name after '/' is empty" -- \
+  explain claim team-a/ --kubeconfig "$kubeconfig"
+usage explain-claim-two-slashes "expected NAMESPACE/NAME or NAME" -- \
+  explain claim a/b/c --kubeconfig "$kubeconfig"
 usage explain-empty "name must not be empty" -- explain pod "" --kubeconfig "$kubeconfig"
 usage explain-bad-name "RFC 1123 subdomain" -- explain pod team-a/Bad_Name --kubeconfig "$kubeconfig"
 usage allocate-node "--node" -- allocate --cluster "$work" --claim "$work" --node ""
