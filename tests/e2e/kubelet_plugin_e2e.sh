@@ -92,25 +92,8 @@ wait_registered() {
   done
 }
 
-pod() {
-  local selector=""
-  [ -n "${3:-}" ] && selector="nodeName: $3"
-  k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $2, namespace: $1}
-spec:
-  $selector
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: one-gpu}
-  containers:
-  - name: main
-    image: registry.example.com/train:1
-    resources:
-      claims: [{name: gpu}]
-EOF
-}
-claim_of() { k get pod -n "$1" "$2" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}'; }
+# pod NS NAME [NODE]: a Pod with one GPU from the one-gpu template, bound to NODE if given.
+pod() { pod_with_gpu "$1" "$2" one-gpu ${3:+"nodeName: $3"}; }
 claim_uid() { k get resourceclaim -n "$1" "$2" -o jsonpath='{.metadata.uid}'; }
 checkpoint_claims() {
   py 'import json,sys; c=json.load(open(sys.argv[1]))["claims"]; print(",".join(k+"="+v["state"] for k,v in sorted(c.items())))' \
