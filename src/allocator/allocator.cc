@@ -254,14 +254,15 @@ class ProblemBuilder {
  public:
   ProblemBuilder(SnapshotState& state, const NodeEntry& node_entry, const api::corev1::Node& node,
                  const AllocatedState& allocated, const Features& features,
-                 const std::vector<ClaimSpec>& claims, bool explain)
+                 const std::vector<ClaimSpec>& claims, bool explain, bool with_policies)
       : state_(state),
         node_entry_(node_entry),
         node_(node),
         allocated_(allocated),
         f_(features),
         claims_(claims),
-        explain_(explain) {}
+        explain_(explain),
+        with_policies_(with_policies) {}
 
   // upstream's pre-pass (claims in order, requests in order) plus the candidate lists. Returns
   // a fatal error with upstream's message.
@@ -346,6 +347,7 @@ class ProblemBuilder {
               dev.capacities.push_back(std::move(dc));
             }
           }
+          if (with_policies_) problem.facts.push_back(&state_.Facts(*slice, i));
           problem.devices.push_back(std::move(dev));
           refs.push_back(DeviceRef{slice, i});
         }
@@ -859,6 +861,13 @@ class ProblemBuilder {
     }
     if (plan.usable && !dev.multi_allocatable) return kNone;
     if (!plan.usable) plan.consumed.clear();
+    if (with_policies_) {
+      ResourceList named;
+      for (size_t i = 0; i < plan.consumed.size(); ++i) {
+        named.emplace(*caps[i].published, plan.consumed[i]);
+      }
+      problem.plan_consumed.push_back(std::move(named));
+    }
     problem.plans.push_back(std::move(plan));
     return static_cast<uint32_t>(problem.plans.size() - 1);
   }
@@ -868,6 +877,7 @@ class ProblemBuilder {
     if (empty_plan_ == kNone) {
       empty_plan_ = static_cast<uint32_t>(problem.plans.size());
       problem.plans.emplace_back();
+      if (with_policies_) problem.plan_consumed.emplace_back();
     }
     return empty_plan_;
   }
@@ -1029,6 +1039,7 @@ class ProblemBuilder {
   const Features f_;
   const std::vector<ClaimSpec>& claims_;
   const bool explain_;
+  const bool with_policies_;  // fill Problem::facts and Problem::plan_consumed
   bool budget_spent_ = false;  // FillCandidates met the spent evaluation budget
   uint32_t empty_plan_ = kNone;
   std::map<std::string, uint32_t, std::less<>> group_ids_;
@@ -1227,7 +1238,10 @@ class AllocatorImpl final : public Allocator {
       return Status(entry.gather_error.code(),
                     "gather pool information: " + std::string(entry.gather_error.message()));
     }
-    const bool use_cache = options.use_node_cache && !options.explain && options.policies.empty();
+    // Unsatisfiable without policies is unsatisfiable with them (they only refuse more), so
+    // with policies the cache is read but not written: a policy's verdict is not the node's.
+    const bool use_cache = options.use_node_cache && !options.explain;
+    const bool write_cache = use_cache && options.policies.empty();
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
         entry.state_id = allocated.id();
@@ -1254,7 +1268,8 @@ class AllocatorImpl final : public Allocator {
       }
     }
 
-    ProblemBuilder builder(state_, entry, node, allocated, features_, claims_, options.explain);
+    ProblemBuilder builder(state_, entry, node, allocated, features_, claims_, options.explain,
+                           !options.policies.empty());
     // The budget is charged while the builder evaluates selectors, and only then.
     state_.budget = options.evaluation_budget;
     Status built = builder.Build();
@@ -1301,7 +1316,7 @@ class AllocatorImpl final : public Allocator {
         out.message = "invalid resource pools were encountered";
       } else {
         out.kind = Outcome::Kind::kUnsatisfiable;
-        if (use_cache) {
+        if (write_cache) {
           constexpr size_t kRemembered = 4;
           if (entry.unsatisfiable.size() >= kRemembered) {
             entry.unsatisfiable.erase(entry.unsatisfiable.begin());

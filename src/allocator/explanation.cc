@@ -35,6 +35,7 @@ void RequestText(const RequestExplanation& r, int level, std::string& out) {
   for (const CandidateExplanation& c : r.candidates) {
     std::string line =
         fmt::format("{}/{}/{}: {}", c.driver, c.pool, c.device, CandidateStatusName(c.status));
+    if (!c.policy_code.empty()) line += " " + c.policy_code;
     if (!c.detail.empty()) line += " (" + c.detail + ")";
     AppendIndented(out, level + 1, line);
   }
@@ -61,6 +62,7 @@ boost::json::object RequestJson(const RequestExplanation& r) {
     co["pool"] = c.pool;
     co["device"] = c.device;
     co["status"] = std::string(CandidateStatusName(c.status));
+    if (!c.policy_code.empty()) co["policyCode"] = c.policy_code;
     if (!c.detail.empty()) co["detail"] = c.detail;
     candidates.push_back(std::move(co));
   }

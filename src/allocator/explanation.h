@@ -50,6 +50,8 @@ struct CandidateExplanation {
   // Details in words, e.g. "selector #1 is false", "taint gpu=bad:NoSchedule not tolerated",
   // "matchAttribute gpu.example.com/numa: value 1 does not match 0".
   std::string detail;
+  // kPolicy: the refusing policy's reason code (policy.h), e.g. "quota".
+  std::string policy_code;
 };
 
 struct RequestExplanation {

@@ -37,6 +37,22 @@ uint32_t SnapshotState::Expression(std::string_view text, const ExpressionSpec& 
   return id;
 }
 
+const DeviceFacts& SnapshotState::Facts(SliceEntry& slice, size_t index) {
+  if (slice.facts.size() != slice.spec().devices.size()) {
+    slice.facts.resize(slice.spec().devices.size());
+  }
+  std::optional<DeviceFacts>& cached = slice.facts[index];
+  if (cached.has_value()) return *cached;
+  const api::resourcev1::Device& device = slice.spec().devices[index];
+  std::vector<std::pair<std::string_view, api::Quantity>> capacity;
+  for (const Capacity& cap : slice.data[index].capacity) {
+    capacity.emplace_back(names.Name(cap.name), cap.value);
+  }
+  cached = MakeDeviceFacts(slice.spec().driver, device.consumes_counters, capacity,
+                           device.allow_multiple_allocations.value_or(false));
+  return *cached;
+}
+
 const std::vector<ResolvedCapacity>& SnapshotState::Capacities(SliceEntry& slice, size_t index) {
   if (slice.capacities.size() != slice.spec().devices.size()) {
     slice.capacities.resize(slice.spec().devices.size());
@@ -282,6 +298,7 @@ Snapshot::SliceHandle Snapshot::UpdateSlice(SliceHandle handle,
   state_->Unindex(&entry);
   // Resolved capacities and compiled node selectors point into the stored slice.
   entry.capacities.clear();
+  entry.facts.clear();
   entry.slice_selector.reset();
   entry.device_selectors.clear();
   if (!same_version) {

@@ -15,6 +15,18 @@ void ExplainRecorder::Rejected(uint32_t key, DeviceIndex device, Reason reason,
   if (slot.first == Reason::kNone) slot = {reason, detail};
 }
 
+void ExplainRecorder::PolicyRejected(uint32_t key, DeviceIndex device,
+                                     const PolicyRejection& rejection) {
+  if (first_[key][device].first != Reason::kNone) return;
+  first_[key][device] = {Reason::kPolicy, rejection.message};
+  policy_codes_[{key, device}] = rejection.code;
+}
+
+std::string_view ExplainRecorder::PolicyCode(uint32_t key, DeviceIndex device) const {
+  auto it = policy_codes_.find({key, device});
+  return it == policy_codes_.end() ? std::string_view() : std::string_view(it->second);
+}
+
 void ExplainRecorder::Chosen(uint32_t key, DeviceIndex device) {
   // A device chosen and later given up keeps no reason; the final result marks it chosen.
   (void)key;
@@ -148,6 +160,7 @@ RequestExplanation ExplainKey(const ExplainInputs& in, uint32_t k,
     } else if (in.recorder != nullptr && in.recorder->First(k, d).first != Reason::kNone) {
       c.status = StatusOf(in.recorder->First(k, d).first);
       c.detail = in.recorder->First(k, d).second;
+      c.policy_code = std::string(in.recorder->PolicyCode(k, d));
       touched = true;
     } else {
       c.status = CandidateStatus::kNotReached;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator/charges.h"
 #include "api/quantity.h"
 
 namespace draplane::allocator::internal {
@@ -250,6 +251,10 @@ struct Problem {
   std::vector<std::string> errors;  // fatal messages, surfaced when reached
   std::vector<RequestKey> keys;
   std::vector<Claim> claims;
+  // Only when policy constraints are given: per device, what the charging rules read
+  // (charges.h; owned by the snapshot); per plan, its consumption by published capacity name.
+  std::vector<const DeviceFacts*> facts;
+  std::vector<ResourceList> plan_consumed;
   // Why each device is not in a key's candidate list, for explanations: [key][device].
   // Empty unless explanations are requested.
   std::vector<std::vector<std::pair<Reason, std::string>>> static_rejections;

@@ -50,6 +50,7 @@ struct Entry {
   bool marked = false;
   bool counters_reserved = false;
   uint32_t groups_pushed = 0;  // records on the compatibility-group undo stack
+  bool policies_added = false;
 };
 
 class Searcher {
@@ -78,15 +79,28 @@ class Searcher {
         constraints_[c].emplace_back(&constraint, &p_.values, f_.list_type_attributes);
       }
     }
-    prune_ = o_.prune && o_.policies.empty() && PruningIsExact();
+    // Policies only refuse more, so the count bound stays exact under them; symmetry and the
+    // memo would also need the policies' view of devices and state, which they do not expose.
+    prune_ = o_.prune && PruningIsExact();
+    symmetry_ = prune_ && o_.policies.empty();
     size_t total_requests = 0;
     for (const Claim& claim : p_.claims) total_requests += claim.requests.size();
-    memo_enabled_ = prune_ && total_requests > 1;
+    memo_enabled_ = symmetry_ && total_requests > 1;
     stats_.pruning_enabled = prune_;
   }
 
   StatusOr<SearchResult> Run() {
     Ret ret = Fresh(0, 0, 0, false);
+    if (ret == Ret::kYes && !o_.policies.empty()) {
+      // Policies see every accepted device removed again, the solution's included (policy.h).
+      for (size_t c = results_.size(); c-- > 0;) {
+        for (size_t i = results_[c].size(); i-- > 0;) {
+          const Entry& e = results_[c][i];
+          RemovePolicies(static_cast<uint32_t>(c), p_.keys[e.choice.key], e.choice.device,
+                         e.choice.shared, e.choice.plan, o_.policies.size());
+        }
+      }
+    }
     SearchResult result;
     result.stats = stats_;
     result.stats.memo_entries = static_cast<int64_t>(memo_.size());
@@ -294,19 +308,46 @@ class Searcher {
   // --- constraints and policies -----------------------------------------------------------
 
   PolicyCandidate MakePolicyCandidate(uint32_t c, const RequestKey& key, DeviceIndex d, bool shared,
-                                      std::string& request_name) const {
+                                      uint32_t plan, std::string& request_name) const {
     request_name = key.FullName();
     const Device& dev = p_.devices[d];
     const Pool& pool = p_.pools[dev.pool];
-    return PolicyCandidate{.claim_index = static_cast<int>(c),
-                           .claim = p_.claims[c].name,
-                           .request = request_name,
-                           .device_class = key.device_class,
-                           .driver = pool.driver,
-                           .pool = pool.name,
-                           .device = dev.name,
-                           .admin_access = key.admin_access,
-                           .shared = shared};
+    return PolicyCandidate{
+        .claim_index = static_cast<int>(c),
+        .claim = p_.claims[c].name,
+        .request = request_name,
+        .device_class = key.device_class,
+        .driver = pool.driver,
+        .pool = pool.name,
+        .device = dev.name,
+        .admin_access = key.admin_access,
+        .shared = shared,
+        .facts = d < p_.facts.size() ? p_.facts[d] : nullptr,
+        .consumed = shared && plan < p_.plan_consumed.size() ? &p_.plan_consumed[plan] : nullptr};
+  }
+
+  // upstream has no such step: a policy may refuse a whole request before its devices are tried
+  // (policy.h). kNo when one does.
+  Ret CheckRequestPolicies(uint32_t c, uint32_t key_index) {
+    const RequestKey& key = p_.keys[key_index];
+    std::string request_name = key.FullName();
+    PolicyRequest request{.claim_index = static_cast<int>(c),
+                          .claim = p_.claims[c].name,
+                          .request = request_name,
+                          .device_class = key.device_class,
+                          .count = key.num_devices,
+                          .admin_access = key.admin_access};
+    for (PolicyConstraint* policy : o_.policies) {
+      std::optional<PolicyRejection> why = policy->CheckRequest(request);
+      if (!why.has_value()) continue;
+      if (o_.observer != nullptr) {
+        for (const Candidate& cand : key.all_mode ? key.all_devices : key.candidates) {
+          o_.observer->PolicyRejected(key_index, cand.device, *why);
+        }
+      }
+      return Ret::kNo;
+    }
+    return Ret::kYes;
   }
 
   void RemoveConstraints(uint32_t c, const RequestKey& key, size_t added) {
@@ -315,9 +356,10 @@ class Searcher {
     }
   }
 
-  void RemovePolicies(uint32_t c, const RequestKey& key, DeviceIndex d, bool shared, size_t added) {
+  void RemovePolicies(uint32_t c, const RequestKey& key, DeviceIndex d, bool shared, uint32_t plan,
+                      size_t added) {
     std::string request_name;
-    PolicyCandidate candidate = MakePolicyCandidate(c, key, d, shared, request_name);
+    PolicyCandidate candidate = MakePolicyCandidate(c, key, d, shared, plan, request_name);
     for (size_t k = added; k-- > 0;) o_.policies[k]->Remove(candidate);
   }
 
@@ -447,21 +489,6 @@ class Searcher {
         return Ret::kNo;
       }
     }
-    if (!o_.policies.empty()) {
-      std::string request_name;
-      PolicyCandidate candidate = MakePolicyCandidate(c, key, d, multi, request_name);
-      for (size_t k = 0; k < o_.policies.size(); ++k) {
-        std::optional<std::string> why = o_.policies[k]->Add(candidate);
-        if (why.has_value()) {
-          for (size_t j = k; j-- > 0;) o_.policies[j]->Remove(candidate);
-          RemoveConstraints(c, key, states.size());
-          UndoGroups(compat_pushed);
-          if (reserved) ReleaseCounters(d);
-          Reject(key_index, d, Reason::kPolicy, std::string(o_.policies[k]->name()) + ": " + *why);
-          return Ret::kNo;
-        }
-      }
-    }
     Entry entry;
     entry.choice.key = key_index;
     entry.choice.device = d;
@@ -488,6 +515,21 @@ class Searcher {
         entry.choice.plan = cand.plan;
       }
     }
+    if (!o_.policies.empty()) {
+      std::string request_name;
+      PolicyCandidate candidate =
+          MakePolicyCandidate(c, key, d, entry.choice.shared, entry.choice.plan, request_name);
+      for (size_t k = 0; k < o_.policies.size(); ++k) {
+        std::optional<PolicyRejection> why = o_.policies[k]->Add(candidate);
+        if (why.has_value()) {
+          for (size_t j = k; j-- > 0;) o_.policies[j]->Remove(candidate);
+          Undo(c, entry);
+          if (o_.observer != nullptr) o_.observer->PolicyRejected(key_index, d, *why);
+          return Ret::kNo;
+        }
+      }
+      entry.policies_added = true;
+    }
     results_[c].push_back(entry);
     if (o_.observer != nullptr) o_.observer->Chosen(key_index, d);
     return Ret::kYes;
@@ -508,7 +550,9 @@ class Searcher {
       last_mark_[d] = e.prev_mark;
       --use_count_[d];
     }
-    if (!o_.policies.empty()) RemovePolicies(c, key, d, e.choice.shared, o_.policies.size());
+    if (e.policies_added) {
+      RemovePolicies(c, key, d, e.choice.shared, e.choice.plan, o_.policies.size());
+    }
     RemoveConstraints(c, key, constraints_[c].size());
     UndoGroups(e.groups_pushed);
     if (e.counters_reserved) ReleaseCounters(d);
@@ -655,6 +699,9 @@ class Searcher {
       ++max_size_events_;
       return Ret::kMaxSize;
     }
+    if (i == 0 && !o_.policies.empty() && CheckRequestPolicies(c, key_index) == Ret::kNo) {
+      return Ret::kNo;
+    }
     if (key.all_mode) {
       // The devices are known; the order does not matter, so only the next one is tried.
       Ret ok = AllocateDevice(c, key_index, key.all_devices[static_cast<size_t>(i)], true);
@@ -751,7 +798,7 @@ class Searcher {
           continue;
         }
       }
-      const bool unused = prune_ && Unused(d);
+      const bool unused = symmetry_ && Unused(d);
       if (unused && failed_contains(dev.symmetry_class)) {
         ++stats_.symmetry_skips;
         Reject(key_index, d, Reason::kEquivalentTried, "");
@@ -779,6 +826,7 @@ class Searcher {
   const SearchOptions& o_;
   const Features f_;
   bool prune_ = false;
+  bool symmetry_ = false;
   bool memo_enabled_ = false;
 
   std::vector<uint32_t> use_count_;

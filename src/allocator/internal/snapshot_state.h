@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "allocator/allocated_state.h"
+#include "allocator/charges.h"
 #include "allocator/features.h"
 #include "allocator/internal/device_data.h"
 #include "allocator/internal/selector_engine.h"
@@ -73,6 +74,8 @@ struct SliceEntry {
   // Per device: its capacities with names resolved against the driver (consumable capacity),
   // made on first use.
   std::vector<std::optional<std::vector<ResolvedCapacity>>> capacities;
+  // Per device: what the charging rules read (charges.h), made on first use by a policy.
+  std::vector<std::optional<DeviceFacts>> facts;
 
   const api::resourcev1::ResourceSliceSpec& spec() const { return slice->spec; }
 };
@@ -163,6 +166,8 @@ struct SnapshotState {
 
   // The resolved capacities of device `index` of `slice`, sorted by published name.
   const std::vector<ResolvedCapacity>& Capacities(SliceEntry& slice, size_t index);
+  // The charge facts of device `index` of `slice` (charges.h).
+  const DeviceFacts& Facts(SliceEntry& slice, size_t index);
 
   // Interns and compiles an expression as `spec` says (compile errors are kept, never retried).
   uint32_t Expression(std::string_view text, const ExpressionSpec& spec);
