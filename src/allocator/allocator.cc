@@ -1239,9 +1239,9 @@ class AllocatorImpl final : public Allocator {
                     "gather pool information: " + std::string(entry.gather_error.message()));
     }
     // Unsatisfiable without policies is unsatisfiable with them (they only refuse more), so
-    // with policies the cache is read but not written: a policy's verdict is not the node's.
+    // with policies the cache is read; it is written only when no policy refused anything (the
+    // search was then the policy-free one): a policy's verdict is not the node's.
     const bool use_cache = options.use_node_cache && !options.explain;
-    const bool write_cache = use_cache && options.policies.empty();
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
         entry.state_id = allocated.id();
@@ -1304,6 +1304,7 @@ class AllocatorImpl final : public Allocator {
     out.stats.count_bound_prunes = result.stats.count_bound_prunes;
     out.stats.symmetry_skips = result.stats.symmetry_skips;
     out.stats.memo_hits = result.stats.memo_hits;
+    out.stats.policy_rejections = result.stats.policy_rejections;
     if (result.solved) {
       DRAPLANE_ASSIGN_OR_RETURN(out.results, Results(builder, result, node, options));
       out.kind = Outcome::Kind::kAllocated;
@@ -1316,7 +1317,7 @@ class AllocatorImpl final : public Allocator {
         out.message = "invalid resource pools were encountered";
       } else {
         out.kind = Outcome::Kind::kUnsatisfiable;
-        if (write_cache) {
+        if (use_cache && result.stats.policy_rejections == 0) {
           constexpr size_t kRemembered = 4;
           if (entry.unsatisfiable.size() >= kRemembered) {
             entry.unsatisfiable.erase(entry.unsatisfiable.begin());

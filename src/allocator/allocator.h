@@ -88,6 +88,7 @@ struct Stats {
   int64_t count_bound_prunes = 0;
   int64_t symmetry_skips = 0;
   int64_t memo_hits = 0;
+  int64_t policy_rejections = 0;  // devices or requests a policy constraint refused
   bool node_cache_hit = false;
 };
 

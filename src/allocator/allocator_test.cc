@@ -893,6 +893,37 @@ TEST(AllocatorTest, QuotaCountsDevicesTheNamespaceHoldsAndCounters) {
             "needs 40Gi");
 }
 
+TEST(AllocatorTest, OnlyAPolicyFreeVerdictIsRememberedPerNode) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  f.allocated.AddDevice("gpu.example.com", "node-1", "a100-0");
+  Holdings holdings;
+  // The H100 is refused by the quota, the pair finds one A100: unsatisfiable because of the quota.
+  QuotaConstraint refusing("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 0, 0)},
+                           holdings);
+  StatusOr<Outcome> o = f.Run({.policies = {&refusing}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->stats.policy_rejections, 1);
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kAllocated) << "the quota's verdict was not the node's";
+  // Unsatisfiable with a quota that refused nothing is the node's verdict: remembered.
+  f.allocated.AddDevice("gpu.example.com", "node-1", "h100-0");
+  QuotaConstraint idle("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 9, 0)}, holdings);
+  o = f.Run({.policies = {&idle}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->stats.policy_rejections, 0);
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->stats.node_cache_hit);
+  o = f.Run({.policies = {&refusing}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->stats.node_cache_hit) << "policies read the cache";
+}
+
 TEST(AllocatorTest, SelectorVerdictsAreCachedPerSliceVersion) {
   Fixture f;
   f.Load(kClassA);

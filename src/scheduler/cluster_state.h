@@ -106,7 +106,7 @@ class ClusterState {
   // Looked up for every placed pod and event; hashed, with order_ kept sorted by name.
   std::unordered_map<std::string, std::unique_ptr<NodeInfo>, StringHash, std::equal_to<>> nodes_;
   std::vector<NodeInfo*> order_;
-  std::unordered_map<std::string, PodPlacement> placements_;            // by pod uid
+  std::unordered_map<std::string, PodPlacement> placements_;                       // by pod uid
   std::unordered_map<std::string, ClaimPtr, StringHash, std::equal_to<>> claims_;  // by ns/name
   std::unordered_map<std::string, std::string> extended_claim_by_pod_;  // pod uid -> claim key
   std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceClass>, std::less<>> classes_;

@@ -15,6 +15,13 @@
 // (kUnknown) for a class that matches any device published for more than one node, or a
 // multi-allocatable device on the node, where counting devices says nothing.
 //
+// Holdings. Every allocation is also charged to its claim's namespace in an allocator::Holdings
+// (allocator/holdings.h: usage per device class, driver counter and capacity dimension, devices
+// and their holders, committed and in flight), with the charges of allocator/charges.h computed
+// from the ResourceSlices the ledger is given. Tenancy policies read it: the Allocation-mode quota
+// constraint, the quota give-back, the periodic recompute that checks it (`Recheck`), explain pod
+// and metrics. It is rebuilt at start from the informers' initial lists like the rest.
+//
 // Conflicts. Several schedulers may allocate concurrently (replicas without leader election).
 // Allocations are written in one total order (the API server's resourceVersion) and observed in
 // that order, so `Commit` reports whether a newly observed allocation overlaps a committed one
@@ -35,6 +42,8 @@
 #include <vector>
 
 #include "allocator/allocated_state.h"
+#include "allocator/charges.h"
+#include "allocator/holdings.h"
 #include "api/gen/resource_v1_types.h"
 #include "common/string_hash.h"
 
@@ -71,8 +80,9 @@ class DeviceLedger {
   // True while the claim's committed allocation overlaps one observed earlier: its writer lost
   // the race and will give the devices back, so nobody may use the allocation meanwhile.
   bool IsConflicting(std::string_view uid) const;
-  // An allocation this scheduler reserved for a claim (upstream SignalClaimPendingAllocation).
-  void AddInFlight(std::string uid, std::string claim_key,
+  // An allocation this scheduler reserved for `claim` (upstream SignalClaimPendingAllocation);
+  // `uid` keys it (the claim's uid, or a made-up one for a claim not created yet).
+  void AddInFlight(std::string uid, const api::resourcev1::ResourceClaim& claim,
                    std::shared_ptr<const api::resourcev1::AllocationResult> allocation);
   // Drops an in-flight allocation; false when there was none.
   bool RemoveInFlight(std::string_view uid);
@@ -87,19 +97,19 @@ class DeviceLedger {
   // Devices of `class_name` on `node` that are not allocated, or kUnknown (see above).
   int64_t FreeDevices(std::string_view class_name, std::string_view node) const;
 
-  // One holder of devices.
-  struct Holding {
-    std::string claim;  // "namespace/name"
-    bool in_flight = false;
-    const api::resourcev1::AllocationResult* allocation = nullptr;
-  };
-  // Every holder, committed first, each group in claim key order.
-  std::vector<Holding> Holdings() const;
+  // Who holds what per tenant (allocator/holdings.h), committed and in flight.
+  const allocator::Holdings& holdings() const { return holdings_; }
+  // The devices of the slices the ledger was given, for charging.
+  const allocator::DeviceCatalog& catalog() const { return catalog_; }
   // Claim keys holding a device ("namespace/name"), sorted.
   std::vector<std::string> HoldersOf(std::string_view driver, std::string_view pool,
                                      std::string_view device) const;
-  // Devices held per namespace (tenant), admin-access results not counted.
-  std::map<std::string, int64_t> DevicesByNamespace() const;
+  // Compares the committed holdings with a recompute from `claims` (the claims as the scheduler
+  // caches them) and returns the differences (allocator::CompareHoldings); then makes the
+  // holdings equal to the recompute (a slice republished since an allocation was charged
+  // changes its charge). In-flight holdings are kept.
+  std::vector<std::string> Recheck(
+      const std::vector<const api::resourcev1::ResourceClaim*>& claims);
 
  private:
   struct ClassEntry;
@@ -113,7 +123,6 @@ class DeviceLedger {
     size_t device = 0;
   };
   struct Record {
-    std::string claim_key;
     bool conflicting = false;
     std::shared_ptr<const api::resourcev1::ResourceClaim> claim;          // committed
     std::shared_ptr<const api::resourcev1::AllocationResult> allocation;  // in flight
@@ -148,6 +157,8 @@ class DeviceLedger {
   std::unordered_map<std::string, std::vector<Location>> locations_;
 
   allocator::AllocatedState allocated_;
+  allocator::DeviceCatalog catalog_;
+  allocator::Holdings holdings_;
   std::map<std::string, Record, std::less<>> committed_;  // by claim uid
   // Committed holders per device key (DeviceKey), all and exclusive (no share ID): conflicts are
   // judged against these alone, in the API's write order; this scheduler's in-flight allocations

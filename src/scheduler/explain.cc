@@ -65,17 +65,28 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
 }
 
 // "4 do not match the request's selectors, 1 is already allocated" for the given statuses.
+// Policy refusals say which rule refused and its numbers ("1 refused by quota team-a/devices
+// h100.deviceclass.resource.k8s.io/devices 1/1"), one group per distinct refusal.
 std::string Count(const RequestExplanation& r, bool matching) {
   std::map<CandidateStatus, int> counts;
+  std::map<std::string, int> refusals;
   for (const CandidateExplanation& c : r.candidates) {
     if (Matches(c.status) != matching) continue;
     if (Phrase(c.status, false).empty()) continue;
+    if (c.status == CandidateStatus::kPolicy && !c.detail.empty()) {
+      ++refusals[c.detail];
+      continue;
+    }
     ++counts[c.status];
   }
   std::string out;
   for (const auto& [status, n] : counts) {
     if (!out.empty()) out += ", ";
     out += std::to_string(n) + " " + std::string(Phrase(status, n != 1));
+  }
+  for (const auto& [detail, n] : refusals) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n) + " refused by " + detail;
   }
   return out;
 }

@@ -77,9 +77,9 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   EXPECT_FALSE(ledger.Commit(AllocatedClaim("c1", "u1", "node-a", "gpu-0")));
   EXPECT_EQ(ledger.FreeDevices("h100", "node-a"), 0);
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
-  auto in_flight = std::make_shared<rv1::AllocationResult>(
-      *AllocatedClaim("x", "u2", "node-a", "gpu-1")->status.allocation);
-  ledger.AddInFlight("u2", "team-a/c2", in_flight);
+  auto c2 = AllocatedClaim("c2", "u2", "node-a", "gpu-1");
+  auto in_flight = std::make_shared<rv1::AllocationResult>(*c2->status.allocation);
+  ledger.AddInFlight("u2", *c2, in_flight);
   EXPECT_TRUE(ledger.IsInFlight("u2"));
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 1);
   ledger.RemoveInFlight("u2");
@@ -117,21 +117,62 @@ TEST(DeviceLedgerTest, ALaterOverlappingAllocationIsAConflict) {
   ledger.Uncommit("u1");
   EXPECT_FALSE(ledger.allocated().IsAllocated("gpu.example.com", "node-a", "gpu-0"));
   // Our own in-flight allocation of the same claim is not a conflict.
-  auto own = std::make_shared<rv1::AllocationResult>(
-      *AllocatedClaim("x", "u3", "node-a", "gpu-1")->status.allocation);
-  ledger.AddInFlight("u3", "team-a/third", own);
-  EXPECT_FALSE(ledger.Commit(AllocatedClaim("third", "u3", "node-a", "gpu-1")));
+  auto third = AllocatedClaim("third", "u3", "node-a", "gpu-1");
+  auto own = std::make_shared<rv1::AllocationResult>(*third->status.allocation);
+  ledger.AddInFlight("u3", *third, own);
+  EXPECT_TRUE(ledger.holdings().Find("u3")->in_flight);
+  EXPECT_FALSE(ledger.Commit(third));
   EXPECT_FALSE(ledger.IsInFlight("u3"));
-  EXPECT_EQ(ledger.DevicesByNamespace(), (std::map<std::string, int64_t>{{"team-a", 1}}));
+  EXPECT_FALSE(ledger.holdings().Find("u3")->in_flight);
+  EXPECT_EQ(ledger.holdings().DevicesOf("team-a").size(), 1u);
+}
+
+TEST(DeviceLedgerTest, HoldingsChargeTenantsAndRecheckHealsStaleCharges) {
+  DeviceLedger ledger;
+  auto slice = Slice("node-a", {"H100", "H100"});
+  ledger.SetSlice(slice);
+  auto c1 = AllocatedClaim("c1", "u1", "node-a", "gpu-0");
+  auto spec = std::const_pointer_cast<rv1::ResourceClaim>(c1);
+  rv1::DeviceRequest request;
+  request.name = "req";
+  request.exactly.emplace();
+  request.exactly->device_class_name = "h100";
+  spec->spec.devices.requests.push_back(request);
+  ledger.Commit(c1);
+  const auto& usage = ledger.holdings().Usage("team-a");
+  EXPECT_EQ(usage.at("h100.deviceclass.resource.k8s.io/devices").ToString(), "1");
+  auto c2 = std::make_shared<rv1::ResourceClaim>(*c1);
+  c2->metadata.name = "c2";
+  c2->metadata.uid = "u2";
+  c2->status.allocation->devices.results[0].device = "gpu-1";
+  ledger.AddInFlight("u2", *c2, std::make_shared<rv1::AllocationResult>(*c2->status.allocation));
+  EXPECT_EQ(ledger.holdings()
+                .Usage("team-a", allocator::Holdings::Scope::kInFlight)
+                .at("h100.deviceclass.resource.k8s.io/devices")
+                .ToString(),
+            "1");
+  EXPECT_TRUE(ledger.Recheck({c1.get()}).empty());
+  // The claim's slice is republished with a capacity: the charge made before is stale.
+  auto republished = std::make_shared<rv1::ResourceSlice>(*slice);
+  republished->spec.devices[0].capacity["memory"].value = *api::Quantity::Parse("80Gi");
+  ledger.SetSlice(republished);
+  std::vector<std::string> drift = ledger.Recheck({c1.get()});
+  ASSERT_FALSE(drift.empty());
+  EXPECT_EQ(drift[0], "team-a/c1: the ledger's devices or charge differ from the store's");
+  EXPECT_TRUE(ledger.Recheck({c1.get()}).empty());
+  EXPECT_TRUE(ledger.holdings().Find("u2")->in_flight) << "in-flight holdings survive a recheck";
+  ledger.RemoveInFlight("u2");
+  ledger.Uncommit("u1");
+  EXPECT_TRUE(ledger.holdings().Usage("team-a").empty());
 }
 
 TEST(DeviceLedgerTest, AnotherClaimsInFlightAllocationIsNoConflict) {
   // The API's write order decides: a claim written by another scheduler and observed while this
   // scheduler still has its own allocation of the device in flight was first.
   DeviceLedger ledger;
-  auto mine = std::make_shared<rv1::AllocationResult>(
-      *AllocatedClaim("mine", "u1", "node-a", "gpu-0")->status.allocation);
-  ledger.AddInFlight("u1", "team-a/mine", mine);
+  auto mine_claim = AllocatedClaim("mine", "u1", "node-a", "gpu-0");
+  auto mine = std::make_shared<rv1::AllocationResult>(*mine_claim->status.allocation);
+  ledger.AddInFlight("u1", *mine_claim, mine);
   EXPECT_FALSE(ledger.Commit(AllocatedClaim("theirs", "u2", "node-a", "gpu-0")));
   EXPECT_FALSE(ledger.IsConflicting("u2"));
   // Our write comes later in that order: it lost.
@@ -473,7 +514,7 @@ TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
   h100.outcome = "unsatisfiable";
   for (int i = 0; i < 3; ++i) {
     h100.candidates.push_back({"gpu.example.com", "node-7", "gpu-" + std::to_string(i),
-                               allocator::CandidateStatus::kRequestSelectorFalse, ""});
+                               allocator::CandidateStatus::kRequestSelectorFalse, "", ""});
   }
   allocator::RequestExplanation pair = h100;
   pair.name = "gpu/a100-pair";
@@ -487,6 +528,16 @@ TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
             "request gpu: subrequest h100: no device matches (3 do not match the request's "
             "selectors), subrequest a100-pair: 1 of 2 needed devices available (1 is already "
             "allocated)");
+  // A quota refusal names the quota and its numbers.
+  allocator::RequestExplanation& refused = e.claims[0].requests[0].subrequests[0];
+  refused.candidates[0].status = allocator::CandidateStatus::kPolicy;
+  refused.candidates[0].policy_code = "quota";
+  refused.candidates[0].detail =
+      "quota team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1";
+  EXPECT_EQ(SummarizeDevices(e, {{"team-a/pod-gpu-x1", "gpu"}}),
+            "request gpu: subrequest h100: 0 of 1 needed device available (1 refused by quota "
+            "team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1), subrequest a100-pair: "
+            "1 of 2 needed devices available (1 is already allocated)");
   e.pools[0].status = "incomplete";
   EXPECT_EQ(SummarizeDevices(e, {}), "no devices offered to the node");
 }

@@ -340,6 +340,7 @@ class Searcher {
     for (PolicyConstraint* policy : o_.policies) {
       std::optional<PolicyRejection> why = policy->CheckRequest(request);
       if (!why.has_value()) continue;
+      ++stats_.policy_rejections;
       if (o_.observer != nullptr) {
         for (const Candidate& cand : key.all_mode ? key.all_devices : key.candidates) {
           o_.observer->PolicyRejected(key_index, cand.device, *why);
@@ -522,6 +523,7 @@ class Searcher {
       for (size_t k = 0; k < o_.policies.size(); ++k) {
         std::optional<PolicyRejection> why = o_.policies[k]->Add(candidate);
         if (why.has_value()) {
+          ++stats_.policy_rejections;
           for (size_t j = k; j-- > 0;) o_.policies[j]->Remove(candidate);
           Undo(c, entry);
           if (o_.observer != nullptr) o_.observer->PolicyRejected(key_index, d, *why);

@@ -57,6 +57,7 @@ struct SearchStats {
   int64_t symmetry_skips = 0;
   int64_t memo_hits = 0;
   int64_t memo_entries = 0;
+  int64_t policy_rejections = 0;  // devices or requests a policy refused
   bool pruning_enabled = false;
 };
 

@@ -566,13 +566,10 @@ class DynamicResources final : public PreEnqueuePlugin,
         const ClaimEntry& e = s->claims[b.entry];
         if (e.special) {
           b.in_flight_uid = SpecialInFlightUid(pod.metadata.uid);
-          deps_.cluster->ledger().AddInFlight(
-              b.in_flight_uid, ClaimKey(pod.metadata.namespace_, kSpecialClaimName), b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, *v.special, b.allocation);
         } else {
           b.in_flight_uid = e.claim->metadata.uid;
-          deps_.cluster->ledger().AddInFlight(
-              b.in_flight_uid, ClaimKey(e.claim->metadata.namespace_, e.claim->metadata.name),
-              b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, *e.claim, b.allocation);
         }
         s->binds.push_back(std::move(b));
       }
