@@ -20,6 +20,24 @@ bool IsAllocationModeQuota(const std::map<std::string, std::string, std::less<>>
   return it != annotations.end() && it->second == kDeviceQuotaModeAllocation;
 }
 
+std::optional<QuotaBudget> BudgetOf(const api::corev1::ResourceQuota& quota) {
+  if (!IsAllocationModeQuota(quota.metadata.annotations)) return std::nullopt;
+  QuotaBudget budget;
+  budget.namespace_ = quota.metadata.namespace_;
+  budget.name = quota.metadata.name;
+  budget.resource_version = quota.metadata.resource_version;
+  for (const auto& [key, hard] : quota.spec.hard) {
+    if (!ParseDeviceResource(key).has_value()) continue;
+    budget.hard.emplace(key, hard);
+    auto used = quota.status.used.find(key);
+    if (used != quota.status.used.end() && !used->second.IsZero()) {
+      budget.used.emplace(key, used->second);
+    }
+  }
+  if (budget.hard.empty()) return std::nullopt;
+  return budget;
+}
+
 std::string QuotaExceededMessage(const QuotaBudget& quota, std::string_view resource,
                                  const api::Quantity& used, const api::Quantity& hard,
                                  const api::Quantity& needs) {

@@ -25,6 +25,7 @@
 #include "allocator/charges.h"
 #include "allocator/holdings.h"
 #include "allocator/policy.h"
+#include "api/gen/core_v1_types.h"
 
 namespace draplane::allocator {
 
@@ -46,6 +47,11 @@ struct QuotaBudget {
 
   friend bool operator==(const QuotaBudget&, const QuotaBudget&) = default;
 };
+
+// The budget of a ResourceQuota in Allocation mode: its device resource names (charges.h) with
+// their hard limits and status.used; nullopt when the quota is not in Allocation mode or limits
+// none of them.
+std::optional<QuotaBudget> BudgetOf(const api::corev1::ResourceQuota& quota);
 
 // "quota team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1" (used/hard), with
 // ", needs N" unless N is one device.

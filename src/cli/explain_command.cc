@@ -91,6 +91,13 @@ int RunExplainPod(const ExplainFlags& flags) {
   for (rv1::ResourceClaim& c : *claims) {
     cluster.UpsertClaim(std::make_shared<const rv1::ResourceClaim>(std::move(c)));
   }
+  // The quotas of the Pod's namespace: Allocation-mode ones are checked inside the search.
+  StatusOr<client::ObjectList<api::corev1::ResourceQuota>> quotas =
+      client::List<api::corev1::ResourceQuota>(**api, ns);
+  if (!quotas.ok()) return Fail("list resourcequotas", quotas.status());
+  for (api::corev1::ResourceQuota& q : quotas->items) {
+    cluster.UpsertQuota(std::make_shared<const api::corev1::ResourceQuota>(std::move(q)));
+  }
   StatusOr<std::vector<api::corev1::Pod>> pods = ListAll<api::corev1::Pod>(**api);
   if (!pods.ok()) return Fail("list pods", pods.status());
   for (api::corev1::Pod& p : *pods) {

@@ -1,6 +1,7 @@
 #include "scheduler/device_ledger.h"
 
 #include <algorithm>
+#include <set>
 
 #include "cel/cel.h"
 
@@ -138,9 +139,11 @@ void DeviceLedger::SetSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
   auto& entry = slices_[slice->metadata.name];
   if (entry && entry->contributed) Contribute(*entry, -1);
   if (!entry) entry = std::make_unique<SliceEntry>();
+  if (entry->slice) Recharge(*entry->slice);
   entry->slice = std::move(slice);
   BuildSlice(*entry);
   Contribute(*entry, +1);
+  Recharge(*entry->slice);
 }
 
 void DeviceLedger::RemoveSlice(std::string_view name) {
@@ -148,7 +151,29 @@ void DeviceLedger::RemoveSlice(std::string_view name) {
   auto it = slices_.find(name);
   if (it == slices_.end()) return;
   if (it->second->contributed) Contribute(*it->second, -1);
+  std::shared_ptr<const rv1::ResourceSlice> gone = std::move(it->second->slice);
   slices_.erase(it);
+  Recharge(*gone);
+}
+
+void DeviceLedger::Recharge(const rv1::ResourceSlice& slice) {
+  if (holdings_.size() == 0) return;
+  std::set<std::string> uids;
+  for (const rv1::Device& d : slice.spec.devices) {
+    for (const allocator::Holdings::Holding* h : holdings_.HoldersOf(
+             allocator::DeviceKey(slice.spec.driver, slice.spec.pool.name, d.name))) {
+      uids.insert(h->uid);
+    }
+  }
+  for (const std::string& uid : uids) {
+    if (auto c = committed_.find(uid); c != committed_.end()) {
+      holdings_.Put(allocator::Holdings::Make(uid, *c->second.claim, c->second.result(), catalog_,
+                                              /*in_flight=*/false));
+    } else if (auto f = in_flight_.find(uid); f != in_flight_.end()) {
+      holdings_.Put(allocator::Holdings::Make(uid, *f->second.spec, f->second.result(), catalog_,
+                                              /*in_flight=*/true));
+    }
+  }
 }
 
 void DeviceLedger::AdjustFree(std::string_view driver, std::string_view pool,
@@ -245,13 +270,14 @@ bool DeviceLedger::IsConflicting(std::string_view uid) const {
   return it != committed_.end() && it->second.conflicting;
 }
 
-void DeviceLedger::AddInFlight(std::string uid, const rv1::ResourceClaim& claim,
+void DeviceLedger::AddInFlight(std::string uid, std::shared_ptr<const rv1::ResourceClaim> claim,
                                std::shared_ptr<const rv1::AllocationResult> allocation) {
   RemoveInFlight(uid);
   AddResult(*allocation);
-  holdings_.Put(allocator::Holdings::Make(uid, claim, *allocation, catalog_, /*in_flight=*/true));
+  holdings_.Put(allocator::Holdings::Make(uid, *claim, *allocation, catalog_, /*in_flight=*/true));
   Record record;
   record.allocation = std::move(allocation);
+  record.spec = std::move(claim);
   in_flight_.emplace(std::move(uid), std::move(record));
 }
 
@@ -298,10 +324,15 @@ std::vector<std::string> DeviceLedger::Recheck(
   allocator::Holdings recomputed = allocator::RecomputeHoldings(claims, catalog_);
   std::vector<std::string> differences = allocator::CompareHoldings(holdings_, recomputed);
   if (differences.empty()) return differences;
-  for (const auto& [uid, h] : holdings_.all()) {
-    if (h.in_flight) recomputed.Put(h);
+  // Rebuild the index from the ledger's own records with today's catalog.
+  allocator::Holdings rebuilt;
+  for (const auto& [uid, r] : committed_) {
+    rebuilt.Put(allocator::Holdings::Make(uid, *r.claim, r.result(), catalog_, false));
   }
-  holdings_ = std::move(recomputed);
+  for (const auto& [uid, r] : in_flight_) {
+    rebuilt.Put(allocator::Holdings::Make(uid, *r.spec, r.result(), catalog_, true));
+  }
+  holdings_ = std::move(rebuilt);
   return differences;
 }
 

@@ -18,7 +18,8 @@
 // Holdings. Every allocation is also charged to its claim's namespace in an allocator::Holdings
 // (allocator/holdings.h: usage per device class, driver counter and capacity dimension, devices
 // and their holders, committed and in flight), with the charges of allocator/charges.h computed
-// from the ResourceSlices the ledger is given. Tenancy policies read it: the Allocation-mode quota
+// from the ResourceSlices the ledger is given (and charged again when a slice of their devices
+// changes). Tenancy policies read it: the Allocation-mode quota
 // constraint, the quota give-back, the periodic recompute that checks it (`Recheck`), explain pod
 // and metrics. It is rebuilt at start from the informers' initial lists like the rest.
 //
@@ -82,7 +83,7 @@ class DeviceLedger {
   bool IsConflicting(std::string_view uid) const;
   // An allocation this scheduler reserved for `claim` (upstream SignalClaimPendingAllocation);
   // `uid` keys it (the claim's uid, or a made-up one for a claim not created yet).
-  void AddInFlight(std::string uid, const api::resourcev1::ResourceClaim& claim,
+  void AddInFlight(std::string uid, std::shared_ptr<const api::resourcev1::ResourceClaim> claim,
                    std::shared_ptr<const api::resourcev1::AllocationResult> allocation);
   // Drops an in-flight allocation; false when there was none.
   bool RemoveInFlight(std::string_view uid);
@@ -105,9 +106,8 @@ class DeviceLedger {
   std::vector<std::string> HoldersOf(std::string_view driver, std::string_view pool,
                                      std::string_view device) const;
   // Compares the committed holdings with a recompute from `claims` (the claims as the scheduler
-  // caches them) and returns the differences (allocator::CompareHoldings); then makes the
-  // holdings equal to the recompute (a slice republished since an allocation was charged
-  // changes its charge). In-flight holdings are kept.
+  // caches them) and returns the differences (allocator::CompareHoldings); when there are any,
+  // rebuilds the holdings from the ledger's own records.
   std::vector<std::string> Recheck(
       const std::vector<const api::resourcev1::ResourceClaim*>& claims);
 
@@ -126,6 +126,7 @@ class DeviceLedger {
     bool conflicting = false;
     std::shared_ptr<const api::resourcev1::ResourceClaim> claim;          // committed
     std::shared_ptr<const api::resourcev1::AllocationResult> allocation;  // in flight
+    std::shared_ptr<const api::resourcev1::ResourceClaim> spec;           // in flight: its claim
     const api::resourcev1::AllocationResult& result() const {
       return claim ? *claim->status.allocation : *allocation;
     }
@@ -139,6 +140,8 @@ class DeviceLedger {
   void AdjustFree(std::string_view driver, std::string_view pool, std::string_view device,
                   int64_t delta);
   void BuildSlice(SliceEntry& entry);
+  // Charges again the holdings of the slice's devices (charges follow the published devices).
+  void Recharge(const api::resourcev1::ResourceSlice& slice);
   void Contribute(SliceEntry& entry, int sign);
   void RebuildAll();
   static std::string DeviceKey(std::string_view driver, std::string_view pool,

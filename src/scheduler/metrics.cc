@@ -77,6 +77,30 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
                                   "failures, until the taint expires or is lifted).",
                                   {})
               .WithLabels(std::vector<std::string>{}),
+      .quota_fallbacks = metrics::NewCounterFamily(
+          "draplane_quota_fallbacks_total",
+          "firstAvailable requests an Allocation-mode ResourceQuota moved from the subrequest they "
+          "would have got without it to a later one.",
+          {"namespace", "from_index", "to_index"}),
+      .quota_usage_corrections = metrics::NewCounterFamily(
+          "draplane_quota_usage_corrections_total",
+          "Recomputes of an Allocation-mode ResourceQuota's status.used from the allocations that "
+          "found it wrong (a deallocation's give-back is not counted).",
+          {"namespace", "quota"}),
+      .ledger_drift = metrics::NewCounterFamily(
+          "draplane_ledger_drift_total",
+          "Periodic rechecks that found the scheduler's holdings ledger different from a "
+          "recompute from its claims (the ledger is then corrected).",
+          {"namespace"}),
+      .decisions_written =
+          metrics::NewCounterFamily("draplane_decisions_written_total",
+                                    "AllocationDecision records written by the scheduler.", {})
+              .WithLabels(std::vector<std::string>{}),
+      .decisions_dropped =
+          metrics::NewCounterFamily(
+              "draplane_decisions_dropped_total",
+              "AllocationDecision records not written: the queue was full or the write failed.", {})
+              .WithLabels(std::vector<std::string>{}),
   };
   return m;
 }

@@ -18,6 +18,14 @@
 //                                                              ready|failed|timeout|aborted
 //   draplane_scheduler_isolated_nodes                          nodes isolated for repeated
 //                                                              device prepare failures
+//   draplane_quota_fallbacks_total{namespace,from_index,to_index}  requests an Allocation-mode
+//                                                              quota moved to a later subrequest
+//   draplane_quota_usage_corrections_total{namespace,quota}    recomputes that changed a quota's
+//                                                              status.used other than by giving
+//                                                              back a deallocation
+//   draplane_ledger_drift_total{namespace}                     periodic rechecks that found the
+//                                                              holdings ledger off its recompute
+//   draplane_decisions_written_total, draplane_decisions_dropped_total  AllocationDecision records
 //
 // Thread-safety: the handles are safe for concurrent use (common/metrics.h).
 #pragma once
@@ -48,6 +56,11 @@ struct SchedulerMetrics {
   metrics::Gauge binding_conditions_waiting;
   metrics::HistogramFamily binding_conditions_wait_seconds;
   metrics::Gauge isolated_nodes;
+  metrics::CounterFamily quota_fallbacks;
+  metrics::CounterFamily quota_usage_corrections;
+  metrics::CounterFamily ledger_drift;
+  metrics::Counter decisions_written;
+  metrics::Counter decisions_dropped;
 
   // The process-wide families for `profile` (the scheduler name).
   static SchedulerMetrics For(const std::string& profile);

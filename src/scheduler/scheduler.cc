@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <tuple>
 
 #include "api/labels/node_isolation.h"
 #include "client/typed.h"
@@ -28,13 +29,28 @@ struct Scheduler::InboxItem {
     kSlice,
     kSliceDelete,
     kBindingWaiting,
+    kQuota,
+    kQuotaDelete,
     kBindingDone,
+    kQuotaRecount,      // a recount's reads are done (`recount`)
+    kQuotaRecountDone,  // its writes are done (`recount->conflict`: one must be redone)
+  };
+  // The reads of a quota recount, made off the loop thread: the namespace's quotas, then its
+  // claims (in that order: quota_charger.h).
+  struct Recount {
+    std::string ns;
+    bool correction = false;
+    bool conflict = false;
+    Status error;
+    std::vector<api::corev1::ResourceQuota> quotas;
+    std::vector<rv1::ResourceClaim> claims;
   };
   Kind kind = Kind::kPod;
   std::shared_ptr<const void> old_object{};
   std::shared_ptr<const void> new_object{};
   std::shared_ptr<Binding> binding{};
   PluginStatus status{};
+  std::shared_ptr<Recount> recount{};
 };
 
 struct Scheduler::Binding {
@@ -44,6 +60,8 @@ struct Scheduler::Binding {
   std::string node;
   Duration started{0};
   std::vector<std::string> allocated_claims;  // uids allocated in this cycle
+  int evaluated_nodes = 0;
+  int feasible_nodes = 0;
   // The binding cycle failed but the API shows the pod on a node: another scheduler (a replica
   // without leader election) bound it, using the claims this cycle wrote. Nothing is undone.
   bool bound_by_other = false;
@@ -127,6 +145,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
                                          : options_.scheduler_names.front())),
       random_(NewSeededRandom(options_.random_seed != 0 ? options_.random_seed
                                                         : SecureRandom().Next64())),
+      quota_charger_(api, "draplane-scheduler"),
       framework_(
           FrameworkOptions{.percentage_of_nodes_to_score = options_.percentage_of_nodes_to_score,
                            .diagnose = true}) {
@@ -134,6 +153,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   deps.cluster = &cluster_;
   deps.api = &api_;
   deps.confirmations = &confirmations_;
+  deps.quotas = &quota_charger_;
   deps.run_async = [this](std::function<void()> work) { RunAsync(std::move(work)); };
   deps.clock = &clock_;
   deps.random = random_.get();
@@ -159,6 +179,11 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
                                                if (s.ok()) return std::nullopt;
                                                return s.plugin();
                                              });
+  if (options_.decision_records) {
+    decisions_ = std::make_unique<DecisionRecorder>(
+        api_, DecisionRecorderOptions{.synchronous = options_.synchronous},
+        metrics_.decisions_written, metrics_.decisions_dropped);
+  }
   if (options_.record_events) {
     events_ = std::make_unique<client::EventRecorder>(
         api_, clock_,
@@ -202,6 +227,7 @@ Status Scheduler::Start() {
   slices_->AddIndex(kPoolIndex, [](const rv1::ResourceSlice& slice) {
     return std::vector<std::string>{slice.spec.driver + "/" + slice.spec.pool.name};
   });
+  quotas_ = &informers->Get<api::corev1::ResourceQuota>();
   auto wire = [this](auto* informer, Kind kind, Kind deleted) {
     using Ptr = typename std::remove_reference_t<decltype(*informer)>::Ptr;
     client::InformerBase::HandlerId id = informer->AddHandlers(
@@ -216,10 +242,14 @@ Status Scheduler::Start() {
   wire(slices_, Kind::kSlice, Kind::kSliceDelete);
   wire(nodes_, Kind::kNode, Kind::kNodeDelete);
   wire(claims_, Kind::kClaim, Kind::kClaimDelete);
+  wire(quotas_, Kind::kQuota, Kind::kQuotaDelete);
   wire(pods_, Kind::kPod, Kind::kPodDelete);
   informers->Start();
   if (!informers->WaitForSync())
     return CancelledError("scheduler stopped before its caches synced");
+  // The holdings are rebuilt from the initial lists; status.used is brought in line with them
+  // once those are applied (the first CheckHoldings).
+  last_holdings_check_ = clock_.MonotonicNow() - options_.holdings_check_interval;
   if (options_.synchronous) return Status::Ok();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -253,6 +283,7 @@ void Scheduler::Stop() {
   if (loop_.joinable()) loop_.join();
   for (std::thread& t : binders_) t.join();
   binders_.clear();
+  if (decisions_) decisions_->Stop();
   if (events_) events_->Stop();
 }
 
@@ -295,6 +326,10 @@ void Scheduler::Loop() {
       queue_->FlushUnschedulable();
     }
     ExpireWaits();
+    if (now - last_holdings_check_ >= options_.holdings_check_interval) {
+      last_holdings_check_ = now;
+      CheckHoldings();
+    }
     if (std::optional<QueuedPod> next = queue_->Pop()) {
       ScheduleOne(std::move(*next));
       continue;
@@ -520,6 +555,10 @@ void Scheduler::Apply(InboxItem& item) {
                          .old_claim = old.get(),
                          .new_claim = claim.get()};
       if (old && old->status.allocation.has_value() && !claim->status.allocation.has_value()) {
+        // The quotas give the allocation's charge back.
+        if (!cluster_.AllocationQuotas(claim->metadata.namespace_).empty()) {
+          ScheduleQuotaRecount(claim->metadata.namespace_, /*correction=*/false);
+        }
         MoveOnEvent(event);  // a deallocation may make any waiting pod schedulable
         return;
       }
@@ -542,6 +581,49 @@ void Scheduler::Apply(InboxItem& item) {
       confirmations_.Forget(claim->metadata.uid);
       cluster_.RemoveClaim(*claim);
       if (!waiting_.empty()) CheckWaitingForClaim(*claim);
+      if (claim->status.allocation.has_value() &&
+          !cluster_.AllocationQuotas(claim->metadata.namespace_).empty()) {
+        ScheduleQuotaRecount(claim->metadata.namespace_, /*correction=*/false);
+      }
+      return;
+    }
+    case Kind::kQuota: {
+      auto quota = std::static_pointer_cast<const api::corev1::ResourceQuota>(item.new_object);
+      auto old = std::static_pointer_cast<const api::corev1::ResourceQuota>(item.old_object);
+      cluster_.UpsertQuota(quota);
+      // A quota entering Allocation mode, or limiting other resources, starts from a recount.
+      std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(*quota);
+      std::optional<allocator::QuotaBudget> before = old ? allocator::BudgetOf(*old) : std::nullopt;
+      if (budget.has_value() && (!before.has_value() || budget->hard != before->hard)) {
+        ScheduleQuotaRecount(quota->metadata.namespace_, /*correction=*/false);
+      }
+      MoveOnEvent({.resource = EventResource::kResourceQuota,
+                   .actions = old ? kUpdate : kAdd,
+                   .old_quota = old.get(),
+                   .new_quota = quota.get()});
+      return;
+    }
+    case Kind::kQuotaDelete: {
+      auto quota = std::static_pointer_cast<const api::corev1::ResourceQuota>(item.old_object);
+      cluster_.RemoveQuota(*quota);
+      MoveOnEvent({.resource = EventResource::kResourceQuota,
+                   .actions = kDelete,
+                   .old_quota = quota.get()});
+      return;
+    }
+    case Kind::kQuotaRecount:
+      FinishQuotaRecount(item);
+      return;
+    case Kind::kQuotaRecountDone: {
+      const InboxItem::Recount& r = *item.recount;
+      recounting_.erase(r.ns);
+      if (r.conflict) recount_again_[r.ns] = recount_again_[r.ns] || r.correction;
+      auto again = recount_again_.find(r.ns);
+      if (again != recount_again_.end()) {
+        bool correction = again->second;
+        recount_again_.erase(again);
+        ScheduleQuotaRecount(r.ns, correction);
+      }
       return;
     }
     case Kind::kClass: {
@@ -617,6 +699,8 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     binding->queued = std::move(queued);
     binding->node = result.node;
     binding->started = start;
+    binding->evaluated_nodes = result.evaluated_nodes;
+    binding->feasible_nodes = result.feasible_nodes;
     binding_[uid] = binding;
     metrics_.attempts_scheduled.Increment();
     metrics_.attempt_scheduled_seconds.Observe(elapsed());
@@ -695,6 +779,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
                       "Successfully assigned " + pod.metadata.namespace_ + "/" + pod.metadata.name +
                           " to " + binding->node);
     }
+    RecordDecision(*binding);
     if (auto f = first_seen_.find(uid); f != first_seen_.end()) {
       metrics_.sli_seconds.WithLabels({std::to_string(std::min(binding->info.attempts, 15))})
           .Observe(std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count());
@@ -872,6 +957,169 @@ void Scheduler::ReleaseConflictingAllocation(const rv1::ResourceClaim& claim) {
                    released->metadata.name, s.ToString());
     }
   });
+}
+
+void Scheduler::RecordDecision(const Binding& binding) {
+  const DeviceDecision* decision = DecisionOf(*binding.state);
+  if (decision == nullptr) return;
+  const Pod& pod = *binding.info.pod;
+  const std::string& ns = pod.metadata.namespace_;
+  for (const DeviceDecision::Fallback& f : decision->fallbacks) {
+    metrics_.quota_fallbacks.WithLabels({ns, std::to_string(f.from), std::to_string(f.to)})
+        .Increment();
+  }
+  if (events_ && !decision->quota_fallback.empty()) {
+    events_->Record(client::ReferenceTo(pod), "Normal", "QuotaFallback", decision->quota_fallback);
+  }
+  if (!decisions_) return;
+  // The policy inputs: the Allocation-mode quotas at the versions the search read, and the
+  // namespace's other quotas, which admitted the claims.
+  std::vector<PolicyInputRef> inputs;
+  for (const allocator::QuotaBudget& q : decision->quotas) {
+    inputs.push_back({"v1", "ResourceQuota", q.namespace_, q.name, q.resource_version,
+                      std::string(allocator::kDeviceQuotaModeAllocation)});
+  }
+  for (const auto& q : cluster_.Quotas(ns)) {
+    if (allocator::IsAllocationModeQuota(q->metadata.annotations)) continue;
+    inputs.push_back(
+        {"v1", "ResourceQuota", ns, q->metadata.name, q->metadata.resource_version, "Admission"});
+  }
+  std::sort(inputs.begin(), inputs.end(), [](const PolicyInputRef& a, const PolicyInputRef& b) {
+    return std::tie(a.kind, a.namespace_, a.name) < std::tie(b.kind, b.namespace_, b.name);
+  });
+  decisions_->Record(MakeAllocationDecision(
+      DecisionContext{.pod = &pod,
+                      .decision = decision,
+                      .inputs = std::move(inputs),
+                      .scheduler_name = pod.spec.scheduler_name.empty() ? "default-scheduler"
+                                                                        : pod.spec.scheduler_name,
+                      .instance = options_.identity,
+                      .time = clock_.Now(),
+                      .nodes_evaluated = binding.evaluated_nodes,
+                      .nodes_feasible = binding.feasible_nodes}));
+}
+
+void Scheduler::ScheduleQuotaRecount(const std::string& ns, bool correction) {
+  if (recounting_.contains(ns)) {
+    recount_again_[ns] = recount_again_[ns] || correction;
+    return;
+  }
+  recounting_.insert(ns);
+  auto recount = std::make_shared<InboxItem::Recount>();
+  recount->ns = ns;
+  recount->correction = correction;
+  client::ApiClient* api = &api_;
+  RunAsync([this, api, recount] {
+    // Quotas first, then the claims: an allocation charged before the quota was read is among
+    // the claims, and the write's precondition is the quota version read (quota_charger.h).
+    StatusOr<client::ObjectList<api::corev1::ResourceQuota>> quotas =
+        client::List<api::corev1::ResourceQuota>(*api, recount->ns);
+    if (quotas.ok()) {
+      recount->quotas = std::move(quotas->items);
+      StatusOr<client::ObjectList<rv1::ResourceClaim>> claims =
+          client::List<rv1::ResourceClaim>(*api, recount->ns);
+      if (claims.ok()) {
+        recount->claims = std::move(claims->items);
+      } else {
+        recount->error = claims.status();
+      }
+    } else {
+      recount->error = quotas.status();
+    }
+    Post({.kind = InboxItem::Kind::kQuotaRecount, .recount = recount});
+  });
+}
+
+void Scheduler::FinishQuotaRecount(InboxItem& item) {
+  std::shared_ptr<InboxItem::Recount> r = item.recount;
+  std::vector<std::shared_ptr<api::corev1::ResourceQuota>> writes;
+  if (!r->error.ok()) {
+    log::Warning("scheduler: recounting the quotas of namespace {}: {}", r->ns,
+                 r->error.ToString());
+  } else {
+    std::vector<const rv1::ResourceClaim*> claims;
+    for (const rv1::ResourceClaim& c : r->claims) claims.push_back(&c);
+    allocator::ResourceList usage =
+        allocator::RecomputeHoldings(claims, cluster_.ledger().catalog()).Usage(r->ns);
+    for (api::corev1::ResourceQuota& quota : r->quotas) {
+      std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(quota);
+      if (!budget.has_value()) continue;
+      allocator::ResourceList used = QuotaCharger::RecomputedUsed(quota, usage);
+      std::string changes;
+      bool missing = false;
+      for (const auto& [key, hard] : budget->hard) {
+        auto was = quota.status.used.find(key);
+        missing = missing || was == quota.status.used.end();
+        api::Quantity before = was == quota.status.used.end() ? api::Quantity() : was->second;
+        if (before.Compare(used.at(key)) == 0) continue;
+        if (!changes.empty()) changes += ", ";
+        changes += key + " " + before.ToString() + " -> " + used.at(key).ToString();
+      }
+      if (changes.empty() && !missing && quota.status.hard == quota.spec.hard) continue;
+      if (r->correction && !changes.empty()) {
+        metrics_.quota_usage_corrections.WithLabels({r->ns, quota.metadata.name}).Increment();
+        if (events_) {
+          events_->Record(client::ReferenceTo(quota), "Warning", "QuotaUsageCorrected",
+                          "status.used recomputed from the allocations: " + changes);
+        }
+      }
+      auto updated = std::make_shared<api::corev1::ResourceQuota>(std::move(quota));
+      updated->status.used = std::move(used);
+      updated->status.hard = updated->spec.hard;
+      writes.push_back(std::move(updated));
+    }
+  }
+  client::ApiClient* api = &api_;
+  RunAsync([this, api, r, writes = std::move(writes)] {
+    for (const auto& quota : writes) {
+      // Conditional on the version read before the claims (quota_charger.h).
+      Status s = client::UpdateStatus(*api, *quota, "draplane-scheduler").status();
+      if (s.code() == StatusCode::kConflict) {
+        r->conflict = true;
+      } else if (!s.ok() && s.code() != StatusCode::kNotFound) {
+        log::Warning("scheduler: writing the usage of quota {}/{}: {}", quota->metadata.namespace_,
+                     quota->metadata.name, s.ToString());
+      }
+    }
+    Post({.kind = InboxItem::Kind::kQuotaRecountDone, .recount = r});
+  });
+}
+
+void Scheduler::CheckHoldings() {
+  std::vector<std::string> drift = cluster_.ledger().Recheck(cluster_.Claims());
+  if (!drift.empty()) {
+    std::set<std::string> namespaces;
+    for (const std::string& line : drift) {
+      // "ns/claim: ..." or "namespace ns: ...": the namespace is the first word.
+      std::string ns = line.starts_with("namespace ") ? line.substr(10, line.find(':') - 10)
+                                                      : line.substr(0, line.find('/'));
+      namespaces.insert(ns);
+    }
+    for (const std::string& ns : namespaces) {
+      metrics_.ledger_drift.WithLabels({ns}).Increment();
+      if (events_) {
+        api::corev1::ObjectReference ref;
+        ref.kind = "Namespace";
+        ref.api_version = "v1";
+        ref.name = ns;
+        std::string message =
+            "the scheduler's holdings ledger differed from a recompute and was "
+            "corrected: ";
+        for (const std::string& line : drift) {
+          if (line.starts_with(ns + "/") || line.starts_with("namespace " + ns + ":")) {
+            message += line + "; ";
+          }
+        }
+        message.resize(message.size() - 2);
+        events_->Record(ref, "Warning", "LedgerDrift", std::move(message));
+      }
+    }
+    log::Warning("scheduler: holdings ledger drift corrected ({} differences, first: {})",
+                 drift.size(), drift.front());
+  }
+  for (const std::string& ns : cluster_.AllocationQuotaNamespaces()) {
+    ScheduleQuotaRecount(ns, /*correction=*/true);
+  }
 }
 
 void Scheduler::RecordFailure(const Pod& pod, const std::string& reason, const std::string& message,

@@ -41,10 +41,12 @@
 #include "common/clock.h"
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
+#include "scheduler/decision_recorder.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/metrics.h"
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue.h"
+#include "scheduler/quota_charger.h"
 
 namespace draplane::scheduler {
 
@@ -82,6 +84,11 @@ struct SchedulerOptions {
   // Informers shared with other components of the process (`draplane serve` shares them with the
   // embedded controller-manager); null: the scheduler runs its own. Their owner stops them.
   client::SharedInformers* informers = nullptr;
+  // Write an AllocationDecision per committed allocation (decision_recorder.h).
+  bool decision_records = true;
+  // How often the holdings ledger is checked against a recompute from the claims, and every
+  // Allocation-mode quota's status.used against the allocations (docs/design/holdings.md).
+  Duration holdings_check_interval = std::chrono::seconds(60);
 };
 
 class Scheduler {
@@ -153,6 +160,14 @@ class Scheduler {
   // nominatedNodeName a waiting binding set.
   void RecordFailure(const api::corev1::Pod& pod, const std::string& reason,
                      const std::string& message, bool clear_nomination = false);
+  // The decision record and QuotaFallback Event of a Pod whose binding allocated claims.
+  void RecordDecision(const Binding& binding);
+  // Recomputes the status.used of the Allocation-mode quotas of `ns` from the claims (the
+  // give-back after a deallocation; with `correction`, a check that counts differences).
+  void ScheduleQuotaRecount(const std::string& ns, bool correction);
+  void FinishQuotaRecount(InboxItem& item);
+  // The periodic holdings and quota check.
+  void CheckHoldings();
   void RunAsync(std::function<void()> work);
   void BinderLoop();
   bool Ours(const api::corev1::Pod& pod) const;
@@ -165,6 +180,8 @@ class Scheduler {
   std::unique_ptr<Random> random_;
   ClusterState cluster_;
   AllocationConfirmations confirmations_;
+  QuotaCharger quota_charger_;
+  std::unique_ptr<DecisionRecorder> decisions_;
   Framework framework_;
   std::unique_ptr<SchedulingQueue> queue_;
   std::unique_ptr<client::EventRecorder> events_;
@@ -186,7 +203,12 @@ class Scheduler {
   // Nodes carrying the device-prepare-failures isolation taint (api/labels/node_isolation.h).
   std::map<std::string, std::shared_ptr<const api::corev1::Node>> isolated_nodes_;
   Duration last_flush_{0};
+  Duration last_holdings_check_{0};
   uint64_t attempts_ = 0;
+  // Quota recounts: namespaces with one in progress, and those to run again after it (value:
+  // whether that one counts as a correction).
+  std::set<std::string> recounting_;
+  std::map<std::string, bool> recount_again_;
 
   std::unique_ptr<client::SharedInformers> own_informers_;  // null when options_.informers
   client::Informer<api::corev1::Pod>* pods_ = nullptr;
@@ -194,6 +216,7 @@ class Scheduler {
   client::Informer<api::resourcev1::ResourceClaim>* claims_ = nullptr;
   client::Informer<api::resourcev1::DeviceClass>* classes_ = nullptr;
   client::Informer<api::resourcev1::ResourceSlice>* slices_ = nullptr;
+  client::Informer<api::corev1::ResourceQuota>* quotas_ = nullptr;
   // The handlers registered by Start, removed by Stop: (informer, id).
   std::vector<std::pair<client::InformerBase*, client::InformerBase::HandlerId>> registrations_;
 

@@ -8,6 +8,7 @@
 
 #include "client/shared_informers.h"
 #include "client/testing/cluster.h"
+#include "client/typed.h"
 
 namespace draplane::scheduler {
 namespace {
@@ -304,6 +305,244 @@ TEST_F(SchedulerTest, PrioritizedListPrefersTheFirstAlternativeAcrossNodes) {
   EXPECT_NE(message.find("subrequest a100-pair: 0 of 2 needed devices available"),
             std::string::npos)
       << message;
+}
+
+// --- Allocation-mode quotas (docs/design/holdings.md) -------------------------------------------
+
+constexpr char kH100[] = R"(device.attributes["gpu.example.com"].model == "H100")";
+constexpr char kA100[] = R"(device.attributes["gpu.example.com"].model == "A100")";
+
+// A claim asking for one H100, else two A100s.
+rv1::ResourceClaim H100ElseA100Pair(const std::string& name) {
+  rv1::ResourceClaim c;
+  c.metadata.name = name;
+  c.metadata.namespace_ = "default";
+  rv1::DeviceRequest r;
+  r.name = "gpu";
+  rv1::DeviceSubRequest h100;
+  h100.name = "h100";
+  h100.device_class_name = "h100";
+  h100.allocation_mode = "ExactCount";
+  h100.count = 1;
+  rv1::DeviceSubRequest pair = h100;
+  pair.name = "a100-pair";
+  pair.device_class_name = "a100";
+  pair.count = 2;
+  r.first_available = {h100, pair};
+  c.spec.devices.requests.push_back(r);
+  return c;
+}
+
+api::corev1::ResourceQuota AllocationQuota(const std::string& name,
+                                           std::map<std::string, std::string> hard) {
+  api::corev1::ResourceQuota q;
+  q.metadata.name = name;
+  q.metadata.namespace_ = "default";
+  q.metadata.annotations["draplane.dev/device-quota-mode"] = "Allocation";
+  for (const auto& [key, value] : hard) q.spec.hard.emplace(key, *api::Quantity::Parse(value));
+  return q;
+}
+
+class QuotaSchedulerTest : public SchedulerTest {
+ protected:
+  // node-a: two H100s and four A100s; classes h100 and a100.
+  void GpuNode() {
+    cluster_.Class("h100", kH100);
+    cluster_.Class("a100", kA100);
+    cluster_.Node("node-a");
+    std::vector<DeviceSpec> devices = Gpus("h100-", 2, "H100");
+    for (const DeviceSpec& d : Gpus("a100-", 4, "A100")) devices.push_back(d);
+    cluster_.Slice("node-a", "gpu.example.com", devices);
+  }
+  void CreateQuota(const api::corev1::ResourceQuota& q) {
+    ASSERT_TRUE(client::Create(cluster_.api(), q).ok());
+  }
+  // status.used[key] of a quota ("" when unset).
+  std::string Used(const std::string& quota, const std::string& key) {
+    StatusOr<api::corev1::ResourceQuota> q =
+        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", quota);
+    if (!q.ok()) return "";
+    auto it = q->status.used.find(key);
+    return it == q->status.used.end() ? "" : it->second.ToString();
+  }
+  std::vector<std::string> Requests(const std::string& claim) {
+    std::vector<std::string> out;
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    if (!c.ok() || !c->status.allocation.has_value()) return out;
+    for (const auto& r : c->status.allocation->devices.results) out.push_back(r.request);
+    return out;
+  }
+  bool HasEvent(const std::string& pod, const std::string& reason, std::string* message) {
+    for (const auto& e : cluster_.Events()) {
+      if (e.reason == reason && e.involved_object.name == pod) {
+        *message = e.message;
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+constexpr char kH100Devices[] = "h100.deviceclass.resource.k8s.io/devices";
+
+TEST_F(QuotaSchedulerTest, AnExhaustedQuotaMakesTheSameNodeFallBackAndDeallocationGivesItBack) {
+  GpuNode();
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "1"}}));
+  cluster_.Claim(H100ElseA100Pair("c1"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(Requests("c1"), std::vector<std::string>({"gpu/h100"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+
+  // An H100 is still free, but the quota is used up: the same node's A100 pair.
+  cluster_.Claim(H100ElseA100Pair("c2"));
+  cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+  EXPECT_EQ(NodeOf("p2"), "node-a");
+  EXPECT_EQ(Requests("c2"), std::vector<std::string>({"gpu/a100-pair", "gpu/a100-pair"}));
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+  std::string message;
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return HasEvent("p2", "QuotaFallback", &message); }));
+  EXPECT_EQ(message,
+            "request gpu: subrequest h100 refused by quota default/devices "
+            "h100.deviceclass.resource.k8s.io/devices 1/1, allocated subrequest a100-pair");
+
+  // The decision record says which tier was not taken and why, and which quota version decided.
+  std::vector<api::draplanev1alpha1::AllocationDecision> decisions;
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    auto list = client::List<api::draplanev1alpha1::AllocationDecision>(cluster_.api(), "default");
+    if (list.ok()) decisions = list->items;
+    return decisions.size() == 2;
+  }));
+  const api::draplanev1alpha1::AllocationDecision* p2 = nullptr;
+  for (const auto& d : decisions) {
+    if (d.spec.pod.name == "p2") p2 = &d;
+  }
+  ASSERT_NE(p2, nullptr);
+  EXPECT_EQ(p2->spec.outcome, "Allocated");
+  EXPECT_EQ(p2->spec.node_name, "node-a");
+  ASSERT_EQ(p2->spec.claims.size(), 1u);
+  EXPECT_EQ(p2->spec.claims[0].name, "c2");
+  EXPECT_EQ(p2->spec.claims[0].charges.at("a100.deviceclass.resource.k8s.io/devices").ToString(),
+            "2");
+  ASSERT_EQ(p2->spec.claims[0].requests.size(), 1u);
+  const auto& request = p2->spec.claims[0].requests[0];
+  EXPECT_EQ(request.subrequest, "a100-pair");
+  EXPECT_EQ(request.devices.size(), 2u);
+  ASSERT_EQ(request.tiers_not_taken.size(), 1u);
+  EXPECT_EQ(request.tiers_not_taken[0].subrequest, "h100");
+  bool quota_reason = false;
+  for (const auto& r : request.tiers_not_taken[0].reasons) {
+    quota_reason = quota_reason || (r.reason == "quota" &&
+                                    r.message.find("quota default/devices") != std::string::npos);
+  }
+  EXPECT_TRUE(quota_reason);
+  ASSERT_EQ(p2->spec.policy_version.inputs.size(), 1u);
+  EXPECT_EQ(p2->spec.policy_version.inputs[0].name, "devices");
+  EXPECT_EQ(p2->spec.policy_version.inputs[0].mode, "Allocation");
+  EXPECT_FALSE(p2->spec.policy_version.inputs[0].resource_version.empty());
+
+  // The claim controller deallocates c1 when p1 goes away: the quota gets its H100 back and the
+  // next Pod takes an H100.
+  StatusOr<rv1::ResourceClaim> c1 = cluster_.GetClaim("c1");
+  ASSERT_TRUE(c1.ok());
+  c1->status.allocation.reset();
+  c1->status.reserved_for.clear();
+  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c1).ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
+  cluster_.Claim(H100ElseA100Pair("c3"));
+  cluster_.Pod(cluster_.PodSpec("p3", {"c3"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p3"); }));
+  EXPECT_EQ(Requests("c3"), std::vector<std::string>({"gpu/h100"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+}
+
+TEST_F(QuotaSchedulerTest, APodTheQuotaRefusesEverywhereNamesTheQuota) {
+  GpuNode();
+  CreateQuota(AllocationQuota(
+      "devices", {{kH100Devices, "0"}, {"a100.deviceclass.resource.k8s.io/devices", "1"}}));
+  cluster_.Claim(H100ElseA100Pair("c1"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("p1").empty(); }));
+  std::string message = PendingMessage("p1");
+  EXPECT_NE(message.find("subrequest h100: 0 of 1 needed device available (2 refused by quota "
+                         "default/devices h100.deviceclass.resource.k8s.io/devices 0/0)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("subrequest a100-pair: 0 of 2 needed devices available (4 refused by "
+                         "quota default/devices a100.deviceclass.resource.k8s.io/devices 0/1, "
+                         "needs 2)"),
+            std::string::npos)
+      << message;
+  // Raising the limit lets the Pod in.
+  StatusOr<api::corev1::ResourceQuota> q =
+      client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+  ASSERT_TRUE(q.ok());
+  q->spec.hard[kH100Devices] = api::Quantity::FromInt64(1);
+  ASSERT_TRUE(client::Update(cluster_.api(), *q).ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(Requests("c1"), std::vector<std::string>({"gpu/h100"}));
+}
+
+TEST_F(QuotaSchedulerTest, TwoSchedulersNeverSpendTheLastUnitTwice) {
+  cluster_.Class("h100", kH100);
+  cluster_.Class("a100", kA100);
+  for (int n = 0; n < 4; ++n) {
+    std::string node = "node-" + std::to_string(n);
+    cluster_.Node(node);
+    cluster_.Slice(node, "gpu.example.com", Gpus("h100-", 4, "H100"));
+  }
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
+  for (int i = 0; i < 16; ++i) {
+    std::string n = std::to_string(i);
+    cluster_.Claim(cluster_.ClaimSpec("c" + n, "h100"));
+    cluster_.Pod(cluster_.PodSpec("p" + n, {"c" + n}));
+  }
+  SchedulerOptions options;
+  options.random_seed = 11;
+  options.binder_threads = 4;
+  options.identity = "second";
+  Scheduler second(cluster_.api(), RealClock(), options);
+  ASSERT_TRUE(second.Start().ok());
+  StartScheduler();
+  auto bound = [&] {
+    int n = 0;
+    for (const auto& p : cluster_.Pods()) n += p.spec.node_name.empty() ? 0 : 1;
+    return n;
+  };
+  // Settled: five Pods bound, the others told why.
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    int pending = 0;
+    for (const auto& p : cluster_.Pods()) {
+      for (const auto& c : p.status.conditions) {
+        if (c.type == "PodScheduled" && c.status == "False" &&
+            c.message.find("refused by quota") != std::string::npos) {
+          ++pending;
+        }
+      }
+    }
+    return bound() == 5 && pending == 11;
+  })) <<
+      [&] {
+        std::string out =
+            "bound " + std::to_string(bound()) + "; used " + Used("devices", kH100Devices);
+        for (const auto& p : cluster_.Pods()) {
+          for (const auto& c : p.status.conditions) {
+            if (c.type == "PodScheduled") out += "\n" + p.metadata.name + ": " + c.message;
+          }
+        }
+        for (const auto& c : cluster_.Claims()) {
+          out += "\n" + c.metadata.name + (c.status.allocation ? " allocated" : " free");
+        }
+        return out;
+      }();
+  second.Stop();
+  int allocated = 0;
+  for (const auto& c : cluster_.Claims()) allocated += c.status.allocation.has_value() ? 1 : 0;
+  EXPECT_EQ(allocated, 5);
+  EXPECT_EQ(Used("devices", kH100Devices), "5");
 }
 
 TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {

@@ -79,7 +79,7 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
   auto c2 = AllocatedClaim("c2", "u2", "node-a", "gpu-1");
   auto in_flight = std::make_shared<rv1::AllocationResult>(*c2->status.allocation);
-  ledger.AddInFlight("u2", *c2, in_flight);
+  ledger.AddInFlight("u2", c2, in_flight);
   EXPECT_TRUE(ledger.IsInFlight("u2"));
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 1);
   ledger.RemoveInFlight("u2");
@@ -119,7 +119,7 @@ TEST(DeviceLedgerTest, ALaterOverlappingAllocationIsAConflict) {
   // Our own in-flight allocation of the same claim is not a conflict.
   auto third = AllocatedClaim("third", "u3", "node-a", "gpu-1");
   auto own = std::make_shared<rv1::AllocationResult>(*third->status.allocation);
-  ledger.AddInFlight("u3", *third, own);
+  ledger.AddInFlight("u3", third, own);
   EXPECT_TRUE(ledger.holdings().Find("u3")->in_flight);
   EXPECT_FALSE(ledger.Commit(third));
   EXPECT_FALSE(ledger.IsInFlight("u3"));
@@ -145,21 +145,30 @@ TEST(DeviceLedgerTest, HoldingsChargeTenantsAndRecheckHealsStaleCharges) {
   c2->metadata.name = "c2";
   c2->metadata.uid = "u2";
   c2->status.allocation->devices.results[0].device = "gpu-1";
-  ledger.AddInFlight("u2", *c2, std::make_shared<rv1::AllocationResult>(*c2->status.allocation));
+  ledger.AddInFlight("u2", c2, std::make_shared<rv1::AllocationResult>(*c2->status.allocation));
   EXPECT_EQ(ledger.holdings()
                 .Usage("team-a", allocator::Holdings::Scope::kInFlight)
                 .at("h100.deviceclass.resource.k8s.io/devices")
                 .ToString(),
             "1");
   EXPECT_TRUE(ledger.Recheck({c1.get()}).empty());
-  // The claim's slice is republished with a capacity: the charge made before is stale.
+  // The claim's slice is republished with a capacity: its holding is charged again.
   auto republished = std::make_shared<rv1::ResourceSlice>(*slice);
   republished->spec.devices[0].capacity["memory"].value = *api::Quantity::Parse("80Gi");
   ledger.SetSlice(republished);
-  std::vector<std::string> drift = ledger.Recheck({c1.get()});
-  ASSERT_FALSE(drift.empty());
-  EXPECT_EQ(drift[0], "team-a/c1: the ledger's devices or charge differ from the store's");
+  EXPECT_EQ(ledger.holdings()
+                .Usage("team-a")
+                .at("h100.deviceclass.draplane.dev/capacity.memory")
+                .ToString(),
+            "80Gi");
   EXPECT_TRUE(ledger.Recheck({c1.get()}).empty());
+  // A claim allocated in the claims the ledger never saw is reported.
+  auto c3 = std::make_shared<rv1::ResourceClaim>(*c1);
+  c3->metadata.name = "c3";
+  c3->metadata.uid = "u3";
+  std::vector<std::string> drift = ledger.Recheck({c1.get(), c3.get()});
+  ASSERT_FALSE(drift.empty());
+  EXPECT_EQ(drift[0], "team-a/c3: allocated in the store, not held in the ledger");
   EXPECT_TRUE(ledger.holdings().Find("u2")->in_flight) << "in-flight holdings survive a recheck";
   ledger.RemoveInFlight("u2");
   ledger.Uncommit("u1");
@@ -172,7 +181,7 @@ TEST(DeviceLedgerTest, AnotherClaimsInFlightAllocationIsNoConflict) {
   DeviceLedger ledger;
   auto mine_claim = AllocatedClaim("mine", "u1", "node-a", "gpu-0");
   auto mine = std::make_shared<rv1::AllocationResult>(*mine_claim->status.allocation);
-  ledger.AddInFlight("u1", *mine_claim, mine);
+  ledger.AddInFlight("u1", mine_claim, mine);
   EXPECT_FALSE(ledger.Commit(AllocatedClaim("theirs", "u2", "node-a", "gpu-0")));
   EXPECT_FALSE(ledger.IsConflicting("u2"));
   // Our write comes later in that order: it lost.

@@ -46,6 +46,9 @@ struct ClusterEvent {
   const api::resourcev1::ResourceClaim* new_claim = nullptr;
   // For kPod events: the updated pod.
   const api::corev1::Pod* pod = nullptr;
+  // For kResourceQuota events: the quota before (null on add) and after (null on delete).
+  const api::corev1::ResourceQuota* old_quota = nullptr;
+  const api::corev1::ResourceQuota* new_quota = nullptr;
 };
 
 class Plugin {

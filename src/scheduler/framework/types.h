@@ -170,6 +170,7 @@ enum class EventResource {
   kResourceClaim,
   kResourceSlice,
   kDeviceClass,
+  kResourceQuota,  // an Allocation-mode quota changed (its limits or its usage)
 };
 
 enum ActionType : uint32_t {

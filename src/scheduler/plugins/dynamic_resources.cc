@@ -5,6 +5,7 @@
 #include <set>
 
 #include "allocator/allocator.h"
+#include "allocator/quota.h"
 #include "api/labels/node_selector.h"
 #include "api/labels/taints.h"
 #include "api/object.h"
@@ -79,6 +80,11 @@ struct BindRecord {
   // (Scheduler::Apply).
   bool unconfirmed = false;
   bool created = false;
+  // An Allocation-mode quota refused the Pod's charge after the allocation was written: undo it
+  // (reservation and allocation) unless the Pod got bound meanwhile.
+  bool quota_refused = false;
+  // The allocation is charged to quotas after it is written: mark it (kQuotaChargeAnnotation).
+  bool mark_charge = false;
 };
 
 struct DraState {
@@ -113,6 +119,11 @@ struct DraState {
   std::map<std::string, allocator::Explanation, std::less<>> explanations;
   // What the attempt's selector evaluations may cost, over all nodes.
   allocator::EvaluationBudget budget;
+  // The Allocation-mode quotas of the Pod's namespace, consulted inside every search.
+  std::unique_ptr<allocator::QuotaConstraint> quota;
+  // Per node: devices or requests the quota refused in its Filter search.
+  std::map<std::string, int64_t, std::less<>> quota_refusals;
+  std::optional<DeviceDecision> decision;
 };
 
 std::string SpecialInFlightUid(std::string_view pod_uid) {
@@ -253,7 +264,8 @@ class DynamicResources final : public PreEnqueuePlugin,
         {EventResource::kResourceClaim, kAdd | kUpdate},
         {EventResource::kPod, kUpdatePodGeneratedResourceClaim},
         {EventResource::kDeviceClass, kAdd | kUpdate},
-        {EventResource::kResourceSlice, kAdd | kUpdate}};
+        {EventResource::kResourceSlice, kAdd | kUpdate},
+        {EventResource::kResourceQuota, kAdd | kUpdate | kDelete}};
   }
 
   // upstream isSchedulableAfterClaimChange / isSchedulableAfterPodChange.
@@ -262,6 +274,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       return event.pod != nullptr && event.pod->metadata.uid == pod.metadata.uid &&
              CheckClaims(pod).empty();
     }
+    if (event.resource == EventResource::kResourceQuota) return QuotaLeavesMoreRoom(event, pod);
     if (event.resource != EventResource::kResourceClaim || event.new_claim == nullptr) return true;
     const rv1::ResourceClaim& now = *event.new_claim;
     const rv1::ResourceClaim* before = event.old_claim;
@@ -282,6 +295,31 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (!uses) return false;
     if (before == nullptr) return true;
     return !(before->status == now.status);
+  }
+
+  // Whether a quota event may let a Pod of its namespace in: a quota gone or out of Allocation
+  // mode, or more left of some limited resource (a higher hard limit, or usage given back). Every
+  // charge is a quota update too, and those must not wake every Pod waiting for the quota.
+  static bool QuotaLeavesMoreRoom(const ClusterEvent& event, const Pod& pod) {
+    const api::corev1::ResourceQuota* any =
+        event.new_quota != nullptr ? event.new_quota : event.old_quota;
+    if (any == nullptr || any->metadata.namespace_ != pod.metadata.namespace_) return false;
+    if (event.old_quota == nullptr) return false;  // a new quota only limits more
+    std::optional<allocator::QuotaBudget> before = allocator::BudgetOf(*event.old_quota);
+    if (!before.has_value()) return false;
+    if (event.new_quota == nullptr) return true;
+    std::optional<allocator::QuotaBudget> after = allocator::BudgetOf(*event.new_quota);
+    if (!after.has_value()) return true;
+    auto left = [](const allocator::QuotaBudget& b, const std::string& key) {
+      auto used = b.used.find(key);
+      return used == b.used.end() ? b.hard.at(key) : b.hard.at(key).Sub(used->second);
+    };
+    for (const auto& [key, hard] : before->hard) {
+      if (!after->hard.contains(key) || left(*after, key).Compare(left(*before, key)) > 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   PluginStatus PreEnqueue(const Pod& pod) override {
@@ -362,6 +400,7 @@ class DynamicResources final : public PreEnqueuePlugin,
           }
           releasing_.erase(r);
         }
+        if (PluginStatus pending = ChargePending(claim); !pending.ok()) return pending;
         if (cluster.ledger().IsConflicting(claim.metadata.uid)) {
           // Another scheduler allocated these devices first; the writer of this allocation gives
           // it back (device_ledger.h, "Conflicts").
@@ -408,6 +447,14 @@ class DynamicResources final : public PreEnqueuePlugin,
               "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
               ", request " + r.name + ": unknown request type");
         }
+      }
+    }
+    if (!state->to_allocate.empty() || state->special_index.has_value()) {
+      const std::vector<allocator::QuotaBudget>& budgets =
+          cluster.AllocationQuotas(pod.metadata.namespace_);
+      if (!budgets.empty()) {
+        state->quota = std::make_unique<allocator::QuotaConstraint>(
+            pod.metadata.namespace_, budgets, cluster.ledger().holdings());
       }
     }
     state->explain_left = options_.explain_budget;
@@ -459,11 +506,15 @@ class DynamicResources final : public PreEnqueuePlugin,
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
     options.evaluation_budget = &s->budget;
+    if (s->quota) options.policies = {s->quota.get()};
     StatusOr<allocator::Outcome> outcome =
         v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
     if (!outcome.ok()) {
       if (explain) return PluginStatus::Unresolvable(std::string(outcome.status().message()));
       return PluginStatus::Error(outcome.status());
+    }
+    if (outcome->stats.policy_rejections > 0) {
+      s->quota_refusals[node.name()] += outcome->stats.policy_rejections;
     }
     if (outcome->explanation) s->explanations[node.name()] = *outcome->explanation;
     switch (outcome->kind) {
@@ -559,17 +610,22 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (na != s->node_allocations.end()) {
       const Variant& v = *na->second.variant;
       s->reserved_variant = &v;
+      // Before the in-flight records: the decision's searches must not see the Pod's own devices.
+      if (!v.claims.empty()) s->decision = MakeDecision(*s, pod, node, v, na->second.results);
+      const bool charge = s->decision.has_value() && !s->decision->quotas.empty() &&
+                          !s->decision->increment.empty() && deps_.quotas != nullptr;
       for (size_t k = 0; k < v.claims.size(); ++k) {
         BindRecord b;
         b.entry = v.entries[k];
         b.allocation = std::make_shared<const rv1::AllocationResult>(na->second.results[k]);
+        b.mark_charge = charge;
         const ClaimEntry& e = s->claims[b.entry];
         if (e.special) {
           b.in_flight_uid = SpecialInFlightUid(pod.metadata.uid);
-          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, *v.special, b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, v.special, b.allocation);
         } else {
           b.in_flight_uid = e.claim->metadata.uid;
-          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, *e.claim, b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, e.claim, b.allocation);
         }
         s->binds.push_back(std::move(b));
       }
@@ -604,7 +660,8 @@ class DynamicResources final : public PreEnqueuePlugin,
         if (!b.lost) releasing_[b.uid] = b.allocation;
         DeallocateAsync(ns, b.name, b.uid, "", "", b.allocation);
       } else if (b.reserved) {
-        DeallocateAsync(ns, b.name, b.uid, pod.metadata.name, pod.metadata.uid, b.allocation);
+        DeallocateAsync(ns, b.name, b.uid, pod.metadata.name, pod.metadata.uid, b.allocation,
+                        /*release_allocation=*/b.quota_refused);
       }
     }
     s->binds.clear();
@@ -617,7 +674,8 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (s == nullptr || s->claims.empty()) return PluginStatus::Skip();
     const Pod& pod = *info.pod;
     std::string special_name;
-    for (BindRecord& b : s->binds) {
+    for (size_t i = 0; i < s->binds.size(); ++i) {
+      BindRecord& b = s->binds[i];
       const ClaimEntry& e = s->claims[b.entry];
       StatusOr<rv1::ResourceClaim> current =
           e.special ? CreateSpecialClaim(*s, pod, &b) : rv1::ResourceClaim(*e.claim);
@@ -625,8 +683,27 @@ class DynamicResources final : public PreEnqueuePlugin,
       b.name = current->metadata.name;
       b.uid = current->metadata.uid;
       if (e.special) special_name = b.name;
+      // The decision's claims are the reserved variant's, in the order of the first binds.
+      if (s->decision.has_value() && i < s->decision->claims.size()) {
+        s->decision->claims[i].name = b.name;
+        s->decision->claims[i].uid = b.uid;
+      }
       Status written = WriteClaim(pod, *current, &b);
       if (!written.ok()) return PluginStatus::Error(written);
+    }
+    // The allocations are written and won their devices: charge the Allocation-mode quotas
+    // (quota_charger.h). A refusal undoes them (Unreserve) and the Pod is tried again.
+    if (s->decision.has_value() && !s->decision->quotas.empty() && deps_.quotas != nullptr &&
+        !s->decision->increment.empty()) {
+      std::vector<std::string> names;
+      for (const allocator::QuotaBudget& q : s->decision->quotas) names.push_back(q.name);
+      Status charged = deps_.quotas->Charge(pod.metadata.namespace_, names, s->decision->increment);
+      if (!charged.ok()) {
+        for (BindRecord& b : s->binds) {
+          if (b.allocation) b.quota_refused = true;
+        }
+        return PluginStatus::Error(charged);
+      }
     }
     if (!special_name.empty() && s->reserved_variant != nullptr) {
       Status patched = RecordExtendedResourceClaim(pod, special_name, *s->reserved_variant);
@@ -800,6 +877,43 @@ class DynamicResources final : public PreEnqueuePlugin,
     return "";
   }
 
+  // An allocation whose quota charge may still be refused (kQuotaChargeAnnotation names a Pod
+  // that is not bound) must not be used by anyone else: in particular not by another replica
+  // scheduling the same Pod, which would otherwise bind it on an allocation that ends up
+  // uncharged. A marker older than twice the confirmation timeout belongs to a scheduler that
+  // went away mid-binding: the allocation is released and allocated again.
+  PluginStatus ChargePending(const rv1::ResourceClaim& claim) {
+    auto marker = claim.metadata.annotations.find(kQuotaChargeAnnotation);
+    if (marker == claim.metadata.annotations.end()) return PluginStatus::Success();
+    std::string_view value = marker->second;
+    std::string_view pod_uid = value.substr(0, value.find(' '));
+    if (deps_.cluster->IsBound(pod_uid)) return PluginStatus::Success();
+    // In use by a bound Pod (a shared claim whose marked Pod is gone): charged long ago.
+    for (const rv1::ResourceClaimConsumerReference& r : claim.status.reserved_for) {
+      if (deps_.cluster->IsBound(r.uid)) return PluginStatus::Success();
+    }
+    int64_t written = 0;
+    if (size_t space = value.find(' '); space != std::string_view::npos) {
+      written = static_cast<int64_t>(ParseVersion(value.substr(space + 1)));
+    }
+    int64_t now = deps_.clock != nullptr ? std::chrono::duration_cast<std::chrono::seconds>(
+                                               deps_.clock->Now().time_since_epoch())
+                                               .count()
+                                         : written;
+    std::string key = ClaimKey(claim.metadata.namespace_, claim.metadata.name);
+    auto stale_after =
+        std::chrono::duration_cast<std::chrono::seconds>(2 * options_.confirm_timeout);
+    if (now - written > stale_after.count()) {
+      DeallocateAsync(claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid, "", "",
+                      std::make_shared<const rv1::AllocationResult>(*claim.status.allocation));
+      return PluginStatus::Unschedulable("resource claim " + key +
+                                         " holds a stale allocation that is being released");
+    }
+    return PluginStatus::Unschedulable("resource claim " + key +
+                                       " is in the process of being allocated (quota charge "
+                                       "pending)");
+  }
+
   PluginStatus ValidateClass(const std::string& device_class, const std::string& request) const {
     if (device_class.empty()) {
       return PluginStatus::Error(
@@ -872,6 +986,165 @@ class DynamicResources final : public PreEnqueuePlugin,
     return true;
   }
 
+  // The index of the subrequest a claim's allocation chose for each request (-1: none).
+  static std::vector<int> ChosenSubrequests(const rv1::ResourceClaim& claim,
+                                            const rv1::AllocationResult& allocation) {
+    std::vector<int> out(claim.spec.devices.requests.size(), -1);
+    for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+      size_t slash = r.request.find('/');
+      if (slash == std::string::npos) continue;
+      std::string_view parent = std::string_view(r.request).substr(0, slash);
+      std::string_view sub = std::string_view(r.request).substr(slash + 1);
+      for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
+        const rv1::DeviceRequest& req = claim.spec.devices.requests[i];
+        if (req.name != parent) continue;
+        for (size_t j = 0; j < req.first_available.size(); ++j) {
+          if (req.first_available[j].name == sub) out[i] = static_cast<int>(j);
+        }
+      }
+    }
+    return out;
+  }
+
+  // Why a tier was not taken, from the allocator's explanation of its subrequest: one reason per
+  // candidate status (per refusal text for policies), most devices first, capped.
+  static std::vector<DeviceDecision::Reason> TierReasons(const allocator::RequestExplanation& sub) {
+    std::map<std::pair<std::string, std::string>, int32_t> groups;
+    for (const allocator::CandidateExplanation& c : sub.candidates) {
+      if (c.status == allocator::CandidateStatus::kChosen ||
+          c.status == allocator::CandidateStatus::kNotReached) {
+        continue;
+      }
+      if (c.status == allocator::CandidateStatus::kPolicy) {
+        ++groups[{c.policy_code.empty() ? "policy" : c.policy_code, c.detail}];
+      } else {
+        ++groups[{std::string(allocator::CandidateStatusName(c.status)), ""}];
+      }
+    }
+    std::vector<DeviceDecision::Reason> out;
+    for (const auto& [key, n] : groups) {
+      out.push_back({.reason = key.first,
+                     .message = key.second.empty() ? key.first : key.second,
+                     .devices = n});
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.devices > b.devices; });
+    if (out.size() > DeviceDecision::kMaxReasons) out.resize(DeviceDecision::kMaxReasons);
+    return out;
+  }
+
+  // The Pod's decision on `node` (Reserve): charges, chosen subrequests, and for requests that
+  // fell back, why the earlier tiers were not taken and whether the quota made the difference.
+  // The extra searches run only for a Pod that fell back.
+  DeviceDecision MakeDecision(DraState& s, const Pod& pod, const std::string& node,
+                              const Variant& v, const std::vector<rv1::AllocationResult>& results) {
+    const DeviceLedger& ledger = deps_.cluster->ledger();
+    DeviceDecision d;
+    d.node = node;
+    std::vector<allocator::ClaimCharge> charges;
+    std::vector<std::vector<int>> chosen;
+    bool fell_back = false;
+    for (size_t k = 0; k < v.claims.size(); ++k) {
+      const rv1::ResourceClaim& claim = *v.claims[k];
+      charges.push_back(allocator::ChargeAllocation(claim, results[k], ledger.catalog()));
+      chosen.push_back(ChosenSubrequests(claim, results[k]));
+      DeviceDecision::Claim c;
+      if (!(v.special && v.claims[k] == v.special.get())) {
+        c.name = claim.metadata.name;
+        c.uid = claim.metadata.uid;
+      }
+      c.charges = charges.back().additive;
+      for (const auto& [key, counters] : charges.back().share_counters) {
+        allocator::AddResources(c.charges, counters);
+      }
+      for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
+        const rv1::DeviceRequest& req = claim.spec.devices.requests[i];
+        DeviceDecision::Request r;
+        r.name = req.name;
+        int sub = chosen.back()[i];
+        if (sub >= 0) {
+          r.subrequest = req.first_available[static_cast<size_t>(sub)].name;
+          r.device_class = req.first_available[static_cast<size_t>(sub)].device_class_name;
+          fell_back = fell_back || sub > 0;
+        } else if (req.exactly.has_value()) {
+          r.device_class = req.exactly->device_class_name;
+        }
+        std::string full = r.subrequest.empty() ? r.name : r.name + "/" + r.subrequest;
+        for (const rv1::DeviceRequestAllocationResult& result : results[k].devices.results) {
+          if (result.request == full) r.devices.push_back(result);
+        }
+        c.requests.push_back(std::move(r));
+      }
+      d.claims.push_back(std::move(c));
+    }
+    if (s.quota) {
+      d.quotas = s.quota->quotas();
+      std::vector<const allocator::ClaimCharge*> pointers;
+      for (const allocator::ClaimCharge& c : charges) pointers.push_back(&c);
+      d.increment = ledger.holdings().Increment(pod.metadata.namespace_, pointers,
+                                                allocator::Holdings::Scope::kCommitted);
+    }
+    const NodeInfo* info = deps_.cluster->FindNode(node);
+    if (!fell_back || info == nullptr) return d;
+    allocator::Options options;
+    options.explain = true;
+    options.random = deps_.random;
+    options.max_search_steps = options_.allocation_step_limit;
+    if (s.quota) options.policies = {s.quota.get()};
+    StatusOr<allocator::Outcome> explained =
+        v.allocator->Allocate(info->node(), ledger.allocated(), options);
+    if (!explained.ok() || !explained->explanation.has_value()) return d;
+    const allocator::Explanation& e = *explained->explanation;
+    for (size_t k = 0; k < d.claims.size() && k < e.claims.size(); ++k) {
+      for (size_t i = 0; i < d.claims[k].requests.size() && i < e.claims[k].requests.size(); ++i) {
+        int sub = chosen[k][i];
+        const allocator::RequestExplanation& r = e.claims[k].requests[i];
+        for (int j = 0; j < sub && static_cast<size_t>(j) < r.subrequests.size(); ++j) {
+          const allocator::RequestExplanation& tier = r.subrequests[static_cast<size_t>(j)];
+          d.claims[k].requests[i].tiers_not_taken.push_back(
+              {.subrequest = tier.name.substr(tier.name.find('/') + 1),
+               .reasons = TierReasons(tier)});
+        }
+      }
+    }
+    // Did the quota change the tier? Only a search that the quota refused something in can say
+    // yes; compare with the same search without it.
+    auto refusals = s.quota_refusals.find(node);
+    if (!s.quota || refusals == s.quota_refusals.end()) return d;
+    allocator::Options plain;
+    plain.random = deps_.random;
+    plain.max_search_steps = options_.allocation_step_limit;
+    StatusOr<allocator::Outcome> without =
+        v.allocator->Allocate(info->node(), ledger.allocated(), plain);
+    if (!without.ok() || without->kind != allocator::Outcome::Kind::kAllocated) return d;
+    for (size_t k = 0; k < v.claims.size(); ++k) {
+      std::vector<int> free_choice = ChosenSubrequests(*v.claims[k], without->results[k]);
+      for (size_t i = 0; i < chosen[k].size(); ++i) {
+        if (free_choice[i] < 0 || free_choice[i] >= chosen[k][i]) continue;
+        const DeviceDecision::Request& r = d.claims[k].requests[i];
+        std::string from = v.claims[k]
+                               ->spec.devices.requests[i]
+                               .first_available[static_cast<size_t>(free_choice[i])]
+                               .name;
+        std::string refusal;
+        for (const DeviceDecision::Tier& t : r.tiers_not_taken) {
+          for (const DeviceDecision::Reason& reason : t.reasons) {
+            if (t.subrequest == from && reason.reason == allocator::kQuotaPolicyCode) {
+              refusal = reason.message;
+            }
+          }
+        }
+        if (!d.quota_fallback.empty()) d.quota_fallback += "; ";
+        if (v.claims.size() > 1) d.quota_fallback += "claim " + d.claims[k].name + " ";
+        d.quota_fallback += "request " + r.name + ": subrequest " + from + " refused by " +
+                            (refusal.empty() ? std::string("quota") : refusal) +
+                            ", allocated subrequest " + r.subrequest;
+        d.fallbacks.push_back({.request = r.name, .from = free_choice[i], .to = chosen[k][i]});
+      }
+    }
+    return d;
+  }
+
   StatusOr<rv1::ResourceClaim> CreateSpecialClaim(const DraState& s, const Pod& pod,
                                                   BindRecord* b) {
     if (s.reserved_variant == nullptr || s.reserved_variant->special == nullptr) {
@@ -911,8 +1184,21 @@ class DynamicResources final : public PreEnqueuePlugin,
           return ConflictError("claim " + key + " got allocated elsewhere in the meantime");
         }
         auto& f = current.metadata.finalizers;
+        bool update = false;
         if (std::find(f.begin(), f.end(), kClaimFinalizer) == f.end()) {
           f.push_back(std::string(kClaimFinalizer));
+          update = true;
+        }
+        if (b->mark_charge) {
+          // In the finalizer's write when there is one: no extra round trip.
+          std::string marker = pod.metadata.uid + " " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                  deps_.clock->Now().time_since_epoch())
+                                                  .count());
+          current.metadata.annotations[std::string(kQuotaChargeAnnotation)] = marker;
+          update = true;
+        }
+        if (update) {
           StatusOr<rv1::ResourceClaim> updated =
               client::Update(*deps_.api, current, options_.field_manager);
           if (!updated.ok()) {
@@ -1003,8 +1289,10 @@ class DynamicResources final : public PreEnqueuePlugin,
   // re-reads the claim, so it checks that what it undoes is still there: another replica may
   // have allocated the claim anew (after a lost allocation was cleared) or bound the pod with
   // this allocation meanwhile, and undoing that would leave a bound pod without devices.
+  // `release_allocation`: with a pod, also clear the allocation once nobody else reserved it.
   void DeallocateAsync(std::string ns, std::string name, std::string uid, std::string pod_name,
-                       std::string pod_uid, std::shared_ptr<const rv1::AllocationResult> expected) {
+                       std::string pod_uid, std::shared_ptr<const rv1::AllocationResult> expected,
+                       bool release_allocation = false) {
     if (name.empty()) return;
     client::ApiClient* api = deps_.api;
     int retries = options_.conflict_retries;
@@ -1026,17 +1314,20 @@ class DynamicResources final : public PreEnqueuePlugin,
             !(claim->status.allocation.has_value() && *claim->status.allocation == *expected)) {
           return;  // not our allocation any more
         }
-        if (pod_uid.empty()) {
+        bool clear = pod_uid.empty();
+        if (!clear) {
+          std::erase_if(claim->status.reserved_for,
+                        [&](const auto& r) { return r.uid == pod_uid; });
+          clear = release_allocation && claim->status.reserved_for.empty();
+        }
+        if (clear) {
           claim->status.allocation.reset();
           claim->status.reserved_for.clear();
           claim->status.devices.clear();
-        } else {
-          std::erase_if(claim->status.reserved_for,
-                        [&](const auto& r) { return r.uid == pod_uid; });
         }
         StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(*api, *claim, manager);
         if (written.ok()) {
-          if (pod_uid.empty()) {
+          if (clear) {
             // Drop the finalizer too: the claim no longer holds devices.
             rv1::ResourceClaim next = *written;
             std::erase(next.metadata.finalizers, std::string(kClaimFinalizer));
@@ -1248,6 +1539,12 @@ std::string AllocatedDeviceProblem(
     }
   }
   return "";
+}
+
+const DeviceDecision* DecisionOf(const CycleState& state) {
+  const DraState* s = state.Get<DraState>();
+  if (s == nullptr || !s->decision.has_value()) return nullptr;
+  return &*s->decision;
 }
 
 const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node) {

@@ -65,6 +65,7 @@
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/framework/plugin.h"
+#include "scheduler/quota_charger.h"
 
 namespace draplane::scheduler {
 
@@ -72,6 +73,11 @@ namespace draplane::scheduler {
 inline constexpr std::string_view kClaimFinalizer = "resource.kubernetes.io/delete-protection";
 // resourceapi.ResourceClaimReservedForMaxSize.
 inline constexpr size_t kReservedForMaxSize = 256;
+// Set on a claim, in the same write that adds the finalizer, when the scheduler allocates it in a
+// namespace whose Allocation-mode quotas it must charge: "<pod uid> <unix seconds>". Until that
+// Pod is bound, nobody else may use the allocation (its charge may still be refused; quota
+// replicas, docs/design/holdings.md).
+inline constexpr std::string_view kQuotaChargeAnnotation = "draplane.dev/quota-charge";
 
 // Hands observations of this scheduler's own claim writes from the loop thread to the binder
 // threads waiting for them.
@@ -131,6 +137,8 @@ struct DynamicResourcesDeps {
   ClusterState* cluster = nullptr;
   client::ApiClient* api = nullptr;
   AllocationConfirmations* confirmations = nullptr;
+  // Charges Allocation-mode quotas in PreBind; null: quotas are enforced inside the search only.
+  QuotaCharger* quotas = nullptr;
   // Runs API work off the loop thread (Unreserve, PostFilter).
   std::function<void(std::function<void()>)> run_async;
   const Clock* clock = nullptr;
@@ -150,6 +158,54 @@ std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
 // The allocator's explanation for `node` recorded during an explaining Filter pass of this
 // attempt, or null.
 const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node);
+
+// What DynamicResources decided for a Pod on its node (made in Reserve when the Pod's binding
+// allocates a claim), for the Pod's decision record (AllocationDecision) and its QuotaFallback
+// Event.
+struct DeviceDecision {
+  // One reason a tier was not taken on the chosen node, over `devices` candidate devices.
+  struct Reason {
+    std::string reason;   // allocator::CandidateStatusName, or a policy's code ("quota")
+    std::string message;  // e.g. "already allocated", or the quota's refusal
+    int32_t devices = 0;
+  };
+  struct Tier {
+    std::string subrequest;
+    std::vector<Reason> reasons;  // at most kMaxReasons
+  };
+  struct Request {
+    std::string name;
+    std::string subrequest;  // the chosen one; "" for a request without subrequests
+    std::string device_class;
+    std::vector<api::resourcev1::DeviceRequestAllocationResult> devices;
+    std::vector<Tier> tiers_not_taken;  // the subrequests before the chosen one
+  };
+  struct Claim {
+    std::string name;  // as in the API (a special claim's once PreBind created it)
+    std::string uid;
+    std::vector<Request> requests;
+    allocator::ResourceList charges;  // allocator::ChargeAllocation, additive part
+  };
+  static constexpr size_t kMaxReasons = 8;
+
+  std::string node;
+  std::vector<Claim> claims;
+  // The Allocation-mode quotas the search obeyed, at the versions it read.
+  std::vector<allocator::QuotaBudget> quotas;
+  allocator::ResourceList increment;  // what the binding charges them
+  // Set when a quota made a request take a later subrequest than it would have without it:
+  // the message of the Pod's QuotaFallback Event, and (request, from, to) per such request.
+  std::string quota_fallback;
+  struct Fallback {
+    std::string request;
+    int from = 0;
+    int to = 0;
+  };
+  std::vector<Fallback> fallbacks;
+};
+
+// The decision of the attempt in `state`, or null when its binding allocates nothing.
+const DeviceDecision* DecisionOf(const CycleState& state);
 
 // Helpers shared with the controllers' view of the same rules.
 // upstream resourceclaim.Name: the claim name for a pod claim entry, or an error message.
