@@ -71,19 +71,23 @@ std::string Render(const alloc::ResourceList& list) {
   return out;
 }
 
-rv1::ResourceSlice Slice(int node) {
+// A node's pool: a slice with the counter set of its MIG-partitioned GPU, and one with devices.
+std::vector<rv1::ResourceSlice> Slices(int node) {
   std::string n = std::to_string(node);
-  rv1::ResourceSlice s;
-  s.metadata.name = "gpus-" + n;
-  s.spec.driver = kDriver;
-  s.spec.pool.name = "node-" + n;
-  s.spec.pool.generation = 1;
-  s.spec.pool.resource_slice_count = 1;
-  s.spec.node_name = "node-" + n;
+  rv1::ResourceSlice counters;
+  counters.metadata.name = "counters-" + n;
+  counters.spec.driver = kDriver;
+  counters.spec.pool.name = "node-" + n;
+  counters.spec.pool.generation = 1;
+  counters.spec.pool.resource_slice_count = 2;
+  counters.spec.node_name = "node-" + n;
   rv1::CounterSet set;
   set.name = "gpu-0";
   set.counters["memory"].value = Q("80Gi");
-  s.spec.shared_counters.push_back(set);
+  counters.spec.shared_counters.push_back(set);
+  rv1::ResourceSlice s = counters;
+  s.metadata.name = "gpus-" + n;
+  s.spec.shared_counters.clear();
   auto device = [&](std::string name, std::string model, std::string memory) -> rv1::Device& {
     rv1::Device d;
     d.name = std::move(name);
@@ -110,7 +114,7 @@ rv1::ResourceSlice Slice(int node) {
   rv1::Device& nic = device("nic-0", "nic", "");
   nic.allow_multiple_allocations = true;
   nic.capacity["bandwidth"].value = Q("100G");
-  return s;
+  return {counters, s};
 }
 
 struct Quota {
@@ -137,9 +141,10 @@ class Replay {
       snapshot_.SetClass(dc);
     }
     for (int n = 0; n < kNodes; ++n) {
-      rv1::ResourceSlice s = Slice(n);
-      catalog_.SetSlice(s);
-      snapshot_.AddSlice(s);
+      for (const rv1::ResourceSlice& s : Slices(n)) {
+        catalog_.SetSlice(s);
+        snapshot_.AddSlice(s);
+      }
       nodes_.emplace_back();
       nodes_.back().metadata.name = "node-" + std::to_string(n);
     }

@@ -880,6 +880,13 @@ TEST(AllocatorTest, QuotaCountsDevicesTheNamespaceHoldsAndCounters) {
   o = f.Run({.explain = true, .policies = {&quota}});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->kind, Outcome::Kind::kAllocated);
+  // The A100 the namespace holds counts although status.used does not show it yet.
+  QuotaConstraint two("ns", {Budget("a100.deviceclass.resource.k8s.io/devices", 2, 0)}, holdings);
+  o = f.Run({.explain = true, .policies = {&two}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->explanation->claims[0].requests[0].subrequests[1].candidates[1].detail,
+            "quota ns/devices a100.deviceclass.resource.k8s.io/devices 1/2, needs 2");
   memory.hard.begin()->second = *api::Quantity::Parse("60Gi");
   QuotaConstraint tight("ns", {Budget("a100.deviceclass.resource.k8s.io/devices", 3, 0), memory},
                         holdings);

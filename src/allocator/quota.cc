@@ -75,9 +75,9 @@ ResourceList ChargedUsage(const QuotaBudget& quota, const ResourceList& used,
   return out;
 }
 
-QuotaConstraint::QuotaConstraint(std::string namespace_, std::vector<QuotaBudget> quotas,
+QuotaConstraint::QuotaConstraint(std::string ns, std::vector<QuotaBudget> quotas,
                                  const Holdings& holdings)
-    : namespace_(std::move(namespace_)), quotas_(std::move(quotas)), holdings_(&holdings) {
+    : namespace_(std::move(ns)), quotas_(std::move(quotas)), holdings_(&holdings) {
   ResourceList committed = holdings.Usage(namespace_, Holdings::Scope::kCommitted);
   ResourceList in_flight = holdings.Usage(namespace_, Holdings::Scope::kInFlight);
   for (const QuotaBudget& q : quotas_) {

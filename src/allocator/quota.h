@@ -70,11 +70,10 @@ ResourceList ChargedUsage(const QuotaBudget& quota, const ResourceList& used,
 
 class QuotaConstraint final : public PolicyConstraint {
  public:
-  // `quotas`: the Allocation-mode quotas of `namespace_`, the namespace of every claim the
+  // `quotas`: the Allocation-mode quotas of `ns`, the namespace of every claim the
   // search allocates. `holdings`: what the namespace holds (committed and in flight); it must
   // outlive the constraint and not change while a search runs.
-  QuotaConstraint(std::string namespace_, std::vector<QuotaBudget> quotas,
-                  const Holdings& holdings);
+  QuotaConstraint(std::string ns, std::vector<QuotaBudget> quotas, const Holdings& holdings);
 
   std::string_view name() const override { return kQuotaPolicyCode; }
   std::optional<PolicyRejection> Add(const PolicyCandidate& candidate) override;

@@ -52,8 +52,10 @@ struct EmbeddedInformers {
 Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInformers> shared);
 // The scheduler and the controllers embedded in `draplane serve` (scheduler_command.cc,
 // controller_manager_command.cc); with `shared` they use those informers.
+// `decision_records`: write an AllocationDecision per committed allocation (scheduler.h).
 Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
-                      const allocator::Features& features, Duration binding_timeout);
+                      const allocator::Features& features, Duration binding_timeout,
+                      bool decision_records = true);
 // `--binding-timeout`: a Go-style duration of at least 1 s (upstream validates
 // DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
 StatusOr<Duration> ParseBindingTimeout(std::string_view text);

@@ -33,6 +33,8 @@ struct SchedulerFlags {
   int percentage_of_nodes_to_score = 0;
   int binders = 16;
   bool no_events = false;
+  bool no_decision_records = false;
+  int holdings_check_interval_seconds = 60;
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
   uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
   std::string binding_timeout = "600s";
@@ -73,6 +75,8 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.evaluation_budget = flags.evaluation_budget;
   options.binding_timeout = *binding_timeout;
   options.record_events = !flags.no_events;
+  options.decision_records = !flags.no_decision_records;
+  options.holdings_check_interval = std::chrono::seconds(flags.holdings_check_interval_seconds);
   options.identity = identity;
   scheduler::Scheduler sched(**api, RealClock(), options);
 
@@ -94,8 +98,11 @@ int RunScheduler(const SchedulerFlags& flags) {
 class EmbeddedScheduler final : public server::EmbeddedComponent {
  public:
   EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared, allocator::Features features,
-                    Duration binding_timeout)
-      : shared_(std::move(shared)), features_(features), binding_timeout_(binding_timeout) {}
+                    Duration binding_timeout, bool decision_records)
+      : shared_(std::move(shared)),
+        features_(features),
+        binding_timeout_(binding_timeout),
+        decision_records_(decision_records) {}
 
   std::string name() const override { return "scheduler"; }
 
@@ -105,6 +112,7 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
     options.features = features_;
     options.identity = "draplane-serve-scheduler";
     options.binding_timeout = binding_timeout_;
+    options.decision_records = decision_records_;
     if (shared_) options.informers = shared_->informers.get();
     scheduler_ = std::make_unique<scheduler::Scheduler>(*api_, RealClock(), options);
     return scheduler_->Start();
@@ -118,6 +126,7 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
   std::shared_ptr<EmbeddedInformers> shared_;
   allocator::Features features_;
   Duration binding_timeout_;
+  const bool decision_records_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
 };
@@ -125,10 +134,11 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
 }  // namespace
 
 Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
-                      const allocator::Features& features, Duration binding_timeout) {
-  return server.Embed(
-      std::make_unique<EmbeddedScheduler>(std::move(shared), features, binding_timeout),
-      "system:kube-scheduler", {});
+                      const allocator::Features& features, Duration binding_timeout,
+                      bool decision_records) {
+  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared), features,
+                                                          binding_timeout, decision_records),
+                      "system:kube-scheduler", {});
 }
 
 StatusOr<Duration> ParseBindingTimeout(std::string_view text) {
@@ -177,6 +187,13 @@ void AddSchedulerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-events", flags->no_events,
                 "Do not record Events and PodScheduled conditions");
+  cmd->add_flag("--no-decision-records", flags->no_decision_records,
+                "Do not write an AllocationDecision per committed allocation");
+  cmd->add_option("--holdings-check-interval", flags->holdings_check_interval_seconds,
+                  "Seconds between checks of the holdings ledger and of Allocation-mode quota "
+                  "usage against a recompute")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->callback([flags] {
     int code = RunScheduler(*flags);
     if (code != 0) throw CommandExit{code};

@@ -55,6 +55,7 @@ struct ServeFlags {
   bool no_anonymous = false;
   std::string simulate_nodes;  // a cluster profile (simulate_nodes.cc)
   bool no_scheduler = false;
+  bool no_decision_records = false;
   bool no_controller_manager = false;
   bool simulate_kubelet = false;
   std::string embedded_transport = "in-process";  // or "loopback"
@@ -165,7 +166,8 @@ int RunServe(ServeFlags& flags) {
     components = EmbedControllerManager(**server, flags.simulate_kubelet, shared);
   }
   if (components.ok() && !flags.no_scheduler) {
-    components = EmbedScheduler(**server, shared, *features, *binding_timeout);
+    components =
+        EmbedScheduler(**server, shared, *features, *binding_timeout, !flags.no_decision_records);
   }
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
@@ -227,6 +229,8 @@ void AddServeCommand(CLI::App& app) {
                   "(e.g. examples/cluster-demo.yaml)");
   cmd->add_flag("--no-scheduler", flags->no_scheduler,
                 "Do not run the embedded scheduler (run `draplane scheduler` instead)");
+  cmd->add_flag("--no-decision-records", flags->no_decision_records,
+                "The embedded scheduler writes no AllocationDecision records");
   cmd->add_flag("--no-controller-manager", flags->no_controller_manager,
                 "Do not run the embedded claim controllers (run `draplane controller-manager` "
                 "instead)");

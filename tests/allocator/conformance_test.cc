@@ -85,6 +85,18 @@ TEST_P(OwnScenarioTest, Run) {
 
 INSTANTIATE_TEST_SUITE_P(Own, OwnScenarioTest, testing::ValuesIn(OwnScenarioFiles()), TestName);
 
+// draplane's own scenarios: Allocation-mode quotas (the `quotas:` section,
+// docs/design/holdings.md).
+std::vector<std::string> QuotaScenarioFiles() {
+  StatusOr<std::vector<std::string>> files =
+      FindScenarioFiles({std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/quota"});
+  return files.ok() ? *files : std::vector<std::string>();
+}
+
+INSTANTIATE_TEST_SUITE_P(Quota, OwnScenarioTest, testing::ValuesIn(QuotaScenarioFiles()), TestName);
+
+TEST(ConformanceSuiteTest, FindsTheQuotaScenarios) { EXPECT_GE(QuotaScenarioFiles().size(), 9u); }
+
 TEST(ConformanceSuiteTest, FindsTheSharedScenarios) {
   // Guard against a silently empty suite (a wrong DRAPLANE_SHARED_DIR).
   EXPECT_GE(ScenarioFiles().size(), 166u);

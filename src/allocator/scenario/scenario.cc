@@ -13,7 +13,9 @@
 #include <utility>
 
 #include "allocator/allocator.h"
+#include "allocator/holdings.h"
 #include "api/codec/yaml.h"
+#include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/object.h"
 #include "api/validation/validation.h"
@@ -335,6 +337,17 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
     s.allocated.AddConsumedCapacity(driver, pool, device, consumed);
   }
 
+  DRAPLANE_ASSIGN_OR_RETURN(const json::array* quotas, ArrayField(root, "quotas", file));
+  for (size_t i = 0; i < quotas->size(); ++i) {
+    api::corev1::ResourceQuota quota;
+    api::FieldErrorList errors;
+    api::corev1::Decode((*quotas)[i], &quota, &errors);
+    if (!errors.empty()) {
+      return Malformed(file, fmt::format("quotas[{}]: {}", i, errors.front().ToString()));
+    }
+    if (std::optional<QuotaBudget> budget = BudgetOf(quota)) s.quotas.push_back(std::move(*budget));
+  }
+
   DRAPLANE_ASSIGN_OR_RETURN(std::string compare, StringField(root, "compare", file));
   if (compare == "exact") {
     s.exact = true;
@@ -364,6 +377,27 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
         DecodeInto((*results)[i], &r, file, fmt::format("expect.results[{}]", i)));
     s.expect.results.push_back(std::move(r));
   }
+  DRAPLANE_ASSIGN_OR_RETURN(const json::array* refused,
+                            ArrayField(expect->get_object(), "refusedBy", file));
+  for (const json::value& v : *refused) {
+    if (!v.is_string()) return Malformed(file, "expect.refusedBy entries must be strings");
+    s.expect.refused_by.emplace_back(v.get_string());
+  }
+  if (const json::value* charges = Field(expect->get_object(), "charges")) {
+    if (!charges->is_object()) return Malformed(file, "expect.charges must be a mapping");
+    ResourceList list;
+    for (const auto& kv : charges->get_object()) {
+      std::string text = kv.value().is_string() ? std::string(kv.value().get_string())
+                                                : json::serialize(kv.value());
+      StatusOr<api::Quantity> q = api::Quantity::Parse(text);
+      if (!q.ok()) {
+        return Malformed(file, "expect.charges." + std::string(kv.key()) + ": " +
+                                   std::string(q.status().message()));
+      }
+      list.emplace(std::string(kv.key()), *q);
+    }
+    s.expect.charges = std::move(list);
+  }
   return s;
 }
 
@@ -379,6 +413,16 @@ RunResult RunScenario(const Scenario& s) {
   std::unique_ptr<Random> random = NewSeededRandom(1);
   Options options;
   options.random = random.get();
+  // Allocation-mode quotas of the claims' namespace take part in the search.
+  const std::string ns = s.claims.empty() ? "" : s.claims.front().metadata.namespace_;
+  std::vector<QuotaBudget> budgets;
+  for (const QuotaBudget& q : s.quotas) {
+    if (q.namespace_ == ns) budgets.push_back(q);
+  }
+  Holdings held;
+  QuotaConstraint quota(ns, budgets, held);
+  if (!budgets.empty()) options.policies = {&quota};
+  options.explain = !s.expect.refused_by.empty();
   StatusOr<Outcome> outcome = Allocate(snapshot, s.node, claims, s.allocated, s.features, options);
 
   std::string actual_kind;
@@ -411,6 +455,26 @@ RunResult RunScenario(const Scenario& s) {
     out.passed = true;
     return out;
   }
+  if (!s.expect.refused_by.empty()) {
+    std::vector<std::string> refusals;
+    std::function<void(const RequestExplanation&)> collect = [&](const RequestExplanation& r) {
+      for (const CandidateExplanation& c : r.candidates) {
+        if (c.status == CandidateStatus::kPolicy) refusals.push_back(c.detail);
+      }
+      for (const RequestExplanation& sub : r.subrequests) collect(sub);
+    };
+    if (outcome->explanation.has_value()) {
+      for (const ClaimExplanation& c : outcome->explanation->claims) {
+        for (const RequestExplanation& r : c.requests) collect(r);
+      }
+    }
+    for (const std::string& expected : s.expect.refused_by) {
+      if (std::find(refusals.begin(), refusals.end(), expected) != refusals.end()) continue;
+      out.failure = "no policy refusal \"" + expected + "\"; refusals:";
+      for (const std::string& r : refusals) out.failure += "\n    " + r;
+      return out;
+    }
+  }
   if (actual_kind == "unsatisfiable") {
     out.passed = true;
     return out;
@@ -422,6 +486,31 @@ RunResult RunScenario(const Scenario& s) {
     out.failure = fmt::format("results differ ({} comparison)\n{}", s.exact ? "exact" : "unordered",
                               Diff(Yaml(s.expect.results), Yaml(outcome->results)));
     return out;
+  }
+  if (s.expect.charges.has_value()) {
+    DeviceCatalog catalog;
+    for (const rv1::ResourceSlice& sl : s.slices) catalog.SetSlice(sl);
+    std::vector<ClaimCharge> charges;
+    for (size_t i = 0; i < s.claims.size(); ++i) {
+      charges.push_back(ChargeAllocation(s.claims[i], outcome->results[i], catalog));
+    }
+    std::vector<const ClaimCharge*> pointers;
+    for (const ClaimCharge& c : charges) pointers.push_back(&c);
+    ResourceList actual = Holdings().Increment(ns, pointers, Holdings::Scope::kCommitted);
+    auto render = [](const ResourceList& list) {
+      std::string text;
+      for (const auto& [key, q] : list) text += key + ": " + q.ToString() + "\n";
+      return text;
+    };
+    bool same = actual.size() == s.expect.charges->size();
+    for (const auto& [key, q] : *s.expect.charges) {
+      auto it = actual.find(key);
+      same = same && it != actual.end() && it->second.Compare(q) == 0;
+    }
+    if (!same) {
+      out.failure = "charges differ\n" + Diff(render(*s.expect.charges), render(actual));
+      return out;
+    }
   }
   out.passed = true;
   return out;

@@ -6,6 +6,9 @@
 // team can pin "this claim gets an H100 on this snapshot" in its CI) and by the conformance suite
 // under tests/allocator/.
 //
+// draplane adds a `quotas:` section and `expect.refusedBy` / `expect.charges` (Allocation-mode
+// quota, docs/design/holdings.md §6); files without them are FORMAT.md scenarios.
+//
 // Comparison follows FORMAT.md: `compare: unordered` (default) matches claim results, device
 // results and node-selector terms / requirements / values ignoring order and requires an empty
 // config; `compare: exact` compares results and config in order. `shareID: any` accepts any
@@ -20,7 +23,9 @@
 #include <vector>
 
 #include "allocator/allocated_state.h"
+#include "allocator/charges.h"
 #include "allocator/features.h"
+#include "allocator/quota.h"
 #include "api/gen/core_v1_types.h"
 #include "api/gen/resource_v1_types.h"
 #include "common/status.h"
@@ -32,6 +37,11 @@ struct Expectation {
   Outcome outcome = Outcome::kSuccess;
   std::string error;  // substring of the error message (kError)
   std::vector<api::resourcev1::AllocationResult> results;  // kSuccess, one per claim
+  // draplane extension (docs/design/holdings.md §6): messages that must appear as policy
+  // refusals in the explanation, and the Allocation-mode charge of the results, all claims
+  // together (checked when given).
+  std::vector<std::string> refused_by;
+  std::optional<ResourceList> charges;
 };
 
 struct Scenario {
@@ -43,6 +53,9 @@ struct Scenario {
   std::vector<api::resourcev1::ResourceSlice> slices;
   std::vector<api::resourcev1::ResourceClaim> claims;
   AllocatedState allocated;
+  // draplane extension: the `quotas:` section (ResourceQuota manifests). Those in Allocation mode
+  // in the claims' namespace are enforced inside the search, from their status.used.
+  std::vector<QuotaBudget> quotas;
   bool exact = false;
   Expectation expect;
 };
