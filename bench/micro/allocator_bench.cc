@@ -126,7 +126,8 @@ void BM_FillCluster(benchmark::State& state, Shape shape) {
   QuotaBudget budget;
   budget.namespace_ = "bench";
   budget.name = "devices";
-  budget.hard.emplace(DeviceClassDevicesResource("gpu"), api::Quantity::FromInt64(1'000'000));
+  budget.hard.emplace(api::quota::DeviceClassResourceName("gpu"),
+                      api::Quantity::FromInt64(1'000'000));
   budget.hard.emplace(DriverCounterResource(kDriver, "memory"), *api::Quantity::Parse("1Ei"));
   QuotaConstraint quota("bench", {budget}, holdings);
   Options options{.random = random.get()};

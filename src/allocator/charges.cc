@@ -8,7 +8,6 @@ namespace rv1 = api::resourcev1;
 
 namespace {
 
-constexpr std::string_view kDevicesSuffix = ".deviceclass.resource.k8s.io/devices";
 constexpr std::string_view kClassInfix = ".deviceclass.draplane.dev/";
 constexpr std::string_view kDriverInfix = ".driver.draplane.dev/";
 constexpr std::string_view kCounterPrefix = "counter.";
@@ -44,12 +43,6 @@ void AddResources(ResourceList& into, const ResourceList& from, int sign) {
   for (const auto& [key, amount] : from) AddResource(into, key, amount, sign);
 }
 
-std::string DeviceClassDevicesResource(std::string_view device_class) {
-  std::string out(device_class);
-  out.append(kDevicesSuffix);
-  return out;
-}
-
 std::string DeviceClassCounterResource(std::string_view device_class, std::string_view counter) {
   std::string out(device_class);
   out.append(kClassInfix).append(kCounterPrefix).append(counter);
@@ -70,8 +63,9 @@ std::string DeviceClassCapacityResource(std::string_view device_class, std::stri
 
 std::optional<DeviceResource> ParseDeviceResource(std::string_view resource) {
   DeviceResource out;
-  if (resource.ends_with(kDevicesSuffix)) {
-    std::string_view subject = resource.substr(0, resource.size() - kDevicesSuffix.size());
+  if (resource.ends_with(api::quota::kDevicesPerClassSuffix)) {
+    std::string_view subject =
+        resource.substr(0, resource.size() - api::quota::kDevicesPerClassSuffix.size());
     if (subject.empty()) return std::nullopt;
     out.kind = DeviceResource::Kind::kDevices;
     out.subject = std::string(subject);
@@ -196,7 +190,7 @@ DeviceCharge ChargeDevice(std::string_view device_class, const DeviceFacts& fact
     AddResource(into, DriverCounterResource(facts.driver, name), amount);
   };
   if (!device_class.empty()) {
-    AddResource(out.additive, DeviceClassDevicesResource(device_class),
+    AddResource(out.additive, api::quota::DeviceClassResourceName(device_class),
                 api::Quantity::FromInt64(1));
   }
   // The capacity the result takes: all of an exclusive device, a share's consumption.

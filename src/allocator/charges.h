@@ -34,12 +34,13 @@
 
 #include "api/gen/resource_v1_types.h"
 #include "api/quantity.h"
+#include "api/quota/usage.h"
 
 namespace draplane::allocator {
 
-// Amounts by resource name, as ResourceQuota `spec.hard` / `status.used` hold them. Entries are
-// never zero in the values this module returns.
-using ResourceList = std::map<std::string, api::Quantity, std::less<>>;
+// Amounts by resource name, as ResourceQuota `spec.hard` / `status.used` hold them
+// (api/quota/usage.h). Entries are never zero in the values this module returns.
+using ResourceList = api::quota::ResourceList;
 
 // `into[k] += from[k]` for every key (sign -1 subtracts); keys that reach zero are erased.
 void AddResources(ResourceList& into, const ResourceList& from, int sign = 1);
@@ -49,8 +50,6 @@ void AddResource(ResourceList& into, std::string_view key, const api::Quantity& 
 
 // --- resource names -------------------------------------------------------------------------
 
-// "<class>.deviceclass.resource.k8s.io/devices" (upstream's key; resource_claims.go).
-std::string DeviceClassDevicesResource(std::string_view device_class);
 // "<class>.deviceclass.draplane.dev/counter.<counter>".
 std::string DeviceClassCounterResource(std::string_view device_class, std::string_view counter);
 // "<driver>.driver.draplane.dev/counter.<counter>".
@@ -58,7 +57,10 @@ std::string DriverCounterResource(std::string_view driver, std::string_view coun
 // "<class>.deviceclass.draplane.dev/capacity.<id>".
 std::string DeviceClassCapacityResource(std::string_view device_class, std::string_view id);
 
-// A resource name of the table above, taken apart.
+// The `devices` key of a class is upstream's, api::quota::DeviceClassResourceName.
+
+// A resource name of the table above, taken apart (api::quota::IsAllocationChargedKey says
+// which names the scheduler owns; these are the ones it knows how to charge).
 struct DeviceResource {
   enum class Kind { kDevices, kClassCounter, kDriverCounter, kClassCapacity };
   Kind kind = Kind::kDevices;

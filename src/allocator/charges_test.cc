@@ -60,17 +60,16 @@ spec:
 )";
 
 TEST(ChargesTest, ResourceNamesRoundTrip) {
-  EXPECT_EQ(DeviceClassDevicesResource("h100"), "h100.deviceclass.resource.k8s.io/devices");
   EXPECT_EQ(DeviceClassCounterResource("mig.nvidia.com", "memory"),
             "mig.nvidia.com.deviceclass.draplane.dev/counter.memory");
   EXPECT_EQ(DriverCounterResource("gpu.nvidia.com", "memory"),
             "gpu.nvidia.com.driver.draplane.dev/counter.memory");
   EXPECT_EQ(DeviceClassCapacityResource("nic", "bandwidth"),
             "nic.deviceclass.draplane.dev/capacity.bandwidth");
-  for (const std::string& name :
-       {DeviceClassDevicesResource("h100"), DeviceClassCounterResource("mig.nvidia.com", "memory"),
-        DriverCounterResource("gpu.nvidia.com", "memory"),
-        DeviceClassCapacityResource("nic", "bandwidth")}) {
+  for (const std::string& name : {api::quota::DeviceClassResourceName("h100"),
+                                  DeviceClassCounterResource("mig.nvidia.com", "memory"),
+                                  DriverCounterResource("gpu.nvidia.com", "memory"),
+                                  DeviceClassCapacityResource("nic", "bandwidth")}) {
     EXPECT_TRUE(ParseDeviceResource(name).has_value()) << name;
   }
   std::optional<DeviceResource> driver =

@@ -15,19 +15,14 @@ api::Quantity Get(const ResourceList& list, std::string_view key) {
 
 }  // namespace
 
-bool IsAllocationModeQuota(const std::map<std::string, std::string, std::less<>>& annotations) {
-  auto it = annotations.find(kDeviceQuotaModeAnnotation);
-  return it != annotations.end() && it->second == kDeviceQuotaModeAllocation;
-}
-
 std::optional<QuotaBudget> BudgetOf(const api::corev1::ResourceQuota& quota) {
-  if (!IsAllocationModeQuota(quota.metadata.annotations)) return std::nullopt;
+  if (api::quota::ModeOf(quota) != api::quota::DeviceQuotaMode::kAllocation) return std::nullopt;
   QuotaBudget budget;
   budget.namespace_ = quota.metadata.namespace_;
   budget.name = quota.metadata.name;
   budget.resource_version = quota.metadata.resource_version;
   for (const auto& [key, hard] : quota.spec.hard) {
-    if (!ParseDeviceResource(key).has_value()) continue;
+    if (!api::quota::IsAllocationChargedKey(key)) continue;
     budget.hard.emplace(key, hard);
     auto used = quota.status.used.find(key);
     if (used != quota.status.used.end() && !used->second.IsZero()) {
@@ -147,7 +142,7 @@ std::optional<PolicyRejection> QuotaConstraint::CheckRequest(const PolicyRequest
     return std::nullopt;
   }
   ResourceList charge;
-  AddResource(charge, DeviceClassDevicesResource(request.device_class),
+  AddResource(charge, api::quota::DeviceClassResourceName(request.device_class),
               api::Quantity::FromInt64(request.count));
   return Check(charge);
 }

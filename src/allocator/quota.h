@@ -29,13 +29,8 @@
 
 namespace draplane::allocator {
 
-inline constexpr std::string_view kDeviceQuotaModeAnnotation = "draplane.dev/device-quota-mode";
-inline constexpr std::string_view kDeviceQuotaModeAllocation = "Allocation";
 // The reason code of quota rejections in explanations (PolicyRejection::code).
 inline constexpr std::string_view kQuotaPolicyCode = "quota";
-
-// Whether these ResourceQuota annotations select Allocation mode.
-bool IsAllocationModeQuota(const std::map<std::string, std::string, std::less<>>& annotations);
 
 // One Allocation-mode ResourceQuota, reduced to the resource names this module charges.
 struct QuotaBudget {
@@ -48,9 +43,9 @@ struct QuotaBudget {
   friend bool operator==(const QuotaBudget&, const QuotaBudget&) = default;
 };
 
-// The budget of a ResourceQuota in Allocation mode: its device resource names (charges.h) with
-// their hard limits and status.used; nullopt when the quota is not in Allocation mode or limits
-// none of them.
+// The budget of a ResourceQuota in Allocation mode (api::quota::ModeOf): the device resource
+// names the scheduler owns (api::quota::IsAllocationChargedKey) with their hard limits and
+// status.used; nullopt when the quota is not in Allocation mode or limits none of them.
 std::optional<QuotaBudget> BudgetOf(const api::corev1::ResourceQuota& quota);
 
 // "quota team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1" (used/hard), with

@@ -160,7 +160,7 @@ allocator::ResourceList QuotaCharger::RecomputedUsed(const corev1::ResourceQuota
                                                      const allocator::ResourceList& usage) {
   allocator::ResourceList used(quota.status.used.begin(), quota.status.used.end());
   for (const auto& [key, hard] : quota.spec.hard) {
-    if (!allocator::ParseDeviceResource(key).has_value()) continue;
+    if (!api::quota::IsAllocationChargedKey(key)) continue;
     auto it = usage.find(key);
     if (it == usage.end()) {
       used[key] = api::Quantity::FromInt64(0);

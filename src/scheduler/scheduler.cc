@@ -977,12 +977,12 @@ void Scheduler::RecordDecision(const Binding& binding) {
   std::vector<PolicyInputRef> inputs;
   for (const allocator::QuotaBudget& q : decision->quotas) {
     inputs.push_back({"v1", "ResourceQuota", q.namespace_, q.name, q.resource_version,
-                      std::string(allocator::kDeviceQuotaModeAllocation)});
+                      std::string(api::quota::kDeviceQuotaModeAllocation)});
   }
   for (const auto& q : cluster_.Quotas(ns)) {
-    if (allocator::IsAllocationModeQuota(q->metadata.annotations)) continue;
-    inputs.push_back(
-        {"v1", "ResourceQuota", ns, q->metadata.name, q->metadata.resource_version, "Admission"});
+    if (api::quota::ModeOf(*q) == api::quota::DeviceQuotaMode::kAllocation) continue;
+    inputs.push_back({"v1", "ResourceQuota", ns, q->metadata.name, q->metadata.resource_version,
+                      std::string(api::quota::kDeviceQuotaModeAdmission)});
   }
   std::sort(inputs.begin(), inputs.end(), [](const PolicyInputRef& a, const PolicyInputRef& b) {
     return std::tie(a.kind, a.namespace_, a.name) < std::tie(b.kind, b.namespace_, b.name);

@@ -1,7 +1,7 @@
 # End-to-end suites of the scheduler and the claim controllers (tests/e2e/scheduler_*_e2e.sh):
 # the real `draplane serve` on a free loopback port driven by the real kubectl. Included from
 # tests/e2e/CMakeLists.txt, inside its kubectl-and-curl check.
-foreach(suite fallback shared_claim extended_resource mig)
+foreach(suite fallback shared_claim extended_resource mig quota)
   add_test(NAME e2e.scheduler.${suite}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scheduler_${suite}_e2e.sh $<TARGET_FILE:draplane>
             ${CMAKE_SOURCE_DIR})
@@ -13,3 +13,9 @@ add_test(NAME e2e.scheduler.replicas
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scheduler_replicas_e2e.sh $<TARGET_FILE:draplane>
           ${CMAKE_SOURCE_DIR})
 set_tests_properties(e2e.scheduler.replicas PROPERTIES LABELS e2e TIMEOUT 600)
+# Allocation-mode quota with two scheduler replicas without leader election: 1,000 Pods, a quota
+# of 50 devices, never more than 50 bound (issue 20's acceptance size).
+add_test(NAME e2e.scheduler.quota_replicas
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scheduler_quota_replicas_e2e.sh $<TARGET_FILE:draplane>
+          ${CMAKE_SOURCE_DIR})
+set_tests_properties(e2e.scheduler.quota_replicas PROPERTIES LABELS e2e TIMEOUT 600)
