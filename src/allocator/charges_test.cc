@@ -4,33 +4,14 @@
 
 #include <string>
 
-#include "api/codec/yaml.h"
-#include "api/gen/resource_v1_codec.h"
+#include "allocator/internal/testing_yaml.h"
 
 namespace draplane::allocator {
 namespace {
 
 namespace rv1 = api::resourcev1;
 
-template <typename T>
-T Decode(std::string_view yaml) {
-  StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(yaml);
-  EXPECT_TRUE(docs.ok()) << docs.status().ToString();
-  T out;
-  api::FieldErrorList errors;
-  rv1::Decode(docs->front().value, &out, &errors);
-  EXPECT_TRUE(errors.empty()) << errors.front().ToString();
-  return out;
-}
-
 api::Quantity Q(std::string_view text) { return *api::Quantity::Parse(text); }
-
-// "key=value" lines, for readable comparisons.
-std::string Render(const ResourceList& list) {
-  std::string out;
-  for (const auto& [k, q] : list) out += k + "=" + q.ToString() + "\n";
-  return out;
-}
 
 constexpr std::string_view kSlice = R"(
 metadata: {name: gpu-node-1}
@@ -89,20 +70,20 @@ TEST(ChargesTest, ResourceNamesRoundTrip) {
 }
 
 TEST(ChargesTest, DeviceFactsPreferTheDriversOwnCapacityName) {
-  rv1::ResourceSlice slice = Decode<rv1::ResourceSlice>(kSlice);
+  rv1::ResourceSlice slice = internal::DecodeYaml<rv1::ResourceSlice>(kSlice);
   DeviceFacts facts = MakeDeviceFacts("gpu.example.com", slice.spec.devices[2]);
-  EXPECT_EQ(Render(facts.capacity), "clock=2\nmemory=80Gi\n");
+  EXPECT_EQ(internal::RenderResources(facts.capacity), "clock=2\nmemory=80Gi\n");
   EXPECT_FALSE(facts.consumes_counters);
   DeviceFacts mig = MakeDeviceFacts("gpu.example.com", slice.spec.devices[1]);
   EXPECT_TRUE(mig.consumes_counters);
-  EXPECT_EQ(Render(mig.counters), "memory=9856Mi\n");
+  EXPECT_EQ(internal::RenderResources(mig.counters), "memory=9856Mi\n");
 }
 
 TEST(ChargesTest, WholeGpuAndMigSliceChargeTheSameCounterKey) {
-  rv1::ResourceSlice slice = Decode<rv1::ResourceSlice>(kSlice);
+  rv1::ResourceSlice slice = internal::DecodeYaml<rv1::ResourceSlice>(kSlice);
   DeviceCharge whole = ChargeDevice(
       "h100", MakeDeviceFacts("gpu.example.com", slice.spec.devices[2]), false, nullptr);
-  EXPECT_EQ(Render(whole.additive),
+  EXPECT_EQ(internal::RenderResources(whole.additive),
             "gpu.example.com.driver.draplane.dev/counter.clock=2\n"
             "gpu.example.com.driver.draplane.dev/counter.memory=80Gi\n"
             "h100.deviceclass.draplane.dev/capacity.clock=2\n"
@@ -112,7 +93,7 @@ TEST(ChargesTest, WholeGpuAndMigSliceChargeTheSameCounterKey) {
             "h100.deviceclass.resource.k8s.io/devices=1\n");
   DeviceCharge mig = ChargeDevice("mig", MakeDeviceFacts("gpu.example.com", slice.spec.devices[1]),
                                   false, nullptr);
-  EXPECT_EQ(Render(mig.additive),
+  EXPECT_EQ(internal::RenderResources(mig.additive),
             "gpu.example.com.driver.draplane.dev/counter.memory=9856Mi\n"
             "mig.deviceclass.draplane.dev/capacity.memory=9856Mi\n"
             "mig.deviceclass.draplane.dev/counter.memory=9856Mi\n"
@@ -121,11 +102,11 @@ TEST(ChargesTest, WholeGpuAndMigSliceChargeTheSameCounterKey) {
 }
 
 TEST(ChargesTest, SharesChargeTheirConsumptionAndAdminAccessNothing) {
-  rv1::ResourceSlice slice = Decode<rv1::ResourceSlice>(kSlice);
+  rv1::ResourceSlice slice = internal::DecodeYaml<rv1::ResourceSlice>(kSlice);
   ResourceList consumed{{"bandwidth", Q("10G")}};
   DeviceCharge share = ChargeDevice(
       "nic", MakeDeviceFacts("gpu.example.com", slice.spec.devices[3]), false, &consumed);
-  EXPECT_EQ(Render(share.additive),
+  EXPECT_EQ(internal::RenderResources(share.additive),
             "gpu.example.com.driver.draplane.dev/counter.bandwidth=10G\n"
             "nic.deviceclass.draplane.dev/capacity.bandwidth=10G\n"
             "nic.deviceclass.draplane.dev/counter.bandwidth=10G\n"
@@ -137,7 +118,7 @@ TEST(ChargesTest, SharesChargeTheirConsumptionAndAdminAccessNothing) {
   ResourceList mig_consumed{{"memory", Q("5Gi")}};
   DeviceCharge shared_mig = ChargeDevice(
       "mig", MakeDeviceFacts("gpu.example.com", slice.spec.devices[4]), false, &mig_consumed);
-  EXPECT_EQ(Render(shared_mig.share_counters),
+  EXPECT_EQ(internal::RenderResources(shared_mig.share_counters),
             "gpu.example.com.driver.draplane.dev/counter.memory=10Gi\n"
             "mig.deviceclass.draplane.dev/counter.memory=10Gi\n");
   EXPECT_EQ(shared_mig.additive.count("mig.deviceclass.draplane.dev/counter.memory"), 0u);
@@ -148,8 +129,8 @@ TEST(ChargesTest, SharesChargeTheirConsumptionAndAdminAccessNothing) {
 
 TEST(ChargesTest, AllocationChargesTheChosenSubrequestsClassOnly) {
   DeviceCatalog catalog;
-  catalog.SetSlice(Decode<rv1::ResourceSlice>(kSlice));
-  auto claim = Decode<rv1::ResourceClaim>(R"(
+  catalog.SetSlice(internal::DecodeYaml<rv1::ResourceSlice>(kSlice));
+  auto claim = internal::DecodeYaml<rv1::ResourceClaim>(R"(
 metadata: {name: c, namespace: team-a}
 spec:
   devices:
@@ -161,7 +142,7 @@ spec:
     - name: watch
       exactly: {deviceClassName: h100, adminAccess: true, allocationMode: All}
 )");
-  auto allocation = Decode<rv1::AllocationResult>(R"(
+  auto allocation = internal::DecodeYaml<rv1::AllocationResult>(R"(
 devices:
   results:
   - {request: gpu/small, driver: gpu.example.com, pool: node-1, device: gpu-0-mig-1g}
@@ -172,7 +153,7 @@ devices:
   EXPECT_EQ(RequestClass(claim, "watch"), "h100");
   EXPECT_EQ(RequestClass(claim, "gpu/other"), "");
   ClaimCharge charge = ChargeAllocation(claim, allocation, catalog);
-  EXPECT_EQ(Render(charge.additive),
+  EXPECT_EQ(internal::RenderResources(charge.additive),
             "gpu.example.com.driver.draplane.dev/counter.memory=9856Mi\n"
             "mig.deviceclass.draplane.dev/capacity.memory=9856Mi\n"
             "mig.deviceclass.draplane.dev/counter.memory=9856Mi\n"
@@ -182,7 +163,7 @@ devices:
 
 TEST(ChargesTest, CatalogPrefersTheNewestPoolGeneration) {
   DeviceCatalog catalog;
-  rv1::ResourceSlice old_slice = Decode<rv1::ResourceSlice>(kSlice);
+  rv1::ResourceSlice old_slice = internal::DecodeYaml<rv1::ResourceSlice>(kSlice);
   rv1::ResourceSlice new_slice = old_slice;
   new_slice.metadata.name = "gpu-node-1-v2";
   new_slice.spec.pool.generation = 2;

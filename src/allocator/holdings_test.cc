@@ -4,31 +4,13 @@
 
 #include <string>
 
+#include "allocator/internal/testing_yaml.h"
 #include "allocator/quota.h"
-#include "api/codec/yaml.h"
-#include "api/gen/resource_v1_codec.h"
 
 namespace draplane::allocator {
 namespace {
 
 namespace rv1 = api::resourcev1;
-
-template <typename T>
-T Decode(std::string_view yaml) {
-  StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(yaml);
-  EXPECT_TRUE(docs.ok()) << docs.status().ToString();
-  T out;
-  api::FieldErrorList errors;
-  rv1::Decode(docs->front().value, &out, &errors);
-  EXPECT_TRUE(errors.empty()) << errors.front().ToString();
-  return out;
-}
-
-std::string Render(const ResourceList& list) {
-  std::string out;
-  for (const auto& [k, q] : list) out += k + "=" + q.ToString() + "\n";
-  return out;
-}
 
 constexpr std::string_view kSlice = R"(
 metadata: {name: node-1}
@@ -51,7 +33,7 @@ spec:
 // A claim of namespace `ns` holding `devices` ("device" or "device@share") for class `cls`.
 rv1::ResourceClaim AllocatedClaim(const std::string& ns, const std::string& name,
                                   const std::string& cls, std::vector<std::string> devices) {
-  rv1::ResourceClaim claim = Decode<rv1::ResourceClaim>(
+  rv1::ResourceClaim claim = internal::DecodeYaml<rv1::ResourceClaim>(
       "metadata: {name: " + name + ", namespace: " + ns + ", uid: uid-" + ns + "-" + name +
       "}\nspec:\n  devices:\n    requests:\n    - {name: r, exactly: {deviceClassName: " + cls +
       ", count: " + std::to_string(devices.size()) + "}}\n");
@@ -74,7 +56,7 @@ rv1::ResourceClaim AllocatedClaim(const std::string& ns, const std::string& name
 
 class HoldingsTest : public testing::Test {
  protected:
-  void SetUp() override { catalog.SetSlice(Decode<rv1::ResourceSlice>(kSlice)); }
+  void SetUp() override { catalog.SetSlice(internal::DecodeYaml<rv1::ResourceSlice>(kSlice)); }
 
   Holdings::Holding Make(const rv1::ResourceClaim& c, bool in_flight = false) {
     return Holdings::Make(c.metadata.uid, c, *c.status.allocation, catalog, in_flight);
@@ -120,7 +102,7 @@ TEST_F(HoldingsTest, ShareCountersArePaidOncePerNamespace) {
   rv1::ResourceClaim a2 = AllocatedClaim("team-a", "s2", "mig", {"shared-mig@2"});
   rv1::ResourceClaim b1 = AllocatedClaim("team-b", "s3", "mig", {"shared-mig@3"});
   Holdings::Holding first = Make(a1);
-  EXPECT_EQ(Render(h.Increment("team-a", {&first.charge})),
+  EXPECT_EQ(internal::RenderResources(h.Increment("team-a", {&first.charge})),
             "gpu.example.com.driver.draplane.dev/counter.memory=10Gi\n"
             "mig.deviceclass.draplane.dev/capacity.memory=1Gi\n"
             "mig.deviceclass.draplane.dev/counter.memory=10Gi\n"
@@ -128,12 +110,12 @@ TEST_F(HoldingsTest, ShareCountersArePaidOncePerNamespace) {
   h.Put(first);
   Holdings::Holding second = Make(a2, /*in_flight=*/true);
   // The namespace holds the device already: the second share adds no counters.
-  EXPECT_EQ(Render(h.Increment("team-a", {&second.charge})),
+  EXPECT_EQ(internal::RenderResources(h.Increment("team-a", {&second.charge})),
             "mig.deviceclass.draplane.dev/capacity.memory=1Gi\n"
             "mig.deviceclass.resource.k8s.io/devices=1\n");
   h.Put(second);
   h.Put(Make(b1));
-  EXPECT_EQ(Render(h.Usage("team-a")),
+  EXPECT_EQ(internal::RenderResources(h.Usage("team-a")),
             "gpu.example.com.driver.draplane.dev/counter.memory=10Gi\n"
             "mig.deviceclass.draplane.dev/capacity.memory=2Gi\n"
             "mig.deviceclass.draplane.dev/counter.memory=10Gi\n"

@@ -20,9 +20,9 @@
 //                                                              device prepare failures
 //   draplane_quota_fallbacks_total{namespace,from_index,to_index}  requests an Allocation-mode
 //                                                              quota moved to a later subrequest
-//   draplane_quota_usage_corrections_total{namespace,quota}    recomputes that changed a quota's
-//                                                              status.used other than by giving
-//                                                              back a deallocation
+//   draplane_quota_drift_total{namespace,quota}                periodic recounts that corrected
+//                                                              an Allocation-mode quota's device
+//                                                              keys (the server counts its keys)
 //   draplane_ledger_drift_total{namespace}                     periodic rechecks that found the
 //                                                              holdings ledger off its recompute
 //   draplane_decisions_written_total, draplane_decisions_dropped_total  AllocationDecision records

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "client/shared_informers.h"
 #include "client/testing/cluster.h"
@@ -543,6 +545,38 @@ TEST_F(QuotaSchedulerTest, TwoSchedulersNeverSpendTheLastUnitTwice) {
   for (const auto& c : cluster_.Claims()) allocated += c.status.allocation.has_value() ? 1 : 0;
   EXPECT_EQ(allocated, 5);
   EXPECT_EQ(Used("devices", kH100Devices), "5");
+}
+
+TEST_F(QuotaSchedulerTest, ChargesAreAllOrNothingAcrossQuotasAndNeverOverspend) {
+  CreateQuota(AllocationQuota("a-wide", {{kH100Devices, "5"}}));
+  CreateQuota(AllocationQuota("b-tight", {{kH100Devices, "1"}}));
+  QuotaCharger charger(cluster_.api(), "test");
+  allocator::ResourceList one{{kH100Devices, api::Quantity::FromInt64(1)}};
+  ASSERT_TRUE(charger.Charge("default", {"a-wide", "b-tight"}, one).ok());
+  EXPECT_EQ(Used("a-wide", kH100Devices), "1");
+  EXPECT_EQ(Used("b-tight", kH100Devices), "1");
+  // b-tight refuses the next one: a-wide, charged first (name order), gets it back.
+  Status refused = charger.Charge("default", {"a-wide", "b-tight"}, one);
+  EXPECT_EQ(refused.code(), StatusCode::kConflict);
+  EXPECT_EQ(refused.message(),
+            "quota default/b-tight h100.deviceclass.resource.k8s.io/devices 1/1");
+  EXPECT_EQ(Used("a-wide", kH100Devices), "1");
+
+  // Eight binder threads race for the four units a-wide has left.
+  std::vector<std::thread> threads;
+  std::atomic<int> charged{0};
+  std::atomic<int> conflicts{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      Status s = charger.Charge("default", {"a-wide"}, one);
+      if (s.ok()) ++charged;
+      if (s.code() == StatusCode::kConflict) ++conflicts;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(charged.load(), 4);
+  EXPECT_EQ(conflicts.load(), 4);
+  EXPECT_EQ(Used("a-wide", kH100Devices), "5");
 }
 
 TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {

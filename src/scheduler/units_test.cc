@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "api/meta/time.h"
+#include "scheduler/decision_recorder.h"
 #include "scheduler/device_ledger.h"
 #include "scheduler/explain.h"
 #include "scheduler/framework/framework.h"
@@ -694,6 +695,60 @@ TEST(TaintTolerationTest, AnIsolatedNodeIsRejectedUntilItsIsolationEnds) {
   tolerant_pod.pod = tolerant;
   EXPECT_TRUE(filter->Filter(state, tolerant_pod, again, false).ok());
   EXPECT_FALSE(filter->Filter(state, pod, again, false).ok());
+}
+
+TEST(DecisionRecordTest, RecordsTheDecisionWithinTheServersCaps) {
+  api::corev1::Pod pod;
+  pod.metadata.name = "llm-2";
+  pod.metadata.namespace_ = "team-a";
+  pod.metadata.uid = "7c1e0123-4567";
+  DeviceDecision d;
+  d.node = "gpu-1";
+  DeviceDecision::Claim claim;
+  claim.name = "llm-2-gpu";
+  claim.uid = "51aa";
+  claim.charges["a100.deviceclass.resource.k8s.io/devices"] = api::Quantity::FromInt64(2);
+  DeviceDecision::Request request;
+  request.name = "gpu";
+  request.subrequest = "a100-pair";
+  request.device_class = "a100";
+  request.devices.resize(2);
+  DeviceDecision::Tier tier;
+  tier.subrequest = "h100";
+  for (int i = 0; i < 12; ++i) {
+    tier.reasons.push_back({.reason = "quota", .message = std::string(2000, 'x'), .devices = 1});
+  }
+  request.tiers_not_taken.push_back(tier);
+  claim.requests.push_back(request);
+  d.claims.push_back(claim);
+  DecisionContext c{.pod = &pod,
+                    .decision = &d,
+                    .inputs = {{"v1", "ResourceQuota", "team-a", "devices", "9101", "Allocation"}},
+                    .scheduler_name = "default-scheduler",
+                    .instance = "sched-0",
+                    .time = Timestamp(std::chrono::seconds(1'700'000'000)),
+                    .nodes_evaluated = 3,
+                    .nodes_feasible = 1};
+  api::draplanev1alpha1::AllocationDecision a = MakeAllocationDecision(c);
+  EXPECT_EQ(a.metadata.name, "llm-2-7c1e0123");
+  EXPECT_EQ(a.metadata.namespace_, "team-a");
+  EXPECT_EQ(a.spec.outcome, "Allocated");
+  EXPECT_EQ(a.spec.node_name, "gpu-1");
+  EXPECT_EQ(a.spec.scheduler.instance, "sched-0");
+  ASSERT_EQ(a.spec.claims.size(), 1u);
+  const auto& r = a.spec.claims[0].requests[0];
+  EXPECT_EQ(r.subrequest, "a100-pair");
+  ASSERT_EQ(r.tiers_not_taken.size(), 1u);
+  EXPECT_EQ(r.tiers_not_taken[0].reasons.size(), 8u) << "capped";
+  EXPECT_EQ(r.tiers_not_taken[0].reasons[0].message.size(), 1024u) << "capped";
+  EXPECT_EQ(r.tiers_not_taken[0].reasons[0].nodes, std::vector<std::string>{"gpu-1"});
+  EXPECT_TRUE(a.spec.truncated);
+  EXPECT_EQ(a.spec.policy_version.inputs[0].resource_version, "9101");
+  EXPECT_EQ(a.spec.policy_version.digest.size(), 16u);
+  // The same inputs give the same digest; another version another one.
+  EXPECT_EQ(MakeAllocationDecision(c).spec.policy_version.digest, a.spec.policy_version.digest);
+  c.inputs[0].resource_version = "9102";
+  EXPECT_NE(MakeAllocationDecision(c).spec.policy_version.digest, a.spec.policy_version.digest);
 }
 
 }  // namespace
