@@ -4,6 +4,8 @@
 // (`Own/OwnScenarioTest.Run/<name>`: upstream fixes and features after the shared snapshot).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <boost/json.hpp>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "allocator/scenario/scenario.h"
+#include "api/codec/yaml.h"
 
 namespace draplane::allocator::scenario {
 namespace {
@@ -95,7 +98,24 @@ std::vector<std::string> QuotaScenarioFiles() {
 
 INSTANTIATE_TEST_SUITE_P(Quota, OwnScenarioTest, testing::ValuesIn(QuotaScenarioFiles()), TestName);
 
-TEST(ConformanceSuiteTest, FindsTheQuotaScenarios) { EXPECT_GE(QuotaScenarioFiles().size(), 9u); }
+TEST(ConformanceSuiteTest, FindsTheQuotaScenarios) { EXPECT_GE(QuotaScenarioFiles().size(), 19u); }
+
+// Every case of upstream's ResourceClaim evaluator test (ported in tests/data/quota, run by
+// api_quota_test) is also a default-mode scenario: tests/allocator/quota/default-mode/.
+TEST(ConformanceSuiteTest, EveryUpstreamEvaluatorCaseIsADefaultModeScenario) {
+  StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(
+      ReadFile(std::string(DRAPLANE_SOURCE_DIR) + "/tests/data/quota/resource_claims.yaml"));
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  const boost::json::array& cases = docs->front().value.at("usage").as_array();
+  EXPECT_EQ(cases.size(), 10u);
+  const std::vector<std::string> files = QuotaScenarioFiles();
+  for (const boost::json::value& c : cases) {
+    std::string name(c.at("name").as_string());
+    std::string file = std::string(DRAPLANE_SOURCE_DIR) +
+                       "/tests/allocator/quota/default-mode/default-mode-" + name + ".yaml";
+    EXPECT_NE(std::find(files.begin(), files.end(), file), files.end()) << name;
+  }
+}
 
 TEST(ConformanceSuiteTest, FindsTheSharedScenarios) {
   // Guard against a silently empty suite (a wrong DRAPLANE_SHARED_DIR).

@@ -18,6 +18,7 @@
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/object.h"
+#include "api/quota/usage.h"
 #include "api/validation/validation.h"
 #include "common/status_macros.h"
 
@@ -215,6 +216,42 @@ std::string Diff(const std::string& expected, const std::string& actual) {
   return out;
 }
 
+// An optional mapping of resource names to quantities (`expect.charges`).
+StatusOr<std::optional<ResourceList>> ResourceListField(const json::object& o, std::string_view key,
+                                                        const std::string& file) {
+  const json::value* v = Field(o, key);
+  if (v == nullptr) return std::optional<ResourceList>();
+  if (!v->is_object()) return Malformed(file, fmt::format("expect.{} must be a mapping", key));
+  ResourceList list;
+  for (const auto& kv : v->get_object()) {
+    std::string text =
+        kv.value().is_string() ? std::string(kv.value().get_string()) : json::serialize(kv.value());
+    StatusOr<api::Quantity> q = api::Quantity::Parse(text);
+    if (!q.ok()) {
+      return Malformed(file, fmt::format("expect.{}.{}: {}", key, std::string_view(kv.key()),
+                                         q.status().message()));
+    }
+    list.emplace(std::string(kv.key()), *q);
+  }
+  return std::optional<ResourceList>(std::move(list));
+}
+
+// Empty when `actual` has exactly the keys and quantities of `expected`, else a line diff.
+std::string DiffResources(const ResourceList& expected, const ResourceList& actual) {
+  bool same = actual.size() == expected.size();
+  for (const auto& [key, q] : expected) {
+    auto it = actual.find(key);
+    same = same && it != actual.end() && it->second.Compare(q) == 0;
+  }
+  if (same) return "";
+  auto render = [](const ResourceList& list) {
+    std::string text;
+    for (const auto& [key, q] : list) text += key + ": " + q.ToString() + "\n";
+    return text;
+  };
+  return Diff(render(expected), render(actual));
+}
+
 std::string_view OutcomeName(Expectation::Outcome o) {
   switch (o) {
     case Expectation::Outcome::kSuccess:
@@ -383,21 +420,10 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
     if (!v.is_string()) return Malformed(file, "expect.refusedBy entries must be strings");
     s.expect.refused_by.emplace_back(v.get_string());
   }
-  if (const json::value* charges = Field(expect->get_object(), "charges")) {
-    if (!charges->is_object()) return Malformed(file, "expect.charges must be a mapping");
-    ResourceList list;
-    for (const auto& kv : charges->get_object()) {
-      std::string text = kv.value().is_string() ? std::string(kv.value().get_string())
-                                                : json::serialize(kv.value());
-      StatusOr<api::Quantity> q = api::Quantity::Parse(text);
-      if (!q.ok()) {
-        return Malformed(file, "expect.charges." + std::string(kv.key()) + ": " +
-                                   std::string(q.status().message()));
-      }
-      list.emplace(std::string(kv.key()), *q);
-    }
-    s.expect.charges = std::move(list);
-  }
+  DRAPLANE_ASSIGN_OR_RETURN(s.expect.charges,
+                            ResourceListField(expect->get_object(), "charges", file));
+  DRAPLANE_ASSIGN_OR_RETURN(s.expect.admission_charges,
+                            ResourceListField(expect->get_object(), "admissionCharges", file));
   return s;
 }
 
@@ -405,6 +431,17 @@ RunResult RunScenario(const Scenario& s) {
   RunResult out;
   out.name = s.name;
   out.file = s.file;
+  if (s.expect.admission_charges.has_value()) {
+    // Admission comes before any allocation: upstream's evaluator charges the claims' specs.
+    api::quota::ResourceList actual;
+    for (const rv1::ResourceClaim& c : s.claims) {
+      actual = api::quota::Add(actual, api::quota::ResourceClaimUsage(c));
+    }
+    if (std::string diff = DiffResources(*s.expect.admission_charges, actual); !diff.empty()) {
+      out.failure = "admission charges differ\n" + diff;
+      return out;
+    }
+  }
   Snapshot snapshot;
   for (const rv1::DeviceClass& c : s.classes) snapshot.SetClass(c);
   for (const rv1::ResourceSlice& sl : s.slices) snapshot.AddSlice(sl);
@@ -497,18 +534,8 @@ RunResult RunScenario(const Scenario& s) {
     std::vector<const ClaimCharge*> pointers;
     for (const ClaimCharge& c : charges) pointers.push_back(&c);
     ResourceList actual = Holdings().Increment(ns, pointers, Holdings::Scope::kCommitted);
-    auto render = [](const ResourceList& list) {
-      std::string text;
-      for (const auto& [key, q] : list) text += key + ": " + q.ToString() + "\n";
-      return text;
-    };
-    bool same = actual.size() == s.expect.charges->size();
-    for (const auto& [key, q] : *s.expect.charges) {
-      auto it = actual.find(key);
-      same = same && it != actual.end() && it->second.Compare(q) == 0;
-    }
-    if (!same) {
-      out.failure = "charges differ\n" + Diff(render(*s.expect.charges), render(actual));
+    if (std::string diff = DiffResources(*s.expect.charges, actual); !diff.empty()) {
+      out.failure = "charges differ\n" + diff;
       return out;
     }
   }

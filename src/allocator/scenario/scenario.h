@@ -7,7 +7,8 @@
 // under tests/allocator/.
 //
 // draplane adds a `quotas:` section and `expect.refusedBy` / `expect.charges` (Allocation-mode
-// quota, docs/design/holdings.md §6); files without them are FORMAT.md scenarios.
+// quota) / `expect.admissionCharges` (upstream's admission-time evaluator, the default mode),
+// docs/design/holdings.md §6; files without them are FORMAT.md scenarios.
 //
 // Comparison follows FORMAT.md: `compare: unordered` (default) matches claim results, device
 // results and node-selector terms / requirements / values ignoring order and requires an empty
@@ -38,10 +39,12 @@ struct Expectation {
   std::string error;  // substring of the error message (kError)
   std::vector<api::resourcev1::AllocationResult> results;  // kSuccess, one per claim
   // draplane extension (docs/design/holdings.md §6): messages that must appear as policy
-  // refusals in the explanation, and the Allocation-mode charge of the results, all claims
-  // together (checked when given).
+  // refusals in the explanation, the Allocation-mode charge of the results, and what upstream's
+  // admission-time evaluator charges a default-mode quota for the claims' specs, all claims
+  // together (each checked when given).
   std::vector<std::string> refused_by;
   std::optional<ResourceList> charges;
+  std::optional<ResourceList> admission_charges;
 };
 
 struct Scenario {
