@@ -82,13 +82,6 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
           "firstAvailable requests an Allocation-mode ResourceQuota moved from the subrequest they "
           "would have got without it to a later one.",
           {"namespace", "from_index", "to_index"}),
-      // The family the server's quota controller counts its corrections in (same name, help
-      // and labels: the embedded scheduler shares the process): the scheduler's are those of
-      // Allocation-mode device keys.
-      .quota_usage_corrections = metrics::NewCounterFamily(
-          "draplane_quota_drift_total",
-          "Quota usage values the periodic resync had to correct although they were synced.",
-          {"namespace", "quota"}),
       .ledger_drift = metrics::NewCounterFamily(
           "draplane_ledger_drift_total",
           "Periodic rechecks that found the scheduler's holdings ledger different from a "

@@ -22,7 +22,8 @@
 //                                                              quota moved to a later subrequest
 //   draplane_quota_drift_total{namespace,quota}                periodic recounts that corrected
 //                                                              an Allocation-mode quota's device
-//                                                              keys (the server counts its keys)
+//                                                              keys (the server counts its keys;
+//                                                              one family: api/quota/metrics.h)
 //   draplane_ledger_drift_total{namespace}                     periodic rechecks that found the
 //                                                              holdings ledger off its recompute
 //   draplane_decisions_written_total, draplane_decisions_dropped_total  AllocationDecision records
@@ -57,7 +58,6 @@ struct SchedulerMetrics {
   metrics::HistogramFamily binding_conditions_wait_seconds;
   metrics::Gauge isolated_nodes;
   metrics::CounterFamily quota_fallbacks;
-  metrics::CounterFamily quota_usage_corrections;
   metrics::CounterFamily ledger_drift;
   metrics::Counter decisions_written;
   metrics::Counter decisions_dropped;

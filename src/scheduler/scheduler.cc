@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "api/labels/node_isolation.h"
+#include "api/quota/metrics.h"
 #include "client/typed.h"
 #include "common/log.h"
 #include "common/thread_name.h"
@@ -1057,7 +1058,7 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
       }
       if (changes.empty() && !missing && quota.status.hard == quota.spec.hard) continue;
       if (r->correction && !changes.empty()) {
-        metrics_.quota_usage_corrections.WithLabels({r->ns, quota.metadata.name}).Increment();
+        api::quota::DriftCounter().WithLabels({r->ns, quota.metadata.name}).Increment();
         if (events_) {
           events_->Record(client::ReferenceTo(quota), "Warning", "QuotaUsageCorrected",
                           "status.used recomputed from the allocations: " + changes);
