@@ -746,6 +746,18 @@ class MemoryWatchStream final : public WatchStream {
     return std::optional<WatchEvent>();
   }
 
+  StatusOr<std::optional<WatchEvent>> Poll() override {
+    std::lock_guard<std::mutex> lock(*mu_);
+    if (watcher_->cancelled) return CancelledError("watch cancelled");
+    if (!watcher_->queue.empty()) {
+      WatchEvent event = std::move(watcher_->queue.front());
+      watcher_->queue.pop_front();
+      return std::optional<WatchEvent>(std::move(event));
+    }
+    if (watcher_->closed) return UnavailableError("watch ended");
+    return std::optional<WatchEvent>();
+  }
+
   void Cancel() override {
     std::lock_guard<std::mutex> lock(*mu_);
     watcher_->cancelled = true;
