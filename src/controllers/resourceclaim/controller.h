@@ -54,8 +54,15 @@ class ResourceClaimController {
                           const Clock& clock, ResourceClaimControllerOptions options = {});
   ~ResourceClaimController();
 
+  // Starts `options.workers` worker threads (none when 0: the owner calls ProcessReady).
   void Start();
   void Stop();
+
+  // Without workers (the simulator): syncs every queued key that is ready, on the calling thread;
+  // returns the number of syncs.
+  int ProcessReady() { return workers_.ProcessReady(); }
+  // When the next rate-limited retry becomes ready (monotonic), nullopt when none waits.
+  std::optional<Duration> NextRetry() const { return queue_.NextDeadline(); }
 
   // One sync of a queue key ("pod:ns/name" or "claim:ns/name"), on the calling thread.
   Status Sync(const std::string& key);
