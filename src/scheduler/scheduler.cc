@@ -321,12 +321,9 @@ void Scheduler::Loop() {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) break;
     }
-    Duration now = clock_.MonotonicNow();
-    if (now - last_flush_ >= std::chrono::seconds(30)) {
-      last_flush_ = now;
-      queue_->FlushUnschedulable();
-    }
+    MaybeFlushUnschedulable();
     ExpireWaits();
+    Duration now = clock_.MonotonicNow();
     if (now - last_holdings_check_ >= options_.holdings_check_interval) {
       last_holdings_check_ = now;
       CheckHoldings();
@@ -348,11 +345,41 @@ void Scheduler::Loop() {
   }
 }
 
+namespace {
+// upstream flushUnschedulablePodsLeftover runs every 30 s.
+constexpr Duration kFlushInterval = std::chrono::seconds(30);
+}  // namespace
+
+void Scheduler::MaybeFlushUnschedulable() {
+  Duration now = clock_.MonotonicNow();
+  if (now - last_flush_ >= kFlushInterval) {
+    last_flush_ = now;
+    queue_->FlushUnschedulable();
+  }
+}
+
+std::optional<Duration> Scheduler::NextWakeup() const {
+  std::optional<Duration> wakeup;
+  if (std::optional<Duration> ready = queue_->NextReady()) {
+    wakeup = clock_.MonotonicNow() + *ready;
+  }
+  if (queue_->unschedulable() > 0) {
+    Duration flush = last_flush_ + kFlushInterval;
+    if (!wakeup || flush < *wakeup) wakeup = flush;
+  }
+  // A binding waiting for binding conditions fails at its deadline.
+  if (!wait_deadlines_.empty() && (!wakeup || wait_deadlines_.begin()->first < *wakeup)) {
+    wakeup = wait_deadlines_.begin()->first;
+  }
+  return wakeup;
+}
+
 int Scheduler::RunUntilIdle() {
   int attempts = 0;
   while (true) {
     Drain();
     ExpireWaits();
+    MaybeFlushUnschedulable();
     std::optional<QueuedPod> next = queue_->Pop();
     if (!next) break;
     ScheduleOne(std::move(*next));

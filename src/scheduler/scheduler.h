@@ -109,8 +109,13 @@ class Scheduler {
 
   // Synchronous mode (options.synchronous, no threads started by Start): applies every event
   // received so far and runs scheduling attempts until no pod is ready; returns the number of
-  // attempts made.
+  // attempts made. Like the loop, it first moves pods that waited too long in the unschedulable
+  // pool when the periodic flush is due (every 30 s on the clock).
   int RunUntilIdle();
+  // Synchronous mode: the clock's monotonic reading at which RunUntilIdle next has timed work (a
+  // backoff expires, or the periodic flush while pods wait unschedulable); nullopt when nothing
+  // but an event can make progress.
+  std::optional<Duration> NextWakeup() const;
 
   struct Stats {
     int64_t scheduled = 0;      // pods bound
@@ -149,6 +154,8 @@ class Scheduler {
   void ExpireWaits();
   void EndWaiting(const std::string& uid, std::string_view result);
   void AbortWaiting(const std::string& uid, const std::string& why);
+  // The periodic flush of the unschedulable pool, when due (loop thread).
+  void MaybeFlushUnschedulable();
   void MoveOnEvent(const ClusterEvent& event);
   // MoveOnEvent for an event that can only concern the pods in `uids`.
   void MoveOnEventFor(const ClusterEvent& event, std::vector<std::string> uids);

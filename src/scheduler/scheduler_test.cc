@@ -927,5 +927,41 @@ TEST_F(SchedulerTest, ADeviceTaintedBetweenFilterAndPreBindIsNotBound) {
   informers.Stop();
 }
 
+// Synchronous mode on a manual clock and manual informers (the simulator's setup): nothing runs
+// unless driven, and the queue's timers follow the clock.
+TEST(SynchronousSchedulerTest, RunsOnlyWhenDrivenAndFlushesOnTheClock) {
+  Cluster cluster;
+  cluster.Class("gpu", kGpuClass);
+  cluster.Node("node-a");
+  cluster.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster.Claim(cluster.ClaimSpec("c1", "gpu"));
+  cluster.Claim(cluster.ClaimSpec("c2", "gpu"));
+  cluster.Pod(cluster.PodSpec("p1", {"c1"}));
+  cluster.Pod(cluster.PodSpec("p2", {"c2"}));
+  client::SharedInformers informers(cluster.api(), {.manual = true});
+  Scheduler scheduler(cluster.api(), cluster.clock(),
+                      {.random_seed = 7, .synchronous = true, .informers = &informers});
+  ASSERT_TRUE(scheduler.Start().ok());
+  // p1 gets the GPU; p2 is unschedulable.
+  EXPECT_EQ(scheduler.RunUntilIdle(), 2);
+  ASSERT_TRUE(informers.DeliverPending().ok());
+  EXPECT_EQ(scheduler.RunUntilIdle(), 0);
+  StatusOr<api::corev1::Pod> p1 = cluster.GetPod("p1");
+  ASSERT_TRUE(p1.ok());
+  EXPECT_EQ(p1->spec.node_name, "node-a");
+  EXPECT_EQ(scheduler.stats().unschedulable, 1);
+  // The next timed work is the unschedulable pool's flush, every 30 s of the clock; p2 is
+  // retried once it waited 5 minutes.
+  EXPECT_EQ(scheduler.NextWakeup(), std::chrono::seconds(30));
+  cluster.clock().Advance(std::chrono::seconds(30));
+  EXPECT_EQ(scheduler.RunUntilIdle(), 0);
+  EXPECT_EQ(scheduler.NextWakeup(), std::chrono::seconds(60));
+  cluster.clock().Advance(std::chrono::seconds(270));
+  EXPECT_EQ(scheduler.RunUntilIdle(), 1);
+  EXPECT_EQ(scheduler.stats().unschedulable, 2);
+  scheduler.Stop();
+  informers.Stop();
+}
+
 }  // namespace
 }  // namespace draplane::scheduler
