@@ -3,7 +3,7 @@
 #include <boost/json.hpp>
 
 #include "agent/internal/files.h"
-#include "agent/internal/json_reader.h"
+#include "api/codec/field_reader.h"
 #include "api/codec/json.h"
 #include "api/gen/resource_v1_codec.h"
 #include "common/status_macros.h"
@@ -57,7 +57,7 @@ std::string CheckpointJson(const Checkpoint& checkpoint) {
 
 StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
   DRAPLANE_ASSIGN_OR_RETURN(boost::json::value json, api::codec::ParseJson(text));
-  internal::FieldReader r(json, "");
+  api::codec::FieldReader r(json, "");
   if (r.Int("version").value_or(0) != kVersion) {
     return InvalidArgumentError("version: unsupported checkpoint version");
   }
@@ -67,7 +67,7 @@ StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
     if (!claims->is_object()) return InvalidArgumentError("claims: must be a map");
     for (const auto& [uid, value] : claims->as_object()) {
       const std::string path = "claims." + std::string(uid);
-      internal::FieldReader c(value, path);
+      api::codec::FieldReader c(value, path);
       ClaimRecord claim;
       claim.namespace_ = c.String("namespace").value_or("");
       claim.name = c.String("name").value_or("");
@@ -80,7 +80,7 @@ StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
         c.Fail("state", "must be PrepareStarted or PrepareCompleted");
       }
       for (const auto& [item, item_path] : c.ObjectList("devices")) {
-        internal::FieldReader d(*item, item_path);
+        api::codec::FieldReader d(*item, item_path);
         DeviceRecord device;
         device.request = d.String("request").value_or("");
         device.driver = d.String("driver").value_or("");

@@ -7,14 +7,14 @@
 #include <sstream>
 #include <utility>
 
-#include "agent/internal/json_reader.h"
+#include "api/codec/field_reader.h"
 #include "api/codec/yaml.h"
 #include "api/validation/names.h"
 #include "common/status_macros.h"
 
 namespace draplane::agent {
 
-using internal::FieldReader;
+using api::codec::FieldReader;
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "agent/internal/files.h"
-#include "agent/internal/json_reader.h"
 #include "agent/internal/opaque_config.h"
+#include "api/codec/field_reader.h"
 #include "api/codec/json.h"
 #include "api/validation/names.h"
 #include "common/log.h"
@@ -548,7 +548,7 @@ Status ProfileDriver::LoadState() {
     return text.status();
   }
   DRAPLANE_ASSIGN_OR_RETURN(boost::json::value json, api::codec::ParseJson(*text));
-  internal::FieldReader r(json, std::string(kStateFile));
+  api::codec::FieldReader r(json, std::string(kStateFile));
   if (const boost::json::value* prepared = r.Raw("prepared")) {
     if (!prepared->is_object()) return InvalidArgumentError("profile state: prepared: not a map");
     for (const auto& [key, uids] : prepared->as_object()) {
