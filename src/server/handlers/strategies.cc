@@ -14,6 +14,7 @@
 #include "api/validation/disabled_fields.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
+#include "api/validation/pod_defaults.h"
 #include "api/validation/quota_validation.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
@@ -459,90 +460,16 @@ class DeviceTaintRuleStrategyImpl final : public Strategy {
 
 // --- Core group ------------------------------------------------------------------------------
 
-// Quality of service class of a pod (pkg/apis/core/helper/qos.GetPodQOS), from the requests and
-// limits of its containers.
-std::string PodQosClass(const JsonObject& pod) {
-  const JsonObject* spec = FindObject(pod, "spec");
-  if (spec == nullptr) return "BestEffort";
-  bool any = false;
-  bool guaranteed = true;
-  for (std::string_view list_name : {"initContainers", "containers"}) {
-    const boost::json::array* list = FindArray(*spec, list_name);
-    if (list == nullptr) continue;
-    for (const boost::json::value& c : *list) {
-      if (!c.is_object()) continue;
-      const JsonObject* resources = FindObject(c.get_object(), "resources");
-      const JsonObject* requests = resources ? FindObject(*resources, "requests") : nullptr;
-      const JsonObject* limits = resources ? FindObject(*resources, "limits") : nullptr;
-      auto count = [](const JsonObject* m) {
-        int n = 0;
-        if (m == nullptr) return n;
-        for (const auto& kv : *m) {
-          if (kv.key() == "cpu" || kv.key() == "memory") ++n;
-        }
-        return n;
-      };
-      if (count(requests) > 0 || count(limits) > 0) any = true;
-      if (count(limits) < 2) guaranteed = false;
-      if (requests != nullptr && limits != nullptr) {
-        for (std::string_view r : {"cpu", "memory"}) {
-          auto ir = requests->find(r);
-          auto il = limits->find(r);
-          if (ir != requests->end() && il != limits->end() && !(ir->value() == il->value())) {
-            guaranteed = false;
-          }
-        }
-      }
-    }
-  }
-  if (!any) return "BestEffort";
-  return guaranteed ? "Guaranteed" : "Burstable";
-}
-
-// The pod defaults users see in `kubectl get -o yaml` (pkg/apis/core/v1/defaults.go), for the
-// fields that exist on every pod.
-void DefaultPod(JsonObject& pod) {
-  JsonObject& spec = EnsureObject(pod, "spec");
-  auto set_default = [](JsonObject& o, std::string_view key, boost::json::value v) {
-    if (!o.contains(key)) o[key] = std::move(v);
-  };
-  set_default(spec, "restartPolicy", "Always");
-  set_default(spec, "terminationGracePeriodSeconds", 30);
-  set_default(spec, "dnsPolicy", "ClusterFirst");
-  set_default(spec, "schedulerName", "default-scheduler");
-  set_default(spec, "securityContext", JsonObject());
-  set_default(spec, "enableServiceLinks", true);
-  set_default(spec, "priority", 0);
-  set_default(spec, "preemptionPolicy", "PreemptLowerPriority");
-  for (std::string_view list_name : {"initContainers", "containers"}) {
-    auto it = spec.find(list_name);
-    if (it == spec.end() || !it->value().is_array()) continue;
-    for (boost::json::value& c : it->value().get_array()) {
-      if (!c.is_object()) continue;
-      JsonObject& container = c.get_object();
-      std::string image(GetString(container, "image"));
-      size_t slash = image.rfind('/');
-      std::string last = slash == std::string::npos ? image : image.substr(slash + 1);
-      bool latest = last.find(':') == std::string::npos || image.ends_with(":latest");
-      if (image.find('@') != std::string::npos) latest = false;
-      set_default(container, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
-      set_default(container, "terminationMessagePath", "/dev/termination-log");
-      set_default(container, "terminationMessagePolicy", "File");
-      set_default(container, "resources", JsonObject());
-    }
-  }
-}
-
 class PodStrategyImpl final : public GenericStrategy {
  public:
   PodStrategyImpl() : GenericStrategy(true, validation::NameIsDNSSubdomain, true) {}
 
   // pod strategy PrepareForCreate: status = {phase: Pending, qosClass}.
   void PrepareForCreate(JsonObject& obj) const override {
-    DefaultPod(obj);
+    validation::SetPodDefaults(obj);
     JsonObject status;
     status["phase"] = "Pending";
-    status["qosClass"] = PodQosClass(obj);
+    status["qosClass"] = validation::PodQosClass(obj);
     obj["status"] = std::move(status);
   }
 
