@@ -107,6 +107,25 @@ bool ConfigApplies(const std::vector<std::string>& requests, const std::string& 
 
 }  // namespace
 
+namespace {
+
+NodeRegistration RegistrationOf(const AgentOptions& options) {
+  return NodeRegistration{.node_name = options.node_name,
+                          .labels = options.labels,
+                          .capacity = options.capacity,
+                          .lease_duration_seconds = options.lease_duration_seconds,
+                          .status_interval = options.node_status_interval,
+                          .kubelet_version = "draplane-agent",
+                          .ready_message = "draplane agent is posting ready status",
+                          .field_manager = options.field_manager};
+}
+
+}  // namespace
+
+api::corev1::Node RegisteredNode(const AgentOptions& options, Timestamp now) {
+  return RegisteredNode(RegistrationOf(options), now);
+}
+
 StatusOr<std::unique_ptr<Agent>> Agent::Create(client::ApiClient& api,
                                                std::vector<std::unique_ptr<Driver>> drivers,
                                                AgentOptions options, const Clock& clock) {
@@ -151,17 +170,7 @@ Status Agent::Init() {
 // ---- node ---------------------------------------------------------------------------------
 
 Status Agent::SyncNode() {
-  return SyncNodeRegistration(
-      api_,
-      NodeRegistration{.node_name = options_.node_name,
-                       .labels = options_.labels,
-                       .capacity = options_.capacity,
-                       .lease_duration_seconds = options_.lease_duration_seconds,
-                       .status_interval = options_.node_status_interval,
-                       .kubelet_version = "draplane-agent",
-                       .ready_message = "draplane agent is posting ready status",
-                       .field_manager = options_.field_manager},
-      clock_, &last_node_status_);
+  return SyncNodeRegistration(api_, RegistrationOf(options_), clock_, &last_node_status_);
 }
 
 // ---- slices -------------------------------------------------------------------------------

@@ -128,6 +128,11 @@ struct AgentOptions {
   std::string field_manager = "draplane-agent";
 };
 
+// The Node an agent with `options` registers (agent::RegisteredNode of node_registration.h, with
+// the agent's kubelet version and Ready message): SyncNode keeps the stored Node at it; the
+// simulator builds profile nodes from it.
+api::corev1::Node RegisteredNode(const AgentOptions& options, Timestamp now);
+
 // What SyncPod did.
 enum class PodOutcome {
   kDone,      // nothing more to do until the Pod changes

@@ -56,9 +56,37 @@ Status EnsureLease(client::ApiClient& api, const NodeRegistration& options, cons
 
 }  // namespace
 
+cv1::Node RegisteredNode(const NodeRegistration& options, Timestamp now) {
+  cv1::Node node;
+  node.metadata.name = options.node_name;
+  node.metadata.labels.insert(options.labels.begin(), options.labels.end());
+  node.metadata.labels.emplace("kubernetes.io/hostname", options.node_name);
+  node.metadata.labels.emplace("kubernetes.io/os", "linux");
+  node.metadata.annotations[std::string(kAgentAnnotation)] = "true";
+  std::map<std::string, api::Quantity, std::less<>> capacity(options.capacity.begin(),
+                                                             options.capacity.end());
+  for (const auto& [name, value] :
+       {std::pair<const char*, const char*>{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}}) {
+    if (capacity.count(name) == 0) capacity.emplace(name, *api::Quantity::Parse(value));
+  }
+  node.status.capacity = capacity;
+  node.status.allocatable = std::move(capacity);
+  cv1::NodeCondition ready;
+  ready.type = "Ready";
+  ready.status = std::string(cv1::kConditionStatusTrue);
+  ready.reason = "KubeletReady";
+  ready.message = options.ready_message;
+  ready.last_heartbeat_time = api::Time::FromTimestamp(now);
+  ready.last_transition_time = ready.last_heartbeat_time;
+  node.status.conditions.push_back(std::move(ready));
+  node.status.node_info.kubelet_version = options.kubelet_version;
+  node.status.node_info.operating_system = "linux";
+  return node;
+}
+
 Status SyncNodeRegistration(client::ApiClient& api, const NodeRegistration& options,
                             const Clock& clock, Timestamp* last_status) {
-  const api::Time now = api::Time::FromTimestamp(clock.Now());
+  const cv1::Node desired = RegisteredNode(options, clock.Now());
   StatusOr<cv1::Node> got = client::Get<cv1::Node>(api, "", options.node_name);
   if (!got.ok() && got.status().code() != StatusCode::kNotFound) return got.status();
   cv1::Node node;
@@ -69,19 +97,18 @@ Status SyncNodeRegistration(client::ApiClient& api, const NodeRegistration& opti
   }
   // Metadata: labels and the agent annotation.
   bool meta_changed = !got.ok();
-  std::map<std::string, std::string> labels = options.labels;
-  labels.emplace("kubernetes.io/hostname", options.node_name);
-  labels.emplace("kubernetes.io/os", "linux");
-  for (const auto& [k, v] : labels) {
+  for (const auto& [k, v] : desired.metadata.labels) {
     auto it = node.metadata.labels.find(k);
     if (it == node.metadata.labels.end() || it->second != v) {
       node.metadata.labels[k] = v;
       meta_changed = true;
     }
   }
-  if (node.metadata.annotations[std::string(kAgentAnnotation)] != "true") {
-    node.metadata.annotations[std::string(kAgentAnnotation)] = "true";
-    meta_changed = true;
+  for (const auto& [k, v] : desired.metadata.annotations) {
+    if (node.metadata.annotations[k] != v) {
+      node.metadata.annotations[k] = v;
+      meta_changed = true;
+    }
   }
   if (!got.ok()) {
     StatusOr<cv1::Node> created = client::Create(api, node, options.field_manager);
@@ -94,35 +121,25 @@ Status SyncNodeRegistration(client::ApiClient& api, const NodeRegistration& opti
     node = std::move(*updated);
   }
   // Status: capacity, allocatable, Ready.
-  std::map<std::string, api::Quantity, std::less<>> capacity(options.capacity.begin(),
-                                                             options.capacity.end());
-  for (const auto& [name, value] :
-       {std::pair<const char*, const char*>{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}}) {
-    if (capacity.count(name) == 0) capacity.emplace(name, *api::Quantity::Parse(value));
-  }
-  bool status_changed = node.status.capacity != capacity || node.status.allocatable != capacity;
+  bool status_changed = node.status.capacity != desired.status.capacity ||
+                        node.status.allocatable != desired.status.allocatable;
   const cv1::NodeCondition* ready = nullptr;
   for (const cv1::NodeCondition& c : node.status.conditions) {
     if (c.type == "Ready") ready = &c;
   }
   status_changed = status_changed || ready == nullptr || ready->status != cv1::kConditionStatusTrue;
   if (status_changed || clock.Now() - *last_status >= options.status_interval) {
-    node.status.capacity = capacity;
-    node.status.allocatable = capacity;
-    cv1::NodeCondition condition;
-    condition.type = "Ready";
-    condition.status = std::string(cv1::kConditionStatusTrue);
-    condition.reason = "KubeletReady";
-    condition.message = options.ready_message;
-    condition.last_heartbeat_time = now;
-    condition.last_transition_time = ready != nullptr && ready->status == cv1::kConditionStatusTrue
-                                         ? ready->last_transition_time
-                                         : now;
+    node.status.capacity = desired.status.capacity;
+    node.status.allocatable = desired.status.allocatable;
+    cv1::NodeCondition condition = desired.status.conditions.front();
+    if (ready != nullptr && ready->status == cv1::kConditionStatusTrue) {
+      condition.last_transition_time = ready->last_transition_time;
+    }
     std::erase_if(node.status.conditions,
                   [](const cv1::NodeCondition& c) { return c.type == "Ready"; });
     node.status.conditions.push_back(std::move(condition));
-    node.status.node_info.kubelet_version = options.kubelet_version;
-    node.status.node_info.operating_system = "linux";
+    node.status.node_info.kubelet_version = desired.status.node_info.kubelet_version;
+    node.status.node_info.operating_system = desired.status.node_info.operating_system;
     StatusOr<cv1::Node> updated = client::UpdateStatus(api, node, options.field_manager);
     if (!updated.ok()) return updated.status();
     *last_status = clock.Now();

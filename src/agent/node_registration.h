@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/gen/core_v1_types.h"
 #include "api/quantity.h"
 #include "client/api_client.h"
 #include "common/clock.h"
@@ -43,6 +44,11 @@ struct NodeRegistration {
   std::string ready_message;
   std::string field_manager;
 };
+
+// The Node steps 1-3 keep the stored Node at: labels (the options' plus kubernetes.io/hostname
+// and kubernetes.io/os unless set), the annotation, capacity = allocatable with the defaults, a
+// Ready condition stamped `now`, nodeInfo. The simulator registers profile nodes with it.
+api::corev1::Node RegisteredNode(const NodeRegistration& node, Timestamp now);
 
 // Steps 1-4. Errors of the API calls; `*last_status` is set when the status was written.
 Status SyncNodeRegistration(client::ApiClient& api, const NodeRegistration& node,

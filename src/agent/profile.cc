@@ -354,6 +354,16 @@ StatusOr<ClusterProfile> ParseProfileJson(const boost::json::value& doc) {
   return out;
 }
 
+StatusOr<NodeTemplate> ParseNodeTemplate(const boost::json::value& value, const std::string& path) {
+  FieldReader r(value, path);
+  DRAPLANE_RETURN_IF_ERROR(r.status());
+  Status s;
+  NodeTemplate node = ReadNodeTemplate(r, &s);
+  DRAPLANE_RETURN_IF_ERROR(s);
+  DRAPLANE_RETURN_IF_ERROR(r.Finish());
+  return node;
+}
+
 StatusOr<ClusterProfile> LoadProfile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError("cannot read profile " + path);

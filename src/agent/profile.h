@@ -198,6 +198,10 @@ struct ProfileNode {
 StatusOr<ClusterProfile> ParseProfile(std::string_view text);
 // The same for one document already parsed (YAML or JSON) into a JSON value.
 StatusOr<ClusterProfile> ParseProfileJson(const boost::json::value& document);
+// One node template (the fields of a NodeProfile or node pool: labels, capacity,
+// extendedResources, devices, faults) at field path `path`, e.g. a cluster change's replacement
+// equipment. InvalidArgument naming `path.field` otherwise.
+StatusOr<NodeTemplate> ParseNodeTemplate(const boost::json::value& value, const std::string& path);
 // Reads and parses a profile file; NotFound when it does not exist.
 StatusOr<ClusterProfile> LoadProfile(const std::string& path);
 
