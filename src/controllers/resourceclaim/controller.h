@@ -41,6 +41,10 @@ namespace draplane::controllers {
 // The annotation tying a generated claim to its pod claim entry.
 inline constexpr std::string_view kPodClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name";
 
+// The names of the claims a pod uses that exist by name: its `resourceClaimName` entries, the
+// generated claims recorded in its status, and its extended-resource claim.
+std::vector<std::string> PodClaimNames(const api::corev1::Pod& pod);
+
 struct ResourceClaimControllerOptions {
   int workers = 50;
   std::string field_manager = "draplane-resourceclaim-controller";
