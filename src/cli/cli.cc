@@ -37,6 +37,7 @@ int Run(int argc, char** argv) {
   AddAllocateCommand(app);
   AddAgentCommand(app);
   AddFakeKubeletCommand(app);
+  AddSimCommand(app);
 
   try {
     app.parse(argc, argv);

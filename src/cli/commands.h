@@ -42,6 +42,7 @@ void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
 void AddFakeKubeletCommand(CLI::App& app);
+void AddSimCommand(CLI::App& app);
 // Informers shared by the components `draplane serve` embeds, so that each object change is
 // watched, decoded and cached once (client/shared_informers.h). EmbedSharedInformers embeds
 // their owner first (it stops last, after every component using them) and fills `informers`.
