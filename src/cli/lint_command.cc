@@ -28,7 +28,7 @@
 #include "api/codec/files.h"
 #include "api/codec/manifest.h"
 #include "api/object.h"
-#include "api/validation/quota_validation.h"
+#include "api/validation/object_validation.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
 #include "cli/commands.h"
@@ -37,7 +37,6 @@
 namespace draplane::cli {
 namespace {
 
-namespace resourcev1 = api::resourcev1;
 namespace validation = api::validation;
 
 struct LintOptions {
@@ -113,75 +112,6 @@ std::string DisplayName(const api::Object& object) {
   return name;
 }
 
-bool HasClaimStatus(const resourcev1::ResourceClaim& c) {
-  return c.status.allocation.has_value() || !c.status.reserved_for.empty() ||
-         !c.status.devices.empty();
-}
-
-// Validates a DRA object on create (old == nullptr) or update. Returns false for kinds draplane
-// does not validate.
-bool Validate(api::Object& object, api::Object* old, const validation::Features& features,
-              api::FieldErrorList* errors) {
-  auto add = [errors](api::FieldErrorList more) {
-    for (api::FieldError& e : more) errors->push_back(std::move(e));
-  };
-  if (auto* c = std::get_if<resourcev1::DeviceClass>(&object)) {
-    auto* o = old ? std::get_if<resourcev1::DeviceClass>(old) : nullptr;
-    add(o ? validation::ValidateDeviceClassUpdate(*c, *o, features)
-          : validation::ValidateDeviceClass(*c, features));
-    return true;
-  }
-  if (auto* s = std::get_if<resourcev1::ResourceSlice>(&object)) {
-    auto* o = old ? std::get_if<resourcev1::ResourceSlice>(old) : nullptr;
-    add(o ? validation::ValidateResourceSliceUpdate(*s, *o, features)
-          : validation::ValidateResourceSlice(*s, features));
-    return true;
-  }
-  if (auto* c = std::get_if<resourcev1::ResourceClaim>(&object)) {
-    validation::SetDefaults(c);
-    if (auto* o = old ? std::get_if<resourcev1::ResourceClaim>(old) : nullptr) {
-      validation::SetDefaults(o);
-      add(validation::ValidateResourceClaimUpdate(*c, *o, features));
-      add(validation::ValidateResourceClaimStatusUpdate(*c, *o, features));
-    } else {
-      add(validation::ValidateResourceClaim(*c, features));
-      if (HasClaimStatus(*c)) add(validation::ValidateResourceClaimStatus(*c, features));
-    }
-    return true;
-  }
-  if (auto* t = std::get_if<resourcev1::ResourceClaimTemplate>(&object)) {
-    validation::SetDefaults(t);
-    if (auto* o = old ? std::get_if<resourcev1::ResourceClaimTemplate>(old) : nullptr) {
-      validation::SetDefaults(o);
-      add(validation::ValidateResourceClaimTemplateUpdate(*t, *o, features));
-    } else {
-      add(validation::ValidateResourceClaimTemplate(*t, features));
-    }
-    return true;
-  }
-  if (auto* r = std::get_if<resourcev1::DeviceTaintRule>(&object)) {
-    if (auto* o = old ? std::get_if<resourcev1::DeviceTaintRule>(old) : nullptr) {
-      add(validation::ValidateDeviceTaintRuleUpdate(*r, *o, features));
-      add(validation::ValidateDeviceTaintRuleStatusUpdate(*r, *o, features));
-    } else {
-      add(validation::ValidateDeviceTaintRule(*r, features));
-      if (!r->status.conditions.empty()) {
-        add(validation::ValidateDeviceTaintRuleStatus(*r, features));
-      }
-    }
-    return true;
-  }
-  if (auto* q = std::get_if<api::corev1::ResourceQuota>(&object)) {
-    if (auto* o = old ? std::get_if<api::corev1::ResourceQuota>(old) : nullptr) {
-      add(validation::ValidateResourceQuotaUpdate(*q, *o));
-    } else {
-      add(validation::ValidateResourceQuota(*q));
-    }
-    return true;
-  }
-  return false;
-}
-
 class Linter {
  public:
   Linter(const LintOptions& options, validation::Features features,
@@ -206,7 +136,8 @@ class Linter {
         DefaultNamespace(object, options_.default_namespace);
         auto it = old_.find(Key(object));
         api::FieldErrorList errors;
-        if (!Validate(object, it == old_.end() ? nullptr : &it->second, features_, &errors)) {
+        if (!validation::ValidateObject(object, it == old_.end() ? nullptr : &it->second, features_,
+                                        &errors)) {
           ++not_validated_[api::ObjectKind(object)];
           return;
         }
