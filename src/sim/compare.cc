@@ -88,6 +88,8 @@ std::vector<std::pair<std::string, double>> ComparedMetrics(const json::value& r
     for (const auto& [name, t] : tenants->as_object()) {
       std::string prefix = "tenants." + std::string(name) + ".";
       add(prefix + "scheduled", At(t, {"scheduled"}));
+      add(prefix + "unscheduled", At(t, {"unscheduled"}));
+      add(prefix + "deviceSeconds", At(t, {"deviceSeconds"}));
       add(prefix + "share", At(t, {"share"}));
       add(prefix + "waitSeconds.p50", At(t, {"waitSeconds", "p50"}));
       add(prefix + "waitSeconds.p99", At(t, {"waitSeconds", "p99"}));

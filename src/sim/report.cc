@@ -194,9 +194,12 @@ json::value JsonReport(const Report& r, bool wall) {
                    {"strandedCounters", Round(r.fragmentation_counters)}};
   json::object tenants;
   for (const auto& [name, t] : r.tenants) {
+    json::object reasons;
+    for (const auto& [reason, count] : t.unscheduled_by_reason) reasons[reason] = count;
     tenants[name] = json::object{{"submitted", t.submitted},
                                  {"scheduled", t.scheduled},
                                  {"unscheduled", t.unscheduled},
+                                 {"unscheduledReasons", std::move(reasons)},
                                  {"waitSeconds", PercentileJson(t.wait, false)},
                                  {"deviceSeconds", Round(t.device_seconds)},
                                  {"share", Round(t.share)},

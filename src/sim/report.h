@@ -37,6 +37,9 @@ struct TenantReport {
   double share = 0;           // of all device-seconds allocated in the window
   double fair_share = 0;      // weighted max-min share given the tenant's demand
   double weight = 1;
+  // Unscheduled Pods by reason (as in Report::unscheduled_reasons): a tenant's quota or policy
+  // rejections show here.
+  std::map<std::string, int64_t> unscheduled_by_reason;
 };
 
 struct UnscheduledReason {

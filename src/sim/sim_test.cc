@@ -6,9 +6,9 @@
 
 #include "api/codec/json.h"
 #include "api/codec/manifest.h"
+#include "client/memory_api.h"
 #include "client/typed.h"
 #include "sim/cluster.h"
-#include "client/memory_api.h"
 #include "sim/compare.h"
 #include "sim/record.h"
 #include "sim/report.h"
@@ -330,6 +330,44 @@ arrivals:
       << reasons["Unschedulable"];
   EXPECT_TRUE(reasons.contains("NeverAttempted"));
   EXPECT_TRUE(reasons.contains("DeletedWhilePending"));
+  // The same reasons per tenant (where a tenant's quota rejections show).
+  EXPECT_EQ(report->tenants.at("ns").unscheduled_by_reason,
+            (std::map<std::string, int64_t>{
+                {"DeletedWhilePending", 1}, {"NeverAttempted", 1}, {"Unschedulable", 1}}));
+}
+
+// Every policy kind the API serves is accepted and created before the trace starts — a
+// ResourceQuota without a namespace in every namespace of the trace — and validated as the API
+// server would: a bad one fails the run naming the object, the field and the reason.
+TEST(SimulationTest, QuotaPoliciesAreValidatedAndApplied) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(std::string(kIssueTrace) + R"(
+horizon: 2h
+)");
+  StatusOr<Configuration> quota = LoadConfiguration({WriteTemp("quota.yaml", R"(
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus}
+spec:
+  hard: {count/resourceclaims.resource.k8s.io: "100", gpu.deviceclass.resource.k8s.io/devices: "4"}
+)")});
+  ASSERT_TRUE(quota.ok()) << quota.status().ToString();
+  StatusOr<Report> report = RunSimulation(cluster, trace, RunOptions{.policies = quota->policies});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  EXPECT_EQ(report->policy_kinds.at("ResourceQuota"), 1);
+  EXPECT_EQ(report->configuration.back(), "ResourceQuota gpus");
+
+  quota->policies[0]["spec"].as_object()["hard"].as_object()["requests.nvidia.com/gpu"] = "-1";
+  report = RunSimulation(cluster, trace, RunOptions{.policies = quota->policies});
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(report.status().message().find("--policy object 0: ResourceQuota//gpus: "
+                                           "spec.hard[requests.nvidia.com/gpu]"),
+            std::string::npos)
+      << report.status().ToString();
+  EXPECT_NE(report.status().message().find("must be greater than or equal to 0"), std::string::npos)
+      << report.status().ToString();
 }
 
 TEST(SimulationTest, SnapshotPodsKeepTheirDevicesAndDoubleAllocationIsCaught) {
@@ -502,7 +540,8 @@ TEST(RecordTest, TurnsPodsClaimsAndEventsIntoATrace) {
   std::unique_ptr<Random> random = NewSeededRandom(3);
   client::MemoryApi api(clock, *random);
   auto create = [&](const client::ResourceType& type, const std::string& yaml) {
-    StatusOr<std::vector<api::codec::ManifestObject>> docs = api::codec::ParseManifest("---\n" + yaml);
+    StatusOr<std::vector<api::codec::ManifestObject>> docs =
+        api::codec::ParseManifest("---\n" + yaml);
     ASSERT_TRUE(docs.ok());
     client::ApiRequest request;
     request.verb = client::Verb::kCreate;

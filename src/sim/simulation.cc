@@ -8,6 +8,8 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/object.h"
+#include "api/validation/object_validation.h"
 #include "api/validation/pod_defaults.h"
 #include "api/validation/validation.h"
 #include "client/memory_api.h"
@@ -321,9 +323,23 @@ Status Simulation::Load(Cluster cluster, Report* report) {
         CreateOrReplace(trace_.claims[i], "claims[" + std::to_string(i) + "]"));
   }
   auto policy = [&](const json::object& o, const std::string& what) -> Status {
-    // A namespaced object without a namespace applies to every namespace of the trace.
     const client::ResourceType* type =
         client::FindResourceByKind(Str(o, "apiVersion"), Str(o, "kind"));
+    // Validated as the API server would on create (the in-memory API stores what it is given).
+    if (type != nullptr) {
+      json::object checked = o;
+      if (type->namespaced && MetaField(checked, "namespace").empty()) {
+        EnsureObject(checked, "metadata")["namespace"] = "default";  // checked only
+      }
+      api::FieldErrorList errors;
+      api::Object typed = api::DecodeObject(json::value(checked), &errors);
+      if (errors.empty()) api::validation::ValidateObject(typed, nullptr, {}, &errors);
+      if (!errors.empty()) {
+        return InvalidArgumentError(what + ": " + ObjectIdentity(o) + ": " +
+                                    errors.front().ToString());
+      }
+    }
+    // A namespaced object without a namespace applies to every namespace of the trace.
     if (type != nullptr && type->namespaced && MetaField(o, "namespace").empty()) {
       for (const std::string& ns : trace_namespaces) {
         json::object copy = o;

@@ -793,6 +793,7 @@ void Collector::Finish(Duration end, Report* report) {
                                                 report->unscheduled_reasons.size());
       if (added) report->unscheduled_reasons.push_back({reason, message, 0});
       ++report->unscheduled_reasons[slot->second].count;
+      ++tenant.unscheduled_by_reason[reason];
       placement.reason = reason + ": " + message;
       // A waiting Pod's demand: its claims' first-tier sizes.
       demand[pod->tenant] += static_cast<api::Int128>(pod->estimate) * span;
