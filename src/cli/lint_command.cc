@@ -26,6 +26,7 @@
 #include "agent/profile.h"
 #include "allocator/features.h"
 #include "api/codec/files.h"
+#include "api/codec/json.h"
 #include "api/codec/manifest.h"
 #include "api/object.h"
 #include "api/validation/object_validation.h"
@@ -33,6 +34,8 @@
 #include "cel/selector_lint.h"
 #include "cli/commands.h"
 #include "cli/object_ref.h"
+#include "sim/cluster.h"
+#include "sim/trace.h"
 
 namespace draplane::cli {
 namespace {
@@ -194,11 +197,16 @@ class Linter {
                           "/" + DisplayName(object) + ": ";
       if (std::holds_alternative<api::Unstructured>(object) && errors.empty() &&
           api::ObjectApiVersion(object) == agent::kProfileApiVersion) {
-        // draplane's own NodeProfile / ClusterProfile (examples/cluster-demo.yaml): checked by
-        // the agent's profile parser.
-        if (Status s = agent::ParseProfileJson(manifest.value).status(); !s.ok()) {
-          Print(where + std::string(s.message()));
-        }
+        // draplane's own documents, each checked by the parser of the command that reads it:
+        // the simulator's WorkloadTrace and ClusterChange (examples/sim), else a NodeProfile /
+        // ClusterProfile (examples/cluster-demo.yaml).
+        const std::string kind = api::ObjectKind(object);
+        Status s = kind == sim::kTraceKind
+                       ? sim::ParseTrace(api::codec::WriteJson(manifest.value)).status()
+                   : kind == sim::kClusterChangeKind
+                       ? sim::ParseClusterChange(manifest.value, "").status()
+                       : agent::ParseProfileJson(manifest.value).status();
+        if (!s.ok()) Print(where + std::string(s.message()));
         continue;
       }
       if (std::holds_alternative<api::Unstructured>(object) && errors.empty() &&

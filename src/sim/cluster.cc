@@ -401,6 +401,32 @@ StatusOr<Cluster> LoadCluster(const std::vector<std::string>& paths) {
   return cluster;
 }
 
+StatusOr<ClusterChange> ParseClusterChange(const json::value& value, const std::string& source) {
+  FieldReader r(value, "");
+  if (r.String("apiVersion").value_or("") != kApiVersion) {
+    return InvalidArgumentError(source + ": apiVersion: must be " + std::string(kApiVersion));
+  }
+  r.String("kind");
+  ClusterChange change;
+  change.source = source;
+  if (const json::value* meta = r.Raw("metadata")) {
+    FieldReader m(*meta, "metadata");
+    change.name = m.String("name").value_or("");
+    m.StringMap("labels");
+    m.StringMap("annotations");
+    r.Merge(m.Finish());
+  }
+  const json::value* changes = r.Raw("changes");
+  if (changes == nullptr || !changes->is_array() || changes->as_array().empty()) {
+    r.Fail("changes", "Required value: a list of at least one change");
+  } else {
+    change.changes.assign(changes->as_array().begin(), changes->as_array().end());
+  }
+  Status s = r.Finish();
+  if (!s.ok()) return source.empty() ? s : s.WithPrefix(source);
+  return change;
+}
+
 StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths) {
   Configuration out;
   if (paths.empty()) return out;
@@ -421,28 +447,7 @@ StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths)
         out.policies.push_back(object);
         continue;
       }
-      FieldReader r(o.value, "");
-      if (r.String("apiVersion").value_or("") != kApiVersion) {
-        return InvalidArgumentError(where + ": apiVersion: must be " + std::string(kApiVersion));
-      }
-      r.String("kind");
-      ClusterChange change;
-      change.source = where;
-      if (const json::value* meta = r.Raw("metadata")) {
-        FieldReader m(*meta, "metadata");
-        change.name = m.String("name").value_or("");
-        m.StringMap("labels");
-        m.StringMap("annotations");
-        r.Merge(m.Finish());
-      }
-      const json::value* changes = r.Raw("changes");
-      if (changes == nullptr || !changes->is_array() || changes->as_array().empty()) {
-        r.Fail("changes", "Required value: a list of at least one change");
-      } else {
-        change.changes.assign(changes->as_array().begin(), changes->as_array().end());
-      }
-      Status s = r.Finish();
-      if (!s.ok()) return s.WithPrefix(where);
+      DRAPLANE_ASSIGN_OR_RETURN(ClusterChange change, ParseClusterChange(o.value, where));
       out.changes.push_back(std::move(change));
     }
   }

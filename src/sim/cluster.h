@@ -75,6 +75,9 @@ struct Configuration {
 // Reads configuration files; InvalidArgument naming file, document and field for a malformed
 // ClusterChange.
 StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths);
+// One ClusterChange document (`source` prefixes messages); its steps are checked when applied.
+StatusOr<ClusterChange> ParseClusterChange(const boost::json::value& value,
+                                           const std::string& source);
 
 // Applies a change in place; InvalidArgument naming `changes[i]...` when a named node does not
 // exist, a profile template is invalid or a deleted object is missing.
