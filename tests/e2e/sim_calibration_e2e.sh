@@ -5,7 +5,11 @@
 #   (b) through `draplane sim run` in virtual time
 # must give the same placements (node, devices, firstAvailable tier per Pod), the same
 # unscheduled Pods, and the same per-tenant counts. Then `draplane sim record` turns the live
-# cluster's Pods back into a trace that `sim run` accepts.
+# cluster's Pods back into a trace that `sim run` accepts. Last, two Pods are started on the live
+# cluster and the issue's kubectl dump (`kubectl get nodes,deviceclasses,resourceslices,
+# resourceclaims,pods -A -o yaml`) is the cluster of a `sim run`: the dump's running Pods keep
+# their devices (no new Pod gets them, so two of the four new Pods fall back to A100 pairs), its
+# pending Pod is workload that ends unscheduled, saying why.
 #
 # Usage: sim_calibration_e2e.sh DRAPLANE_BINARY SOURCE_DIR
 set -euo pipefail
@@ -70,8 +74,8 @@ def tenants(pods):
 print("per tenant (submitted, scheduled): live", tenants(live), "sim", tenants(sim))
 ok = ok and tenants(live) == tenants(sim)
 bound = sum("node" in p for p in sim.values())
-if bound != 8 or len(sim) != 10:
-    print("expected 8 of 10 Pods bound, got", bound, "of", len(sim))
+if bound != 9 or len(sim) != 10:
+    print("expected 9 of 10 Pods bound, got", bound, "of", len(sim))
     ok = False
 sys.exit(0 if ok else 1)
 EOF
@@ -90,5 +94,95 @@ print("recorded trace:", r["pods"])
 assert r["conservation"]["ok"], r["conservation"]
 assert r["pods"]["submitted"] >= 1, r["pods"]
 assert r["tenants"]["team-b"]["unscheduled"] == 1, r["tenants"]
+EOF
+
+step "a kubectl dump of the live cluster as the simulator's cluster"
+for i in 0 1; do
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: held-$i, namespace: team-a}
+spec:
+  containers: [{name: main, image: server:1, resources: {claims: [{name: gpus}]}}]
+  resourceClaims: [{name: gpus, resourceClaimTemplateName: h100-else-a100}]
+---
+EOF
+done | k apply -f - >/dev/null
+deadline=$((SECONDS + 120))
+until [ "$(k get pods -n team-a held-0 held-1 -o jsonpath='{.items[*].spec.nodeName}' | wc -w)" -eq 2 ]; do
+  [ $SECONDS -lt $deadline ] || fail "held-0 and held-1 were not bound"
+  sleep 0.2
+done
+k get nodes,deviceclasses,resourceslices,resourceclaims,pods -A -o yaml >"$e2e_work/dump.yaml"
+cat >"$e2e_work/dump-trace.yaml" <<'EOF'
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+metadata: {name: on-the-dump}
+running:
+- {namespace: team-a, name: held-0, remaining: 30m}
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: h100-else-a100}
+  spec:
+    spec:
+      devices:
+        requests:
+        - name: gpus
+          firstAvailable:
+          - name: h100
+            deviceClassName: gpu.nvidia.com
+            selectors:
+            - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'}
+          - name: a100-pair
+            deviceClassName: gpu.nvidia.com
+            count: 2
+            selectors:
+            - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA A100")'}
+arrivals:
+- at: 0s
+  namespace: team-a
+  count: 4
+  duration: 10m
+  pod:
+    metadata: {name: new}
+    spec:
+      containers: [{name: main, image: server:1, resources: {claims: [{name: gpus}]}}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: h100-else-a100}]
+EOF
+"$DRAPLANE" sim run --cluster "$e2e_work/dump.yaml" --workload "$e2e_work/dump-trace.yaml" \
+  -o json --placements-file "$e2e_work/dump-placements.json" >"$e2e_work/dump-run.json" \
+  2>"$e2e_work/dump-run.err" || fail "sim run on the dump failed: $(cat "$e2e_work/dump-run.err")"
+python3 - "$e2e_work/dump.yaml" "$e2e_work/dump-run.json" "$e2e_work/dump-placements.json" <<'EOF' || fail "the run on the dump is wrong"
+import json, sys, yaml
+dump = yaml.safe_load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+placements = json.load(open(sys.argv[3]))
+held = set()
+for o in dump["items"]:
+    if o["kind"] != "ResourceClaim" or o["metadata"]["namespace"] != "team-a":
+        continue
+    allocation = o.get("status", {}).get("allocation") or {}
+    for res in allocation.get("devices", {}).get("results", []):
+        held.add(res["driver"] + "/" + res["pool"] + "/" + res["device"])
+print("held by the dump's running Pods:", sorted(held))
+print("run on the dump:", r["pods"], "fallback", r["fallback"], r["unscheduledReasons"])
+assert len(held) == 2, held
+assert r["conservation"]["ok"], r["conservation"]
+assert r["nodes"] == 5, r["nodes"]
+# The four new Pods, and the dump's pending too-big (workload from time zero).
+assert r["pods"]["submitted"] == 5 and r["pods"]["scheduled"] == 4, r["pods"]
+assert r["tenants"]["team-b"]["unscheduled"] == 1, r["tenants"]
+assert r["unscheduledReasons"][0]["reason"] == "Unschedulable", r["unscheduledReasons"]
+new = [p for p in placements if p["pod"].startswith("team-a/new-")]
+assert len(new) == 4 and all("node" in p for p in new), placements
+taken = [d for p in new for d in p["devices"]]
+assert not held & set(taken), (held, taken)
+assert len(taken) == len(set(taken)), taken
+# Two H100s were left: two Pods get one each, the other two fall back to A100 pairs.
+assert sorted(len(p["devices"]) for p in new) == [1, 1, 2, 2], new
+assert sorted(t for p in new for t in p["tiers"]) == ["gpus -> a100-pair"] * 2 + ["gpus -> h100"] * 2, new
+# The fallback figures count every allocation the run saw, the dump's two H100s included.
+assert r["fallback"]["byTier"] == {"0": 4, "1": 2}, r["fallback"]
 EOF
 echo "PASS"
