@@ -10,6 +10,12 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED COMPONENTS core)
+# gRPC for the kubelet's plugin APIs (agent/kubelet_plugin.h, fakekubelet/): protoc and the gRPC
+# C++ plugin generate code from the vendored kubelet protos at build time (src/agent/CMakeLists.txt).
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_program(DRAPLANE_PROTOC protoc REQUIRED)
+find_program(DRAPLANE_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 # jemalloc replaces glibc malloc in the draplane binary of unsanitized builds: the server's
 # request path allocates from many threads, where glibc's arenas and consolidation cost ~12 % of
 # serve CPU under scheduler_perf (docs/design/server.md). Sanitizer builds (ASan, TSan) keep

@@ -12,8 +12,9 @@ set(DRAPLANE_EDGES_scheduler   "common;api;cel;allocator;client")
 set(DRAPLANE_EDGES_controllers "common;api;cel;allocator;client")
 set(DRAPLANE_EDGES_server      "common;api;cel;store")
 set(DRAPLANE_EDGES_agent       "common;api;client")
+set(DRAPLANE_EDGES_fakekubelet "common;api;client;agent")
 set(DRAPLANE_EDGES_sim         "common;api;cel;allocator;scheduler;controllers;store;client;agent")
-set(DRAPLANE_EDGES_cli         "common;api;cel;allocator;scheduler;controllers;store;server;client;agent;sim")
+set(DRAPLANE_EDGES_cli         "common;api;cel;allocator;scheduler;controllers;store;server;client;agent;fakekubelet;sim")
 # Test support (src/testing/): the real API server in-process for unit tests. Linked into test
 # binaries only, never into draplane. Every module's tests (`*_test.cc`) may include it, and no
 # other file may: DRAPLANE_TEST_ONLY_MODULES lists such modules.

@@ -98,7 +98,7 @@ endfunction()
 # A libFuzzer target; `fuzz/corpus/<NAME>/` holds its seeds and every crash ever found.
 # ctest runs each target over its corpus and then fuzzes for a bounded time.
 # make test's budget for all bounded runs together is 60 s (fuzz/CMakeLists.txt checks it).
-set(DRAPLANE_FUZZ_SECONDS 8 CACHE STRING "Seconds each fuzz target runs in ctest")
+set(DRAPLANE_FUZZ_SECONDS 7 CACHE STRING "Seconds each fuzz target runs in ctest")
 function(draplane_fuzz)
   if(NOT DRAPLANE_FUZZ)
     return()

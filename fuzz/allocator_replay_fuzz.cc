@@ -1,18 +1,31 @@
 // Allocator replay fuzz target: the input is read as a sequence of operations on a small
-// cluster -- add a pool (devices with attributes, counters, shared capacity, taints, on one node
-// or all nodes), allocate the claims of a Pod on a node, deallocate an earlier allocation -- and
-// after every allocation the invariants are checked against a model kept here, independent of
-// the allocator:
-//   1. no device is held by two exclusive (non-admin) allocations;
+// cluster -- add a pool (devices with attributes, counters with compatibility groups, shared
+// capacity, taints, on one node or all nodes), allocate the claims of a Pod on a node, deallocate
+// an earlier allocation, republish a device with allowMultipleAllocations flipped -- and after
+// every allocation the invariants are checked against a model kept here, independent of the
+// allocator:
+//   1. no device is held by two exclusive (non-admin) allocations, nor exclusively and shared at
+//      once (the flip makes that reachable: kubernetes#140797);
 //   2. no counter of a pool is oversold by the devices allocated from it;
 //   3. no capacity of a multi-allocatable device is oversold by its shares;
 //   4. the bounded search (pruning on) returns exactly what upstream's plain walk returns
 //      (outcome, results, error text), with the same share-ID seed, whenever the plain walk
 //      finishes within the step limit; under the same limit the bounded search never stops
 //      where the plain walk finished;
-//   5. explanations build and render for every outcome.
+//   5. explanations build and render for every outcome;
+//   6. persisting does not change the answer: when the claims [A, B] of a Pod are allocated
+//      together, B alone still fits once A's results are recorded as allocated -- recorded the way
+//      upstream's scheduler records them, a share by its ID alone when it consumed no capacity.
+//      Recorded and in-flight allocations must count the same (kubernetes#140433: a recorded
+//      share charged its device's counters again);
+//   7. with DRADeviceCompatibilityGroups, the devices held on one counter set are compatible
+//      (all without groups, or all with groups whose intersection is not empty); without it, no
+//      device declaring groups is allocated.
 // The plain walk is exponential on some inputs (a distinctAttribute over few values took 22M
 // steps, ~20 s under ASan), so an input's searches share a budget of steps.
+// An input whose first byte is 'V' also draws what later versions added (compatibility groups,
+// devices shared without capacities, the way allocations are recorded, republishing a device);
+// other inputs are read exactly as before, so the regression seeds keep their meaning.
 // Selectors use the allocator's testing engine (internal/testing_engine.h) so CEL is not what
 // is being fuzzed here (cel_eval_fuzz does that).
 #include <fuzzer/FuzzedDataProvider.h>
@@ -20,8 +33,10 @@
 #include <boost/json/serialize.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -52,17 +67,23 @@ struct DeviceModel {
   std::map<std::string, Quantity> counters;  // counter name -> amount (one counter set "mem")
   std::map<std::string, Quantity> capacity;  // capacity name -> total
   bool multi = false;
+  bool consumes = false;            // has a consumesCounters entry for "mem"
+  std::vector<std::string> groups;  // its compatibility groups on "mem"
 };
 
 struct PoolModel {
   std::map<std::string, Quantity> counters;  // available per counter
   std::map<std::string, DeviceModel> devices;
+  rv1::ResourceSlice device_slice;  // as last published
+  alloc::Snapshot::SliceHandle handle = 0;
 };
 
 class Replay {
  public:
-  explicit Replay(FuzzedDataProvider& in)
-      : in_(in), snapshot_(draplane::allocator::internal::NewTestingSelectorEngine()) {
+  Replay(FuzzedDataProvider& in, bool extended)
+      : in_(in),
+        extended_(extended),
+        snapshot_(draplane::allocator::internal::NewTestingSelectorEngine()) {
     features_.admin_access = in_.ConsumeBool();
     features_.prioritized_list = true;
     features_.partitionable_devices = in_.ConsumeBool();
@@ -70,6 +91,10 @@ class Replay {
     features_.consumable_capacity = in_.ConsumeBool();
     features_.device_binding_and_status = in_.ConsumeBool();
     features_.list_type_attributes = in_.ConsumeBool();
+    if (extended_) {
+      features_.device_compatibility_groups = in_.ConsumeBool();
+      upstream_recording_ = in_.ConsumeBool();
+    }
     AddClass("any", "true");
     AddClass("even", "attr:parity=0");
     AddClass("fast", "attr:kind=fast");
@@ -81,7 +106,7 @@ class Replay {
 
   void Run() {
     for (int step = 0; step < 40 && in_.remaining_bytes() > 0 && steps_left_ > 0; ++step) {
-      switch (in_.ConsumeIntegralInRange(0, 5)) {
+      switch (in_.ConsumeIntegralInRange(0, extended_ ? 6 : 5)) {
         case 0:
         case 1:
           AddPool();
@@ -93,6 +118,9 @@ class Replay {
           break;
         case 5:
           Deallocate();
+          break;
+        case 6:
+          FlipMultipleAllocations();
           break;
       }
     }
@@ -158,6 +186,14 @@ class Replay {
           consumption.counters.emplace(name, c);
           dm.counters[name] = c.value;
         }
+        if (extended_) {
+          // None, one or both of two group names (KEP-5963).
+          int groups = in_.ConsumeIntegralInRange(0, 3);
+          if (groups & 1) consumption.compatibility_groups.push_back("x");
+          if (groups & 2) consumption.compatibility_groups.push_back("y");
+          dm.groups = consumption.compatibility_groups;
+        }
+        dm.consumes = true;
         dev.consumes_counters.push_back(consumption);
       }
       if (in_.ConsumeIntegralInRange(0, 2) == 0) {
@@ -172,8 +208,12 @@ class Replay {
           bw.request_policy->valid_range->min = Quantity::FromInt64(1);
           bw.request_policy->valid_range->step = Small(1, 2);
         }
-        dev.capacity.emplace("bw", bw);
-        dm.capacity["bw"] = bw.value;
+        // A shared device without capacities: its shares carry a share ID and no consumed
+        // capacity (kubernetes#140433, #140797).
+        if (!extended_ || in_.ConsumeBool()) {
+          dev.capacity.emplace("bw", bw);
+          dm.capacity["bw"] = bw.value;
+        }
       }
       if (in_.ConsumeIntegralInRange(0, 4) == 0) {
         rv1::DeviceTaint taint;
@@ -184,7 +224,29 @@ class Replay {
       }
       s.spec.devices.push_back(std::move(dev));
     }
-    snapshot_.AddSlice(std::move(s));
+    model.device_slice = s;
+    model.handle = snapshot_.AddSlice(std::move(s));
+  }
+
+  // The driver republishes one device with allowMultipleAllocations flipped, shares or
+  // exclusive allocations of it being live (ResourceSlice validation allows the change).
+  void FlipMultipleAllocations() {
+    if (pools_.empty()) return;
+    auto it = pools_.begin();
+    std::advance(it, in_.ConsumeIntegralInRange<size_t>(0, pools_.size() - 1));
+    PoolModel& pool = it->second;
+    rv1::ResourceSlice& slice = pool.device_slice;
+    rv1::Device& dev =
+        slice.spec.devices[in_.ConsumeIntegralInRange<size_t>(0, slice.spec.devices.size() - 1)];
+    DeviceModel& dm = pool.devices.at(dev.name);
+    dm.multi = !dm.multi;
+    dev.allow_multiple_allocations = dm.multi;
+    if (!dm.multi) {
+      // Request policies are only valid on devices allowing multiple allocations.
+      for (auto& [name, capacity] : dev.capacity) capacity.request_policy.reset();
+    }
+    // The pool's generation stays: bumping it on this slice alone would orphan its counter slice.
+    pool.handle = snapshot_.UpdateSlice(pool.handle, slice);
   }
 
   static rv1::DeviceAttribute IntAttr(int64_t v) {
@@ -293,12 +355,67 @@ class Replay {
     }
     if (!pruned.ok() || pruned->kind != alloc::Outcome::Kind::kAllocated) return;
     if (pruned->results.size() != claims.size()) Violation("one result per claim");
+    if (claims.size() == 2) CheckPersisted(claims[1], pruned->results[0], node);
     for (const rv1::AllocationResult& result : pruned->results) {
-      state_.AddAllocation(result);
+      Persist(state_, result, +1, upstream_recording_);
       held_.push_back(result);
       Record(result, +1);
     }
     CheckInvariants();
+  }
+
+  // Records an allocation in `state`: with AddAllocation, or as upstream's scheduler does
+  // (GatherAllocatedState): admin access not at all, a share by its ID plus its consumed
+  // capacity only when it has some, anything else as an exclusive device.
+  static void Persist(alloc::AllocatedState& state, const rv1::AllocationResult& result, int sign,
+                      bool upstream) {
+    if (!upstream) {
+      if (sign > 0) {
+        state.AddAllocation(result);
+      } else {
+        state.RemoveAllocation(result);
+      }
+      return;
+    }
+    for (const rv1::DeviceRequestAllocationResult& r : result.devices.results) {
+      if (r.admin_access.value_or(false)) continue;
+      if (!r.share_id.has_value()) {
+        if (sign > 0) {
+          state.AddDevice(r.driver, r.pool, r.device);
+        } else {
+          state.RemoveDevice(r.driver, r.pool, r.device);
+        }
+        continue;
+      }
+      alloc::AllocatedState::Capacity consumed(r.consumed_capacity.begin(),
+                                               r.consumed_capacity.end());
+      if (sign > 0) {
+        state.AddShare(r.driver, r.pool, r.device, *r.share_id);
+        if (!consumed.empty()) state.AddConsumedCapacity(r.driver, r.pool, r.device, consumed);
+      } else {
+        state.RemoveShare(r.driver, r.pool, r.device, *r.share_id);
+        if (!consumed.empty()) state.RemoveConsumedCapacity(r.driver, r.pool, r.device, consumed);
+      }
+    }
+  }
+
+  // Invariant 6: B fitted next to A in flight, so it fits next to A recorded.
+  void CheckPersisted(const rv1::ResourceClaim& b, const rv1::AllocationResult& a,
+                      const draplane::api::corev1::Node& node) {
+    alloc::AllocatedState recorded = state_;
+    Persist(recorded, a, +1, /*upstream=*/true);
+    std::unique_ptr<draplane::Random> random = draplane::NewSeededRandom(9);
+    const int64_t limit = steps_left_;
+    StatusOr<alloc::Outcome> alone =
+        alloc::NewAllocator(snapshot_, {&b}, features_)
+            ->Allocate(node, recorded, {.random = random.get(), .max_search_steps = limit});
+    Charge(alone, limit);
+    if (alloc::IsStepLimitExceeded(alone.status())) return;
+    if (!alone.ok() || alone->kind != alloc::Outcome::Kind::kAllocated) {
+      Violation("claim " + b.metadata.name + " fitted next to " +
+                boost::json::serialize(rv1::Encode(a)) +
+                " in flight but not once it was recorded: " + Render(alone));
+    }
   }
 
   // Errors other than the step limit are charged the whole limit: their step count is unknown.
@@ -309,7 +426,7 @@ class Replay {
   void Deallocate() {
     if (held_.empty()) return;
     size_t i = in_.ConsumeIntegralInRange<size_t>(0, held_.size() - 1);
-    state_.RemoveAllocation(held_[i]);
+    Persist(state_, held_[i], -1, upstream_recording_);
     Record(held_[i], -1);
     held_.erase(held_.begin() + static_cast<ptrdiff_t>(i));
   }
@@ -369,11 +486,38 @@ class Replay {
     if (!features_.partitionable_devices) return;
     for (const auto& [pool_name, pool] : pools_) {
       std::map<std::string, Quantity> used;
+      // Invariant 7 on the pool's counter set "mem".
+      bool ungrouped = false;
+      bool grouped = false;
+      std::set<std::string> common;
       for (const auto& [device, dev] : pool.devices) {
         auto key = std::make_tuple(pool_name, device);
         bool held = exclusive_[key] > 0 || shares_[key] > 0;
         if (!held) continue;
         for (const auto& [name, q] : dev.counters) used[name] = used[name].Add(q);
+        if (!dev.consumes) continue;
+        if (!features_.device_compatibility_groups) {
+          if (!dev.groups.empty()) Violation("device " + device + " with groups allocated");
+          continue;
+        }
+        if (dev.groups.empty()) {
+          ungrouped = true;
+          continue;
+        }
+        std::set<std::string> mine(dev.groups.begin(), dev.groups.end());
+        if (!grouped) {
+          common = mine;
+        } else {
+          std::set<std::string> both;
+          for (const std::string& g : common) {
+            if (mine.count(g) != 0) both.insert(g);
+          }
+          common = both;
+        }
+        grouped = true;
+      }
+      if (grouped && (ungrouped || common.empty())) {
+        Violation("incompatible devices share counter set mem of " + pool_name);
       }
       for (const auto& [name, q] : used) {
         if (q.Compare(pool.counters.at(name)) > 0) {
@@ -384,6 +528,8 @@ class Replay {
   }
 
   FuzzedDataProvider& in_;
+  const bool extended_;
+  bool upstream_recording_ = false;
   alloc::Snapshot snapshot_;
   alloc::AllocatedState state_;
   alloc::Features features_;
@@ -400,8 +546,9 @@ class Replay {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  FuzzedDataProvider in(data, size);
-  Replay replay(in);
+  const bool extended = size > 0 && data[0] == 'V';
+  FuzzedDataProvider in(data + (extended ? 1 : 0), size - (extended ? 1 : 0));
+  Replay replay(in, extended);
   replay.Run();
   return 0;
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Fails when a source file under src/<module>/ includes a header of a module it may not depend on.
 # The allowed edges are declared once, in cmake/Modules.cmake (DRAPLANE_EDGES_<module>).
-# Also enforces: nothing includes bin/ or cli/ from another module, and only server/http/
-# includes Boost.Beast or Asio. A test-only module (DRAPLANE_TEST_ONLY_MODULES, e.g. testing/)
-# may be included by any module's tests (`*_test.cc`) and by nothing else. client/memory_api.h
-# (the simulator's in-memory API) is included only by sim/, testing/ and tests.
+# Also enforces: nothing includes bin/ or cli/ from another module, only server/http/ (and the
+# client and etcd transports) include Boost.Beast or Asio, and only the kubelet plugin and the
+# fake kubelet include gRPC or the kubelet API code generated for it. A test-only module
+# (DRAPLANE_TEST_ONLY_MODULES, e.g. testing/) may be included by any module's tests (`*_test.cc`)
+# and by nothing else. client/memory_api.h (the simulator's in-memory API) is included only by
+# sim/, testing/ and tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,5 +65,14 @@ while IFS=: read -r file lineno _; do
     *) echo "layering: $file:$lineno: Beast/Asio may only be included under src/server/http, src/client and src/store/etcd"; status=1 ;;
   esac
 done < <(grep -rHnE '#[[:space:]]*include[[:space:]]+<boost/(beast|asio)' src || true)
+
+# gRPC and the generated kubelet APIs stay with the kubelet plugin and the fake kubelet
+# (docs/architecture.md).
+while IFS=: read -r file lineno _; do
+  case "$file" in
+    src/agent/kubelet_plugin*|src/fakekubelet/*) ;;
+    *) echo "layering: $file:$lineno: gRPC and the kubelet API protos may only be included by src/agent/kubelet_plugin* and src/fakekubelet"; status=1 ;;
+  esac
+done < <(grep -rHnE '#[[:space:]]*include[[:space:]]+(<grpcpp/|"(dra|dra-health|pluginregistration)/)' src || true)
 
 exit $status

@@ -13,6 +13,7 @@ packages=(
   libyaml-cpp-dev libre2-dev libsqlite3-dev sqlite3
   libspdlog-dev libfmt-dev libcli11-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   etcd-server etcd-client
   python3 python3-yaml
 )

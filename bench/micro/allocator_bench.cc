@@ -3,6 +3,7 @@
 //       another, each trying the nodes in order until one fits, until the cluster is full;
 //   (b) BM_FillCluster/cel_selector: the same with a CEL selector in every claim;
 //   (c) BM_FillCluster/match_pair: two-device claims with a matchAttribute constraint;
+//       BM_FillCluster/quota: (a) with an Allocation-mode quota in the search (never refusing);
 //   (d) BM_Pathological/<shape>: upstream's exponential backtracking shapes, one Allocate each
 //       (bounded search), and the same shapes with the bounds off where upstream's walk ends;
 //   (e) BM_LoadDump: a 10,000-node x 10-device cluster as JSON text -> decoded objects ->
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "allocator/allocator.h"
+#include "allocator/quota.h"
 #include "api/codec/manifest.h"
 #include "api/object.h"
 
@@ -73,7 +75,9 @@ rv1::ResourceSlice NodeSlice(int node, int devices) {
   return s;
 }
 
-enum class Shape { kPlain, kCelSelector, kMatchPair };
+// kQuota: kPlain with an Allocation-mode quota constraint in the search whose limit is never
+// reached (the cost of a policy that applies but never refuses).
+enum class Shape { kPlain, kCelSelector, kMatchPair, kQuota };
 
 rv1::ResourceClaim Claim(int i, Shape shape) {
   rv1::ResourceClaim c;
@@ -118,6 +122,16 @@ void BM_FillCluster(benchmark::State& state, Shape shape) {
   for (int i = 0; i < total; ++i) claims.push_back(Claim(i, shape));
   std::unique_ptr<Random> random = NewSeededRandom(1);
   const Features features = DefaultFeatures("1.36").value();
+  Holdings holdings;
+  QuotaBudget budget;
+  budget.namespace_ = "bench";
+  budget.name = "devices";
+  budget.hard.emplace(api::quota::DeviceClassResourceName("gpu"),
+                      api::Quantity::FromInt64(1'000'000));
+  budget.hard.emplace(DriverCounterResource(kDriver, "memory"), *api::Quantity::Parse("1Ei"));
+  QuotaConstraint quota("bench", {budget}, holdings);
+  Options options{.random = random.get()};
+  if (shape == Shape::kQuota) options.policies = {&quota};
   int64_t allocations = 0;
   int64_t tries = 0;
   for (auto _ : state) {
@@ -129,7 +143,7 @@ void BM_FillCluster(benchmark::State& state, Shape shape) {
       // Trying nodes in order from the first; full nodes are rejected by the per-node cache.
       for (size_t n = 0; n < nodes.size() && !done; ++n) {
         ++tries;
-        StatusOr<Outcome> o = alloc->Allocate(nodes[n], allocated, {.random = random.get()});
+        StatusOr<Outcome> o = alloc->Allocate(nodes[n], allocated, options);
         if (!o.ok()) state.SkipWithError(std::string(o.status().message()).c_str());
         if (o.ok() && o->kind == Outcome::Kind::kAllocated) {
           allocated.AddAllocation(o->results[0]);
@@ -154,6 +168,7 @@ void BM_FillCluster(benchmark::State& state, Shape shape) {
 BENCHMARK_CAPTURE(BM_FillCluster, plain, Shape::kPlain)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_FillCluster, cel_selector, Shape::kCelSelector)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_FillCluster, match_pair, Shape::kMatchPair)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_FillCluster, quota, Shape::kQuota)->Unit(benchmark::kMillisecond);
 
 // --- (d) pathological shapes ------------------------------------------------------------------
 

@@ -18,6 +18,8 @@
 //                        selector: the template's request carries a CEL selector;
 //                        match: two requests with a matchAttribute constraint on the device's
 //                        NUMA node (each node has two NUMA nodes of devices-per-node/2 devices)
+//   --allocation-quota   an Allocation-mode ResourceQuota on the class (issue 20), never
+//                        exhausted: the quota constraint in every search and every Pod's charge
 //
 // Throughput is measured Pods / (last measured Pod bound - first measured Pod created); latency
 // is, per measured Pod, bound time - creation request time. Output: a human line and a JSON line.
@@ -65,6 +67,9 @@ struct Flags {
   double duration_seconds = 10;
   int threads = 8;
   double target = 0;  // Pods/s; 0: none
+  // An Allocation-mode ResourceQuota on the class in the namespace (issue 20): every Pod is
+  // charged by the scheduler; the limit is never reached.
+  bool allocation_quota = false;
 };
 
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
@@ -181,6 +186,15 @@ Status Setup(client::ApiClient& api, const Flags& flags) {
   c.spec.selectors.back().cel.emplace();
   c.spec.selectors.back().cel->expression = R"(device.driver == "test-driver.cdi.k8s.io")";
   DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, c).status()));
+  if (flags.allocation_quota) {
+    api::corev1::ResourceQuota q;
+    q.metadata.name = "devices";
+    q.metadata.namespace_ = kNamespace;
+    q.metadata.annotations["draplane.dev/device-quota-mode"] = "Allocation";
+    q.spec.hard["test-class.deviceclass.resource.k8s.io/devices"] =
+        api::Quantity::FromInt64(1'000'000);
+    DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, q).status()));
+  }
   rv1::ResourceClaimTemplate t;
   t.metadata.name = "test-claim-template";
   t.metadata.namespace_ = kNamespace;
@@ -414,6 +428,8 @@ int main(int argc, char** argv) {
   app.add_option("--duration", flags.duration_seconds, "Seconds (steady)")->capture_default_str();
   app.add_option("--threads", flags.threads, "Creating threads")->capture_default_str();
   app.add_option("--target", flags.target, "Pods/s to report as met or SHORT");
+  app.add_flag("--allocation-quota", flags.allocation_quota,
+               "Create an Allocation-mode ResourceQuota for the class (never exhausted)");
   CLI11_PARSE(app, argc, argv);
   return draplane::bench::Run(flags);
 }

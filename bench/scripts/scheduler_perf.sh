@@ -36,8 +36,16 @@ workloads=(
   "SchedulingWithResourceClaimTemplate/match_5000pods_500nodes|--workload template --variant match --nodes 500 --devices-per-node 20 --init-pods 2500 --measure-pods 2500 --target 1500"
 )
 
+# Paired comparisons, measured interleaved in one run (baseline, variant, baseline, ...):
+# name | driver arguments | baseline serve arguments | variant serve arguments | variant driver
+# arguments | the variant's slowest acceptable ratio to the baseline
+comparisons=(
+  "SchedulingWithResourceClaimTemplate/5000pods_500nodes quota+decisions|--workload template --nodes 500 --devices-per-node 10 --init-pods 2500 --measure-pods 2500|--no-decision-records||--allocation-quota|0.90"
+)
+
 pids=()
 work=""
+serve_extra=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -60,6 +68,7 @@ run_once() {
   if [ -n "${DRAPLANE_PERF_SEPARATE:-}" ]; then
     serve_args+=(--no-scheduler --no-controller-manager)
   fi
+  serve_args+=("${serve_extra[@]}")
   "$draplane" --log-level warning "${serve_args[@]}" >"$work/serve.out" 2>"$work/serve.err" &
   pids+=($!)
   for _ in $(seq 1 300); do
@@ -117,6 +126,46 @@ print(f"{name}: median {median:.0f} Pods/s of {len(rates)} runs "
       f"target {target:.0f}: {'met' if median >= target else 'SHORT'}")
 PY
     fi
+  fi
+  echo "   rerun: bench/scripts/scheduler_perf.sh $1 '$name'"
+done
+
+for entry in "${comparisons[@]}"; do
+  IFS='|' read -r name args base_serve variant_serve variant_args floor <<<"$entry"
+  if [ -n "$filter" ] && [[ $name != *"$filter"* ]]; then continue; fi
+  base_rates=()
+  variant_rates=()
+  for _ in $(seq 1 "$repeat"); do
+    for side in base variant; do
+      if [ $side = base ]; then
+        # shellcheck disable=SC2206
+        serve_extra=($base_serve)
+        run_args=$args
+      else
+        # shellcheck disable=SC2206
+        serve_extra=($variant_serve)
+        run_args="$args $variant_args"
+      fi
+      run_once "$name ($side)" "$run_args" > "$run_log" || status=1
+      cat "$run_log"
+      rate=$(sed -n 's/^{.*"pods_per_second":\([^,]*\),.*/\1/p' "$run_log")
+      if [ -n "$rate" ]; then
+        if [ $side = base ]; then base_rates+=("$rate"); else variant_rates+=("$rate"); fi
+      fi
+    done
+  done
+  serve_extra=()
+  if [ ${#base_rates[@]} -gt 0 ] && [ ${#variant_rates[@]} -gt 0 ]; then
+    python3 - "$name" "$floor" "${base_rates[*]}" "${variant_rates[*]}" <<'PY'
+import statistics, sys
+name, floor = sys.argv[1], float(sys.argv[2])
+base = sorted(float(r) for r in sys.argv[3].split())
+variant = sorted(float(r) for r in sys.argv[4].split())
+b, v = statistics.median(base), statistics.median(variant)
+print(f"{name}: median {v:.0f} Pods/s against {b:.0f} without ({v / b:.3f}; runs "
+      f"{' '.join(f'{r:.0f}' for r in variant)} against {' '.join(f'{r:.0f}' for r in base)}), "
+      f"at least {floor:.2f}: {'met' if v / b >= floor else 'SHORT'}")
+PY
   fi
   echo "   rerun: bench/scripts/scheduler_perf.sh $1 '$name'"
 done

@@ -6,14 +6,20 @@
 #include <utility>
 
 #include "agent/failure.h"
+#include "agent/node_registration.h"
 #include "agent/slice_plan.h"
+#include "api/labels/node_isolation.h"
+#include "api/pod_claims.h"
 #include "api/pods.h"
+#include "api/resource_health.h"
 #include "api/validation/validation.h"
 #include "client/events.h"
 #include "client/informer.h"
 #include "client/typed.h"
 #include "client/workqueue.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/mutex.h"
 #include "common/status_macros.h"
 
 namespace draplane::agent {
@@ -28,6 +34,27 @@ constexpr std::string_view kKeySlices = "slices";
 constexpr std::string_view kKeyGc = "gc";
 constexpr std::string_view kKeyResync = "resync";
 constexpr std::string_view kPodKeyPrefix = "pod/";
+constexpr std::string_view kAttachKeyPrefix = "attach/";
+constexpr std::string_view kKeyIsolation = "isolation";
+
+// The agent's metrics (process-wide, common/metrics.h): prepare failures per node and class, and
+// whether the node is isolated for them.
+metrics::CounterFamily PrepareFailuresMetric() {
+  static const metrics::CounterFamily family = metrics::NewCounterFamily(
+      "draplane_agent_device_prepare_failures_total",
+      "Claims whose devices failed to prepare on the node, by failure class (retryable, "
+      "terminal, needs-cleanup).",
+      {"node", "class"});
+  return family;
+}
+metrics::GaugeFamily NodeIsolatedMetric() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "draplane_agent_node_isolated",
+      "1 while the node is isolated for repeated device prepare failures (taint "
+      "draplane.dev/device-prepare-failures), else 0.",
+      {"node"});
+  return family;
+}
 
 std::string PodKey(std::string_view ns, std::string_view name) {
   return std::string(kPodKeyPrefix) + std::string(ns) + "/" + std::string(name);
@@ -48,12 +75,26 @@ bool ConfigApplies(const std::vector<std::string>& requests, const std::string& 
   return false;
 }
 
-void SetDefault(std::map<std::string, api::Quantity>* capacity, const std::string& name,
-                const std::string& value) {
-  if (capacity->count(name) == 0) (*capacity)[name] = *api::Quantity::Parse(value);
+}  // namespace
+
+namespace {
+
+NodeRegistration RegistrationOf(const AgentOptions& options) {
+  return NodeRegistration{.node_name = options.node_name,
+                          .labels = options.labels,
+                          .capacity = options.capacity,
+                          .lease_duration_seconds = options.lease_duration_seconds,
+                          .status_interval = options.node_status_interval,
+                          .kubelet_version = "draplane-agent",
+                          .ready_message = "draplane agent is posting ready status",
+                          .field_manager = options.field_manager};
 }
 
 }  // namespace
+
+api::corev1::Node RegisteredNode(const AgentOptions& options, Timestamp now) {
+  return RegisteredNode(RegistrationOf(options), now);
+}
 
 StatusOr<std::unique_ptr<Agent>> Agent::Create(client::ApiClient& api,
                                                std::vector<std::unique_ptr<Driver>> drivers,
@@ -72,7 +113,9 @@ StatusOr<std::unique_ptr<Agent>> Agent::Create(client::ApiClient& api,
   }
   agent->preparer_ =
       std::make_unique<Preparer>(PreparerOptions{.state_dir = agent->options_.state_dir,
-                                                 .node_name = agent->options_.node_name},
+                                                 .node_name = agent->options_.node_name,
+                                                 .cdi_dir = agent->options_.cdi_dir,
+                                                 .shared_state = agent->options_.kubelet_plugin},
                                  std::move(by_name));
   return agent;
 }
@@ -80,9 +123,6 @@ StatusOr<std::unique_ptr<Agent>> Agent::Create(client::ApiClient& api,
 Agent::Agent(client::ApiClient& api, std::vector<std::unique_ptr<Driver>> drivers,
              AgentOptions options, const Clock& clock)
     : api_(api), drivers_(std::move(drivers)), options_(std::move(options)), clock_(clock) {
-  SetDefault(&options_.capacity, "cpu", "32");
-  SetDefault(&options_.capacity, "memory", "256Gi");
-  SetDefault(&options_.capacity, "pods", "110");
   events_ = std::make_unique<client::EventRecorder>(
       api_, clock_,
       client::EventRecorderOptions{
@@ -100,122 +140,14 @@ Status Agent::Init() {
 // ---- node ---------------------------------------------------------------------------------
 
 Status Agent::SyncNode() {
-  const api::Time now = api::Time::FromTimestamp(clock_.Now());
-  StatusOr<cv1::Node> got = client::Get<cv1::Node>(api_, "", options_.node_name);
-  if (!got.ok() && got.status().code() != StatusCode::kNotFound) return got.status();
-  cv1::Node node;
-  if (got.ok()) {
-    node = std::move(*got);
-  } else {
-    node.metadata.name = options_.node_name;
-  }
-  // Metadata: labels and the agent annotation.
-  bool meta_changed = !got.ok();
-  std::map<std::string, std::string> labels = options_.labels;
-  labels.emplace("kubernetes.io/hostname", options_.node_name);
-  labels.emplace("kubernetes.io/os", "linux");
-  for (const auto& [k, v] : labels) {
-    auto it = node.metadata.labels.find(k);
-    if (it == node.metadata.labels.end() || it->second != v) {
-      node.metadata.labels[k] = v;
-      meta_changed = true;
-    }
-  }
-  if (node.metadata.annotations[std::string(kAgentAnnotation)] != "true") {
-    node.metadata.annotations[std::string(kAgentAnnotation)] = "true";
-    meta_changed = true;
-  }
-  if (!got.ok()) {
-    StatusOr<cv1::Node> created = client::Create(api_, node, options_.field_manager);
-    if (!created.ok()) return created.status();
-    node = std::move(*created);
-    log::Info("node {}: registered", options_.node_name);
-  } else if (meta_changed) {
-    StatusOr<cv1::Node> updated = client::Update(api_, node, options_.field_manager);
-    if (!updated.ok()) return updated.status();
-    node = std::move(*updated);
-  }
-  // Status: capacity, allocatable, Ready.
-  std::map<std::string, api::Quantity, std::less<>> capacity(options_.capacity.begin(),
-                                                             options_.capacity.end());
-  bool status_changed = node.status.capacity != capacity || node.status.allocatable != capacity;
-  const cv1::NodeCondition* ready = nullptr;
-  for (const cv1::NodeCondition& c : node.status.conditions) {
-    if (c.type == "Ready") ready = &c;
-  }
-  status_changed = status_changed || ready == nullptr || ready->status != cv1::kConditionStatusTrue;
-  if (status_changed || clock_.Now() - last_node_status_ >= options_.node_status_interval) {
-    node.status.capacity = capacity;
-    node.status.allocatable = capacity;
-    cv1::NodeCondition condition;
-    condition.type = "Ready";
-    condition.status = std::string(cv1::kConditionStatusTrue);
-    condition.reason = "KubeletReady";
-    condition.message = "draplane agent is posting ready status";
-    condition.last_heartbeat_time = now;
-    condition.last_transition_time = ready != nullptr && ready->status == cv1::kConditionStatusTrue
-                                         ? ready->last_transition_time
-                                         : now;
-    std::erase_if(node.status.conditions,
-                  [](const cv1::NodeCondition& c) { return c.type == "Ready"; });
-    node.status.conditions.push_back(std::move(condition));
-    node.status.node_info.kubelet_version = "draplane-agent";
-    node.status.node_info.operating_system = "linux";
-    StatusOr<cv1::Node> updated = client::UpdateStatus(api_, node, options_.field_manager);
-    if (!updated.ok()) return updated.status();
-    last_node_status_ = clock_.Now();
-  }
-  return EnsureLease();
-}
-
-Status Agent::EnsureLease() {
-  namespace co = api::coordinationv1;
-  const api::Time now = api::Time::MicroFromTimestamp(clock_.Now());
-  StatusOr<co::Lease> got = client::Get<co::Lease>(api_, kNodeLeaseNamespace, options_.node_name);
-  if (got.ok()) {
-    got->spec.renew_time = now;
-    got->spec.holder_identity = options_.node_name;
-    got->spec.lease_duration_seconds = options_.lease_duration_seconds;
-    return client::Update(api_, *got, options_.field_manager).status();
-  }
-  if (got.status().code() != StatusCode::kNotFound) return got.status();
-  co::Lease lease;
-  lease.metadata.name = options_.node_name;
-  lease.metadata.namespace_ = std::string(kNodeLeaseNamespace);
-  StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", options_.node_name);
-  if (node.ok()) {
-    api::metav1::OwnerReference owner;
-    owner.api_version = "v1";
-    owner.kind = "Node";
-    owner.name = node->metadata.name;
-    owner.uid = node->metadata.uid;
-    lease.metadata.owner_references.push_back(std::move(owner));
-  }
-  lease.spec.holder_identity = options_.node_name;
-  lease.spec.lease_duration_seconds = options_.lease_duration_seconds;
-  lease.spec.renew_time = now;
-  StatusOr<co::Lease> created = client::Create(api_, lease, options_.field_manager);
-  if (!created.ok() && created.status().code() == StatusCode::kNotFound) {
-    // The API server normally creates kube-node-lease; a bare one (tests) may not have.
-    cv1::Namespace ns;
-    ns.metadata.name = std::string(kNodeLeaseNamespace);
-    StatusOr<cv1::Namespace> created_ns = client::Create(api_, ns, options_.field_manager);
-    if (!created_ns.ok() && created_ns.status().code() != StatusCode::kAlreadyExists) {
-      return created_ns.status();
-    }
-    created = client::Create(api_, lease, options_.field_manager);
-  }
-  if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
-    return created.status();
-  }
-  return Status::Ok();
+  return SyncNodeRegistration(api_, RegistrationOf(options_), clock_, &last_node_status_);
 }
 
 // ---- slices -------------------------------------------------------------------------------
 
 Status Agent::SyncSlices() {
   std::vector<Inventory> all;
-  std::vector<std::string> driver_names_seen;
+  MutexLock lock(drivers_mu_);
   for (const std::unique_ptr<Driver>& driver : drivers_) {
     StatusOr<std::vector<Inventory>> found = driver->Discover();
     if (!found.ok()) {
@@ -230,7 +162,28 @@ Status Agent::SyncSlices() {
     }
     all.insert(all.end(), found->begin(), found->end());
   }
+  lock.Unlock();
+  // A device's health changed: the Pods of the node report it (KEP-4680).
+  auto health_of = [](const std::vector<Inventory>& inventories) {
+    std::map<std::string, bool> out;
+    for (const Inventory& inv : inventories) {
+      for (const DiscoveredDevice& d : inv.devices) {
+        out[inv.driver + "/" + d.device.name] = d.health.healthy;
+      }
+    }
+    return out;
+  };
+  const bool health_changed = health_of(all) != health_of(inventories_);
   inventories_ = all;
+  if (health_changed && queue_ && pods_) {
+    for (const auto& pod : pods_->List()) {
+      queue_->Add(PodKey(pod->metadata.namespace_, pod->metadata.name));
+    }
+  }
+  {
+    MutexLock observer_lock(observer_mu_);
+    if (discovery_observer_) discovery_observer_(inventories_);
+  }
 
   client::ListOptions list;
   list.field_selector = "spec.nodeName=" + options_.node_name;
@@ -266,29 +219,26 @@ Status Agent::SyncSlices() {
 
 // ---- pods ---------------------------------------------------------------------------------
 
-StatusOr<std::vector<std::string>> Agent::PodClaimNames(const cv1::Pod& pod) const {
+StatusOr<std::vector<std::string>> PodClaimNames(const cv1::Pod& pod) {
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<api::PodClaimRef> refs, api::ResolvePodClaims(pod));
   std::vector<std::string> out;
-  for (const cv1::PodResourceClaim& ref : pod.spec.resource_claims) {
-    if (ref.resource_claim_name) {
-      out.push_back(*ref.resource_claim_name);
-      continue;
-    }
-    bool found = false;
-    for (const cv1::PodResourceClaimStatus& status : pod.status.resource_claim_statuses) {
-      if (status.name != ref.name) continue;
-      found = true;
-      // No name: no claim is needed for this entry (upstream API semantics).
-      if (status.resource_claim_name) out.push_back(*status.resource_claim_name);
-    }
-    if (!found) {
-      return NotFoundError("the claim for " + ref.name + " has not been created yet");
-    }
-  }
-  if (pod.status.extended_resource_claim_status &&
-      !pod.status.extended_resource_claim_status->resource_claim_name.empty()) {
-    out.push_back(pod.status.extended_resource_claim_status->resource_claim_name);
-  }
+  out.reserve(refs.size());
+  for (api::PodClaimRef& ref : refs) out.push_back(std::move(ref.claim));
   return out;
+}
+
+std::string_view Agent::DeviceHealthOf(std::string_view driver, std::string_view pool,
+                                       std::string_view device, std::string* message) const {
+  if (pool != options_.node_name) return api::kResourceHealthUnknown;
+  for (const Inventory& inv : inventories_) {
+    if (inv.driver != driver) continue;
+    for (const DiscoveredDevice& d : inv.devices) {
+      if (d.device.name != device) continue;
+      if (message != nullptr) *message = d.health.message;
+      return d.health.healthy ? api::kResourceHealthy : api::kResourceUnhealthy;
+    }
+  }
+  return api::kResourceHealthUnknown;
 }
 
 void Agent::RecordFailure(const cv1::Pod& pod, const std::string& message) {
@@ -328,13 +278,14 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
     return PodOutcome::kDone;
   }
   // 3. Prepare.
-  StatusOr<std::vector<std::string>> claim_names = PodClaimNames(pod);
+  StatusOr<std::vector<api::PodClaimRef>> claim_names = api::ResolvePodClaims(pod);
   if (!claim_names.ok()) {
     log::Debug("pod {}/{}: {}", namespace_, name, claim_names.status().ToString());
     return PodOutcome::kRetry;
   }
-  std::set<std::string> our_drivers(managed_drivers_.begin(), managed_drivers_.end());
-  for (const std::string& claim_name : *claim_names) {
+  // The claims by pod claim name, for the containers' device health (KEP-4680).
+  std::map<std::string, rv1::ResourceClaim> by_entry;
+  for (const auto& [entry, claim_name] : *claim_names) {
     StatusOr<rv1::ResourceClaim> claim =
         client::Get<rv1::ResourceClaim>(api_, namespace_, claim_name);
     if (!claim.ok()) {
@@ -355,27 +306,27 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
                  claim_name);
       return PodOutcome::kRetry;
     }
-    ClaimToPrepare request{
-        .uid = claim->metadata.uid, .namespace_ = namespace_, .name = claim_name, .devices = {}};
-    const rv1::DeviceAllocationResult& devices = claim->status.allocation->devices;
-    for (const rv1::DeviceRequestAllocationResult& result : devices.results) {
-      if (our_drivers.count(result.driver) == 0 || result.pool != options_.node_name) continue;
-      AllocatedDevice device{.request = result.request,
-                             .driver = result.driver,
-                             .pool = result.pool,
-                             .device = result.device,
-                             .share_id = result.share_id,
-                             .admin_access = result.admin_access.value_or(false),
-                             .config = {}};
-      for (const rv1::DeviceAllocationConfiguration& config : devices.config) {
-        if (config.opaque && config.opaque->driver == result.driver &&
-            ConfigApplies(config.requests, result.request)) {
-          device.config.push_back(&config.opaque->parameters);
-        }
-      }
-      request.devices.push_back(std::move(device));
-    }
+    if (!entry.empty()) by_entry[entry] = *claim;
+    const ClaimToPrepare request = ToPrepare(namespace_, claim_name, *claim);
     if (request.devices.empty()) continue;
+    const bool was_prepared = preparer_->IsPrepared(request);
+    if (!was_prepared) {
+      std::string held = preparer_->StillPreparedForAnother(request);
+      if (!held.empty()) {
+        // kubernetes/kubernetes#141471: release what no live Pod uses any more, then look again.
+        Status gc = CollectGarbage();
+        if (!gc.ok()) log::Warning("node {}: unpreparing: {}", options_.node_name, gc.ToString());
+        held = preparer_->StillPreparedForAnother(request);
+      }
+      if (!held.empty()) {
+        const std::string message =
+            "claim " + claim_name + ": " + held + "; waiting until the node has unprepared it";
+        log::Info("node {}: pod {}/{}: {}", options_.node_name, namespace_, name, message);
+        events_->Record(client::ReferenceTo(pod), cv1::kEventTypeWarning,
+                        kDeviceStillPreparedReason, message);
+        return PodOutcome::kRetry;
+      }
+    }
     StatusOr<ClaimRecord> record = preparer_->Prepare(request);
     if (!record.ok()) {
       const FailureClass cls = ClassifyFailure(record.status());
@@ -384,6 +335,11 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
                                   std::string(FailureClassName(cls)) + ")";
       log::Warning("node {}: pod {}/{}: {}", options_.node_name, namespace_, name, message);
       RecordFailure(pod, message);
+      PrepareFailuresMetric().WithLabels({options_.node_name, FailureClassName(cls)}).Increment();
+      Status noted = NotePrepareFailure(message);
+      if (!noted.ok()) {
+        log::Warning("node {}: isolating the node: {}", options_.node_name, noted.ToString());
+      }
       if (cls == FailureClass::kNeedsCleanup) {
         Status cleaned = preparer_->Unprepare(request.uid);
         if (!cleaned.ok()) {
@@ -398,6 +354,13 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
       }
       return PodOutcome::kRetry;
     }
+    if (!was_prepared) {
+      Status noted = NotePrepareSuccess();
+      if (!noted.ok()) {
+        log::Warning("node {}: lifting the node's isolation: {}", options_.node_name,
+                     noted.ToString());
+      }
+    }
     Status written = WriteDeviceStatus(namespace_, claim_name, request.uid, *record);
     if (!written.ok()) {
       log::Warning("node {}: claim {}/{} device status: {}", options_.node_name, namespace_,
@@ -406,13 +369,92 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
     }
   }
   if (options_.simulate_containers) {
-    Status running = MarkRunning(pod);
+    std::map<std::string, const rv1::ResourceClaim*> claims;
+    for (const auto& [entry, claim] : by_entry) claims[entry] = &claim;
+    Status running = MarkRunning(pod, claims);
     if (!running.ok()) {
       if (running.code() == StatusCode::kConflict) return PodOutcome::kRetry;
       return running;
     }
   }
   return PodOutcome::kDone;
+}
+
+ClaimToPrepare Agent::ToPrepare(const std::string& namespace_, const std::string& name,
+                                const rv1::ResourceClaim& claim) const {
+  ClaimToPrepare request{
+      .uid = claim.metadata.uid, .namespace_ = namespace_, .name = name, .devices = {}};
+  if (!claim.status.allocation) return request;
+  const rv1::DeviceAllocationResult& devices = claim.status.allocation->devices;
+  for (const rv1::DeviceRequestAllocationResult& result : devices.results) {
+    if (std::find(managed_drivers_.begin(), managed_drivers_.end(), result.driver) ==
+            managed_drivers_.end() ||
+        result.pool != options_.node_name) {
+      continue;
+    }
+    AllocatedDevice device{.request = result.request,
+                           .driver = result.driver,
+                           .pool = result.pool,
+                           .device = result.device,
+                           .share_id = result.share_id,
+                           .admin_access = result.admin_access.value_or(false),
+                           .config = {}};
+    for (const rv1::DeviceAllocationConfiguration& config : devices.config) {
+      if (config.opaque && config.opaque->driver == result.driver &&
+          ConfigApplies(config.requests, result.request)) {
+        device.config.push_back(&config.opaque->parameters);
+      }
+    }
+    request.devices.push_back(std::move(device));
+  }
+  return request;
+}
+
+StatusOr<ClaimRecord> Agent::PrepareClaim(const rv1::ResourceClaim& claim) {
+  if (!initialized_) return FailedPreconditionError("Agent::Init was not called");
+  const std::string& ns = claim.metadata.namespace_;
+  const std::string& name = claim.metadata.name;
+  if (!claim.status.allocation) {
+    return FailedPreconditionError("not allocated");
+  }
+  const ClaimToPrepare request = ToPrepare(ns, name, claim);
+  if (request.devices.empty()) {
+    ClaimRecord nothing;
+    nothing.namespace_ = ns;
+    nothing.name = name;
+    nothing.state = PrepareState::kCompleted;
+    return nothing;
+  }
+  StatusOr<ClaimRecord> record = [&] {
+    MutexLock lock(drivers_mu_);
+    StatusOr<ClaimRecord> prepared = preparer_->Prepare(request);
+    if (!prepared.ok() && ClassifyFailure(prepared.status()) == FailureClass::kNeedsCleanup) {
+      Status cleaned = preparer_->Unprepare(request.uid);
+      if (!cleaned.ok()) {
+        log::Warning("node {}: cleaning up claim {}/{}: {}", options_.node_name, ns, name,
+                     cleaned.ToString());
+      }
+    }
+    return prepared;
+  }();
+  if (!record.ok()) return record.status();
+  Status written = WriteDeviceStatus(ns, name, request.uid, *record);
+  if (!written.ok()) {
+    log::Warning("node {}: claim {}/{} device status: {}", options_.node_name, ns, name,
+                 written.ToString());
+  }
+  return record;
+}
+
+void Agent::set_discovery_observer(std::function<void(const std::vector<Inventory>&)> observer) {
+  MutexLock lock(observer_mu_);
+  discovery_observer_ = std::move(observer);
+}
+
+Status Agent::UnprepareClaim(const std::string& claim_uid) {
+  if (!initialized_) return FailedPreconditionError("Agent::Init was not called");
+  MutexLock lock(drivers_mu_);
+  return preparer_->Unprepare(claim_uid);
 }
 
 Status Agent::WriteDeviceStatus(const std::string& namespace_, const std::string& name,
@@ -480,16 +522,46 @@ Status Agent::WriteDeviceStatus(const std::string& namespace_, const std::string
   return ConflictError("claim " + name + ": status kept changing");
 }
 
-Status Agent::MarkRunning(const cv1::Pod& pod) {
+Status Agent::MarkRunning(const cv1::Pod& pod,
+                          const std::map<std::string, const rv1::ResourceClaim*>& claims) {
+  std::map<std::string, std::string> messages;  // resourceID -> why it is unhealthy
+  std::map<std::string, boost::json::array> health = api::AllocatedResourcesStatus(
+      pod, claims, [&](std::string_view driver, std::string_view pool, std::string_view device) {
+        std::string message;
+        std::string_view h = DeviceHealthOf(driver, pool, device, &message);
+        if (h == api::kResourceUnhealthy) {
+          messages[std::string(driver) + "/" + std::string(pool) + "/" + std::string(device)] =
+              message;
+        }
+        return h;
+      });
   if (pod.status.phase == cv1::kPodPhaseRunning && api::HasPodCondition(pod, "Ready", "True") &&
       api::HasPodCondition(pod, kDevicesPreparedCondition, "True")) {
-    return Status::Ok();
+    // Running already: only the devices' health may have changed (KEP-4680).
+    boost::json::value json = client::ToJson(pod);
+    boost::json::object& status = json.as_object()["status"].as_object();
+    auto statuses = status.find("containerStatuses");
+    if (statuses == status.end() || !statuses->value().is_array()) return Status::Ok();
+    boost::json::array before = statuses->value().get_array();
+    if (!api::SetAllocatedResourcesStatus(statuses->value().get_array(), health)) {
+      return Status::Ok();
+    }
+    RecordHealthChanges(pod, before, statuses->value().get_array(), messages);
+    return UpdatePodStatusJson(pod, std::move(json));
   }
   cv1::Pod updated = pod;
   const api::Time now = api::Time::FromTimestamp(clock_.Now());
   api::SetPodCondition(&updated.status, kDevicesPreparedCondition, "True", "", "", now);
   boost::json::value json = client::ToJson(updated);
-  json.as_object()["status"] = api::RunningPodStatus(updated, now);
+  api::RunningPodOptions running;
+  running.allocated_resources_status = std::move(health);
+  boost::json::object status = api::RunningPodStatus(updated, now, running);
+  RecordHealthChanges(pod, boost::json::array(), status["containerStatuses"].as_array(), messages);
+  json.as_object()["status"] = std::move(status);
+  return UpdatePodStatusJson(pod, std::move(json));
+}
+
+Status Agent::UpdatePodStatusJson(const cv1::Pod& pod, boost::json::value json) {
   client::ApiRequest request;
   request.verb = client::Verb::kUpdate;
   request.resource = &client::ResourceOf<cv1::Pod>();
@@ -499,6 +571,44 @@ Status Agent::MarkRunning(const cv1::Pod& pod) {
   request.field_manager = options_.field_manager;
   request.body = std::move(json);
   return api_.Do(request).status();
+}
+
+void Agent::RecordHealthChanges(const cv1::Pod& pod, const boost::json::array& before,
+                                const boost::json::array& after,
+                                const std::map<std::string, std::string>& messages) {
+  // resourceID -> health, over every container's entries.
+  auto healths = [](const boost::json::array& statuses) {
+    std::map<std::string, std::string> out;
+    for (const boost::json::value& cs : statuses) {
+      if (!cs.is_object()) continue;
+      auto entries = cs.get_object().find("allocatedResourcesStatus");
+      if (entries == cs.get_object().end() || !entries->value().is_array()) continue;
+      for (const boost::json::value& e : entries->value().get_array()) {
+        auto resources = e.as_object().find("resources");
+        if (resources == e.as_object().end()) continue;
+        for (const boost::json::value& r : resources->value().as_array()) {
+          out[std::string(r.at("resourceID").as_string())] =
+              std::string(r.at("health").as_string());
+        }
+      }
+    }
+    return out;
+  };
+  std::map<std::string, std::string> old_health = healths(before);
+  for (const auto& [id, health] : healths(after)) {
+    auto was = old_health.find(id);
+    const bool unhealthy = health == api::kResourceUnhealthy;
+    if (was == old_health.end() ? !unhealthy : was->second == health) continue;
+    if (unhealthy) {
+      auto why = messages.find(id);
+      events_->Record(client::ReferenceTo(pod), cv1::kEventTypeWarning, kDeviceUnhealthyReason,
+                      "device " + id + " is Unhealthy" +
+                          (why == messages.end() || why->second.empty() ? "" : ": " + why->second));
+    } else if (health == api::kResourceHealthy) {
+      events_->Record(client::ReferenceTo(pod), cv1::kEventTypeNormal, kDeviceHealthyReason,
+                      "device " + id + " is Healthy again");
+    }
+  }
 }
 
 Status Agent::MarkFailed(const cv1::Pod& pod, const std::string& message) {
@@ -511,6 +621,263 @@ Status Agent::MarkFailed(const cv1::Pod& pod, const std::string& message) {
                        message, now);
   api::SetPodCondition(&updated.status, "Ready", "False", kFailedPrepareReason, message, now);
   return client::UpdateStatus(api_, updated, options_.field_manager).status();
+}
+
+// ---- attach (KEP-5007) --------------------------------------------------------------------
+
+StatusOr<std::optional<Duration>> Agent::SyncAttach(const cv1::Pod& pod) {
+  if (!initialized_) return FailedPreconditionError("Agent::Init was not called");
+  if (!pod.spec.node_name.empty() || pod.status.nominated_node_name != options_.node_name ||
+      pod.metadata.deletion_timestamp || api::IsPodTerminal(pod)) {
+    return std::optional<Duration>();
+  }
+  StatusOr<std::vector<api::PodClaimRef>> claim_names = api::ResolvePodClaims(pod);
+  if (!claim_names.ok()) return std::optional<Duration>();  // nothing allocated for it yet
+  std::set<std::string> our_drivers(managed_drivers_.begin(), managed_drivers_.end());
+  std::optional<Duration> again;
+  for (const auto& [entry, claim_name] : *claim_names) {
+    StatusOr<rv1::ResourceClaim> claim =
+        client::Get<rv1::ResourceClaim>(api_, pod.metadata.namespace_, claim_name);
+    if (!claim.ok()) {
+      if (claim.status().code() == StatusCode::kNotFound ||
+          claim.status().code() == StatusCode::kFailedPrecondition) {
+        continue;  // gone, or not (or no longer) reserved for a Pod of this node
+      }
+      return claim.status();
+    }
+    bool reserved = false;
+    for (const rv1::ResourceClaimConsumerReference& ref : claim->status.reserved_for) {
+      if (ref.uid == pod.metadata.uid) reserved = true;
+    }
+    if (!claim->status.allocation || !reserved) continue;
+    std::vector<std::pair<rv1::DeviceRequestAllocationResult, AttachResult>> outcomes;
+    for (const rv1::DeviceRequestAllocationResult& r : claim->status.allocation->devices.results) {
+      if (r.binding_conditions.empty() || our_drivers.count(r.driver) == 0 ||
+          r.pool != options_.node_name) {
+        continue;
+      }
+      // Answered already?
+      bool answered = false;
+      for (const rv1::AllocatedDeviceStatus& d : claim->status.devices) {
+        if (d.driver != r.driver || d.pool != r.pool || d.device != r.device) continue;
+        for (const api::metav1::Condition& c : d.conditions) {
+          if (c.status == "True" &&
+              (std::find(r.binding_conditions.begin(), r.binding_conditions.end(), c.type) !=
+                   r.binding_conditions.end() ||
+               std::find(r.binding_failure_conditions.begin(), r.binding_failure_conditions.end(),
+                         c.type) != r.binding_failure_conditions.end())) {
+            answered = true;
+          }
+        }
+      }
+      if (answered) continue;
+      Driver* driver = nullptr;
+      for (const std::unique_ptr<Driver>& d : drivers_) {
+        std::vector<std::string> names = d->DriverNames();
+        if (std::find(names.begin(), names.end(), r.driver) != names.end()) driver = d.get();
+      }
+      if (driver == nullptr) continue;
+      AttachResult result =
+          driver->AttachDevice(DevicePrepareRequest{.claim_uid = claim->metadata.uid,
+                                                    .claim_namespace = claim->metadata.namespace_,
+                                                    .claim_name = claim->metadata.name,
+                                                    .request = r.request,
+                                                    .driver = r.driver,
+                                                    .pool = r.pool,
+                                                    .device = r.device,
+                                                    .share_id = r.share_id,
+                                                    .admin_access = r.admin_access.value_or(false),
+                                                    .config = {}});
+      if (result.kind == AttachResult::Kind::kPending) {
+        again = again ? std::min(*again, result.retry_after) : result.retry_after;
+        continue;
+      }
+      if (result.kind == AttachResult::Kind::kFailed && queue_) {
+        queue_->Add(std::string(kKeySlices));  // publish the failed device's taint at once
+      }
+      outcomes.emplace_back(r, std::move(result));
+    }
+    if (!outcomes.empty()) DRAPLANE_RETURN_IF_ERROR(WriteAttachConditions(*claim, outcomes));
+  }
+  return again;
+}
+
+Status Agent::WriteAttachConditions(
+    const rv1::ResourceClaim& claim,
+    const std::vector<std::pair<rv1::DeviceRequestAllocationResult, AttachResult>>& outcomes) {
+  const api::Time now = api::Time::FromTimestamp(clock_.Now());
+  rv1::ResourceClaim current = claim;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) {
+      StatusOr<rv1::ResourceClaim> fresh =
+          client::Get<rv1::ResourceClaim>(api_, claim.metadata.namespace_, claim.metadata.name);
+      if (!fresh.ok()) return fresh.status();
+      if (fresh->metadata.uid != claim.metadata.uid || !fresh->status.allocation ||
+          !(*fresh->status.allocation == *claim.status.allocation)) {
+        return Status::Ok();  // deallocated or allocated anew meanwhile: nothing to report
+      }
+      current = std::move(*fresh);
+    }
+    for (const auto& [r, result] : outcomes) {
+      rv1::AllocatedDeviceStatus* entry = nullptr;
+      for (rv1::AllocatedDeviceStatus& d : current.status.devices) {
+        if (d.driver == r.driver && d.pool == r.pool && d.device == r.device &&
+            d.share_id == r.share_id) {
+          entry = &d;
+        }
+      }
+      if (entry == nullptr) {
+        current.status.devices.emplace_back();
+        entry = &current.status.devices.back();
+        entry->driver = r.driver;
+        entry->pool = r.pool;
+        entry->device = r.device;
+        entry->share_id = r.share_id;
+      }
+      auto set = [&](const std::string& type, const std::string& reason,
+                     const std::string& message) {
+        std::erase_if(entry->conditions,
+                      [&](const api::metav1::Condition& c) { return c.type == type; });
+        api::metav1::Condition c;
+        c.type = type;
+        c.status = "True";
+        c.reason = reason;
+        c.message = message;
+        c.last_transition_time = now;
+        c.observed_generation = current.metadata.generation;
+        entry->conditions.push_back(std::move(c));
+      };
+      if (result.kind == AttachResult::Kind::kAttached) {
+        for (const std::string& type : r.binding_conditions) {
+          set(type, "Attached", "attached to node " + options_.node_name);
+        }
+      } else if (!r.binding_failure_conditions.empty()) {
+        set(r.binding_failure_conditions.front(), "AttachFailed", result.message);
+      }
+    }
+    StatusOr<rv1::ResourceClaim> updated =
+        client::UpdateStatus(api_, current, options_.field_manager);
+    if (updated.ok()) {
+      log::Info("node {}: claim {}/{}: attach outcome of {} device(s) reported", options_.node_name,
+                claim.metadata.namespace_, claim.metadata.name, outcomes.size());
+      return Status::Ok();
+    }
+    if (updated.status().code() != StatusCode::kConflict) return updated.status();
+  }
+  return ConflictError("claim " + claim.metadata.name + ": status kept changing");
+}
+
+// ---- isolation ----------------------------------------------------------------------------
+
+Status Agent::NotePrepareFailure(const std::string& message) {
+  ++consecutive_failures_;
+  last_failure_ = message;
+  if (options_.isolate_after_failures <= 0 ||
+      consecutive_failures_ < options_.isolate_after_failures || isolated_until_) {
+    return Status::Ok();
+  }
+  const Timestamp now = clock_.Now();
+  // Exponential backoff: an isolation that follows the previous one closely lasts twice as long.
+  if (last_isolation_end_ && now - *last_isolation_end_ < options_.isolation_max_backoff) {
+    ++isolation_level_;
+  } else {
+    isolation_level_ = 1;
+  }
+  Duration backoff = options_.isolation_backoff;
+  for (int i = 1; i < isolation_level_ && backoff < options_.isolation_max_backoff; ++i) {
+    backoff *= 2;
+  }
+  backoff = std::min(backoff, options_.isolation_max_backoff);
+  isolated_until_ = now + backoff;
+  const std::string text =
+      std::to_string(consecutive_failures_) +
+      " device prepares in a row failed (last: " + last_failure_ + "); no new pods until " +
+      api::Time::FromTimestamp(*isolated_until_).text() + " (isolation " +
+      std::to_string(isolation_level_) + ", " +
+      std::to_string(std::chrono::duration_cast<std::chrono::seconds>(backoff).count()) +
+      "s) or until a prepare succeeds";
+  log::Warning("node {}: isolated: {}", options_.node_name, text);
+  NodeIsolatedMetric().WithLabels({options_.node_name}).Set(1);
+  if (queue_) queue_->AddAfter(std::string(kKeyIsolation), backoff);
+  return WriteIsolation("RepeatedPrepareFailures", text);
+}
+
+Status Agent::NotePrepareSuccess() {
+  consecutive_failures_ = 0;
+  if (!isolated_until_) return Status::Ok();
+  isolated_until_.reset();
+  last_isolation_end_ = clock_.Now();
+  log::Info("node {}: a device prepare succeeded; isolation lifted", options_.node_name);
+  NodeIsolatedMetric().WithLabels({options_.node_name}).Set(0);
+  return WriteIsolation("PrepareSucceeded", "a device prepare succeeded; the node takes new pods");
+}
+
+StatusOr<std::optional<Duration>> Agent::SyncIsolation() {
+  const Timestamp now = clock_.Now();
+  if (!isolated_until_) {
+    // After a restart: adopt the isolation written before, or clean up one that is over.
+    StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", options_.node_name);
+    if (!node.ok()) {
+      if (node.status().code() == StatusCode::kNotFound) return std::optional<Duration>();
+      return node.status();
+    }
+    std::optional<Timestamp> until = api::labels::IsolationUntil(*node);
+    if (!until) return std::optional<Duration>();
+    if (now < *until && *until != Timestamp::max()) {
+      isolated_until_ = until;
+      NodeIsolatedMetric().WithLabels({options_.node_name}).Set(1);
+      return std::optional<Duration>(*until - now);
+    }
+  } else if (now < *isolated_until_) {
+    return std::optional<Duration>(*isolated_until_ - now);
+  }
+  isolated_until_.reset();
+  last_isolation_end_ = now;
+  consecutive_failures_ = 0;
+  log::Info("node {}: isolation backoff over; isolation lifted", options_.node_name);
+  NodeIsolatedMetric().WithLabels({options_.node_name}).Set(0);
+  DRAPLANE_RETURN_IF_ERROR(
+      WriteIsolation("BackoffExpired", "the isolation backoff is over; the node takes new pods"));
+  return std::optional<Duration>();
+}
+
+Status Agent::WriteIsolation(const std::string& reason, const std::string& message) {
+  const api::Time now = api::Time::FromTimestamp(clock_.Now());
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", options_.node_name);
+    if (!node.ok()) return node.status();
+    const std::string key(api::labels::kPrepareFailuresTaintKey);
+    const std::string annotation(api::labels::kPrepareFailuresUntilAnnotation);
+    std::erase_if(node->spec.taints, [&](const cv1::Taint& t) { return t.key == key; });
+    node->metadata.annotations.erase(annotation);
+    if (isolated_until_) {
+      cv1::Taint taint;
+      taint.key = key;
+      taint.effect = "NoSchedule";
+      taint.time_added = now;
+      node->spec.taints.push_back(std::move(taint));
+      node->metadata.annotations[annotation] = api::Time::FromTimestamp(*isolated_until_).text();
+    }
+    StatusOr<cv1::Node> updated = client::Update(api_, *node, options_.field_manager);
+    if (!updated.ok()) {
+      if (updated.status().code() == StatusCode::kConflict) continue;
+      return updated.status();
+    }
+    cv1::NodeCondition condition;
+    condition.type = std::string(api::labels::kPrepareFailuresCondition);
+    condition.status = isolated_until_ ? "True" : "False";
+    condition.reason = reason;
+    condition.message = message;
+    condition.last_heartbeat_time = now;
+    condition.last_transition_time = now;
+    std::erase_if(updated->status.conditions,
+                  [&](const cv1::NodeCondition& c) { return c.type == condition.type; });
+    updated->status.conditions.push_back(std::move(condition));
+    StatusOr<cv1::Node> written = client::UpdateStatus(api_, *updated, options_.field_manager);
+    if (written.ok()) return Status::Ok();
+    if (written.status().code() != StatusCode::kConflict) return written.status();
+  }
+  return ConflictError("node " + options_.node_name + ": kept changing");
 }
 
 Status Agent::SyncPods() {
@@ -542,9 +909,9 @@ Status Agent::CollectGarbage() {
 Status Agent::UnprepareUnused(const std::vector<cv1::Pod>& live_pods) {
   std::set<std::pair<std::string, std::string>> used;
   for (const cv1::Pod& pod : live_pods) {
-    StatusOr<std::vector<std::string>> names = PodClaimNames(pod);
+    StatusOr<std::vector<api::PodClaimRef>> names = api::ResolvePodClaims(pod);
     if (!names.ok()) continue;
-    for (const std::string& name : *names) used.emplace(pod.metadata.namespace_, name);
+    for (const auto& [entry, name] : *names) used.emplace(pod.metadata.namespace_, name);
   }
   std::vector<std::string> unused;
   for (const auto& [uid, record] : preparer_->checkpoint().claims) {
@@ -587,6 +954,12 @@ Status Agent::Start() {
                                          .max_delay = options_.retry_max_delay,
                                          .qps = 0,
                                          .burst = 0});
+  if (options_.kubelet_plugin) {
+    // The kubelet owns the Node, its Lease and the Pods; only slices are the agent's.
+    queue_->Add(std::string(kKeySlices));
+    loop_ = std::thread([this] { Run(); });
+    return Status::Ok();
+  }
   client::InformerOptions informer;
   informer.field_selector = "spec.nodeName=" + options_.node_name;
   pods_ = std::make_unique<client::Informer<cv1::Pod>>(api_, informer);
@@ -600,8 +973,23 @@ Status Agent::Start() {
                             queue->Add(PodKey(pod->metadata.namespace_, pod->metadata.name));
                           },
                       .on_delete = [queue](const auto&) { queue->Add(std::string(kKeyGc)); }});
-  for (std::string_view key : {kKeyNode, kKeySlices, kKeyResync}) queue_->Add(std::string(key));
+  // Pods the scheduler nominated to this node while it waits for binding conditions.
+  client::InformerOptions nominated;
+  nominated.field_selector = "status.nominatedNodeName=" + options_.node_name;
+  nominated_ = std::make_unique<client::Informer<cv1::Pod>>(api_, nominated);
+  auto attach = [queue](const cv1::Pod& pod) {
+    if (pod.spec.node_name.empty()) {
+      queue->Add(std::string(kAttachKeyPrefix) + pod.metadata.namespace_ + "/" + pod.metadata.name);
+    }
+  };
+  nominated_->AddHandlers({.on_add = [attach](const auto& pod) { attach(*pod); },
+                           .on_update = [attach](const auto&, const auto& pod) { attach(*pod); },
+                           .on_delete = {}});
+  for (std::string_view key : {kKeyNode, kKeySlices, kKeyResync, kKeyIsolation}) {
+    queue_->Add(std::string(key));
+  }
   pods_->Start();
+  nominated_->Start();
   loop_ = std::thread([this] { Run(); });
   return Status::Ok();
 }
@@ -610,7 +998,8 @@ void Agent::Stop() {
   if (!started_.exchange(false)) return;
   queue_->ShutDown();
   if (loop_.joinable()) loop_.join();
-  pods_->Stop();
+  if (pods_) pods_->Stop();
+  if (nominated_) nominated_->Stop();
   events_->Stop();
 }
 
@@ -649,6 +1038,31 @@ void Agent::Process(const std::string& key) {
     }
     queue_->Add(std::string(kKeyGc));
     queue_->AddAfter(key, options_.resync_interval);
+  } else if (key == kKeyIsolation) {
+    StatusOr<std::optional<Duration>> again = SyncIsolation();
+    if (!again.ok()) {
+      log::Warning("node {}: lifting the isolation: {}", options_.node_name,
+                   again.status().ToString());
+      queue_->AddRateLimited(key);
+    } else if (*again) {
+      queue_->AddAfter(key, **again);
+    }
+  } else if (key.starts_with(kAttachKeyPrefix)) {
+    const std::string rest = key.substr(kAttachKeyPrefix.size());
+    const size_t slash = rest.find('/');
+    std::shared_ptr<const cv1::Pod> pod =
+        nominated_->Get(rest.substr(0, slash), rest.substr(slash + 1));
+    if (pod == nullptr) return;
+    StatusOr<std::optional<Duration>> again = SyncAttach(*pod);
+    if (!again.ok()) {
+      log::Warning("node {}: attaching devices of pod {}: {}", options_.node_name, rest,
+                   again.status().ToString());
+      queue_->AddRateLimited(key);
+    } else if (*again) {
+      queue_->AddAfter(key, **again);
+    } else {
+      queue_->Forget(key);
+    }
   } else if (key.starts_with(kPodKeyPrefix)) {
     const std::string rest = key.substr(kPodKeyPrefix.size());
     const size_t slash = rest.find('/');

@@ -9,6 +9,7 @@
 #include "agent/cdi.h"
 #include "agent/drivers/profile/profile_driver.h"
 #include "agent/internal/files.h"
+#include "api/labels/node_isolation.h"
 #include "api/validation/validation.h"
 #include "client/typed.h"
 #include "common/random.h"
@@ -55,8 +56,8 @@ class AgentTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<Agent> NewAgent() {
-    StatusOr<ClusterProfile> profile = ParseProfile(kProfile);
+  std::unique_ptr<Agent> NewAgent(std::string_view profile_text = kProfile) {
+    StatusOr<ClusterProfile> profile = ParseProfile(profile_text);
     EXPECT_TRUE(profile.ok()) << profile.status().ToString();
     const NodeTemplate& node = profile->pools[0].node;
     std::vector<std::unique_ptr<Driver>> drivers;
@@ -81,9 +82,11 @@ class AgentTest : public ::testing::Test {
     return std::move(*agent);
   }
 
-  // An allocated claim reserved for pod `pod_uid`, with results on node-a.
+  // An allocated claim reserved for pod `pod_uid`, with results on node-a (with the devices'
+  // binding conditions when `binding_conditions`).
   void CreateClaim(const std::string& name, const std::string& pod_uid,
-                   std::vector<std::pair<std::string, std::string>> devices) {
+                   std::vector<std::pair<std::string, std::string>> devices,
+                   bool binding_conditions = false) {
     rv1::ResourceClaim claim;
     claim.metadata.name = name;
     claim.metadata.namespace_ = "team-a";
@@ -101,6 +104,10 @@ class AgentTest : public ::testing::Test {
       r.driver = driver;
       r.pool = "node-a";
       r.device = device;
+      if (binding_conditions) {
+        r.binding_conditions = {FabricAttachedCondition(driver)};
+        r.binding_failure_conditions = {FabricAttachFailedCondition(driver)};
+      }
       allocation.devices.results.push_back(r);
     }
     created->status.allocation = allocation;
@@ -112,12 +119,13 @@ class AgentTest : public ::testing::Test {
     ASSERT_TRUE(client::UpdateStatus(api_, *created).ok());
   }
 
-  // A Pod bound to node-a using claim `claim`; returns its UID.
-  std::string CreatePod(const std::string& name, const std::string& claim) {
+  // A Pod bound to node-a (or only nominated to it) using claim `claim`; returns its UID.
+  std::string CreatePod(const std::string& name, const std::string& claim,
+                        bool nominated_only = false) {
     cv1::Pod pod;
     pod.metadata.name = name;
     pod.metadata.namespace_ = "team-a";
-    pod.spec.node_name = "node-a";
+    if (!nominated_only) pod.spec.node_name = "node-a";
     cv1::Container c;
     c.name = "main";
     c.image = "example.com/llm:1";
@@ -128,7 +136,40 @@ class AgentTest : public ::testing::Test {
     pod.spec.resource_claims.push_back(ref);
     StatusOr<cv1::Pod> created = client::Create(api_, pod);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
+    if (nominated_only) {
+      created->status.nominated_node_name = "node-a";
+      created = client::UpdateStatus(api_, *created);
+      EXPECT_TRUE(created.ok()) << created.status().ToString();
+    }
     return created->metadata.uid;
+  }
+  // Reserves claim `claim` for the pod `pod` (its real UID).
+  void ReserveFor(const std::string& claim, const std::string& pod_uid) {
+    StatusOr<rv1::ResourceClaim> c = client::Get<rv1::ResourceClaim>(api_, "team-a", claim);
+    ASSERT_TRUE(c.ok());
+    c->status.reserved_for[0].uid = pod_uid;
+    ASSERT_TRUE(client::UpdateStatus(api_, *c).ok());
+  }
+  std::vector<std::string> EventReasons() {
+    std::vector<std::string> out;
+    StatusOr<client::ObjectList<cv1::Event>> events = client::List<cv1::Event>(api_, "team-a");
+    for (const cv1::Event& e : events->items) {
+      out.push_back(e.reason + ": " + e.message);
+    }
+    return out;
+  }
+  // The device's condition `type` in claim `claim`'s status ("" when absent), as "True: message".
+  std::string DeviceCondition(const std::string& claim, const std::string& device,
+                              const std::string& type) {
+    StatusOr<rv1::ResourceClaim> c = client::Get<rv1::ResourceClaim>(api_, "team-a", claim);
+    if (!c.ok()) return "";
+    for (const rv1::AllocatedDeviceStatus& d : c->status.devices) {
+      if (d.device != device) continue;
+      for (const api::metav1::Condition& cond : d.conditions) {
+        if (cond.type == type) return cond.status + ": " + cond.message;
+      }
+    }
+    return "";
   }
 
   std::vector<std::string> CdiFiles() {
@@ -307,6 +348,160 @@ TEST_F(AgentTest, GarbageCollectsClaimsAfterARestartWhenThePodIsGone) {
   ASSERT_TRUE(agent_->SyncPods().ok());
   EXPECT_TRUE(agent_->preparer().checkpoint().claims.empty());
   EXPECT_THAT(CdiFiles(), IsEmpty());
+}
+
+constexpr std::string_view kFabricProfile = R"(
+apiVersion: draplane.dev/v1alpha1
+kind: NodeProfile
+devices:
+  gpus:
+  - {productName: NVIDIA H100 80GB HBM3, architecture: Hopper, cudaComputeCapability: "9.0",
+     driverVersion: 550.90.07, memory: 80Gi, attach: {after: 2s}}
+  - {productName: NVIDIA H100 80GB HBM3, architecture: Hopper, cudaComputeCapability: "9.0",
+     driverVersion: 550.90.07, memory: 80Gi, attach: {after: 1s, outcome: failed,
+     message: fabric port busy}}
+  - {count: 2, productName: NVIDIA H100 80GB HBM3, architecture: Hopper,
+     cudaComputeCapability: "9.0", driverVersion: 550.90.07, memory: 80Gi}
+faults:
+- {device: gpu-2, prepare: retryable, times: 6, message: NVML busy}
+- {device: gpu-3, unprepare: retryable, times: 2, message: device busy}
+)";
+
+TEST_F(AgentTest, AttachesFabricDevicesForAPodNominatedToTheNode) {
+  agent_ = NewAgent(kFabricProfile);
+  ASSERT_TRUE(agent_->SyncSlices().ok());
+  StatusOr<rv1::ResourceSlice> gpus =
+      client::Get<rv1::ResourceSlice>(api_, "", "node-a-gpu.nvidia.com-0");
+  ASSERT_TRUE(gpus.ok());
+  EXPECT_EQ(gpus->spec.devices[0].binding_conditions,
+            std::vector<std::string>{"gpu.nvidia.com/fabric-attached"});
+  EXPECT_EQ(gpus->spec.devices[0].binding_failure_conditions,
+            std::vector<std::string>{"gpu.nvidia.com/fabric-attach-failed"});
+  EXPECT_TRUE(gpus->spec.devices[0].binds_to_node.value_or(false));
+  EXPECT_TRUE(gpus->spec.devices[2].binding_conditions.empty());
+  EXPECT_THAT(api::validation::ValidateResourceSlice(*gpus), IsEmpty());
+
+  CreateClaim("ready", "x", {{"gpu.nvidia.com", "gpu-0"}}, true);
+  ReserveFor("ready", CreatePod("pod-ready", "ready", /*nominated_only=*/true));
+  StatusOr<cv1::Pod> pod = client::Get<cv1::Pod>(api_, "team-a", "pod-ready");
+  StatusOr<std::optional<Duration>> again = agent_->SyncAttach(*pod);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(again->has_value());
+  EXPECT_EQ(**again, std::chrono::seconds(2));
+  EXPECT_EQ(DeviceCondition("ready", "gpu-0", "gpu.nvidia.com/fabric-attached"), "");
+  clock_.Advance(std::chrono::seconds(2));
+  again = agent_->SyncAttach(*pod);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(again->has_value());
+  EXPECT_EQ(DeviceCondition("ready", "gpu-0", "gpu.nvidia.com/fabric-attached"),
+            "True: attached to node node-a");
+  StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(api_, "team-a", "ready");
+  EXPECT_THAT(api::validation::ValidateResourceClaimStatus(*claim), IsEmpty());
+
+  CreateClaim("failing", "x", {{"gpu.nvidia.com", "gpu-1"}}, true);
+  ReserveFor("failing", CreatePod("pod-failing", "failing", /*nominated_only=*/true));
+  pod = client::Get<cv1::Pod>(api_, "team-a", "pod-failing");
+  ASSERT_TRUE(agent_->SyncAttach(*pod).ok());
+  clock_.Advance(std::chrono::seconds(1));
+  again = agent_->SyncAttach(*pod);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value());
+  EXPECT_EQ(DeviceCondition("failing", "gpu-1", "gpu.nvidia.com/fabric-attach-failed"),
+            "True: fabric port busy");
+  // A fabric manager keeps a device whose attach failed from being picked again: its taint.
+  ASSERT_TRUE(agent_->SyncSlices().ok());
+  gpus = client::Get<rv1::ResourceSlice>(api_, "", "node-a-gpu.nvidia.com-0");
+  ASSERT_EQ(gpus->spec.devices[1].taints.size(), 1u);
+  EXPECT_EQ(gpus->spec.devices[1].taints[0].key, "gpu.nvidia.com/unhealthy");
+  EXPECT_EQ(gpus->spec.devices[1].taints[0].effect, "NoSchedule");
+}
+
+TEST_F(AgentTest, IsolatesAFailingNodeAndLiftsTheIsolationAfterASuccessfulPrepare) {
+  agent_ = NewAgent(kFabricProfile);
+  ASSERT_TRUE(agent_->SyncNode().ok());
+  CreateClaim("busy", "x", {{"gpu.nvidia.com", "gpu-2"}});
+  ReserveFor("busy", CreatePod("pod-busy", "busy"));
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(*agent_->SyncPod("team-a", "pod-busy"), PodOutcome::kRetry);
+  EXPECT_FALSE(agent_->isolated_until().has_value());
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-busy"), PodOutcome::kRetry);
+  ASSERT_TRUE(agent_->isolated_until().has_value());
+  StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", "node-a");
+  ASSERT_TRUE(node.ok());
+  ASSERT_EQ(node->spec.taints.size(), 1u);
+  EXPECT_EQ(node->spec.taints[0].key, "draplane.dev/device-prepare-failures");
+  EXPECT_EQ(node->spec.taints[0].effect, "NoSchedule");
+  const std::string until =
+      api::Time::FromTimestamp(clock_.Now() + std::chrono::seconds(30)).text();
+  EXPECT_EQ(node->metadata.annotations.at("draplane.dev/device-prepare-failures-until"), until);
+  EXPECT_TRUE(api::labels::IsIsolated(*node, clock_.Now()));
+  EXPECT_FALSE(api::labels::IsIsolated(*node, clock_.Now() + std::chrono::seconds(30)));
+  const cv1::NodeCondition* condition = nullptr;
+  for (const cv1::NodeCondition& c : node->status.conditions) {
+    if (c.type == "DevicePrepareFailures") condition = &c;
+  }
+  ASSERT_NE(condition, nullptr);
+  EXPECT_EQ(condition->status, "True");
+  EXPECT_EQ(condition->reason, "RepeatedPrepareFailures");
+  EXPECT_THAT(condition->message, HasSubstr("3 device prepares in a row failed"));
+  EXPECT_THAT(condition->message, HasSubstr("NVML busy"));
+
+  // The backoff ends the isolation; failing again isolates for twice as long.
+  clock_.Advance(std::chrono::seconds(30));
+  StatusOr<std::optional<Duration>> again = agent_->SyncIsolation();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(agent_->isolated_until().has_value());
+  node = client::Get<cv1::Node>(api_, "", "node-a");
+  EXPECT_TRUE(node->spec.taints.empty());
+  EXPECT_EQ(node->metadata.annotations.count("draplane.dev/device-prepare-failures-until"), 0u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*agent_->SyncPod("team-a", "pod-busy"), PodOutcome::kRetry);
+  ASSERT_TRUE(agent_->isolated_until().has_value());
+  EXPECT_EQ(*agent_->isolated_until(), clock_.Now() + std::chrono::seconds(60));
+
+  // The seventh prepare succeeds: the probe lifts the isolation at once.
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-busy"), PodOutcome::kDone);
+  EXPECT_FALSE(agent_->isolated_until().has_value());
+  node = client::Get<cv1::Node>(api_, "", "node-a");
+  EXPECT_TRUE(node->spec.taints.empty());
+  for (const cv1::NodeCondition& c : node->status.conditions) {
+    if (c.type != "DevicePrepareFailures") continue;
+    EXPECT_EQ(c.status, "False");
+    EXPECT_EQ(c.reason, "PrepareSucceeded");
+  }
+}
+
+TEST_F(AgentTest, ADeviceStillPreparedForAForceDeletedPodsClaimWaitsUntilItIsUnprepared) {
+  agent_ = NewAgent(kFabricProfile);
+  CreateClaim("old", "x", {{"gpu.nvidia.com", "gpu-3"}});
+  ReserveFor("old", CreatePod("pod-old", "old"));
+  ASSERT_EQ(*agent_->SyncPod("team-a", "pod-old"), PodOutcome::kDone);
+  const std::string old_uid = client::Get<rv1::ResourceClaim>(api_, "team-a", "old")->metadata.uid;
+  // Force-deleted: the Pod is gone at once, its claim is released and deleted, and the device is
+  // allocated to a new claim before this node has unprepared it (kubernetes#141471).
+  client::DeleteOptions force;
+  force.grace_period_seconds = 0;
+  ASSERT_TRUE(client::Delete<cv1::Pod>(api_, "team-a", "pod-old", force).ok());
+  ASSERT_TRUE(client::Delete<rv1::ResourceClaim>(api_, "team-a", "old").ok());
+  CreateClaim("new", "x", {{"gpu.nvidia.com", "gpu-3"}});
+  ReserveFor("new", CreatePod("pod-new", "new"));
+  const std::string new_uid = client::Get<rv1::ResourceClaim>(api_, "team-a", "new")->metadata.uid;
+  // Unpreparing the old claim fails twice: the new one waits, and says why.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(*agent_->SyncPod("team-a", "pod-new"), PodOutcome::kRetry);
+    ASSERT_EQ(agent_->preparer().checkpoint().claims.count(old_uid), 1u);
+    EXPECT_EQ(agent_->preparer().checkpoint().claims.count(new_uid), 0u);
+  }
+  EXPECT_THAT(EventReasons(),
+              ::testing::Contains(HasSubstr("DeviceStillPrepared: claim new: device "
+                                          "gpu.nvidia.com/node-a/gpu-3 is still prepared for "
+                                          "claim team-a/old (" +
+                                          old_uid + ")")));
+  EXPECT_EQ(client::Get<cv1::Pod>(api_, "team-a", "pod-new")->status.phase, "Pending");
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-new"), PodOutcome::kDone);
+  EXPECT_EQ(agent_->preparer().checkpoint().claims.count(old_uid), 0u);
+  EXPECT_EQ(agent_->preparer().checkpoint().claims.count(new_uid), 1u);
+  EXPECT_EQ(client::Get<cv1::Pod>(api_, "team-a", "pod-new")->status.phase, "Running");
+  // Waiting is not a prepare failure: the node was never isolated.
+  EXPECT_FALSE(agent_->isolated_until().has_value());
 }
 
 }  // namespace

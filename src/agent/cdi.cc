@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "agent/internal/files.h"
-#include "agent/internal/json_reader.h"
+#include "api/codec/field_reader.h"
 #include "api/codec/json.h"
 #include "common/status_macros.h"
 
@@ -35,10 +35,10 @@ boost::json::object EditsJson(const ContainerEdits& edits) {
 }
 
 Status ParseEdits(const boost::json::value& v, const std::string& path, ContainerEdits* out) {
-  internal::FieldReader r(v, path);
+  api::codec::FieldReader r(v, path);
   out->env = r.StringList("env");
   for (const auto& [item, item_path] : r.ObjectList("deviceNodes")) {
-    internal::FieldReader n(*item, item_path);
+    api::codec::FieldReader n(*item, item_path);
     DeviceNode node;
     node.path = n.String("path").value_or("");
     node.type = n.String("type").value_or("");
@@ -92,7 +92,7 @@ std::string CdiSpecJson(const CdiSpec& spec) {
 
 StatusOr<CdiSpec> ParseCdiSpec(std::string_view text) {
   DRAPLANE_ASSIGN_OR_RETURN(boost::json::value json, api::codec::ParseJson(text));
-  internal::FieldReader r(json, "");
+  api::codec::FieldReader r(json, "");
   CdiSpec spec;
   if (r.String("cdiVersion").value_or("") != kCdiVersion) {
     return InvalidArgumentError("cdiVersion: must be " + std::string(kCdiVersion));
@@ -100,7 +100,7 @@ StatusOr<CdiSpec> ParseCdiSpec(std::string_view text) {
   spec.kind = r.String("kind").value_or("");
   spec.annotations = r.StringMap("annotations");
   for (const auto& [item, item_path] : r.ObjectList("devices")) {
-    internal::FieldReader d(*item, item_path);
+    api::codec::FieldReader d(*item, item_path);
     CdiDevice device;
     device.name = d.String("name").value_or("");
     if (const boost::json::value* edits = d.Raw("containerEdits")) {

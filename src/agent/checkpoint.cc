@@ -3,7 +3,7 @@
 #include <boost/json.hpp>
 
 #include "agent/internal/files.h"
-#include "agent/internal/json_reader.h"
+#include "api/codec/field_reader.h"
 #include "api/codec/json.h"
 #include "api/gen/resource_v1_codec.h"
 #include "common/status_macros.h"
@@ -38,6 +38,7 @@ std::string CheckpointJson(const Checkpoint& checkpoint) {
       device["pool"] = d.pool;
       device["device"] = d.device;
       if (d.share_id) device["shareID"] = *d.share_id;
+      if (d.admin_access) device["adminAccess"] = true;
       boost::json::array ids;
       for (const std::string& id : d.cdi_device_ids) ids.emplace_back(id);
       device["cdiDeviceIDs"] = std::move(ids);
@@ -56,7 +57,7 @@ std::string CheckpointJson(const Checkpoint& checkpoint) {
 
 StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
   DRAPLANE_ASSIGN_OR_RETURN(boost::json::value json, api::codec::ParseJson(text));
-  internal::FieldReader r(json, "");
+  api::codec::FieldReader r(json, "");
   if (r.Int("version").value_or(0) != kVersion) {
     return InvalidArgumentError("version: unsupported checkpoint version");
   }
@@ -66,7 +67,7 @@ StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
     if (!claims->is_object()) return InvalidArgumentError("claims: must be a map");
     for (const auto& [uid, value] : claims->as_object()) {
       const std::string path = "claims." + std::string(uid);
-      internal::FieldReader c(value, path);
+      api::codec::FieldReader c(value, path);
       ClaimRecord claim;
       claim.namespace_ = c.String("namespace").value_or("");
       claim.name = c.String("name").value_or("");
@@ -79,13 +80,14 @@ StatusOr<Checkpoint> ParseCheckpoint(std::string_view text) {
         c.Fail("state", "must be PrepareStarted or PrepareCompleted");
       }
       for (const auto& [item, item_path] : c.ObjectList("devices")) {
-        internal::FieldReader d(*item, item_path);
+        api::codec::FieldReader d(*item, item_path);
         DeviceRecord device;
         device.request = d.String("request").value_or("");
         device.driver = d.String("driver").value_or("");
         device.pool = d.String("pool").value_or("");
         device.device = d.String("device").value_or("");
         device.share_id = d.String("shareID");
+        device.admin_access = d.Bool("adminAccess").value_or(false);
         device.cdi_device_ids = d.StringList("cdiDeviceIDs");
         if (const boost::json::value* net = d.Raw("networkData")) {
           api::FieldErrorList errors;

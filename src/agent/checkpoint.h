@@ -37,6 +37,8 @@ struct DeviceRecord {
   std::string pool;
   std::string device;
   std::optional<std::string> share_id;
+  // Prepared for admin access (monitoring), which does not keep the device from others.
+  bool admin_access = false;
   std::vector<std::string> cdi_device_ids;
   std::optional<api::resourcev1::NetworkDeviceData> network;
 

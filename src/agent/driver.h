@@ -109,6 +109,18 @@ struct PreparedDevice {
   friend bool operator==(const PreparedDevice&, const PreparedDevice&) = default;
 };
 
+// What an attach of a device with binding conditions (KEP-5007) came to.
+struct AttachResult {
+  enum class Kind {
+    kPending,   // not yet: ask again after `retry_after`
+    kAttached,  // the device's bindingConditions are met
+    kFailed,    // the attach failed for good (`message`); the device is not to be picked again
+  };
+  Kind kind = Kind::kAttached;
+  std::string message;
+  Duration retry_after{0};
+};
+
 class Driver {
  public:
   virtual ~Driver() = default;
@@ -135,6 +147,15 @@ class Driver {
 
   // Undoes PrepareDevice. Idempotent: unpreparing a device that is not prepared is OK.
   virtual Status UnprepareDevice(const DevicePrepareRequest& request) = 0;
+
+  // Devices published with bindingConditions must be attached before their Pod is bound
+  // (KEP-5007): the agent calls this for every such device allocated to a Pod nominated to the
+  // node until it answers kAttached or kFailed, and reports the answer as the device's
+  // conditions in the claim's status. Drivers without such devices never see the call.
+  virtual AttachResult AttachDevice(const DevicePrepareRequest& request) {
+    (void)request;
+    return AttachResult{};
+  }
 };
 
 }  // namespace draplane::agent

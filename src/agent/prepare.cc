@@ -17,6 +17,17 @@ Status LocalStateError(const Status& status) {
   return UnavailableError("node state: " + std::string(status.message()));
 }
 
+// What CdiSpecFileName names for one of `drivers`: "<driver>_<class>_<claim-uid>.json".
+bool IsSpecFileOf(const std::map<std::string, Driver*>& drivers, const std::string& name) {
+  for (const auto& [driver, _] : drivers) {
+    if (name.size() > driver.size() + 1 && name.starts_with(driver) && name[driver.size()] == '_' &&
+        name.ends_with(".json")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool SameDevices(const ClaimRecord& record, const std::vector<AllocatedDevice>& devices) {
   if (record.devices.size() != devices.size()) return false;
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -34,6 +45,22 @@ bool SameDevices(const ClaimRecord& record, const std::vector<AllocatedDevice>& 
 
 Preparer::Preparer(PreparerOptions options, std::map<std::string, Driver*> drivers)
     : options_(std::move(options)), drivers_(std::move(drivers)) {}
+
+StatusOr<std::unique_ptr<internal::FileLock>> Preparer::Share() {
+  if (!options_.shared_state) return std::unique_ptr<internal::FileLock>();
+  Status made = internal::MakeDirs(options_.state_dir);
+  if (!made.ok()) return LocalStateError(made);
+  StatusOr<std::unique_ptr<internal::FileLock>> lock =
+      internal::LockFile(options_.state_dir + "/serialize.lock");
+  if (!lock.ok()) return LocalStateError(lock.status());
+  if (recovered_) {
+    StatusOr<Checkpoint> loaded = LoadCheckpoint(checkpoint_path());
+    if (!loaded.ok()) return loaded.status();
+    checkpoint_ = std::move(*loaded);
+    checkpoint_.node = options_.node_name;
+  }
+  return lock;
+}
 
 Status Preparer::Save() {
   Status s = SaveCheckpoint(checkpoint_path(), checkpoint_);
@@ -90,6 +117,7 @@ Status Preparer::CleanUp(const std::string& uid, const ClaimRecord& record) {
 Status Preparer::Recover() {
   Status made = internal::MakeDirs(cdi_dir());
   if (!made.ok()) return made;
+  DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock, Share());
   DRAPLANE_ASSIGN_OR_RETURN(checkpoint_, LoadCheckpoint(checkpoint_path()));
   if (!checkpoint_.node.empty() && checkpoint_.node != options_.node_name) {
     return FailedPreconditionError("state dir " + options_.state_dir + " belongs to node " +
@@ -109,7 +137,7 @@ Status Preparer::Recover() {
     DRAPLANE_RETURN_IF_ERROR(CleanUp(uid, checkpoint_.claims[uid]));
     checkpoint_.claims.erase(uid);
   }
-  // 2. Spec files nobody records.
+  // 2. Our spec files nobody records.
   std::set<std::string> known;
   for (const auto& [uid, record] : checkpoint_.claims) {
     known.insert(record.cdi_specs.begin(), record.cdi_specs.end());
@@ -117,15 +145,42 @@ Status Preparer::Recover() {
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<std::string> files, internal::ListFiles(cdi_dir()));
   for (const std::string& name : files) {
     const std::string path = cdi_dir() + "/" + name;
-    if (known.count(path) > 0) continue;
+    if (known.count(path) > 0 || !IsSpecFileOf(drivers_, name)) continue;
     log::Info("node {}: removing orphaned CDI spec {}", options_.node_name, path);
     DRAPLANE_RETURN_IF_ERROR(internal::RemoveFile(path));
   }
   return Save();
 }
 
+bool Preparer::IsPrepared(const ClaimToPrepare& claim) const {
+  auto it = checkpoint_.claims.find(claim.uid);
+  return it != checkpoint_.claims.end() && it->second.state == PrepareState::kCompleted &&
+         SameDevices(it->second, claim.devices);
+}
+
+std::string Preparer::StillPreparedForAnother(const ClaimToPrepare& claim) const {
+  for (const AllocatedDevice& d : claim.devices) {
+    if (d.admin_access) continue;
+    for (const auto& [uid, record] : checkpoint_.claims) {
+      if (uid == claim.uid) continue;
+      for (const DeviceRecord& r : record.devices) {
+        if (r.admin_access || r.driver != d.driver || r.pool != d.pool || r.device != d.device) {
+          continue;
+        }
+        // Shares of a multi-allocatable device coexist; an exclusive use excludes any other.
+        if (r.share_id.has_value() && d.share_id.has_value()) continue;
+        return "device " + d.driver + "/" + d.pool + "/" + d.device +
+               " is still prepared for claim " + record.namespace_ + "/" + record.name + " (" +
+               uid + ")";
+      }
+    }
+  }
+  return "";
+}
+
 StatusOr<ClaimRecord> Preparer::Prepare(const ClaimToPrepare& claim) {
   if (!recovered_) return FailedPreconditionError("Preparer::Recover was not called");
+  DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock, Share());
   // 1. Already prepared?
   if (auto it = checkpoint_.claims.find(claim.uid); it != checkpoint_.claims.end()) {
     if (it->second.state == PrepareState::kCompleted && SameDevices(it->second, claim.devices)) {
@@ -157,6 +212,7 @@ StatusOr<ClaimRecord> Preparer::Prepare(const ClaimToPrepare& claim) {
                                           .pool = d.pool,
                                           .device = d.device,
                                           .share_id = d.share_id,
+                                          .admin_access = d.admin_access,
                                           .cdi_device_ids = {},
                                           .network = {}});
   }
@@ -250,6 +306,7 @@ StatusOr<ClaimRecord> Preparer::Prepare(const ClaimToPrepare& claim) {
 
 Status Preparer::Unprepare(const std::string& claim_uid) {
   if (!recovered_) return FailedPreconditionError("Preparer::Recover was not called");
+  DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock, Share());
   auto it = checkpoint_.claims.find(claim_uid);
   if (it == checkpoint_.claims.end()) return Status::Ok();
   Status cleaned = CleanUp(claim_uid, it->second);

@@ -18,12 +18,21 @@
 // Unprepare(uid): unprepare every recorded device, remove the specs, drop the record. Unknown
 // claims are fine (idempotent).
 // Recover(): after a restart, clean up every claim still "started" (as in step 2) and remove
-// CDI spec files that no record mentions — so a crash neither leaks nor double-prepares.
+// this preparer's CDI spec files (`<driver>_*` of its drivers, cdi.h) that no record mentions —
+// so a crash neither leaks nor double-prepares. Files of other drivers in a shared CDI directory
+// (`/var/run/cdi`) are left alone.
+//
+// Shared state (`shared_state`, the kubelet plugin): two processes may use one state dir — the old
+// and the new instance of a rolling update, which the kubelet may call in any order. Recover,
+// Prepare and Unprepare then hold an exclusive lock on `<state_dir>/serialize.lock` and re-read
+// the checkpoint first, so each call sees what the other instance did (the Go helper's
+// serialisation with `serialize.lock` when rolling updates are on).
 //
 // Thread-safety: not thread-safe; owned by the agent's loop thread.
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +41,10 @@
 #include "common/status.h"
 
 namespace draplane::agent {
+
+namespace internal {
+class FileLock;
+}  // namespace internal
 
 // One allocated device of a claim that this node's drivers serve.
 struct AllocatedDevice {
@@ -53,9 +66,14 @@ struct ClaimToPrepare {
 };
 
 struct PreparerOptions {
-  // Holds checkpoint.json and cdi/. Created if missing.
+  // Holds checkpoint.json (and cdi/ unless `cdi_dir` is set). Created if missing.
   std::string state_dir;
   std::string node_name;
+  // Where CDI specs go; empty: `<state_dir>/cdi`. On a real node the container runtime's spec
+  // directory (`/var/run/cdi`), which other drivers share.
+  std::string cdi_dir{};
+  // Another process may use the same state dir (see above).
+  bool shared_state = false;
 };
 
 class Preparer {
@@ -72,12 +90,27 @@ class Preparer {
   StatusOr<ClaimRecord> Prepare(const ClaimToPrepare& claim);
   // Unprepares a claim; OK when it is not prepared.
   Status Unprepare(const std::string& claim_uid);
+  // The claim is recorded as prepared with exactly these devices (Prepare would not call a
+  // driver).
+  bool IsPrepared(const ClaimToPrepare& claim) const;
+  // Why `claim` must not be prepared yet: one of its devices is still prepared for another claim
+  // in a way that excludes this use (neither is admin access, and not both are shares of a
+  // multi-allocatable device) — "device <driver>/<pool>/<device> is still prepared for claim
+  // <ns>/<name> (<uid>)"; "" when nothing stands in the way. A force-deleted Pod's claim can be
+  // deallocated and its device allocated anew before this node has unprepared it
+  // (kubernetes/kubernetes#141471); preparing it then would hand one device to two containers.
+  std::string StillPreparedForAnother(const ClaimToPrepare& claim) const;
 
   const Checkpoint& checkpoint() const { return checkpoint_; }
-  std::string cdi_dir() const { return options_.state_dir + "/cdi"; }
+  std::string cdi_dir() const {
+    return options_.cdi_dir.empty() ? options_.state_dir + "/cdi" : options_.cdi_dir;
+  }
   std::string checkpoint_path() const { return options_.state_dir + "/checkpoint.json"; }
 
  private:
+  // With shared state: the lock on the state dir, and the checkpoint re-read under it; nullptr
+  // without shared state.
+  StatusOr<std::unique_ptr<internal::FileLock>> Share();
   DevicePrepareRequest RequestFor(const std::string& uid, const ClaimRecord& record,
                                   const AllocatedDevice& device) const;
   // Unprepares the devices of a record and removes its specs; the first error, after trying all.

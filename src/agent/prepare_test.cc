@@ -192,7 +192,8 @@ TEST_F(PrepareTest, RecoverCleansUpInterruptedPreparesAndOrphanedSpecs) {
     ASSERT_TRUE(p->Prepare(Claim()).ok());
   }
   // What a crash between "started" and "completed" leaves: a started record, a device the
-  // driver holds, a spec written for it; plus a spec of a claim nobody knows.
+  // driver holds, a spec written for it; plus a spec of ours for a claim nobody knows, and
+  // another vendor's spec (a CDI dir such as /var/run/cdi is shared), which stays.
   Checkpoint cp = *LoadCheckpoint((dir_ / "checkpoint.json").string());
   cp.claims["uid-2"] = ClaimRecord{.namespace_ = "team-b",
                                    .name = "half",
@@ -208,11 +209,13 @@ TEST_F(PrepareTest, RecoverCleansUpInterruptedPreparesAndOrphanedSpecs) {
   ASSERT_TRUE(SaveCheckpoint((dir_ / "checkpoint.json").string(), cp).ok());
   driver_.held.insert("gpu-5");
   std::ofstream(dir_ / "cdi/fake.example.com_gpu_uid-2.json") << "{}";
-  std::ofstream(dir_ / "cdi/stray.json") << "{}";
+  std::ofstream(dir_ / "cdi/fake.example.com_gpu_uid-9.json") << "{}";
+  std::ofstream(dir_ / "cdi/vendor.example.com_gpu.json") << "{}";
   std::unique_ptr<Preparer> restarted = NewPreparer();
   EXPECT_THAT(driver_.held, ElementsAre("gpu-0", "gpu-1", "nic-0"));
   EXPECT_THAT(CdiFiles(),
-              ElementsAre("fake.example.com_gpu_uid-1.json", "fake.example.com_nic_uid-1.json"));
+              ElementsAre("fake.example.com_gpu_uid-1.json", "fake.example.com_nic_uid-1.json",
+                          "vendor.example.com_gpu.json"));
   EXPECT_EQ(restarted->checkpoint().claims.size(), 1u);
 }
 

@@ -7,14 +7,14 @@
 #include <sstream>
 #include <utility>
 
-#include "agent/internal/json_reader.h"
+#include "api/codec/field_reader.h"
 #include "api/codec/yaml.h"
 #include "api/validation/names.h"
 #include "common/status_macros.h"
 
 namespace draplane::agent {
 
-using internal::FieldReader;
+using api::codec::FieldReader;
 
 namespace {
 
@@ -56,6 +56,39 @@ MigProfileSpec ReadMigProfile(const boost::json::value& v, const std::string& pa
     }
   }
   *status = r.Finish();
+  return out;
+}
+
+// A Go-style duration at `key`, nullopt when absent (a malformed one fails `r`).
+std::optional<Duration> ReadDuration(FieldReader& r, std::string_view key) {
+  std::optional<std::string> s = r.String(key);
+  if (!s) return std::nullopt;
+  StatusOr<Duration> d = ParseDuration(*s);
+  if (d.ok()) return *d;
+  r.Fail(key, d.status().message());
+  return std::nullopt;
+}
+
+// `attach:` of a GPU or FPGA group.
+std::optional<AttachSpec> ReadAttach(FieldReader& r) {
+  const boost::json::value* v = r.Raw("attach");
+  if (v == nullptr) return std::nullopt;
+  FieldReader a(*v, r.PathOf("attach"));
+  AttachSpec out;
+  if (auto d = ReadDuration(a, "after")) out.after = *d;
+  if (auto s = a.String("outcome")) {
+    if (*s == "attached") {
+      out.outcome = AttachSpec::Outcome::kAttached;
+    } else if (*s == "failed") {
+      out.outcome = AttachSpec::Outcome::kFailed;
+    } else if (*s == "never") {
+      out.outcome = AttachSpec::Outcome::kNever;
+    } else {
+      a.Fail("outcome", "must be attached, failed or never");
+    }
+  }
+  if (auto s = a.String("message")) out.message = *s;
+  r.Merge(a.Finish());
   return out;
 }
 
@@ -111,6 +144,9 @@ GpuSpec ReadGpu(const boost::json::value& v, const std::string& path, Status* st
     r.Merge(m.Finish());
     out.mig = std::move(spec);
   }
+  out.attach = ReadAttach(r);
+  if (out.attach && out.mig)
+    r.Fail("attach", "a partitionable (mig) GPU cannot be fabric-attached");
   *status = r.Finish();
   return out;
 }
@@ -126,6 +162,7 @@ FpgaSpec ReadFpga(const boost::json::value& v, const std::string& path, Status* 
   if (auto s = r.String("bitstreamFamily")) out.bitstream_family = *s;
   if (out.bitstream_family.empty()) r.Fail("bitstreamFamily", "required");
   out.memory = r.Quantity("memory");
+  out.attach = ReadAttach(r);
   *status = r.Finish();
   return out;
 }
@@ -165,22 +202,8 @@ FaultSpec ReadFault(const boost::json::value& v, const std::string& path, Status
   if (auto s = r.String("driver")) out.driver = *s;
   if (auto s = r.String("device")) out.device = *s;
   if (out.device.empty()) r.Fail("device", "required");
-  if (auto s = r.String("after")) {
-    StatusOr<Duration> d = ParseDuration(*s);
-    if (d.ok()) {
-      out.after = *d;
-    } else {
-      r.Fail("after", d.status().message());
-    }
-  }
-  if (auto s = r.String("for")) {
-    StatusOr<Duration> d = ParseDuration(*s);
-    if (d.ok()) {
-      out.duration = *d;
-    } else {
-      r.Fail("for", d.status().message());
-    }
-  }
+  if (auto d = ReadDuration(r, "after")) out.after = *d;
+  out.duration = ReadDuration(r, "for");
   if (auto s = r.String("effect")) out.effect = *s;
   if (!out.effect.empty() && out.effect != "None" && out.effect != "NoSchedule" &&
       out.effect != "NoExecute") {
@@ -198,10 +221,20 @@ FaultSpec ReadFault(const boost::json::value& v, const std::string& path, Status
       r.Fail("prepare", "must be terminal, retryable or crash");
     }
   }
+  if (auto s = r.String("unprepare")) {
+    if (out.kind != FaultKind::kUnhealthy) {
+      r.Fail("unprepare", "a fault is either a prepare or an unprepare fault");
+    } else if (*s == "retryable") {
+      out.kind = FaultKind::kUnprepareRetryable;
+    } else {
+      r.Fail("unprepare", "must be retryable");
+    }
+  }
   if (auto n = r.Int("times")) out.times = *n;
   if (out.times < 1) r.Fail("times", "must be at least 1");
   if (out.kind != FaultKind::kUnhealthy && (out.duration || !out.effect.empty())) {
-    r.Fail("prepare", "a prepare fault takes no `for` or `effect`");
+    r.Fail(out.kind == FaultKind::kUnprepareRetryable ? "unprepare" : "prepare",
+           "an (un)prepare fault takes no `for` or `effect`");
   }
   *status = r.Finish();
   return out;
@@ -319,6 +352,16 @@ StatusOr<ClusterProfile> ParseProfileJson(const boost::json::value& doc) {
   }
   DRAPLANE_RETURN_IF_ERROR(r.Finish());
   return out;
+}
+
+StatusOr<NodeTemplate> ParseNodeTemplate(const boost::json::value& value, const std::string& path) {
+  FieldReader r(value, path);
+  DRAPLANE_RETURN_IF_ERROR(r.status());
+  Status s;
+  NodeTemplate node = ReadNodeTemplate(r, &s);
+  DRAPLANE_RETURN_IF_ERROR(s);
+  DRAPLANE_RETURN_IF_ERROR(r.Finish());
+  return node;
 }
 
 StatusOr<ClusterProfile> LoadProfile(const std::string& path) {

@@ -13,13 +13,15 @@
 //   devices:
 //     gpus:  [{count, productName, brand, architecture, cudaComputeCapability, driverVersion,
 //              cudaDriverVersion, memory, multiprocessors, uuids, mig: {memorySlices,
-//              wholeGpu, profiles: [{name, memory, memorySlices, multiprocessors, placements}]}}]
-//     fpgas: [{count, vendor, model, bitstreamFamily, memory}]
+//              wholeGpu, profiles: [{name, memory, memorySlices, multiprocessors, placements}]},
+//              attach: {after, outcome, message}}]
+//     fpgas: [{count, vendor, model, bitstreamFamily, memory, attach}]
 //     nics:  [{count, model, bandwidth, rdma, shared, requestPolicy: {default, min, max, step}}]
 //   faults:
 //     - {device: gpu-1, after: 30s, for: 60s, effect: NoExecute, message: "XID 79"}
 //     - {node: h100-2, device: gpu-0, message: "XID 48"}   # one node of a pool only
 //     - {device: fpga-0, prepare: terminal, message: "bitstream load failed"}
+//     - {device: gpu-0, unprepare: retryable, times: 3}
 //
 //   kind: ClusterProfile               # many nodes
 //   nodePools:
@@ -71,6 +73,20 @@ struct MigSpec {
   std::vector<MigProfileSpec> profiles;
 };
 
+// A fabric-attached device (KEP-5007, "device attach before pod scheduled"): it is published with
+// bindingConditions [<driver>/fabric-attached], bindingFailureConditions
+// [<driver>/fabric-attach-failed] and bindsToNode, and once the scheduler has allocated it to a
+// Pod nominated to the node, the agent attaches it as a fabric manager would: `after` that long
+// the attach succeeds (outcome attached: the binding condition becomes True), fails (failed: the
+// failure condition becomes True with `message`, and the device is tainted so that it is not
+// picked again), or never answers (never).
+struct AttachSpec {
+  enum class Outcome { kAttached, kFailed, kNever };
+  Duration after{0};
+  Outcome outcome = Outcome::kAttached;
+  std::string message;
+};
+
 struct GpuSpec {
   int64_t count = 1;
   std::string product_name;
@@ -84,6 +100,7 @@ struct GpuSpec {
   // Explicit UUIDs for the first GPUs of the group; the rest are derived from the node name.
   std::vector<std::string> uuids;
   std::optional<MigSpec> mig;
+  std::optional<AttachSpec> attach;  // not with `mig`
 };
 
 struct FpgaSpec {
@@ -92,6 +109,7 @@ struct FpgaSpec {
   std::string model;
   std::string bitstream_family;
   std::optional<api::Quantity> memory;
+  std::optional<AttachSpec> attach;
 };
 
 struct NicRequestPolicy {
@@ -112,10 +130,11 @@ struct NicSpec {
 };
 
 enum class FaultKind {
-  kUnhealthy,         // the device turns unhealthy (a taint in its slice)
-  kPrepareTerminal,   // prepare fails and must not be retried
-  kPrepareRetryable,  // prepare fails `times` times, then succeeds
-  kPrepareCrash,      // the agent process dies in the middle of preparing (once)
+  kUnhealthy,           // the device turns unhealthy (a taint in its slice)
+  kPrepareTerminal,     // prepare fails and must not be retried
+  kPrepareRetryable,    // prepare fails `times` times, then succeeds
+  kPrepareCrash,        // the agent process dies in the middle of preparing (once)
+  kUnprepareRetryable,  // unprepare fails `times` times, then succeeds
 };
 
 struct FaultSpec {
@@ -130,7 +149,7 @@ struct FaultSpec {
   std::optional<Duration> duration;
   std::string effect;
   std::string message;
-  // kPrepareRetryable: how many prepares fail before one succeeds.
+  // kPrepareRetryable / kUnprepareRetryable: how many (un)prepares fail before one succeeds.
   int64_t times = 1;
 
   // A stable identity of the fault within its node, for remembering when it was first seen.
@@ -179,6 +198,10 @@ struct ProfileNode {
 StatusOr<ClusterProfile> ParseProfile(std::string_view text);
 // The same for one document already parsed (YAML or JSON) into a JSON value.
 StatusOr<ClusterProfile> ParseProfileJson(const boost::json::value& document);
+// One node template (the fields of a NodeProfile or node pool: labels, capacity,
+// extendedResources, devices, faults) at field path `path`, e.g. a cluster change's replacement
+// equipment. InvalidArgument naming `path.field` otherwise.
+StatusOr<NodeTemplate> ParseNodeTemplate(const boost::json::value& value, const std::string& path);
 // Reads and parses a profile file; NotFound when it does not exist.
 StatusOr<ClusterProfile> LoadProfile(const std::string& path);
 

@@ -143,9 +143,49 @@ TEST(ProfileTest, RejectsBadValues) {
             "driverVersion: '1', memory: 40Gi, mig: {memorySlices: 4, profiles: "
             "[{name: 7g, memory: 40Gi, memorySlices: 8}]}}]}"),
       HasSubstr("mig.profiles[0].memorySlices"));
+  EXPECT_THAT(
+      error("devices: {fpgas: [{model: X, bitstreamFamily: bf, attach: {outcome: maybe}}]}"),
+      HasSubstr("devices.fpgas[0].attach.outcome: must be attached, failed or never"));
+  EXPECT_THAT(error("devices: {fpgas: [{model: X, bitstreamFamily: bf, attach: {after: soon}}]}"),
+              HasSubstr("devices.fpgas[0].attach.after"));
+  EXPECT_THAT(
+      error("devices: {gpus: [{productName: X, architecture: Hopper, cudaComputeCapability: '8.0', "
+            "driverVersion: '1', memory: 40Gi, mig: {memorySlices: 4}, attach: {}}]}"),
+      HasSubstr("devices.gpus[0].attach: a partitionable (mig) GPU cannot be fabric-attached"));
+  EXPECT_THAT(error("faults: [{device: gpu-0, unprepare: always}]"),
+              HasSubstr("faults[0].unprepare: must be retryable"));
+  EXPECT_THAT(error("faults: [{device: gpu-0, prepare: terminal, unprepare: retryable}]"),
+              HasSubstr("faults[0].unprepare: a fault is either a prepare or an unprepare fault"));
   StatusOr<ClusterProfile> wrong_kind =
       ParseProfile("apiVersion: draplane.dev/v1alpha1\nkind: Pod\n");
   EXPECT_FALSE(wrong_kind.ok());
+}
+
+TEST(ProfileTest, ParsesFabricAttachedDevicesAndUnprepareFaults) {
+  StatusOr<ClusterProfile> p = ParseProfile(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: NodeProfile
+devices:
+  gpus:
+  - {productName: X, architecture: Hopper, cudaComputeCapability: '9.0', driverVersion: '1',
+     memory: 80Gi, attach: {after: 2s}}
+  fpgas:
+  - {model: X, bitstreamFamily: bf, attach: {after: 1m, outcome: failed, message: port busy}}
+  - {model: X, bitstreamFamily: bf, attach: {outcome: never}}
+faults:
+- {device: gpu-0, unprepare: retryable, times: 2}
+)");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const NodeTemplate& node = p->pools[0].node;
+  ASSERT_TRUE(node.devices.gpus[0].attach.has_value());
+  EXPECT_EQ(node.devices.gpus[0].attach->after, std::chrono::seconds(2));
+  EXPECT_EQ(node.devices.gpus[0].attach->outcome, AttachSpec::Outcome::kAttached);
+  EXPECT_EQ(node.devices.fpgas[0].attach->outcome, AttachSpec::Outcome::kFailed);
+  EXPECT_EQ(node.devices.fpgas[0].attach->message, "port busy");
+  EXPECT_EQ(node.devices.fpgas[1].attach->outcome, AttachSpec::Outcome::kNever);
+  ASSERT_EQ(node.faults.size(), 1u);
+  EXPECT_EQ(node.faults[0].kind, FaultKind::kUnprepareRetryable);
+  EXPECT_EQ(node.faults[0].times, 2);
 }
 
 TEST(ProfileTest, ParsesGoDurations) {

@@ -61,6 +61,8 @@ struct KeySpec {
   bool has_admin = false;  // adminAccess set at all
   const std::vector<rv1::DeviceToleration>* tolerations = nullptr;
   const rv1::CapacityRequirements* capacity = nullptr;
+  // Derived attributes (DerivedAttributes on): name and expression id.
+  std::vector<std::pair<std::string, uint32_t>> derived;
 
   std::string FullName() const { return parent.empty() ? name : parent + "/" + name; }
 };
@@ -78,20 +80,23 @@ struct ClaimSpec {
 };
 
 std::vector<uint32_t> InternSelectors(SnapshotState& state,
-                                      const std::vector<rv1::DeviceSelector>& selectors) {
+                                      const std::vector<rv1::DeviceSelector>& selectors,
+                                      const Features& features) {
   std::vector<uint32_t> out;
   out.reserve(selectors.size());
+  const internal::ExpressionSpec spec{.list_attributes = features.list_attributes};
   for (const rv1::DeviceSelector& s : selectors) {
-    out.push_back(s.cel.has_value() ? state.Expression(s.cel->expression) : kNone);
+    out.push_back(s.cel.has_value() ? state.Expression(s.cel->expression, spec) : kNone);
   }
   return out;
 }
 
-KeySpec PrepareKey(SnapshotState& state, const std::string& name, const std::string& parent,
-                   const std::string& class_name, const std::vector<rv1::DeviceSelector>& selectors,
-                   const std::string& mode, int64_t count,
-                   const std::vector<rv1::DeviceToleration>& tolerations,
-                   const std::optional<rv1::CapacityRequirements>& capacity) {
+KeySpec PrepareKey(SnapshotState& state, const Features& features, const std::string& name,
+                   const std::string& parent, const std::string& class_name,
+                   const std::vector<rv1::DeviceSelector>& selectors, const std::string& mode,
+                   int64_t count, const std::vector<rv1::DeviceToleration>& tolerations,
+                   const std::optional<rv1::CapacityRequirements>& capacity,
+                   const std::vector<rv1::DeviceDerivedAttribute>& derived) {
   KeySpec k;
   k.name = name;
   k.parent = parent;
@@ -100,9 +105,16 @@ KeySpec PrepareKey(SnapshotState& state, const std::string& name, const std::str
   auto it = state.classes.find(class_name);
   if (!class_name.empty() && it != state.classes.end()) {
     k.device_class = it->second;
-    k.class_exprs = InternSelectors(state, k.device_class->spec.selectors);
+    k.class_exprs = InternSelectors(state, k.device_class->spec.selectors, features);
   }
-  k.request_exprs = InternSelectors(state, selectors);
+  k.request_exprs = InternSelectors(state, selectors, features);
+  if (features.derived_attributes) {
+    const internal::ExpressionSpec spec{.list_attributes = features.list_attributes,
+                                        .derived = true};
+    for (const rv1::DeviceDerivedAttribute& d : derived) {
+      k.derived.emplace_back(d.name, state.Expression(d.expression, spec));
+    }
+  }
   k.mode = mode;
   k.count = count;
   k.tolerations = &tolerations;
@@ -122,8 +134,22 @@ struct DeviceRef {
 struct Selectability {
   Reason reason = Reason::kNone;  // kNone: selectable
   std::string detail;
-  std::string error;  // fatal message when reaching the pair
+  std::string error;          // fatal message when reaching the pair
+  bool budget_spent = false;  // not decided: the attempt's evaluation budget is spent
 };
+
+// A cause that marks the evaluation budget's error (its code, ResourceExhausted, is shared with
+// the step limit's).
+constexpr std::string_view kBudgetCause = "EvaluationBudgetExceeded";
+
+Status BudgetSpentError(const EvaluationBudget& budget) {
+  return Status(StatusCode::kResourceExhausted,
+                fmt::format("the CEL evaluation budget of this scheduling attempt ({} cost units) "
+                            "is spent: the Pod's selectors cost too much to evaluate at once; "
+                            "the next attempt continues where this one stopped",
+                            budget.limit),
+                {StatusCause{.type = std::string(kBudgetCause), .message = "", .field = ""}});
+}
 
 // --- consumable capacity (upstream consumable_capacity.go) -----------------------------------
 
@@ -228,23 +254,25 @@ class ProblemBuilder {
  public:
   ProblemBuilder(SnapshotState& state, const NodeEntry& node_entry, const api::corev1::Node& node,
                  const AllocatedState& allocated, const Features& features,
-                 const std::vector<ClaimSpec>& claims, bool explain)
+                 const std::vector<ClaimSpec>& claims, bool explain, bool with_policies)
       : state_(state),
         node_entry_(node_entry),
         node_(node),
         allocated_(allocated),
         f_(features),
         claims_(claims),
-        explain_(explain) {}
+        explain_(explain),
+        with_policies_(with_policies) {}
 
   // upstream's pre-pass (claims in order, requests in order) plus the candidate lists. Returns
   // a fatal error with upstream's message.
   Status Build() {
     AddDevices();
     for (uint32_t c = 0; c < claims_.size(); ++c) DRAPLANE_RETURN_IF_ERROR(AddClaim(c));
-    for (uint32_t k = 0; k < problem.keys.size(); ++k) {
+    for (uint32_t k = 0; k < problem.keys.size() && !budget_spent_; ++k) {
       if (!problem.keys[k].all_mode) FillCandidates(k);
     }
+    if (budget_spent_) return BudgetSpentError(*state_.budget);
     AddConstraintValues();
     return Status::Ok();
   }
@@ -254,21 +282,29 @@ class ProblemBuilder {
   std::vector<const KeySpec*> key_specs;  // per problem key
   std::vector<internal::KeyInfo> key_infos;
   std::vector<uint32_t> pool_of_gathered;  // problem pool -> index in node_entry_.pools
+  // Per gathered pool: its devices [first, second) in problem order (empty when unusable).
+  std::vector<std::pair<DeviceIndex, DeviceIndex>> devices_of_gathered;
 
  private:
   // Devices of usable pools in search order, with their allocated state, counters and
   // capacities.
   void AddDevices() {
+    devices_of_gathered.assign(node_entry_.pools.size(), {0, 0});
     for (uint32_t gp = 0; gp < node_entry_.pools.size(); ++gp) {
       const GatheredPool& pool = node_entry_.pools[gp];
       if (pool.incomplete || pool.invalid) continue;
+      devices_of_gathered[gp].first = static_cast<DeviceIndex>(problem.devices.size());
       uint32_t pool_index = static_cast<uint32_t>(problem.pools.size());
       internal::Pool p;
       p.driver = pool.driver;
       p.name = pool.pool;
       p.first_counter = static_cast<uint32_t>(problem.counters.size());
       std::map<std::pair<std::string_view, std::string_view>, uint32_t> counter_index;
-      if (f_.partitionable_devices) AddCounters(pool, p, counter_index);
+      PoolGroups groups;
+      if (f_.partitionable_devices) {
+        AddCounters(pool, p, counter_index);
+        AddGroups(pool, pool_index, groups);
+      }
       problem.pools.push_back(p);
       pool_of_gathered.push_back(gp);
       const AllocatedState::PoolRecord* record = allocated_.FindPool(pool.driver, pool.pool);
@@ -286,6 +322,7 @@ class ProblemBuilder {
           }
           dev.allocated = rec != nullptr && rec->exclusive > 0;
           dev.capacity_in_use = rec != nullptr && rec->capacity_entries > 0;
+          dev.shared_in_use = rec != nullptr && !rec->shares.empty();
           dev.consumes_counters = !d.consumes_counters.empty();
           dev.multi_allocatable =
               f_.consumable_capacity && d.allow_multiple_allocations.value_or(false);
@@ -296,6 +333,7 @@ class ProblemBuilder {
                 if (it == counter_index.end()) continue;  // validated by pool gathering
                 dev.counter_uses.push_back({it->second, counter.value});
               }
+              AddGroupUse(consumption, groups, dev);
             }
           }
           // Capacities matter to the search only for shares; an exclusive device is checked
@@ -309,10 +347,12 @@ class ProblemBuilder {
               dev.capacities.push_back(std::move(dc));
             }
           }
+          if (with_policies_) problem.facts.push_back(&state_.Facts(*slice, i));
           problem.devices.push_back(std::move(dev));
           refs.push_back(DeviceRef{slice, i});
         }
       }
+      devices_of_gathered[gp].second = static_cast<DeviceIndex>(problem.devices.size());
     }
   }
 
@@ -350,6 +390,86 @@ class ProblemBuilder {
     for (uint32_t i = 0; i < p.num_counters; ++i) {
       if (problem.counters[p.first_counter + i].available.Sign() < 0) p.overcommitted = true;
     }
+  }
+
+  // Compatibility groups of one pool (KEP-5963).
+  struct PoolGroups {
+    // DeviceCompatibilityGroups on and some device of the pool declares groups: counter set
+    // name -> index into Problem::counter_sets.
+    std::map<std::string_view, uint32_t> set_index;
+    // DeviceCompatibilityGroups off: counter sets on which an allocated device declares groups.
+    std::set<std::string_view> allocated_grouped;
+  };
+
+  std::vector<uint32_t> GroupIds(const std::vector<std::string>& names) {
+    std::vector<uint32_t> out;
+    for (const std::string& name : names) {
+      auto [it, inserted] =
+          group_ids_.emplace(name, static_cast<uint32_t>(problem.group_names.size()));
+      if (inserted) problem.group_names.push_back(name);
+      out.push_back(it->second);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+  // upstream seedCompatibilityGroupsFromAllocated: the groups of the allocated devices of the
+  // pool (on or off this node) per counter set. With the feature off, only which counter sets
+  // carry groups of allocated devices (upstream's version-skew skip).
+  void AddGroups(const GatheredPool& pool, uint32_t pool_index, PoolGroups& groups) {
+    bool declared = false;
+    for (const auto* list : {&pool.targeting, &pool.not_targeting}) {
+      for (const SliceEntry* s : *list) {
+        for (const rv1::Device& d : s->spec().devices) {
+          for (const auto& consumption : d.consumes_counters) {
+            declared = declared || !consumption.compatibility_groups.empty();
+          }
+        }
+      }
+    }
+    // Ungrouped devices among themselves are always compatible.
+    if (!declared) return;
+    for (const auto* list : {&pool.targeting, &pool.not_targeting}) {
+      for (const SliceEntry* s : *list) {
+        for (const rv1::Device& d : s->spec().devices) {
+          const bool allocated = allocated_.IsAllocated(pool.driver, pool.pool, d.name);
+          for (const auto& consumption : d.consumes_counters) {
+            if (!f_.device_compatibility_groups) {
+              if (allocated && !consumption.compatibility_groups.empty()) {
+                groups.allocated_grouped.insert(consumption.counter_set);
+              }
+              continue;
+            }
+            auto [it, inserted] = groups.set_index.emplace(
+                consumption.counter_set, static_cast<uint32_t>(problem.counter_sets.size()));
+            if (inserted) {
+              problem.counter_sets.push_back({pool_index, consumption.counter_set, {}});
+            }
+            if (allocated) {
+              internal::FoldGroups(problem.counter_sets[it->second].allocated,
+                                   GroupIds(consumption.compatibility_groups));
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // The device's groups on one counter set, or with the feature off whether groups make it
+  // unusable.
+  void AddGroupUse(const rv1::DeviceCounterConsumption& consumption, const PoolGroups& groups,
+                   internal::Device& dev) {
+    if (!f_.device_compatibility_groups) {
+      if (!consumption.compatibility_groups.empty() ||
+          groups.allocated_grouped.count(consumption.counter_set) != 0) {
+        dev.groups_unsupported = true;
+      }
+      return;
+    }
+    auto it = groups.set_index.find(consumption.counter_set);
+    if (it == groups.set_index.end()) return;  // no groups anywhere in the pool
+    dev.group_uses.push_back({it->second, GroupIds(consumption.compatibility_groups)});
   }
 
   Status AddClaim(uint32_t c) {
@@ -485,7 +605,11 @@ class ProblemBuilder {
     key.all_mode = true;
     problem.keys.push_back(std::move(key));
     // "All" needs to know every device: an incomplete or invalid pool makes that impossible.
-    for (const GatheredPool& pool : node_entry_.pools) {
+    // Pools are visited in search order, each checked before its devices are selected, so the
+    // first fatal error is the one upstream's validateDeviceRequest meets (a CEL error in an
+    // earlier pool wins over a later incomplete pool).
+    for (uint32_t gp = 0; gp < node_entry_.pools.size(); ++gp) {
+      const GatheredPool& pool = node_entry_.pools[gp];
       if (pool.incomplete) {
         return FailedPreconditionError(fmt::format(
             "claim {}, request {}: asks for all devices, but resource pool {} is currently being "
@@ -498,24 +622,25 @@ class ProblemBuilder {
                         "currently invalid",
                         claim.ref, spec.name, pool.Id()));
       }
-    }
-    for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
-      Selectability sel = Select(c, spec, d);
-      if (!sel.error.empty()) return FailedPreconditionError(sel.error);
-      if (sel.reason != Reason::kNone) {
-        if (explain_) problem.static_rejections[index][d] = {sel.reason, sel.detail};
-        continue;
-      }
-      Candidate cand = MakeCandidate(spec, d);
-      if (cand.plan != kNone) {
-        // Devices whose remaining capacity cannot hold the request are left out.
-        const CapacityPlan& plan = problem.plans[cand.plan];
-        if (!plan.usable) {
-          if (explain_) problem.static_rejections[index][d] = {Reason::kCapacity, plan.why};
+      for (DeviceIndex d = devices_of_gathered[gp].first; d < devices_of_gathered[gp].second; ++d) {
+        Selectability sel = Select(c, spec, d);
+        if (sel.budget_spent) return BudgetSpentError(*state_.budget);
+        if (!sel.error.empty()) return FailedPreconditionError(sel.error);
+        if (sel.reason != Reason::kNone) {
+          if (explain_) problem.static_rejections[index][d] = {sel.reason, sel.detail};
           continue;
         }
+        Candidate cand = MakeCandidate(spec, d);
+        if (cand.plan != kNone) {
+          // Devices whose remaining capacity cannot hold the request are left out.
+          const CapacityPlan& plan = problem.plans[cand.plan];
+          if (!plan.usable) {
+            if (explain_) problem.static_rejections[index][d] = {Reason::kCapacity, plan.why};
+            continue;
+          }
+        }
+        problem.keys[index].all_devices.push_back(std::move(cand));
       }
-      problem.keys[index].all_devices.push_back(std::move(cand));
     }
     problem.keys[index].num_devices = static_cast<int>(problem.keys[index].all_devices.size());
     key_infos.back().count = problem.keys[index].num_devices;
@@ -527,6 +652,10 @@ class ProblemBuilder {
     const KeySpec& spec = *key_specs[k];
     for (DeviceIndex d = 0; d < problem.devices.size(); ++d) {
       Selectability sel = Select(key.claim, spec, d);
+      if (sel.budget_spent) {
+        budget_spent_ = true;
+        return;
+      }
       if (sel.error.empty() && sel.reason != Reason::kNone) {
         if (explain_) problem.static_rejections[k][d] = {sel.reason, sel.detail};
         continue;
@@ -551,6 +680,15 @@ class ProblemBuilder {
       out.detail = "the device has binding conditions; DRADeviceBindingConditions is off";
       return out;
     }
+    if (problem.devices[d].groups_unsupported) {
+      // upstream skips such devices while the gate is off, so that turning it on later does not
+      // find incompatible devices allocated together.
+      out.reason = Reason::kCompatibilityGroupsUnsupported;
+      out.detail =
+          "compatibility groups on its counter sets (the device's or an allocated device's); "
+          "DRADeviceCompatibilityGroups is off";
+      return out;
+    }
     std::string device_id;
     auto id = [&]() -> const std::string& {
       if (device_id.empty()) device_id = problem.DeviceId(d);
@@ -567,6 +705,10 @@ class ProblemBuilder {
         return out;
       }
       uint32_t v = state_.Verdict(expr, *ref.slice, ref.index);
+      if (v == internal::kVerdictBudgetSpent) {
+        out.budget_spent = true;
+        return out;
+      }
       if (v >= internal::kVerdictError) {
         const std::string& text = state_.error_texts[v - internal::kVerdictError];
         out.error =
@@ -587,6 +729,10 @@ class ProblemBuilder {
     for (size_t i = 0; i < spec.request_exprs.size(); ++i) {
       uint32_t expr = spec.request_exprs[i];
       uint32_t v = state_.Verdict(expr, *ref.slice, ref.index);
+      if (v == internal::kVerdictBudgetSpent) {
+        out.budget_spent = true;
+        return out;
+      }
       if (v >= internal::kVerdictError) {
         const std::string& text = state_.error_texts[v - internal::kVerdictError];
         out.error =
@@ -715,6 +861,13 @@ class ProblemBuilder {
     }
     if (plan.usable && !dev.multi_allocatable) return kNone;
     if (!plan.usable) plan.consumed.clear();
+    if (with_policies_) {
+      ResourceList named;
+      for (size_t i = 0; i < plan.consumed.size(); ++i) {
+        named.emplace(*caps[i].published, plan.consumed[i]);
+      }
+      problem.plan_consumed.push_back(std::move(named));
+    }
     problem.plans.push_back(std::move(plan));
     return static_cast<uint32_t>(problem.plans.size() - 1);
   }
@@ -724,6 +877,7 @@ class ProblemBuilder {
     if (empty_plan_ == kNone) {
       empty_plan_ = static_cast<uint32_t>(problem.plans.size());
       problem.plans.emplace_back();
+      if (with_policies_) problem.plan_consumed.emplace_back();
     }
     return empty_plan_;
   }
@@ -737,8 +891,17 @@ class ProblemBuilder {
       if (inserted) problem.interned.push_back(s);
       return it->second;
     };
-    for (internal::Claim& claim : problem.claims) {
-      for (internal::Constraint& constraint : claim.constraints) {
+    auto add_value = [&](AttributeValue v) {
+      std::vector<int64_t> key = Encode(v);
+      auto [it, inserted] = dedupe.emplace(key, static_cast<uint32_t>(problem.values.size()));
+      if (inserted) problem.values.push_back(std::move(v));
+      return it->second;
+    };
+    for (uint32_t c = 0; c < problem.claims.size(); ++c) {
+      internal::Claim& claim = problem.claims[c];
+      for (size_t k = 0; k < claim.constraints.size(); ++k) {
+        internal::Constraint& constraint = claim.constraints[k];
+        if (k < 64) AddDerivedValues(c, k, constraint, intern, add_value);
         constraint.value_of_device.assign(problem.devices.size(), kNone);
         // upstream lookupAttribute: the fully qualified name, else the bare id when the
         // domain is the device's driver.
@@ -760,13 +923,59 @@ class ProblemBuilder {
             attr = data.Find(bare);
           }
           if (attr == nullptr) continue;
-          AttributeValue v = ToValue(attr->ToApi(), intern);
-          std::vector<int64_t> key = Encode(v);
-          auto [it, inserted] = dedupe.emplace(key, static_cast<uint32_t>(problem.values.size()));
-          if (inserted) problem.values.push_back(std::move(v));
-          constraint.value_of_device[d] = it->second;
+          constraint.value_of_device[d] = add_value(ToValue(attr->ToApi(), intern));
         }
       }
+    }
+  }
+
+  // KEP-6080: for each request key of claim `c` in the scope of constraint `k` that defines a
+  // derived attribute of the constraint's name, the attribute's value on every candidate device
+  // (evaluated after the selectors, once per slice version and expression). A failed evaluation
+  // is kept as a fatal error for the search to meet when it adds the device.
+  template <typename Intern, typename AddValue>
+  void AddDerivedValues(uint32_t c, size_t k, internal::Constraint& constraint, Intern& intern,
+                        AddValue& add_value) {
+    for (uint32_t key_index = 0; key_index < problem.keys.size(); ++key_index) {
+      const internal::RequestKey& key = problem.keys[key_index];
+      if (key.claim != c || ((key.constraint_scope >> k) & 1) == 0) continue;
+      const KeySpec& spec = *key_specs[key_index];
+      auto found = std::find_if(spec.derived.begin(), spec.derived.end(),
+                                [&](const auto& d) { return d.first == constraint.attribute; });
+      if (found == spec.derived.end()) continue;
+      internal::DerivedValues values;
+      values.key = key_index;
+      values.value_of_device.assign(problem.devices.size(), kNone);
+      values.error_of_device.assign(problem.devices.size(), kNone);
+      const uint32_t expression = found->second;
+      auto evaluate = [&](const Candidate& cand) {
+        if (cand.error != kNone) return;  // the selector's error comes first
+        const DeviceRef& ref = refs[cand.device];
+        uint32_t code = state_.DerivedCode(expression, *ref.slice, ref.index);
+        std::string error;
+        if ((code - internal::kDerivedValue) % 2 == 0) {
+          const rv1::DeviceAttribute& a =
+              state_.derived_values[(code - internal::kDerivedValue) / 2];
+          bool list =
+              !a.ints.empty() || !a.bools.empty() || !a.strings.empty() || !a.versions.empty();
+          if (!list || f_.list_type_attributes) {
+            values.value_of_device[cand.device] = add_value(ToValue(a, intern));
+            return;
+          }
+          error = "CEL runtime error: a list value needs the DRAListTypeAttributes feature";
+        } else {
+          const std::string& text = state_.error_texts[(code - internal::kDerivedError) / 2];
+          error = state_.expressions[expression].program == nullptr ? "CEL compile error: " + text
+                                                                    : "CEL runtime error: " + text;
+        }
+        values.error_of_device[cand.device] = static_cast<uint32_t>(problem.errors.size());
+        problem.errors.push_back(fmt::format(
+            "claim {}, request {}: derived attribute {} on device {}: {}", claims_[c].ref,
+            key.FullName(), found->first, problem.DeviceId(cand.device), error));
+      };
+      for (const Candidate& cand : key.candidates) evaluate(cand);
+      for (const Candidate& cand : key.all_devices) evaluate(cand);
+      constraint.derived.push_back(std::move(values));
     }
   }
 
@@ -830,7 +1039,10 @@ class ProblemBuilder {
   const Features f_;
   const std::vector<ClaimSpec>& claims_;
   const bool explain_;
+  const bool with_policies_;  // fill Problem::facts and Problem::plan_consumed
+  bool budget_spent_ = false;  // FillCandidates met the spent evaluation budget
   uint32_t empty_plan_ = kNone;
+  std::map<std::string, uint32_t, std::less<>> group_ids_;
 };
 
 // --- results ------------------------------------------------------------------------------
@@ -994,21 +1206,23 @@ class AllocatorImpl final : public Allocator {
         rs.has_sub = !req.first_available.empty();
         if (rs.has_sub) {
           for (const rv1::DeviceSubRequest& sub : req.first_available) {
-            rs.keys.push_back(PrepareKey(state_, sub.name, req.name, sub.device_class_name,
-                                         sub.selectors, sub.allocation_mode, sub.count,
-                                         sub.tolerations, sub.capacity));
+            rs.keys.push_back(PrepareKey(state_, features_, sub.name, req.name,
+                                         sub.device_class_name, sub.selectors, sub.allocation_mode,
+                                         sub.count, sub.tolerations, sub.capacity,
+                                         sub.derived_attributes));
           }
         } else if (req.exactly.has_value()) {
           const rv1::ExactDeviceRequest& e = *req.exactly;
-          KeySpec k = PrepareKey(state_, req.name, "", e.device_class_name, e.selectors,
-                                 e.allocation_mode, e.count, e.tolerations, e.capacity);
+          KeySpec k = PrepareKey(state_, features_, req.name, "", e.device_class_name, e.selectors,
+                                 e.allocation_mode, e.count, e.tolerations, e.capacity,
+                                 e.derived_attributes);
           k.admin = e.admin_access.value_or(false);
           k.has_admin = e.admin_access.has_value();
           rs.keys.push_back(std::move(k));
         } else {
           // Neither form: a request type this code does not know.
-          rs.keys.push_back(
-              PrepareKey(state_, req.name, "", "", {}, "", 0, kNoTolerations, std::nullopt));
+          rs.keys.push_back(PrepareKey(state_, features_, req.name, "", "", {}, "", 0,
+                                       kNoTolerations, std::nullopt, {}));
         }
         spec.requests.push_back(std::move(rs));
       }
@@ -1024,7 +1238,10 @@ class AllocatorImpl final : public Allocator {
       return Status(entry.gather_error.code(),
                     "gather pool information: " + std::string(entry.gather_error.message()));
     }
-    const bool use_cache = options.use_node_cache && !options.explain && options.policies.empty();
+    // Unsatisfiable without policies is unsatisfiable with them (they only refuse more), so
+    // with policies the cache is read; it is written only when no policy refused anything (the
+    // search was then the policy-free one): a policy's verdict is not the node's.
+    const bool use_cache = options.use_node_cache && !options.explain;
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
         entry.state_id = allocated.id();
@@ -1051,8 +1268,12 @@ class AllocatorImpl final : public Allocator {
       }
     }
 
-    ProblemBuilder builder(state_, entry, node, allocated, features_, claims_, options.explain);
+    ProblemBuilder builder(state_, entry, node, allocated, features_, claims_, options.explain,
+                           !options.policies.empty());
+    // The budget is charged while the builder evaluates selectors, and only then.
+    state_.budget = options.evaluation_budget;
     Status built = builder.Build();
+    state_.budget = nullptr;
     internal::ExplainInputs explain;
     std::optional<internal::ExplainRecorder> recorder;
     if (options.explain) {
@@ -1083,6 +1304,7 @@ class AllocatorImpl final : public Allocator {
     out.stats.count_bound_prunes = result.stats.count_bound_prunes;
     out.stats.symmetry_skips = result.stats.symmetry_skips;
     out.stats.memo_hits = result.stats.memo_hits;
+    out.stats.policy_rejections = result.stats.policy_rejections;
     if (result.solved) {
       DRAPLANE_ASSIGN_OR_RETURN(out.results, Results(builder, result, node, options));
       out.kind = Outcome::Kind::kAllocated;
@@ -1095,7 +1317,7 @@ class AllocatorImpl final : public Allocator {
         out.message = "invalid resource pools were encountered";
       } else {
         out.kind = Outcome::Kind::kUnsatisfiable;
-        if (use_cache) {
+        if (use_cache && result.stats.policy_rejections == 0) {
           constexpr size_t kRemembered = 4;
           if (entry.unsatisfiable.size() >= kRemembered) {
             entry.unsatisfiable.erase(entry.unsatisfiable.begin());
@@ -1191,8 +1413,16 @@ std::unique_ptr<Allocator> NewAllocator(Snapshot& snapshot,
 }
 
 // Nothing else on the allocation path reports ResourceExhausted.
+bool IsEvaluationBudgetExceeded(const Status& status) {
+  if (status.code() != StatusCode::kResourceExhausted) return false;
+  for (const StatusCause& cause : status.causes()) {
+    if (cause.type == kBudgetCause) return true;
+  }
+  return false;
+}
+
 bool IsStepLimitExceeded(const Status& status) {
-  return status.code() == StatusCode::kResourceExhausted;
+  return status.code() == StatusCode::kResourceExhausted && !IsEvaluationBudgetExceeded(status);
 }
 
 StatusOr<Outcome> Allocate(Snapshot& snapshot, const api::corev1::Node& node,

@@ -47,6 +47,20 @@ namespace draplane::allocator {
 // 0.2 us in the allocator benchmarks, so this is a few seconds of search on one node.
 inline constexpr int64_t kDefaultSearchStepLimit = 10'000'000;
 
+// The CEL evaluation budget of one scheduling attempt, shared by its Allocate calls (one per
+// node): every selector evaluation charges its runtime cost (CEL cost units, the unit of the
+// per-expression limit cel::kSelectorMaxCost). Verdicts cached from earlier attempts are free.
+// Deterministic, like the step limit: the same inputs and cache state spend the same budget.
+struct EvaluationBudget {
+  uint64_t limit = 0;  // 0: no limit
+  uint64_t spent = 0;
+};
+
+// The budget the scheduler gives each attempt by default: a hundred worst-case expressions at the
+// per-expression limit, about 0.1 s of evaluation; simple selectors over thousands of devices
+// spend a few hundred thousand.
+inline constexpr uint64_t kDefaultEvaluationBudget = 100'000'000;
+
 struct Options {
   // Record an explanation (Outcome::explanation). Bypasses the per-node cache.
   bool explain = false;
@@ -63,6 +77,9 @@ struct Options {
   // an error for which IsStepLimitExceeded holds; 0: no limit. The scheduler's bound on one
   // node's Filter: upstream bounds it by a 10 s timeout instead, which is not deterministic.
   int64_t max_search_steps = 0;
+  // Charged for the selector evaluations this call makes; once spent, the call stops with an
+  // error for which IsEvaluationBudgetExceeded holds. Not owned; null: no budget.
+  EvaluationBudget* evaluation_budget = nullptr;
 };
 
 struct Stats {
@@ -71,6 +88,7 @@ struct Stats {
   int64_t count_bound_prunes = 0;
   int64_t symmetry_skips = 0;
   int64_t memo_hits = 0;
+  int64_t policy_rejections = 0;  // devices or requests a policy constraint refused
   bool node_cache_hit = false;
 };
 
@@ -109,6 +127,8 @@ std::unique_ptr<Allocator> NewAllocator(Snapshot& snapshot,
 
 // Whether Allocate stopped at Options::max_search_steps.
 bool IsStepLimitExceeded(const Status& status);
+// Whether Allocate stopped because Options::evaluation_budget was spent.
+bool IsEvaluationBudgetExceeded(const Status& status);
 
 // NewAllocator + Allocate for one node.
 StatusOr<Outcome> Allocate(Snapshot& snapshot, const api::corev1::Node& node,

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "allocator/holdings.h"
 #include "allocator/internal/testing_engine.h"
+#include "allocator/quota.h"
 #include "api/codec/yaml.h"
 #include "api/gen/resource_v1_codec.h"
 
@@ -502,6 +504,38 @@ spec:
                                                      "req-0=driver-a/pool-1/device-4"}));
 }
 
+// Issue 17: selector evaluations are charged to the attempt's budget (the testing engine charges
+// one unit each); a spent budget stops the attempt, and the next attempt continues from the
+// verdicts already cached, which cost nothing.
+TEST(AllocatorTest, EvaluationBudgetStopsAnAttemptThatTheNextContinues) {
+  Fixture f;
+  f.Load(kClassA);
+  std::string slice(kSliceHeader);
+  for (int d = 0; d < 16; ++d) slice += "  - {name: device-" + std::to_string(d) + "}\n";
+  f.Load(slice);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "2}}\n"));
+  int attempts = 0;
+  StatusOr<Outcome> outcome = InternalError("not run");
+  while (attempts < 10) {
+    ++attempts;
+    EvaluationBudget budget{.limit = 5};
+    outcome = f.Run({.use_node_cache = false, .evaluation_budget = &budget});
+    EXPECT_LE(budget.spent, 5u);
+    if (outcome.ok()) break;
+    EXPECT_TRUE(IsEvaluationBudgetExceeded(outcome.status())) << outcome.status().ToString();
+    EXPECT_FALSE(IsStepLimitExceeded(outcome.status()));
+    EXPECT_NE(outcome.status().message().find("(5 cost units) is spent"), std::string::npos);
+  }
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->kind, Outcome::Kind::kAllocated);
+  EXPECT_EQ(attempts, 4);  // 16 evaluations, 5 per attempt
+  EXPECT_EQ(f.evaluations, 16);
+  // Without a budget nothing is charged or refused.
+  EXPECT_TRUE(f.Run({.use_node_cache = false}).ok());
+}
+
 TEST(AllocatorTest, StepLimitStopsASearchWithAnErrorThatIsNotRemembered) {
   // Five devices with distinct numa values, among sixteen that have four: every search ends by
   // running out of values, which the count bound does not see.
@@ -708,8 +742,8 @@ TEST(AllocatorTest, PolicyRejectionsShowInTheExplanation) {
   class NoH100 : public PolicyConstraint {
    public:
     std::string_view name() const override { return "quota team-a"; }
-    std::optional<std::string> Add(const PolicyCandidate& c) override {
-      if (c.device == "device-1") return "a100 quota used up";
+    std::optional<PolicyRejection> Add(const PolicyCandidate& c) override {
+      if (c.device == "device-1") return PolicyRejection{"quota", "a100 quota used up"};
       return std::nullopt;
     }
     void Remove(const PolicyCandidate&) override {}
@@ -726,7 +760,175 @@ TEST(AllocatorTest, PolicyRejectionsShowInTheExplanation) {
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}));
   const auto& first = o->explanation->claims[0].requests[0].candidates[0];
   EXPECT_EQ(first.status, CandidateStatus::kPolicy);
-  EXPECT_EQ(first.detail, "quota team-a: a100 quota used up");
+  EXPECT_EQ(first.policy_code, "quota");
+  EXPECT_EQ(first.detail, "a100 quota used up");
+}
+
+constexpr std::string_view kGpuClassesAndSlice = R"(
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: h100}
+spec:
+  selectors: [{cel: {expression: "attr:model=h100"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: a100}
+spec:
+  selectors: [{cel: {expression: "attr:model=a100"}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: gpus}
+spec:
+  driver: gpu.example.com
+  pool: {name: node-1, generation: 1, resourceSliceCount: 1}
+  nodeName: node-1
+  devices:
+  - {name: h100-0, attributes: {model: {string: h100}}, capacity: {memory: {value: 80Gi}}}
+  - {name: a100-0, attributes: {model: {string: a100}}, capacity: {memory: {value: 40Gi}}}
+  - {name: a100-1, attributes: {model: {string: a100}}, capacity: {memory: {value: 40Gi}}}
+)";
+
+constexpr std::string_view kH100ElseA100Pair =
+    "    - name: gpu\n      firstAvailable:\n"
+    "      - {name: h100, deviceClassName: h100, allocationMode: ExactCount, count: 1}\n"
+    "      - {name: a100-pair, deviceClassName: a100, allocationMode: ExactCount, count: 2}\n";
+
+QuotaBudget Budget(std::string resource, int64_t hard, int64_t used) {
+  QuotaBudget q;
+  q.namespace_ = "ns";
+  q.name = "devices";
+  q.hard.emplace(resource, api::Quantity::FromInt64(hard));
+  if (used > 0) q.used.emplace(resource, api::Quantity::FromInt64(used));
+  return q;
+}
+
+TEST(AllocatorTest, ExhaustedQuotaTakesTheNextSubrequestOnTheSameNode) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  Holdings holdings;
+  QuotaConstraint quota("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 1, 1)}, holdings);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the constraint is unchanged by a call
+    StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&quota}});
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+    EXPECT_EQ(f.Devices(*o),
+              std::vector<std::string>({"gpu/a100-pair=gpu.example.com/node-1/a100-0",
+                                        "gpu/a100-pair=gpu.example.com/node-1/a100-1"}));
+    const RequestExplanation& h100 = o->explanation->claims[0].requests[0].subrequests[0];
+    EXPECT_EQ(h100.outcome, "unsatisfiable");
+    EXPECT_EQ(h100.candidates[0].status, CandidateStatus::kPolicy);
+    EXPECT_EQ(h100.candidates[0].policy_code, "quota");
+    EXPECT_EQ(h100.candidates[0].detail,
+              "quota ns/devices h100.deviceclass.resource.k8s.io/devices 1/1");
+  }
+  // With room left the first choice wins, and the node cache of a policy-free run still applies.
+  QuotaConstraint room("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 2, 1)}, holdings);
+  StatusOr<Outcome> o = f.Run({.policies = {&room}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"gpu/h100=gpu.example.com/node-1/h100-0"}));
+}
+
+TEST(AllocatorTest, QuotaRefusesASubrequestWhoseCountCannotFit) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  f.allocated.AddDevice("gpu.example.com", "node-1", "h100-0");
+  Holdings holdings;
+  QuotaConstraint quota("ns", {Budget("a100.deviceclass.resource.k8s.io/devices", 3, 2)}, holdings);
+  StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&quota}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  const RequestExplanation& pair = o->explanation->claims[0].requests[0].subrequests[1];
+  ASSERT_EQ(pair.candidates.size(), 3u);
+  EXPECT_EQ(pair.candidates[1].status, CandidateStatus::kPolicy);
+  EXPECT_EQ(pair.candidates[1].detail,
+            "quota ns/devices a100.deviceclass.resource.k8s.io/devices 2/3, needs 2");
+}
+
+TEST(AllocatorTest, QuotaCountsDevicesTheNamespaceHoldsAndCounters) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  // status.used lags: the ledger knows of an H100 the namespace holds (committed).
+  rv1::ResourceClaim held = *f.Decode<rv1::ResourceClaim>(
+      "metadata: {name: held, namespace: ns, uid: u1}\n"
+      "spec: {devices: {requests: [{name: r, exactly: {deviceClassName: a100}}]}}\n");
+  rv1::AllocationResult allocation;
+  allocation.devices.results.emplace_back();
+  allocation.devices.results.back().request = "r";
+  allocation.devices.results.back().driver = "gpu.example.com";
+  allocation.devices.results.back().pool = "node-1";
+  allocation.devices.results.back().device = "a100-9";
+  DeviceCatalog catalog;
+  Holdings holdings;
+  holdings.Put(Holdings::Make("u1", held, allocation, catalog, /*in_flight=*/false));
+  QuotaBudget memory;
+  memory.namespace_ = "ns";
+  memory.name = "memory";
+  memory.hard.emplace("gpu.example.com.driver.draplane.dev/counter.memory",
+                      *api::Quantity::Parse("100Gi"));
+  QuotaConstraint quota("ns", {Budget("a100.deviceclass.resource.k8s.io/devices", 3, 0), memory},
+                        holdings);
+  // H100 (80Gi) fits the memory quota; two A100s (80Gi) would too, but only 2 of 3 A100 remain.
+  StatusOr<Outcome> o = f.Run({.policies = {&quota}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"gpu/h100=gpu.example.com/node-1/h100-0"}));
+  f.allocated.AddDevice("gpu.example.com", "node-1", "h100-0");
+  o = f.Run({.explain = true, .policies = {&quota}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kAllocated);
+  // The A100 the namespace holds counts although status.used does not show it yet.
+  QuotaConstraint two("ns", {Budget("a100.deviceclass.resource.k8s.io/devices", 2, 0)}, holdings);
+  o = f.Run({.explain = true, .policies = {&two}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->explanation->claims[0].requests[0].subrequests[1].candidates[1].detail,
+            "quota ns/devices a100.deviceclass.resource.k8s.io/devices 1/2, needs 2");
+  memory.hard.begin()->second = *api::Quantity::Parse("60Gi");
+  QuotaConstraint tight("ns", {Budget("a100.deviceclass.resource.k8s.io/devices", 3, 0), memory},
+                        holdings);
+  o = f.Run({.explain = true, .policies = {&tight}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  const RequestExplanation& pair = o->explanation->claims[0].requests[0].subrequests[1];
+  EXPECT_EQ(pair.candidates[2].status, CandidateStatus::kPolicy);
+  EXPECT_EQ(pair.candidates[2].detail,
+            "quota ns/memory gpu.example.com.driver.draplane.dev/counter.memory 40Gi/60Gi, "
+            "needs 40Gi");
+}
+
+TEST(AllocatorTest, OnlyAPolicyFreeVerdictIsRememberedPerNode) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  f.allocated.AddDevice("gpu.example.com", "node-1", "a100-0");
+  Holdings holdings;
+  // The H100 is refused by the quota, the pair finds one A100: unsatisfiable because of the quota.
+  QuotaConstraint refusing("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 0, 0)},
+                           holdings);
+  StatusOr<Outcome> o = f.Run({.policies = {&refusing}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->stats.policy_rejections, 1);
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kAllocated) << "the quota's verdict was not the node's";
+  // Unsatisfiable with a quota that refused nothing is the node's verdict: remembered.
+  f.allocated.AddDevice("gpu.example.com", "node-1", "h100-0");
+  QuotaConstraint idle("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 9, 0)}, holdings);
+  o = f.Run({.policies = {&idle}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->stats.policy_rejections, 0);
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->stats.node_cache_hit);
+  o = f.Run({.policies = {&refusing}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->stats.node_cache_hit) << "policies read the cache";
 }
 
 TEST(AllocatorTest, SelectorVerdictsAreCachedPerSliceVersion) {

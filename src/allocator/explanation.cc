@@ -35,6 +35,7 @@ void RequestText(const RequestExplanation& r, int level, std::string& out) {
   for (const CandidateExplanation& c : r.candidates) {
     std::string line =
         fmt::format("{}/{}/{}: {}", c.driver, c.pool, c.device, CandidateStatusName(c.status));
+    if (!c.policy_code.empty()) line += " " + c.policy_code;
     if (!c.detail.empty()) line += " (" + c.detail + ")";
     AppendIndented(out, level + 1, line);
   }
@@ -61,6 +62,7 @@ boost::json::object RequestJson(const RequestExplanation& r) {
     co["pool"] = c.pool;
     co["device"] = c.device;
     co["status"] = std::string(CandidateStatusName(c.status));
+    if (!c.policy_code.empty()) co["policyCode"] = c.policy_code;
     if (!c.detail.empty()) co["detail"] = c.detail;
     candidates.push_back(std::move(co));
   }
@@ -121,6 +123,8 @@ std::string_view CandidateStatusName(CandidateStatus status) {
       return "chosen";
     case CandidateStatus::kBindingConditionsUnsupported:
       return "binding-conditions-unsupported";
+    case CandidateStatus::kCompatibilityGroupsUnsupported:
+      return "compatibility-groups-unsupported";
     case CandidateStatus::kClassSelectorFalse:
       return "class-selector-false";
     case CandidateStatus::kRequestSelectorFalse:
@@ -141,6 +145,8 @@ std::string_view CandidateStatusName(CandidateStatus status) {
       return "partitionable-devices-disabled";
     case CandidateStatus::kCounters:
       return "counters-exhausted";
+    case CandidateStatus::kCompatibilityGroups:
+      return "compatibility-groups";
     case CandidateStatus::kTaintNotTolerated:
       return "taint-not-tolerated";
     case CandidateStatus::kConstraint:

@@ -19,6 +19,7 @@ namespace draplane::allocator {
 enum class CandidateStatus {
   kChosen,
   kBindingConditionsUnsupported,
+  kCompatibilityGroupsUnsupported,
   kClassSelectorFalse,
   kRequestSelectorFalse,
   kSelectorError,
@@ -29,6 +30,7 @@ enum class CandidateStatus {
   kCapacity,
   kPartitionableDevicesDisabled,
   kCounters,
+  kCompatibilityGroups,
   kTaintNotTolerated,
   kConstraint,
   kPolicy,
@@ -48,6 +50,8 @@ struct CandidateExplanation {
   // Details in words, e.g. "selector #1 is false", "taint gpu=bad:NoSchedule not tolerated",
   // "matchAttribute gpu.example.com/numa: value 1 does not match 0".
   std::string detail;
+  // kPolicy: the refusing policy's reason code (policy.h), e.g. "quota".
+  std::string policy_code;
 };
 
 struct RequestExplanation {

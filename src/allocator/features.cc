@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "common/status_macros.h"
+
 namespace draplane::allocator {
 namespace {
 
@@ -11,7 +13,7 @@ struct FlagEntry {
   bool Features::*member;
 };
 
-constexpr std::array<FlagEntry, 7> kFlags = {{
+constexpr std::array<FlagEntry, 9> kFlags = {{
     {"AdminAccess", &Features::admin_access},
     {"PrioritizedList", &Features::prioritized_list},
     {"PartitionableDevices", &Features::partitionable_devices},
@@ -19,6 +21,8 @@ constexpr std::array<FlagEntry, 7> kFlags = {{
     {"DeviceBindingAndStatus", &Features::device_binding_and_status},
     {"ConsumableCapacity", &Features::consumable_capacity},
     {"ListTypeAttributes", &Features::list_type_attributes},
+    {"DeviceCompatibilityGroups", &Features::device_compatibility_groups},
+    {"DerivedAttributes", &Features::derived_attributes},
 }};
 
 std::string_view StripVersion(std::string_view version) {
@@ -43,9 +47,11 @@ struct GateState {
   bool device_status = false;
   bool consumable_capacity = false;
   bool list_type_attributes = false;
+  bool compatibility_groups = false;
+  bool derived_attributes = false;
 };
 
-Features FromGates(const GateState& g) {
+Features FromGates(const GateState& g, cel::ListAttributeMode list_attributes) {
   return Features{
       .admin_access = g.admin_access,
       .prioritized_list = g.prioritized_list,
@@ -54,6 +60,9 @@ Features FromGates(const GateState& g) {
       .device_binding_and_status = g.binding_conditions && g.device_status,
       .consumable_capacity = g.consumable_capacity,
       .list_type_attributes = g.list_type_attributes,
+      .device_compatibility_groups = g.compatibility_groups,
+      .derived_attributes = g.derived_attributes,
+      .list_attributes = list_attributes,
   };
 }
 
@@ -97,6 +106,15 @@ std::vector<std::string_view> EnabledFeatureNames(const Features& features) {
 
 std::vector<std::string_view> KnownKubernetesVersions() { return {"1.34", "1.35", "1.36", "1.37"}; }
 
+StatusOr<cel::ListAttributeMode> ListAttributeModeOf(std::string_view version) {
+  std::string_view v = StripVersion(version);
+  if (v == "1.34" || v == "1.35") return cel::ListAttributeMode::kUnsupported;
+  if (v == "1.36") return cel::ListAttributeMode::kLists;
+  if (v == "1.37") return cel::ListAttributeMode::kFirstElement;
+  return InvalidArgumentError("unsupported Kubernetes version \"" + std::string(version) +
+                              "\" (known: 1.34, 1.35, 1.36, 1.37)");
+}
+
 StatusOr<Features> DefaultFeatures(std::string_view version) {
   std::string_view v = StripVersion(version);
   GateState g;
@@ -109,7 +127,8 @@ StatusOr<Features> DefaultFeatures(std::string_view version) {
   } else if (v == "1.36" || v == "1.37") {
     // 1.36 makes admin access and prioritized list GA and turns on the betas of device taints,
     // partitionable devices, consumable capacity and binding conditions; list-type attributes
-    // stay alpha. 1.37 only graduates features that were already on.
+    // stay alpha. 1.37 only graduates features that were already on; its new allocator features
+    // (compatibility groups, derived attributes) are alpha.
     g.admin_access = true;
     g.prioritized_list = true;
     g.device_taints = true;
@@ -117,11 +136,9 @@ StatusOr<Features> DefaultFeatures(std::string_view version) {
     g.consumable_capacity = true;
     g.binding_conditions = true;
     g.device_status = true;
-  } else {
-    return InvalidArgumentError("unsupported Kubernetes version \"" + std::string(version) +
-                                "\" (known: 1.34, 1.35, 1.36, 1.37)");
   }
-  return FromGates(g);
+  DRAPLANE_ASSIGN_OR_RETURN(cel::ListAttributeMode mode, ListAttributeModeOf(version));
+  return FromGates(g, mode);
 }
 
 StatusOr<Features> ApplyFeatureGates(std::string_view gates, const Features& base) {
@@ -134,8 +151,10 @@ StatusOr<Features> ApplyFeatureGates(std::string_view gates, const Features& bas
       .device_status = base.device_binding_and_status,
       .consumable_capacity = base.consumable_capacity,
       .list_type_attributes = base.list_type_attributes,
+      .compatibility_groups = base.device_compatibility_groups,
+      .derived_attributes = base.derived_attributes,
   };
-  const std::array<std::pair<std::string_view, bool GateState::*>, 8> kGates = {{
+  const std::array<std::pair<std::string_view, bool GateState::*>, 10> kGates = {{
       {"DRAAdminAccess", &GateState::admin_access},
       {"DRAPrioritizedList", &GateState::prioritized_list},
       {"DRAPartitionableDevices", &GateState::partitionable_devices},
@@ -144,6 +163,8 @@ StatusOr<Features> ApplyFeatureGates(std::string_view gates, const Features& bas
       {"DRAResourceClaimDeviceStatus", &GateState::device_status},
       {"DRAConsumableCapacity", &GateState::consumable_capacity},
       {"DRAListTypeAttributes", &GateState::list_type_attributes},
+      {"DRADeviceCompatibilityGroups", &GateState::compatibility_groups},
+      {"DRADerivedAttributes", &GateState::derived_attributes},
   }};
   // With only one of the two binding gates named, the other keeps the base state; a base with
   // DeviceBindingAndStatus off has both off, which errs on the side of "feature absent".
@@ -181,10 +202,11 @@ StatusOr<Features> ApplyFeatureGates(std::string_view gates, const Features& bas
                                   "\" (the allocator knows DRAAdminAccess, DRAPrioritizedList, "
                                   "DRAPartitionableDevices, DRADeviceTaints, "
                                   "DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, "
-                                  "DRAConsumableCapacity, DRAListTypeAttributes)");
+                                  "DRAConsumableCapacity, DRAListTypeAttributes, "
+                                  "DRADeviceCompatibilityGroups, DRADerivedAttributes)");
     }
   }
-  return FromGates(g);
+  return FromGates(g, base.list_attributes);
 }
 
 }  // namespace draplane::allocator

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cel/list_attribute_mode.h"
 #include "common/status.h"
 
 namespace draplane::allocator {
@@ -26,16 +27,26 @@ struct Features {
       false;                          // DRADeviceBindingConditions && DRAResourceClaimDeviceStatus
   bool consumable_capacity = false;   // DRAConsumableCapacity
   bool list_type_attributes = false;  // DRAListTypeAttributes
+  // DRADeviceCompatibilityGroups (KEP-5963, alpha in 1.37). Off: a device declaring
+  // compatibility groups, or consuming a counter set on which an allocated device declares them,
+  // is not allocated (upstream's version-skew safety).
+  bool device_compatibility_groups = false;
+  // DRADerivedAttributes (KEP-6080, alpha in 1.37). Off: requests' derivedAttributes are ignored.
+  bool derived_attributes = false;
+  // How selectors read list-typed attributes: not a gate but the release (KEP-5491: lists in
+  // 1.36, first element and asList() in 1.37). DefaultFeatures sets it from the version.
+  cel::ListAttributeMode list_attributes = cel::ListAttributeMode::kLists;
 
   friend bool operator==(const Features&, const Features&) = default;
 };
 
-// Every flag on.
+// Every flag on (list attributes read as in 1.36).
 Features AllFeatures();
 
 // The allocator flag names as upstream spells them in `Features` (and as the conformance
 // scenarios list them): "AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints",
-// "DeviceBindingAndStatus", "ConsumableCapacity", "ListTypeAttributes".
+// "DeviceBindingAndStatus", "ConsumableCapacity", "ListTypeAttributes",
+// "DeviceCompatibilityGroups", "DerivedAttributes".
 std::vector<std::string_view> FeatureNames();
 
 // Sets the flag called `name` (an upstream `Features` name, see FeatureNames()).
@@ -50,15 +61,20 @@ std::vector<std::string_view> KnownKubernetesVersions();
 
 // The allocator flags a cluster of `version` ("1.34", "1.35", "1.36" or "1.37"; a patch suffix
 // such as "1.36.2" or a leading "v" is accepted) has with default feature gates
-// (upstream-dra.md §5). InvalidArgument for any other version.
+// (upstream-dra.md §5), and the release's reading of list attributes. InvalidArgument for any
+// other version.
 StatusOr<Features> DefaultFeatures(std::string_view version);
+
+// The reading of list-typed attributes of a release (see DefaultFeatures for the versions).
+StatusOr<cel::ListAttributeMode> ListAttributeModeOf(std::string_view version);
 
 // Applies a `--feature-gates` value: comma-separated `Gate=true|false` with Kubernetes gate names
 // (DRAAdminAccess, DRAPrioritizedList, DRAPartitionableDevices, DRADeviceTaints,
 // DRADeviceBindingConditions, DRAResourceClaimDeviceStatus, DRAConsumableCapacity,
-// DRAListTypeAttributes). DeviceBindingAndStatus is on only when both of its gates are on; the
-// gates not mentioned keep the state implied by `base`. InvalidArgument for an unknown gate or a
-// malformed entry.
+// DRAListTypeAttributes, DRADeviceCompatibilityGroups, DRADerivedAttributes).
+// DeviceBindingAndStatus is on only when both of its gates are on; the gates not mentioned keep
+// the state implied by `base`, and so does the list-attribute reading. InvalidArgument for an
+// unknown gate or a malformed entry.
 StatusOr<Features> ApplyFeatureGates(std::string_view gates, const Features& base);
 
 }  // namespace draplane::allocator

@@ -21,7 +21,16 @@ TEST(FeaturesTest, DefaultsFollowTheReleaseTable) {
   EXPECT_TRUE(v136.consumable_capacity);
   EXPECT_TRUE(v136.device_binding_and_status);
   EXPECT_FALSE(v136.list_type_attributes);
-  EXPECT_EQ(DefaultFeatures("1.37").value(), v136);
+  EXPECT_EQ(v136.list_attributes, cel::ListAttributeMode::kLists);
+  EXPECT_EQ(v134.list_attributes, cel::ListAttributeMode::kUnsupported);
+
+  // 1.37 differs only in how selectors read list attributes; its new features are alpha.
+  Features v137 = DefaultFeatures("1.37").value();
+  EXPECT_EQ(v137.list_attributes, cel::ListAttributeMode::kFirstElement);
+  EXPECT_FALSE(v137.device_compatibility_groups);
+  EXPECT_FALSE(v137.derived_attributes);
+  v137.list_attributes = cel::ListAttributeMode::kLists;
+  EXPECT_EQ(v137, v136);
 
   EXPECT_EQ(DefaultFeatures("1.33").status().code(), StatusCode::kInvalidArgument);
 }
@@ -32,6 +41,12 @@ TEST(FeaturesTest, GatesOverrideTheBase) {
   EXPECT_TRUE(f.list_type_attributes);
   EXPECT_FALSE(f.device_taints);
   EXPECT_TRUE(f.consumable_capacity);
+  Features alpha = ApplyFeatureGates("DRADeviceCompatibilityGroups=true,DRADerivedAttributes=true",
+                                     DefaultFeatures("1.37").value())
+                       .value();
+  EXPECT_TRUE(alpha.device_compatibility_groups);
+  EXPECT_TRUE(alpha.derived_attributes);
+  EXPECT_EQ(alpha.list_attributes, cel::ListAttributeMode::kFirstElement) << "kept from the base";
 }
 
 TEST(FeaturesTest, BindingAndStatusNeedsBothGates) {
@@ -59,7 +74,7 @@ TEST(FeaturesTest, NamesRoundTrip) {
   Features f;
   for (std::string_view name : FeatureNames()) ASSERT_TRUE(SetFeature(name, true, &f).ok());
   EXPECT_EQ(f, AllFeatures());
-  EXPECT_EQ(EnabledFeatureNames(f).size(), 7u);
+  EXPECT_EQ(EnabledFeatureNames(f).size(), 9u);
   EXPECT_FALSE(SetFeature("Bogus", true, &f).ok());
 }
 

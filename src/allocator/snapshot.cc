@@ -1,21 +1,31 @@
 #include "allocator/snapshot.h"
 
 #include <algorithm>
+#include <boost/json/serialize.hpp>
 #include <set>
 #include <utility>
 
+#include "allocator/allocator.h"
 #include "allocator/internal/snapshot_state.h"
+#include "api/gen/resource_v1_codec.h"
 #include "common/check.h"
 
 namespace draplane::allocator {
 namespace internal {
 
-uint32_t SnapshotState::Expression(std::string_view text) {
-  auto it = expression_ids.find(std::string(text));
+uint32_t SnapshotState::Expression(std::string_view text, const ExpressionSpec& spec) {
+  // The key: what the text is compiled as, then the text.
+  std::string key;
+  key.reserve(text.size() + 2);
+  key.push_back(static_cast<char>('0' + static_cast<int>(spec.list_attributes)));
+  key.push_back(spec.derived ? 'd' : 's');
+  key.append(text);
+  auto it = expression_ids.find(key);
   if (it != expression_ids.end()) return it->second;
   CompiledExpression compiled;
   compiled.text = std::string(text);
-  StatusOr<std::shared_ptr<const CompiledSelector>> program = engine->Compile(text);
+  compiled.spec = spec;
+  StatusOr<std::shared_ptr<const CompiledSelector>> program = engine->Compile(text, spec);
   if (program.ok()) {
     compiled.program = *std::move(program);
   } else {
@@ -23,8 +33,24 @@ uint32_t SnapshotState::Expression(std::string_view text) {
   }
   uint32_t id = static_cast<uint32_t>(expressions.size());
   expressions.push_back(std::move(compiled));
-  expression_ids.emplace(std::string(text), id);
+  expression_ids.emplace(std::move(key), id);
   return id;
+}
+
+const DeviceFacts& SnapshotState::Facts(SliceEntry& slice, size_t index) {
+  if (slice.facts.size() != slice.spec().devices.size()) {
+    slice.facts.resize(slice.spec().devices.size());
+  }
+  std::optional<DeviceFacts>& cached = slice.facts[index];
+  if (cached.has_value()) return *cached;
+  const api::resourcev1::Device& device = slice.spec().devices[index];
+  std::vector<std::pair<std::string_view, api::Quantity>> capacity;
+  for (const Capacity& cap : slice.data[index].capacity) {
+    capacity.emplace_back(names.Name(cap.name), cap.value);
+  }
+  cached = MakeDeviceFacts(slice.spec().driver, device.consumes_counters, capacity,
+                           device.allow_multiple_allocations.value_or(false));
+  return *cached;
 }
 
 const std::vector<ResolvedCapacity>& SnapshotState::Capacities(SliceEntry& slice, size_t index) {
@@ -74,28 +100,16 @@ uint32_t SnapshotState::ErrorId(const std::string& text) {
   return it->second;
 }
 
-uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t index) {
+uint32_t& SnapshotState::CachedCode(uint32_t expression, SliceEntry& slice, size_t index) {
+  for (auto& [id, codes] : slice.verdicts) {
+    if (id == expression) return codes[index];
+  }
+  slice.verdicts.emplace_back(expression, std::vector<uint32_t>(slice.spec().devices.size(), 0));
+  return slice.verdicts.back().second[index];
+}
+
+const PreparedDevice& SnapshotState::Input(SliceEntry& slice, size_t index) {
   const std::vector<api::resourcev1::Device>& devices = slice.spec().devices;
-  std::vector<uint32_t>* found = nullptr;
-  for (auto& [id, list] : slice.verdicts) {
-    if (id == expression) {
-      found = &list;
-      break;
-    }
-  }
-  if (found == nullptr) {
-    slice.verdicts.emplace_back(expression, std::vector<uint32_t>(devices.size(), kVerdictUnknown));
-    found = &slice.verdicts.back().second;
-  }
-  std::vector<uint32_t>& codes = *found;
-  uint32_t& code = codes[index];
-  if (code != kVerdictUnknown) return code;
-  const CompiledExpression& compiled = expressions[expression];
-  if (compiled.program == nullptr) {
-    // Reported by the caller with its own wording; cache "error" without a runtime text.
-    code = kVerdictError + ErrorId(compiled.compile_error);
-    return code;
-  }
   if (slice.inputs.empty()) slice.inputs.resize(devices.size());
   std::unique_ptr<PreparedDevice>& input = slice.inputs[index];
   if (input == nullptr) {
@@ -104,11 +118,49 @@ uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t i
                                          .names = &names,
                                          .driver = slice.spec().driver});
   }
-  SelectorVerdict v = engine->Evaluate(*compiled.program, *input);
+  return *input;
+}
+
+uint32_t SnapshotState::Verdict(uint32_t expression, SliceEntry& slice, size_t index) {
+  uint32_t& code = CachedCode(expression, slice, index);
+  if (code != kVerdictUnknown) return code;
+  const CompiledExpression& compiled = expressions[expression];
+  if (compiled.program == nullptr) {
+    // Reported by the caller with its own wording; cache "error" without a runtime text.
+    code = kVerdictError + ErrorId(compiled.compile_error);
+    return code;
+  }
+  if (budget != nullptr && budget->limit > 0 && budget->spent >= budget->limit) {
+    return kVerdictBudgetSpent;
+  }
+  SelectorVerdict v = engine->Evaluate(*compiled.program, Input(slice, index));
+  if (budget != nullptr) budget->spent += v.cost;
   if (v.error) {
     code = kVerdictError + ErrorId(v.message);
   } else {
     code = v.matches ? kVerdictTrue : kVerdictFalse;
+  }
+  return code;
+}
+
+uint32_t SnapshotState::DerivedCode(uint32_t expression, SliceEntry& slice, size_t index) {
+  uint32_t& code = CachedCode(expression, slice, index);
+  if (code != 0) return code;
+  const CompiledExpression& compiled = expressions[expression];
+  if (compiled.program == nullptr) {
+    code = kDerivedError + 2 * ErrorId(compiled.compile_error);
+    return code;
+  }
+  DerivedValue v = engine->EvaluateValue(*compiled.program, Input(slice, index));
+  if (v.error) {
+    code = kDerivedError + 2 * ErrorId(v.message);
+  } else {
+    // Interned by content, so replaced slices do not make the table grow.
+    std::string key = boost::json::serialize(api::resourcev1::Encode(v.value));
+    auto [it, inserted] =
+        derived_value_ids.emplace(std::move(key), static_cast<uint32_t>(derived_values.size()));
+    if (inserted) derived_values.push_back(std::move(v.value));
+    code = kDerivedValue + 2 * it->second;
   }
   return code;
 }
@@ -246,6 +298,7 @@ Snapshot::SliceHandle Snapshot::UpdateSlice(SliceHandle handle,
   state_->Unindex(&entry);
   // Resolved capacities and compiled node selectors point into the stored slice.
   entry.capacities.clear();
+  entry.facts.clear();
   entry.slice_selector.reset();
   entry.device_selectors.clear();
   if (!same_version) {

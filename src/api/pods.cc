@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "api/gen/core_v1_codec.h"
+#include "api/resource_health.h"
 
 namespace draplane::api {
 
@@ -82,6 +83,7 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
         {"state",
          boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}}});
   }
+  SetAllocatedResourcesStatus(containers, options.allocated_resources_status);
   out["containerStatuses"] = std::move(containers);
   return std::move(out);
 }

@@ -10,12 +10,15 @@
 //     True (podutil.UpdatePodCondition: lastTransitionTime moves only when the status changes);
 //   - hostIP / hostIPs when the caller knows the node's address;
 //   - podIP / podIPs: a stable address in 10.244.0.0/16 derived from the Pod's uid;
-//   - one running, ready containerStatus per container, containerID `draplane://<uid>/<name>`.
+//   - one running, ready containerStatus per container, containerID `draplane://<uid>/<name>`,
+//     with the allocatedResourcesStatus the caller computed for it (api/resource_health.h).
 //
 // Thread-safety: pure functions on values the caller owns.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -41,6 +44,9 @@ std::string PodIpFor(std::string_view uid);
 struct RunningPodOptions {
   // The node's address, reported as hostIP / hostIPs; empty: not reported.
   std::string host_ip{};
+  // Each container's allocatedResourcesStatus (KEP-4680), by container name, as
+  // AllocatedResourcesStatus (api/resource_health.h) computes it; containers absent have none.
+  std::map<std::string, boost::json::array> allocated_resources_status{};
 };
 
 // The status of `pod` once all its containers run (see the file comment), as the JSON object a

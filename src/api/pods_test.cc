@@ -22,6 +22,23 @@ corev1::Pod BoundPod() {
   return pod;
 }
 
+TEST(PodsTest, RunningStatusCarriesTheDevicesHealth) {
+  corev1::Pod pod = BoundPod();
+  const Time now = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'100)));
+  boost::json::array entries = boost::json::parse(R"([{"name":"claim:gpu","resources":[
+      {"resourceID":"gpu.example.com/node-a/gpu-0","health":"Unhealthy"}]}])")
+                                   .as_array();
+  RunningPodOptions options;
+  options.allocated_resources_status["main"] = entries;
+  options.allocated_resources_status["not-a-container"] = entries;
+  boost::json::object status = RunningPodStatus(pod, now, options);
+  const boost::json::array& containers = status["containerStatuses"].as_array();
+  ASSERT_EQ(containers.size(), 1u);
+  EXPECT_EQ(containers[0].as_object().at("allocatedResourcesStatus"), entries);
+  EXPECT_FALSE(RunningPodStatus(pod, now)["containerStatuses"].as_array()[0].as_object().contains(
+      "allocatedResourcesStatus"));
+}
+
 TEST(PodsTest, RunningStatusIsWhatAKubeletReports) {
   corev1::Pod pod = BoundPod();
   const Time then = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'000)));

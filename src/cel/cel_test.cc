@@ -137,11 +137,61 @@ TEST(CelDraTest, DeviceConversionErrorsFailEveryEvaluation) {
   EXPECT_EQ(r.error(),
             "attribute v: parse semantic version: Major number must not contain leading zeroes "
             "\"01\"");
-  DeviceInput::Builder lists("d", DeviceInputOptions{.list_type_attributes = false});
+  // Releases before list attributes (1.34, 1.35) know no value for an attribute holding a list.
+  DeviceInput::Builder lists("d");
   lists.AddInts("n", {1});
-  r = MatchExpr("true", *std::move(lists).Build());
+  auto with_list = std::move(lists).Build();
+  r = MatchExpr("true", *with_list, {.list_attributes = ListAttributeMode::kUnsupported});
   ASSERT_TRUE(r.is_error());
   EXPECT_EQ(r.error(), "attribute n: unsupported attribute value");
+  EXPECT_TRUE(MatchExpr("true", *with_list).matches());
+  EXPECT_TRUE(MatchExpr("true", *with_list, {.list_attributes = ListAttributeMode::kFirstElement})
+                  .matches());
+}
+
+// KEP-5491: 1.36 reads a list attribute as a list, 1.37 as its first element with asList().
+TEST(CelDraTest, ListAttributesReadAsTheReleaseSays) {
+  DeviceInput::Builder b("d");
+  b.AddInts("numa", {2, 5}).AddInt("n", 7).AddStrings("empty", {});
+  auto list_device = std::move(b).Build();
+  DeviceInput::Builder b2("d");
+  b2.AddInts("numa", {2, 5}).AddInt("n", 7).AddStrings("models", {"a", "b"});
+  auto d = std::move(b2).Build();
+  const DraEnvironmentOptions v136{};
+  const DraEnvironmentOptions v137{.list_attributes = ListAttributeMode::kFirstElement};
+  auto match = [&](const char* expr, const DraEnvironmentOptions& o) {
+    return MatchExpr(expr, *d, o);
+  };
+  // 1.36: lists.
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa == [2, 5])", v136).matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa.includes(5))", v136).matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa.exists(x, x == 5))", v136).matches());
+  EXPECT_FALSE(
+      Environment::NewDra(v136)->Compile(R"(device.attributes["d"].numa.asList() == [])").ok())
+      << "asList is 1.37's";
+  // 1.37: the first element, asList() the list, a scalar a one-element list.
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa == 2)", v137).matches());
+  EXPECT_FALSE(match(R"(device.attributes["d"].numa.includes(5))", v137).matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa.includes(2))", v137).matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa.asList().includes(5))", v137).matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa.asList() == [2, 5])", v137).matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"]["models"].asList() == ["a", "b"])", v137).matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"].n.asList() == [7])", v137).matches());
+  EXPECT_TRUE(
+      match(R"(cel.bind(x, device.attributes["d"].models, x == "a" && x.asList().size() == 2))",
+            v137)
+          .matches());
+  EXPECT_TRUE(match(R"(device.attributes["d"].numa.asList().exists(x, x == 5))", v137).matches());
+  SelectorResult r = match(R"(device.attributes["d"].numa.exists(x, x == 5))", v137);
+  ASSERT_TRUE(r.is_error());
+  EXPECT_NE(r.error().find("expected iterable type"), std::string::npos) << r.error();
+  // A computed value is no longer the attribute: asList() wraps it.
+  EXPECT_TRUE(match(R"((device.attributes["d"].numa + 0).asList() == [2])", v137).matches());
+  // An empty list has no first element.
+  r = MatchExpr("true", *list_device, v137);
+  ASSERT_TRUE(r.is_error());
+  EXPECT_EQ(r.error(), "attribute empty: unsupported attribute value");
+  EXPECT_TRUE(MatchExpr("true", *list_device, v136).matches());
 }
 
 TEST(CelDraTest, RuntimeCostLimitIsEnforced) {
@@ -226,11 +276,12 @@ TEST(CelDeviceInputTest, ConvertsApiDevices) {
   device.capacity["memory"].value = *api::Quantity::Parse("80Gi");
   device.allow_multiple_allocations = true;
   auto input = DeviceInputFromApi(device, "gpu.example.com");
-  ASSERT_TRUE(input->error().has_value());
-  EXPECT_EQ(*input->error(), "attribute empty: unsupported attribute value");
+  ASSERT_TRUE(input->error(ListAttributeMode::kLists).has_value());
+  EXPECT_EQ(*input->error(ListAttributeMode::kLists),
+            "attribute empty: unsupported attribute value");
   device.attributes.erase("empty");
   input = DeviceInputFromApi(device, "gpu.example.com");
-  ASSERT_FALSE(input->error().has_value());
+  ASSERT_FALSE(input->error(ListAttributeMode::kLists).has_value());
   EXPECT_TRUE(MatchExpr(R"(device.attributes["gpu.example.com"].model == "H100" && )"
                         R"(device.attributes["example.com"].ids.includes(2) && )"
                         R"(device.capacity["gpu.example.com"].memory == quantity("80Gi") && )"

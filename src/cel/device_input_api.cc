@@ -12,9 +12,8 @@ constexpr uint64_t kVersionsPresent = uint64_t{1} << 3;
 }  // namespace
 
 std::shared_ptr<const DeviceInput> DeviceInputFromApi(const api::resourcev1::Device& device,
-                                                      std::string_view driver,
-                                                      DeviceInputOptions options) {
-  DeviceInput::Builder b(driver, options);
+                                                      std::string_view driver) {
+  DeviceInput::Builder b(driver);
   b.SetAllowMultipleAllocations(device.allow_multiple_allocations.value_or(false));
   for (const auto& [name, a] : device.attributes) {
     // A list is set when non-empty or present in the input (upstream checks `IntValues != nil`).
@@ -32,9 +31,7 @@ std::shared_ptr<const DeviceInput> DeviceInputFromApi(const api::resourcev1::Dev
       }
       return true;
     };
-    // With list attributes enabled the lists are checked first; with the gate off they are not
-    // considered, and an attribute holding only a list is unsupported (the builder reports it).
-    if (options.list_type_attributes && add_list()) continue;
+    if (add_list()) continue;
     if (a.int_value) {
       b.AddInt(name, *a.int_value);
     } else if (a.bool_value) {
@@ -43,7 +40,7 @@ std::shared_ptr<const DeviceInput> DeviceInputFromApi(const api::resourcev1::Dev
       b.AddString(name, *a.string_value);
     } else if (a.version_value) {
       b.AddVersion(name, *a.version_value);
-    } else if (!add_list()) {
+    } else {
       b.AddUnsupported(name);
     }
   }

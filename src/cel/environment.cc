@@ -13,6 +13,29 @@ namespace draplane::cel {
 
 constexpr char kDeviceType[] = "kubernetes.DRADevice";
 
+namespace {
+
+// Whether list attributes exist for expressions of this environment: from 1.36 on, in stored
+// expressions always (upstream 5afedd9), in new ones with DRAListTypeAttributes.
+bool ListTypesDeclared(const DraEnvironmentOptions& options) {
+  if (options.list_attributes == ListAttributeMode::kUnsupported) return false;
+  return options.env_type == EnvType::kStoredExpressions || options.list_type_attributes;
+}
+
+}  // namespace
+
+std::string_view ListAttributeModeName(ListAttributeMode mode) {
+  switch (mode) {
+    case ListAttributeMode::kUnsupported:
+      return "1.34-1.35";
+    case ListAttributeMode::kLists:
+      return "1.36";
+    case ListAttributeMode::kFirstElement:
+      return "1.37";
+  }
+  return "?";
+}
+
 class Environment::Declarations final : public CheckerEnv {
  public:
   Declarations(const FunctionRegistry& registry, std::string container, bool homogeneous)
@@ -54,10 +77,13 @@ std::shared_ptr<const Environment> Environment::NewDra(const DraEnvironmentOptio
   std::shared_ptr<Environment> env(new Environment());
   env->dra_ = options;
   const bool stored = options.env_type == EnvType::kStoredExpressions;
-  const bool list_types = stored || options.list_type_attributes;
+  const bool list_types = ListTypesDeclared(options);
   const bool multi_alloc = stored || options.consumable_capacity;
   RegisterKubernetesCelLibrary(env->registry_);
   if (list_types) RegisterDraIncludes(env->registry_);
+  if (list_types && options.list_attributes == ListAttributeMode::kFirstElement) {
+    RegisterDraAsList(env->registry_);
+  }
   env->decls_ = std::make_unique<Declarations>(env->registry_, "", /*homogeneous=*/true);
   for (VariableDecl& t : TypeIdentifiers()) env->decls_->AddVariable(std::move(t));
   // The attribute value type: google.protobuf.Any ("unknown type") or dyn with list attributes.
@@ -168,8 +194,7 @@ StatusOr<std::shared_ptr<const Program>> Environment::Compile(std::string_view e
     output = checked->TypeOf(ast.root->id);
     if (dra_ && options.require_bool_result) {
       // dynamic-resource-allocation cel/compile.go: the result must be bool or the unknown type.
-      const bool list_types =
-          dra_->env_type == EnvType::kStoredExpressions || dra_->list_type_attributes;
+      const bool list_types = ListTypesDeclared(*dra_);
       bool ok = output.kind() == TypeKind::kBool || output.kind() == TypeKind::kAny ||
                 (list_types && output.kind() == TypeKind::kDyn);
       if (!ok) {
@@ -193,7 +218,8 @@ StatusOr<std::shared_ptr<const Program>> Environment::Compile(std::string_view e
       Plan(ast, checked ? &*checked : nullptr, registry_, planner_options, constants.get());
   return std::make_shared<const Program>(
       shared_from_this(), std::string(expression), std::move(constants), std::move(plan.root),
-      plan.slot_count, std::move(output), estimate, options.cost_limit);
+      plan.slot_count, std::move(output), estimate, options.cost_limit,
+      dra_ ? dra_->list_attributes : ListAttributeMode::kLists);
 }
 
 }  // namespace draplane::cel

@@ -13,7 +13,10 @@
 // regardless of gates. What the gates change:
 //  - DRAConsumableCapacity: `device.allowMultipleAllocations` exists (else "undefined field");
 //  - DRAListTypeAttributes: attributes are `dyn` (macros over them type-check, lists allowed)
-//    instead of `any`, the `includes` function is declared, and a `dyn` result is accepted.
+//    instead of `any`, the `includes` function (and from 1.37 `asList`) is declared, and a `dyn`
+//    result is accepted.
+// The release (`list_attributes`, list_attribute_mode.h) decides how list-typed attributes read
+// at runtime, and which of those declarations exist at all: none before 1.36, `asList` from 1.37.
 //
 // Compile errors are InvalidArgument statuses whose message is upstream's detail text:
 // "compilation failed: ERROR: <input>:1:1: Syntax error: ...", "compilation failed: ERROR:
@@ -31,6 +34,7 @@
 
 #include "cel/checker/checker.h"
 #include "cel/checker/decls.h"
+#include "cel/list_attribute_mode.h"
 #include "cel/program.h"
 #include "cel/runtime/function.h"
 #include "common/status.h"
@@ -44,6 +48,8 @@ struct DraEnvironmentOptions {
   // Feature gates; they only change NewExpressions (see the header comment).
   bool consumable_capacity = false;
   bool list_type_attributes = false;
+  // The release's reading of list-typed attributes (1.36's by default).
+  ListAttributeMode list_attributes = ListAttributeMode::kLists;
 };
 
 struct GenericEnvironmentOptions {

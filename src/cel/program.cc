@@ -22,8 +22,9 @@ Scratch& ThreadScratch() {
 
 constexpr std::string_view kNoSuchKey = "no such key:";
 
-// dynamic-resource-allocation cel/errors.go EnhanceRuntimeError.
-std::string Enhance(std::string_view message) {
+}  // namespace
+
+std::string EnhanceRuntimeError(std::string_view message) {
   std::string out(message);
   if (out.find(kNoSuchKey) != std::string::npos) {
     out +=
@@ -33,11 +34,10 @@ std::string Enhance(std::string_view message) {
   return out;
 }
 
-}  // namespace
-
 Program::Program(std::shared_ptr<const Environment> env, std::string expression,
                  std::unique_ptr<Arena> constants, NodePtr root, int slot_count, Type output_type,
-                 std::optional<uint64_t> estimated_cost, uint64_t cost_limit)
+                 std::optional<uint64_t> estimated_cost, uint64_t cost_limit,
+                 ListAttributeMode list_mode)
     : env_(std::move(env)),
       expression_(std::move(expression)),
       constants_(std::move(constants)),
@@ -45,7 +45,8 @@ Program::Program(std::shared_ptr<const Environment> env, std::string expression,
       slot_count_(slot_count),
       output_type_(std::move(output_type)),
       estimated_cost_(estimated_cost),
-      cost_limit_(cost_limit) {}
+      cost_limit_(cost_limit),
+      list_mode_(list_mode) {}
 
 Program::~Program() = default;
 
@@ -59,8 +60,8 @@ Value Program::Run(EvalContext& ctx) const {
 }
 
 SelectorResult Program::Match(const DeviceInput& device) const {
-  if (device.error()) [[unlikely]] {
-    return SelectorResult::Error(*device.error(), 0);
+  if (const std::optional<std::string>& error = device.error(list_mode_)) [[unlikely]] {
+    return SelectorResult::Error(*error, 0);
   }
   Scratch& scratch = ThreadScratch();
   if (scratch.slots.size() < static_cast<size_t>(slot_count_)) [[unlikely]] {
@@ -70,6 +71,7 @@ SelectorResult Program::Match(const DeviceInput& device) const {
   ctx.arena = &scratch.arena;
   ctx.slots = scratch.slots.data();
   ctx.device = &device;
+  ctx.list_mode = list_mode_;
   ctx.cost_limit = cost_limit_;
   Value v = root_->Eval(ctx);
   if (v.kind() == ValueKind::kBool && !ctx.cancelled && ctx.cost <= cost_limit_) [[likely]] {
@@ -87,7 +89,7 @@ SelectorResult Program::NotAMatch(const Value& v, const EvalContext& ctx) const 
     return SelectorResult::Error(std::string(EvalContext::CostLimitExceeded().error().message),
                                  ctx.cost);
   }
-  if (v.IsError()) return SelectorResult::Error(Enhance(v.error().message), ctx.cost);
+  if (v.IsError()) return SelectorResult::Error(EnhanceRuntimeError(v.error().message), ctx.cost);
   const TypeValue* t = TypeOf(v);
   std::string type_name(t ? t->name : "error");
   return SelectorResult::Error("CEL result of type " + type_name +
@@ -111,8 +113,8 @@ EvalResult Program::Evaluate(const Activation& activation) const {
 
 EvalResult Program::Evaluate(const Activation& activation, const DeviceInput& device) const {
   auto arena = std::make_unique<Arena>();
-  if (device.error()) {
-    Value err = MakeError(arena.get(), *device.error());
+  if (const std::optional<std::string>& error = device.error(list_mode_)) {
+    Value err = MakeError(arena.get(), *error);
     return EvalResult(std::move(arena), err, 0);
   }
   std::vector<Value> slots(static_cast<size_t>(slot_count_));
@@ -121,6 +123,7 @@ EvalResult Program::Evaluate(const Activation& activation, const DeviceInput& de
   ctx.slots = slots.data();
   ctx.activation = &activation;
   ctx.device = &device;
+  ctx.list_mode = list_mode_;
   ctx.cost_limit = cost_limit_;
   Value v = Run(ctx);
   return EvalResult(std::move(arena), v, ctx.cost);

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "cel/checker/types.h"
+#include "cel/list_attribute_mode.h"
 #include "cel/runtime/arena.h"
 #include "cel/runtime/device_input.h"
 #include "cel/runtime/eval_context.h"
@@ -32,6 +33,11 @@
 namespace draplane::cel {
 
 class Environment;
+
+// dynamic-resource-allocation cel/errors.go EnhanceRuntimeError: a "no such key" error gets the
+// hint about optional chaining and has(). Match() applies it; callers of Evaluate() that report
+// DRA errors apply it themselves.
+std::string EnhanceRuntimeError(std::string_view message);
 
 // The outcome of matching a device: true, false, or an error (a value, not a Status: upstream
 // turns it into an allocation error "selector #i on device D: CEL runtime error: <error>").
@@ -88,7 +94,7 @@ class Program {
   // Built by Environment::Compile.
   Program(std::shared_ptr<const Environment> env, std::string expression,
           std::unique_ptr<Arena> constants, NodePtr root, int slot_count, Type output_type,
-          std::optional<uint64_t> estimated_cost, uint64_t cost_limit);
+          std::optional<uint64_t> estimated_cost, uint64_t cost_limit, ListAttributeMode list_mode);
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
   ~Program();
@@ -108,6 +114,8 @@ class Program {
   // cel-go's worst-case cost estimate, when computed at compile time.
   std::optional<uint64_t> estimated_cost() const { return estimated_cost_; }
   uint64_t cost_limit() const { return cost_limit_; }
+  // How the program reads list-typed device attributes (its environment's release).
+  ListAttributeMode list_mode() const { return list_mode_; }
 
  private:
   Value Run(EvalContext& ctx) const;
@@ -121,6 +129,7 @@ class Program {
   Type output_type_;
   std::optional<uint64_t> estimated_cost_;
   uint64_t cost_limit_;
+  ListAttributeMode list_mode_;
 };
 
 }  // namespace draplane::cel

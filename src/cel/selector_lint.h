@@ -13,6 +13,11 @@
 // spec.devices.requests[i].firstAvailable[k].selectors[j].cel.expression (ResourceClaim; under
 // spec.spec for a ResourceClaimTemplate).
 //
+// Derived attributes (KEP-6080, requests[i].exactly.derivedAttributes[j].expression and the
+// subrequests' likewise) compile in the same environment without the bool rule; their result
+// must be a string, int, bool or semver (or, with list attributes, a list of one of them) as far
+// as static types tell, and their estimated cost is limited like a selector's.
+//
 // Thread-safety: thread-safe; environments are built once per option set and cached.
 #pragma once
 
@@ -29,6 +34,8 @@ struct SelectorLintOptions {
   // Feature gates (DRAConsumableCapacity, DRAListTypeAttributes; Kubernetes 1.36 defaults).
   bool consumable_capacity = true;
   bool list_type_attributes = false;
+  // The release's reading of list attributes (1.37 declares `asList`).
+  ListAttributeMode list_attributes = ListAttributeMode::kLists;
 };
 
 api::FieldErrorList LintCelSelectors(const api::resourcev1::DeviceClass& obj,

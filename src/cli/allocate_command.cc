@@ -34,6 +34,7 @@
 #include "api/object.h"
 #include "api/validation/validation.h"
 #include "cli/commands.h"
+#include "cli/object_ref.h"
 #include "common/random.h"
 #include "common/status_macros.h"
 
@@ -495,7 +496,8 @@ void AddAllocateCommand(CLI::App& app) {
   cmd->add_option("--claim", options->claims,
                   "Files with the ResourceClaims (or templates) of one Pod")
       ->required();
-  cmd->add_option("--node", options->node, "The node to allocate on");
+  cmd->add_option("--node", options->node, "The node to allocate on")
+      ->check(ObjectNameCheck("--node"));
   cmd->add_flag("--all-nodes", options->all_nodes, "Try every node and report which fit");
   cmd->add_option("--allocated", options->allocated,
                   "More files with allocated ResourceClaims (devices in use)");
@@ -516,7 +518,8 @@ void AddAllocateCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--namespace", options->default_namespace,
                   "Namespace for claims that do not name one")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NamespaceNameCheck("--namespace"));
   cmd->footer(kAllocateFooter);
   cmd->callback([options] {
     const int code = RunAllocate(*options);

@@ -1,19 +1,25 @@
 // `draplane cel`: evaluate CEL expressions and try device selectors against real ResourceSlices.
 //
-//   draplane cel eval 'EXPR' [--var NAME=JSON]... [--device-json JSON]
+//   draplane cel eval 'EXPR' [--var NAME=JSON]... [--device-json JSON] [--kubernetes-version V]
 //     Evaluates EXPR and prints the result in CEL literal syntax, or `error: ...` (exit 1).
-//     With --device-json the expression is compiled in the DRA selector environment and
-//     `device` is the given device (a ResourceSlice `devices[]` entry, plus an optional
-//     "driver" key, default "example.com"); otherwise in a generic environment where each --var
-//     declares a dyn variable bound to the JSON value (numbers without a fraction are ints).
+//     With --device-json the expression is compiled in the DRA selector environment of the
+//     release (StoredExpressions) and `device` is the given device (a ResourceSlice `devices[]`
+//     entry, plus an optional "driver" key, default "example.com"); otherwise in a generic
+//     environment where each --var declares a dyn variable bound to the JSON value (numbers
+//     without a fraction are ints).
 //
-//   draplane cel select --slices PATH... 'EXPR'
-//     Compiles the selector like the scheduler (StoredExpressions) and evaluates it against every
-//     device of every ResourceSlice in PATH (files, directories, `kubectl get resourceslices -o
-//     yaml` dumps, or - for stdin), printing one line per device:
+//   draplane cel select --slices PATH... 'EXPR' [--kubernetes-version V]
+//     Compiles the selector like the scheduler of the release (StoredExpressions) and evaluates
+//     it against every device of every ResourceSlice in PATH (files, directories, `kubectl get
+//     resourceslices -o yaml` dumps, or - for stdin), printing one line per device:
 //       DRIVER/POOL/DEVICE  match | no | error: <message>
 //     Exit code 0 when the selector compiles and no device errs, 1 otherwise, 2 for usage errors
 //     and unreadable files.
+//
+// The release (default 1.36) decides how list-typed attributes read (KEP-5491): lists in 1.36,
+// the first element with `asList()` for the list in 1.37, no value at all before 1.36. The
+// DRAListTypeAttributes gate does not matter here: it governs what the API server accepts, not
+// what the scheduler's CEL reads.
 #include <boost/json.hpp>
 #include <cstdio>
 #include <memory>
@@ -21,12 +27,12 @@
 #include <variant>
 #include <vector>
 
+#include "allocator/features.h"
 #include "api/codec/files.h"
 #include "api/codec/json.h"
 #include "api/codec/manifest.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/object.h"
-#include "api/validation/validation.h"
 #include "cel/cel.h"
 #include "cli/commands.h"
 
@@ -39,13 +45,28 @@ struct EvalOptions {
   std::string expression;
   std::vector<std::string> vars;
   std::string device_json;
+  std::string kubernetes_version = "1.36";
 };
 
 struct SelectOptions {
   std::string expression;
   std::vector<std::string> slices;
-  std::string feature_gates;
+  std::string kubernetes_version = "1.36";
 };
+
+// The scheduler's DRA environment (StoredExpressions) of a release, or a usage error.
+std::shared_ptr<const cel::Environment> ReleaseEnvironment(std::string_view command,
+                                                           std::string_view version) {
+  StatusOr<cel::ListAttributeMode> mode = allocator::ListAttributeModeOf(version);
+  if (!mode.ok()) {
+    std::fprintf(stderr, "draplane cel %.*s: --kubernetes-version: %s\n",
+                 static_cast<int>(command.size()), command.data(),
+                 std::string(mode.status().message()).c_str());
+    return nullptr;
+  }
+  return cel::Environment::NewDra(
+      {.env_type = cel::EnvType::kStoredExpressions, .list_attributes = *mode});
+}
 
 void PrintError(std::string_view message) {
   std::printf("error: %.*s\n", static_cast<int>(message.size()), message.data());
@@ -123,7 +144,8 @@ int RunEval(const EvalOptions& options) {
       return 2;
     }
     device = cel::DeviceInputFromApi(api_device, driver);
-    env = cel::Environment::NewDra();
+    env = ReleaseEnvironment("eval", options.kubernetes_version);
+    if (env == nullptr) return 2;
   } else {
     cel::GenericEnvironmentOptions env_options;
     env_options.homogeneous_aggregate_literals = true;
@@ -163,12 +185,9 @@ int RunEval(const EvalOptions& options) {
 }
 
 int RunSelect(const SelectOptions& options) {
-  api::validation::Features features;
-  if (Status s = api::validation::ParseFeatureGates(options.feature_gates, &features); !s.ok()) {
-    std::fprintf(stderr, "draplane cel select: --feature-gates: %s\n",
-                 std::string(s.message()).c_str());
-    return 2;
-  }
+  // The scheduler compiles with StoredExpressions (every declaration, regardless of gates).
+  auto env = ReleaseEnvironment("select", options.kubernetes_version);
+  if (env == nullptr) return 2;
   StatusOr<std::vector<api::codec::ManifestFile>> files =
       api::codec::CollectManifestFiles(options.slices);
   if (!files.ok()) {
@@ -176,18 +195,15 @@ int RunSelect(const SelectOptions& options) {
                  std::string(files.status().message()).c_str());
     return 2;
   }
-  // The scheduler compiles with StoredExpressions (every declaration, regardless of gates).
-  auto env = cel::Environment::NewDra();
   auto program = env->Compile(options.expression);
   if (!program.ok()) {
     PrintError(program.status().message());
     return 1;
   }
-  cel::DeviceInputOptions input_options{.list_type_attributes = features.list_type_attributes};
   int matches = 0, misses = 0, errors = 0, unreadable = 0;
   auto evaluate = [&](const api::resourcev1::ResourceSlice& slice) {
     for (const api::resourcev1::Device& d : slice.spec.devices) {
-      auto input = cel::DeviceInputFromApi(d, slice.spec.driver, input_options);
+      auto input = cel::DeviceInputFromApi(d, slice.spec.driver);
       cel::SelectorResult r = (*program)->Match(*input);
       std::string id = slice.spec.driver + "/" + slice.spec.pool.name + "/" + d.name;
       if (r.is_error()) {
@@ -247,6 +263,10 @@ void AddCelCommand(CLI::App& app) {
   eval_cmd->add_option("--device-json", eval->device_json,
                        "A device as JSON (a ResourceSlice devices[] entry, plus an optional "
                        "\"driver\"); compiles in the DRA selector environment");
+  eval_cmd
+      ->add_option("--kubernetes-version", eval->kubernetes_version,
+                   "Release whose selector semantics apply (1.34 ... 1.37)")
+      ->capture_default_str();
   eval_cmd->callback([eval] {
     const int code = RunEval(*eval);
     if (code != 0) throw CommandExit{code};
@@ -260,8 +280,10 @@ void AddCelCommand(CLI::App& app) {
                    "Files, directories or - with ResourceSlices (e.g. kubectl get "
                    "resourceslices -o yaml)")
       ->required();
-  select_cmd->add_option("--feature-gates", select->feature_gates,
-                         "e.g. DRAListTypeAttributes=true (list attributes)");
+  select_cmd
+      ->add_option("--kubernetes-version", select->kubernetes_version,
+                   "Release whose scheduler semantics apply (1.34 ... 1.37)")
+      ->capture_default_str();
   select_cmd->add_option("expression", select->expression, "The CEL selector")->required();
   select_cmd->callback([select] {
     const int code = RunSelect(*select);

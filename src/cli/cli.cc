@@ -36,6 +36,8 @@ int Run(int argc, char** argv) {
   AddScenarioCommand(app);
   AddAllocateCommand(app);
   AddAgentCommand(app);
+  AddFakeKubeletCommand(app);
+  AddSimCommand(app);
 
   try {
     app.parse(argc, argv);

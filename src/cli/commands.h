@@ -9,8 +9,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "allocator/features.h"
 #include "client/api_client.h"
 #include "client/shared_informers.h"
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace draplane::server {
@@ -39,6 +41,8 @@ void AddKubeconfigCommand(CLI::App& app);
 void AddScenarioCommand(CLI::App& app);
 void AddAllocateCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
+void AddFakeKubeletCommand(CLI::App& app);
+void AddSimCommand(CLI::App& app);
 // Informers shared by the components `draplane serve` embeds, so that each object change is
 // watched, decoded and cached once (client/shared_informers.h). EmbedSharedInformers embeds
 // their owner first (it stops last, after every component using them) and fills `informers`.
@@ -49,7 +53,13 @@ struct EmbeddedInformers {
 Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInformers> shared);
 // The scheduler and the controllers embedded in `draplane serve` (scheduler_command.cc,
 // controller_manager_command.cc); with `shared` they use those informers.
-Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared);
+// `decision_records`: write an AllocationDecision per committed allocation (scheduler.h).
+Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
+                      const allocator::Features& features, Duration binding_timeout,
+                      bool decision_records = true);
+// `--binding-timeout`: a Go-style duration of at least 1 s (upstream validates
+// DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
+StatusOr<Duration> ParseBindingTimeout(std::string_view text);
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
                               std::shared_ptr<EmbeddedInformers> shared);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve

@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli/object_ref.h"
 #include "client/leader_election.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -96,6 +97,21 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
   end_waiter();
   std::fprintf(stderr, "draplane %s: lost the leader lease, exiting\n", run.command.c_str());
   return 1;
+}
+
+void AddLeaderElectionOptions(CLI::App& cmd, const std::string& purpose, bool& leader_elect,
+                              std::string& lease_name, std::string& lease_namespace,
+                              std::string& identity) {
+  cmd.add_option("--leader-elect", leader_elect,
+                 "Hold a coordination.k8s.io Lease so that " + purpose)
+      ->capture_default_str();
+  cmd.add_option("--leader-elect-lease-name", lease_name)
+      ->capture_default_str()
+      ->check(ObjectNameCheck("--leader-elect-lease-name"));
+  cmd.add_option("--leader-elect-namespace", lease_namespace)
+      ->capture_default_str()
+      ->check(NamespaceNameCheck("--leader-elect-namespace"));
+  cmd.add_option("--identity", identity, "Replica identity (default: generated)");
 }
 
 }  // namespace draplane::cli

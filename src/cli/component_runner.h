@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 
@@ -33,5 +34,11 @@ struct ComponentRun {
 // after a signal, 1 when the lease was lost, 2 when the component or the election could not
 // start.
 int RunComponent(client::ApiClient& api, const sigset_t& signals, const ComponentRun& run);
+
+// The leader-election flags of a component (--leader-elect "so that <purpose>",
+// --leader-elect-lease-name, --leader-elect-namespace, checked as object names, --identity).
+void AddLeaderElectionOptions(CLI::App& cmd, const std::string& purpose, bool& leader_elect,
+                              std::string& lease_name, std::string& lease_namespace,
+                              std::string& identity);
 
 }  // namespace draplane::cli

@@ -134,12 +134,8 @@ void AddControllerManagerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "Play the kubelet for every node: bound Pods run, deleted Pods terminate");
-  cmd->add_option("--leader-elect", flags->leader_elect,
-                  "Hold a coordination.k8s.io Lease so that only one replica runs")
-      ->capture_default_str();
-  cmd->add_option("--leader-elect-lease-name", flags->lease_name)->capture_default_str();
-  cmd->add_option("--leader-elect-namespace", flags->lease_namespace)->capture_default_str();
-  cmd->add_option("--identity", flags->identity, "Replica identity (default: generated)");
+  AddLeaderElectionOptions(*cmd, "only one replica runs", flags->leader_elect, flags->lease_name,
+                           flags->lease_namespace, flags->identity);
   cmd->callback([flags] {
     int code = RunControllerManager(*flags);
     if (code != 0) throw CommandExit{code};

@@ -9,6 +9,7 @@
 #include "api/codec/yaml.h"
 #include "api/gen/draplane_v1alpha1_codec.h"
 #include "cli/commands.h"
+#include "cli/object_ref.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
 #include "client/typed.h"
@@ -98,16 +99,12 @@ int RunExplainClaim(const ExplainClaimFlags& flags) {
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
   if (!config.ok()) return Fail("kubeconfig", config.status());
-  std::string ns = config->default_namespace;
-  std::string name = flags.claim;
-  if (size_t slash = flags.claim.find('/'); slash != std::string::npos) {
-    ns = flags.claim.substr(0, slash);
-    name = flags.claim.substr(slash + 1);
-  }
-  if (ns.empty() || name.empty()) {
-    return Fail("claim",
-                InvalidArgumentError("expected NAMESPACE/NAME, got \"" + flags.claim + "\""));
-  }
+  // The reference was checked when the arguments were parsed (NamespacedNameCheck).
+  StatusOr<NamespacedName> ref =
+      ParseNamespacedName(flags.claim, config->default_namespace, "claim");
+  if (!ref.ok()) return Fail("claim", ref.status());
+  const std::string& ns = ref->ns;
+  const std::string& name = ref->name;
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
   if (!api.ok()) return Fail("client", api.status());
   StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(**api, ns, name);
@@ -248,7 +245,8 @@ void AddExplainClaimCommand(CLI::App& explain) {
   CLI::App* cmd = explain.add_subcommand(
       "claim", "The stored decision record of a claim's allocation (AllocationDecision)");
   cmd->add_option("claim", flags->claim, "NAMESPACE/NAME (or NAME in the context's namespace)")
-      ->required();
+      ->required()
+      ->check(NamespacedNameCheck("claim"));
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");

@@ -6,6 +6,7 @@
 
 #include "allocator/features.h"
 #include "cli/commands.h"
+#include "cli/object_ref.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
 #include "client/typed.h"
@@ -49,16 +50,14 @@ int RunExplainPod(const ExplainFlags& flags) {
   if (flags.output != "text" && flags.output != "json") {
     return Fail("-o", InvalidArgumentError("output must be text or json"));
   }
-  std::string ns = "default";
-  std::string name = flags.pod;
-  if (size_t slash = flags.pod.find('/'); slash != std::string::npos) {
-    ns = flags.pod.substr(0, slash);
-    name = flags.pod.substr(slash + 1);
-  }
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
   if (!config.ok()) return Fail("kubeconfig", config.status());
-  if (flags.pod.find('/') == std::string::npos) ns = config->default_namespace;
+  // The reference was checked when the arguments were parsed (NamespacedNameCheck).
+  StatusOr<NamespacedName> ref = ParseNamespacedName(flags.pod, config->default_namespace, "pod");
+  if (!ref.ok()) return Fail("pod", ref.status());
+  const std::string& ns = ref->ns;
+  const std::string& name = ref->name;
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
   if (!api.ok()) return Fail("client", api.status());
   StatusOr<allocator::Features> features = allocator::DefaultFeatures(flags.kubernetes_version);
@@ -92,6 +91,13 @@ int RunExplainPod(const ExplainFlags& flags) {
   for (rv1::ResourceClaim& c : *claims) {
     cluster.UpsertClaim(std::make_shared<const rv1::ResourceClaim>(std::move(c)));
   }
+  // The quotas of the Pod's namespace: Allocation-mode ones are checked inside the search.
+  StatusOr<client::ObjectList<api::corev1::ResourceQuota>> quotas =
+      client::List<api::corev1::ResourceQuota>(**api, ns);
+  if (!quotas.ok()) return Fail("list resourcequotas", quotas.status());
+  for (api::corev1::ResourceQuota& q : quotas->items) {
+    cluster.UpsertQuota(std::make_shared<const api::corev1::ResourceQuota>(std::move(q)));
+  }
   StatusOr<std::vector<api::corev1::Pod>> pods = ListAll<api::corev1::Pod>(**api);
   if (!pods.ok()) return Fail("list pods", pods.status());
   for (api::corev1::Pod& p : *pods) {
@@ -115,7 +121,8 @@ void AddExplainCommand(CLI::App& app) {
   CLI::App* pod = cmd->add_subcommand(
       "pod", "Why a Pod is on its node, or every node's reason for not taking it");
   pod->add_option("pod", flags->pod, "NAMESPACE/NAME (or NAME in the context's namespace)")
-      ->required();
+      ->required()
+      ->check(NamespacedNameCheck("pod"));
   pod->add_option("--kubeconfig", flags->kubeconfig,
                   "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   pod->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/object_ref.h"
 #include "common/clock.h"
 #include "common/random.h"
 #include "server/auth/kubeconfig.h"
@@ -29,7 +30,8 @@ void AddKubeconfigCommand(CLI::App& app) {
   cmd->add_option("--server", flags->request.server,
                   "Server URL (default: the one the server last wrote to <data-dir>/server-url)");
   cmd->add_option("--namespace", flags->request.default_namespace,
-                  "Default namespace of the kubeconfig's context");
+                  "Default namespace of the kubeconfig's context")
+      ->check(NamespaceNameCheck("--namespace"));
   cmd->add_flag("--client-certificate", flags->request.client_certificate,
                 "Issue a client certificate (CN=user, O=groups) instead of a token");
   cmd->callback([flags] {

@@ -11,8 +11,9 @@
 //      and name. Claims and taint rules that carry a status also get the status rules.
 //   5. Compile every CEL selector (cel/selector_lint.h): compile and cost errors at their paths.
 // Unknown kinds are problems; modelled kinds draplane does not validate (Pod, Node, ...) are
-// decoded and counted in the summary; draplane's own node / cluster profiles are checked by the
-// agent's profile parser.
+// decoded and counted in the summary, and so are kinds of the other API groups Kubernetes
+// reserves for itself (a DaemonSet, RBAC: the cluster's API server checks those);
+// draplane's own node / cluster profiles are checked by the agent's profile parser.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -23,18 +24,22 @@
 #include <vector>
 
 #include "agent/profile.h"
+#include "allocator/features.h"
 #include "api/codec/files.h"
+#include "api/codec/json.h"
 #include "api/codec/manifest.h"
 #include "api/object.h"
-#include "api/validation/quota_validation.h"
+#include "api/validation/object_validation.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
 #include "cli/commands.h"
+#include "cli/object_ref.h"
+#include "sim/cluster.h"
+#include "sim/trace.h"
 
 namespace draplane::cli {
 namespace {
 
-namespace resourcev1 = api::resourcev1;
 namespace validation = api::validation;
 
 struct LintOptions {
@@ -42,6 +47,7 @@ struct LintOptions {
   std::vector<std::string> old_paths;
   std::string default_namespace = "default";
   std::string feature_gates;
+  std::string kubernetes_version = "1.36";
 };
 
 constexpr char kLintFooter[] = R"(
@@ -49,7 +55,8 @@ Each PATH is a file, a directory (searched recursively for *.yaml, *.yml and *.j
 standard input. Every object is decoded and the DRA kinds (DeviceClass, ResourceSlice,
 ResourceClaim, ResourceClaimTemplate, DeviceTaintRule) are validated with the rules, limits and
 messages of the Kubernetes API server (resource.k8s.io/v1, Kubernetes 1.36 feature gates unless
---feature-gates says otherwise). Claims and taint rules that carry a status (kubectl get -o yaml
+--feature-gates says otherwise). CEL selectors and derived attributes compile as the API server of
+--kubernetes-version compiles them (1.37 knows asList() for list attributes). Claims and taint rules that carry a status (kubectl get -o yaml
 dumps) are also checked against the status rules.
 
 With --old, an object whose kind, namespace and name match an object in the --old files is
@@ -65,6 +72,16 @@ unreadable files. A summary goes to standard error.)";
 constexpr size_t kMaxPrintedValue = 512;
 
 using ObjectKey = std::tuple<std::string, std::string, std::string>;  // kind, namespace, name
+
+// A group Kubernetes keeps for its built-in APIs (core, dotless groups such as `apps`, `*.k8s.io`)
+// other than resource.k8s.io, whose kinds draplane knows (a misspelled one is a problem).
+bool IsOtherBuiltinGroup(std::string_view api_version) {
+  const size_t slash = api_version.find('/');
+  if (slash == std::string_view::npos) return true;  // the core group: "v1"
+  const std::string_view group = api_version.substr(0, slash);
+  if (group == "resource.k8s.io") return false;
+  return group.find('.') == std::string_view::npos || group.ends_with(".k8s.io");
+}
 
 bool IsNamespacedKind(std::string_view kind) {
   return kind == "ResourceClaim" || kind == "ResourceClaimTemplate" || kind == "Pod" ||
@@ -98,79 +115,11 @@ std::string DisplayName(const api::Object& object) {
   return name;
 }
 
-bool HasClaimStatus(const resourcev1::ResourceClaim& c) {
-  return c.status.allocation.has_value() || !c.status.reserved_for.empty() ||
-         !c.status.devices.empty();
-}
-
-// Validates a DRA object on create (old == nullptr) or update. Returns false for kinds draplane
-// does not validate.
-bool Validate(api::Object& object, api::Object* old, const validation::Features& features,
-              api::FieldErrorList* errors) {
-  auto add = [errors](api::FieldErrorList more) {
-    for (api::FieldError& e : more) errors->push_back(std::move(e));
-  };
-  if (auto* c = std::get_if<resourcev1::DeviceClass>(&object)) {
-    auto* o = old ? std::get_if<resourcev1::DeviceClass>(old) : nullptr;
-    add(o ? validation::ValidateDeviceClassUpdate(*c, *o, features)
-          : validation::ValidateDeviceClass(*c, features));
-    return true;
-  }
-  if (auto* s = std::get_if<resourcev1::ResourceSlice>(&object)) {
-    auto* o = old ? std::get_if<resourcev1::ResourceSlice>(old) : nullptr;
-    add(o ? validation::ValidateResourceSliceUpdate(*s, *o, features)
-          : validation::ValidateResourceSlice(*s, features));
-    return true;
-  }
-  if (auto* c = std::get_if<resourcev1::ResourceClaim>(&object)) {
-    validation::SetDefaults(c);
-    if (auto* o = old ? std::get_if<resourcev1::ResourceClaim>(old) : nullptr) {
-      validation::SetDefaults(o);
-      add(validation::ValidateResourceClaimUpdate(*c, *o, features));
-      add(validation::ValidateResourceClaimStatusUpdate(*c, *o, features));
-    } else {
-      add(validation::ValidateResourceClaim(*c, features));
-      if (HasClaimStatus(*c)) add(validation::ValidateResourceClaimStatus(*c, features));
-    }
-    return true;
-  }
-  if (auto* t = std::get_if<resourcev1::ResourceClaimTemplate>(&object)) {
-    validation::SetDefaults(t);
-    if (auto* o = old ? std::get_if<resourcev1::ResourceClaimTemplate>(old) : nullptr) {
-      validation::SetDefaults(o);
-      add(validation::ValidateResourceClaimTemplateUpdate(*t, *o, features));
-    } else {
-      add(validation::ValidateResourceClaimTemplate(*t, features));
-    }
-    return true;
-  }
-  if (auto* r = std::get_if<resourcev1::DeviceTaintRule>(&object)) {
-    if (auto* o = old ? std::get_if<resourcev1::DeviceTaintRule>(old) : nullptr) {
-      add(validation::ValidateDeviceTaintRuleUpdate(*r, *o, features));
-      add(validation::ValidateDeviceTaintRuleStatusUpdate(*r, *o, features));
-    } else {
-      add(validation::ValidateDeviceTaintRule(*r, features));
-      if (!r->status.conditions.empty()) {
-        add(validation::ValidateDeviceTaintRuleStatus(*r, features));
-      }
-    }
-    return true;
-  }
-  if (auto* q = std::get_if<api::corev1::ResourceQuota>(&object)) {
-    if (auto* o = old ? std::get_if<api::corev1::ResourceQuota>(old) : nullptr) {
-      add(validation::ValidateResourceQuotaUpdate(*q, *o));
-    } else {
-      add(validation::ValidateResourceQuota(*q));
-    }
-    return true;
-  }
-  return false;
-}
-
 class Linter {
  public:
-  Linter(const LintOptions& options, validation::Features features)
-      : options_(options), features_(features) {}
+  Linter(const LintOptions& options, validation::Features features,
+         cel::ListAttributeMode list_attributes)
+      : options_(options), features_(features), list_attributes_(list_attributes) {}
 
   // Reads the --old files into `old_`. Problems in them are reported like any other.
   void LoadOld(const std::vector<api::codec::ManifestFile>& files) {
@@ -190,7 +139,8 @@ class Linter {
         DefaultNamespace(object, options_.default_namespace);
         auto it = old_.find(Key(object));
         api::FieldErrorList errors;
-        if (!Validate(object, it == old_.end() ? nullptr : &it->second, features_, &errors)) {
+        if (!validation::ValidateObject(object, it == old_.end() ? nullptr : &it->second, features_,
+                                        &errors)) {
           ++not_validated_[api::ObjectKind(object)];
           return;
         }
@@ -198,6 +148,7 @@ class Linter {
         cel::SelectorLintOptions cel_options;
         cel_options.consumable_capacity = features_.consumable_capacity;
         cel_options.list_type_attributes = features_.list_type_attributes;
+        cel_options.list_attributes = list_attributes_;
         for (api::FieldError& e :
              cel::LintCelSelectors(object, it == old_.end() ? nullptr : &it->second, cel_options)) {
           errors.push_back(std::move(e));
@@ -246,11 +197,22 @@ class Linter {
                           "/" + DisplayName(object) + ": ";
       if (std::holds_alternative<api::Unstructured>(object) && errors.empty() &&
           api::ObjectApiVersion(object) == agent::kProfileApiVersion) {
-        // draplane's own NodeProfile / ClusterProfile (examples/cluster-demo.yaml): checked by
-        // the agent's profile parser.
-        if (Status s = agent::ParseProfileJson(manifest.value).status(); !s.ok()) {
-          Print(where + std::string(s.message()));
-        }
+        // draplane's own documents, each checked by the parser of the command that reads it:
+        // the simulator's WorkloadTrace and ClusterChange (examples/sim), else a NodeProfile /
+        // ClusterProfile (examples/cluster-demo.yaml).
+        const std::string kind = api::ObjectKind(object);
+        Status s = kind == sim::kTraceKind
+                       ? sim::ParseTrace(api::codec::WriteJson(manifest.value)).status()
+                   : kind == sim::kClusterChangeKind
+                       ? sim::ParseClusterChange(manifest.value, "").status()
+                       : agent::ParseProfileJson(manifest.value).status();
+        if (!s.ok()) Print(where + std::string(s.message()));
+        continue;
+      }
+      if (std::holds_alternative<api::Unstructured>(object) && errors.empty() &&
+          IsOtherBuiltinGroup(api::ObjectApiVersion(object))) {
+        ++objects_;
+        ++not_validated_[api::ObjectKind(object)];
         continue;
       }
       if (std::holds_alternative<api::Unstructured>(object) && errors.empty()) {
@@ -292,6 +254,7 @@ class Linter {
 
   const LintOptions& options_;
   validation::Features features_;
+  cel::ListAttributeMode list_attributes_;
   std::map<ObjectKey, api::Object> old_;
   std::map<std::string, int> not_validated_;
   int problems_ = 0;
@@ -305,7 +268,14 @@ int RunLint(const LintOptions& options) {
     std::fprintf(stderr, "draplane lint: --feature-gates: %s\n", std::string(s.message()).c_str());
     return 2;
   }
-  Linter linter(options, features);
+  StatusOr<cel::ListAttributeMode> list_attributes =
+      allocator::ListAttributeModeOf(options.kubernetes_version);
+  if (!list_attributes.ok()) {
+    std::fprintf(stderr, "draplane lint: --kubernetes-version: %s\n",
+                 std::string(list_attributes.status().message()).c_str());
+    return 2;
+  }
+  Linter linter(options, features, *list_attributes);
   if (!options.old_paths.empty()) {
     StatusOr<std::vector<api::codec::ManifestFile>> old =
         api::codec::CollectManifestFiles(options.old_paths);
@@ -340,10 +310,14 @@ void AddLintCommand(CLI::App& app) {
                   "validated as updates of them");
   cmd->add_option("-n,--namespace", options->default_namespace,
                   "Namespace for namespaced objects that do not name one")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NamespaceNameCheck("--namespace"));
   cmd->add_option("--feature-gates", options->feature_gates,
                   "Feature gates the validation depends on, e.g. "
                   "DRAConsumableCapacity=false,DRAFractionalCapacityRange=true");
+  cmd->add_option("--kubernetes-version", options->kubernetes_version,
+                  "Release whose API server compiles the CEL expressions (1.34 ... 1.37)")
+      ->capture_default_str();
   cmd->add_option("paths", options->paths, "Files, directories, or - for standard input")
       ->required();
   cmd->footer(kLintFooter);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "agent/profile.h"
 #include "allocator/allocator.h"
 #include "allocator/features.h"
 #include "cli/commands.h"
@@ -32,7 +33,11 @@ struct SchedulerFlags {
   int percentage_of_nodes_to_score = 0;
   int binders = 16;
   bool no_events = false;
+  bool no_decision_records = false;
+  int holdings_check_interval_seconds = 60;
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
+  uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
+  std::string binding_timeout = "600s";
 };
 
 int Fail(const std::string& what, const Status& s) {
@@ -56,6 +61,8 @@ int RunScheduler(const SchedulerFlags& flags) {
     features = allocator::ApplyFeatureGates(flags.feature_gates, *features);
     if (!features.ok()) return Fail("--feature-gates", features.status());
   }
+  StatusOr<Duration> binding_timeout = ParseBindingTimeout(flags.binding_timeout);
+  if (!binding_timeout.ok()) return Fail("--binding-timeout", binding_timeout.status());
   std::string identity = flags.identity;
   if (identity.empty()) identity = "draplane-scheduler-" + SecureRandom().NewUuid().substr(0, 8);
 
@@ -65,7 +72,11 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.percentage_of_nodes_to_score = flags.percentage_of_nodes_to_score;
   options.binder_threads = flags.binders;
   options.allocation_step_limit = flags.allocation_step_limit;
+  options.evaluation_budget = flags.evaluation_budget;
+  options.binding_timeout = *binding_timeout;
   options.record_events = !flags.no_events;
+  options.decision_records = !flags.no_decision_records;
+  options.holdings_check_interval = std::chrono::seconds(flags.holdings_check_interval_seconds);
   options.identity = identity;
   scheduler::Scheduler sched(**api, RealClock(), options);
 
@@ -86,16 +97,22 @@ int RunScheduler(const SchedulerFlags& flags) {
 // profile and no leader election (one process).
 class EmbeddedScheduler final : public server::EmbeddedComponent {
  public:
-  explicit EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared)
-      : shared_(std::move(shared)) {}
+  EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared, allocator::Features features,
+                    Duration binding_timeout, bool decision_records)
+      : shared_(std::move(shared)),
+        features_(features),
+        binding_timeout_(binding_timeout),
+        decision_records_(decision_records) {}
 
   std::string name() const override { return "scheduler"; }
 
   Status Start(const server::ClientCredentials& credentials) override {
     DRAPLANE_ASSIGN_OR_RETURN(api_, NewEmbeddedClient(credentials, "draplane-scheduler"));
     scheduler::SchedulerOptions options;
-    DRAPLANE_ASSIGN_OR_RETURN(options.features, allocator::DefaultFeatures("1.36"));
+    options.features = features_;
     options.identity = "draplane-serve-scheduler";
+    options.binding_timeout = binding_timeout_;
+    options.decision_records = decision_records_;
     if (shared_) options.informers = shared_->informers.get();
     scheduler_ = std::make_unique<scheduler::Scheduler>(*api_, RealClock(), options);
     return scheduler_->Start();
@@ -107,15 +124,29 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
 
  private:
   std::shared_ptr<EmbeddedInformers> shared_;
+  allocator::Features features_;
+  Duration binding_timeout_;
+  const bool decision_records_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
 };
 
 }  // namespace
 
-Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared) {
-  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared)),
+Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
+                      const allocator::Features& features, Duration binding_timeout,
+                      bool decision_records) {
+  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared), features,
+                                                          binding_timeout, decision_records),
                       "system:kube-scheduler", {});
+}
+
+StatusOr<Duration> ParseBindingTimeout(std::string_view text) {
+  DRAPLANE_ASSIGN_OR_RETURN(Duration d, agent::ParseDuration(text));
+  if (d < std::chrono::seconds(1)) {
+    return InvalidArgumentError("must be at least 1s, got " + std::string(text));
+  }
+  return d;
 }
 
 void AddSchedulerCommand(CLI::App& app) {
@@ -133,12 +164,8 @@ void AddSchedulerCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--feature-gates", flags->feature_gates,
                   "Gate=true|false,... (DRAPrioritizedList, DRAPartitionableDevices, ...)");
-  cmd->add_option("--leader-elect", flags->leader_elect,
-                  "Hold a coordination.k8s.io Lease so that only one replica schedules")
-      ->capture_default_str();
-  cmd->add_option("--leader-elect-lease-name", flags->lease_name)->capture_default_str();
-  cmd->add_option("--leader-elect-namespace", flags->lease_namespace)->capture_default_str();
-  cmd->add_option("--identity", flags->identity, "Replica identity (default: generated)");
+  AddLeaderElectionOptions(*cmd, "only one replica schedules", flags->leader_elect,
+                           flags->lease_name, flags->lease_namespace, flags->identity);
   cmd->add_option("--percentage-of-nodes-to-score", flags->percentage_of_nodes_to_score,
                   "0: adaptive, as upstream")
       ->capture_default_str();
@@ -149,8 +176,24 @@ void AddSchedulerCommand(CLI::App& app) {
                   "(0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--evaluation-budget", flags->evaluation_budget,
+                  "CEL cost units one scheduling attempt may spend evaluating device selectors, "
+                  "over all nodes; a Pod that spends it backs off and its namespace's Pods queue "
+                  "behind other tenants' (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--binding-timeout", flags->binding_timeout,
+                  "How long a binding waits for allocated devices' bindingConditions (KEP-5007) "
+                  "before the Pod is retried (at least 1s)")
+      ->capture_default_str();
   cmd->add_flag("--no-events", flags->no_events,
                 "Do not record Events and PodScheduled conditions");
+  cmd->add_flag("--no-decision-records", flags->no_decision_records,
+                "Do not write an AllocationDecision per committed allocation");
+  cmd->add_option("--holdings-check-interval", flags->holdings_check_interval_seconds,
+                  "Seconds between checks of the holdings ledger and of Allocation-mode quota "
+                  "usage against a recompute")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->callback([flags] {
     int code = RunScheduler(*flags);
     if (code != 0) throw CommandExit{code};

@@ -5,12 +5,15 @@
 // the in-process transport (in_process_transport.h), with --embedded-transport=loopback over the
 // HTTPS listener. They share one set of informers (EmbedSharedInformers).
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
-#include <tuple>
 
 #include "agent/profile.h"
+#include "allocator/features.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -52,33 +55,105 @@ struct ServeFlags {
   bool no_anonymous = false;
   std::string simulate_nodes;  // a cluster profile (simulate_nodes.cc)
   bool no_scheduler = false;
+  bool no_decision_records = false;
   bool no_controller_manager = false;
   bool simulate_kubelet = false;
   std::string embedded_transport = "in-process";  // or "loopback"
   std::string decision_max_age = "168h";
   std::string quota_resync_period = "5m";
+  // Limits and timeouts (docs/design/server.md, "Limits and timeouts"), as Go durations.
+  std::string request_timeout = "1m0s";
+  int64_t min_request_timeout = 1800;
+  std::string read_header_timeout = "32s";
+  std::string idle_timeout = "1m30s";
+  std::string compaction_interval = "5m0s";
+  std::string kubernetes_version = "1.36";
+  std::string feature_gates;
+  std::string binding_timeout = "600s";  // the embedded scheduler's
 };
+
+// The DRA behaviour of the release and gates, for the API server's admission and the embedded
+// scheduler alike.
+StatusOr<allocator::Features> ServeFeatures(const ServeFlags& flags) {
+  DRAPLANE_ASSIGN_OR_RETURN(allocator::Features features,
+                            allocator::DefaultFeatures(flags.kubernetes_version));
+  if (flags.feature_gates.empty()) return features;
+  return allocator::ApplyFeatureGates(flags.feature_gates, features);
+}
+
+// Parses the duration flags into `options`; InvalidArgument naming the flag.
+Status ApplyDurations(const ServeFlags& flags, server::ServerOptions& options) {
+  struct Flag {
+    const char* name;
+    const std::string* text;
+    Duration* out;
+    bool zero_allowed;  // 0 switches the mechanism off
+  };
+  for (const Flag& flag :
+       {Flag{"--request-timeout", &flags.request_timeout, &options.limits.request_timeout, false},
+        Flag{"--read-header-timeout", &flags.read_header_timeout,
+             &options.limits.read_header_timeout, true},
+        Flag{"--idle-timeout", &flags.idle_timeout, &options.limits.idle_timeout, true},
+        Flag{"--etcd-compaction-interval", &flags.compaction_interval,
+             &options.limits.compaction_interval, true},
+        Flag{"--decision-max-age", &flags.decision_max_age, &options.decision_max_age, false},
+        Flag{"--quota-resync-period", &flags.quota_resync_period, &options.quota_resync_period,
+             false}}) {
+    StatusOr<Duration> parsed = agent::ParseDuration(*flag.text);
+    if (!parsed.ok()) return parsed.status().WithPrefix(flag.name);
+    if (*parsed < Duration(0) || (*parsed == Duration(0) && !flag.zero_allowed)) {
+      return InvalidArgumentError(std::string(flag.name) + ": must be positive");
+    }
+    *flag.out = *parsed;
+  }
+  if (flags.min_request_timeout <= 0) {
+    return InvalidArgumentError("--min-request-timeout: must be positive");
+  }
+  options.watch_min_timeout = std::chrono::seconds(flags.min_request_timeout);
+  return Status::Ok();
+}
+
+// Raises the soft limit on open files to the hard limit, as Go programs do at start (Go 1.19+):
+// every connection and watch holds a descriptor; the connection cap is derived from the result.
+void RaiseFileDescriptorLimit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    log::Warning("serve: cannot raise the open file limit: {}", std::strerror(errno));
+  }
+}
 
 int RunServe(ServeFlags& flags) {
   // Block the shutdown signals before any thread starts, so that only sigwait() sees them.
   sigset_t signals = BlockTerminationSignals();
 
+  StatusOr<allocator::Features> features = ServeFeatures(flags);
+  if (!features.ok()) {
+    std::fprintf(stderr, "draplane serve: %s\n", features.status().ToString().c_str());
+    return 2;
+  }
+  server::DraAdmission& admission = flags.options.dra_admission;
+  admission.features.consumable_capacity = features->consumable_capacity;
+  admission.features.list_type_attributes = features->list_type_attributes;
+  admission.features.device_compatibility_groups = features->device_compatibility_groups;
+  admission.features.derived_attributes = features->derived_attributes;
+  admission.list_attributes = features->list_attributes;
+  StatusOr<Duration> binding_timeout = ParseBindingTimeout(flags.binding_timeout);
+  if (!binding_timeout.ok()) {
+    std::fprintf(stderr, "draplane serve: --binding-timeout: %s\n",
+                 binding_timeout.status().ToString().c_str());
+    return 2;
+  }
   flags.options.tls_sans = flags.tls_sans;
   flags.options.anonymous_auth = !flags.no_anonymous;
   flags.options.draplane_version = DRAPLANE_VERSION;
   flags.options.embedded_in_process = flags.embedded_transport == "in-process";
-  for (auto [flag, text, target] :
-       {std::tuple{"--decision-max-age", &flags.decision_max_age, &flags.options.decision_max_age},
-        std::tuple{"--quota-resync-period", &flags.quota_resync_period,
-                   &flags.options.quota_resync_period}}) {
-    StatusOr<Duration> duration = agent::ParseDuration(*text);
-    if (!duration.ok() || *duration <= Duration(0)) {
-      std::fprintf(stderr, "draplane serve: %s: %s\n", flag,
-                   duration.ok() ? "must be positive" : duration.status().ToString().c_str());
-      return 2;
-    }
-    *target = *duration;
+  if (Status durations = ApplyDurations(flags, flags.options); !durations.ok()) {
+    std::fprintf(stderr, "draplane serve: %s\n", durations.ToString().c_str());
+    return 2;
   }
+  RaiseFileDescriptorLimit();
   StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(flags.options);
   if (!server.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", server.status().ToString().c_str());
@@ -90,7 +165,10 @@ int RunServe(ServeFlags& flags) {
   if (components.ok() && !flags.no_controller_manager) {
     components = EmbedControllerManager(**server, flags.simulate_kubelet, shared);
   }
-  if (components.ok() && !flags.no_scheduler) components = EmbedScheduler(**server, shared);
+  if (components.ok() && !flags.no_scheduler) {
+    components =
+        EmbedScheduler(**server, shared, *features, *binding_timeout, !flags.no_decision_records);
+  }
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
     (*server)->Shutdown();
@@ -151,12 +229,18 @@ void AddServeCommand(CLI::App& app) {
                   "(e.g. examples/cluster-demo.yaml)");
   cmd->add_flag("--no-scheduler", flags->no_scheduler,
                 "Do not run the embedded scheduler (run `draplane scheduler` instead)");
+  cmd->add_flag("--no-decision-records", flags->no_decision_records,
+                "The embedded scheduler writes no AllocationDecision records");
   cmd->add_flag("--no-controller-manager", flags->no_controller_manager,
                 "Do not run the embedded claim controllers (run `draplane controller-manager` "
                 "instead)");
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
                 "terminate");
+  cmd->add_option("--binding-timeout", flags->binding_timeout,
+                  "How long the embedded scheduler's bindings wait for allocated devices' "
+                  "bindingConditions (KEP-5007) before the Pod is retried (at least 1s)")
+      ->capture_default_str();
   cmd->add_option("--embedded-transport", flags->embedded_transport,
                   "How the embedded scheduler, controllers and simulated nodes reach the server: "
                   "in-process (straight into the request handlers, no TLS, HTTP or sockets) or "
@@ -174,6 +258,65 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--quota-resync-period", flags->quota_resync_period,
                   "How often every ResourceQuota's usage is recomputed in full (Go duration)")
       ->capture_default_str();
+  // Limits and timeouts; docs/design/server.md lists each next to kube-apiserver's.
+  server::ServingLimits& limits = flags->options.limits;
+  cmd->add_option("--request-timeout", flags->request_timeout,
+                  "How long a request may take before it is answered 504 Timeout (watches: "
+                  "--min-request-timeout); a quarter of it is the longest wait in the API "
+                  "Priority and Fairness queues")
+      ->capture_default_str();
+  cmd->add_option("--min-request-timeout", flags->min_request_timeout,
+                  "Seconds: a watch without timeoutSeconds ends after a random time between this "
+                  "and twice this")
+      ->capture_default_str();
+  cmd->add_option("--read-header-timeout", flags->read_header_timeout,
+                  "How long the TLS handshake and the first request's header block may take, "
+                  "counted from the connection's start; for a later request on a kept-alive "
+                  "connection, counted from its first byte")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", flags->idle_timeout,
+                  "How long a keep-alive connection may wait for its next request")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", limits.max_connections,
+                  "Open connections at most; at the cap a new one closes an idle one")
+      ->capture_default_str();
+  cmd->add_option("--max-buffered-request-bytes", limits.max_buffered_request_bytes,
+                  "Bytes of request headers over 16 KiB and bodies over 64 KiB the server buffers "
+                  "at once; past it such requests get 429 / 431")
+      ->capture_default_str();
+  cmd->add_option("--max-requests-inflight", limits.max_requests_inflight,
+                  "With --max-mutating-requests-inflight: the seats API Priority and Fairness "
+                  "shares among its priority levels")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-mutating-requests-inflight", limits.max_mutating_requests_inflight,
+                  "See --max-requests-inflight")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-watches-per-user", limits.max_watches_per_user,
+                  "Watches one user may hold open (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--max-watches", limits.max_watches,
+                  "Watches open on the server at most (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--max-object-bytes", flags->options.store_options.max_value_bytes,
+                  "The largest stored object, for every store (etcd's --max-request-bytes)")
+      ->capture_default_str();
+  cmd->add_option("--max-history-bytes", flags->options.store_options.max_history_bytes,
+                  "Bytes of values written since the last compaction after which the memory and "
+                  "SQLite stores compact half of them (0: no size bound)")
+      ->capture_default_str();
+  cmd->add_option("--etcd-compaction-interval", flags->compaction_interval,
+                  "How often the server compacts the store's history to what it was one interval "
+                  "earlier, for every store (0: never)")
+      ->capture_default_str();
+  cmd->add_option("--kubernetes-version", flags->kubernetes_version,
+                  "Release whose DRA behaviour the server and the embedded scheduler have: "
+                  "default feature gates, CEL semantics of list attributes (1.34 ... 1.37)")
+      ->capture_default_str();
+  cmd->add_option("--feature-gates", flags->feature_gates,
+                  "DRA gates on top of the release's defaults, e.g. "
+                  "DRADerivedAttributes=true,DRADeviceCompatibilityGroups=true");
   cmd->callback([flags] {
     int code = RunServe(*flags);
     if (code != 0) throw CommandExit{code};

@@ -81,6 +81,10 @@ class WatchStream {
   // timeout); Cancelled after Cancel(); Unavailable when the connection broke; InvalidArgument
   // for an undecodable event.
   virtual StatusOr<std::optional<WatchEvent>> Next() = 0;
+  // Without blocking: the next event when one is ready, nullopt when none is ready yet.
+  // Unavailable once the server ended the stream (the caller watches again); Cancelled after
+  // Cancel(). Streams that can only block (REST) return Unimplemented.
+  virtual StatusOr<std::optional<WatchEvent>> Poll() = 0;
   // Ends the stream; a blocked Next() returns. Thread-safe, idempotent.
   virtual void Cancel() = 0;
 };

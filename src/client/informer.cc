@@ -5,6 +5,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/mutex.h"
+#include "common/status_macros.h"
 #include "common/thread_name.h"
 
 namespace draplane::client {
@@ -44,6 +45,11 @@ void InformerBase::AddRawIndex(std::string name,
 
 void InformerBase::Start() {
   if (started_.exchange(true)) return;
+  if (options_.manual) {
+    Status s = ReopenManual();
+    if (!s.ok()) log::Warning("informer {}: {}", type_.resource, s.ToString());
+    return;
+  }
   thread_ = std::thread([this] {
     SetCurrentThreadName("inf-" + std::string(type_.resource));
     Run();
@@ -70,6 +76,7 @@ void InformerBase::Stop() {
 }
 
 bool InformerBase::WaitForSync() {
+  if (options_.manual) return synced_.load();  // nothing to wait for: Start() listed
   MutexLock lock(mu_);
   cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return synced_.load() || stopping_.load(); });
   return synced_.load();
@@ -269,7 +276,7 @@ Status InformerBase::ListAndReplace() {
   return Status::Ok();
 }
 
-Status InformerBase::WatchOnce() {
+StatusOr<std::unique_ptr<WatchStream>> InformerBase::OpenWatch() {
   ApiRequest request;
   request.resource = &type_;
   request.namespace_ = options_.namespace_;
@@ -279,8 +286,56 @@ Status InformerBase::WatchOnce() {
   request.list.allow_watch_bookmarks = true;
   request.list.timeout_seconds = options_.watch_timeout_seconds;
   StatusOr<std::unique_ptr<WatchStream>> stream = api_.Watch(request);
+  if (stream.ok()) watch_count_.fetch_add(1);
+  return stream;
+}
+
+Status InformerBase::ApplyEvent(WatchEvent& event) {
+  if (event.type == "ERROR") return StatusFromWatchError(event.object);
+  if (event.type == "BOOKMARK") {
+    const boost::json::object* object = event.object.if_object();
+    const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
+    const boost::json::value* rv =
+        meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
+    if (rv != nullptr && rv->is_string()) {
+      MutexLock lock(mu_);
+      resource_version_ = std::string(rv->as_string());
+    }
+    return Status::Ok();
+  }
+  StatusOr<Decoded> decoded = DecodeEntry(event.object);
+  if (!decoded.ok()) {
+    log::Warning("informer {}: skipping undecodable {} event: {}", type_.resource, event.type,
+                 decoded.status().message());
+    return Status::Ok();
+  }
+  ResetBackoff();
+  MutexLock handlers_lock(handler_mu_);
+  if (event.type == "DELETED") {
+    Entry old = Remove(decoded->key);
+    {
+      MutexLock lock(mu_);
+      resource_version_ = decoded->resource_version;
+    }
+    NotifyDelete(old != nullptr ? old : decoded->entry);
+  } else {
+    Entry old = Upsert(decoded->key, decoded->entry);
+    {
+      MutexLock lock(mu_);
+      resource_version_ = decoded->resource_version;
+    }
+    if (old == nullptr) {
+      NotifyAdd(decoded->entry);
+    } else {
+      NotifyUpdate(old, decoded->entry);
+    }
+  }
+  return Status::Ok();
+}
+
+Status InformerBase::WatchOnce() {
+  StatusOr<std::unique_ptr<WatchStream>> stream = OpenWatch();
   if (!stream.ok()) return stream.status();
-  watch_count_.fetch_add(1);
   WatchStream* raw = stream->get();
   {
     MutexLock lock(mu_);
@@ -295,53 +350,90 @@ Status InformerBase::WatchOnce() {
       break;
     }
     if (!next->has_value()) break;  // the server ended the watch: resume
-    WatchEvent& event = **next;
-    if (event.type == "ERROR") {
-      result = StatusFromWatchError(event.object);
-      break;
-    }
-    if (event.type == "BOOKMARK") {
-      const boost::json::object* object = event.object.if_object();
-      const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
-      const boost::json::value* rv =
-          meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
-      if (rv != nullptr && rv->is_string()) {
-        MutexLock lock(mu_);
-        resource_version_ = std::string(rv->as_string());
-      }
-      continue;
-    }
-    StatusOr<Decoded> decoded = DecodeEntry(event.object);
-    if (!decoded.ok()) {
-      log::Warning("informer {}: skipping undecodable {} event: {}", type_.resource, event.type,
-                   decoded.status().message());
-      continue;
-    }
-    ResetBackoff();
-    MutexLock handlers_lock(handler_mu_);
-    if (event.type == "DELETED") {
-      Entry old = Remove(decoded->key);
-      {
-        MutexLock lock(mu_);
-        resource_version_ = decoded->resource_version;
-      }
-      NotifyDelete(old != nullptr ? old : decoded->entry);
-    } else {
-      Entry old = Upsert(decoded->key, decoded->entry);
-      {
-        MutexLock lock(mu_);
-        resource_version_ = decoded->resource_version;
-      }
-      if (old == nullptr) {
-        NotifyAdd(decoded->entry);
-      } else {
-        NotifyUpdate(old, decoded->entry);
-      }
-    }
+    result = ApplyEvent(**next);
+    if (!result.ok()) break;
   }
   MutexLock lock(mu_);
   watch_.reset();
   return result;
+}
+
+Status InformerBase::ReopenManual() {
+  if (manual_needs_list_) {
+    DRAPLANE_RETURN_IF_ERROR(ListAndReplace());
+    manual_needs_list_ = false;
+    synced_.store(true);
+  }
+  StatusOr<std::unique_ptr<WatchStream>> stream = OpenWatch();
+  if (!stream.ok()) {
+    if (stream.status().code() == StatusCode::kExpired) manual_needs_list_ = true;
+    return stream.status();
+  }
+  MutexLock lock(mu_);
+  watch_ = std::move(*stream);
+  return Status::Ok();
+}
+
+StatusOr<std::optional<uint64_t>> InformerBase::PeekManual() {
+  if (manual_next_.has_value()) return std::optional<uint64_t>(manual_next_rv_);
+  // A few re-opens in a row without an event mean the API keeps failing: report it.
+  for (int reopened = 0; reopened < 3;) {
+    WatchStream* stream;
+    {
+      MutexLock lock(mu_);
+      stream = watch_.get();
+    }
+    if (Stopping()) return CancelledError("informer stopping");
+    if (stream == nullptr) {
+      ++reopened;
+      Status s = ReopenManual();
+      if (!s.ok()) {
+        if (s.code() == StatusCode::kExpired) continue;  // relist on the next round
+        return s;
+      }
+      continue;
+    }
+    StatusOr<std::optional<WatchEvent>> polled = stream->Poll();
+    Status failure;
+    if (!polled.ok()) {
+      failure = polled.status();
+    } else if (!polled->has_value()) {
+      return std::optional<uint64_t>();
+    } else if ((*polled)->type == "ERROR") {
+      failure = StatusFromWatchError((*polled)->object);
+    } else if ((*polled)->type == "BOOKMARK") {
+      ApplyEvent(**polled).IgnoreError();  // only advances the resourceVersion
+      continue;
+    } else {
+      uint64_t rv = 0;
+      const boost::json::object* object = (*polled)->object.if_object();
+      const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
+      const boost::json::value* text =
+          meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
+      if (text != nullptr && text->is_string()) {
+        for (char c : text->as_string()) {
+          if (c < '0' || c > '9') break;
+          rv = rv * 10 + static_cast<uint64_t>(c - '0');
+        }
+      }
+      manual_next_ = std::move(**polled);
+      manual_next_rv_ = rv;
+      return std::optional<uint64_t>(rv);
+    }
+    // The stream ended or failed: resume from the last resourceVersion, relist on 410.
+    if (failure.code() == StatusCode::kExpired) manual_needs_list_ = true;
+    MutexLock lock(mu_);
+    watch_.reset();
+  }
+  return UnavailableError("informer " + std::string(type_.resource) +
+                          ": the watch keeps ending without events");
+}
+
+void InformerBase::DeliverManual() {
+  if (!manual_next_.has_value()) return;
+  WatchEvent event = std::move(*manual_next_);
+  manual_next_.reset();
+  ApplyEvent(event).IgnoreError();  // PeekManual kept ERROR events out
 }
 
 void InformerBase::Run() {

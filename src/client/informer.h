@@ -21,6 +21,14 @@
 // every cached object, in key order, on the adding thread, then every later change exactly once
 // (client-go's AddEventHandler); once RemoveHandlers returns, the handler is never called again.
 //
+// Manual mode (`InformerOptions::manual`, for the simulator): no threads. Start() lists and opens
+// the watch on the calling thread, and events reach the cache and the handlers only when the owner
+// asks: PeekManual() says the resourceVersion of the next ready event (polling the stream without
+// blocking; a stream that ended is watched again, and relisted on 410), DeliverManual() applies it
+// on the calling thread. SharedInformers::DeliverPending() merges several manual informers in
+// resourceVersion order, the order in which the API committed the changes. Resync is not run.
+// The API's watch streams must support Poll() (the in-memory API does).
+//
 // Indexes: `AddIndex(name, fn)`, at any time (a late index is built from the cache);
 // `ByIndex(name, value)` returns the cached objects whose `fn` produced `value`, in key order.
 //
@@ -57,6 +65,8 @@ struct InformerOptions {
   int64_t watch_timeout_seconds = 300;
   Duration initial_backoff = std::chrono::milliseconds(100);
   Duration max_backoff = std::chrono::seconds(30);
+  // No threads: the owner delivers events (see the file comment).
+  bool manual = false;
 };
 
 // The untyped machinery; use Informer<T>.
@@ -74,7 +84,8 @@ class InformerBase {
   InformerBase& operator=(const InformerBase&) = delete;
   virtual ~InformerBase();
 
-  // Starts the list/watch thread (and the resync thread). Idempotent.
+  // Starts the list/watch thread (and the resync thread); in manual mode lists and opens the watch
+  // on the calling thread instead. Idempotent.
   void Start();
   // Stops and joins the threads; the cache stays readable. Idempotent.
   void Stop();
@@ -89,6 +100,12 @@ class InformerBase {
   size_t size() const;
   // Unregisters handlers added by AddHandlers; a no-op for an unknown id.
   void RemoveHandlers(HandlerId id);
+
+  // Manual mode only (see the file comment). The resourceVersion of the next event ready to be
+  // delivered, nullopt when none is ready; an error when the watch cannot be re-opened.
+  StatusOr<std::optional<uint64_t>> PeekManual();
+  // Applies the event PeekManual announced to the cache and the handlers; a no-op when none.
+  void DeliverManual();
 
  protected:
   struct Decoded {
@@ -115,7 +132,12 @@ class InformerBase {
   void Run();
   void RunResync();
   Status ListAndReplace();
+  StatusOr<std::unique_ptr<WatchStream>> OpenWatch();
   Status WatchOnce();
+  // Applies one ADDED / MODIFIED / DELETED / BOOKMARK event; an ERROR event's status otherwise.
+  Status ApplyEvent(WatchEvent& event);
+  // Manual mode: (re)lists when needed and opens the watch.
+  Status ReopenManual();
   // Sleeps for the current backoff (or until stopped) and doubles it.
   void Backoff();
   void ResetBackoff();
@@ -148,6 +170,11 @@ class InformerBase {
   std::string resource_version_ DRAPLANE_GUARDED_BY(mu_);
   std::unique_ptr<WatchStream> watch_ DRAPLANE_GUARDED_BY(mu_);  // the stream to cancel on Stop
   Duration backoff_{0};
+  // Manual mode, owner thread: the event PeekManual fetched, its resourceVersion, and whether the
+  // next re-open must list first.
+  std::optional<WatchEvent> manual_next_;
+  uint64_t manual_next_rv_ = 0;
+  bool manual_needs_list_ = true;
 
   std::atomic<bool> started_{false};
   std::atomic<bool> stopping_{false};

@@ -290,5 +290,47 @@ TEST_F(InformerTest, SharedInformersHandOutOneInformerPerTypeAndStartLateOnes) {
   EXPECT_TRUE(nodes.HasSynced());
 }
 
+TEST_F(InformerTest, ManualInformersDeliverOnlyWhenAskedInResourceVersionOrder) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  SharedInformers shared(api_, {.manual = true});
+  std::vector<std::string> seen;
+  shared.Get<Pod>().AddHandlers(
+      {.on_add = [&](const auto& p) { seen.push_back("pod " + p->metadata.name); },
+       .on_update = [&](const auto&, const auto& p) { seen.push_back("pod* " + p->metadata.name); },
+       .on_delete = [&](const auto& p) { seen.push_back("-pod " + p->metadata.name); }});
+  shared.Get<api::corev1::Node>().AddHandlers(
+      {.on_add = [&](const auto& n) { seen.push_back("node " + n->metadata.name); }});
+  shared.Start();  // lists on this thread
+  ASSERT_TRUE(shared.WaitForSync());
+  EXPECT_EQ(seen, std::vector<std::string>{"pod a"});
+
+  api::corev1::Node node;
+  node.metadata.name = "n1";
+  ASSERT_TRUE(Create(api_, node).ok());
+  ASSERT_TRUE(CreatePod("b").ok());
+  ASSERT_TRUE(Create(api_,
+                     [] {
+                       api::corev1::Node n;
+                       n.metadata.name = "n2";
+                       return n;
+                     }())
+                  .ok());
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "a").ok());
+  EXPECT_EQ(seen.size(), 1u);  // nothing arrives by itself
+  StatusOr<size_t> delivered = shared.DeliverPending();
+  ASSERT_TRUE(delivered.ok()) << delivered.status().ToString();
+  EXPECT_EQ(*delivered, 4u);
+  EXPECT_EQ(seen, (std::vector<std::string>{"pod a", "node n1", "pod b", "node n2", "-pod a"}));
+  EXPECT_EQ(*shared.DeliverPending(), 0u);
+
+  // A watch the server ends is resumed from the last resourceVersion, without a relist.
+  api_.CloseWatches();
+  ASSERT_TRUE(CreatePod("c").ok());
+  EXPECT_EQ(*shared.DeliverPending(), 1u);
+  EXPECT_EQ(seen.back(), "pod c");
+  EXPECT_EQ(shared.Get<Pod>().list_count(), 1);
+  shared.Stop();
+}
+
 }  // namespace
 }  // namespace draplane::client

@@ -21,9 +21,6 @@ namespace {
 
 namespace json = boost::json;
 
-// Events kept for watches that resume from a resourceVersion.
-constexpr size_t kEventLogCapacity = 200'000;
-
 api::patch::PatchFormat PatchFormatOf(PatchType type) {
   switch (type) {
     case PatchType::kJson:
@@ -147,11 +144,20 @@ struct LogEntry {
 };
 
 struct MemoryApi::State {
-  State(const Clock& c, Random& r) : clock(c), random(r) {}
+  State(const Clock& c, Random& r, MemoryApiOptions o) : clock(c), random(r), options(o) {}
 
   const Clock& clock;
   Random& random;
+  const MemoryApiOptions options;
+  // Events to expire: (monotonic expiry, resource, key), in creation order.
+  struct Expiry {
+    Duration at;
+    const ResourceType* type;
+    std::string key;
+    std::string uid;
+  };
   mutable Mutex mu;
+  std::deque<Expiry> event_expiry DRAPLANE_GUARDED_BY(mu);
   uint64_t rv DRAPLANE_GUARDED_BY(mu) = 1;
   std::map<const ResourceType*, std::map<std::string, json::value>> objects DRAPLANE_GUARDED_BY(mu);
   std::deque<LogEntry> log DRAPLANE_GUARDED_BY(mu);
@@ -189,7 +195,7 @@ struct MemoryApi::State {
     });
     for (const std::shared_ptr<Watcher>& w : watchers) Deliver(*w, entry);
     log.push_back(std::move(entry));
-    if (log.size() > kEventLogCapacity) {
+    if (log.size() > options.event_log_capacity) {
       log_floor = log.front().rv + 1;
       log.pop_front();
     }
@@ -228,6 +234,8 @@ struct MemoryApi::State {
   StatusOr<json::value> Patch(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   StatusOr<json::value> Delete(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   StatusOr<json::value> List(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  // Deletes Events whose TTL passed.
+  void ExpireEvents() DRAPLANE_REQUIRES(mu);
   StatusOr<json::value> Commit(const ResourceType& type, const std::string& key,
                                json::value candidate, const std::string& subresource, bool check_rv)
       DRAPLANE_REQUIRES(mu);
@@ -310,9 +318,30 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
   }
   ++rv;
   SetRv(object);
+  if (options.event_ttl > Duration::zero() && (&type == &ResourceOf<api::corev1::Event>() ||
+                                               &type == &ResourceOf<api::eventsv1::Event>())) {
+    event_expiry.push_back(
+        {clock.MonotonicNow() + options.event_ttl, &type, key, MetaString(object, "uid")});
+  }
   auto [it, inserted] = bucket.emplace(key, std::move(object));
   Emit(&type, "ADDED", it->second, nullptr);
   return it->second;
+}
+
+void MemoryApi::State::ExpireEvents() {
+  Duration now = clock.MonotonicNow();
+  while (!event_expiry.empty() && event_expiry.front().at <= now) {
+    Expiry e = std::move(event_expiry.front());
+    event_expiry.pop_front();
+    auto& bucket = objects[e.type];
+    auto it = bucket.find(e.key);
+    if (it == bucket.end() || MetaString(it->second, "uid") != e.uid) continue;
+    ++rv;
+    SetRv(it->second);
+    json::value removed = std::move(it->second);
+    bucket.erase(it);
+    Emit(e.type, "DELETED", removed, nullptr);
+  }
 }
 
 StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
@@ -610,6 +639,18 @@ class MemoryWatchStream final : public WatchStream {
     return std::optional<WatchEvent>();
   }
 
+  StatusOr<std::optional<WatchEvent>> Poll() override {
+    MutexLock lock(*watcher_->mu);
+    if (watcher_->cancelled) return CancelledError("watch cancelled");
+    if (!watcher_->queue.empty()) {
+      WatchEvent event = std::move(watcher_->queue.front());
+      watcher_->queue.pop_front();
+      return std::optional<WatchEvent>(std::move(event));
+    }
+    if (watcher_->closed) return UnavailableError("watch ended");
+    return std::optional<WatchEvent>();
+  }
+
   void Cancel() override {
     MutexLock lock(*watcher_->mu);
     watcher_->cancelled = true;
@@ -624,8 +665,8 @@ class MemoryWatchStream final : public WatchStream {
 
 }  // namespace
 
-MemoryApi::MemoryApi(const Clock& clock, Random& random)
-    : state_(std::make_shared<State>(clock, random)) {}
+MemoryApi::MemoryApi(const Clock& clock, Random& random, MemoryApiOptions options)
+    : state_(std::make_shared<State>(clock, random, options)) {}
 
 MemoryApi::~MemoryApi() { CloseWatches(); }
 
@@ -641,6 +682,7 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
   }
   state_->counts[static_cast<size_t>(request.verb)].fetch_add(1);
   MutexLock lock(state_->mu);
+  if (!state_->event_expiry.empty()) state_->ExpireEvents();
   const ResourceType& type = *request.resource;
   if (type.namespaced && request.namespace_.empty() && request.verb != Verb::kList &&
       request.verb != Verb::kCreate) {

@@ -39,6 +39,10 @@
 //     the log), or from "" / "0" with synthetic ADDED events first; selector transitions turn
 //     into ADDED / DELETED as the API server does; bookmarks on request (SendBookmarks).
 //
+// Options: how many events the log keeps for watches resuming from a resourceVersion, and an
+// event TTL (kube-apiserver's --event-ttl, one hour by default there): core/v1 and events.k8s.io
+// Events older than it are deleted, as their etcd lease expiry deletes them.
+//
 // Hooks for a driver of the simulation: an interceptor that can fail requests (injected
 // conflicts and outages), closing every watch, compacting the event log, and per-verb request
 // counters.
@@ -57,6 +61,12 @@
 
 namespace draplane::client {
 
+struct MemoryApiOptions {
+  size_t event_log_capacity = 200'000;
+  // Zero: Events are kept until deleted.
+  Duration event_ttl{0};
+};
+
 class MemoryApi : public ApiClient {
  public:
   // Returns a non-OK status to fail the request before it is executed, nullopt to proceed.
@@ -64,7 +74,7 @@ class MemoryApi : public ApiClient {
 
   // The clock stamps creation and deletion times; the random source makes uids and generated
   // names. Both must outlive the API.
-  MemoryApi(const Clock& clock, Random& random);
+  MemoryApi(const Clock& clock, Random& random, MemoryApiOptions options = {});
   ~MemoryApi() override;
 
   StatusOr<boost::json::value> Do(const ApiRequest& request) override;

@@ -240,5 +240,62 @@ TEST_F(MemoryApiTest, InterceptorInjectsFailures) {
   EXPECT_EQ(api_.RequestCount(Verb::kCreate), 0);
 }
 
+TEST(MemoryApiOptionsTest, EventsExpireAfterTheirTtl) {
+  ManualClock clock;
+  std::unique_ptr<Random> random = NewSeededRandom(1);
+  MemoryApi api(clock, *random, {.event_ttl = std::chrono::hours(1)});
+  api::corev1::Event event;
+  event.metadata.name = "e1";
+  event.metadata.namespace_ = "ns";
+  event.reason = "Scheduled";
+  ASSERT_TRUE(Create(api, event).ok());
+  ApiRequest watch;
+  watch.resource = &ResourceOf<api::corev1::Event>();
+  watch.list.resource_version = std::to_string(api.resource_version());
+  StatusOr<std::unique_ptr<WatchStream>> stream = api.Watch(watch);
+  ASSERT_TRUE(stream.ok());
+  clock.Advance(std::chrono::minutes(59));
+  EXPECT_TRUE((Get<api::corev1::Event>(api, "ns", "e1")).ok());
+  clock.Advance(std::chrono::minutes(1));
+  EXPECT_EQ(Get<api::corev1::Event>(api, "ns", "e1").status().code(), StatusCode::kNotFound);
+  StatusOr<std::optional<WatchEvent>> deleted = (*stream)->Poll();
+  ASSERT_TRUE(deleted.ok() && deleted->has_value());
+  EXPECT_EQ((*deleted)->type, "DELETED");
+  // Other kinds never expire.
+  ASSERT_TRUE(Create(api,
+                     [] {
+                       Pod p;
+                       p.metadata.name = "p";
+                       p.metadata.namespace_ = "ns";
+                       return p;
+                     }())
+                  .ok());
+  clock.Advance(std::chrono::hours(2));
+  EXPECT_TRUE(Get<Pod>(api, "ns", "p").ok());
+}
+
+TEST(MemoryApiOptionsTest, TheEventLogKeepsItsCapacity) {
+  ManualClock clock;
+  std::unique_ptr<Random> random = NewSeededRandom(1);
+  MemoryApi api(clock, *random, {.event_log_capacity = 2});
+  uint64_t start = api.resource_version();
+  for (const char* name : {"a", "b", "c"}) {
+    Pod p;
+    p.metadata.name = name;
+    p.metadata.namespace_ = "ns";
+    ASSERT_TRUE(Create(api, p).ok());
+  }
+  ApiRequest watch;
+  watch.resource = &ResourceOf<Pod>();
+  watch.list.resource_version = std::to_string(start);
+  EXPECT_EQ(api.Watch(watch).status().code(), StatusCode::kExpired);
+  watch.list.resource_version = std::to_string(start + 1);
+  StatusOr<std::unique_ptr<WatchStream>> stream = api.Watch(watch);
+  ASSERT_TRUE(stream.ok());
+  StatusOr<std::optional<WatchEvent>> first = (*stream)->Poll();
+  ASSERT_TRUE(first.ok() && first->has_value());
+  EXPECT_EQ((*first)->object.at("metadata").at("name"), "b");
+}
+
 }  // namespace
 }  // namespace draplane::client

@@ -93,8 +93,8 @@ class RestWatchStream final : public WatchStream {
           // Each event's DOM lives in an arena of its own, released in one piece with the
           // event: informers decode the DOM into a typed object and drop it, and freeing it
           // node by node cost more than the parse.
-          parser_.reset(boost::json::make_shared_resource<boost::json::monotonic_resource>(
-              kEventArenaBytes));
+          parser_.reset(
+              boost::json::make_shared_resource<boost::json::monotonic_resource>(kEventArenaBytes));
           started_ = true;
         }
         boost::system::error_code ec;
@@ -114,6 +114,10 @@ class RestWatchStream final : public WatchStream {
     }
   }
 
+  StatusOr<std::optional<WatchEvent>> Poll() override {
+    return UnimplementedError("a REST watch stream cannot be polled without blocking");
+  }
+
   void Cancel() override { stream_->Cancel(); }
 
  private:
@@ -126,10 +130,9 @@ class RestWatchStream final : public WatchStream {
     }
     boost::json::value* obj = object.if_contains("object");
     // Move-constructed, so that the object keeps the arena rather than being copied out of it.
-    return std::optional<WatchEvent>(
-        WatchEvent{.type = std::string(type->as_string()),
-                   .object = obj != nullptr ? boost::json::value(std::move(*obj))
-                                            : boost::json::value()});
+    return std::optional<WatchEvent>(WatchEvent{
+        .type = std::string(type->as_string()),
+        .object = obj != nullptr ? boost::json::value(std::move(*obj)) : boost::json::value()});
   }
 
   // The first block of an event's arena: most objects' events fit (it grows when not).

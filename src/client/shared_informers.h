@@ -7,7 +7,11 @@
 // remove again when they stop; informer.h) and indexes; Start() starts every informer created so
 // far and may be called again after more were created.
 //
-// Thread-safety: every method may be called from any thread.
+// With `InformerOptions::manual` (the simulator) no informer runs a thread: Start() lists on the
+// calling thread and DeliverPending() hands every ready event to the caches and handlers, across
+// all informers in resourceVersion order (the order the API committed them).
+//
+// Thread-safety: every method may be called from any thread; DeliverPending from one at a time.
 #pragma once
 
 #include <map>
@@ -55,6 +59,28 @@ class SharedInformers {
   }
   void Stop() {
     for (InformerBase* informer : All()) informer->Stop();
+  }
+
+  // Manual mode: delivers every event ready now, the lowest resourceVersion first, until none is
+  // left. Returns how many were delivered, or the first informer's failure to re-open its watch.
+  StatusOr<size_t> DeliverPending() {
+    std::vector<InformerBase*> informers = All();
+    size_t delivered = 0;
+    while (true) {
+      InformerBase* next = nullptr;
+      uint64_t lowest = 0;
+      for (InformerBase* informer : informers) {
+        StatusOr<std::optional<uint64_t>> rv = informer->PeekManual();
+        if (!rv.ok()) return rv.status();
+        if (rv->has_value() && (next == nullptr || **rv < lowest)) {
+          next = informer;
+          lowest = **rv;
+        }
+      }
+      if (next == nullptr) return delivered;
+      next->DeliverManual();
+      ++delivered;
+    }
   }
 
  private:

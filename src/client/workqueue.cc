@@ -185,4 +185,10 @@ size_t WorkQueue::DelayedLen() const {
   return delayed_.size();
 }
 
+std::optional<Duration> WorkQueue::NextDeadline() const {
+  MutexLock lock(mu_);
+  if (by_deadline_.empty()) return std::nullopt;
+  return by_deadline_.begin()->first;
+}
+
 }  // namespace draplane::client

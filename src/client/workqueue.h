@@ -70,6 +70,8 @@ class WorkQueue {
   size_t Len() const;
   // Keys waiting for their delay.
   size_t DelayedLen() const;
+  // The earliest deadline (monotonic) of a delayed key, nullopt when none waits.
+  std::optional<Duration> NextDeadline() const;
 
  private:
   // Moves delayed keys whose time has come into the queue.

@@ -43,6 +43,7 @@ TEST(WorkQueueTest, AddAfterWaitsForTheClockAndKeepsTheEarliestDeadline) {
   queue.AddAfter("a", seconds(5));
   queue.AddAfter("b", seconds(7));
   EXPECT_EQ(queue.DelayedLen(), 2u);
+  EXPECT_EQ(queue.NextDeadline(), seconds(5));
   clock.Advance(seconds(4));
   EXPECT_EQ(queue.TryGet(), std::nullopt);
   clock.Advance(seconds(1));
@@ -50,6 +51,7 @@ TEST(WorkQueueTest, AddAfterWaitsForTheClockAndKeepsTheEarliestDeadline) {
   clock.Advance(seconds(2));
   EXPECT_EQ(queue.TryGet(), "b");
   EXPECT_EQ(queue.DelayedLen(), 0u);
+  EXPECT_EQ(queue.NextDeadline(), std::nullopt);
 }
 
 TEST(WorkQueueTest, RateLimitingBacksOffExponentiallyUntilForgotten) {

@@ -60,4 +60,16 @@ bool Enabled(Level level) { return level != Level::kOff && level >= g_level.load
 
 void Write(Level level, std::string_view message) { Logger().log(ToSpdlog(level), "{}", message); }
 
+bool RateLimiter::Allow(uint64_t* suppressed) {
+  int64_t now = clock_.MonotonicNow().count();
+  int64_t next = next_ns_.load(std::memory_order_relaxed);
+  if (now < next ||
+      !next_ns_.compare_exchange_strong(next, now + interval_.count(), std::memory_order_relaxed)) {
+    suppressed_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  *suppressed = suppressed_.exchange(0, std::memory_order_relaxed);
+  return true;
+}
+
 }  // namespace draplane::log

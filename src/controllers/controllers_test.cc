@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include "api/object.h"
 #include "controllers/controller_manager.h"
 #include "testing/cluster.h"
@@ -291,6 +293,46 @@ TEST_F(ControllersTest, TheKubeletSimulatorRunsBoundPodsAndFinishesDeletions) {
   ASSERT_TRUE(client::Delete<Pod>(cluster_.api(), "default", "web").ok());
   ASSERT_TRUE(cluster_.WaitUntil(
       [&] { return cluster_.GetPod("web").status().code() == StatusCode::kNotFound; }));
+}
+
+TEST_F(ControllersTest, TheKubeletSimulatorReportsTheHealthOfEachContainersDevices) {
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com",
+                 {{"gpu-0", {{"model", "A100"}}, "", 0}, {"gpu-1", {{"model", "A100"}}, "", 0}});
+  StatusOr<rv1::ResourceSlice> slice =
+      client::Get<rv1::ResourceSlice>(cluster_.api(), "", "node-a-gpu.example.com");
+  ASSERT_TRUE(slice.ok());
+  slice->spec.devices[1].taints.emplace_back();
+  slice->spec.devices[1].taints.back().key = "gpu.example.com/unhealthy";
+  slice->spec.devices[1].taints.back().effect = "NoExecute";
+  ASSERT_TRUE(client::Update(cluster_.api(), *slice).ok());
+  cluster_.Claim(cluster_.ClaimSpec("c", "gpu", 3));
+  Pod spec = cluster_.PodSpec("train", {"c"});
+  cluster_.Pod(spec);
+  StatusOr<Pod> pod = cluster_.GetPod("train");
+  ASSERT_TRUE(pod.ok());
+  AllocateFor("c", *pod);
+  StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim("c");
+  for (const char* device : {"gpu-1", "gpu-9"}) {
+    rv1::DeviceRequestAllocationResult r = claim->status.allocation->devices.results[0];
+    r.device = device;
+    claim->status.allocation->devices.results.push_back(r);
+  }
+  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *claim).ok());
+  ASSERT_TRUE(
+      client::BindPod(cluster_.api(), "default", "train", pod->metadata.uid, "node-a").ok());
+  Start({.simulate_kubelet = true});
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<Pod> p = cluster_.GetPod("train");
+    return p.ok() && p->status.phase == "Running";
+  }));
+  boost::json::value json = client::ToJson(*cluster_.GetPod("train"));
+  EXPECT_EQ(boost::json::serialize(
+                json.at("status").at("containerStatuses").at(0).at("allocatedResourcesStatus")),
+            R"([{"name":"claim:c","resources":[)"
+            R"({"resourceID":"gpu.example.com/node-a/gpu-0","health":"Healthy"},)"
+            R"({"resourceID":"gpu.example.com/node-a/gpu-1","health":"Unhealthy"},)"
+            R"({"resourceID":"gpu.example.com/node-a/gpu-9","health":"Unknown"}]}])");
 }
 
 }  // namespace

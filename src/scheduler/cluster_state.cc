@@ -207,4 +207,59 @@ void ClusterState::RemoveSlice(std::string_view name) {
   ledger_.RemoveSlice(name);
 }
 
+void ClusterState::UpsertQuota(std::shared_ptr<const api::corev1::ResourceQuota> quota) {
+  NamespaceQuotas& ns = quotas_[quota->metadata.namespace_];
+  ns.all[quota->metadata.name] = std::move(quota);
+  ns.allocation.clear();
+  for (const auto& [name, q] : ns.all) {
+    if (std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(*q)) {
+      ns.allocation.push_back(std::move(*budget));
+    }
+  }
+}
+
+void ClusterState::RemoveQuota(const api::corev1::ResourceQuota& quota) {
+  auto it = quotas_.find(quota.metadata.namespace_);
+  if (it == quotas_.end()) return;
+  it->second.all.erase(quota.metadata.name);
+  std::erase_if(it->second.allocation,
+                [&](const allocator::QuotaBudget& b) { return b.name == quota.metadata.name; });
+  if (it->second.all.empty()) quotas_.erase(it);
+}
+
+const std::vector<allocator::QuotaBudget>& ClusterState::AllocationQuotas(
+    std::string_view namespace_) const {
+  static const std::vector<allocator::QuotaBudget> kNone;
+  auto it = quotas_.find(namespace_);
+  return it == quotas_.end() ? kNone : it->second.allocation;
+}
+
+std::vector<std::shared_ptr<const api::corev1::ResourceQuota>> ClusterState::Quotas(
+    std::string_view namespace_) const {
+  std::vector<std::shared_ptr<const api::corev1::ResourceQuota>> out;
+  auto it = quotas_.find(namespace_);
+  if (it == quotas_.end()) return out;
+  for (const auto& [name, q] : it->second.all) out.push_back(q);
+  return out;
+}
+
+std::vector<std::string> ClusterState::AllocationQuotaNamespaces() const {
+  std::vector<std::string> out;
+  for (const auto& [ns, q] : quotas_) {
+    if (!q.allocation.empty()) out.push_back(ns);
+  }
+  return out;
+}
+
+std::vector<const rv1::ResourceClaim*> ClusterState::Claims(
+    std::optional<std::string_view> namespace_) const {
+  std::vector<const rv1::ResourceClaim*> out;
+  for (const auto& [key, claim] : claims_) {
+    if (!namespace_.has_value() || claim->metadata.namespace_ == *namespace_) {
+      out.push_back(claim.get());
+    }
+  }
+  return out;
+}
+
 }  // namespace draplane::scheduler

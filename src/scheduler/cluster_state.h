@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "allocator/features.h"
+#include "allocator/quota.h"
 #include "allocator/snapshot.h"
 #include "api/gen/core_v1_types.h"
 #include "api/gen/resource_v1_types.h"
@@ -87,6 +88,21 @@ class ClusterState {
     return extended_resource_classes_;
   }
 
+  // ResourceQuotas. Those in Allocation mode (allocator::BudgetOf) are enforced by the scheduler.
+  void UpsertQuota(std::shared_ptr<const api::corev1::ResourceQuota> quota);
+  void RemoveQuota(const api::corev1::ResourceQuota& quota);
+  // The Allocation-mode budgets of a namespace, by quota name; empty when it has none.
+  const std::vector<allocator::QuotaBudget>& AllocationQuotas(std::string_view namespace_) const;
+  // Every quota of a namespace (any mode), by name.
+  std::vector<std::shared_ptr<const api::corev1::ResourceQuota>> Quotas(
+      std::string_view namespace_) const;
+  // Namespaces with Allocation-mode quotas, sorted.
+  std::vector<std::string> AllocationQuotaNamespaces() const;
+
+  // Every claim, optionally of one namespace only (unordered).
+  std::vector<const api::resourcev1::ResourceClaim*> Claims(
+      std::optional<std::string_view> namespace_ = std::nullopt) const;
+
   allocator::Snapshot& snapshot() { return snapshot_; }
   DeviceLedger& ledger() { return ledger_; }
   const DeviceLedger& ledger() const { return ledger_; }
@@ -106,7 +122,7 @@ class ClusterState {
   // Looked up for every placed pod and event; hashed, with order_ kept sorted by name.
   std::unordered_map<std::string, std::unique_ptr<NodeInfo>, StringHash, std::equal_to<>> nodes_;
   std::vector<NodeInfo*> order_;
-  std::unordered_map<std::string, PodPlacement> placements_;            // by pod uid
+  std::unordered_map<std::string, PodPlacement> placements_;                       // by pod uid
   std::unordered_map<std::string, ClaimPtr, StringHash, std::equal_to<>> claims_;  // by ns/name
   std::unordered_map<std::string, std::string> extended_claim_by_pod_;  // pod uid -> claim key
   std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceClass>, std::less<>> classes_;
@@ -114,6 +130,11 @@ class ClusterState {
   std::unordered_map<std::string, allocator::Snapshot::SliceHandle> slice_handles_;
   allocator::Snapshot snapshot_;
   DeviceLedger ledger_;
+  struct NamespaceQuotas {
+    std::map<std::string, std::shared_ptr<const api::corev1::ResourceQuota>, std::less<>> all;
+    std::vector<allocator::QuotaBudget> allocation;  // BudgetOf of `all`, by name
+  };
+  std::map<std::string, NamespaceQuotas, std::less<>> quotas_;
 };
 
 // "namespace/name".

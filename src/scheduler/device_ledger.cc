@@ -1,6 +1,7 @@
 #include "scheduler/device_ledger.h"
 
 #include <algorithm>
+#include <set>
 
 #include "cel/cel.h"
 
@@ -46,9 +47,14 @@ void DeviceLedger::BuildSlice(SliceEntry& entry) {
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     std::shared_ptr<const cel::DeviceInput> input =
         cel::DeviceInputFromApi(spec.devices[i], spec.driver);
+    // How selectors read a list attribute depends on the release the scheduler runs as
+    // (cel/list_attribute_mode.h); a device with one counts as matching every class, which keeps
+    // the count an upper bound for every release.
+    const bool has_list_attribute = input->ListAttribute(1) != nullptr;
     for (const auto& [name, cls] : classes_) {
       bool matches = true;
       for (const std::shared_ptr<const cel::Program>& program : cls->programs) {
+        if (has_list_attribute) break;
         cel::SelectorResult r = program->Match(*input);
         if (!r.is_error() && !r.matches()) {
           matches = false;
@@ -129,19 +135,45 @@ void DeviceLedger::RemoveClass(std::string_view name) {
 }
 
 void DeviceLedger::SetSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
+  catalog_.SetSlice(*slice);
   auto& entry = slices_[slice->metadata.name];
   if (entry && entry->contributed) Contribute(*entry, -1);
   if (!entry) entry = std::make_unique<SliceEntry>();
+  if (entry->slice) Recharge(*entry->slice);
   entry->slice = std::move(slice);
   BuildSlice(*entry);
   Contribute(*entry, +1);
+  Recharge(*entry->slice);
 }
 
 void DeviceLedger::RemoveSlice(std::string_view name) {
+  catalog_.RemoveSlice(name);
   auto it = slices_.find(name);
   if (it == slices_.end()) return;
   if (it->second->contributed) Contribute(*it->second, -1);
+  std::shared_ptr<const rv1::ResourceSlice> gone = std::move(it->second->slice);
   slices_.erase(it);
+  Recharge(*gone);
+}
+
+void DeviceLedger::Recharge(const rv1::ResourceSlice& slice) {
+  if (holdings_.size() == 0) return;
+  std::set<std::string> uids;
+  for (const rv1::Device& d : slice.spec.devices) {
+    for (const allocator::Holdings::Holding* h : holdings_.HoldersOf(
+             allocator::DeviceKey(slice.spec.driver, slice.spec.pool.name, d.name))) {
+      uids.insert(h->uid);
+    }
+  }
+  for (const std::string& uid : uids) {
+    if (auto c = committed_.find(uid); c != committed_.end()) {
+      holdings_.Put(allocator::Holdings::Make(uid, *c->second.claim, c->second.result(), catalog_,
+                                              /*in_flight=*/false));
+    } else if (auto f = in_flight_.find(uid); f != in_flight_.end()) {
+      holdings_.Put(allocator::Holdings::Make(uid, *f->second.spec, f->second.result(), catalog_,
+                                              /*in_flight=*/true));
+    }
+  }
 }
 
 void DeviceLedger::AdjustFree(std::string_view driver, std::string_view pool,
@@ -204,9 +236,10 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
   }
   AddResult(*claim->status.allocation);
   CountCommitted(*claim->status.allocation, +1);
+  holdings_.Put(allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
+                                          /*in_flight=*/false));
   Record record;
   record.conflicting = conflict;
-  record.claim_key = claim->metadata.namespace_ + "/" + claim->metadata.name;
   record.claim = std::move(claim);
   committed_.emplace(uid, std::move(record));
   return conflict;
@@ -217,6 +250,7 @@ void DeviceLedger::Uncommit(std::string_view uid) {
   if (it == committed_.end()) return;
   RemoveResult(it->second.result());
   CountCommitted(it->second.result(), -1);
+  holdings_.Erase(uid);
   committed_.erase(it);
 }
 
@@ -236,13 +270,14 @@ bool DeviceLedger::IsConflicting(std::string_view uid) const {
   return it != committed_.end() && it->second.conflicting;
 }
 
-void DeviceLedger::AddInFlight(std::string uid, std::string claim_key,
+void DeviceLedger::AddInFlight(std::string uid, std::shared_ptr<const rv1::ResourceClaim> claim,
                                std::shared_ptr<const rv1::AllocationResult> allocation) {
   RemoveInFlight(uid);
   AddResult(*allocation);
+  holdings_.Put(allocator::Holdings::Make(uid, *claim, *allocation, catalog_, /*in_flight=*/true));
   Record record;
-  record.claim_key = std::move(claim_key);
   record.allocation = std::move(allocation);
+  record.spec = std::move(claim);
   in_flight_.emplace(std::move(uid), std::move(record));
 }
 
@@ -250,6 +285,8 @@ bool DeviceLedger::RemoveInFlight(std::string_view uid) {
   auto it = in_flight_.find(uid);
   if (it == in_flight_.end()) return false;
   RemoveResult(it->second.result());
+  const allocator::Holdings::Holding* h = holdings_.Find(uid);
+  if (h != nullptr && h->in_flight) holdings_.Erase(uid);
   in_flight_.erase(it);
   return true;
 }
@@ -272,52 +309,31 @@ int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view 
   return c->second.free;
 }
 
-std::vector<DeviceLedger::Holding> DeviceLedger::Holdings() const {
-  std::vector<std::pair<std::string, Holding>> sorted;
-  for (const auto* group : {&committed_, &in_flight_}) {
-    std::vector<std::pair<std::string, Holding>> part;
-    for (const auto& [uid, record] : *group) {
-      part.push_back(
-          {record.claim_key, Holding{record.claim_key, group == &in_flight_, &record.result()}});
-    }
-    std::sort(part.begin(), part.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    sorted.insert(sorted.end(), part.begin(), part.end());
-  }
-  std::vector<Holding> out;
-  out.reserve(sorted.size());
-  for (auto& [key, h] : sorted) out.push_back(std::move(h));
-  return out;
-}
-
 std::vector<std::string> DeviceLedger::HoldersOf(std::string_view driver, std::string_view pool,
                                                  std::string_view device) const {
   std::vector<std::string> out;
-  for (const auto* group : {&committed_, &in_flight_}) {
-    for (const auto& [uid, record] : *group) {
-      for (const rv1::DeviceRequestAllocationResult& r : record.result().devices.results) {
-        if (r.driver == driver && r.pool == pool && r.device == device) {
-          out.push_back(record.claim_key);
-          break;
-        }
-      }
-    }
+  for (const allocator::Holdings::Holding* h :
+       holdings_.HoldersOf(allocator::DeviceKey(driver, pool, device))) {
+    out.push_back(h->claim);
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
-std::map<std::string, int64_t> DeviceLedger::DevicesByNamespace() const {
-  std::map<std::string, int64_t> out;
-  for (const auto* group : {&committed_, &in_flight_}) {
-    for (const auto& [uid, record] : *group) {
-      std::string ns = record.claim_key.substr(0, record.claim_key.find('/'));
-      for (const rv1::DeviceRequestAllocationResult& r : record.result().devices.results) {
-        if (!r.admin_access.value_or(false)) ++out[ns];
-      }
-    }
+std::vector<std::string> DeviceLedger::Recheck(
+    const std::vector<const rv1::ResourceClaim*>& claims) {
+  allocator::Holdings recomputed = allocator::RecomputeHoldings(claims, catalog_);
+  std::vector<std::string> differences = allocator::CompareHoldings(holdings_, recomputed);
+  if (differences.empty()) return differences;
+  // Rebuild the index from the ledger's own records with today's catalog.
+  allocator::Holdings rebuilt;
+  for (const auto& [uid, r] : committed_) {
+    rebuilt.Put(allocator::Holdings::Make(uid, *r.claim, r.result(), catalog_, false));
   }
-  return out;
+  for (const auto& [uid, r] : in_flight_) {
+    rebuilt.Put(allocator::Holdings::Make(uid, *r.spec, r.result(), catalog_, true));
+  }
+  holdings_ = std::move(rebuilt);
+  return differences;
 }
 
 }  // namespace draplane::scheduler

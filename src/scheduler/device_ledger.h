@@ -7,12 +7,21 @@
 //
 // Free-device index. For every node-local slice (spec.nodeName set, no per-device node
 // selection) and every device in it, the classes whose selectors match the device are computed
-// once per slice and class version (CEL, errors count as a match). `FreeDevices(class, node)` is
-// then the number of those devices that are not allocated. It is an upper bound of what the
-// allocator can use (taints, counters, request selectors and constraints only remove more), so
+// once per slice and class version (CEL, errors count as a match; a device with a list-typed
+// attribute, which selectors read differently per release, counts as a match). `FreeDevices(class,
+// node)` is then the number of those devices that are not allocated. It is an upper bound of what
+// the allocator can use (taints, counters, request selectors and constraints only remove more), so
 // `FreeDevices < needed` proves a request cannot be satisfied on the node. The bound is unknown
 // (kUnknown) for a class that matches any device published for more than one node, or a
 // multi-allocatable device on the node, where counting devices says nothing.
+//
+// Holdings. Every allocation is also charged to its claim's namespace in an allocator::Holdings
+// (allocator/holdings.h: usage per device class, driver counter and capacity dimension, devices
+// and their holders, committed and in flight), with the charges of allocator/charges.h computed
+// from the ResourceSlices the ledger is given (and charged again when a slice of their devices
+// changes). Tenancy policies read it: the Allocation-mode quota
+// constraint, the quota give-back, the periodic recompute that checks it (`Recheck`), explain pod
+// and metrics. It is rebuilt at start from the informers' initial lists like the rest.
 //
 // Conflicts. Several schedulers may allocate concurrently (replicas without leader election).
 // Allocations are written in one total order (the API server's resourceVersion) and observed in
@@ -34,6 +43,8 @@
 #include <vector>
 
 #include "allocator/allocated_state.h"
+#include "allocator/charges.h"
+#include "allocator/holdings.h"
 #include "api/gen/resource_v1_types.h"
 #include "common/string_hash.h"
 
@@ -70,8 +81,9 @@ class DeviceLedger {
   // True while the claim's committed allocation overlaps one observed earlier: its writer lost
   // the race and will give the devices back, so nobody may use the allocation meanwhile.
   bool IsConflicting(std::string_view uid) const;
-  // An allocation this scheduler reserved for a claim (upstream SignalClaimPendingAllocation).
-  void AddInFlight(std::string uid, std::string claim_key,
+  // An allocation this scheduler reserved for `claim` (upstream SignalClaimPendingAllocation);
+  // `uid` keys it (the claim's uid, or a made-up one for a claim not created yet).
+  void AddInFlight(std::string uid, std::shared_ptr<const api::resourcev1::ResourceClaim> claim,
                    std::shared_ptr<const api::resourcev1::AllocationResult> allocation);
   // Drops an in-flight allocation; false when there was none.
   bool RemoveInFlight(std::string_view uid);
@@ -86,19 +98,18 @@ class DeviceLedger {
   // Devices of `class_name` on `node` that are not allocated, or kUnknown (see above).
   int64_t FreeDevices(std::string_view class_name, std::string_view node) const;
 
-  // One holder of devices.
-  struct Holding {
-    std::string claim;  // "namespace/name"
-    bool in_flight = false;
-    const api::resourcev1::AllocationResult* allocation = nullptr;
-  };
-  // Every holder, committed first, each group in claim key order.
-  std::vector<Holding> Holdings() const;
+  // Who holds what per tenant (allocator/holdings.h), committed and in flight.
+  const allocator::Holdings& holdings() const { return holdings_; }
+  // The devices of the slices the ledger was given, for charging.
+  const allocator::DeviceCatalog& catalog() const { return catalog_; }
   // Claim keys holding a device ("namespace/name"), sorted.
   std::vector<std::string> HoldersOf(std::string_view driver, std::string_view pool,
                                      std::string_view device) const;
-  // Devices held per namespace (tenant), admin-access results not counted.
-  std::map<std::string, int64_t> DevicesByNamespace() const;
+  // Compares the committed holdings with a recompute from `claims` (the claims as the scheduler
+  // caches them) and returns the differences (allocator::CompareHoldings); when there are any,
+  // rebuilds the holdings from the ledger's own records.
+  std::vector<std::string> Recheck(
+      const std::vector<const api::resourcev1::ResourceClaim*>& claims);
 
  private:
   struct ClassEntry;
@@ -112,10 +123,10 @@ class DeviceLedger {
     size_t device = 0;
   };
   struct Record {
-    std::string claim_key;
     bool conflicting = false;
     std::shared_ptr<const api::resourcev1::ResourceClaim> claim;          // committed
     std::shared_ptr<const api::resourcev1::AllocationResult> allocation;  // in flight
+    std::shared_ptr<const api::resourcev1::ResourceClaim> spec;           // in flight: its claim
     const api::resourcev1::AllocationResult& result() const {
       return claim ? *claim->status.allocation : *allocation;
     }
@@ -129,6 +140,8 @@ class DeviceLedger {
   void AdjustFree(std::string_view driver, std::string_view pool, std::string_view device,
                   int64_t delta);
   void BuildSlice(SliceEntry& entry);
+  // Charges again the holdings of the slice's devices (charges follow the published devices).
+  void Recharge(const api::resourcev1::ResourceSlice& slice);
   void Contribute(SliceEntry& entry, int sign);
   void RebuildAll();
   static std::string DeviceKey(std::string_view driver, std::string_view pool,
@@ -140,14 +153,15 @@ class DeviceLedger {
   std::map<std::string, std::unique_ptr<SliceEntry>, std::less<>> slices_;
   // node -> class id -> counts; the transparent hash lets FreeDevices, asked once per candidate
   // node, look a node up without building a string.
-  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>, StringHash,
-                     std::equal_to<>>
+  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>, StringHash, std::equal_to<>>
       nodes_;
   // class id -> number of matching devices visible to more than one node
   std::unordered_map<uint32_t, int64_t> nonlocal_;
   std::unordered_map<std::string, std::vector<Location>> locations_;
 
   allocator::AllocatedState allocated_;
+  allocator::DeviceCatalog catalog_;
+  allocator::Holdings holdings_;
   std::map<std::string, Record, std::less<>> committed_;  // by claim uid
   // Committed holders per device key (DeviceKey), all and exclusive (no share ID): conflicts are
   // judged against these alone, in the API's write order; this scheduler's in-flight allocations

@@ -15,6 +15,7 @@ bool Matches(CandidateStatus s) {
   return s != CandidateStatus::kClassSelectorFalse && s != CandidateStatus::kRequestSelectorFalse &&
          s != CandidateStatus::kNodeMismatch &&
          s != CandidateStatus::kBindingConditionsUnsupported &&
+         s != CandidateStatus::kCompatibilityGroupsUnsupported &&
          s != CandidateStatus::kSelectorError;
 }
 
@@ -31,6 +32,8 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
       return plural ? "are not offered to the node" : "is not offered to the node";
     case CandidateStatus::kBindingConditionsUnsupported:
       return plural ? "need binding conditions" : "needs binding conditions";
+    case CandidateStatus::kCompatibilityGroupsUnsupported:
+      return plural ? "need compatibility groups" : "needs compatibility groups";
     case CandidateStatus::kAllocated:
       return plural ? "are already allocated" : "is already allocated";
     case CandidateStatus::kInUseByThisAttempt:
@@ -43,6 +46,9 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
       return plural ? "need partitionable devices" : "needs partitionable devices";
     case CandidateStatus::kCounters:
       return plural ? "exceed shared counters" : "exceeds shared counters";
+    case CandidateStatus::kCompatibilityGroups:
+      return plural ? "are incompatible with devices sharing their counters"
+                    : "is incompatible with devices sharing its counters";
     case CandidateStatus::kTaintNotTolerated:
       return plural ? "have an untolerated taint" : "has an untolerated taint";
     case CandidateStatus::kConstraint:
@@ -59,17 +65,28 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
 }
 
 // "4 do not match the request's selectors, 1 is already allocated" for the given statuses.
+// Policy refusals say which rule refused and its numbers ("1 refused by quota team-a/devices
+// h100.deviceclass.resource.k8s.io/devices 1/1"), one group per distinct refusal.
 std::string Count(const RequestExplanation& r, bool matching) {
   std::map<CandidateStatus, int> counts;
+  std::map<std::string, int> refusals;
   for (const CandidateExplanation& c : r.candidates) {
     if (Matches(c.status) != matching) continue;
     if (Phrase(c.status, false).empty()) continue;
+    if (c.status == CandidateStatus::kPolicy && !c.detail.empty()) {
+      ++refusals[c.detail];
+      continue;
+    }
     ++counts[c.status];
   }
   std::string out;
   for (const auto& [status, n] : counts) {
     if (!out.empty()) out += ", ";
     out += std::to_string(n) + " " + std::string(Phrase(status, n != 1));
+  }
+  for (const auto& [detail, n] : refusals) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n) + " refused by " + detail;
   }
   return out;
 }

@@ -48,7 +48,7 @@ std::string Indent(const std::string& text, const std::string& prefix) {
 }  // namespace
 
 PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
-                          const allocator::Features& features) {
+                          const allocator::Features& features, const Clock& clock) {
   PodExplanation out;
   out.pod = pod.metadata.namespace_ + "/" + pod.metadata.name;
   out.phase = pod.status.phase.empty() ? "Pending" : pod.status.phase;
@@ -81,10 +81,24 @@ PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
     return out;
   }
 
+  const allocator::ResourceList held =
+      cluster.ledger().holdings().Usage(pod.metadata.namespace_, allocator::Holdings::Scope::kAll);
+  for (const allocator::QuotaBudget& q : cluster.AllocationQuotas(pod.metadata.namespace_)) {
+    for (const auto& [key, hard] : q.hard) {
+      auto used = q.used.find(key);
+      auto holds = held.find(key);
+      out.quotas.push_back("quota " + q.namespace_ + "/" + q.name + " " + key + ": used " +
+                           (used == q.used.end() ? "0" : used->second.ToString()) + " of " +
+                           hard.ToString() + " (allocations hold " +
+                           (holds == held.end() ? "0" : holds->second.ToString()) + ")");
+    }
+  }
+
   Framework framework;
   DynamicResourcesDeps deps;
   deps.cluster = &cluster;
   deps.run_async = [](std::function<void()>) {};
+  deps.clock = &clock;
   std::unique_ptr<Random> random = NewSeededRandom(1);
   deps.random = random.get();
   DynamicResourcesOptions options;
@@ -160,6 +174,10 @@ std::string PodExplanation::ToText(bool devices) const {
       }
     }
   }
+  if (!quotas.empty()) {
+    out += "Quotas (Allocation mode, checked for every candidate device):\n";
+    for (const std::string& q : quotas) out += "  " + q + "\n";
+  }
   if (pre_filter) out += "Rejected before node evaluation: " + *pre_filter + "\n";
   if (!nodes.empty()) {
     out += "Nodes (" + std::to_string(nodes.size()) + "):\n";
@@ -194,6 +212,11 @@ std::string PodExplanation::ToJson() const {
   }
   o["claims"] = std::move(cs);
   if (pre_filter) o["preFilter"] = *pre_filter;
+  if (!quotas.empty()) {
+    boost::json::array qs;
+    for (const std::string& q : quotas) qs.push_back(boost::json::value(q));
+    o["quotas"] = std::move(qs);
+  }
   boost::json::array ns;
   for (const NodeView& n : nodes) {
     boost::json::object v{{"node", n.node}, {"fits", n.fits}};

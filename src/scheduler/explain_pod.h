@@ -16,6 +16,7 @@
 #include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "api/gen/core_v1_types.h"
+#include "common/clock.h"
 #include "scheduler/cluster_state.h"
 
 namespace draplane::scheduler {
@@ -43,6 +44,10 @@ struct PodExplanation {
   std::string scheduled_message;  // PodScheduled=False message, if any
   std::vector<ClaimView> claims;
   std::optional<std::string> pre_filter;  // "<plugin>: <reason>" when rejected before nodes
+  // The Allocation-mode quotas of the Pod's namespace, one line per limited resource:
+  // "quota team-a/devices h100.deviceclass.resource.k8s.io/devices: used 1 of 1 (allocations
+  // hold 1)". Their refusals appear per candidate device (policy quota).
+  std::vector<std::string> quotas;
   std::vector<NodeView> nodes;
   // "fits on 3 of 12 nodes: a, b, c" or the FailedScheduling message.
   std::string summary;
@@ -52,7 +57,8 @@ struct PodExplanation {
   std::string ToJson() const;
 };
 
+// `clock` judges time-bound state: binding timeouts (KEP-5007) and node isolations.
 PodExplanation ExplainPod(ClusterState& cluster, const api::corev1::Pod& pod,
-                          const allocator::Features& features);
+                          const allocator::Features& features, const Clock& clock = RealClock());
 
 }  // namespace draplane::scheduler

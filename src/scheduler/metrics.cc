@@ -52,6 +52,50 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
           "firstAvailable requests allocated, by the index of the chosen subrequest (0: the "
           "first choice; higher: a fallback).",
           {"index"}),
+      .evaluation_budget_spent =
+          metrics::NewCounterFamily(
+              "draplane_scheduler_evaluation_budget_exhausted_total",
+              "Scheduling attempts that spent their whole CEL evaluation budget and were retried "
+              "after a backoff.",
+              {"profile"})
+              .WithLabels({profile}),
+      .binding_conditions_waiting =
+          metrics::NewGaugeFamily("draplane_scheduler_dra_binding_conditions_waiting",
+                                  "Bindings waiting in PreBind until the allocated devices' "
+                                  "bindingConditions are True (KEP-5007).",
+                                  {})
+              .WithLabels(std::vector<std::string>{}),
+      .binding_conditions_wait_seconds = metrics::NewHistogramFamily(
+          "draplane_scheduler_dra_binding_conditions_wait_duration_seconds",
+          "How long bindings waited for devices' bindingConditions, by how the wait ended "
+          "(ready, failed, timeout, aborted).",
+          {"result"}, metrics::ExponentialBuckets(0.01, 2, 20)),
+      .isolated_nodes =
+          metrics::NewGaugeFamily("draplane_scheduler_isolated_nodes",
+                                  "Nodes whose draplane.dev/device-prepare-failures taint keeps "
+                                  "new pods off them (isolated after repeated device prepare "
+                                  "failures, until the taint expires or is lifted).",
+                                  {})
+              .WithLabels(std::vector<std::string>{}),
+      .quota_fallbacks = metrics::NewCounterFamily(
+          "draplane_quota_fallbacks_total",
+          "firstAvailable requests an Allocation-mode ResourceQuota moved from the subrequest they "
+          "would have got without it to a later one.",
+          {"namespace", "from_index", "to_index"}),
+      .ledger_drift = metrics::NewCounterFamily(
+          "draplane_ledger_drift_total",
+          "Periodic rechecks that found the scheduler's holdings ledger different from a "
+          "recompute from its claims (the ledger is then corrected).",
+          {"namespace"}),
+      .decisions_written =
+          metrics::NewCounterFamily("draplane_decisions_written_total",
+                                    "AllocationDecision records written by the scheduler.", {})
+              .WithLabels(std::vector<std::string>{}),
+      .decisions_dropped =
+          metrics::NewCounterFamily(
+              "draplane_decisions_dropped_total",
+              "AllocationDecision records not written: the queue was full or the write failed.", {})
+              .WithLabels(std::vector<std::string>{}),
   };
   return m;
 }

@@ -12,6 +12,21 @@
 //   draplane_scheduler_dra_subrequest_allocations_total{index} the firstAvailable alternative
 //                                                              chosen (0 = first choice); the
 //                                                              fallback rate per index
+//   draplane_scheduler_dra_binding_conditions_waiting          bindings waiting for devices'
+//                                                              bindingConditions (KEP-5007)
+//   draplane_scheduler_dra_binding_conditions_wait_duration_seconds{result}
+//                                                              ready|failed|timeout|aborted
+//   draplane_scheduler_isolated_nodes                          nodes isolated for repeated
+//                                                              device prepare failures
+//   draplane_quota_fallbacks_total{namespace,from_index,to_index}  requests an Allocation-mode
+//                                                              quota moved to a later subrequest
+//   draplane_quota_drift_total{namespace,quota}                periodic recounts that corrected
+//                                                              an Allocation-mode quota's device
+//                                                              keys (the server counts its keys;
+//                                                              one family: api/quota/metrics.h)
+//   draplane_ledger_drift_total{namespace}                     periodic rechecks that found the
+//                                                              holdings ledger off its recompute
+//   draplane_decisions_written_total, draplane_decisions_dropped_total  AllocationDecision records
 //
 // Thread-safety: the handles are safe for concurrent use (common/metrics.h).
 #pragma once
@@ -37,6 +52,15 @@ struct SchedulerMetrics {
   metrics::HistogramFamily plugin_seconds;
   metrics::Histogram claim_allocation_seconds;
   metrics::CounterFamily subrequest_allocations;
+  // Attempts that spent their whole CEL evaluation budget (SchedulerOptions::evaluation_budget).
+  metrics::Counter evaluation_budget_spent;
+  metrics::Gauge binding_conditions_waiting;
+  metrics::HistogramFamily binding_conditions_wait_seconds;
+  metrics::Gauge isolated_nodes;
+  metrics::CounterFamily quota_fallbacks;
+  metrics::CounterFamily ledger_drift;
+  metrics::Counter decisions_written;
+  metrics::Counter decisions_dropped;
 
   // The process-wide families for `profile` (the scheduler name).
   static SchedulerMetrics For(const std::string& profile);

@@ -12,7 +12,7 @@ void AddDefaultPlugins(Framework& framework, DynamicResourcesDeps deps,
   // Filters in upstream's default order.
   framework.AddPlugin(NewNodeUnschedulablePlugin());
   framework.AddPlugin(NewNodeNamePlugin());
-  framework.AddPlugin(NewTaintTolerationPlugin());
+  framework.AddPlugin(NewTaintTolerationPlugin(*deps.clock));
   framework.AddPlugin(NewNodeAffinityPlugin());
   framework.AddPlugin(NewNodeResourcesFitPlugin(cluster));
   framework.AddPlugin(NewDynamicResourcesPlugin(std::move(deps), std::move(options)));

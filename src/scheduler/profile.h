@@ -17,8 +17,8 @@
 
 namespace draplane::scheduler {
 
-// Adds the default plugins to `framework`. `deps.cluster` must be set; `binder` may be null
-// (no Bind plugin: explanations only).
+// Adds the default plugins to `framework`. `deps.cluster` and `deps.clock` must be set; `binder`
+// may be null (no Bind plugin: explanations only).
 void AddDefaultPlugins(Framework& framework, DynamicResourcesDeps deps,
                        DynamicResourcesOptions options, client::ApiClient* binder);
 

@@ -24,7 +24,7 @@ void SchedulingQueue::Unlink(const std::string& uid) {
   Entry& e = it->second;
   switch (e.where) {
     case Where::kActive:
-      active_.erase({-Priority(*e.pod.pod), e.sequence, uid});
+      active_.erase({-Priority(*e.pod.pod), e.indebted, e.sequence, uid});
       break;
     case Where::kBackoff:
       backoff_.erase({e.ready_at, e.sequence, uid});
@@ -56,9 +56,28 @@ void SchedulingQueue::Place(const std::string& uid) {
     e.ready_at = ready;
     backoff_.insert({ready, e.sequence, uid});
   } else {
-    e.where = Where::kActive;
-    active_.insert({-Priority(*e.pod.pod), e.sequence, uid});
+    InsertActive(uid, e);
   }
+}
+
+void SchedulingQueue::InsertActive(const std::string& uid, Entry& e) {
+  e.where = Where::kActive;
+  e.indebted = cost_debt_.contains(e.pod.pod->metadata.namespace_);
+  active_.insert({-Priority(*e.pod.pod), e.indebted, e.sequence, uid});
+}
+
+void SchedulingQueue::RecordAttemptCost(const std::string& namespace_, bool spent) {
+  if (spent) {
+    ++cost_debt_[namespace_];
+    return;
+  }
+  auto it = cost_debt_.find(namespace_);
+  if (it != cost_debt_.end() && --it->second <= 0) cost_debt_.erase(it);
+}
+
+int64_t SchedulingQueue::CostDebt(const std::string& namespace_) const {
+  auto it = cost_debt_.find(namespace_);
+  return it == cost_debt_.end() ? 0 : it->second;
 }
 
 void SchedulingQueue::AddOrUpdate(std::shared_ptr<const api::corev1::Pod> pod) {
@@ -91,16 +110,14 @@ void SchedulingQueue::PromoteBackoff() {
   while (!backoff_.empty() && std::get<0>(*backoff_.begin()) <= now) {
     std::string uid = std::get<2>(*backoff_.begin());
     backoff_.erase(backoff_.begin());
-    Entry& e = pods_.at(uid);
-    e.where = Where::kActive;
-    active_.insert({-Priority(*e.pod.pod), e.sequence, uid});
+    InsertActive(uid, pods_.at(uid));
   }
 }
 
 std::optional<QueuedPod> SchedulingQueue::Pop() {
   PromoteBackoff();
   if (active_.empty()) return std::nullopt;
-  std::string uid = std::get<2>(*active_.begin());
+  std::string uid = std::get<3>(*active_.begin());
   active_.erase(active_.begin());
   auto it = pods_.find(uid);
   QueuedPod out = std::move(it->second.pod);

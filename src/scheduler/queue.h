@@ -13,6 +13,15 @@
 //   gated          PreEnqueue said not yet; kept with the unschedulable pods and re-checked by the
 //                  same events
 //
+// Cost account (issue 17; draplane's, not upstream's): each namespace (tenant) keeps a count of
+// its pods' attempts that spent their whole CEL evaluation budget
+// (SchedulerOptions::evaluation_budget), less one for each of its attempts that did not. While
+// the count is positive, the namespace's pods enter the active queue behind every pod of the same
+// priority from a namespace without such a debt, so one tenant's expensive pods cannot keep
+// another tenant's pod waiting: each of their attempts costs at most the budget and then backs
+// off, and the other tenant's pods go first. The order is otherwise unchanged; a weighted
+// fair-share queue (issue 22) replaces the order, and can take the account as one of its inputs.
+//
 // Time comes from the injected clock; the scheduler asks NextReady() how long it may sleep.
 //
 // Thread-safety: not thread-safe; owned by the scheduler's loop thread.
@@ -76,6 +85,12 @@ class SchedulingQueue {
   void RequeueUnschedulable(QueuedPod pod, std::set<std::string> rejectors);
   void RequeueAfterError(QueuedPod pod);
 
+  // Settles one finished attempt of a pod of `namespace_` in the cost account: `spent` when the
+  // attempt spent its whole evaluation budget.
+  void RecordAttemptCost(const std::string& namespace_, bool spent);
+  // The namespace's count of budget-spending attempts not yet offset (0: none).
+  int64_t CostDebt(const std::string& namespace_) const;
+
   // An event: moves unschedulable and gated pods that `interest` selects.
   void OnEvent(const Interest& interest);
   // The same, for an event that can only concern the pods in `uids` (a claim used by them, an
@@ -97,8 +112,10 @@ class SchedulingQueue {
     uint64_t sequence = 0;  // FIFO order among equal priorities
     Duration ready_at{0};   // backoff
     bool gated = false;
+    bool indebted = false;  // its namespace had a cost debt when it entered the active queue
   };
-  using ActiveKey = std::tuple<int64_t, uint64_t, std::string>;  // -priority, sequence, uid
+  // -priority, indebted, sequence, uid
+  using ActiveKey = std::tuple<int64_t, bool, uint64_t, std::string>;
   using BackoffKey = std::tuple<Duration, uint64_t, std::string>;
 
   // Moves those of `uids` (sorted, unique) that wait in the unschedulable pool and interest
@@ -107,6 +124,8 @@ class SchedulingQueue {
   void Place(const std::string& uid);  // active or backoff, after the gate
   void Unlink(const std::string& uid);
   void PromoteBackoff();
+  // Puts the pod into the active queue (its `indebted` bit set from the cost account).
+  void InsertActive(const std::string& uid, Entry& e);
   Duration BackoffFor(const QueuedPod& pod) const;
   static int64_t Priority(const api::corev1::Pod& pod);
 
@@ -119,6 +138,7 @@ class SchedulingQueue {
   std::map<std::string, Duration> unschedulable_;  // uid -> queued_at (sorted by uid)
   size_t gated_count_ = 0;
   uint64_t sequence_ = 0;
+  std::map<std::string, int64_t, std::less<>> cost_debt_;  // namespace -> count (> 0 only)
 };
 
 }  // namespace draplane::scheduler

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <tuple>
 
+#include "api/labels/node_isolation.h"
 #include "api/meta/resource_version.h"
 #include "api/pods.h"
+#include "api/quota/metrics.h"
 #include "api/resource_claims.h"
 #include "client/typed.h"
 #include "common/log.h"
@@ -30,13 +33,29 @@ struct Scheduler::InboxItem {
     kClassDelete,
     kSlice,
     kSliceDelete,
+    kBindingWaiting,
+    kQuota,
+    kQuotaDelete,
     kBindingDone,
+    kQuotaRecount,      // a recount's reads are done (`recount`)
+    kQuotaRecountDone,  // its writes are done (`recount->conflict`: one must be redone)
+  };
+  // The reads of a quota recount, made off the loop thread: the namespace's quotas, then its
+  // claims (in that order: quota_charger.h).
+  struct Recount {
+    std::string ns;
+    bool correction = false;
+    bool conflict = false;
+    Status error;
+    std::vector<api::corev1::ResourceQuota> quotas;
+    std::vector<rv1::ResourceClaim> claims;
   };
   Kind kind = Kind::kPod;
   std::shared_ptr<const void> old_object{};
   std::shared_ptr<const void> new_object{};
   std::shared_ptr<Binding> binding{};
   PluginStatus status{};
+  std::shared_ptr<Recount> recount{};
 };
 
 struct Scheduler::Binding {
@@ -46,10 +65,22 @@ struct Scheduler::Binding {
   std::string node;
   Duration started{0};
   std::vector<std::string> allocated_claims;  // uids allocated in this cycle
+  int evaluated_nodes = 0;
+  int feasible_nodes = 0;
   // The binding cycle failed but the API shows the pod on a node: another scheduler (a replica
   // without leader election) bound it, using the claims this cycle wrote. Nothing is undone.
   bool bound_by_other = false;
+  // Waiting for binding conditions (loop thread): since when, until when (monotonic), and the
+  // "namespace/claim" keys of the pod's claims.
+  bool waiting = false;
+  Duration wait_started{0};
+  Duration wait_deadline{0};
+  std::vector<std::string> claim_keys;
 };
+
+namespace {
+constexpr char kPoolIndex[] = "draplane.scheduler/pool";
+}  // namespace
 
 namespace {
 
@@ -105,6 +136,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
                                          : options_.scheduler_names.front())),
       random_(NewSeededRandom(options_.random_seed != 0 ? options_.random_seed
                                                         : SecureRandom().Next64())),
+      quota_charger_(api, "draplane-scheduler"),
       framework_(
           FrameworkOptions{.percentage_of_nodes_to_score = options_.percentage_of_nodes_to_score,
                            .diagnose = true}) {
@@ -112,15 +144,25 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   deps.cluster = &cluster_;
   deps.api = &api_;
   deps.confirmations = &confirmations_;
+  deps.quotas = &quota_charger_;
   deps.run_async = [this](std::function<void()> work) { RunAsync(std::move(work)); };
   deps.clock = &clock_;
   deps.random = random_.get();
+  deps.pool_slices = [this](std::string_view driver, std::string_view pool) {
+    std::vector<std::shared_ptr<const rv1::ResourceSlice>> out;
+    if (slices_ != nullptr) {
+      out = slices_->ByIndex(kPoolIndex, std::string(driver) + "/" + std::string(pool));
+    }
+    return out;
+  };
   DynamicResourcesOptions dra;
   dra.features = options_.features;
   dra.extended_resources = options_.extended_resources;
   dra.confirm_allocations = options_.confirm_allocations && !options_.synchronous;
   dra.explain_budget = options_.explain_budget;
   dra.allocation_step_limit = options_.allocation_step_limit;
+  dra.evaluation_budget = options_.evaluation_budget;
+  dra.binding_timeout = options_.binding_timeout;
   AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
   queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
                                              [this](const Pod& pod) -> std::optional<std::string> {
@@ -128,6 +170,11 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
                                                if (s.ok()) return std::nullopt;
                                                return s.plugin();
                                              });
+  if (options_.decision_records) {
+    decisions_ = std::make_unique<DecisionRecorder>(
+        api_, DecisionRecorderOptions{.synchronous = options_.synchronous},
+        metrics_.decisions_written, metrics_.decisions_dropped);
+  }
   if (options_.record_events) {
     events_ = std::make_unique<client::EventRecorder>(
         api_, clock_,
@@ -167,6 +214,11 @@ Status Scheduler::Start() {
   claims_ = &informers->Get<rv1::ResourceClaim>();
   classes_ = &informers->Get<rv1::DeviceClass>();
   slices_ = &informers->Get<rv1::ResourceSlice>();
+  // PreBind's device re-check reads a pool's slices from any binder thread.
+  slices_->AddIndex(kPoolIndex, [](const rv1::ResourceSlice& slice) {
+    return std::vector<std::string>{slice.spec.driver + "/" + slice.spec.pool.name};
+  });
+  quotas_ = &informers->Get<api::corev1::ResourceQuota>();
   auto wire = [this](auto* informer, Kind kind, Kind deleted) {
     using Ptr = typename std::remove_reference_t<decltype(*informer)>::Ptr;
     client::InformerBase::HandlerId id = informer->AddHandlers(
@@ -181,10 +233,14 @@ Status Scheduler::Start() {
   wire(slices_, Kind::kSlice, Kind::kSliceDelete);
   wire(nodes_, Kind::kNode, Kind::kNodeDelete);
   wire(claims_, Kind::kClaim, Kind::kClaimDelete);
+  wire(quotas_, Kind::kQuota, Kind::kQuotaDelete);
   wire(pods_, Kind::kPod, Kind::kPodDelete);
   informers->Start();
   if (!informers->WaitForSync())
     return CancelledError("scheduler stopped before its caches synced");
+  // The holdings are rebuilt from the initial lists; status.used is brought in line with them
+  // once those are applied (the first CheckHoldings).
+  last_holdings_check_ = clock_.MonotonicNow() - options_.holdings_check_interval;
   if (options_.synchronous) return Status::Ok();
   {
     MutexLock lock(mu_);
@@ -218,6 +274,7 @@ void Scheduler::Stop() {
   if (loop_.joinable()) loop_.join();
   for (std::thread& t : binders_) t.join();
   binders_.clear();
+  if (decisions_) decisions_->Stop();
   if (events_) events_->Stop();
 }
 
@@ -254,10 +311,12 @@ void Scheduler::Loop() {
       MutexLock lock(mu_);
       if (stopping_) break;
     }
+    MaybeFlushUnschedulable();
+    ExpireWaits();
     Duration now = clock_.MonotonicNow();
-    if (now - last_flush_ >= std::chrono::seconds(30)) {
-      last_flush_ = now;
-      queue_->FlushUnschedulable();
+    if (now - last_holdings_check_ >= options_.holdings_check_interval) {
+      last_holdings_check_ = now;
+      CheckHoldings();
     }
     if (std::optional<QueuedPod> next = queue_->Pop()) {
       ScheduleOne(std::move(*next));
@@ -266,17 +325,51 @@ void Scheduler::Loop() {
     UpdateGauges();
     MutexLock lock(mu_);
     if (!inbox_.empty() || stopping_) continue;
-    // Pacing only: sleep until an event arrives or the next backoff expires (the clock decides
-    // what is due).
+    // Pacing only: sleep until an event arrives, the next backoff expires or a binding's wait
+    // times out (the clock decides what is due).
     Duration wait = queue_->NextReady().value_or(std::chrono::seconds(1));
+    if (!wait_deadlines_.empty()) {
+      wait = std::min(wait, wait_deadlines_.begin()->first - clock_.MonotonicNow());
+    }
     cv_.WaitFor(lock, std::max(wait, Duration(std::chrono::milliseconds(1))));
   }
+}
+
+namespace {
+// upstream flushUnschedulablePodsLeftover runs every 30 s.
+constexpr Duration kFlushInterval = std::chrono::seconds(30);
+}  // namespace
+
+void Scheduler::MaybeFlushUnschedulable() {
+  Duration now = clock_.MonotonicNow();
+  if (now - last_flush_ >= kFlushInterval) {
+    last_flush_ = now;
+    queue_->FlushUnschedulable();
+  }
+}
+
+std::optional<Duration> Scheduler::NextWakeup() const {
+  std::optional<Duration> wakeup;
+  if (std::optional<Duration> ready = queue_->NextReady()) {
+    wakeup = clock_.MonotonicNow() + *ready;
+  }
+  if (queue_->unschedulable() > 0) {
+    Duration flush = last_flush_ + kFlushInterval;
+    if (!wakeup || flush < *wakeup) wakeup = flush;
+  }
+  // A binding waiting for binding conditions fails at its deadline.
+  if (!wait_deadlines_.empty() && (!wakeup || wait_deadlines_.begin()->first < *wakeup)) {
+    wakeup = wait_deadlines_.begin()->first;
+  }
+  return wakeup;
 }
 
 int Scheduler::RunUntilIdle() {
   int attempts = 0;
   while (true) {
     Drain();
+    ExpireWaits();
+    MaybeFlushUnschedulable();
     std::optional<QueuedPod> next = queue_->Pop();
     if (!next) break;
     ScheduleOne(std::move(*next));
@@ -381,6 +474,7 @@ void Scheduler::Apply(InboxItem& item) {
       }
       if (!Ours(*pod) || pod->metadata.deletion_timestamp.has_value() || api::IsPodTerminal(*pod)) {
         if (ErasePending(uid)) queue_->Delete(uid);
+        AbortWaiting(uid, "the pod is being deleted");
         return;
       }
       // Bound by this scheduler, not yet seen on its node: an update written before the Binding
@@ -406,6 +500,7 @@ void Scheduler::Apply(InboxItem& item) {
       auto pod = std::static_pointer_cast<const Pod>(item.old_object);
       const std::string& uid = pod->metadata.uid;
       if (ErasePending(uid)) queue_->Delete(uid);
+      AbortWaiting(uid, "the pod was deleted");
       first_seen_.erase(uid);
       bool placed = !pod->spec.node_name.empty() && !api::IsPodTerminal(*pod);
       cluster_.RemovePod(uid);
@@ -416,14 +511,22 @@ void Scheduler::Apply(InboxItem& item) {
       auto node = std::static_pointer_cast<const api::corev1::Node>(item.new_object);
       auto old = std::static_pointer_cast<const api::corev1::Node>(item.old_object);
       cluster_.UpsertNode(node);
+      if (api::labels::FindIsolationTaint(*node) != nullptr) {
+        isolated_nodes_[node->metadata.name] = node;
+      } else {
+        isolated_nodes_.erase(node->metadata.name);
+      }
       uint32_t actions = old ? NodeUpdateActions(*old, *node) : kAdd;
       if (actions != 0) MoveOnEvent({.resource = EventResource::kNode, .actions = actions});
       return;
     }
-    case Kind::kNodeDelete:
-      cluster_.RemoveNode(
-          std::static_pointer_cast<const api::corev1::Node>(item.old_object)->metadata.name);
+    case Kind::kNodeDelete: {
+      const std::string& name =
+          std::static_pointer_cast<const api::corev1::Node>(item.old_object)->metadata.name;
+      isolated_nodes_.erase(name);
+      cluster_.RemoveNode(name);
       return;
+    }
     case Kind::kClaim: {
       auto claim = std::static_pointer_cast<const rv1::ResourceClaim>(item.new_object);
       auto old = std::static_pointer_cast<const rv1::ResourceClaim>(item.old_object);
@@ -465,11 +568,16 @@ void Scheduler::Apply(InboxItem& item) {
       }
       if (claim->status.allocation.has_value()) claim_first_seen_.erase(uid);
       if (conflict && !ours) ReleaseConflictingAllocation(*claim);
+      if (!waiting_.empty()) CheckWaitingForClaim(*claim);
       ClusterEvent event{.resource = EventResource::kResourceClaim,
                          .actions = old ? kUpdate : kAdd,
                          .old_claim = old.get(),
                          .new_claim = claim.get()};
       if (old && old->status.allocation.has_value() && !claim->status.allocation.has_value()) {
+        // The quotas give the allocation's charge back.
+        if (!cluster_.AllocationQuotas(claim->metadata.namespace_).empty()) {
+          ScheduleQuotaRecount(claim->metadata.namespace_, /*correction=*/false);
+        }
         MoveOnEvent(event);  // a deallocation may make any waiting pod schedulable
         return;
       }
@@ -491,6 +599,50 @@ void Scheduler::Apply(InboxItem& item) {
       claim_first_seen_.erase(claim->metadata.uid);
       confirmations_.Forget(claim->metadata.uid);
       cluster_.RemoveClaim(*claim);
+      if (!waiting_.empty()) CheckWaitingForClaim(*claim);
+      if (claim->status.allocation.has_value() &&
+          !cluster_.AllocationQuotas(claim->metadata.namespace_).empty()) {
+        ScheduleQuotaRecount(claim->metadata.namespace_, /*correction=*/false);
+      }
+      return;
+    }
+    case Kind::kQuota: {
+      auto quota = std::static_pointer_cast<const api::corev1::ResourceQuota>(item.new_object);
+      auto old = std::static_pointer_cast<const api::corev1::ResourceQuota>(item.old_object);
+      cluster_.UpsertQuota(quota);
+      // A quota entering Allocation mode, or limiting other resources, starts from a recount.
+      std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(*quota);
+      std::optional<allocator::QuotaBudget> before = old ? allocator::BudgetOf(*old) : std::nullopt;
+      if (budget.has_value() && (!before.has_value() || budget->hard != before->hard)) {
+        ScheduleQuotaRecount(quota->metadata.namespace_, /*correction=*/false);
+      }
+      MoveOnEvent({.resource = EventResource::kResourceQuota,
+                   .actions = old ? kUpdate : kAdd,
+                   .old_quota = old.get(),
+                   .new_quota = quota.get()});
+      return;
+    }
+    case Kind::kQuotaDelete: {
+      auto quota = std::static_pointer_cast<const api::corev1::ResourceQuota>(item.old_object);
+      cluster_.RemoveQuota(*quota);
+      MoveOnEvent({.resource = EventResource::kResourceQuota,
+                   .actions = kDelete,
+                   .old_quota = quota.get()});
+      return;
+    }
+    case Kind::kQuotaRecount:
+      FinishQuotaRecount(item);
+      return;
+    case Kind::kQuotaRecountDone: {
+      const InboxItem::Recount& r = *item.recount;
+      recounting_.erase(r.ns);
+      if (r.conflict) recount_again_[r.ns] = recount_again_[r.ns] || r.correction;
+      auto again = recount_again_.find(r.ns);
+      if (again != recount_again_.end()) {
+        bool correction = again->second;
+        recount_again_.erase(again);
+        ScheduleQuotaRecount(r.ns, correction);
+      }
       return;
     }
     case Kind::kClass: {
@@ -509,11 +661,16 @@ void Scheduler::Apply(InboxItem& item) {
       cluster_.UpsertSlice(s);
       MoveOnEvent(
           {.resource = EventResource::kResourceSlice, .actions = item.old_object ? kUpdate : kAdd});
+      CheckAllWaiting();  // a device of a waiting binding may have been tainted
       return;
     }
     case Kind::kSliceDelete:
       cluster_.RemoveSlice(
           std::static_pointer_cast<const rv1::ResourceSlice>(item.old_object)->metadata.name);
+      CheckAllWaiting();
+      return;
+    case Kind::kBindingWaiting:
+      StartWaiting(std::move(item.binding), item.status);
       return;
     case Kind::kBindingDone:
       FinishBinding(std::move(item.binding), std::move(item.status));
@@ -536,6 +693,10 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
   binding->state = std::make_shared<CycleState>();
   ScheduleResult result =
       framework_.Schedule(*binding->state, binding->info, cluster_, &next_start_);
+  const bool budget_spent = result.status.code() == Code::kError &&
+                            allocator::IsEvaluationBudgetExceeded(result.status.error());
+  queue_->RecordAttemptCost(queued.pod->metadata.namespace_, budget_spent);
+  if (budget_spent) metrics_.evaluation_budget_spent.Increment();
   auto elapsed = [&] {
     return std::chrono::duration<double>(clock_.MonotonicNow() - start).count();
   };
@@ -557,11 +718,18 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     binding->queued = std::move(queued);
     binding->node = result.node;
     binding->started = start;
+    binding->evaluated_nodes = result.evaluated_nodes;
+    binding->feasible_nodes = result.feasible_nodes;
     binding_[uid] = binding;
     metrics_.attempts_scheduled.Increment();
     metrics_.attempt_scheduled_seconds.Observe(elapsed());
     if (options_.synchronous) {
-      PluginStatus s = framework_.RunBindingCycle(*binding->state, binding->info, binding->node);
+      PluginStatus s = framework_.RunPreBind(*binding->state, binding->info, binding->node);
+      if (s.code() == Code::kWait) {
+        StartWaiting(binding, s);
+        return;
+      }
+      if (s.ok()) s = framework_.RunBind(*binding->state, binding->info, binding->node);
       FinishBinding(binding, std::move(s));
     } else {
       RunAsync([this, binding] { RunBinding(binding); });
@@ -591,7 +759,20 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
 }
 
 void Scheduler::RunBinding(std::shared_ptr<Binding> binding) {
-  PluginStatus s = framework_.RunBindingCycle(*binding->state, binding->info, binding->node);
+  PluginStatus s = framework_.RunPreBind(*binding->state, binding->info, binding->node);
+  if (s.code() == Code::kWait) {
+    InboxItem item;
+    item.kind = InboxItem::Kind::kBindingWaiting;
+    item.binding = std::move(binding);
+    item.status = std::move(s);
+    Post(std::move(item));
+    return;
+  }
+  if (s.ok()) s = framework_.RunBind(*binding->state, binding->info, binding->node);
+  ReportBinding(std::move(binding), std::move(s));
+}
+
+void Scheduler::ReportBinding(std::shared_ptr<Binding> binding, PluginStatus s) {
   if (!s.ok()) {
     // Unreserve would release claims a pod bound by another replica uses; ask the API first (the
     // informer may not have delivered that binding yet).
@@ -617,6 +798,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
                       "Successfully assigned " + pod.metadata.namespace_ + "/" + pod.metadata.name +
                           " to " + binding->node);
     }
+    RecordDecision(*binding);
     if (auto f = first_seen_.find(uid); f != first_seen_.end()) {
       metrics_.sli_seconds.WithLabels({std::to_string(std::min(binding->info.attempts, 15))})
           .Observe(std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count());
@@ -650,9 +832,125 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
               status.Message());
   auto pending = pending_.find(uid);
   if (pending == pending_.end()) return;  // deleted or bound by someone else meanwhile
-  if (!lost) RecordFailure(pod, "SchedulerError", status.Message());
+  // A waiting binding nominated the pod (a newer version than the one that failed).
+  if (!lost) {
+    RecordFailure(binding->waiting ? *pending->second : pod, "SchedulerError", status.Message(),
+                  binding->waiting);
+  }
   binding->queued.pod = pending->second;
   queue_->RequeueAfterError(std::move(binding->queued));
+}
+
+void Scheduler::StartWaiting(std::shared_ptr<Binding> binding, const PluginStatus& status) {
+  const Pod& pod = *binding->info.pod;
+  const std::string uid = pod.metadata.uid;
+  Duration now = clock_.MonotonicNow();
+  binding->waiting = true;
+  binding->wait_started = now;
+  binding->wait_deadline = now + options_.binding_timeout;
+  binding->claim_keys.clear();
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    PodClaimName n = ClaimNameForPod(pod, entry);
+    if (!n.name.empty()) binding->claim_keys.push_back(ClaimKey(pod.metadata.namespace_, n.name));
+  }
+  if (ClusterState::ClaimPtr extended = cluster_.FindExtendedResourceClaim(uid)) {
+    binding->claim_keys.push_back(ClaimKey(extended->metadata.namespace_, extended->metadata.name));
+  }
+  for (const std::string& key : binding->claim_keys) waiting_claims_[key].insert(uid);
+  waiting_[uid] = binding;
+  wait_deadlines_.emplace(binding->wait_deadline, uid);
+  metrics_.binding_conditions_waiting.Increment();
+  if (events_) {
+    // upstream's BindingConditionsPending Event, naming the claims.
+    events_->Record(client::ReferenceTo(pod), "Normal", "BindingConditionsPending",
+                    status.Message() + " on node " + binding->node);
+  }
+  CheckWaiting(uid, /*timed_out=*/false);
+}
+
+void Scheduler::CheckWaiting(const std::string& uid, bool timed_out) {
+  auto it = waiting_.find(uid);
+  if (it == waiting_.end()) return;
+  std::shared_ptr<Binding> binding = it->second;
+  PluginStatus s =
+      framework_.CheckPreBindWait(*binding->state, binding->info, binding->node, timed_out);
+  if (s.code() == Code::kWait) {
+    if (!timed_out) return;
+    s = PluginStatus::Error(DeadlineExceededError("binding timed out: " + s.Message()));
+  }
+  EndWaiting(uid, s.ok() ? "ready" : (timed_out ? "timeout" : "failed"));
+  if (!s.ok()) {
+    FinishBinding(std::move(binding), std::move(s));
+    return;
+  }
+  if (options_.synchronous) {
+    PluginStatus bound = framework_.RunBind(*binding->state, binding->info, binding->node);
+    FinishBinding(std::move(binding), std::move(bound));
+    return;
+  }
+  RunAsync([this, binding] {
+    PluginStatus bound = framework_.RunBind(*binding->state, binding->info, binding->node);
+    ReportBinding(binding, std::move(bound));
+  });
+}
+
+void Scheduler::CheckWaitingForClaim(const rv1::ResourceClaim& claim) {
+  // The pods naming the claim, and its controlling pod (a claim generated from a template or
+  // for extended resources may be created after the wait began).
+  std::set<std::string> uids;
+  auto it = waiting_claims_.find(ClaimKey(claim.metadata.namespace_, claim.metadata.name));
+  if (it != waiting_claims_.end()) uids = it->second;
+  for (const api::metav1::OwnerReference& o : claim.metadata.owner_references) {
+    if (o.controller.value_or(false) && waiting_.contains(o.uid)) uids.insert(o.uid);
+  }
+  for (const std::string& uid : uids) CheckWaiting(uid, /*timed_out=*/false);
+}
+
+void Scheduler::CheckAllWaiting() {
+  if (waiting_.empty()) return;
+  std::vector<std::string> uids;
+  for (const auto& [uid, binding] : waiting_) uids.push_back(uid);
+  for (const std::string& uid : uids) CheckWaiting(uid, /*timed_out=*/false);
+}
+
+void Scheduler::ExpireWaits() {
+  Duration now = clock_.MonotonicNow();
+  while (!wait_deadlines_.empty() && wait_deadlines_.begin()->first <= now) {
+    std::string uid = wait_deadlines_.begin()->second;
+    wait_deadlines_.erase(wait_deadlines_.begin());
+    CheckWaiting(uid, /*timed_out=*/true);
+  }
+}
+
+void Scheduler::EndWaiting(const std::string& uid, std::string_view result) {
+  auto it = waiting_.find(uid);
+  if (it == waiting_.end()) return;
+  const Binding& binding = *it->second;
+  for (const std::string& key : binding.claim_keys) {
+    auto users = waiting_claims_.find(key);
+    if (users == waiting_claims_.end()) continue;
+    users->second.erase(uid);
+    if (users->second.empty()) waiting_claims_.erase(users);
+  }
+  for (auto [d, last] = wait_deadlines_.equal_range(binding.wait_deadline); d != last; ++d) {
+    if (d->second == uid) {
+      wait_deadlines_.erase(d);
+      break;
+    }
+  }
+  metrics_.binding_conditions_waiting.Decrement();
+  metrics_.binding_conditions_wait_seconds.WithLabels({result}).Observe(
+      std::chrono::duration<double>(clock_.MonotonicNow() - binding.wait_started).count());
+  waiting_.erase(it);
+}
+
+void Scheduler::AbortWaiting(const std::string& uid, const std::string& why) {
+  auto it = waiting_.find(uid);
+  if (it == waiting_.end()) return;
+  std::shared_ptr<Binding> binding = it->second;
+  EndWaiting(uid, "aborted");
+  FinishBinding(std::move(binding),
+                PluginStatus::Error(CancelledError("binding abandoned: " + why)));
 }
 
 void Scheduler::ReleaseConflictingAllocation(const rv1::ResourceClaim& claim) {
@@ -678,8 +976,171 @@ void Scheduler::ReleaseConflictingAllocation(const rv1::ResourceClaim& claim) {
   });
 }
 
-void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
-                              const std::string& message) {
+void Scheduler::RecordDecision(const Binding& binding) {
+  const DeviceDecision* decision = DecisionOf(*binding.state);
+  if (decision == nullptr) return;
+  const Pod& pod = *binding.info.pod;
+  const std::string& ns = pod.metadata.namespace_;
+  for (const DeviceDecision::Fallback& f : decision->fallbacks) {
+    metrics_.quota_fallbacks.WithLabels({ns, std::to_string(f.from), std::to_string(f.to)})
+        .Increment();
+  }
+  if (events_ && !decision->quota_fallback.empty()) {
+    events_->Record(client::ReferenceTo(pod), "Normal", "QuotaFallback", decision->quota_fallback);
+  }
+  if (!decisions_) return;
+  // The policy inputs: the Allocation-mode quotas at the versions the search read, and the
+  // namespace's other quotas, which admitted the claims.
+  std::vector<PolicyInputRef> inputs;
+  for (const allocator::QuotaBudget& q : decision->quotas) {
+    inputs.push_back({"v1", "ResourceQuota", q.namespace_, q.name, q.resource_version,
+                      std::string(api::quota::kDeviceQuotaModeAllocation)});
+  }
+  for (const auto& q : cluster_.Quotas(ns)) {
+    if (api::quota::ModeOf(*q) == api::quota::DeviceQuotaMode::kAllocation) continue;
+    inputs.push_back({"v1", "ResourceQuota", ns, q->metadata.name, q->metadata.resource_version,
+                      std::string(api::quota::kDeviceQuotaModeAdmission)});
+  }
+  std::sort(inputs.begin(), inputs.end(), [](const PolicyInputRef& a, const PolicyInputRef& b) {
+    return std::tie(a.kind, a.namespace_, a.name) < std::tie(b.kind, b.namespace_, b.name);
+  });
+  decisions_->Record(MakeAllocationDecision(
+      DecisionContext{.pod = &pod,
+                      .decision = decision,
+                      .inputs = std::move(inputs),
+                      .scheduler_name = pod.spec.scheduler_name.empty() ? "default-scheduler"
+                                                                        : pod.spec.scheduler_name,
+                      .instance = options_.identity,
+                      .time = clock_.Now(),
+                      .nodes_evaluated = binding.evaluated_nodes,
+                      .nodes_feasible = binding.feasible_nodes}));
+}
+
+void Scheduler::ScheduleQuotaRecount(const std::string& ns, bool correction) {
+  if (recounting_.contains(ns)) {
+    recount_again_[ns] = recount_again_[ns] || correction;
+    return;
+  }
+  recounting_.insert(ns);
+  auto recount = std::make_shared<InboxItem::Recount>();
+  recount->ns = ns;
+  recount->correction = correction;
+  client::ApiClient* api = &api_;
+  RunAsync([this, api, recount] {
+    // Quotas first, then the claims: an allocation charged before the quota was read is among
+    // the claims, and the write's precondition is the quota version read (quota_charger.h).
+    StatusOr<client::ObjectList<api::corev1::ResourceQuota>> quotas =
+        client::List<api::corev1::ResourceQuota>(*api, recount->ns);
+    if (quotas.ok()) {
+      recount->quotas = std::move(quotas->items);
+      StatusOr<client::ObjectList<rv1::ResourceClaim>> claims =
+          client::List<rv1::ResourceClaim>(*api, recount->ns);
+      if (claims.ok()) {
+        recount->claims = std::move(claims->items);
+      } else {
+        recount->error = claims.status();
+      }
+    } else {
+      recount->error = quotas.status();
+    }
+    Post({.kind = InboxItem::Kind::kQuotaRecount, .recount = recount});
+  });
+}
+
+void Scheduler::FinishQuotaRecount(InboxItem& item) {
+  std::shared_ptr<InboxItem::Recount> r = item.recount;
+  std::vector<std::shared_ptr<api::corev1::ResourceQuota>> writes;
+  if (!r->error.ok()) {
+    log::Warning("scheduler: recounting the quotas of namespace {}: {}", r->ns,
+                 r->error.ToString());
+  } else {
+    std::vector<const rv1::ResourceClaim*> claims;
+    for (const rv1::ResourceClaim& c : r->claims) claims.push_back(&c);
+    allocator::ResourceList usage =
+        allocator::RecomputeHoldings(claims, cluster_.ledger().catalog()).Usage(r->ns);
+    for (api::corev1::ResourceQuota& quota : r->quotas) {
+      std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(quota);
+      if (!budget.has_value()) continue;
+      allocator::ResourceList used = QuotaCharger::RecomputedUsed(quota, usage);
+      std::string changes;
+      bool missing = false;
+      for (const auto& [key, hard] : budget->hard) {
+        auto was = quota.status.used.find(key);
+        missing = missing || was == quota.status.used.end();
+        api::Quantity before = was == quota.status.used.end() ? api::Quantity() : was->second;
+        if (before.Compare(used.at(key)) == 0) continue;
+        if (!changes.empty()) changes += ", ";
+        changes += key + " " + before.ToString() + " -> " + used.at(key).ToString();
+      }
+      if (changes.empty() && !missing && quota.status.hard == quota.spec.hard) continue;
+      if (r->correction && !changes.empty()) {
+        api::quota::DriftCounter().WithLabels({r->ns, quota.metadata.name}).Increment();
+        if (events_) {
+          events_->Record(client::ReferenceTo(quota), "Warning", "QuotaUsageCorrected",
+                          "status.used recomputed from the allocations: " + changes);
+        }
+      }
+      auto updated = std::make_shared<api::corev1::ResourceQuota>(std::move(quota));
+      updated->status.used = std::move(used);
+      updated->status.hard = updated->spec.hard;
+      writes.push_back(std::move(updated));
+    }
+  }
+  client::ApiClient* api = &api_;
+  RunAsync([this, api, r, writes = std::move(writes)] {
+    for (const auto& quota : writes) {
+      // Conditional on the version read before the claims (quota_charger.h).
+      Status s = client::UpdateStatus(*api, *quota, "draplane-scheduler").status();
+      if (s.code() == StatusCode::kConflict) {
+        r->conflict = true;
+      } else if (!s.ok() && s.code() != StatusCode::kNotFound) {
+        log::Warning("scheduler: writing the usage of quota {}/{}: {}", quota->metadata.namespace_,
+                     quota->metadata.name, s.ToString());
+      }
+    }
+    Post({.kind = InboxItem::Kind::kQuotaRecountDone, .recount = r});
+  });
+}
+
+void Scheduler::CheckHoldings() {
+  std::vector<std::string> drift = cluster_.ledger().Recheck(cluster_.Claims());
+  if (!drift.empty()) {
+    std::set<std::string> namespaces;
+    for (const std::string& line : drift) {
+      // "ns/claim: ..." or "namespace ns: ...": the namespace is the first word.
+      std::string ns = line.starts_with("namespace ") ? line.substr(10, line.find(':') - 10)
+                                                      : line.substr(0, line.find('/'));
+      namespaces.insert(ns);
+    }
+    for (const std::string& ns : namespaces) {
+      metrics_.ledger_drift.WithLabels({ns}).Increment();
+      if (events_) {
+        api::corev1::ObjectReference ref;
+        ref.kind = "Namespace";
+        ref.api_version = "v1";
+        ref.name = ns;
+        std::string message =
+            "the scheduler's holdings ledger differed from a recompute and was "
+            "corrected: ";
+        for (const std::string& line : drift) {
+          if (line.starts_with(ns + "/") || line.starts_with("namespace " + ns + ":")) {
+            message += line + "; ";
+          }
+        }
+        message.resize(message.size() - 2);
+        events_->Record(ref, "Warning", "LedgerDrift", std::move(message));
+      }
+    }
+    log::Warning("scheduler: holdings ledger drift corrected ({} differences, first: {})",
+                 drift.size(), drift.front());
+  }
+  for (const std::string& ns : cluster_.AllocationQuotaNamespaces()) {
+    ScheduleQuotaRecount(ns, /*correction=*/true);
+  }
+}
+
+void Scheduler::RecordFailure(const Pod& pod, const std::string& reason, const std::string& message,
+                              bool clear_nomination) {
   if (!options_.record_events) return;
   events_->Record(client::ReferenceTo(pod), "Warning", "FailedScheduling", message);
   // PodScheduled=False with the explanation, unless the pod already says exactly that.
@@ -687,7 +1148,9 @@ void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
   bool found = false;
   for (api::corev1::PodCondition& c : conditions) {
     if (c.type != api::corev1::kPodConditionTypePodScheduled) continue;
-    if (c.status == "False" && c.reason == reason && c.message == message) return;
+    if (c.status == "False" && c.reason == reason && c.message == message && !clear_nomination) {
+      return;
+    }
     found = true;
     if (c.status != "False") c.last_transition_time = api::Time::FromTimestamp(clock_.Now());
     c.status = "False";
@@ -707,9 +1170,11 @@ void Scheduler::RecordFailure(const Pod& pod, const std::string& reason,
   for (const api::corev1::PodCondition& c : conditions) list.push_back(api::corev1::Encode(c));
   // Conditional on the pod version that failed: the list replaces the pod's conditions, and a
   // pod bound meanwhile (by another replica) must not be marked unschedulable.
+  boost::json::object status{{"conditions", std::move(list)}};
+  if (clear_nomination) status["nominatedNodeName"] = nullptr;
   boost::json::object patch{
       {"metadata", boost::json::object{{"resourceVersion", pod.metadata.resource_version}}},
-      {"status", boost::json::object{{"conditions", std::move(list)}}}};
+      {"status", std::move(status)}};
   std::string ns = pod.metadata.namespace_;
   std::string name = pod.metadata.name;
   client::ApiClient* api = &api_;
@@ -729,11 +1194,20 @@ void Scheduler::UpdateGauges() {
   metrics_.pending_unschedulable.Set(
       static_cast<double>(queue_->unschedulable() - queue_->gated()));
   metrics_.pending_gated.Set(static_cast<double>(queue_->gated()));
+  if (!isolated_nodes_.empty() || metrics_.isolated_nodes.Value() != 0) {
+    Timestamp now = clock_.Now();
+    int isolated = 0;
+    for (const auto& [name, node] : isolated_nodes_) {
+      if (api::labels::IsIsolated(*node, now)) ++isolated;
+    }
+    metrics_.isolated_nodes.Set(isolated);
+  }
   MutexLock lock(mu_);
   stats_.active = queue_->active();
   stats_.backoff = queue_->backoff();
   stats_.unschedulable_pods = queue_->unschedulable();
   stats_.binding = binding_.size();
+  stats_.waiting = waiting_.size();
 }
 
 Scheduler::Stats Scheduler::stats() const {

@@ -7,7 +7,10 @@
 //                cycle (framework.h), reserve, assume the pod on the node, hand the binding cycle
 //                to a binder thread; failures become FailedScheduling Events and a
 //                PodScheduled=False condition with the explanation
-//   binder threads: PreBind (claim writes) and Bind; the result goes back through the inbox
+//   binder threads: PreBind (claim writes) and Bind; the result goes back through the inbox.
+//                A PreBind that must wait (KEP-5007 binding conditions) hands the binding back to
+//                the loop, which re-checks it on the events that may concern it and when it
+//                times out, and then gives Bind to a binder thread: no thread waits for devices
 //
 // Only the loop thread touches the ClusterState, the queue and the plugins' loop-side state;
 // the simulator and tests may instead drive the loop step by step (`synchronous`), which runs
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -36,10 +40,12 @@
 #include "common/mutex.h"
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
+#include "scheduler/decision_recorder.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/metrics.h"
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue.h"
+#include "scheduler/quota_charger.h"
 
 namespace draplane::scheduler {
 
@@ -67,9 +73,21 @@ struct SchedulerOptions {
   // Steps of one node's device search after which the attempt fails with an error and is retried
   // (allocator::Options::max_search_steps; 0: no limit). Upstream bounds Filter by 10 s instead.
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
+  // CEL cost units one attempt may spend evaluating selectors, over all nodes
+  // (allocator::EvaluationBudget; 0: no limit). A spent budget fails the attempt with an error:
+  // the Pod backs off and its namespace's cost account deprioritises its tenant's Pods (queue.h).
+  uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
+  // How long a binding waits for devices' bindingConditions before it fails and the pod is
+  // retried (upstream DynamicResourcesArgs.bindingTimeout, default 600 s; at least 1 s).
+  Duration binding_timeout = std::chrono::seconds(600);
   // Informers shared with other components of the process (`draplane serve` shares them with the
   // embedded controller-manager); null: the scheduler runs its own. Their owner stops them.
   client::SharedInformers* informers = nullptr;
+  // Write an AllocationDecision per committed allocation (decision_recorder.h).
+  bool decision_records = true;
+  // How often the holdings ledger is checked against a recompute from the claims, and every
+  // Allocation-mode quota's status.used against the allocations (docs/design/holdings.md).
+  Duration holdings_check_interval = std::chrono::seconds(60);
 };
 
 class Scheduler {
@@ -90,8 +108,13 @@ class Scheduler {
 
   // Synchronous mode (options.synchronous, no threads started by Start): applies every event
   // received so far and runs scheduling attempts until no pod is ready; returns the number of
-  // attempts made.
+  // attempts made. Like the loop, it first moves pods that waited too long in the unschedulable
+  // pool when the periodic flush is due (every 30 s on the clock).
   int RunUntilIdle();
+  // Synchronous mode: the clock's monotonic reading at which RunUntilIdle next has timed work (a
+  // backoff expires, or the periodic flush while pods wait unschedulable); nullopt when nothing
+  // but an event can make progress.
+  std::optional<Duration> NextWakeup() const;
 
   struct Stats {
     int64_t scheduled = 0;      // pods bound
@@ -102,6 +125,7 @@ class Scheduler {
     size_t backoff = 0;
     size_t unschedulable_pods = 0;
     size_t binding = 0;
+    size_t waiting = 0;  // of `binding`: waiting for binding conditions
   };
   Stats stats() const;
 
@@ -116,7 +140,21 @@ class Scheduler {
   void Apply(InboxItem& item);
   void ScheduleOne(QueuedPod queued);
   void RunBinding(std::shared_ptr<Binding> binding);
+  // Binder thread: hands a finished binding cycle back to the loop.
+  void ReportBinding(std::shared_ptr<Binding> binding, PluginStatus status);
   void FinishBinding(std::shared_ptr<Binding> binding, PluginStatus status);
+  // Binding conditions (loop thread): a binding whose PreBind answered Wait, its re-check (on
+  // events, and with `timed_out` at its deadline), the bindings whose deadline passed, and the
+  // end of a wait.
+  void StartWaiting(std::shared_ptr<Binding> binding, const PluginStatus& status);
+  void CheckWaiting(const std::string& uid, bool timed_out);
+  void CheckWaitingForClaim(const api::resourcev1::ResourceClaim& claim);
+  void CheckAllWaiting();
+  void ExpireWaits();
+  void EndWaiting(const std::string& uid, std::string_view result);
+  void AbortWaiting(const std::string& uid, const std::string& why);
+  // The periodic flush of the unschedulable pool, when due (loop thread).
+  void MaybeFlushUnschedulable();
   void MoveOnEvent(const ClusterEvent& event);
   // MoveOnEvent for an event that can only concern the pods in `uids`.
   void MoveOnEventFor(const ClusterEvent& event, std::vector<std::string> uids);
@@ -124,8 +162,18 @@ class Scheduler {
   void SetPending(const std::string& uid, std::shared_ptr<const api::corev1::Pod> pod);
   bool ErasePending(const std::string& uid);
   void ReleaseConflictingAllocation(const api::resourcev1::ResourceClaim& claim);
+  // FailedScheduling Event and PodScheduled=False; `clear_nomination` also clears the
+  // nominatedNodeName a waiting binding set.
   void RecordFailure(const api::corev1::Pod& pod, const std::string& reason,
-                     const std::string& message);
+                     const std::string& message, bool clear_nomination = false);
+  // The decision record and QuotaFallback Event of a Pod whose binding allocated claims.
+  void RecordDecision(const Binding& binding);
+  // Recomputes the status.used of the Allocation-mode quotas of `ns` from the claims (the
+  // give-back after a deallocation; with `correction`, a check that counts differences).
+  void ScheduleQuotaRecount(const std::string& ns, bool correction);
+  void FinishQuotaRecount(InboxItem& item);
+  // The periodic holdings and quota check.
+  void CheckHoldings();
   void RunAsync(std::function<void()> work);
   void BinderLoop();
   bool Ours(const api::corev1::Pod& pod) const;
@@ -138,6 +186,8 @@ class Scheduler {
   std::unique_ptr<Random> random_;
   ClusterState cluster_;
   AllocationConfirmations confirmations_;
+  QuotaCharger quota_charger_;
+  std::unique_ptr<DecisionRecorder> decisions_;
   Framework framework_;
   std::unique_ptr<SchedulingQueue> queue_;
   std::unique_ptr<client::EventRecorder> events_;
@@ -151,8 +201,20 @@ class Scheduler {
   std::unordered_map<std::string, Duration> first_seen_;        // pod uid -> first enqueue
   std::unordered_map<std::string, Duration> claim_first_seen_;  // claim uid -> first event
   std::unordered_map<std::string, std::shared_ptr<Binding>> binding_;
+  // Bindings waiting for binding conditions (pod uid ->), their deadlines (monotonic, in order),
+  // and "namespace/claim" -> the waiting pods that use the claim.
+  std::map<std::string, std::shared_ptr<Binding>> waiting_;
+  std::multimap<Duration, std::string> wait_deadlines_;
+  std::unordered_map<std::string, std::set<std::string>> waiting_claims_;
+  // Nodes carrying the device-prepare-failures isolation taint (api/labels/node_isolation.h).
+  std::map<std::string, std::shared_ptr<const api::corev1::Node>> isolated_nodes_;
   Duration last_flush_{0};
+  Duration last_holdings_check_{0};
   uint64_t attempts_ = 0;
+  // Quota recounts: namespaces with one in progress, and those to run again after it (value:
+  // whether that one counts as a correction).
+  std::set<std::string> recounting_;
+  std::map<std::string, bool> recount_again_;
 
   std::unique_ptr<client::SharedInformers> own_informers_;  // null when options_.informers
   client::Informer<api::corev1::Pod>* pods_ = nullptr;
@@ -160,6 +222,7 @@ class Scheduler {
   client::Informer<api::resourcev1::ResourceClaim>* claims_ = nullptr;
   client::Informer<api::resourcev1::DeviceClass>* classes_ = nullptr;
   client::Informer<api::resourcev1::ResourceSlice>* slices_ = nullptr;
+  client::Informer<api::corev1::ResourceQuota>* quotas_ = nullptr;
   // The handlers registered by Start, removed by Stop: (informer, id).
   std::vector<std::pair<client::InformerBase*, client::InformerBase::HandlerId>> registrations_;
 

@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "api/object.h"
 #include "api/resource_claims.h"
+#include "client/shared_informers.h"
+#include "client/typed.h"
 #include "testing/cluster.h"
 
 namespace draplane::scheduler {
@@ -16,6 +22,9 @@ using draplane::testing::DeviceSpec;
 namespace rv1 = api::resourcev1;
 
 constexpr char kGpuClass[] = R"(device.driver == "gpu.example.com")";
+// The binding conditions of a fabric-attached GPU (KEP-5007).
+constexpr char kAttached[] = "gpu.example.com/attached";
+constexpr char kAttachFailed[] = "gpu.example.com/attach-failed";
 
 std::vector<DeviceSpec> Gpus(const std::string& prefix, int n, const std::string& model) {
   std::vector<DeviceSpec> out;
@@ -29,7 +38,7 @@ class SchedulerTest : public ::testing::Test {
  protected:
   void StartScheduler(SchedulerOptions options = {}) {
     options.random_seed = 7;
-    options.binder_threads = 4;
+    options.binder_threads = std::min(options.binder_threads, 4);
     scheduler_ = std::make_unique<Scheduler>(cluster_.api(), RealClock(), options);
     ASSERT_TRUE(scheduler_->Start().ok());
   }
@@ -58,6 +67,100 @@ class SchedulerTest : public ::testing::Test {
     if (!p.ok()) return "";
     for (const auto& c : p->status.conditions) {
       if (c.type == "PodScheduled" && c.status == "False") return c.message;
+    }
+    return "";
+  }
+
+  // Publishes the devices of `node`'s GPU slice with binding conditions, as a fabric manager
+  // publishes devices that must be attached before use.
+  void WithBindingConditions(const std::string& node) {
+    StatusOr<rv1::ResourceSlice> slice =
+        client::Get<rv1::ResourceSlice>(cluster_.api(), "", node + "-gpu.example.com");
+    ASSERT_TRUE(slice.ok());
+    for (rv1::Device& d : slice->spec.devices) {
+      d.binding_conditions = {kAttached};
+      d.binding_failure_conditions = {kAttachFailed};
+      d.binds_to_node = true;
+    }
+    ASSERT_TRUE(client::Update(cluster_.api(), *slice).ok());
+  }
+  // node-a with `gpus` fabric-attached GPUs, optionally node-b with one plain GPU, claim c1 and
+  // pod p1 using it.
+  void FabricCluster(int gpus, bool plain_node) {
+    cluster_.Class("gpu", kGpuClass);
+    cluster_.Node("node-a");
+    cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", gpus, "A100"));
+    WithBindingConditions("node-a");
+    if (plain_node) {
+      cluster_.Node("node-b");
+      cluster_.Slice("node-b", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+    }
+    cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+    cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  }
+  // Taints one device of `node`'s GPU slice (what a health monitor or attach controller does).
+  void TaintDevice(const std::string& node, const std::string& device) {
+    StatusOr<rv1::ResourceSlice> slice =
+        client::Get<rv1::ResourceSlice>(cluster_.api(), "", node + "-gpu.example.com");
+    ASSERT_TRUE(slice.ok());
+    for (rv1::Device& d : slice->spec.devices) {
+      if (d.name != device) continue;
+      d.taints.emplace_back();
+      d.taints.back().key = "gpu.example.com/unhealthy";
+      d.taints.back().effect = "NoSchedule";
+    }
+    slice->spec.pool.generation++;
+    ASSERT_TRUE(client::Update(cluster_.api(), *slice).ok());
+  }
+  // Sets a condition of every allocated device of `claim` in its status.devices, as the attach
+  // controller of a fabric does.
+  void SetDeviceCondition(const std::string& claim, const std::string& type,
+                          const std::string& message = "") {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    ASSERT_TRUE(c.ok() && c->status.allocation.has_value());
+    for (const auto& r : c->status.allocation->devices.results) {
+      rv1::AllocatedDeviceStatus d;
+      d.driver = r.driver;
+      d.pool = r.pool;
+      d.device = r.device;
+      api::metav1::Condition condition;
+      condition.type = type;
+      condition.status = "True";
+      condition.reason = type == kAttached ? "Attached" : "AttachFailed";
+      condition.message = message;
+      condition.last_transition_time = api::Time::FromTimestamp(cluster_.clock().Now());
+      d.conditions.push_back(condition);
+      c->status.devices.push_back(d);
+    }
+    ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c).ok());
+  }
+  // The allocated devices of a claim ("pool/device"), or "".
+  std::string DevicesOf(const std::string& claim) {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    if (!c.ok() || !c->status.allocation.has_value()) return "";
+    std::string out;
+    for (const auto& r : c->status.allocation->devices.results) {
+      if (!out.empty()) out += ",";
+      out += r.pool + "/" + r.device;
+    }
+    return out;
+  }
+  bool ReservedFor(const std::string& claim, const std::string& pod) {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    if (!c.ok()) return false;
+    for (const auto& r : c->status.reserved_for) {
+      if (r.name == pod) return true;
+    }
+    return false;
+  }
+  // The message of the first Event of `pod` with `reason` that contains `text`, or "".
+  std::string EventWith(const std::string& pod, const std::string& reason,
+                        const std::string& text = "") {
+    for (const auto& e : cluster_.Events()) {
+      if (e.involved_object.name == pod && e.reason == reason &&
+          e.message.find(text) != std::string::npos) {
+        return e.message;
+      }
     }
     return "";
   }
@@ -208,6 +311,276 @@ TEST_F(SchedulerTest, PrioritizedListPrefersTheFirstAlternativeAcrossNodes) {
       << message;
 }
 
+// --- Allocation-mode quotas (docs/design/holdings.md) -------------------------------------------
+
+constexpr char kH100[] = R"(device.attributes["gpu.example.com"].model == "H100")";
+constexpr char kA100[] = R"(device.attributes["gpu.example.com"].model == "A100")";
+
+// A claim asking for one H100, else two A100s.
+rv1::ResourceClaim H100ElseA100Pair(const std::string& name) {
+  rv1::ResourceClaim c;
+  c.metadata.name = name;
+  c.metadata.namespace_ = "default";
+  rv1::DeviceRequest r;
+  r.name = "gpu";
+  rv1::DeviceSubRequest h100;
+  h100.name = "h100";
+  h100.device_class_name = "h100";
+  h100.allocation_mode = "ExactCount";
+  h100.count = 1;
+  rv1::DeviceSubRequest pair = h100;
+  pair.name = "a100-pair";
+  pair.device_class_name = "a100";
+  pair.count = 2;
+  r.first_available = {h100, pair};
+  c.spec.devices.requests.push_back(r);
+  return c;
+}
+
+api::corev1::ResourceQuota AllocationQuota(const std::string& name,
+                                           std::map<std::string, std::string> hard) {
+  api::corev1::ResourceQuota q;
+  q.metadata.name = name;
+  q.metadata.namespace_ = "default";
+  q.metadata.annotations["draplane.dev/device-quota-mode"] = "Allocation";
+  for (const auto& [key, value] : hard) q.spec.hard.emplace(key, *api::Quantity::Parse(value));
+  return q;
+}
+
+class QuotaSchedulerTest : public SchedulerTest {
+ protected:
+  // node-a: two H100s and four A100s; classes h100 and a100.
+  void GpuNode() {
+    cluster_.Class("h100", kH100);
+    cluster_.Class("a100", kA100);
+    cluster_.Node("node-a");
+    std::vector<DeviceSpec> devices = Gpus("h100-", 2, "H100");
+    for (const DeviceSpec& d : Gpus("a100-", 4, "A100")) devices.push_back(d);
+    cluster_.Slice("node-a", "gpu.example.com", devices);
+  }
+  void CreateQuota(const api::corev1::ResourceQuota& q) {
+    ASSERT_TRUE(client::Create(cluster_.api(), q).ok());
+  }
+  // status.used[key] of a quota ("" when unset).
+  std::string Used(const std::string& quota, const std::string& key) {
+    StatusOr<api::corev1::ResourceQuota> q =
+        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", quota);
+    if (!q.ok()) return "";
+    auto it = q->status.used.find(key);
+    return it == q->status.used.end() ? "" : it->second.ToString();
+  }
+  std::vector<std::string> Requests(const std::string& claim) {
+    std::vector<std::string> out;
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim(claim);
+    if (!c.ok() || !c->status.allocation.has_value()) return out;
+    for (const auto& r : c->status.allocation->devices.results) out.push_back(r.request);
+    return out;
+  }
+  bool HasEvent(const std::string& pod, const std::string& reason, std::string* message) {
+    for (const auto& e : cluster_.Events()) {
+      if (e.reason == reason && e.involved_object.name == pod) {
+        *message = e.message;
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+constexpr char kH100Devices[] = "h100.deviceclass.resource.k8s.io/devices";
+
+TEST_F(QuotaSchedulerTest, AnExhaustedQuotaMakesTheSameNodeFallBackAndDeallocationGivesItBack) {
+  GpuNode();
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "1"}}));
+  cluster_.Claim(H100ElseA100Pair("c1"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(Requests("c1"), std::vector<std::string>({"gpu/h100"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+
+  // An H100 is still free, but the quota is used up: the same node's A100 pair.
+  cluster_.Claim(H100ElseA100Pair("c2"));
+  cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+  EXPECT_EQ(NodeOf("p2"), "node-a");
+  EXPECT_EQ(Requests("c2"), std::vector<std::string>({"gpu/a100-pair", "gpu/a100-pair"}));
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+  std::string message;
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return HasEvent("p2", "QuotaFallback", &message); }));
+  EXPECT_EQ(message,
+            "request gpu: subrequest h100 refused by quota default/devices "
+            "h100.deviceclass.resource.k8s.io/devices 1/1, allocated subrequest a100-pair");
+
+  // The decision record says which tier was not taken and why, and which quota version decided.
+  std::vector<api::draplanev1alpha1::AllocationDecision> decisions;
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    auto list = client::List<api::draplanev1alpha1::AllocationDecision>(cluster_.api(), "default");
+    if (list.ok()) decisions = list->items;
+    return decisions.size() == 2;
+  }));
+  const api::draplanev1alpha1::AllocationDecision* p2 = nullptr;
+  for (const auto& d : decisions) {
+    if (d.spec.pod.name == "p2") p2 = &d;
+  }
+  ASSERT_NE(p2, nullptr);
+  EXPECT_EQ(p2->spec.outcome, "Allocated");
+  EXPECT_EQ(p2->spec.node_name, "node-a");
+  ASSERT_EQ(p2->spec.claims.size(), 1u);
+  EXPECT_EQ(p2->spec.claims[0].name, "c2");
+  EXPECT_EQ(p2->spec.claims[0].charges.at("a100.deviceclass.resource.k8s.io/devices").ToString(),
+            "2");
+  ASSERT_EQ(p2->spec.claims[0].requests.size(), 1u);
+  const auto& request = p2->spec.claims[0].requests[0];
+  EXPECT_EQ(request.subrequest, "a100-pair");
+  EXPECT_EQ(request.devices.size(), 2u);
+  ASSERT_EQ(request.tiers_not_taken.size(), 1u);
+  EXPECT_EQ(request.tiers_not_taken[0].subrequest, "h100");
+  bool quota_reason = false;
+  for (const auto& r : request.tiers_not_taken[0].reasons) {
+    quota_reason = quota_reason || (r.reason == "quota" &&
+                                    r.message.find("quota default/devices") != std::string::npos);
+  }
+  EXPECT_TRUE(quota_reason);
+  ASSERT_EQ(p2->spec.policy_version.inputs.size(), 1u);
+  EXPECT_EQ(p2->spec.policy_version.inputs[0].name, "devices");
+  EXPECT_EQ(p2->spec.policy_version.inputs[0].mode, "Allocation");
+  EXPECT_FALSE(p2->spec.policy_version.inputs[0].resource_version.empty());
+
+  // The claim controller deallocates c1 when p1 goes away: the quota gets its H100 back and the
+  // next Pod takes an H100.
+  StatusOr<rv1::ResourceClaim> c1 = cluster_.GetClaim("c1");
+  ASSERT_TRUE(c1.ok());
+  c1->status.allocation.reset();
+  c1->status.reserved_for.clear();
+  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c1).ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
+  cluster_.Claim(H100ElseA100Pair("c3"));
+  cluster_.Pod(cluster_.PodSpec("p3", {"c3"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p3"); }));
+  EXPECT_EQ(Requests("c3"), std::vector<std::string>({"gpu/h100"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+}
+
+TEST_F(QuotaSchedulerTest, APodTheQuotaRefusesEverywhereNamesTheQuota) {
+  GpuNode();
+  CreateQuota(AllocationQuota(
+      "devices", {{kH100Devices, "0"}, {"a100.deviceclass.resource.k8s.io/devices", "1"}}));
+  cluster_.Claim(H100ElseA100Pair("c1"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("p1").empty(); }));
+  std::string message = PendingMessage("p1");
+  EXPECT_NE(message.find("subrequest h100: 0 of 1 needed device available (2 refused by quota "
+                         "default/devices h100.deviceclass.resource.k8s.io/devices 0/0)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("subrequest a100-pair: 0 of 2 needed devices available (4 refused by "
+                         "quota default/devices a100.deviceclass.resource.k8s.io/devices 0/1, "
+                         "needs 2)"),
+            std::string::npos)
+      << message;
+  // Raising the limit lets the Pod in.
+  StatusOr<api::corev1::ResourceQuota> q =
+      client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+  ASSERT_TRUE(q.ok());
+  q->spec.hard[kH100Devices] = api::Quantity::FromInt64(1);
+  ASSERT_TRUE(client::Update(cluster_.api(), *q).ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(Requests("c1"), std::vector<std::string>({"gpu/h100"}));
+}
+
+TEST_F(QuotaSchedulerTest, TwoSchedulersNeverSpendTheLastUnitTwice) {
+  cluster_.Class("h100", kH100);
+  cluster_.Class("a100", kA100);
+  for (int n = 0; n < 4; ++n) {
+    std::string node = "node-" + std::to_string(n);
+    cluster_.Node(node);
+    cluster_.Slice(node, "gpu.example.com", Gpus("h100-", 4, "H100"));
+  }
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
+  for (int i = 0; i < 16; ++i) {
+    std::string n = std::to_string(i);
+    cluster_.Claim(cluster_.ClaimSpec("c" + n, "h100"));
+    cluster_.Pod(cluster_.PodSpec("p" + n, {"c" + n}));
+  }
+  SchedulerOptions options;
+  options.random_seed = 11;
+  options.binder_threads = 4;
+  options.identity = "second";
+  Scheduler second(cluster_.api(), RealClock(), options);
+  ASSERT_TRUE(second.Start().ok());
+  StartScheduler();
+  auto bound = [&] {
+    int n = 0;
+    for (const auto& p : cluster_.Pods()) n += p.spec.node_name.empty() ? 0 : 1;
+    return n;
+  };
+  // Settled: five Pods bound, the others told why.
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    int pending = 0;
+    for (const auto& p : cluster_.Pods()) {
+      for (const auto& c : p.status.conditions) {
+        if (c.type == "PodScheduled" && c.status == "False" &&
+            c.message.find("refused by quota") != std::string::npos) {
+          ++pending;
+        }
+      }
+    }
+    return bound() == 5 && pending == 11;
+  })) <<
+      [&] {
+        std::string out =
+            "bound " + std::to_string(bound()) + "; used " + Used("devices", kH100Devices);
+        for (const auto& p : cluster_.Pods()) {
+          for (const auto& c : p.status.conditions) {
+            if (c.type == "PodScheduled") out += "\n" + p.metadata.name + ": " + c.message;
+          }
+        }
+        for (const auto& c : cluster_.Claims()) {
+          out += "\n" + c.metadata.name + (c.status.allocation ? " allocated" : " free");
+        }
+        return out;
+      }();
+  second.Stop();
+  int allocated = 0;
+  for (const auto& c : cluster_.Claims()) allocated += c.status.allocation.has_value() ? 1 : 0;
+  EXPECT_EQ(allocated, 5);
+  EXPECT_EQ(Used("devices", kH100Devices), "5");
+}
+
+TEST_F(QuotaSchedulerTest, ChargesAreAllOrNothingAcrossQuotasAndNeverOverspend) {
+  CreateQuota(AllocationQuota("a-wide", {{kH100Devices, "5"}}));
+  CreateQuota(AllocationQuota("b-tight", {{kH100Devices, "1"}}));
+  QuotaCharger charger(cluster_.api(), "test");
+  allocator::ResourceList one{{kH100Devices, api::Quantity::FromInt64(1)}};
+  ASSERT_TRUE(charger.Charge("default", {"a-wide", "b-tight"}, one).ok());
+  EXPECT_EQ(Used("a-wide", kH100Devices), "1");
+  EXPECT_EQ(Used("b-tight", kH100Devices), "1");
+  // b-tight refuses the next one: a-wide, charged first (name order), gets it back.
+  Status refused = charger.Charge("default", {"a-wide", "b-tight"}, one);
+  EXPECT_EQ(refused.code(), StatusCode::kConflict);
+  EXPECT_EQ(refused.message(),
+            "quota default/b-tight h100.deviceclass.resource.k8s.io/devices 1/1");
+  EXPECT_EQ(Used("a-wide", kH100Devices), "1");
+
+  // Eight binder threads race for the four units a-wide has left.
+  std::vector<std::thread> threads;
+  std::atomic<int> charged{0};
+  std::atomic<int> conflicts{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      Status s = charger.Charge("default", {"a-wide"}, one);
+      if (s.ok()) ++charged;
+      if (s.code() == StatusCode::kConflict) ++conflicts;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(charged.load(), 4);
+  EXPECT_EQ(conflicts.load(), 4);
+  EXPECT_EQ(Used("a-wide", kH100Devices), "5");
+}
+
 TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {
   cluster_.Class("gpu", kGpuClass);
   cluster_.Node("node-a");
@@ -339,6 +712,34 @@ TEST_F(SchedulerTest, ASearchOverTheStepLimitFailsTheAttemptWhichIsRetried) {
   EXPECT_FALSE(claim->status.allocation.has_value());
 }
 
+// Issue 17: selectors that cost more than an attempt's evaluation budget fail the attempt (an
+// error, retried after a backoff); each retry continues from the verdicts already cached, so the
+// Pod is scheduled after a few attempts instead of holding the loop for all of them at once.
+TEST_F(SchedulerTest, AnAttemptStopsWhenItsEvaluationBudgetIsSpentAndTheNextContinues) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 40, "A100"));
+  cluster_.Claim(
+      cluster_.ClaimSpec("c1", "gpu", 1,
+                         R"(device.attributes["gpu.example.com"].model.startsWith("A1") && )"
+                         R"(device.attributes["gpu.example.com"].model.endsWith("00") && )"
+                         R"(device.attributes["gpu.example.com"].model.size() == 4)"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  SchedulerOptions options;
+  options.evaluation_budget = 40;  // a few devices' worth per attempt
+  options.queue.initial_backoff = std::chrono::milliseconds(10);
+  options.queue.max_backoff = std::chrono::milliseconds(20);
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return PendingMessage("p1").find(
+               "CEL evaluation budget of this scheduling attempt (40 cost "
+               "units) is spent") != std::string::npos ||
+           Bound("p1");
+  }));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_GE(scheduler_->stats().errors, 2);
+}
+
 TEST_F(SchedulerTest, FourStepsAllocateOneDevice) {
   OnePodForOneGpu();
   SchedulerOptions options;
@@ -424,6 +825,195 @@ TEST_F(SchedulerTest, AStaleExtendedResourceClaimKeepsForeignFinalizersAndLosesD
   EXPECT_FALSE(released->status.allocation.has_value());
   EXPECT_TRUE(released->status.devices.empty());
   EXPECT_TRUE(released->status.reserved_for.empty());
+}
+
+TEST_F(SchedulerTest, ABindingWaitsForBindingConditionsWithoutHoldingABinderThread) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a", {{"kind", "fabric"}});
+  cluster_.Node("node-b", {{"kind", "local"}});
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Slice("node-b", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  WithBindingConditions("node-a");
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Claim(cluster_.ClaimSpec("c2", "gpu"));
+  api::corev1::Pod p1 = cluster_.PodSpec("p1", {"c1"});
+  p1.spec.node_selector["kind"] = "fabric";
+  cluster_.Pod(p1);
+  SchedulerOptions options;
+  options.binder_threads = 1;
+  StartScheduler(options);
+  // Allocated, reserved, nominated to the node (KEP-5278), and waiting: not bound.
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<api::corev1::Pod> p = cluster_.GetPod("p1");
+    return ReservedFor("c1", "p1") && p.ok() && p->status.nominated_node_name == "node-a";
+  }));
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return !EventWith("p1", "BindingConditionsPending", "claim default/c1").empty(); }));
+  EXPECT_EQ(DevicesOf("c1"), "node-a/gpu-0");
+  StatusOr<rv1::ResourceClaim> c1 = cluster_.GetClaim("c1");
+  ASSERT_TRUE(c1.ok());
+  EXPECT_TRUE(c1->status.allocation->allocation_timestamp.has_value());
+  EXPECT_EQ(c1->status.allocation->devices.results[0].binding_conditions,
+            std::vector<std::string>{kAttached});
+  EXPECT_FALSE(Bound("p1"));
+  // The waiting binding holds no binder thread: with a single binder another pod binds.
+  api::corev1::Pod p2 = cluster_.PodSpec("p2", {"c2"});
+  p2.spec.node_selector["kind"] = "local";
+  cluster_.Pod(p2);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+  EXPECT_FALSE(Bound("p1"));
+  EXPECT_EQ(scheduler_->stats().waiting, 1u);
+  // The attach controller reports the device attached: the binding goes on.
+  SetDeviceCondition("c1", kAttached);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(NodeOf("p1"), "node-a");
+  EXPECT_EQ(scheduler_->stats().errors, 0);
+}
+
+TEST_F(SchedulerTest, ABindingFailureConditionReleasesTheDeviceAndThePodGoesElsewhere) {
+  FabricCluster(/*gpus=*/1, /*plain_node=*/true);
+  StartScheduler();
+  // Without scores the first feasible node in name order wins: node-a.
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return ReservedFor("c1", "p1"); }));
+  ASSERT_EQ(DevicesOf("c1"), "node-a/gpu-0");
+  SetDeviceCondition("c1", kAttachFailed, "fabric port busy");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return !EventWith("p1", "FailedScheduling", "gpu.example.com/node-a/gpu-0").empty();
+  }));
+  std::string message = EventWith("p1", "FailedScheduling", "gpu.example.com/node-a/gpu-0");
+  EXPECT_NE(message.find("binding failure condition gpu.example.com/attach-failed is True "
+                         "(AttachFailed: fabric port busy)"),
+            std::string::npos)
+      << message;
+  EXPECT_FALSE(Bound("p1"));
+  // The attach controller keeps the failed device from being picked again (KEP-5007): the
+  // retry lands on node-b.
+  TaintDevice("node-a", "gpu-0");
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(NodeOf("p1"), "node-b");
+  EXPECT_EQ(DevicesOf("c1"), "node-b/gpu-0");
+}
+
+TEST_F(SchedulerTest, ABindingThatOutlivesTheBindingTimeoutFails) {
+  FabricCluster(/*gpus=*/1, /*plain_node=*/false);
+  SchedulerOptions options;
+  options.binding_timeout = std::chrono::seconds(1);
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return !EventWith("p1", "FailedScheduling", "binding timed out").empty(); }));
+  std::string message = EventWith("p1", "FailedScheduling", "binding timed out");
+  EXPECT_NE(message.find("binding timed out after 1s: claim default/c1: device "
+                         "gpu.example.com/node-a/gpu-0: binding condition "
+                         "gpu.example.com/attached is not reported"),
+            std::string::npos)
+      << message;
+  EXPECT_FALSE(Bound("p1"));
+}
+
+TEST_F(SchedulerTest, ADeviceTaintedWhileItsBindingWaitsIsNotBound) {
+  FabricCluster(/*gpus=*/2, /*plain_node=*/false);
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return ReservedFor("c1", "p1"); }));
+  ASSERT_EQ(DevicesOf("c1"), "node-a/gpu-0");
+  TaintDevice("node-a", "gpu-0");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return !EventWith("p1", "FailedScheduling",
+                      "device gpu.example.com/node-a/gpu-0 has the taint "
+                      "gpu.example.com/unhealthy:NoSchedule")
+                .empty();
+  }));
+  // The retry takes the healthy device and waits for it.
+  ASSERT_TRUE(cluster_.WaitUntil(
+      [&] { return ReservedFor("c1", "p1") && DevicesOf("c1") == "node-a/gpu-1"; }));
+  SetDeviceCondition("c1", kAttached);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(DevicesOf("c1"), "node-a/gpu-1");
+}
+
+TEST_F(SchedulerTest, ADeviceTaintedBetweenFilterAndPreBindIsNotBound) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 2, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  // PreBind's first claim write waits until the device chosen by Filter is tainted and the
+  // scheduler's cache has seen it.
+  client::SharedInformers informers(cluster_.api());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool reached = false;
+  bool release = false;
+  cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
+    if (r.verb != client::Verb::kUpdate || r.resource->resource != "resourceclaims") {
+      return std::nullopt;
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    if (!reached) {
+      reached = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }
+    return std::nullopt;
+  });
+  SchedulerOptions options;
+  options.informers = &informers;
+  StartScheduler(options);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return reached; }));
+  }
+  TaintDevice("node-a", "gpu-0");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    auto slice = informers.Get<rv1::ResourceSlice>().Get("", "node-a-gpu.example.com");
+    return slice != nullptr && !slice->spec.devices[0].taints.empty();
+  }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(DevicesOf("c1"), "node-a/gpu-1");
+  EXPECT_NE(EventWith("p1", "FailedScheduling", "gpu.example.com/node-a/gpu-0 has the taint"), "");
+  scheduler_->Stop();
+  cluster_.api().SetInterceptor(nullptr);
+  informers.Stop();
+}
+
+// Synchronous mode on a manual clock and manual informers (the simulator's setup): nothing runs
+// unless driven, and the queue's timers follow the clock.
+TEST(SynchronousSchedulerTest, RunsOnlyWhenDrivenAndFlushesOnTheClock) {
+  Cluster cluster;
+  cluster.Class("gpu", kGpuClass);
+  cluster.Node("node-a");
+  cluster.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster.Claim(cluster.ClaimSpec("c1", "gpu"));
+  cluster.Claim(cluster.ClaimSpec("c2", "gpu"));
+  cluster.Pod(cluster.PodSpec("p1", {"c1"}));
+  cluster.Pod(cluster.PodSpec("p2", {"c2"}));
+  client::SharedInformers informers(cluster.api(), {.manual = true});
+  Scheduler scheduler(cluster.api(), cluster.clock(),
+                      {.random_seed = 7, .synchronous = true, .informers = &informers});
+  ASSERT_TRUE(scheduler.Start().ok());
+  // p1 gets the GPU; p2 is unschedulable.
+  EXPECT_EQ(scheduler.RunUntilIdle(), 2);
+  ASSERT_TRUE(informers.DeliverPending().ok());
+  EXPECT_EQ(scheduler.RunUntilIdle(), 0);
+  StatusOr<api::corev1::Pod> p1 = cluster.GetPod("p1");
+  ASSERT_TRUE(p1.ok());
+  EXPECT_EQ(p1->spec.node_name, "node-a");
+  EXPECT_EQ(scheduler.stats().unschedulable, 1);
+  // The next timed work is the unschedulable pool's flush, every 30 s of the clock; p2 is
+  // retried once it waited 5 minutes.
+  EXPECT_EQ(scheduler.NextWakeup(), std::chrono::seconds(30));
+  cluster.clock().Advance(std::chrono::seconds(30));
+  EXPECT_EQ(scheduler.RunUntilIdle(), 0);
+  EXPECT_EQ(scheduler.NextWakeup(), std::chrono::seconds(60));
+  cluster.clock().Advance(std::chrono::seconds(270));
+  EXPECT_EQ(scheduler.RunUntilIdle(), 1);
+  EXPECT_EQ(scheduler.stats().unschedulable, 2);
+  scheduler.Stop();
+  informers.Stop();
 }
 
 }  // namespace

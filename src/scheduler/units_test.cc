@@ -4,10 +4,13 @@
 #include <atomic>
 #include <thread>
 
+#include "api/meta/time.h"
+#include "scheduler/decision_recorder.h"
 #include "scheduler/device_ledger.h"
 #include "scheduler/explain.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/plugins/dynamic_resources.h"
+#include "scheduler/plugins/node_plugins.h"
 #include "scheduler/queue.h"
 
 namespace draplane::scheduler {
@@ -75,9 +78,9 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   EXPECT_FALSE(ledger.Commit(AllocatedClaim("c1", "u1", "node-a", "gpu-0")));
   EXPECT_EQ(ledger.FreeDevices("h100", "node-a"), 0);
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
-  auto in_flight = std::make_shared<rv1::AllocationResult>(
-      *AllocatedClaim("x", "u2", "node-a", "gpu-1")->status.allocation);
-  ledger.AddInFlight("u2", "team-a/c2", in_flight);
+  auto c2 = AllocatedClaim("c2", "u2", "node-a", "gpu-1");
+  auto in_flight = std::make_shared<rv1::AllocationResult>(*c2->status.allocation);
+  ledger.AddInFlight("u2", c2, in_flight);
   EXPECT_TRUE(ledger.IsInFlight("u2"));
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 1);
   ledger.RemoveInFlight("u2");
@@ -115,21 +118,71 @@ TEST(DeviceLedgerTest, ALaterOverlappingAllocationIsAConflict) {
   ledger.Uncommit("u1");
   EXPECT_FALSE(ledger.allocated().IsAllocated("gpu.example.com", "node-a", "gpu-0"));
   // Our own in-flight allocation of the same claim is not a conflict.
-  auto own = std::make_shared<rv1::AllocationResult>(
-      *AllocatedClaim("x", "u3", "node-a", "gpu-1")->status.allocation);
-  ledger.AddInFlight("u3", "team-a/third", own);
-  EXPECT_FALSE(ledger.Commit(AllocatedClaim("third", "u3", "node-a", "gpu-1")));
+  auto third = AllocatedClaim("third", "u3", "node-a", "gpu-1");
+  auto own = std::make_shared<rv1::AllocationResult>(*third->status.allocation);
+  ledger.AddInFlight("u3", third, own);
+  EXPECT_TRUE(ledger.holdings().Find("u3")->in_flight);
+  EXPECT_FALSE(ledger.Commit(third));
   EXPECT_FALSE(ledger.IsInFlight("u3"));
-  EXPECT_EQ(ledger.DevicesByNamespace(), (std::map<std::string, int64_t>{{"team-a", 1}}));
+  EXPECT_FALSE(ledger.holdings().Find("u3")->in_flight);
+  EXPECT_EQ(ledger.holdings().DevicesOf("team-a").size(), 1u);
+}
+
+TEST(DeviceLedgerTest, HoldingsChargeTenantsAndRecheckHealsStaleCharges) {
+  DeviceLedger ledger;
+  auto slice = Slice("node-a", {"H100", "H100"});
+  ledger.SetSlice(slice);
+  auto c1 = AllocatedClaim("c1", "u1", "node-a", "gpu-0");
+  auto spec = std::const_pointer_cast<rv1::ResourceClaim>(c1);
+  rv1::DeviceRequest request;
+  request.name = "req";
+  request.exactly.emplace();
+  request.exactly->device_class_name = "h100";
+  spec->spec.devices.requests.push_back(request);
+  ledger.Commit(c1);
+  const auto& usage = ledger.holdings().Usage("team-a");
+  EXPECT_EQ(usage.at("h100.deviceclass.resource.k8s.io/devices").ToString(), "1");
+  auto c2 = std::make_shared<rv1::ResourceClaim>(*c1);
+  c2->metadata.name = "c2";
+  c2->metadata.uid = "u2";
+  c2->status.allocation->devices.results[0].device = "gpu-1";
+  ledger.AddInFlight("u2", c2, std::make_shared<rv1::AllocationResult>(*c2->status.allocation));
+  EXPECT_EQ(ledger.holdings()
+                .Usage("team-a", allocator::Holdings::Scope::kInFlight)
+                .at("h100.deviceclass.resource.k8s.io/devices")
+                .ToString(),
+            "1");
+  EXPECT_TRUE(ledger.Recheck({c1.get()}).empty());
+  // The claim's slice is republished with a capacity: its holding is charged again.
+  auto republished = std::make_shared<rv1::ResourceSlice>(*slice);
+  republished->spec.devices[0].capacity["memory"].value = *api::Quantity::Parse("80Gi");
+  ledger.SetSlice(republished);
+  EXPECT_EQ(ledger.holdings()
+                .Usage("team-a")
+                .at("h100.deviceclass.draplane.dev/capacity.memory")
+                .ToString(),
+            "80Gi");
+  EXPECT_TRUE(ledger.Recheck({c1.get()}).empty());
+  // A claim allocated in the claims the ledger never saw is reported.
+  auto c3 = std::make_shared<rv1::ResourceClaim>(*c1);
+  c3->metadata.name = "c3";
+  c3->metadata.uid = "u3";
+  std::vector<std::string> drift = ledger.Recheck({c1.get(), c3.get()});
+  ASSERT_FALSE(drift.empty());
+  EXPECT_EQ(drift[0], "team-a/c3: allocated in the store, not held in the ledger");
+  EXPECT_TRUE(ledger.holdings().Find("u2")->in_flight) << "in-flight holdings survive a recheck";
+  ledger.RemoveInFlight("u2");
+  ledger.Uncommit("u1");
+  EXPECT_TRUE(ledger.holdings().Usage("team-a").empty());
 }
 
 TEST(DeviceLedgerTest, AnotherClaimsInFlightAllocationIsNoConflict) {
   // The API's write order decides: a claim written by another scheduler and observed while this
   // scheduler still has its own allocation of the device in flight was first.
   DeviceLedger ledger;
-  auto mine = std::make_shared<rv1::AllocationResult>(
-      *AllocatedClaim("mine", "u1", "node-a", "gpu-0")->status.allocation);
-  ledger.AddInFlight("u1", "team-a/mine", mine);
+  auto mine_claim = AllocatedClaim("mine", "u1", "node-a", "gpu-0");
+  auto mine = std::make_shared<rv1::AllocationResult>(*mine_claim->status.allocation);
+  ledger.AddInFlight("u1", mine_claim, mine);
   EXPECT_FALSE(ledger.Commit(AllocatedClaim("theirs", "u2", "node-a", "gpu-0")));
   EXPECT_FALSE(ledger.IsConflicting("u2"));
   // Our write comes later in that order: it lost.
@@ -202,6 +255,38 @@ TEST(SchedulingQueueTest, PopsByPriorityThenArrival) {
   EXPECT_EQ(q.Pop()->pod->metadata.name, "a");
   EXPECT_EQ(q.Pop()->pod->metadata.name, "c");
   EXPECT_FALSE(q.Pop().has_value());
+}
+
+// Issue 17: a tenant whose pods spent their evaluation budget queues behind other tenants of the
+// same priority until its attempts settle the debt; priority still comes first.
+TEST(SchedulingQueueTest, ATenantInCostDebtQueuesBehindOthersOfItsPriority) {
+  ManualClock clock;
+  SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
+  auto pod = [](const std::string& name, const std::string& ns, int priority = 0) {
+    auto p = std::make_shared<api::corev1::Pod>(*QueuePod(name, priority));
+    p->metadata.namespace_ = ns;
+    return std::shared_ptr<const api::corev1::Pod>(p);
+  };
+  q.RecordAttemptCost("mallory", true);
+  q.RecordAttemptCost("mallory", true);
+  EXPECT_EQ(q.CostDebt("mallory"), 2);
+  q.AddOrUpdate(pod("m1", "mallory"));
+  q.AddOrUpdate(pod("m2", "mallory"));
+  q.AddOrUpdate(pod("b1", "bob"));
+  q.AddOrUpdate(pod("m-high", "mallory", 10));
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m-high");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "b1");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m1");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m2");
+  // Attempts within the budget pay the debt off; the tenant's order is the arrival order again.
+  q.RecordAttemptCost("mallory", false);
+  q.RecordAttemptCost("mallory", false);
+  q.RecordAttemptCost("mallory", false);
+  EXPECT_EQ(q.CostDebt("mallory"), 0);
+  q.AddOrUpdate(pod("m3", "mallory"));
+  q.AddOrUpdate(pod("b2", "bob"));
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "m3");
+  EXPECT_EQ(q.Pop()->pod->metadata.name, "b2");
 }
 
 TEST(SchedulingQueueTest, UnschedulablePodsWaitForARelevantEventThenBackOff) {
@@ -439,7 +524,7 @@ TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
   h100.outcome = "unsatisfiable";
   for (int i = 0; i < 3; ++i) {
     h100.candidates.push_back({"gpu.example.com", "node-7", "gpu-" + std::to_string(i),
-                               allocator::CandidateStatus::kRequestSelectorFalse, ""});
+                               allocator::CandidateStatus::kRequestSelectorFalse, "", ""});
   }
   allocator::RequestExplanation pair = h100;
   pair.name = "gpu/a100-pair";
@@ -453,6 +538,16 @@ TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
             "request gpu: subrequest h100: no device matches (3 do not match the request's "
             "selectors), subrequest a100-pair: 1 of 2 needed devices available (1 is already "
             "allocated)");
+  // A quota refusal names the quota and its numbers.
+  allocator::RequestExplanation& refused = e.claims[0].requests[0].subrequests[0];
+  refused.candidates[0].status = allocator::CandidateStatus::kPolicy;
+  refused.candidates[0].policy_code = "quota";
+  refused.candidates[0].detail =
+      "quota team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1";
+  EXPECT_EQ(SummarizeDevices(e, {{"team-a/pod-gpu-x1", "gpu"}}),
+            "request gpu: subrequest h100: 0 of 1 needed device available (1 refused by quota "
+            "team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1), subrequest a100-pair: "
+            "1 of 2 needed devices available (1 is already allocated)");
   e.pools[0].status = "incomplete";
   EXPECT_EQ(SummarizeDevices(e, {}), "no devices offered to the node");
 }
@@ -481,6 +576,179 @@ TEST(ResourcesTest, PodRequestsFollowUpstreamRules) {
   EXPECT_FALSE(IsExtendedResourceName("cpu"));
   EXPECT_FALSE(IsExtendedResourceName("kubernetes.io/batteries"));
   EXPECT_FALSE(IsExtendedResourceName("deviceclass.resource.kubernetes.io/gpu"));
+}
+
+TEST(BindingConditionsTest, ReadyWhenEveryBindingConditionIsTrueFailedWhenAFailureConditionIs) {
+  auto claim = std::make_shared<rv1::ResourceClaim>(*AllocatedClaim("c", "u", "node-a", "gpu-0"));
+  EXPECT_EQ(ClaimBindingReadiness(*claim).kind, BindingReadiness::Kind::kReady);
+  rv1::DeviceRequestAllocationResult& r = claim->status.allocation->devices.results[0];
+  r.binding_conditions = {"gpu.example.com/attached", "gpu.example.com/powered"};
+  r.binding_failure_conditions = {"gpu.example.com/attach-failed"};
+  EXPECT_TRUE(HasBindingConditions(*claim->status.allocation));
+  BindingReadiness readiness = ClaimBindingReadiness(*claim);
+  EXPECT_EQ(readiness.kind, BindingReadiness::Kind::kWaiting);
+  EXPECT_EQ(readiness.message,
+            "claim team-a/c: device gpu.example.com/node-a/gpu-0: binding condition "
+            "gpu.example.com/attached is not reported");
+  rv1::AllocatedDeviceStatus status;
+  status.driver = "gpu.example.com";
+  status.pool = "node-a";
+  status.device = "gpu-0";
+  auto condition = [](const std::string& type, const std::string& value) {
+    api::metav1::Condition c;
+    c.type = type;
+    c.status = value;
+    return c;
+  };
+  status.conditions = {condition("gpu.example.com/attached", "True"),
+                       condition("gpu.example.com/powered", "False")};
+  claim->status.devices = {status};
+  readiness = ClaimBindingReadiness(*claim);
+  EXPECT_EQ(readiness.kind, BindingReadiness::Kind::kWaiting);
+  EXPECT_NE(readiness.message.find("gpu.example.com/powered is \"False\""), std::string::npos)
+      << readiness.message;
+  claim->status.devices[0].conditions[1].status = "True";
+  EXPECT_EQ(ClaimBindingReadiness(*claim).kind, BindingReadiness::Kind::kReady);
+  // A failure condition wins over readiness.
+  api::metav1::Condition failed = condition("gpu.example.com/attach-failed", "True");
+  failed.reason = "PortBusy";
+  failed.message = "fabric port 3 busy";
+  claim->status.devices[0].conditions.push_back(failed);
+  readiness = ClaimBindingReadiness(*claim);
+  EXPECT_EQ(readiness.kind, BindingReadiness::Kind::kFailed);
+  EXPECT_EQ(readiness.message,
+            "claim team-a/c: device gpu.example.com/node-a/gpu-0: binding failure condition "
+            "gpu.example.com/attach-failed is True (PortBusy: fabric port 3 busy)");
+}
+
+TEST(BindTimeHealthTest, AGoneOrUntoleratedTaintedDeviceIsAProblem) {
+  std::vector<std::shared_ptr<const rv1::ResourceSlice>> pool = {Slice("node-a", {"A100", "A100"})};
+  auto slices = [&](std::string_view driver, std::string_view name) {
+    std::vector<std::shared_ptr<const rv1::ResourceSlice>> out;
+    for (const auto& s : pool) {
+      if (s->spec.driver == driver && s->spec.pool.name == name) out.push_back(s);
+    }
+    return out;
+  };
+  rv1::AllocationResult allocation =
+      *AllocatedClaim("c", "u", "node-a", "gpu-1")->status.allocation;
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices), "");
+  // Tainted: NoSchedule blocks unless tolerated; effect None never does.
+  auto tainted = std::make_shared<rv1::ResourceSlice>(*pool[0]);
+  tainted->spec.devices[1].taints.emplace_back();
+  tainted->spec.devices[1].taints.back().key = "gpu.example.com/unhealthy";
+  tainted->spec.devices[1].taints.back().effect = "None";
+  pool = {tainted};
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices), "");
+  tainted->spec.devices[1].taints.back().effect = "NoSchedule";
+  EXPECT_EQ(
+      AllocatedDeviceProblem(allocation, slices),
+      "device gpu.example.com/node-a/gpu-1 has the taint gpu.example.com/unhealthy:NoSchedule, "
+      "which is not tolerated");
+  allocation.devices.results[0].tolerations.emplace_back();
+  allocation.devices.results[0].tolerations.back().key = "gpu.example.com/unhealthy";
+  allocation.devices.results[0].tolerations.back().operator_ = "Exists";
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices), "");
+  // Only the pool's newest generation counts: a newer slice without the device means it is gone.
+  auto newer = std::make_shared<rv1::ResourceSlice>(*Slice("node-a", {"A100"}));
+  newer->metadata.name = "node-a-slice-2";
+  newer->spec.pool.generation = 2;
+  pool = {tainted, newer};
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices),
+            "device gpu.example.com/node-a/gpu-1 is no longer published");
+  pool = {};
+  EXPECT_EQ(AllocatedDeviceProblem(allocation, slices),
+            "device gpu.example.com/node-a/gpu-1 is no longer published");
+}
+
+TEST(TaintTolerationTest, AnIsolatedNodeIsRejectedUntilItsIsolationEnds) {
+  ManualClock clock;
+  std::shared_ptr<Plugin> plugin = NewTaintTolerationPlugin(clock);
+  auto* filter = dynamic_cast<FilterPlugin*>(plugin.get());
+  ASSERT_NE(filter, nullptr);
+  auto node = std::make_shared<api::corev1::Node>();
+  node->metadata.name = "flaky-0";
+  node->spec.taints.emplace_back();
+  node->spec.taints.back().key = "draplane.dev/device-prepare-failures";
+  node->spec.taints.back().effect = "NoSchedule";
+  const std::string until = api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(30)).text();
+  node->metadata.annotations["draplane.dev/device-prepare-failures-until"] = until;
+  NodeInfo info(node);
+  PodInfo pod;
+  pod.pod = QueuePod("p");
+  CycleState state;
+  PluginStatus s = filter->Filter(state, pod, info, false);
+  EXPECT_EQ(s.code(), Code::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(s.Message(), "node isolated after repeated device prepare failures until " + until +
+                             " (taint draplane.dev/device-prepare-failures)");
+  clock.Advance(std::chrono::seconds(30));
+  EXPECT_TRUE(filter->Filter(state, pod, info, false).ok());
+  // A pod tolerating the taint may go there anyway.
+  auto tolerant = std::make_shared<api::corev1::Pod>(*pod.pod);
+  tolerant->spec.tolerations.emplace_back();
+  tolerant->spec.tolerations.back().key = "draplane.dev/device-prepare-failures";
+  tolerant->spec.tolerations.back().operator_ = "Exists";
+  node->metadata.annotations["draplane.dev/device-prepare-failures-until"] =
+      api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(30)).text();
+  NodeInfo again(node);
+  PodInfo tolerant_pod;
+  tolerant_pod.pod = tolerant;
+  EXPECT_TRUE(filter->Filter(state, tolerant_pod, again, false).ok());
+  EXPECT_FALSE(filter->Filter(state, pod, again, false).ok());
+}
+
+TEST(DecisionRecordTest, RecordsTheDecisionWithinTheServersCaps) {
+  api::corev1::Pod pod;
+  pod.metadata.name = "llm-2";
+  pod.metadata.namespace_ = "team-a";
+  pod.metadata.uid = "7c1e0123-4567";
+  DeviceDecision d;
+  d.node = "gpu-1";
+  DeviceDecision::Claim claim;
+  claim.name = "llm-2-gpu";
+  claim.uid = "51aa";
+  claim.charges["a100.deviceclass.resource.k8s.io/devices"] = api::Quantity::FromInt64(2);
+  DeviceDecision::Request request;
+  request.name = "gpu";
+  request.subrequest = "a100-pair";
+  request.device_class = "a100";
+  request.devices.resize(2);
+  DeviceDecision::Tier tier;
+  tier.subrequest = "h100";
+  for (int i = 0; i < 12; ++i) {
+    tier.reasons.push_back({.reason = "quota", .message = std::string(2000, 'x'), .devices = 1});
+  }
+  request.tiers_not_taken.push_back(tier);
+  claim.requests.push_back(request);
+  d.claims.push_back(claim);
+  DecisionContext c{.pod = &pod,
+                    .decision = &d,
+                    .inputs = {{"v1", "ResourceQuota", "team-a", "devices", "9101", "Allocation"}},
+                    .scheduler_name = "default-scheduler",
+                    .instance = "sched-0",
+                    .time = Timestamp(std::chrono::seconds(1'700'000'000)),
+                    .nodes_evaluated = 3,
+                    .nodes_feasible = 1};
+  api::draplanev1alpha1::AllocationDecision a = MakeAllocationDecision(c);
+  EXPECT_EQ(a.metadata.name, "llm-2-7c1e0123");
+  EXPECT_EQ(a.metadata.namespace_, "team-a");
+  EXPECT_EQ(a.spec.outcome, "Allocated");
+  EXPECT_EQ(a.spec.node_name, "gpu-1");
+  EXPECT_EQ(a.spec.scheduler.instance, "sched-0");
+  ASSERT_EQ(a.spec.claims.size(), 1u);
+  const auto& r = a.spec.claims[0].requests[0];
+  EXPECT_EQ(r.subrequest, "a100-pair");
+  ASSERT_EQ(r.tiers_not_taken.size(), 1u);
+  EXPECT_EQ(r.tiers_not_taken[0].reasons.size(), 8u) << "capped";
+  EXPECT_EQ(r.tiers_not_taken[0].reasons[0].message.size(), 1024u) << "capped";
+  EXPECT_EQ(r.tiers_not_taken[0].reasons[0].nodes, std::vector<std::string>{"gpu-1"});
+  EXPECT_TRUE(a.spec.truncated);
+  EXPECT_EQ(a.spec.policy_version.inputs[0].resource_version, "9101");
+  EXPECT_EQ(a.spec.policy_version.digest.size(), 16u);
+  // The same inputs give the same digest; another version another one.
+  EXPECT_EQ(MakeAllocationDecision(c).spec.policy_version.digest, a.spec.policy_version.digest);
+  c.inputs[0].resource_version = "9102";
+  EXPECT_NE(MakeAllocationDecision(c).spec.policy_version.digest, a.spec.policy_version.digest);
 }
 
 }  // namespace

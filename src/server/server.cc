@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <thread>
 
 #include "common/log.h"
@@ -17,6 +18,7 @@
 #include "server/authz/bootstrap.h"
 #include "server/authz/node.h"
 #include "server/authz/rbac.h"
+#include "server/flowcontrol/flowcontrol.h"
 #include "server/handlers/api_handler.h"
 #include "server/handlers/errors.h"
 #include "server/handlers/rest.h"
@@ -107,8 +109,19 @@ class ServerImpl final : public Server {
     if (options_.plain_http && !IsLoopback(host)) {
       return InvalidArgumentError("plain HTTP is only served on a loopback address, not " + host);
     }
-    if (::mkdir(options_.data_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    // The data directory holds the CA key, the tokens and (SQLite) every tenant's objects: its
+    // owner's only, as kube-apiserver's and etcd's data directories (etcd insists on 0700).
+    if (::mkdir(options_.data_dir.c_str(), 0700) != 0 && errno != EEXIST) {
       return UnavailableError("cannot create data directory " + options_.data_dir);
+    }
+    struct stat dir_stat {};
+    if (::stat(options_.data_dir.c_str(), &dir_stat) == 0 && (dir_stat.st_mode & 077) != 0) {
+      if (::chmod(options_.data_dir.c_str(), dir_stat.st_mode & 0700) != 0) {
+        return UnavailableError("cannot restrict data directory " + options_.data_dir +
+                                " to its owner: " + std::strerror(errno));
+      }
+      log::Info("serve: restricted data directory {} to its owner (was {:o})", options_.data_dir,
+                dir_stat.st_mode & 0777);
     }
 
     std::optional<http::TlsOptions> tls;
@@ -136,11 +149,20 @@ class ServerImpl final : public Server {
     authorizer_ = std::make_unique<authz::UnionAuthorizer>(
         std::vector<const authz::Authorizer*>{node_authorizer_.get(), rbac_authorizer_.get()});
     admission_ = std::make_unique<admission::Admission>(store_.get());
+    health_ = std::make_unique<handlers::Health>(store_.get(), *clock_);
+    flowcontrol_ = std::make_unique<flowcontrol::Controller>(
+        flowcontrol::ControllerOptions{
+            .server_concurrency_limit = options_.limits.max_requests_inflight +
+                                        options_.limits.max_mutating_requests_inflight,
+            .queue_wait_limit = options_.limits.request_timeout / 4},
+        *clock_);
     pool_ = std::make_unique<internal::ThreadPool>(options_.worker_threads);
     watches_ = std::make_unique<handlers::WatchManager>(
         store_.get(), pool_.get(), *clock_,
         handlers::WatchManagerOptions{.bookmark_interval = options_.watch_bookmark_interval,
-                                      .min_timeout = options_.watch_min_timeout});
+                                      .min_timeout = options_.watch_min_timeout,
+                                      .max_watches_per_user = options_.limits.max_watches_per_user,
+                                      .max_watches = options_.limits.max_watches});
     quota_accounting_ = std::make_unique<quota::QuotaAccounting>(
         store_.get(), &handlers::Registry::Default(), clock_);
     quota_admission_ = std::make_unique<quota::QuotaAdmission>(quota_accounting_.get());
@@ -159,17 +181,30 @@ class ServerImpl final : public Server {
     http_options.tls = tls;
     http_options.io_threads = options_.io_threads;
     http_options.protocol_error = ProtocolError;
+    const ServingLimits& limits = options_.limits;
+    auto seconds = [](Duration d) {
+      return std::chrono::seconds(
+          std::max<int64_t>(1, std::chrono::ceil<std::chrono::seconds>(d).count()));
+    };
+    http_options.read_header_timeout = seconds(limits.read_header_timeout);
+    http_options.idle_timeout = seconds(limits.idle_timeout);
+    http_options.request_timeout = seconds(limits.request_timeout);
+    http_options.max_connections = limits.max_connections;
+    http_options.max_buffered_request_bytes = limits.max_buffered_request_bytes;
     // The handler is created before the listener so that no request finds it missing.
     api_ = std::make_unique<handlers::ApiHandler>(
         handlers::ApiHandlerOptions{.draplane_version = options_.draplane_version,
                                     .server_address = ""},
-        handlers::ApiHandlerDependencies{.registry = &handlers::Registry::Default(),
-                                         .authenticator = authenticator_.get(),
-                                         .authorizer = authorizer_.get(),
-                                         .rbac = rbac_authorizer_.get(),
-                                         .rest = rest_.get(),
-                                         .pool = pool_.get(),
-                                         .clock = clock_});
+        handlers::ApiHandlerDependencies{
+            .registry = &handlers::Registry::For(options_.dra_admission),
+            .authenticator = authenticator_.get(),
+            .authorizer = authorizer_.get(),
+            .rbac = rbac_authorizer_.get(),
+            .rest = rest_.get(),
+            .pool = pool_.get(),
+            .clock = clock_,
+            .flowcontrol = flowcontrol_.get(),
+            .health = health_.get()});
     DRAPLANE_ASSIGN_OR_RETURN(
         http_, http::HttpServer::Start(
                    http_options, [this](http::Request request, std::shared_ptr<http::Exchange> e) {
@@ -198,7 +233,7 @@ class ServerImpl final : public Server {
       SetCurrentThreadName("server-ticker");
       TickLoop();
     });
-    api_->set_ready(true);
+    health_->set_bootstrapped(true);
     return Status::Ok();
   }
 
@@ -249,7 +284,7 @@ class ServerImpl final : public Server {
       components = std::move(components_);
     }
     for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->Stop();
-    if (api_) api_->set_ready(false);
+    if (health_) health_->set_shutting_down(true);
     if (lifecycle_) lifecycle_->Stop();
     if (quota_controller_) quota_controller_->Stop();
     if (decision_retention_) decision_retention_->Stop();
@@ -261,6 +296,7 @@ class ServerImpl final : public Server {
     if (ticker_.joinable()) ticker_.join();
     // Streams end first so that their clients go away, then requests in flight finish.
     if (watches_) watches_->Shutdown();
+    if (flowcontrol_) flowcontrol_->Shutdown();
     if (http_) http_->Shutdown(std::chrono::seconds(10));
     if (pool_) pool_->Shutdown();
     if (gate_) gate_->Close();
@@ -271,6 +307,7 @@ class ServerImpl final : public Server {
  private:
   void TickLoop() {
     MutexLock lock(tick_mu_);
+    Duration next_compaction = clock_->MonotonicNow() + options_.limits.compaction_interval;
     while (!stopping_) {
       tick_cv_.WaitFor(lock, std::chrono::seconds(1),
                        [&]() DRAPLANE_REQUIRES(tick_mu_) { return stopping_; });
@@ -280,13 +317,35 @@ class ServerImpl final : public Server {
       lifecycle_->Tick();
       quota_controller_->Tick();
       decision_retention_->Tick();
+      flowcontrol_->Tick();
+      if (options_.limits.compaction_interval.count() > 0 &&
+          clock_->MonotonicNow() >= next_compaction) {
+        next_compaction = clock_->MonotonicNow() + options_.limits.compaction_interval;
+        // On a worker: a store that does not answer (etcd down) must not hold up the ticks.
+        pool_->Post([this] { CompactHistory(); });
+      }
       lock.Lock();
     }
   }
 
+  // kube-apiserver's compactor (storage/etcd3 compact.go): compacts to the revision seen at the
+  // previous interval, then remembers the current one.
+  void CompactHistory() {
+    MutexLock lock(compaction_mu_);
+    if (compaction_revision_ > 0) {
+      Status compacted = store_->Compact(compaction_revision_);
+      if (!compacted.ok()) {
+        log::Warning("serve: compacting the store to revision {} failed: {}", compaction_revision_,
+                     compacted.ToString());
+      }
+    }
+    StatusOr<store::Revision> current = store_->CurrentRevision();
+    if (current.ok()) compaction_revision_ = *current;
+  }
+
   // Default namespaces and the bootstrap RBAC policy (authz/bootstrap.h).
   Status Bootstrap() {
-    const handlers::Registry& registry = handlers::Registry::Default();
+    const handlers::Registry& registry = handlers::Registry::For(options_.dra_admission);
     const handlers::ResourceInfo* namespaces = registry.Find("", "v1", "namespaces");
     for (std::string_view name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
       handlers::JsonObject ns;
@@ -380,6 +439,8 @@ class ServerImpl final : public Server {
   std::unique_ptr<authz::RbacAuthorizer> rbac_authorizer_;
   std::unique_ptr<authz::UnionAuthorizer> authorizer_;
   std::unique_ptr<admission::Admission> admission_;
+  std::unique_ptr<handlers::Health> health_;
+  std::unique_ptr<flowcontrol::Controller> flowcontrol_;
   std::unique_ptr<internal::ThreadPool> pool_;
   std::unique_ptr<handlers::WatchManager> watches_;
   std::unique_ptr<handlers::Rest> rest_;
@@ -396,6 +457,9 @@ class ServerImpl final : public Server {
   Mutex mu_;
   bool shut_down_ DRAPLANE_GUARDED_BY(mu_) = false;
   std::vector<std::unique_ptr<EmbeddedComponent>> components_ DRAPLANE_GUARDED_BY(mu_);
+
+  Mutex compaction_mu_;
+  store::Revision compaction_revision_ DRAPLANE_GUARDED_BY(compaction_mu_) = 0;
 
   Mutex tick_mu_;
   CondVar tick_cv_;

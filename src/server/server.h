@@ -25,6 +25,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "server/dra_admission.h"
 #include "server/http/http.h"
 #include "store/store.h"
 
@@ -34,6 +35,31 @@ namespace draplane::server {
 // hand over and write; a second one on 2 cores mostly adds wake-ups between the two (template
 // scheduler_perf: 5% less server CPU with one).
 int DefaultIoThreads();
+
+struct ServingLimits {
+  // kube-apiserver's --request-timeout: a request not answered in time is 504; it also bounds the
+  // reading of a body. API Priority and Fairness rejects a request that waited a quarter of it.
+  Duration request_timeout = std::chrono::seconds(60);
+  // The TLS handshake and a request's header block (kube-apiserver's ReadHeaderTimeout).
+  Duration read_header_timeout = std::chrono::seconds(32);
+  // A keep-alive connection waiting for its next request (kube-apiserver's IdleTimeout).
+  Duration idle_timeout = std::chrono::seconds(90);
+  // Open connections (kube-apiserver: none besides the file descriptor limit).
+  size_t max_connections = 10'000;
+  // Header blocks over 16 KiB and bodies over 64 KiB, of all connections together.
+  size_t max_buffered_request_bytes = 256 * 1024 * 1024;
+  // API Priority and Fairness: their sum is the server's concurrency limit in seats, shared by
+  // the priority levels (kube-apiserver: the same flags and defaults).
+  int max_requests_inflight = 400;
+  int max_mutating_requests_inflight = 200;
+  // Watches open at once, per user and in all (kube-apiserver: none).
+  size_t max_watches_per_user = 500;
+  size_t max_watches = 20'000;
+  // History compaction by age, for every backend (kube-apiserver's --etcd-compaction-interval):
+  // every interval the server compacts the store to the revision it saw one interval earlier, so
+  // watch resumes and snapshot reads reach one to two intervals back. 0: off.
+  Duration compaction_interval = std::chrono::minutes(5);
+};
 
 struct ServerOptions {
   // HOST:PORT; HOST an IP literal or "localhost"; port 0 picks a free port.
@@ -68,6 +94,11 @@ struct ServerOptions {
   // Embedded components get `ClientCredentials::dispatch` (true) or only the URL of the listener
   // (false).
   bool embedded_in_process = true;
+  // Limits and timeouts against hostile and careless clients; docs/design/server.md ("Limits
+  // and timeouts") lists each next to kube-apiserver's.
+  ServingLimits limits;
+  // The release and gates the DRA kinds are admitted for (Kubernetes 1.36 defaults).
+  DraAdmission dra_admission;
 };
 
 // What a client needs to talk to the server as one identity.

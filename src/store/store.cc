@@ -113,7 +113,7 @@ StatusOr<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOpti
     return InvalidArgumentError("unsupported store URL \"" + std::string(url) +
                                 "\": want memory://, sqlite://PATH or etcd://HOST:PORT[,...]");
   }
-  return internal::NewInstrumentedStore(std::move(backend), clock);
+  return internal::NewInstrumentedStore(std::move(backend), clock, options.max_value_bytes);
 }
 
 }  // namespace draplane::store

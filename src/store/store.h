@@ -18,7 +18,8 @@
 // (`ObjectPtr`). A Watcher may outlive its Store; it then ends with kCancelled.
 //
 // Errors (the closed set of common/status.h), by operation:
-//   InvalidArgument     a malformed key, resource, continue token, URL or option.
+//   InvalidArgument     a malformed key, resource, continue token, URL or option; a value over
+//                       StoreOptions::max_value_bytes (with a `FieldValueTooLong` cause).
 //   NotFound            Get/Update/Delete of an absent object.
 //   AlreadyExists       Create of a present object.
 //   Conflict            a revision precondition does not hold.
@@ -293,6 +294,13 @@ struct StoreOptions {
   // SQLite 100,000). etcd compacts by its own flags (--auto-compaction-*), and its watch cache
   // holds this many events (default 10,000).
   int64_t retained_revisions = 0;
+  // History is also compacted by size (memory and SQLite): when the values written since the
+  // last compaction pass this many bytes, the store compacts to the revision that leaves half of
+  // them. 0: no size bound. (etcd bounds its database with its own --quota-backend-bytes.)
+  int64_t max_history_bytes = 256 * 1024 * 1024;
+  // The largest value Create and Update accept, for every backend: etcd's default
+  // --max-request-bytes (1.5 MiB). 0: no limit.
+  size_t max_value_bytes = 1536 * 1024;
   EtcdOptions etcd{};
 };
 

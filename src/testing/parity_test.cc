@@ -162,6 +162,25 @@ TEST_F(ParityTest, JsonPatchOperationsAndErrors) {
   }
 }
 
+// The JSON patch bounds (api/patch/patch.h JsonPatchLimits): too many operations, and copies that
+// grow the object past 3 MiB, are refused alike.
+TEST_F(ParityTest, JsonPatchBounds) {
+  std::string many = "[";
+  for (int i = 0; i < 10'001; ++i) {
+    many += std::string(i > 0 ? "," : "") + R"({"op":"test","path":"/kind","value":"Pod"})";
+  }
+  many += "]";
+  ExpectSamePatch(PatchType::kJson, many);
+  std::string doubling = R"([{"op":"add","path":"/metadata/annotations","value":{"a":")" +
+                         std::string(1024, 'x') + R"("}})";
+  for (int i = 0; i < 12; ++i) {
+    doubling += R"(,{"op":"copy","from":"/metadata/annotations","path":"/metadata/annotations/c)" +
+                std::to_string(i) + R"("})";
+  }
+  doubling += "]";
+  ExpectSamePatch(PatchType::kJson, doubling);
+}
+
 TEST_F(ParityTest, MergeAndStrategicMergePatches) {
   for (std::string_view patch : {
            R"({"metadata":{"labels":{"app":null,"tier":"front"}}})",

@@ -1,8 +1,11 @@
 // Runs every allocation scenario of the shared conformance set as its own test case
 // (`Scenarios/ConformanceTest.Run/<name>`), skipping the entries of tests/allocator/skip.txt with
-// their reason.
+// their reason, and draplane's own scenarios under tests/allocator/scenarios
+// (`Own/OwnScenarioTest.Run/<name>`: upstream fixes and features after the shared snapshot).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <boost/json.hpp>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "allocator/scenario/scenario.h"
+#include "api/codec/yaml.h"
 
 namespace draplane::allocator::scenario {
 namespace {
@@ -25,6 +29,12 @@ std::string ReadFile(const std::string& path) {
 std::vector<std::string> ScenarioFiles() {
   StatusOr<std::vector<std::string>> files =
       FindScenarioFiles({std::string(DRAPLANE_SHARED_DIR) + "/conformance/allocator"});
+  return files.ok() ? *files : std::vector<std::string>();
+}
+
+std::vector<std::string> OwnScenarioFiles() {
+  StatusOr<std::vector<std::string>> files =
+      FindScenarioFiles({std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/scenarios"});
   return files.ok() ? *files : std::vector<std::string>();
 }
 
@@ -65,10 +75,54 @@ std::string TestName(const testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, ConformanceTest, testing::ValuesIn(ScenarioFiles()), TestName);
 
+// Our own scenarios have no skip list: each one must pass.
+class OwnScenarioTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(OwnScenarioTest, Run) {
+  const std::string& file = GetParam();
+  StatusOr<Scenario> scenario = ParseScenario(ReadFile(file), file);
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  RunResult result = RunScenario(*scenario);
+  EXPECT_TRUE(result.passed) << file << "\n" << result.failure;
+}
+
+INSTANTIATE_TEST_SUITE_P(Own, OwnScenarioTest, testing::ValuesIn(OwnScenarioFiles()), TestName);
+
+// draplane's own scenarios: Allocation-mode quotas (the `quotas:` section,
+// docs/design/holdings.md).
+std::vector<std::string> QuotaScenarioFiles() {
+  StatusOr<std::vector<std::string>> files =
+      FindScenarioFiles({std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/quota"});
+  return files.ok() ? *files : std::vector<std::string>();
+}
+
+INSTANTIATE_TEST_SUITE_P(Quota, OwnScenarioTest, testing::ValuesIn(QuotaScenarioFiles()), TestName);
+
+TEST(ConformanceSuiteTest, FindsTheQuotaScenarios) { EXPECT_GE(QuotaScenarioFiles().size(), 19u); }
+
+// Every case of upstream's ResourceClaim evaluator test (ported in tests/data/quota, run by
+// api_quota_test) is also a default-mode scenario: tests/allocator/quota/default-mode/.
+TEST(ConformanceSuiteTest, EveryUpstreamEvaluatorCaseIsADefaultModeScenario) {
+  StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(
+      ReadFile(std::string(DRAPLANE_SOURCE_DIR) + "/tests/data/quota/resource_claims.yaml"));
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  const boost::json::array& cases = docs->front().value.at("usage").as_array();
+  EXPECT_EQ(cases.size(), 10u);
+  const std::vector<std::string> files = QuotaScenarioFiles();
+  for (const boost::json::value& c : cases) {
+    std::string name(c.at("name").as_string());
+    std::string file = std::string(DRAPLANE_SOURCE_DIR) +
+                       "/tests/allocator/quota/default-mode/default-mode-" + name + ".yaml";
+    EXPECT_NE(std::find(files.begin(), files.end(), file), files.end()) << name;
+  }
+}
+
 TEST(ConformanceSuiteTest, FindsTheSharedScenarios) {
   // Guard against a silently empty suite (a wrong DRAPLANE_SHARED_DIR).
   EXPECT_GE(ScenarioFiles().size(), 166u);
 }
+
+TEST(ConformanceSuiteTest, FindsOwnScenarios) { EXPECT_GE(OwnScenarioFiles().size(), 19u); }
 
 TEST(ConformanceSuiteTest, SkipListIsWellFormed) {
   StatusOr<std::vector<SkipEntry>> entries =

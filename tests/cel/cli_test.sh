@@ -45,6 +45,30 @@ gpu.nvidia.com/gpu-node-1/gpu-1  error: no such key: nope. consider using CEL op
 expect select-compile-error 1 'error: must evaluate to bool or the unknown type, not int' -- \
   cel select --slices examples/resourceslice-h100.yaml '1'
 
+# List attributes read as the release says (KEP-5491), whatever DRAListTypeAttributes says.
+lists=tests/cel/cli/list-attributes.yaml
+expect select-lists-136 0 'dra.example.com/node-1/device-1  match
+dra.example.com/node-1/device-2  match' -- \
+  cel select --slices "$lists" 'device.attributes["dra.example.com"].numa.includes(1)'
+expect select-lists-137-first-element 0 'dra.example.com/node-1/device-1  no
+dra.example.com/node-1/device-2  match' -- \
+  cel select --kubernetes-version 1.37 --slices "$lists" \
+  'device.attributes["dra.example.com"].numa.includes(1)'
+expect select-lists-137-as-list 0 'dra.example.com/node-1/device-1  match
+dra.example.com/node-1/device-2  match' -- \
+  cel select --kubernetes-version 1.37 --slices "$lists" \
+  'device.attributes["dra.example.com"].numa.asList().includes(1)'
+expect select-lists-135 1 'dra.example.com/node-1/device-1  error: attribute numa: unsupported attribute value
+dra.example.com/node-1/device-2  error: attribute numa: unsupported attribute value' -- \
+  cel select --kubernetes-version 1.35 --slices "$lists" 'true'
+expect select-bad-version 2 '' -- cel select --kubernetes-version 1.40 --slices "$lists" 'true'
+numa='{"driver":"d","name":"x","attributes":{"numa":{"ints":[3,4]}}}'
+expect eval-list-136 0 '[3, 4]' -- cel eval 'device.attributes["d"].numa' --device-json "$numa"
+expect eval-list-137 0 '3' -- cel eval 'device.attributes["d"].numa' --device-json "$numa" \
+  --kubernetes-version 1.37
+expect eval-as-list-137 0 '[3, 4]' -- cel eval 'device.attributes["d"].numa.asList()' \
+  --device-json "$numa" --kubernetes-version 1.37
+
 expect lint-selectors 1 'tests/cel/cli/selectors.yaml:1: DeviceClass/gpu: spec.selectors[2].cel.expression: Forbidden: too complex, exceeds cost limit
 tests/cel/cli/selectors.yaml:1: DeviceClass/gpu: spec.selectors[3].cel.expression: Invalid value: "device.drivr == \"x\"": compilation failed: ERROR: <input>:1:7: undefined field '"'"'drivr'"'"'
  | device.drivr == "x"

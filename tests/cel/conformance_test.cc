@@ -5,7 +5,12 @@
 //    note (Kubernetes' CEL lacks the feature or cel-go differs); cases listed in
 //    tests/cel/skip_list.txt are skipped with the reason given there.
 //  - ../shared/conformance/cel/k8s/*.json: Kubernetes' own tables for DRA device selectors,
-//    the quantity library and the semver library.
+//    the quantity library and the semver library. A DRA case that does not pin
+//    DRAListTypeAttributes runs with the gate both off and on, as upstream's compile tests do:
+//    the gate changes what the API accepts, not how the scheduler reads list attributes.
+//  - tests/cel/data/*.json: draplane's own DRA selector tables in the same format, with a
+//    `kubernetesVersion` ("1.35", "1.36", "1.37") choosing the release's reading of list
+//    attributes (KEP-5491: lists in 1.36; first element and `asList()` in 1.37).
 //
 // At the end of a run the pass/skip/fail counts per file are printed.
 #include <gtest/gtest.h>
@@ -327,9 +332,9 @@ struct K8sCase {
 };
 void PrintTo(const K8sCase& c, std::ostream* os) { *os << c.file << "|" << c.name; }
 
-std::vector<K8sCase> LoadK8sCases(const std::string& file) {
+std::vector<K8sCase> LoadCases(const std::string& path, const std::string& file) {
   std::vector<K8sCase> out;
-  json::value v = ParseJsonFile(kShared + "/conformance/cel/k8s/" + file + ".json");
+  json::value v = ParseJsonFile(path);
   for (const json::value& c : v.as_array()) {
     K8sCase kc;
     kc.file = file;
@@ -340,13 +345,17 @@ std::vector<K8sCase> LoadK8sCases(const std::string& file) {
   return out;
 }
 
+std::vector<K8sCase> LoadK8sCases(const std::string& file) {
+  return LoadCases(kShared + "/conformance/cel/k8s/" + file + ".json", file);
+}
+
 std::string CaseName(const testing::TestParamInfo<K8sCase>& info) {
   return Sanitize(info.param.name) + "_" + std::to_string(info.index);
 }
 
-std::shared_ptr<const DeviceInput> BuildDevice(const json::object& d, bool list_types) {
+std::shared_ptr<const DeviceInput> BuildDevice(const json::object& d) {
   std::string driver(d.at("driver").as_string());
-  DeviceInput::Builder b(driver, DeviceInputOptions{.list_type_attributes = list_types});
+  DeviceInput::Builder b(driver);
   if (d.at("allowMultipleAllocations").is_bool()) {
     b.SetAllowMultipleAllocations(d.at("allowMultipleAllocations").as_bool());
   }
@@ -384,18 +393,15 @@ std::shared_ptr<const DeviceInput> BuildDevice(const json::object& d, bool list_
   return std::move(b).Build();
 }
 
-class DraSelectors : public testing::TestWithParam<K8sCase> {};
-
-TEST_P(DraSelectors, Case) {
-  const json::object& d = GetParam().data;
+// One DRA selector case with the list-attribute gate and release given.
+void RunDraSelectorCase(const json::object& d, bool list_type_attributes, ListAttributeMode mode) {
   const json::object& features = d.at("features").as_object();
   DraEnvironmentOptions options;
   options.env_type = d.at("envType").as_string() == "NewExpressions" ? EnvType::kNewExpressions
                                                                      : EnvType::kStoredExpressions;
   options.consumable_capacity = features.at("consumableCapacity").as_bool();
-  // null means "either": run with the gate on.
-  options.list_type_attributes =
-      features.at("listTypeAttributes").is_null() || features.at("listTypeAttributes").as_bool();
+  options.list_type_attributes = list_type_attributes;
+  options.list_attributes = mode;
   auto env = Environment::NewDra(options);
   const std::string expr(d.at("expression").as_string());
   auto program = env->Compile(expr);
@@ -408,7 +414,7 @@ TEST_P(DraSelectors, Case) {
     return;
   }
   ASSERT_TRUE(program.ok()) << expr << "\n" << program.status().message();
-  auto device = BuildDevice(d, options.list_type_attributes);
+  auto device = BuildDevice(d);
   SelectorResult r = (*program)->Match(*device);
   if (expect.contains("matchError")) {
     ASSERT_TRUE(r.is_error()) << expr << ": matched " << r.matches();
@@ -425,7 +431,47 @@ TEST_P(DraSelectors, Case) {
   }
 }
 
+// The gate values a case runs with: the pinned one, or both (null means "either").
+std::vector<bool> GateValues(const json::object& d) {
+  const json::value& gate = d.at("features").as_object().at("listTypeAttributes");
+  if (gate.is_null()) return {false, true};
+  return {gate.as_bool()};
+}
+
+class DraSelectors : public testing::TestWithParam<K8sCase> {};
+
+TEST_P(DraSelectors, Case) {
+  const json::object& d = GetParam().data;
+  for (bool gate : GateValues(d)) {
+    SCOPED_TRACE(gate ? "DRAListTypeAttributes on" : "DRAListTypeAttributes off");
+    RunDraSelectorCase(d, gate, ListAttributeMode::kLists);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(K8s, DraSelectors, testing::ValuesIn(LoadK8sCases("k8s-dra-selectors")),
+                         CaseName);
+
+// draplane's own tables: the release decides how list attributes read.
+class OwnDraSelectors : public testing::TestWithParam<K8sCase> {};
+
+ListAttributeMode ModeOfVersion(std::string_view version) {
+  if (version == "1.34" || version == "1.35") return ListAttributeMode::kUnsupported;
+  if (version == "1.37") return ListAttributeMode::kFirstElement;
+  return ListAttributeMode::kLists;
+}
+
+TEST_P(OwnDraSelectors, Case) {
+  const json::object& d = GetParam().data;
+  const ListAttributeMode mode = ModeOfVersion(d.at("kubernetesVersion").as_string());
+  for (bool gate : GateValues(d)) {
+    SCOPED_TRACE(gate ? "DRAListTypeAttributes on" : "DRAListTypeAttributes off");
+    RunDraSelectorCase(d, gate, mode);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Own, OwnDraSelectors,
+                         testing::ValuesIn(LoadCases(
+                             kSource + "/tests/cel/data/list-attributes.json", "list-attributes")),
                          CaseName);
 
 // --- the Kubernetes quantity and semver library tables ---------------------------------------

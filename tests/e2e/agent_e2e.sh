@@ -28,18 +28,6 @@ start_bg controller-manager "$DRAPLANE" controller-manager --kubeconfig "$admin_
 start_agent gpu-0 "$profile"
 start_agent gpu-1 "$profile"
 
-# python3 one-liners over kubectl JSON.
-py() { python3 -c "$1" "${@:2}"; }
-# wait_ready NODE...: until each node exists (kubectl wait fails at once on a missing object),
-# then until it is Ready.
-wait_ready() {
-  local node
-  for node in "$@"; do
-    wait_until 120 "node $node registered" k get node "$node"
-    k wait --for=condition=Ready "node/$node" --timeout=120s >/dev/null
-  done
-}
-
 step "nodes register and publish valid slices"
 wait_ready gpu-0 gpu-1
 wait_until 120 "4 slices" bash -c "[ \$(kubectl --kubeconfig $admin_kubeconfig get resourceslices -o name | wc -l) -eq 4 ]"
@@ -49,35 +37,9 @@ lease=$(k get lease -n kube-node-lease gpu-0 -o jsonpath='{.spec.holderIdentity}
 expect_eq "$lease" "gpu-0" "heartbeat lease holder"
 
 k apply -f "$SRC/examples/deviceclasses.yaml" >/dev/null
+tenant_with_one_gpu_template team-a
+tenant_with_one_gpu_template team-b
 k apply -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-b}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: one-gpu, namespace: team-a}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: one-gpu, namespace: team-b}
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly: {deviceClassName: gpu.nvidia.com}
----
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: tolerant-gpu, namespace: team-a}
@@ -116,30 +78,7 @@ expect_contains "$allocation" "gpu-1" "allocation on the published slices"
 # pod NS NAME TEMPLATE [POOL]: a Pod with one claim from TEMPLATE (optionally pinned to a pool
 # label of the profile).
 pod() {
-  local selector=""
-  [ -n "${4:-}" ] && selector="nodeSelector: {platform.example.com/pool: $4}"
-  k apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $2, namespace: $1}
-spec:
-  $selector
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: $3}
-  containers:
-  - name: main
-    image: registry.example.com/train:1
-    resources:
-      claims: [{name: gpu}]
-EOF
-}
-claim_of() { k get pod -n "$1" "$2" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}'; }
-# "node/device" of the single device of pod NS NAME.
-device_of() {
-  local claim
-  claim=$(claim_of "$1" "$2")
-  k get resourceclaim -n "$1" "$claim" \
-    -o jsonpath='{.status.allocation.devices.results[0].pool}/{.status.allocation.devices.results[0].device}'
+  pod_with_gpu "$1" "$2" "$3" ${4:+"nodeSelector: {platform.example.com/pool: $4}"}
 }
 
 step "a pod runs once its CDI spec exists; the spec lists exactly the allocated devices"

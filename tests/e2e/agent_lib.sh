@@ -40,14 +40,19 @@ step() { echo "== $*"; }
 
 k() { kubectl --kubeconfig "$admin_kubeconfig" "$@"; }
 
-# start_server [serve flags...]: sets $server_pid and $admin_kubeconfig.
+# start_server [--embedded] [serve flags...]: sets $server_pid and $admin_kubeconfig.
 start_server() {
   local fifo="$e2e_work/ready.fifo"
   mkfifo "$fifo"
   # The scheduler and controller manager run as separate processes (agent_e2e.sh), so serve's
-  # embedded ones stay off.
-  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$e2e_work/data" --no-scheduler \
-    --no-controller-manager "$@" >"$fifo" 2>>"$e2e_work/server.log" &
+  # embedded ones stay off, unless --embedded asks for them (kubelet_plugin_e2e.sh).
+  local components=(--no-scheduler --no-controller-manager)
+  if [ "${1:-}" = --embedded ]; then
+    components=()
+    shift
+  fi
+  "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$e2e_work/data" "${components[@]}" \
+    "$@" >"$fifo" 2>>"$e2e_work/server.log" &
   server_pid=$!
   exec {server_out}<"$fifo"
   local line=""
@@ -88,6 +93,67 @@ wait_until() {
     [ $SECONDS -lt $deadline ] || fail "timed out waiting for: $what"
     sleep 0.2
   done
+}
+
+# python3 one-liners over kubectl JSON.
+py() { python3 -c "$1" "${@:2}"; }
+
+# wait_ready NODE...: until each node exists (kubectl wait fails at once on a missing object),
+# then until it is Ready.
+wait_ready() {
+  local node
+  for node in "$@"; do
+    wait_until 120 "node $node registered" k get node "$node"
+    k wait --for=condition=Ready "node/$node" --timeout=120s >/dev/null
+  done
+}
+
+# tenant_with_one_gpu_template NS: the namespace and a ResourceClaimTemplate `one-gpu` in it (one
+# device of the class gpu.nvidia.com).
+tenant_with_one_gpu_template() {
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $1}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: $1}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com}
+EOF
+}
+
+# pod_with_gpu NS NAME TEMPLATE [SPEC_LINE...]: a Pod with one claim from TEMPLATE, used by its
+# one container; each SPEC_LINE is added to its spec ("nodeSelector: {pool: a}").
+pod_with_gpu() {
+  local ns=$1 name=$2 template=$3 line extra=""
+  shift 3
+  for line in "$@"; do extra+="  $line"$'\n'; done
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $name, namespace: $ns}
+spec:
+$extra  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: $template}
+  containers:
+  - name: main
+    image: registry.example.com/train:1
+    resources:
+      claims: [{name: gpu}]
+EOF
+}
+# claim_of NS POD: the claim generated for the Pod's one claim entry.
+claim_of() { k get pod -n "$1" "$2" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}'; }
+# device_of NS POD: "pool/device" of the single device of the Pod's claim.
+device_of() {
+  k get resourceclaim -n "$1" "$(claim_of "$1" "$2")" \
+    -o jsonpath='{.status.allocation.devices.results[0].pool}/{.status.allocation.devices.results[0].device}'
 }
 
 expect_contains() {

@@ -123,3 +123,23 @@ node() {
   echo "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$name\",\"labels\":$labels},\"status\":{\"allocatable\":{$resources},\"capacity\":{$resources}}}" |
     k apply -f - >/dev/null || fail "create node $name"
 }
+
+# device_nodes NODES DEVICES FILE: writes a List of NODES nodes (node-1 ...) with one ResourceSlice
+# each of DEVICES devices (dev-0 ...) of the driver dev.example.com, for `k create -f FILE`.
+device_nodes() {
+  local nodes=$1 devices=$2 n d
+  {
+    echo '{"apiVersion":"v1","kind":"List","items":['
+    for n in $(seq 1 "$nodes"); do
+      [ "$n" = 1 ] || echo ','
+      echo "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-$n\"},\"status\":{\"allocatable\":{\"pods\":\"110\"},\"capacity\":{\"pods\":\"110\"}}},"
+      echo -n "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"node-$n-dev\"},\"spec\":{\"driver\":\"dev.example.com\",\"nodeName\":\"node-$n\",\"pool\":{\"name\":\"node-$n\",\"generation\":1,\"resourceSliceCount\":1},\"devices\":["
+      for d in $(seq 0 $((devices - 1))); do
+        [ "$d" = 0 ] || echo -n ','
+        echo -n "{\"name\":\"dev-$d\"}"
+      done
+      echo ']}}'
+    done
+    echo ']}'
+  } >"$3"
+}

@@ -20,20 +20,7 @@ step "control plane with two scheduler replicas"
 start_control_plane 2
 
 step "$NODES nodes with $DEVICES devices each"
-{
-  echo '{"apiVersion":"v1","kind":"List","items":['
-  for n in $(seq 1 "$NODES"); do
-    [ "$n" = 1 ] || echo ','
-    echo "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-$n\"},\"status\":{\"allocatable\":{\"pods\":\"110\"},\"capacity\":{\"pods\":\"110\"}}},"
-    echo -n "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"node-$n-dev\"},\"spec\":{\"driver\":\"dev.example.com\",\"nodeName\":\"node-$n\",\"pool\":{\"name\":\"node-$n\",\"generation\":1,\"resourceSliceCount\":1},\"devices\":["
-    for d in $(seq 0 $((DEVICES - 1))); do
-      [ "$d" = 0 ] || echo -n ','
-      echo -n "{\"name\":\"dev-$d\"}"
-    done
-    echo ']}}'
-  done
-  echo ']}'
-} >"$sched_work/nodes.json"
+device_nodes "$NODES" "$DEVICES" "$sched_work/nodes.json"
 k create --validate=false -f "$sched_work/nodes.json" >/dev/null || fail "nodes"
 k apply -f - >/dev/null <<EOF || fail "class and template"
 apiVersion: resource.k8s.io/v1

@@ -11,6 +11,7 @@
 # be a generator (NAME.py) whose expectations sit in its own `# expect:` comments and which writes
 # the manifest to standard output (for inputs too large to keep in git); it runs in WORKDIR.
 # Cases with expectations must make lint exit 1; a case with none must exit 0 and print nothing.
+# A `# flags: ...` line adds command-line flags (e.g. --kubernetes-version 1.37).
 set -euo pipefail
 draplane=$1
 case_file=$2
@@ -28,6 +29,9 @@ old=${case_file%.yaml}.old.yaml
 if [[ $case_file == *.yaml && -f $old ]]; then
   args+=(--old "$old")
 fi
+
+read -r -a flags <<< "$(sed -n 's/^# flags: //p' "$case_file")"
+args+=("${flags[@]}")
 
 expected=$(sed -n 's/^# expect: //p' "$case_file")
 set +e

@@ -183,6 +183,36 @@ std::vector<Case> ParseFile(const fs::path& path) {
   return cases;
 }
 
+// A file's `@server` line, before its first case, configures the server's DRA admission:
+// `@server list-attributes=1.37 feature-gates=DRAListTypeAttributes=true,...` (gate names of
+// api::validation::ParseFeatureGates).
+DraAdmission ParseAdmission(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  DraAdmission admission;
+  while (std::getline(in, line)) {
+    if (line.rfind("=== ", 0) == 0) break;
+    if (line.rfind("@server ", 0) != 0) continue;
+    std::istringstream words(line.substr(8));
+    std::string word;
+    while (words >> word) {
+      size_t eq = word.find('=');
+      std::string key = word.substr(0, eq);
+      std::string value = eq == std::string::npos ? "" : word.substr(eq + 1);
+      if (key == "list-attributes") {
+        if (value == "1.35") admission.list_attributes = cel::ListAttributeMode::kUnsupported;
+        if (value == "1.37") admission.list_attributes = cel::ListAttributeMode::kFirstElement;
+      } else if (key == "feature-gates") {
+        Status s = api::validation::ParseFeatureGates(value, &admission.features);
+        EXPECT_TRUE(s.ok()) << path << ": " << s.ToString();
+      } else {
+        ADD_FAILURE() << path << ": unknown @server setting " << key;
+      }
+    }
+  }
+  return admission;
+}
+
 std::vector<fs::path> CaseFiles() {
   std::vector<fs::path> files;
   for (const char* dir : {"bad_input", "authz", "api"}) {
@@ -208,6 +238,7 @@ TEST_P(ServerCasesTest, FileCasesPass) {
   options.store_url = "memory://";
   options.worker_threads = 2;
   options.io_threads = 1;
+  options.dra_admission = ParseAdmission(GetParam());
   fs::path data_dir = fs::temp_directory_path() / ("draplane-cases-" + std::to_string(::getpid()) +
                                                    "-" + GetParam().stem().string());
   fs::remove_all(data_dir);

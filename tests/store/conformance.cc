@@ -460,6 +460,40 @@ TEST_P(StoreConformanceTest, CompactionExpiresOlderSnapshotsTokensAndWatches) {
             StatusCode::kInvalidArgument);
 }
 
+// Issue 17: every backend refuses a value over StoreOptions::max_value_bytes (etcd's own default
+// limit is 1.5 MiB), and such a refusal writes nothing.
+TEST_P(StoreConformanceTest, ValuesOverTheSizeLimitAreRefusedAndWriteNothing) {
+  std::unique_ptr<Store> store = Open({.max_value_bytes = 1000});
+  ASSERT_NE(store, nullptr);
+  ObjectPtr created = MustCreate(*store, Pod("ns", "a"), std::string(1000, 'a'));
+  ASSERT_NE(created, nullptr);
+  StatusOr<ObjectPtr> big = store->Create(Pod("ns", "b"), std::string(1001, 'b'));
+  ASSERT_EQ(big.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(big.status().causes().size(), 1u);
+  EXPECT_EQ(big.status().causes()[0].type, "FieldValueTooLong");
+  EXPECT_EQ(store->Update(Pod("ns", "a"), std::string(1001, 'x')).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(*store->CurrentRevision(), created->revision);
+  EXPECT_EQ((*store->Get(Pod("ns", "a")))->value, std::string(1000, 'a'));
+}
+
+// Issue 17: the memory and SQLite stores compact by size (etcd bounds its database with its own
+// quota): values written since the last compaction never pass max_history_bytes.
+TEST_P(StoreConformanceTest, HistoryIsCompactedBySize) {
+  if (GetParam().name == "etcd") GTEST_SKIP() << "etcd bounds its history with its own quota";
+  std::unique_ptr<Store> store = Open({.max_history_bytes = 64 * 1024});
+  ASSERT_NE(store, nullptr);
+  const Revision first = MustCreate(*store, Pod("ns", "a"), std::string(10'000, '0'))->revision;
+  for (int i = 1; i < 20; ++i) {
+    MustUpdate(*store, Pod("ns", "a"), std::string(10'000, static_cast<char>('0' + i % 10)));
+  }
+  // 200 KB written: the early revisions are gone, the recent ones and the latest state remain.
+  EXPECT_EQ(store->List("core/pods", {.revision = first}).status().code(), StatusCode::kExpired);
+  const Revision current = *store->CurrentRevision();
+  EXPECT_TRUE(store->List("core/pods", {.revision = current - 2}).ok());
+  EXPECT_EQ((*store->Get(Pod("ns", "a")))->value, std::string(10'000, '9'));
+}
+
 // ---- Watch -----------------------------------------------------------------------------------
 
 TEST_P(StoreConformanceTest, WatchFromNowSeesLaterChangesInOrder) {

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -136,6 +137,20 @@ std::string FileSignature(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return "";
   return std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
          std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+FileLock::~FileLock() { ::close(fd_); }  // closing releases the flock
+
+StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("cannot open lock file", path);
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    Status failed = Errno("cannot lock", path);
+    ::close(fd);
+    return failed;
+  }
+  return std::unique_ptr<FileLock>(new FileLock(fd));
 }
 
 }  // namespace draplane::agent::internal

@@ -8,6 +8,7 @@
 // caller.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,24 @@ StatusOr<std::vector<std::string>> ListFiles(const std::string& dir);
 // A signature of the file's identity and content version (size and modification time), empty
 // when it cannot be stat'ed; used to notice edits.
 std::string FileSignature(const std::string& path);
+
+// An exclusive advisory lock (flock) on a lock file, held until the object is destroyed. It
+// serialises processes that share a state dir (two instances of a kubelet plugin during a rolling
+// update); within one process the caller's mutex comes first.
+class FileLock {
+ public:
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  friend StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path);
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+// Creates `path` if missing and blocks until the lock is held. InvalidArgument naming the path
+// when the file cannot be opened or locked.
+StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path);
 
 }  // namespace draplane::agent::internal

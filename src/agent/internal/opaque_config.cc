@@ -20,7 +20,7 @@ Status ApplyOpaqueConfig(const DevicePrepareRequest& request, std::string_view e
     const std::string api_version = str("apiVersion");
     const std::string kind = str("kind");
     if (api_version == "resource.nvidia.com/v1beta1" &&
-        (kind == "GpuConfig" || kind == "MigDeviceConfig") && request.driver == "gpu.nvidia.com") {
+        (kind == "GpuConfig" || kind == "MigDeviceConfig") && env_prefix == "NVIDIA") {
       const boost::json::value* sharing = o->if_contains("sharing");
       if (sharing != nullptr && sharing->is_object()) {
         const boost::json::value* strategy = sharing->as_object().if_contains("strategy");

@@ -1,8 +1,9 @@
 // Opaque device configuration (claim and class `config[].opaque.parameters`) that draplane's
 // drivers understand, private to the agent module.
 //
-//   - NVIDIA's GpuConfig / MigDeviceConfig (apiVersion resource.nvidia.com/v1beta1), for the
-//     gpu.nvidia.com driver: `sharing.strategy` TimeSlicing or MPS becomes
+//   - NVIDIA's GpuConfig / MigDeviceConfig (apiVersion resource.nvidia.com/v1beta1), for NVIDIA
+//     GPUs (env prefix "NVIDIA", whatever the driver name): `sharing.strategy` TimeSlicing or MPS
+//     becomes
 //     `<ENV_PREFIX>_SHARING_STRATEGY=<strategy>`;
 //   - draplane's DeviceConfig (apiVersion draplane.dev/v1alpha1): `env: {NAME: value}` adds
 //     environment variables (names must be C identifiers).

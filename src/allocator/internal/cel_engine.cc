@@ -1,6 +1,8 @@
 // The SelectorEngine over draplane's CEL (src/cel), and the default Snapshot constructor that
 // uses it.
+#include <array>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "allocator/internal/selector_engine.h"
@@ -8,6 +10,7 @@
 #include "cel/environment.h"
 #include "cel/program.h"
 #include "cel/runtime/device_input.h"
+#include "cel/runtime/opaque_values.h"
 
 namespace draplane::allocator {
 namespace internal {
@@ -57,16 +60,82 @@ void AddFull(cel::DeviceInput::Builder& builder, const std::string& name,
   }
 }
 
+// A derived attribute's result as a device attribute (KEP-6080: a string, int, bool or semver,
+// or a list of one of them), or the reason it is none.
+DerivedValue ToAttribute(const cel::Value& v) {
+  DerivedValue out;
+  rv1::DeviceAttribute& a = out.value;
+  switch (v.kind()) {
+    case cel::ValueKind::kInt:
+      a.int_value = v.int_value();
+      return out;
+    case cel::ValueKind::kBool:
+      a.bool_value = v.bool_value();
+      return out;
+    case cel::ValueKind::kString:
+      a.string_value = std::string(v.string_value());
+      return out;
+    case cel::ValueKind::kSemver:
+      a.version_value = cel::FormatSemver(v.semver());
+      return out;
+    case cel::ValueKind::kList: {
+      const cel::ListValue& list = v.list();
+      cel::ValueKind kind = list.size > 0 ? list.elems[0].kind() : cel::ValueKind::kNull;
+      bool ok = list.size > 0;
+      for (uint32_t i = 0; ok && i < list.size; ++i) {
+        const cel::Value& e = list.elems[i];
+        ok = e.kind() == kind;
+        if (!ok) break;
+        switch (kind) {
+          case cel::ValueKind::kInt:
+            a.ints.push_back(e.int_value());
+            break;
+          case cel::ValueKind::kBool:
+            a.bools.push_back(e.bool_value());
+            break;
+          case cel::ValueKind::kString:
+            a.strings.emplace_back(e.string_value());
+            break;
+          case cel::ValueKind::kSemver:
+            a.versions.push_back(cel::FormatSemver(e.semver()));
+            break;
+          default:
+            ok = false;
+        }
+      }
+      if (ok) return out;
+      break;
+    }
+    default:
+      break;
+  }
+  const cel::TypeValue* type = cel::TypeOf(v);
+  out = DerivedValue{};
+  out.error = true;
+  out.message = "derived attribute value of type " +
+                std::string(type != nullptr ? type->name : "unknown") +
+                " is neither a string, int, bool or semver nor a non-empty list of one of them";
+  return out;
+}
+
 class CelEngine final : public SelectorEngine {
  public:
   // The scheduler compiles with StoredExpressions: every declaration regardless of gates,
-  // including list attributes (upstream 5afedd9), and without cost estimation.
-  CelEngine() : env_(cel::Environment::NewDra({.env_type = cel::EnvType::kStoredExpressions})) {}
+  // including list attributes (upstream 5afedd9), and without cost estimation. One environment
+  // per release reading of list attributes.
+  CelEngine() = default;
 
-  StatusOr<std::shared_ptr<const CompiledSelector>> Compile(std::string_view expression) override {
-    StatusOr<std::shared_ptr<const cel::Program>> program = env_->Compile(
-        expression,
-        cel::CompileOptions{.estimate_cost = false, .cost_limit = cel::kSelectorMaxCost});
+  StatusOr<std::shared_ptr<const CompiledSelector>> Compile(std::string_view expression,
+                                                            const ExpressionSpec& spec) override {
+    auto& env = envs_[static_cast<size_t>(spec.list_attributes)];
+    if (env == nullptr) {
+      env = cel::Environment::NewDra(
+          {.env_type = cel::EnvType::kStoredExpressions, .list_attributes = spec.list_attributes});
+    }
+    StatusOr<std::shared_ptr<const cel::Program>> program =
+        env->Compile(expression, cel::CompileOptions{.estimate_cost = false,
+                                                     .cost_limit = cel::kSelectorMaxCost,
+                                                     .require_bool_result = !spec.derived});
     if (!program.ok()) return program.status();
     return std::shared_ptr<const CompiledSelector>(
         std::make_shared<CelSelector>(*std::move(program)));
@@ -113,6 +182,7 @@ class CelEngine final : public SelectorEngine {
     const auto& input = static_cast<const CelDevice&>(device).input;
     cel::SelectorResult r = program->Match(*input);
     SelectorVerdict v;
+    v.cost = r.cost();
     if (r.is_error()) {
       v.error = true;
       v.message = r.error();
@@ -122,8 +192,23 @@ class CelEngine final : public SelectorEngine {
     return v;
   }
 
+  DerivedValue EvaluateValue(const CompiledSelector& derived,
+                             const PreparedDevice& device) override {
+    const auto& program = static_cast<const CelSelector&>(derived).program;
+    const auto& input = static_cast<const CelDevice&>(device).input;
+    cel::Activation none;
+    cel::EvalResult r = program->Evaluate(none, *input);
+    if (r.is_error()) {
+      DerivedValue v;
+      v.error = true;
+      v.message = cel::EnhanceRuntimeError(cel::ErrorMessage(r.value()));
+      return v;
+    }
+    return ToAttribute(r.value());
+  }
+
  private:
-  std::shared_ptr<const cel::Environment> env_;
+  std::array<std::shared_ptr<const cel::Environment>, 3> envs_;
 };
 
 }  // namespace

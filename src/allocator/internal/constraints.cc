@@ -16,20 +16,6 @@ std::vector<int64_t> Intersect(const std::vector<int64_t>& a, const std::vector<
   return out;
 }
 
-bool Disjoint(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  auto i = a.begin();
-  auto j = b.begin();
-  while (i != a.end() && j != b.end()) {
-    if (*i == *j) return false;
-    if (*i < *j) {
-      ++i;
-    } else {
-      ++j;
-    }
-  }
-  return true;
-}
-
 // Upstream's scalar comparison switch (`matchAttributeConstraint.add`): the new value's first set
 // scalar field in the order string, int, bool, version decides which field of `held` is compared.
 // Returns true when equal, false when different or when the new value has no scalar.
@@ -56,8 +42,7 @@ bool ScalarDuplicate(const AttributeValue& value, const AttributeValue& held) {
 
 }  // namespace
 
-bool ConstraintState::Add(DeviceIndex device) {
-  uint32_t index = constraint_->value_of_device[device];
+bool ConstraintState::AddValue(uint32_t index) {
   if (index == kNone) return false;  // the device does not have the attribute
   const AttributeValue& value = (*values_)[index];
   DRAPLANE_DCHECK(value.present);
@@ -96,7 +81,7 @@ bool ConstraintState::AddDistinct(const AttributeValue& value, uint32_t value_in
       const AttributeValue& held = (*values_)[held_index];
       if (held.set_type == SetType::kUnknown) continue;
       // Values of different types never intersect.
-      if (held.set_type == value.set_type && !Disjoint(held.set, value.set)) return false;
+      if (held.set_type == value.set_type && !SortedDisjoint(held.set, value.set)) return false;
     }
   } else {
     for (uint32_t held_index : held_) {

@@ -27,9 +27,12 @@ class ConstraintState {
                   bool list_type_attributes)
       : constraint_(constraint), values_(values), list_mode_(list_type_attributes) {}
 
-  // Checks the device against the devices added so far and, if it fits, adds it. Returns false
-  // (state unchanged) when it does not fit. Only called for devices in the constraint's scope.
-  bool Add(DeviceIndex device);
+  // Checks a value (an index into the problem's values, kNone for "attribute absent") against
+  // the values added so far and, if it fits, adds it. Returns false (state unchanged) when it
+  // does not fit. Only called for devices in the constraint's scope.
+  bool AddValue(uint32_t value_index);
+  // AddValue with the device's own attribute value.
+  bool Add(DeviceIndex device) { return AddValue(constraint_->value_of_device[device]); }
   // Undoes the last successful Add (calls are strictly last-in first-out).
   void Remove();
 

@@ -15,6 +15,18 @@ void ExplainRecorder::Rejected(uint32_t key, DeviceIndex device, Reason reason,
   if (slot.first == Reason::kNone) slot = {reason, detail};
 }
 
+void ExplainRecorder::PolicyRejected(uint32_t key, DeviceIndex device,
+                                     const PolicyRejection& rejection) {
+  if (first_[key][device].first != Reason::kNone) return;
+  first_[key][device] = {Reason::kPolicy, rejection.message};
+  policy_codes_[{key, device}] = rejection.code;
+}
+
+std::string_view ExplainRecorder::PolicyCode(uint32_t key, DeviceIndex device) const {
+  auto it = policy_codes_.find({key, device});
+  return it == policy_codes_.end() ? std::string_view() : std::string_view(it->second);
+}
+
 void ExplainRecorder::Chosen(uint32_t key, DeviceIndex device) {
   // A device chosen and later given up keeps no reason; the final result marks it chosen.
   (void)key;
@@ -27,6 +39,8 @@ CandidateStatus StatusOf(Reason reason) {
       return CandidateStatus::kNotReached;
     case Reason::kBindingConditionsUnsupported:
       return CandidateStatus::kBindingConditionsUnsupported;
+    case Reason::kCompatibilityGroupsUnsupported:
+      return CandidateStatus::kCompatibilityGroupsUnsupported;
     case Reason::kClassSelectorFalse:
       return CandidateStatus::kClassSelectorFalse;
     case Reason::kRequestSelectorFalse:
@@ -47,6 +61,8 @@ CandidateStatus StatusOf(Reason reason) {
       return CandidateStatus::kPartitionableDevicesDisabled;
     case Reason::kCounters:
       return CandidateStatus::kCounters;
+    case Reason::kCompatibilityGroups:
+      return CandidateStatus::kCompatibilityGroups;
     case Reason::kTaintNotTolerated:
       return CandidateStatus::kTaintNotTolerated;
     case Reason::kConstraint:
@@ -72,6 +88,8 @@ std::string_view Phrase(CandidateStatus s) {
       return "chosen";
     case CandidateStatus::kBindingConditionsUnsupported:
       return "need binding conditions (feature off)";
+    case CandidateStatus::kCompatibilityGroupsUnsupported:
+      return "involve compatibility groups (feature off)";
     case CandidateStatus::kClassSelectorFalse:
       return "do not match the device class";
     case CandidateStatus::kRequestSelectorFalse:
@@ -92,6 +110,8 @@ std::string_view Phrase(CandidateStatus s) {
       return "consume counters (partitionable devices off)";
     case CandidateStatus::kCounters:
       return "exceed their shared counters";
+    case CandidateStatus::kCompatibilityGroups:
+      return "are incompatible with devices on their counter sets";
     case CandidateStatus::kTaintNotTolerated:
       return "have a taint the request does not tolerate";
     case CandidateStatus::kConstraint:
@@ -140,6 +160,7 @@ RequestExplanation ExplainKey(const ExplainInputs& in, uint32_t k,
     } else if (in.recorder != nullptr && in.recorder->First(k, d).first != Reason::kNone) {
       c.status = StatusOf(in.recorder->First(k, d).first);
       c.detail = in.recorder->First(k, d).second;
+      c.policy_code = std::string(in.recorder->PolicyCode(k, d));
       touched = true;
     } else {
       c.status = CandidateStatus::kNotReached;

@@ -3,7 +3,9 @@
 // Thread-safety: one recorder per Allocate call.
 #pragma once
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,13 +24,17 @@ class ExplainRecorder : public SearchObserver {
   void Rejected(uint32_t key, DeviceIndex device, Reason reason,
                 const std::string& detail) override;
   void Chosen(uint32_t key, DeviceIndex device) override;
+  void PolicyRejected(uint32_t key, DeviceIndex device, const PolicyRejection& rejection) override;
 
   const std::pair<Reason, std::string>& First(uint32_t key, DeviceIndex device) const {
     return first_[key][device];
   }
+  // The policy code of a first rejection by a policy ("" otherwise).
+  std::string_view PolicyCode(uint32_t key, DeviceIndex device) const;
 
  private:
   std::vector<std::vector<std::pair<Reason, std::string>>> first_;
+  std::map<std::pair<uint32_t, DeviceIndex>, std::string> policy_codes_;
 };
 
 // Static information about a request key that the problem does not carry.

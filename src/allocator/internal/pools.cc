@@ -194,10 +194,15 @@ NodeEntry& GatherPools(SnapshotState& state, const api::corev1::Node& node,
     bool relevant = false;
     std::string node_name = spec.node_name.value_or("");
     bool all_nodes = spec.all_nodes.value_or(false);
-    if (!spec.shared_counters.empty()) {
-      // Counter sets are needed to use a pool regardless of their node selection.
+    if (!spec.shared_counters.empty() && node_name.empty() && !all_nodes &&
+        !spec.node_selector.has_value() && !spec.per_device_node_selection.has_value()) {
+      // A counter-set slice without node selection serves the whole pool.
       relevant = true;
     } else if (!node_name.empty() || all_nodes || spec.node_selector.has_value()) {
+      // Counter-set slices follow their node selection like device slices: a pool none of whose
+      // slices this node sees is not this node's (kubernetes#138917). Counter sets of a pool the
+      // node does see are found among the pool's other slices (BuildPool).
+
       StatusOr<bool> match =
           NodeMatches(node, node_name, all_nodes, spec.node_selector, &slice->slice_selector);
       if (!match.ok()) {

@@ -1,5 +1,7 @@
 #include "allocator/internal/problem.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -41,6 +43,29 @@ std::string Problem::RenderValue(uint32_t value_index) const {
   return "<no value>";
 }
 
+bool GroupsAdmit(const GroupState& state, const std::vector<uint32_t>& groups) {
+  if (groups.empty()) return !state.grouped;
+  if (state.ungrouped) return false;
+  if (!state.grouped) return true;
+  return !SortedDisjoint(state.groups, groups);
+}
+
+void FoldGroups(GroupState& state, const std::vector<uint32_t>& groups) {
+  if (groups.empty()) {
+    state.ungrouped = true;
+    return;
+  }
+  if (!state.grouped) {
+    state.grouped = true;
+    state.groups = groups;
+    return;
+  }
+  std::vector<uint32_t> both;
+  std::set_intersection(state.groups.begin(), state.groups.end(), groups.begin(), groups.end(),
+                        std::back_inserter(both));
+  state.groups = std::move(both);
+}
+
 void AssignSymmetryClasses(Problem& problem) {
   const size_t n = problem.devices.size();
   std::vector<std::vector<uint64_t>> features(n);
@@ -63,7 +88,14 @@ void AssignSymmetryClasses(Problem& problem) {
     const Device& dev = problem.devices[d];
     std::vector<uint64_t>& f = features[d];
     f.push_back((dev.multi_allocatable ? 1 : 0) | (dev.allocated ? 2 : 0) |
-                (dev.capacity_in_use ? 4 : 0) | (dev.consumes_counters ? 8 : 0));
+                (dev.capacity_in_use ? 4 : 0) | (dev.consumes_counters ? 8 : 0) |
+                (dev.shared_in_use ? 16 : 0) | (dev.groups_unsupported ? 32 : 0));
+    f.push_back(dev.group_uses.size());
+    for (const GroupUse& use : dev.group_uses) {
+      f.push_back(use.counter_set);
+      f.push_back(use.groups.size());
+      f.insert(f.end(), use.groups.begin(), use.groups.end());
+    }
     if (dev.consumes_counters) {
       f.push_back(dev.pool);
       f.push_back(dev.counter_uses.size());
@@ -95,6 +127,13 @@ void AssignSymmetryClasses(Problem& problem) {
   }
   for (const Claim& claim : problem.claims) {
     for (const Constraint& constraint : claim.constraints) {
+      for (const DerivedValues& derived : constraint.derived) {
+        for (size_t d = 0; d < n; ++d) {
+          features[d].push_back(derived.key);
+          features[d].push_back(derived.value_of_device[d]);
+          features[d].push_back(derived.error_of_device[d]);
+        }
+      }
       for (size_t d = 0; d < n; ++d) {
         const uint32_t value = constraint.value_of_device[d];
         features[d].push_back(value);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator/charges.h"
 #include "api/quantity.h"
 
 namespace draplane::allocator::internal {
@@ -33,23 +34,25 @@ inline constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 // Why a device is not a candidate, or was rejected, or how it ended. Also used by explanations.
 enum class Reason : uint8_t {
   kNone = 0,
-  kBindingConditionsUnsupported,  // device has binding conditions, DeviceBindingAndStatus off
-  kClassSelectorFalse,            // detail: selector index
-  kRequestSelectorFalse,          // detail: selector index
-  kSelectorError,                 // CEL compile or runtime error (fatal when reached)
-  kNodeMismatch,                  // per-device node selection does not match the node
-  kAllocated,                     // in use by a claim outside this attempt
-  kInUseByThisAttempt,            // chosen for another request or claim of this attempt
-  kInUseByThisClaim,              // admin access: already chosen by the same claim
-  kCapacity,                      // consumable capacity: not enough, policy, or name missing
-  kPartitionableDevicesDisabled,  // device consumes counters, PartitionableDevices off
-  kCounters,                      // a counter of its pool would be oversold
-  kTaintNotTolerated,             // a NoSchedule/NoExecute taint without matching toleration
-  kConstraint,                    // a claim constraint rejected it; detail: constraint index
-  kPolicy,                        // a caller-supplied policy constraint rejected it
-  kEquivalentTried,               // skipped: interchangeable with a device that already failed
-  kNotEnoughCandidates,           // skipped: too few candidates left for the request
-  kChosen,                        // part of the result
+  kBindingConditionsUnsupported,    // device has binding conditions, DeviceBindingAndStatus off
+  kCompatibilityGroupsUnsupported,  // compatibility groups in play, DeviceCompatibilityGroups off
+  kClassSelectorFalse,              // detail: selector index
+  kRequestSelectorFalse,            // detail: selector index
+  kSelectorError,                   // CEL compile or runtime error (fatal when reached)
+  kNodeMismatch,                    // per-device node selection does not match the node
+  kAllocated,                       // in use by a claim outside this attempt
+  kInUseByThisAttempt,              // chosen for another request or claim of this attempt
+  kInUseByThisClaim,                // admin access: already chosen by the same claim
+  kCapacity,                        // consumable capacity: not enough, policy, or name missing
+  kPartitionableDevicesDisabled,    // device consumes counters, PartitionableDevices off
+  kCounters,                        // a counter of its pool would be oversold
+  kCompatibilityGroups,             // incompatible with the devices on one of its counter sets
+  kTaintNotTolerated,               // a NoSchedule/NoExecute taint without matching toleration
+  kConstraint,                      // a claim constraint rejected it; detail: constraint index
+  kPolicy,                          // a caller-supplied policy constraint rejected it
+  kEquivalentTried,                 // skipped: interchangeable with a device that already failed
+  kNotEnoughCandidates,             // skipped: too few candidates left for the request
+  kChosen,                          // part of the result
 };
 
 // A constraint's view of one device's attribute: upstream's `lookupAttribute` result, with string
@@ -70,18 +73,83 @@ struct AttributeValue {
   friend bool operator==(const AttributeValue&, const AttributeValue&) = default;
 };
 
+// The values of a derived attribute (KEP-6080) that one request key defines under a constraint's
+// attribute name: for devices chosen by that key they replace the device's own attribute.
+struct DerivedValues {
+  uint32_t key = 0;
+  // Per device: index into Problem::values, kNone when not evaluated (not a candidate).
+  std::vector<uint32_t> value_of_device;
+  // Per device: index into Problem::errors when the expression failed (fatal when reached).
+  std::vector<uint32_t> error_of_device;
+};
+
 struct Constraint {
   enum class Kind : uint8_t { kMatch, kDistinct };
   Kind kind = Kind::kMatch;
   std::string attribute;  // fully qualified name, for messages
   // Per device: index into Problem::values; kNone when the attribute is absent.
   std::vector<uint32_t> value_of_device;
+  // Derived attributes of this name, per request key that defines one (usually none).
+  std::vector<DerivedValues> derived;
+
+  // The derived values `key` defines for this constraint, or null.
+  const DerivedValues* DerivedFor(uint32_t key) const {
+    for (const DerivedValues& d : derived) {
+      if (d.key == key) return &d;
+    }
+    return nullptr;
+  }
 };
 
 // A device's use of one counter of its pool.
 struct CounterUse {
   uint32_t counter;  // index into Problem::counters
   api::Quantity amount;
+};
+
+// A device's compatibility groups on one counter set it consumes (KEP-5963).
+struct GroupUse {
+  uint32_t counter_set = 0;      // index into Problem::counter_sets
+  std::vector<uint32_t> groups;  // indices into Problem::group_names, sorted; empty: ungrouped
+};
+
+// The compatibility state of one counter set (upstream compatState): the running intersection of
+// the groups of the grouped devices on it, and whether an ungrouped device is on it. A candidate
+// is admitted when both are ungrouped, or the intersection with its groups is not empty.
+struct GroupState {
+  bool ungrouped = false;
+  bool grouped = false;          // `groups` holds the intersection
+  std::vector<uint32_t> groups;  // sorted
+
+  friend bool operator==(const GroupState&, const GroupState&) = default;
+};
+
+// Whether two sorted vectors have no element in common.
+template <typename T>
+bool SortedDisjoint(const std::vector<T>& a, const std::vector<T>& b) {
+  auto i = a.begin();
+  auto j = b.begin();
+  while (i != a.end() && j != b.end()) {
+    if (*i == *j) return false;
+    if (*i < *j) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return true;
+}
+
+// Whether a device with `groups` (empty: ungrouped) may join `state` (upstream
+// checkCompatibilityGroups): both ungrouped, or a grouped state meeting the groups.
+bool GroupsAdmit(const GroupState& state, const std::vector<uint32_t>& groups);
+// Folds a device's groups into the state (the admission's commit, or seeding from allocations).
+void FoldGroups(GroupState& state, const std::vector<uint32_t>& groups);
+
+struct CounterSetGroups {
+  uint32_t pool = 0;
+  std::string name;
+  GroupState allocated;  // from the devices allocated outside this attempt
 };
 
 // One capacity of a device.
@@ -94,11 +162,14 @@ struct DeviceCapacity {
 struct Device {
   std::string name;
   uint32_t pool = 0;
-  bool multi_allocatable = false;          // allowMultipleAllocations, only with ConsumableCapacity
-  bool allocated = false;                  // an exclusive allocation outside this attempt
-  bool capacity_in_use = false;            // consumed capacity recorded outside this attempt
-  bool consumes_counters = false;          // has consumesCounters entries
-  std::vector<CounterUse> counter_uses;    // empty unless PartitionableDevices is on
+  bool multi_allocatable = false;        // allowMultipleAllocations, only with ConsumableCapacity
+  bool allocated = false;                // an exclusive allocation outside this attempt
+  bool capacity_in_use = false;          // consumed capacity recorded outside this attempt
+  bool shared_in_use = false;            // a share recorded outside this attempt (by share ID)
+  bool consumes_counters = false;        // has consumesCounters entries
+  std::vector<CounterUse> counter_uses;  // empty unless PartitionableDevices is on
+  std::vector<GroupUse> group_uses;      // only with DeviceCompatibilityGroups
+  bool groups_unsupported = false;  // DeviceCompatibilityGroups off and groups in play (skipped)
   std::vector<DeviceCapacity> capacities;  // only with ConsumableCapacity
   uint32_t symmetry_class = kNone;  // interchangeable devices share a class (builder sets it)
 };
@@ -170,6 +241,9 @@ struct Problem {
   std::vector<Pool> pools;
   std::vector<Device> devices;  // search order
   std::vector<Counter> counters;
+  // Counter sets some device names compatibility groups on (DeviceCompatibilityGroups).
+  std::vector<CounterSetGroups> counter_sets;
+  std::vector<std::string> group_names;
   std::vector<AttributeValue> values;
   // Interned strings and versions of AttributeValue (string_value, version_value, set elements).
   std::vector<std::string> interned;
@@ -177,6 +251,10 @@ struct Problem {
   std::vector<std::string> errors;  // fatal messages, surfaced when reached
   std::vector<RequestKey> keys;
   std::vector<Claim> claims;
+  // Only when policy constraints are given: per device, what the charging rules read
+  // (charges.h; owned by the snapshot); per plan, its consumption by published capacity name.
+  std::vector<const DeviceFacts*> facts;
+  std::vector<ResourceList> plan_consumed;
   // Why each device is not in a key's candidate list, for explanations: [key][device].
   // Empty unless explanations are requested.
   std::vector<std::vector<std::pair<Reason, std::string>>> static_rejections;

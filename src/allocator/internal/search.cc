@@ -16,6 +16,8 @@ namespace {
 // (false, errAllocationResultMaxSizeExceeded), and (false, any other error).
 enum class Ret : uint8_t { kNo, kYes, kMaxSize, kError };
 
+constexpr char kSharedDetail[] = "a share of it is allocated";
+
 Status StepLimitError(int64_t steps) {
   return ResourceExhaustedError(fmt::format(
       "allocation search stopped after {} steps (the allocation step limit) without deciding "
@@ -47,6 +49,8 @@ struct Entry {
   uint32_t prev_mark = kNone;
   bool marked = false;
   bool counters_reserved = false;
+  uint32_t groups_pushed = 0;  // records on the compatibility-group undo stack
+  bool policies_added = false;
 };
 
 class Searcher {
@@ -63,6 +67,8 @@ class Searcher {
     }
     allocating_.resize(cap_offset_[n]);
     consumed_.resize(p_.counters.size());
+    groups_.reserve(p_.counter_sets.size());
+    for (const CounterSetGroups& set : p_.counter_sets) groups_.push_back(set.allocated);
     results_.resize(p_.claims.size());
     selected_.resize(p_.claims.size());
     constraints_.resize(p_.claims.size());
@@ -73,15 +79,28 @@ class Searcher {
         constraints_[c].emplace_back(&constraint, &p_.values, f_.list_type_attributes);
       }
     }
-    prune_ = o_.prune && o_.policies.empty() && PruningIsExact();
+    // Policies only refuse more, so the count bound stays exact under them; symmetry and the
+    // memo would also need the policies' view of devices and state, which they do not expose.
+    prune_ = o_.prune && PruningIsExact();
+    symmetry_ = prune_ && o_.policies.empty();
     size_t total_requests = 0;
     for (const Claim& claim : p_.claims) total_requests += claim.requests.size();
-    memo_enabled_ = prune_ && total_requests > 1;
+    memo_enabled_ = symmetry_ && total_requests > 1;
     stats_.pruning_enabled = prune_;
   }
 
   StatusOr<SearchResult> Run() {
     Ret ret = Fresh(0, 0, 0, false);
+    if (ret == Ret::kYes && !o_.policies.empty()) {
+      // Policies see every accepted device removed again, the solution's included (policy.h).
+      for (size_t c = results_.size(); c-- > 0;) {
+        for (size_t i = results_[c].size(); i-- > 0;) {
+          const Entry& e = results_[c][i];
+          RemovePolicies(static_cast<uint32_t>(c), p_.keys[e.choice.key], e.choice.device,
+                         e.choice.shared, e.choice.plan, o_.policies.size());
+        }
+      }
+    }
     SearchResult result;
     result.stats = stats_;
     result.stats.memo_entries = static_cast<int64_t>(memo_.size());
@@ -116,7 +135,30 @@ class Searcher {
       }
       if (key.all_mode && key.constraint_scope != 0) return false;
     }
+    for (const Claim& claim : p_.claims) {
+      for (const Constraint& constraint : claim.constraints) {
+        for (const DerivedValues& derived : constraint.derived) {
+          for (uint32_t error : derived.error_of_device) {
+            if (error != kNone) return false;
+          }
+        }
+      }
+    }
     return true;
+  }
+
+  // The value constraint `k` of claim `c` sees for device `d` chosen by `key_index`: a derived
+  // attribute of the key when it defines one, else the device's attribute. `error` is set (an
+  // index into Problem::errors) when evaluating the derived attribute failed.
+  uint32_t ConstraintValue(uint32_t c, size_t k, uint32_t key_index, DeviceIndex d,
+                           uint32_t* error) const {
+    const Constraint& constraint = p_.claims[c].constraints[k];
+    *error = kNone;
+    if (const DerivedValues* derived = constraint.DerivedFor(key_index)) {
+      *error = derived->error_of_device[d];
+      return derived->value_of_device[d];
+    }
+    return constraint.value_of_device[d];
   }
 
   bool InUse(DeviceIndex d) const { return p_.devices[d].allocated || use_count_[d] > 0; }
@@ -124,6 +166,13 @@ class Searcher {
     return use_count_[d] > 0 && last_mark_[d] == c;
   }
   bool Unused(DeviceIndex d) const { return use_count_[d] == 0 && share_count_[d] == 0; }
+  // upstream deviceCapacityInUse with kubernetes#140437: consumed capacity or a share of the
+  // device is recorded outside this attempt (a share may be recorded by its ID alone) or taken by
+  // this attempt.
+  bool SharedOrCapacityInUse(DeviceIndex d) const {
+    const Device& dev = p_.devices[d];
+    return dev.capacity_in_use || dev.shared_in_use || share_count_[d] > 0;
+  }
   bool Multi(const Device& dev) const { return f_.consumable_capacity && dev.multi_allocatable; }
 
   void Reject(uint32_t key, DeviceIndex d, Reason reason, const std::string& detail) {
@@ -202,6 +251,49 @@ class Searcher {
     }
   }
 
+  // --- compatibility groups ---------------------------------------------------------------
+
+  // upstream checkCompatibilityGroups: every counter set the device consumes must admit it; then
+  // its groups join each set's state (undo records pushed, counted in `pushed`). Returns the use
+  // that does not fit (state unchanged), or null.
+  const GroupUse* AdmitGroups(DeviceIndex d, uint32_t* pushed) {
+    const Device& dev = p_.devices[d];
+    for (const GroupUse& use : dev.group_uses) {
+      if (!GroupsAdmit(groups_[use.counter_set], use.groups)) return &use;
+    }
+    for (const GroupUse& use : dev.group_uses) {
+      groups_undo_.emplace_back(use.counter_set, groups_[use.counter_set]);
+      FoldGroups(groups_[use.counter_set], use.groups);
+      ++*pushed;
+    }
+    return nullptr;
+  }
+
+  void UndoGroups(uint32_t records) {
+    for (; records > 0; --records) {
+      groups_[groups_undo_.back().first] = std::move(groups_undo_.back().second);
+      groups_undo_.pop_back();
+    }
+  }
+
+  std::string GroupNames(const std::vector<uint32_t>& groups) const {
+    std::string out = "[";
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (i > 0) out += ", ";
+      out += p_.group_names[groups[i]];
+    }
+    return out + "]";
+  }
+
+  std::string GroupDetail(const GroupUse& use) const {
+    const GroupState& state = groups_[use.counter_set];
+    std::string held = state.grouped ? "groups " + GroupNames(state.groups) : "";
+    if (state.ungrouped) held += held.empty() ? "ungrouped devices" : " and ungrouped devices";
+    return fmt::format("counter set {}: the device has {}, the counter set is used by {}",
+                       p_.counter_sets[use.counter_set].name,
+                       use.groups.empty() ? "no groups" : "groups " + GroupNames(use.groups), held);
+  }
+
   std::string CounterDetail(DeviceIndex d, uint32_t counter) const {
     const Counter& c = p_.counters[counter];
     api::Quantity needs;
@@ -216,19 +308,47 @@ class Searcher {
   // --- constraints and policies -----------------------------------------------------------
 
   PolicyCandidate MakePolicyCandidate(uint32_t c, const RequestKey& key, DeviceIndex d, bool shared,
-                                      std::string& request_name) const {
+                                      uint32_t plan, std::string& request_name) const {
     request_name = key.FullName();
     const Device& dev = p_.devices[d];
     const Pool& pool = p_.pools[dev.pool];
-    return PolicyCandidate{.claim_index = static_cast<int>(c),
-                           .claim = p_.claims[c].name,
-                           .request = request_name,
-                           .device_class = key.device_class,
-                           .driver = pool.driver,
-                           .pool = pool.name,
-                           .device = dev.name,
-                           .admin_access = key.admin_access,
-                           .shared = shared};
+    return PolicyCandidate{
+        .claim_index = static_cast<int>(c),
+        .claim = p_.claims[c].name,
+        .request = request_name,
+        .device_class = key.device_class,
+        .driver = pool.driver,
+        .pool = pool.name,
+        .device = dev.name,
+        .admin_access = key.admin_access,
+        .shared = shared,
+        .facts = d < p_.facts.size() ? p_.facts[d] : nullptr,
+        .consumed = shared && plan < p_.plan_consumed.size() ? &p_.plan_consumed[plan] : nullptr};
+  }
+
+  // upstream has no such step: a policy may refuse a whole request before its devices are tried
+  // (policy.h). kNo when one does.
+  Ret CheckRequestPolicies(uint32_t c, uint32_t key_index) {
+    const RequestKey& key = p_.keys[key_index];
+    std::string request_name = key.FullName();
+    PolicyRequest request{.claim_index = static_cast<int>(c),
+                          .claim = p_.claims[c].name,
+                          .request = request_name,
+                          .device_class = key.device_class,
+                          .count = key.num_devices,
+                          .admin_access = key.admin_access};
+    for (PolicyConstraint* policy : o_.policies) {
+      std::optional<PolicyRejection> why = policy->CheckRequest(request);
+      if (!why.has_value()) continue;
+      ++stats_.policy_rejections;
+      if (o_.observer != nullptr) {
+        for (const Candidate& cand : key.all_mode ? key.all_devices : key.candidates) {
+          o_.observer->PolicyRejected(key_index, cand.device, *why);
+        }
+      }
+      return Ret::kNo;
+    }
+    return Ret::kYes;
   }
 
   void RemoveConstraints(uint32_t c, const RequestKey& key, size_t added) {
@@ -237,18 +357,20 @@ class Searcher {
     }
   }
 
-  void RemovePolicies(uint32_t c, const RequestKey& key, DeviceIndex d, bool shared, size_t added) {
+  void RemovePolicies(uint32_t c, const RequestKey& key, DeviceIndex d, bool shared, uint32_t plan,
+                      size_t added) {
     std::string request_name;
-    PolicyCandidate candidate = MakePolicyCandidate(c, key, d, shared, request_name);
+    PolicyCandidate candidate = MakePolicyCandidate(c, key, d, shared, plan, request_name);
     for (size_t k = added; k-- > 0;) o_.policies[k]->Remove(candidate);
   }
 
-  std::string ConstraintDetail(uint32_t c, size_t k, DeviceIndex d) const {
+  std::string ConstraintDetail(uint32_t c, size_t k, uint32_t key_index, DeviceIndex d) const {
     const Constraint& constraint = p_.claims[c].constraints[k];
     const ConstraintState& state = constraints_[c][k];
     const char* kind =
         constraint.kind == Constraint::Kind::kMatch ? "matchAttribute" : "distinctAttribute";
-    uint32_t value = constraint.value_of_device[d];
+    uint32_t unused_error;
+    uint32_t value = ConstraintValue(c, k, key_index, d, &unused_error);
     if (value == kNone) {
       return fmt::format("{} {}: the device does not have the attribute", kind,
                          constraint.attribute);
@@ -293,12 +415,20 @@ class Searcher {
       Reject(key_index, d, dev.allocated ? Reason::kAllocated : Reason::kInUseByThisAttempt, "");
       return Ret::kNo;
     }
+    // A device that does not allow multiple allocations is not handed out while a share of it
+    // is live: its slice may have turned allowMultipleAllocations off since (kubernetes#140797,
+    // fixed by #140798).
+    if (!key.admin_access && !multi && SharedOrCapacityInUse(d)) {
+      Reject(key_index, d, Reason::kAllocated, kSharedDetail);
+      return Ret::kNo;
+    }
     if (!f_.partitionable_devices && dev.consumes_counters) {
       Reject(key_index, d, Reason::kPartitionableDevicesDisabled, "");
       return Ret::kNo;
     }
-    // A multi-allocatable device already holding capacity has had its counters charged.
-    bool skip_counters = multi && (dev.capacity_in_use || share_count_[d] > 0);
+    // A multi-allocatable device already shared has had its counters charged, also when the
+    // share is recorded by its ID alone (kubernetes#140433, fixed by #140437).
+    bool skip_counters = multi && SharedOrCapacityInUse(d);
     bool reserved = false;
     if (!skip_counters && dev.consumes_counters) {
       uint32_t failed = ReserveCounters(d);
@@ -309,7 +439,20 @@ class Searcher {
       }
       reserved = true;
     }
+    // Compatibility groups are checked with the counters they qualify (KEP-5963).
+    uint32_t compat_pushed = 0;
+    if (reserved && f_.device_compatibility_groups && !dev.group_uses.empty()) {
+      const GroupUse* clash = AdmitGroups(d, &compat_pushed);
+      if (clash != nullptr) {
+        ReleaseCounters(d);
+        if (o_.observer != nullptr) {
+          Reject(key_index, d, Reason::kCompatibilityGroups, GroupDetail(*clash));
+        }
+        return Ret::kNo;
+      }
+    }
     if (f_.device_taints && cand.taint_blocked) {
+      UndoGroups(compat_pushed);
       if (reserved) ReleaseCounters(d);
       Reject(key_index, d, Reason::kTaintNotTolerated, cand.taint);
       return Ret::kNo;
@@ -317,10 +460,22 @@ class Searcher {
     std::vector<ConstraintState>& states = constraints_[c];
     for (size_t k = 0; k < states.size(); ++k) {
       if (((key.constraint_scope >> k) & 1) == 0) continue;
-      if (!states[k].Add(d)) {
-        std::string detail;
-        if (o_.observer != nullptr || must) detail = ConstraintDetail(c, k, d);
+      uint32_t derived_error;
+      const uint32_t value = ConstraintValue(c, k, key_index, d, &derived_error);
+      if (derived_error != kNone) {
+        // Like a selector's runtime error, a derived attribute that cannot be evaluated aborts
+        // the allocation (KEP-6080).
         RemoveConstraints(c, key, k);
+        UndoGroups(compat_pushed);
+        if (reserved) ReleaseCounters(d);
+        error_ = FailedPreconditionError(p_.errors[derived_error]);
+        return Ret::kError;
+      }
+      if (!states[k].AddValue(value)) {
+        std::string detail;
+        if (o_.observer != nullptr || must) detail = ConstraintDetail(c, k, key_index, d);
+        RemoveConstraints(c, key, k);
+        UndoGroups(compat_pushed);
         if (reserved) ReleaseCounters(d);
         if (must) {
           // It does not make sense to declare a claim where a constraint prevents getting all
@@ -335,24 +490,11 @@ class Searcher {
         return Ret::kNo;
       }
     }
-    if (!o_.policies.empty()) {
-      std::string request_name;
-      PolicyCandidate candidate = MakePolicyCandidate(c, key, d, multi, request_name);
-      for (size_t k = 0; k < o_.policies.size(); ++k) {
-        std::optional<std::string> why = o_.policies[k]->Add(candidate);
-        if (why.has_value()) {
-          for (size_t j = k; j-- > 0;) o_.policies[j]->Remove(candidate);
-          RemoveConstraints(c, key, states.size());
-          if (reserved) ReleaseCounters(d);
-          Reject(key_index, d, Reason::kPolicy, std::string(o_.policies[k]->name()) + ": " + *why);
-          return Ret::kNo;
-        }
-      }
-    }
     Entry entry;
     entry.choice.key = key_index;
     entry.choice.device = d;
     entry.counters_reserved = reserved;
+    entry.groups_pushed = compat_pushed;
     if (!multi) {
       entry.marked = true;
       entry.prev_mark = last_mark_[d];
@@ -374,6 +516,22 @@ class Searcher {
         entry.choice.plan = cand.plan;
       }
     }
+    if (!o_.policies.empty()) {
+      std::string request_name;
+      PolicyCandidate candidate =
+          MakePolicyCandidate(c, key, d, entry.choice.shared, entry.choice.plan, request_name);
+      for (size_t k = 0; k < o_.policies.size(); ++k) {
+        std::optional<PolicyRejection> why = o_.policies[k]->Add(candidate);
+        if (why.has_value()) {
+          ++stats_.policy_rejections;
+          for (size_t j = k; j-- > 0;) o_.policies[j]->Remove(candidate);
+          Undo(c, entry);
+          if (o_.observer != nullptr) o_.observer->PolicyRejected(key_index, d, *why);
+          return Ret::kNo;
+        }
+      }
+      entry.policies_added = true;
+    }
     results_[c].push_back(entry);
     if (o_.observer != nullptr) o_.observer->Chosen(key_index, d);
     return Ret::kYes;
@@ -394,8 +552,11 @@ class Searcher {
       last_mark_[d] = e.prev_mark;
       --use_count_[d];
     }
-    if (!o_.policies.empty()) RemovePolicies(c, key, d, e.choice.shared, o_.policies.size());
+    if (e.policies_added) {
+      RemovePolicies(c, key, d, e.choice.shared, e.choice.plan, o_.policies.size());
+    }
     RemoveConstraints(c, key, constraints_[c].size());
+    UndoGroups(e.groups_pushed);
     if (e.counters_reserved) ReleaseCounters(d);
   }
 
@@ -416,11 +577,13 @@ class Searcher {
       if (!Multi(dev) && MarkedByClaim(d, c)) return Reason::kInUseByThisClaim;
     } else if (InUse(d)) {
       return dev.allocated ? Reason::kAllocated : Reason::kInUseByThisAttempt;
+    } else if (!Multi(dev) && SharedOrCapacityInUse(d)) {
+      return Reason::kAllocated;
     }
     if (f_.consumable_capacity && CapacityMisfit(cand) != kNone) return Reason::kCapacity;
     if (dev.consumes_counters) {
       if (!f_.partitionable_devices) return Reason::kPartitionableDevicesDisabled;
-      bool skip = Multi(dev) && (dev.capacity_in_use || share_count_[d] > 0);
+      bool skip = Multi(dev) && SharedOrCapacityInUse(d);
       if (p_.pools[dev.pool].overcommitted && !skip) return Reason::kCounters;
     }
     if (f_.device_taints && cand.taint_blocked) return Reason::kTaintNotTolerated;
@@ -436,6 +599,8 @@ class Searcher {
         return cand.taint;
       case Reason::kCounters:
         return "a counter of the pool is already overcommitted";
+      case Reason::kAllocated:
+        return p_.devices[cand.device].allocated ? "" : kSharedDetail;
       default:
         return "";
     }
@@ -536,6 +701,9 @@ class Searcher {
       ++max_size_events_;
       return Ret::kMaxSize;
     }
+    if (i == 0 && !o_.policies.empty() && CheckRequestPolicies(c, key_index) == Ret::kNo) {
+      return Ret::kNo;
+    }
     if (key.all_mode) {
       // The devices are known; the order does not matter, so only the next one is tried.
       Ret ok = AllocateDevice(c, key_index, key.all_devices[static_cast<size_t>(i)], true);
@@ -632,7 +800,7 @@ class Searcher {
           continue;
         }
       }
-      const bool unused = prune_ && Unused(d);
+      const bool unused = symmetry_ && Unused(d);
       if (unused && failed_contains(dev.symmetry_class)) {
         ++stats_.symmetry_skips;
         Reject(key_index, d, Reason::kEquivalentTried, "");
@@ -660,6 +828,7 @@ class Searcher {
   const SearchOptions& o_;
   const Features f_;
   bool prune_ = false;
+  bool symmetry_ = false;
   bool memo_enabled_ = false;
 
   std::vector<uint32_t> use_count_;
@@ -668,6 +837,8 @@ class Searcher {
   std::vector<uint32_t> cap_offset_;
   std::vector<api::Quantity> allocating_;
   std::vector<api::Quantity> consumed_;
+  std::vector<GroupState> groups_;  // per Problem::counter_sets
+  std::vector<std::pair<uint32_t, GroupState>> groups_undo_;
   std::vector<std::vector<Entry>> results_;
   std::vector<std::vector<ConstraintState>> constraints_;
   std::vector<std::vector<int>> selected_;

@@ -27,11 +27,17 @@ class SearchObserver {
                         const std::string& detail) = 0;
   // `device` was tentatively chosen for `key`.
   virtual void Chosen(uint32_t key, DeviceIndex device) = 0;
+  // A policy refused `device` for `key` (Add), or the whole key (CheckRequest: once per
+  // candidate).
+  virtual void PolicyRejected(uint32_t key, DeviceIndex device, const PolicyRejection& rejection) {
+    Rejected(key, device, Reason::kPolicy, rejection.message);
+  }
 };
 
 struct SearchOptions {
   Features features;
-  // Policy constraints called after the claim constraints (policy.h). Not owned.
+  // Policy constraints called after the claim constraints and the capacity check (policy.h).
+  // Not owned. Problem::facts and Problem::plan_consumed must be filled when set.
   std::vector<PolicyConstraint*> policies;
   SearchObserver* observer = nullptr;  // not owned; may be null
   // Apply the bounds of §4.1 when they are exact for the problem (tests turn them off to compare
@@ -51,6 +57,7 @@ struct SearchStats {
   int64_t symmetry_skips = 0;
   int64_t memo_hits = 0;
   int64_t memo_entries = 0;
+  int64_t policy_rejections = 0;  // devices or requests a policy refused
   bool pruning_enabled = false;
 };
 

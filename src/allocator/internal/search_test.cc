@@ -428,13 +428,15 @@ TEST(SearchTest, PolicyRejectionMovesToNextDevice) {
   class OnlyDeviceOne : public PolicyConstraint {
    public:
     std::string_view name() const override { return "only-device-1"; }
-    std::optional<std::string> Add(const PolicyCandidate& c) override {
-      if (c.device != "device-1") return "not device-1";
+    std::optional<PolicyRejection> Add(const PolicyCandidate& c) override {
+      if (c.device != "device-1") return PolicyRejection{"test", "not device-1"};
       ++held;
+      ++max_held;
       return std::nullopt;
     }
     void Remove(const PolicyCandidate&) override { --held; }
     int held = 0;
+    int max_held = 0;
   };
   Builder b;
   std::vector<DeviceIndex> d = b.AddDevices(3);
@@ -449,7 +451,86 @@ TEST(SearchTest, PolicyRejectionMovesToNextDevice) {
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->solved);
   EXPECT_EQ(Names(p, *r), std::vector<std::string>({"req-0=device-1"}));
-  EXPECT_EQ(policy.held, 1);
+  // The solution's devices are removed again after the search (policy.h).
+  EXPECT_EQ(policy.held, 0);
+  EXPECT_EQ(policy.max_held, 1);
+}
+
+// A policy that checks the seam's contract: every Remove matches the last accepted Add, and
+// nothing is left accepted after a search.
+class StackPolicy : public PolicyConstraint {
+ public:
+  explicit StackPolicy(std::string refused, std::string refused_request = "")
+      : refused_(std::move(refused)), refused_request_(std::move(refused_request)) {}
+  std::string_view name() const override { return "stack"; }
+  std::optional<PolicyRejection> Add(const PolicyCandidate& c) override {
+    if (c.device == refused_) return PolicyRejection{"test", "refused"};
+    stack_.push_back(std::string(c.request) + "=" + std::string(c.device));
+    return std::nullopt;
+  }
+  void Remove(const PolicyCandidate& c) override {
+    ASSERT_FALSE(stack_.empty());
+    EXPECT_EQ(stack_.back(), std::string(c.request) + "=" + std::string(c.device));
+    stack_.pop_back();
+  }
+  std::optional<PolicyRejection> CheckRequest(const PolicyRequest& r) override {
+    ++requests_checked;
+    if (r.request == refused_request_) return PolicyRejection{"test", "request refused"};
+    return std::nullopt;
+  }
+  size_t depth() const { return stack_.size(); }
+  int requests_checked = 0;
+
+ private:
+  std::string refused_;
+  std::string refused_request_;
+  std::vector<std::string> stack_;
+};
+
+TEST(SearchTest, PolicyRefusingARequestSkipsToTheNextSubrequest) {
+  Builder b;
+  std::vector<DeviceIndex> d = b.AddDevices(4);
+  uint32_t claim = b.AddClaim();
+  b.AddFirstAvailable(claim, "req-0",
+                      {{.name = "big", .count = 1, .candidates = {d[0], d[1]}},
+                       {.name = "pair", .count = 2, .candidates = {d[2], d[3]}}});
+  Problem& p = b.Finish();
+  StackPolicy policy("", "req-0/big");
+  SearchOptions o;
+  o.features = AllFeatures();
+  o.policies = {&policy};
+  StatusOr<SearchResult> r = Search(p, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->solved);
+  EXPECT_EQ(Names(p, *r), std::vector<std::string>({"req-0/pair=device-2", "req-0/pair=device-3"}));
+  EXPECT_EQ(r->selected_subrequest[0][0], 1);
+  EXPECT_EQ(policy.depth(), 0u);
+  EXPECT_EQ(policy.requests_checked, 2);
+}
+
+TEST(SearchTest, PolicyAddsAndRemovesStayBalancedWhileBacktracking) {
+  // Two claims whose second one fails until the first one moves: lots of backtracking.
+  Builder b;
+  std::vector<DeviceIndex> d = b.AddDevices(4);
+  uint32_t first = b.AddClaim();
+  b.AddRequest(first, {.name = "req-0", .count = 2, .candidates = {d[0], d[1], d[2], d[3]}});
+  uint32_t second = b.AddClaim();
+  b.AddRequest(second, {.name = "req-0", .count = 2, .candidates = {d[0], d[1], d[3]}});
+  Problem& p = b.Finish();
+  StackPolicy policy("device-1");
+  SearchOptions o;
+  o.features = AllFeatures();
+  o.policies = {&policy};
+  StatusOr<SearchResult> r = Search(p, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->solved) << "device-1 refused leaves three devices for four";
+  EXPECT_EQ(policy.depth(), 0u);
+  StackPolicy none("");
+  o.policies = {&none};
+  r = Search(p, o);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->solved);
+  EXPECT_EQ(none.depth(), 0u);
 }
 
 // Random small problems: the bounded search must return exactly what the plain walk returns.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "allocator/allocated_state.h"
+#include "allocator/charges.h"
 #include "allocator/features.h"
 #include "allocator/internal/device_data.h"
 #include "allocator/internal/selector_engine.h"
@@ -23,6 +24,10 @@
 #include "api/labels/node_selector.h"
 #include "common/status.h"
 
+namespace draplane::allocator {
+struct EvaluationBudget;  // allocator.h
+}  // namespace draplane::allocator
+
 namespace draplane::allocator::internal {
 
 // Verdict codes cached per (expression, device): 0 not evaluated yet, 1 true, 2 false,
@@ -31,6 +36,9 @@ inline constexpr uint32_t kVerdictUnknown = 0;
 inline constexpr uint32_t kVerdictTrue = 1;
 inline constexpr uint32_t kVerdictFalse = 2;
 inline constexpr uint32_t kVerdictError = 3;
+// Not a cached code: Verdict's answer when the evaluation budget of the Allocate call in
+// progress is spent (the device was not evaluated).
+inline constexpr uint32_t kVerdictBudgetSpent = UINT32_MAX;
 
 // The presence bit of `Device.bindingConditions` (the sixth plain field): an explicitly empty
 // list is not nil for upstream's `BindingConditions != nil`.
@@ -59,12 +67,15 @@ struct SliceEntry {
   std::vector<std::optional<StatusOr<api::labels::NodeSelectorMatcher>>> device_selectors;
   // CEL inputs per device, made on first use.
   std::vector<std::unique_ptr<PreparedDevice>> inputs;
-  // Expression id -> verdict code per device. A slice sees few distinct expressions, so a
-  // linear search beats hashing.
+  // Expression id -> code per device (a selector's verdict, or a derived attribute's value code,
+  // SnapshotState::DerivedCode). A slice sees few distinct expressions, so a linear search beats
+  // hashing.
   std::vector<std::pair<uint32_t, std::vector<uint32_t>>> verdicts;
   // Per device: its capacities with names resolved against the driver (consumable capacity),
   // made on first use.
   std::vector<std::optional<std::vector<ResolvedCapacity>>> capacities;
+  // Per device: what the charging rules read (charges.h), made on first use by a policy.
+  std::vector<std::optional<DeviceFacts>> facts;
 
   const api::resourcev1::ResourceSliceSpec& spec() const { return slice->spec; }
 };
@@ -111,9 +122,16 @@ struct NodeEntry {
 
 struct CompiledExpression {
   std::string text;
+  ExpressionSpec spec;
   std::shared_ptr<const CompiledSelector> program;  // null when compilation failed
   std::string compile_error;
 };
+
+// Derived-attribute value codes cached per (expression, device): 0 not evaluated yet,
+// kDerivedValue + k the value k of SnapshotState::derived_values, kDerivedError + k the error
+// text k of SnapshotState::error_texts (values and errors interleave: even and odd codes).
+inline constexpr uint32_t kDerivedValue = 2;
+inline constexpr uint32_t kDerivedError = 3;
 
 struct SnapshotState {
   explicit SnapshotState(std::unique_ptr<SelectorEngine> selector_engine)
@@ -134,6 +152,8 @@ struct SnapshotState {
   std::vector<CompiledExpression> expressions;
   std::vector<std::string> error_texts;
   std::unordered_map<std::string, uint32_t> error_ids;
+  std::vector<api::resourcev1::DeviceAttribute> derived_values;
+  std::unordered_map<std::string, uint32_t> derived_value_ids;
 
   std::unordered_map<std::string, uint64_t> fingerprint_ids;
   std::unordered_map<std::string, NodeEntry> nodes;
@@ -146,13 +166,28 @@ struct SnapshotState {
 
   // The resolved capacities of device `index` of `slice`, sorted by published name.
   const std::vector<ResolvedCapacity>& Capacities(SliceEntry& slice, size_t index);
+  // The charge facts of device `index` of `slice` (charges.h).
+  const DeviceFacts& Facts(SliceEntry& slice, size_t index);
 
-  // Interns and compiles an expression (compile errors are kept, never retried).
-  uint32_t Expression(std::string_view text);
-  // The cached verdict code of `expression` on device `index` of `slice`, evaluated if needed.
+  // Interns and compiles an expression as `spec` says (compile errors are kept, never retried).
+  uint32_t Expression(std::string_view text, const ExpressionSpec& spec);
+  // The cached verdict code of selector `expression` on device `index` of `slice`, evaluated if
+  // needed.
   uint32_t Verdict(uint32_t expression, SliceEntry& slice, size_t index);
+  // The budget evaluations are charged to during the Allocate call in progress (null: none).
+  // Cached verdicts cost nothing; an evaluation that would start with the budget spent is not
+  // made (kVerdictBudgetSpent).
+  EvaluationBudget* budget = nullptr;
+  // The cached value code of derived-attribute `expression` on device `index` of `slice`
+  // (kDerivedValue + 2k: derived_values[k]; kDerivedError + 2k: error_texts[k]; a compile error
+  // is reported as its text), evaluated if needed.
+  uint32_t DerivedCode(uint32_t expression, SliceEntry& slice, size_t index);
   // Interns an error text.
   uint32_t ErrorId(const std::string& text);
+  // The cached code slot of `expression` on device `index` of `slice` (0 when not computed).
+  uint32_t& CachedCode(uint32_t expression, SliceEntry& slice, size_t index);
+  // The CEL input of device `index` of `slice`, prepared on first use.
+  const PreparedDevice& Input(SliceEntry& slice, size_t index);
   // The id of a claim-set fingerprint (canonical text of the claim specs and features).
   uint64_t FingerprintId(const std::string& fingerprint);
 

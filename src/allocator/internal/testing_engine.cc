@@ -22,6 +22,7 @@ class TestingSelector final : public CompiledSelector {
 class TestingDevice final : public PreparedDevice {
  public:
   std::map<std::string, std::string> attributes;  // name -> scalar text
+  std::map<std::string, api::resourcev1::DeviceAttribute> values;
   std::string driver;
 };
 
@@ -45,7 +46,25 @@ class TestingEngine final : public SelectorEngine {
  public:
   explicit TestingEngine(int* evaluations) : evaluations_(evaluations) {}
 
-  StatusOr<std::shared_ptr<const CompiledSelector>> Compile(std::string_view expression) override {
+  // Derived attributes (spec.derived) understand `attr:<name>` (the attribute's value, an error
+  // when the device lacks it) and `error:<message>`.
+  StatusOr<std::shared_ptr<const CompiledSelector>> Compile(std::string_view expression,
+                                                            const ExpressionSpec& spec) override {
+    if (spec.derived) {
+      auto selector = std::make_shared<TestingSelector>();
+      Term t;
+      if (expression.substr(0, 5) == "attr:") {
+        t.kind = Term::Kind::kAttribute;
+        t.name = std::string(expression.substr(5));
+      } else if (expression.substr(0, 6) == "error:") {
+        t.kind = Term::Kind::kError;
+        t.value = std::string(expression.substr(6));
+      } else {
+        return InvalidArgumentError("unknown test derived attribute: " + std::string(expression));
+      }
+      selector->terms.push_back(std::move(t));
+      return std::shared_ptr<const CompiledSelector>(selector);
+    }
     auto selector = std::make_shared<TestingSelector>();
     std::string_view rest = expression;
     while (!rest.empty()) {
@@ -80,6 +99,7 @@ class TestingEngine final : public SelectorEngine {
     auto d = std::make_unique<TestingDevice>();
     for (const Attribute& a : source.data->attributes) {
       d->attributes[source.names->Name(a.name)] = ScalarText(a);
+      d->values[source.names->Name(a.name)] = a.ToApi();
     }
     d->driver = std::string(source.driver);
     return d;
@@ -92,6 +112,7 @@ class TestingEngine final : public SelectorEngine {
     if (evaluations_ != nullptr) ++*evaluations_;
     SelectorVerdict v;
     v.matches = true;
+    v.cost = 1;  // one cost unit per evaluation
     for (const Term& t : terms) {
       switch (t.kind) {
         case Term::Kind::kTrue:
@@ -120,6 +141,26 @@ class TestingEngine final : public SelectorEngine {
           return v;
       }
     }
+    return v;
+  }
+
+  DerivedValue EvaluateValue(const CompiledSelector& derived,
+                             const PreparedDevice& device) override {
+    const Term& t = static_cast<const TestingSelector&>(derived).terms.front();
+    const auto& d = static_cast<const TestingDevice&>(device);
+    if (evaluations_ != nullptr) ++*evaluations_;
+    DerivedValue v;
+    if (t.kind == Term::Kind::kAttribute) {
+      auto it = d.values.find(t.name);
+      if (it != d.values.end()) {
+        v.value = it->second;
+        return v;
+      }
+      v.message = "no such key: " + t.name;
+    } else {
+      v.message = t.value;
+    }
+    v.error = true;
     return v;
   }
 

@@ -13,9 +13,13 @@
 #include <utility>
 
 #include "allocator/allocator.h"
+#include "allocator/holdings.h"
 #include "api/codec/yaml.h"
+#include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/object.h"
+#include "api/quota/usage.h"
+#include "api/validation/validation.h"
 #include "common/status_macros.h"
 
 namespace draplane::allocator::scenario {
@@ -212,6 +216,42 @@ std::string Diff(const std::string& expected, const std::string& actual) {
   return out;
 }
 
+// An optional mapping of resource names to quantities (`expect.charges`).
+StatusOr<std::optional<ResourceList>> ResourceListField(const json::object& o, std::string_view key,
+                                                        const std::string& file) {
+  const json::value* v = Field(o, key);
+  if (v == nullptr) return std::optional<ResourceList>();
+  if (!v->is_object()) return Malformed(file, fmt::format("expect.{} must be a mapping", key));
+  ResourceList list;
+  for (const auto& kv : v->get_object()) {
+    std::string text =
+        kv.value().is_string() ? std::string(kv.value().get_string()) : json::serialize(kv.value());
+    StatusOr<api::Quantity> q = api::Quantity::Parse(text);
+    if (!q.ok()) {
+      return Malformed(file, fmt::format("expect.{}.{}: {}", key, std::string_view(kv.key()),
+                                         q.status().message()));
+    }
+    list.emplace(std::string(kv.key()), *q);
+  }
+  return std::optional<ResourceList>(std::move(list));
+}
+
+// Empty when `actual` has exactly the keys and quantities of `expected`, else a line diff.
+std::string DiffResources(const ResourceList& expected, const ResourceList& actual) {
+  bool same = actual.size() == expected.size();
+  for (const auto& [key, q] : expected) {
+    auto it = actual.find(key);
+    same = same && it != actual.end() && it->second.Compare(q) == 0;
+  }
+  if (same) return "";
+  auto render = [](const ResourceList& list) {
+    std::string text;
+    for (const auto& [key, q] : list) text += key + ": " + q.ToString() + "\n";
+    return text;
+  };
+  return Diff(render(expected), render(actual));
+}
+
 std::string_view OutcomeName(Expectation::Outcome o) {
   switch (o) {
     case Expectation::Outcome::kSuccess:
@@ -243,6 +283,15 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
     if (!f.is_string()) return Malformed(file, "features must be names");
     Status st = SetFeature(std::string(f.get_string()), true, &s.features);
     if (!st.ok()) return Malformed(file, std::string(st.message()));
+  }
+  // draplane's extension of the format: the release whose reading of list attributes selectors
+  // use (the gates stay those of `features`).
+  DRAPLANE_ASSIGN_OR_RETURN(std::string version, StringField(root, "kubernetesVersion", file));
+  if (!version.empty()) {
+    StatusOr<cel::ListAttributeMode> mode = ListAttributeModeOf(version);
+    if (!mode.ok())
+      return Malformed(file, "kubernetesVersion: " + std::string(mode.status().message()));
+    s.features.list_attributes = *mode;
   }
 
   if (const json::value* node = Field(root, "node")) {
@@ -278,6 +327,9 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
   for (size_t i = 0; i < claims->size(); ++i) {
     rv1::ResourceClaim claim;
     DRAPLANE_RETURN_IF_ERROR(DecodeInto((*claims)[i], &claim, file, fmt::format("claims[{}]", i)));
+    // Claims are written like manifests: the API server's defaulting (no allocationMode means
+    // ExactCount, no count means 1) applies, as in `draplane allocate`.
+    api::validation::SetDefaults(&claim);
     s.claims.push_back(std::move(claim));
   }
 
@@ -322,6 +374,17 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
     s.allocated.AddConsumedCapacity(driver, pool, device, consumed);
   }
 
+  DRAPLANE_ASSIGN_OR_RETURN(const json::array* quotas, ArrayField(root, "quotas", file));
+  for (size_t i = 0; i < quotas->size(); ++i) {
+    api::corev1::ResourceQuota quota;
+    api::FieldErrorList errors;
+    api::corev1::Decode((*quotas)[i], &quota, &errors);
+    if (!errors.empty()) {
+      return Malformed(file, fmt::format("quotas[{}]: {}", i, errors.front().ToString()));
+    }
+    if (std::optional<QuotaBudget> budget = BudgetOf(quota)) s.quotas.push_back(std::move(*budget));
+  }
+
   DRAPLANE_ASSIGN_OR_RETURN(std::string compare, StringField(root, "compare", file));
   if (compare == "exact") {
     s.exact = true;
@@ -351,6 +414,16 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
         DecodeInto((*results)[i], &r, file, fmt::format("expect.results[{}]", i)));
     s.expect.results.push_back(std::move(r));
   }
+  DRAPLANE_ASSIGN_OR_RETURN(const json::array* refused,
+                            ArrayField(expect->get_object(), "refusedBy", file));
+  for (const json::value& v : *refused) {
+    if (!v.is_string()) return Malformed(file, "expect.refusedBy entries must be strings");
+    s.expect.refused_by.emplace_back(v.get_string());
+  }
+  DRAPLANE_ASSIGN_OR_RETURN(s.expect.charges,
+                            ResourceListField(expect->get_object(), "charges", file));
+  DRAPLANE_ASSIGN_OR_RETURN(s.expect.admission_charges,
+                            ResourceListField(expect->get_object(), "admissionCharges", file));
   return s;
 }
 
@@ -358,6 +431,17 @@ RunResult RunScenario(const Scenario& s) {
   RunResult out;
   out.name = s.name;
   out.file = s.file;
+  if (s.expect.admission_charges.has_value()) {
+    // Admission comes before any allocation: upstream's evaluator charges the claims' specs.
+    api::quota::ResourceList actual;
+    for (const rv1::ResourceClaim& c : s.claims) {
+      actual = api::quota::Add(actual, api::quota::ResourceClaimUsage(c));
+    }
+    if (std::string diff = DiffResources(*s.expect.admission_charges, actual); !diff.empty()) {
+      out.failure = "admission charges differ\n" + diff;
+      return out;
+    }
+  }
   Snapshot snapshot;
   for (const rv1::DeviceClass& c : s.classes) snapshot.SetClass(c);
   for (const rv1::ResourceSlice& sl : s.slices) snapshot.AddSlice(sl);
@@ -366,6 +450,16 @@ RunResult RunScenario(const Scenario& s) {
   std::unique_ptr<Random> random = NewSeededRandom(1);
   Options options;
   options.random = random.get();
+  // Allocation-mode quotas of the claims' namespace take part in the search.
+  const std::string ns = s.claims.empty() ? "" : s.claims.front().metadata.namespace_;
+  std::vector<QuotaBudget> budgets;
+  for (const QuotaBudget& q : s.quotas) {
+    if (q.namespace_ == ns) budgets.push_back(q);
+  }
+  Holdings held;
+  QuotaConstraint quota(ns, budgets, held);
+  if (!budgets.empty()) options.policies = {&quota};
+  options.explain = !s.expect.refused_by.empty();
   StatusOr<Outcome> outcome = Allocate(snapshot, s.node, claims, s.allocated, s.features, options);
 
   std::string actual_kind;
@@ -398,6 +492,26 @@ RunResult RunScenario(const Scenario& s) {
     out.passed = true;
     return out;
   }
+  if (!s.expect.refused_by.empty()) {
+    std::vector<std::string> refusals;
+    std::function<void(const RequestExplanation&)> collect = [&](const RequestExplanation& r) {
+      for (const CandidateExplanation& c : r.candidates) {
+        if (c.status == CandidateStatus::kPolicy) refusals.push_back(c.detail);
+      }
+      for (const RequestExplanation& sub : r.subrequests) collect(sub);
+    };
+    if (outcome->explanation.has_value()) {
+      for (const ClaimExplanation& c : outcome->explanation->claims) {
+        for (const RequestExplanation& r : c.requests) collect(r);
+      }
+    }
+    for (const std::string& expected : s.expect.refused_by) {
+      if (std::find(refusals.begin(), refusals.end(), expected) != refusals.end()) continue;
+      out.failure = "no policy refusal \"" + expected + "\"; refusals:";
+      for (const std::string& r : refusals) out.failure += "\n    " + r;
+      return out;
+    }
+  }
   if (actual_kind == "unsatisfiable") {
     out.passed = true;
     return out;
@@ -409,6 +523,21 @@ RunResult RunScenario(const Scenario& s) {
     out.failure = fmt::format("results differ ({} comparison)\n{}", s.exact ? "exact" : "unordered",
                               Diff(Yaml(s.expect.results), Yaml(outcome->results)));
     return out;
+  }
+  if (s.expect.charges.has_value()) {
+    DeviceCatalog catalog;
+    for (const rv1::ResourceSlice& sl : s.slices) catalog.SetSlice(sl);
+    std::vector<ClaimCharge> charges;
+    for (size_t i = 0; i < s.claims.size(); ++i) {
+      charges.push_back(ChargeAllocation(s.claims[i], outcome->results[i], catalog));
+    }
+    std::vector<const ClaimCharge*> pointers;
+    for (const ClaimCharge& c : charges) pointers.push_back(&c);
+    ResourceList actual = Holdings().Increment(ns, pointers, Holdings::Scope::kCommitted);
+    if (std::string diff = DiffResources(*s.expect.charges, actual); !diff.empty()) {
+      out.failure = "charges differ\n" + diff;
+      return out;
+    }
   }
   out.passed = true;
   return out;

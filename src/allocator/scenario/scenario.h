@@ -1,8 +1,14 @@
 // Allocation scenarios: data files that pin what the allocator must answer
-// (`../shared/conformance/allocator/FORMAT.md`). One scenario = a node, DeviceClasses and
-// ResourceSlices, the claims of one Pod, the devices already in use, the feature gates, and the
-// expected outcome. Used by `draplane scenario run` (a platform team can pin "this claim gets an
-// H100 on this snapshot" in its CI) and by the conformance suite under tests/allocator/.
+// (`../shared/conformance/allocator/FORMAT.md`, plus an optional `kubernetesVersion: "1.37"` that
+// selects the release's reading of list attributes in selectors; the gates stay `features`). One
+// scenario = a node, DeviceClasses and ResourceSlices, the claims of one Pod, the devices already
+// in use, the feature gates, and the expected outcome. Used by `draplane scenario run` (a platform
+// team can pin "this claim gets an H100 on this snapshot" in its CI) and by the conformance suite
+// under tests/allocator/.
+//
+// draplane adds a `quotas:` section and `expect.refusedBy` / `expect.charges` (Allocation-mode
+// quota) / `expect.admissionCharges` (upstream's admission-time evaluator, the default mode),
+// docs/design/holdings.md §6; files without them are FORMAT.md scenarios.
 //
 // Comparison follows FORMAT.md: `compare: unordered` (default) matches claim results, device
 // results and node-selector terms / requirements / values ignoring order and requires an empty
@@ -18,7 +24,9 @@
 #include <vector>
 
 #include "allocator/allocated_state.h"
+#include "allocator/charges.h"
 #include "allocator/features.h"
+#include "allocator/quota.h"
 #include "api/gen/core_v1_types.h"
 #include "api/gen/resource_v1_types.h"
 #include "common/status.h"
@@ -30,6 +38,13 @@ struct Expectation {
   Outcome outcome = Outcome::kSuccess;
   std::string error;  // substring of the error message (kError)
   std::vector<api::resourcev1::AllocationResult> results;  // kSuccess, one per claim
+  // draplane extension (docs/design/holdings.md §6): messages that must appear as policy
+  // refusals in the explanation, the Allocation-mode charge of the results, and what upstream's
+  // admission-time evaluator charges a default-mode quota for the claims' specs, all claims
+  // together (each checked when given).
+  std::vector<std::string> refused_by;
+  std::optional<ResourceList> charges;
+  std::optional<ResourceList> admission_charges;
 };
 
 struct Scenario {
@@ -41,11 +56,16 @@ struct Scenario {
   std::vector<api::resourcev1::ResourceSlice> slices;
   std::vector<api::resourcev1::ResourceClaim> claims;
   AllocatedState allocated;
+  // draplane extension: the `quotas:` section (ResourceQuota manifests). Those in Allocation mode
+  // in the claims' namespace are enforced inside the search, from their status.used.
+  std::vector<QuotaBudget> quotas;
   bool exact = false;
   Expectation expect;
 };
 
-// Parses one scenario document. InvalidArgument (naming the file) for malformed input.
+// Parses one scenario document. Claims get the API server's defaults (api::validation::
+// SetDefaults), as `draplane allocate` gives them. InvalidArgument (naming the file) for malformed
+// input.
 StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file);
 
 struct RunResult {

@@ -543,6 +543,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
           continue;
         }
         break;
+      case 19:
+        if (key == "compatibilityGroups") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "compatibilityGroups"};
+          out->present |= uint64_t{1} << 2;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->compatibility_groups.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              api::internal::DecodeString((*arr)[i], item, ctx, &out->compatibility_groups[i]);
+            }
+          }
+          continue;
+        }
+        break;
       default:
         break;
     }
@@ -556,6 +570,7 @@ static size_t EncodedMembers(const DeviceCounterConsumption& in) {
   size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
   n += (!(in.counter_set.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
   n += (!in.counters.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.compatibility_groups.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
   return n;
 }
 
@@ -570,6 +585,12 @@ void EncodeInto(const DeviceCounterConsumption& in, boost::json::object& out) {
     obj.reserve(in.counters.size());
     for (const auto& [k, x] : in.counters) obj.emplace(k, internal::EncodeValue(x, sp));
     out.emplace("counters", std::move(obj));
+  }
+  if (!in.compatibility_groups.empty() || (in.present & (uint64_t{1} << 2)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.compatibility_groups.size());
+    for (const auto& x : in.compatibility_groups) arr.push_back(api::internal::EncodeString(x, sp));
+    out.emplace("compatibilityGroups", std::move(arr));
   }
   api::internal::EncodeUnknown(in.unknown, out);
 }
@@ -1787,6 +1808,69 @@ boost::json::value EncodeValue(const CapacityRequirements& in, const boost::json
 }
 
 void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceDerivedAttribute* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "name") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "name"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->name);
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "expression") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "expression"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeString(v, child, ctx, &out->expression);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceDerivedAttribute& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.expression.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const DeviceDerivedAttribute& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("name", api::internal::EncodeString(in.name, sp));
+  }
+  if (!(in.expression.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("expression", api::internal::EncodeString(in.expression, sp));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const DeviceDerivedAttribute& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ExactDeviceRequest* out) {
   const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
   if (obj == nullptr) return;
@@ -1865,6 +1949,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
           continue;
         }
         break;
+      case 17:
+        if (key == "derivedAttributes") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "derivedAttributes"};
+          out->present |= uint64_t{1} << 5;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->derived_attributes.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->derived_attributes[i]);
+            }
+          }
+          continue;
+        }
+        break;
       default:
         break;
     }
@@ -1883,6 +1981,7 @@ static size_t EncodedMembers(const ExactDeviceRequest& in) {
   n += in.admin_access.has_value() ? 1 : 0;
   n += (!in.tolerations.empty() || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
   n += in.capacity.has_value() ? 1 : 0;
+  n += (!in.derived_attributes.empty() || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
   return n;
 }
 
@@ -1912,6 +2011,12 @@ void EncodeInto(const ExactDeviceRequest& in, boost::json::object& out) {
     out.emplace("tolerations", std::move(arr));
   }
   if (in.capacity.has_value()) out.emplace("capacity", internal::EncodeValue(*in.capacity, sp));
+  if (!in.derived_attributes.empty() || (in.present & (uint64_t{1} << 5)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.derived_attributes.size());
+    for (const auto& x : in.derived_attributes) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("derivedAttributes", std::move(arr));
+  }
   api::internal::EncodeUnknown(in.unknown, out);
 }
 
@@ -2002,6 +2107,20 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
           continue;
         }
         break;
+      case 17:
+        if (key == "derivedAttributes") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "derivedAttributes"};
+          out->present |= uint64_t{1} << 6;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->derived_attributes.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->derived_attributes[i]);
+            }
+          }
+          continue;
+        }
+        break;
       default:
         break;
     }
@@ -2020,6 +2139,7 @@ static size_t EncodedMembers(const DeviceSubRequest& in) {
   n += (!(in.count == 0) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
   n += (!in.tolerations.empty() || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
   n += in.capacity.has_value() ? 1 : 0;
+  n += (!in.derived_attributes.empty() || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
   return n;
 }
 
@@ -2051,6 +2171,12 @@ void EncodeInto(const DeviceSubRequest& in, boost::json::object& out) {
     out.emplace("tolerations", std::move(arr));
   }
   if (in.capacity.has_value()) out.emplace("capacity", internal::EncodeValue(*in.capacity, sp));
+  if (!in.derived_attributes.empty() || (in.present & (uint64_t{1} << 6)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.derived_attributes.size());
+    for (const auto& x : in.derived_attributes) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("derivedAttributes", std::move(arr));
+  }
   api::internal::EncodeUnknown(in.unknown, out);
 }
 
@@ -4760,6 +4886,18 @@ void Decode(const boost::json::value& json, CapacityRequirements* out, FieldErro
 }
 
 boost::json::value Encode(const CapacityRequirements& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, DeviceDerivedAttribute* out, FieldErrorList* errors) {
+  *out = DeviceDerivedAttribute();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const DeviceDerivedAttribute& in, boost::json::storage_ptr sp) {
   boost::json::object out(std::move(sp));
   internal::EncodeInto(in, out);
   return boost::json::value(std::move(out));

@@ -59,6 +59,8 @@ void Decode(const boost::json::value& json, DeviceToleration* out, FieldErrorLis
 boost::json::value Encode(const DeviceToleration& in, boost::json::storage_ptr sp = {});
 void Decode(const boost::json::value& json, CapacityRequirements* out, FieldErrorList* errors);
 boost::json::value Encode(const CapacityRequirements& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, DeviceDerivedAttribute* out, FieldErrorList* errors);
+boost::json::value Encode(const DeviceDerivedAttribute& in, boost::json::storage_ptr sp = {});
 void Decode(const boost::json::value& json, ExactDeviceRequest* out, FieldErrorList* errors);
 boost::json::value Encode(const ExactDeviceRequest& in, boost::json::storage_ptr sp = {});
 void Decode(const boost::json::value& json, DeviceSubRequest* out, FieldErrorList* errors);
@@ -201,6 +203,10 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, CapacityRequirements* out);
 void EncodeInto(const CapacityRequirements& in, boost::json::object& out);
 boost::json::value EncodeValue(const CapacityRequirements& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceDerivedAttribute* out);
+void EncodeInto(const DeviceDerivedAttribute& in, boost::json::object& out);
+boost::json::value EncodeValue(const DeviceDerivedAttribute& in, const boost::json::storage_ptr& sp);
 void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, ExactDeviceRequest* out);
 void EncodeInto(const ExactDeviceRequest& in, boost::json::object& out);

@@ -46,7 +46,8 @@ bool operator==(const Counter& a, const Counter& b) {
 
 bool operator==(const DeviceCounterConsumption& a, const DeviceCounterConsumption& b) {
   return a.counter_set == b.counter_set &&
-         a.counters == b.counters;
+         a.counters == b.counters &&
+         a.compatibility_groups == b.compatibility_groups;
 }
 
 bool operator==(const DeviceTaint& a, const DeviceTaint& b) {
@@ -140,6 +141,11 @@ bool operator==(const CapacityRequirements& a, const CapacityRequirements& b) {
   return a.requests == b.requests;
 }
 
+bool operator==(const DeviceDerivedAttribute& a, const DeviceDerivedAttribute& b) {
+  return a.name == b.name &&
+         a.expression == b.expression;
+}
+
 bool operator==(const ExactDeviceRequest& a, const ExactDeviceRequest& b) {
   return a.device_class_name == b.device_class_name &&
          a.selectors == b.selectors &&
@@ -147,7 +153,8 @@ bool operator==(const ExactDeviceRequest& a, const ExactDeviceRequest& b) {
          a.count == b.count &&
          a.admin_access == b.admin_access &&
          a.tolerations == b.tolerations &&
-         a.capacity == b.capacity;
+         a.capacity == b.capacity &&
+         a.derived_attributes == b.derived_attributes;
 }
 
 bool operator==(const DeviceSubRequest& a, const DeviceSubRequest& b) {
@@ -157,7 +164,8 @@ bool operator==(const DeviceSubRequest& a, const DeviceSubRequest& b) {
          a.allocation_mode == b.allocation_mode &&
          a.count == b.count &&
          a.tolerations == b.tolerations &&
-         a.capacity == b.capacity;
+         a.capacity == b.capacity &&
+         a.derived_attributes == b.derived_attributes;
 }
 
 bool operator==(const DeviceRequest& a, const DeviceRequest& b) {

@@ -148,6 +148,7 @@ struct Counter {
 struct DeviceCounterConsumption {
   std::string counter_set;
   std::map<std::string, Counter, std::less<>> counters;
+  std::vector<std::string> compatibility_groups;
 
   // Codec bookkeeping (see the conventions above).
   UnknownFields unknown;
@@ -344,6 +345,18 @@ struct CapacityRequirements {
   friend bool operator==(const CapacityRequirements& a, const CapacityRequirements& b);
 };
 
+// A virtual attribute computed per candidate device by a CEL expression (KEP-6080).
+struct DeviceDerivedAttribute {
+  std::string name;
+  std::string expression;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const DeviceDerivedAttribute& a, const DeviceDerivedAttribute& b);
+};
+
 // A request for one or more identical devices.
 struct ExactDeviceRequest {
   std::string device_class_name;
@@ -353,6 +366,7 @@ struct ExactDeviceRequest {
   std::optional<bool> admin_access;
   std::vector<DeviceToleration> tolerations;
   std::optional<CapacityRequirements> capacity;
+  std::vector<DeviceDerivedAttribute> derived_attributes;
 
   // Codec bookkeeping (see the conventions above).
   UnknownFields unknown;
@@ -370,6 +384,7 @@ struct DeviceSubRequest {
   int64_t count = 0;
   std::vector<DeviceToleration> tolerations;
   std::optional<CapacityRequirements> capacity;
+  std::vector<DeviceDerivedAttribute> derived_attributes;
 
   // Codec bookkeeping (see the conventions above).
   UnknownFields unknown;

@@ -1,6 +1,8 @@
 // RFC 6902 JSON patch with evanphx/json-patch's semantics and messages (the library
 // kube-apiserver applies application/json-patch+json with).
+#include <algorithm>
 #include <boost/json.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -76,14 +78,56 @@ StatusOr<value> Remove(value& root, const std::vector<std::string>& tokens, std:
   return DoesNotApply(op, path);
 }
 
+// The length of `v` serialized as compact JSON (strings counted without escapes), or some
+// number over `limit` as soon as it is known to exceed it: the walk stops there, so measuring a
+// huge value costs no more than `limit` allows.
+size_t EncodedSizeUpTo(const value& v, size_t limit) {
+  size_t size = 0;
+  std::vector<const value*> pending{&v};
+  while (!pending.empty() && size <= limit) {
+    const value* current = pending.back();
+    pending.pop_back();
+    switch (current->kind()) {
+      case boost::json::kind::object:
+        size += 2;
+        for (const auto& member : current->get_object()) {
+          size += member.key().size() + 4;  // "key": and the separating comma
+          pending.push_back(&member.value());
+        }
+        break;
+      case boost::json::kind::array:
+        size += 2 + current->get_array().size();
+        for (const value& item : current->get_array()) pending.push_back(&item);
+        break;
+      case boost::json::kind::string:
+        size += current->get_string().size() + 2;
+        break;
+      default:
+        size += 8;  // numbers, booleans, null: a typical width
+        break;
+    }
+  }
+  return size;
+}
+
 }  // namespace
 
-StatusOr<value> ApplyJsonPatch(const value& document, const value& patch) {
+Status CheckJsonPatchOperations(const value& patch, const JsonPatchLimits& limits) {
+  if (!patch.is_array() || patch.get_array().size() <= limits.max_operations) return Status::Ok();
+  return ResourceExhaustedError("The allowed maximum operations in a JSON patch is " +
+                                std::to_string(limits.max_operations) + ", got " +
+                                std::to_string(patch.get_array().size()));
+}
+
+StatusOr<value> ApplyJsonPatch(const value& document, const value& patch,
+                               const JsonPatchLimits& limits) {
   if (!patch.is_array()) {
     return InvalidArgumentError("json: cannot unmarshal " +
                                 std::string(patch.is_object() ? "object" : "value") +
                                 " into Go value of type jsonpatch.Patch");
   }
+  if (Status s = CheckJsonPatchOperations(patch, limits); !s.ok()) return s;
+  size_t copied = 0;
   value doc = document;
   for (const value& op_value : patch.get_array()) {
     if (!op_value.is_object()) return InvalidArgumentError("a JSON patch operation must be a map");
@@ -127,6 +171,14 @@ StatusOr<value> ApplyJsonPatch(const value& document, const value& patch) {
       } else {
         value* source = ResolveJsonPointer(doc, *from_tokens);
         if (source == nullptr) return DoesNotApply("copy", from);
+        copied += EncodedSizeUpTo(*source,
+                                  limits.max_copy_bytes - std::min(copied, limits.max_copy_bytes));
+        if (copied > limits.max_copy_bytes) {
+          return ResourceExhaustedError(
+              "Unable to complete the copy, the accumulated size increase of copy is " +
+              std::to_string(copied) + ", exceeding the limit " +
+              std::to_string(limits.max_copy_bytes));
+        }
         moved = *source;
       }
       if (Status s = Add(doc, *tokens, std::move(moved), path); !s.ok()) return s;

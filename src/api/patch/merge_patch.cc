@@ -384,7 +384,10 @@ StatusOr<value> ApplyPatch(const value& document, const value& patch, PatchForma
 }
 
 Status AsClientError(const Status& patch_error) {
-  if (patch_error.code() != StatusCode::kFailedPrecondition) return patch_error;
+  if (patch_error.code() != StatusCode::kFailedPrecondition &&
+      patch_error.code() != StatusCode::kResourceExhausted) {
+    return patch_error;
+  }
   return InvalidArgumentError(std::string(patch_error.message()));
 }
 

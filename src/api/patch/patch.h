@@ -17,14 +17,17 @@
 //
 // Errors: a patch document of the wrong shape is InvalidArgument without causes (answered 400);
 // a patch that does not apply (JSON patch `test` failure, missing path) is FailedPrecondition
-// (answered 422, as upstream answers a patch that cannot be applied). A client sees both as
-// InvalidArgument with the same message (client/rest_client.h maps 400 and 422 alike);
+// (answered 422, as upstream answers a patch that cannot be applied); a JSON patch past its
+// JsonPatchLimits is ResourceExhausted (answered 413 for too many operations, 422 for copies that
+// grow the object too much). A client sees all of them as InvalidArgument with the same message
+// (client/rest_client.h maps 400, 413 and 422 alike);
 // `AsClientError` does that mapping for APIs that apply patches in the client's process.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <boost/json/value.hpp>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,9 +55,28 @@ StatusOr<boost::json::value> ApplyPatch(const boost::json::value& document,
                                         const boost::json::value& patch, PatchFormat format,
                                         std::string_view kind);
 
-// RFC 6902: add, remove, replace, move, copy, test (evanphx/json-patch's messages).
+// Bounds on one JSON patch, as kube-apiserver sets them (apiserver handlers/patch.go, PR 74000):
+// a patch of more operations is refused before it is applied; `copy` operations may add at most
+// `max_copy_bytes` to the document in all (evanphx/json-patch AccumulatedCopySizeLimit, which
+// kube-apiserver sets to its 3 MiB request body limit). Without the second bound a few hundred
+// bytes of patch copying a member into itself double the document with every operation.
+struct JsonPatchLimits {
+  size_t max_operations = 10'000;
+  size_t max_copy_bytes = 3 * 1024 * 1024;
+};
+
+// ResourceExhausted (upstream's message) when `patch` is a list of more than
+// `limits.max_operations` operations; kube-apiserver answers it 413 before applying anything.
+Status CheckJsonPatchOperations(const boost::json::value& patch, const JsonPatchLimits& limits);
+
+// RFC 6902: add, remove, replace, move, copy, test (evanphx/json-patch's messages), applied to
+// a copy of `document`. InvalidArgument for a malformed patch;
+// FailedPrecondition when an operation does not apply; ResourceExhausted when the patch has more
+// than `limits.max_operations` operations or its copies add more than `limits.max_copy_bytes`
+// (checked at each copy, before the copy is made).
 StatusOr<boost::json::value> ApplyJsonPatch(const boost::json::value& document,
-                                            const boost::json::value& patch);
+                                            const boost::json::value& patch,
+                                            const JsonPatchLimits& limits = {});
 
 // RFC 7386. A patch that is not an object replaces the document.
 

@@ -1,6 +1,7 @@
 // The patch formats (patch.h) and JSON pointers (json_pointer.h).
 #include "api/patch/patch.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -11,6 +12,45 @@ namespace draplane::api::patch {
 namespace {
 
 boost::json::value Json(std::string_view text) { return boost::json::parse(text); }
+
+TEST(PatchTest, JsonPatchCopiesAreBoundedWhileApplying) {
+  boost::json::array ops;
+  ops.push_back(Json(R"({"op":"add","path":"/a","value":{"x":"0123456789"}})"));
+  for (int i = 0; i < 40; ++i) {
+    ops.push_back(
+        boost::json::object{{"op", "copy"}, {"from", "/a"}, {"path", "/a/c" + std::to_string(i)}});
+  }
+  JsonPatchLimits limits{.max_operations = 100, .max_copy_bytes = 64 * 1024};
+  StatusOr<boost::json::value> result = ApplyJsonPatch(Json("{}"), ops, limits);
+  ASSERT_EQ(result.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(result.status().message()),
+              ::testing::HasSubstr("the accumulated size increase of copy is"));
+  // The same patch fits once the limit allows its growth (2^40 bytes would not).
+  ops.resize(6);
+  EXPECT_TRUE(ApplyJsonPatch(Json("{}"), ops, limits).ok());
+}
+
+TEST(PatchTest, JsonPatchOperationCountIsBounded) {
+  boost::json::array ops(3, Json(R"({"op":"test","path":"","value":{}})"));
+  JsonPatchLimits limits{.max_operations = 2};
+  EXPECT_EQ(CheckJsonPatchOperations(ops, limits).message(),
+            "The allowed maximum operations in a JSON patch is 2, got 3");
+  EXPECT_EQ(ApplyJsonPatch(Json("{}"), ops, limits).status().code(),
+            StatusCode::kResourceExhausted);
+  ops.pop_back();
+  EXPECT_TRUE(ApplyJsonPatch(Json("{}"), ops, limits).ok());
+}
+
+TEST(PatchTest, JsonPatchBoundsReachClientsAsInvalidArgument) {
+  boost::json::array ops(3, Json(R"({"op":"test","path":"","value":{}})"));
+  Status over = ApplyPatch(Json("{}"), ops, PatchFormat::kJson, "Pod").status();
+  EXPECT_TRUE(over.ok()) << over.ToString();  // three operations are within the default bound
+  boost::json::array many(10'001, Json(R"({"op":"test","path":"","value":{}})"));
+  Status too_many = ApplyPatch(Json("{}"), many, PatchFormat::kJson, "Pod").status();
+  ASSERT_EQ(too_many.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(AsClientError(too_many).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(AsClientError(too_many).message(), too_many.message());
+}
 
 TEST(JsonPointerTest, UnescapesTokens) {
   StatusOr<std::vector<std::string>> tokens = ParseJsonPointer("/a~1b/c~0d/~2/");

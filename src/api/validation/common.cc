@@ -66,16 +66,67 @@ void ValidateTolerations(const std::vector<resourcev1::DeviceToleration>& tolera
   }
 }
 
+// Whether a constraint of the claim on `attribute` applies to the request `request` (or to the
+// subrequest `request`/`sub`).
+bool ConstraintUses(const resourcev1::DeviceClaim& claim, std::string_view attribute,
+                    std::string_view request, std::string_view sub) {
+  const std::string full = sub.empty() ? "" : std::string(request) + "/" + std::string(sub);
+  for (const resourcev1::DeviceConstraint& c : claim.constraints) {
+    if (c.match_attribute.value_or("") != attribute &&
+        c.distinct_attribute.value_or("") != attribute) {
+      continue;
+    }
+    if (c.requests.empty()) return true;
+    for (const std::string& r : c.requests) {
+      if (r == request || (!full.empty() && r == full)) return true;
+    }
+  }
+  return false;
+}
+
+// KEP-6080: at most 32 derived attributes with unique, fully qualified names, each with an
+// expression (CEL compilation is the cel module's check) and each used by a matchAttribute or
+// distinctAttribute constraint that applies to the request.
+void ValidateDerivedAttributes(const std::vector<resourcev1::DeviceDerivedAttribute>& derived,
+                               const FieldPath& path, bool stored,
+                               const resourcev1::DeviceClaim& claim, std::string_view request,
+                               std::string_view sub, FieldErrorList& errs) {
+  ValidateSet(
+      derived, kDerivedAttributesMaxSize, path,
+      [&](const resourcev1::DeviceDerivedAttribute& d, const FieldPath& p) {
+        if (d.name.empty()) {
+          errs.push_back(Required(p.Child("name")));
+        } else {
+          Append(errs, ValidateFullyQualifiedName(d.name, p.Child("name")));
+          if (!ConstraintUses(claim, d.name, request, sub)) {
+            errs.push_back(Invalid(p.Child("name"), RenderValue(d.name),
+                                   "must be used by a matchAttribute or distinctAttribute "
+                                   "constraint that applies to this request"));
+          }
+        }
+        if (d.expression.empty()) {
+          errs.push_back(Required(p.Child("expression")));
+        } else {
+          Append(errs, ValidateCELExpression(d.expression, p.Child("expression"), stored));
+        }
+      },
+      [](const resourcev1::DeviceDerivedAttribute& d) { return d.name; }, QuotedKey, errs);
+}
+
 void ValidateExactRequest(const resourcev1::ExactDeviceRequest& req, const FieldPath& path,
-                          bool stored, FieldErrorList& errs) {
+                          bool stored, const resourcev1::DeviceClaim& claim,
+                          std::string_view request, FieldErrorList& errs) {
   Append(errs, ValidateDeviceClassName(req.device_class_name, path.Child("deviceClassName")));
   Append(errs, ValidateSelectors(req.selectors, path.Child("selectors"), stored));
   ValidateAllocationMode(req.allocation_mode, req.count, path.Child("allocationMode"),
                          path.Child("count"), errs);
   ValidateTolerations(req.tolerations, path.Child("tolerations"), errs);
+  ValidateDerivedAttributes(req.derived_attributes, path.Child("derivedAttributes"), stored, claim,
+                            request, "", errs);
 }
 
 void ValidateSubRequest(const resourcev1::DeviceSubRequest& sub, const FieldPath& path, bool stored,
+                        const resourcev1::DeviceClaim& claim, std::string_view request,
                         FieldErrorList& errs) {
   Append(errs, ValidateDeviceName(sub.name, path.Child("name")));
   Append(errs, ValidateDeviceClassName(sub.device_class_name, path.Child("deviceClassName")));
@@ -83,10 +134,12 @@ void ValidateSubRequest(const resourcev1::DeviceSubRequest& sub, const FieldPath
   ValidateAllocationMode(sub.allocation_mode, sub.count, path.Child("allocationMode"),
                          path.Child("count"), errs);
   ValidateTolerations(sub.tolerations, path.Child("tolerations"), errs);
+  ValidateDerivedAttributes(sub.derived_attributes, path.Child("derivedAttributes"), stored, claim,
+                            request, sub.name, errs);
 }
 
 void ValidateRequest(const resourcev1::DeviceRequest& req, const FieldPath& path, bool stored,
-                     FieldErrorList& errs) {
+                     const resourcev1::DeviceClaim& claim, FieldErrorList& errs) {
   Append(errs, ValidateDeviceName(req.name, path.Child("name")));
   const bool has_first_available = !req.first_available.empty();
   const bool has_exactly = req.exactly.has_value();
@@ -100,11 +153,11 @@ void ValidateRequest(const resourcev1::DeviceRequest& req, const FieldPath& path
     ValidateSet(
         req.first_available, kFirstAvailableDeviceRequestMaxSize, path.Child("firstAvailable"),
         [&](const resourcev1::DeviceSubRequest& sub, const FieldPath& p) {
-          ValidateSubRequest(sub, p, stored, errs);
+          ValidateSubRequest(sub, p, stored, claim, req.name, errs);
         },
         [](const resourcev1::DeviceSubRequest& sub) { return sub.name; }, QuotedKey, errs);
   } else {
-    ValidateExactRequest(*req.exactly, path.Child("exactly"), stored, errs);
+    ValidateExactRequest(*req.exactly, path.Child("exactly"), stored, claim, req.name, errs);
   }
 }
 
@@ -326,7 +379,7 @@ FieldErrorList ValidateDeviceClaim(const resourcev1::DeviceClaim& claim, const F
   ValidateSet(
       claim.requests, kDeviceRequestsMaxSize, path.Child("requests"),
       [&](const resourcev1::DeviceRequest& req, const FieldPath& p) {
-        ValidateRequest(req, p, stored, errs);
+        ValidateRequest(req, p, stored, claim, errs);
       },
       [](const resourcev1::DeviceRequest& req) { return req.name; }, QuotedKey, errs);
   ValidateList(
@@ -387,11 +440,16 @@ Status ParseFeatureGates(std::string_view text, Features* features) {
       features->fractional_capacity_range = on;
     } else if (name == "DRAListTypeAttributes") {
       features->list_type_attributes = on;
+    } else if (name == "DRADeviceCompatibilityGroups") {
+      features->device_compatibility_groups = on;
+    } else if (name == "DRADerivedAttributes") {
+      features->derived_attributes = on;
     } else {
       return Status(StatusCode::kInvalidArgument,
                     "unknown feature gate " + std::string(name) +
                         " (known: DRAConsumableCapacity, DRAFractionalCapacityRange, "
-                        "DRAListTypeAttributes)");
+                        "DRAListTypeAttributes, DRADeviceCompatibilityGroups, "
+                        "DRADerivedAttributes)");
     }
   }
   return Status::Ok();

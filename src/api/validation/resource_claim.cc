@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "api/validation/disabled_fields.h"
 #include "api/validation/internal/common.h"
 #include "api/validation/internal/render.h"
 #include "api/validation/meta_validation.h"
@@ -193,6 +194,29 @@ FieldErrorList ValidateClaimStatus(const resourcev1::ResourceClaimStatus& status
 }
 
 }  // namespace
+
+void DropDisabledFields(resourcev1::ResourceClaimSpec& spec,
+                        const resourcev1::ResourceClaimSpec* old, const Features& f) {
+  if (f.derived_attributes) return;
+  if (old != nullptr) {
+    for (const resourcev1::DeviceRequest& r : old->devices.requests) {
+      if (r.exactly.has_value() && !r.exactly->derived_attributes.empty()) return;
+      for (const resourcev1::DeviceSubRequest& sub : r.first_available) {
+        if (!sub.derived_attributes.empty()) return;
+      }
+    }
+  }
+  for (resourcev1::DeviceRequest& r : spec.devices.requests) {
+    if (r.exactly.has_value()) {
+      r.exactly->derived_attributes.clear();
+      internal::ClearPresentBit(r.exactly->present, internal::kExactRequestDerivedAttributesBit);
+    }
+    for (resourcev1::DeviceSubRequest& sub : r.first_available) {
+      sub.derived_attributes.clear();
+      internal::ClearPresentBit(sub.present, internal::kSubRequestDerivedAttributesBit);
+    }
+  }
+}
 
 FieldErrorList ValidateResourceClaim(const resourcev1::ResourceClaim& obj,
                                      const Features& features) {

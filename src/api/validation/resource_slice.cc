@@ -7,6 +7,7 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/validation/disabled_fields.h"
 #include "api/validation/internal/common.h"
 #include "api/validation/internal/render.h"
 #include "api/validation/meta_validation.h"
@@ -440,6 +441,18 @@ void ValidateDevice(const resourcev1::Device& device, const resourcev1::Device* 
           ValidateCounters(c.counters, kResourceSliceMaxCountersPerDeviceCounterConsumption,
                            p.Child("counters"), errs);
         }
+        // KEP-5963: at most two opaque group names, no duplicates.
+        internal::ValidateSet(
+            c.compatibility_groups, kDeviceCounterConsumptionMaxCompatibilityGroups,
+            p.Child("compatibilityGroups"),
+            [&](const std::string& group, const FieldPath& gp) {
+              if (group.empty()) {
+                errs.push_back(Required(gp));
+              } else if (group.size() > kCompatibilityGroupMaxLength) {
+                errs.push_back(TooLong(gp, static_cast<int64_t>(kCompatibilityGroupMaxLength)));
+              }
+            },
+            [](const std::string& group) { return group; }, QuotedKey, errs);
       },
       [](const resourcev1::DeviceCounterConsumption& c) { return c.counter_set; }, QuotedKey, errs);
 
@@ -683,6 +696,26 @@ FieldErrorList ValidateResourceSliceSpec(const resourcev1::ResourceSliceSpec& sp
 }
 
 }  // namespace
+
+void DropDisabledFields(resourcev1::ResourceSlice& slice, const resourcev1::ResourceSlice* old,
+                        const Features& f) {
+  if (f.device_compatibility_groups) return;
+  auto uses = [](const resourcev1::ResourceSlice& s) {
+    for (const resourcev1::Device& d : s.spec.devices) {
+      for (const resourcev1::DeviceCounterConsumption& c : d.consumes_counters) {
+        if (!c.compatibility_groups.empty()) return true;
+      }
+    }
+    return false;
+  };
+  if (old != nullptr && uses(*old)) return;
+  for (resourcev1::Device& d : slice.spec.devices) {
+    for (resourcev1::DeviceCounterConsumption& c : d.consumes_counters) {
+      c.compatibility_groups.clear();
+      internal::ClearPresentBit(c.present, internal::kCounterConsumptionCompatibilityGroupsBit);
+    }
+  }
+}
 
 FieldErrorList ValidateResourceSlice(const resourcev1::ResourceSlice& obj,
                                      const Features& features) {

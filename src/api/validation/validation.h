@@ -45,6 +45,13 @@ struct Features {
   bool fractional_capacity_range = false;
   // DRAListTypeAttributes (alpha in 1.36): not a validation rule; passed on to the CEL compiler.
   bool list_type_attributes = false;
+  // DRADeviceCompatibilityGroups and DRADerivedAttributes (alpha in 1.37): not validation rules;
+  // with a gate off the API server drops its fields (consumesCounters[].compatibilityGroups,
+  // derivedAttributes) before validating, unless the old object already uses them.
+  bool device_compatibility_groups = false;
+  bool derived_attributes = false;
+
+  friend bool operator==(const Features&, const Features&) = default;
 };
 
 // Parses a `--feature-gates` style list, "Name=true,Other=false", into `features`. Unknown
@@ -137,5 +144,11 @@ inline constexpr size_t kNetworkDeviceDataInterfaceNameMaxLength = 256;
 inline constexpr size_t kNetworkDeviceDataHardwareAddressMaxLength = 128;
 inline constexpr size_t kDeviceTaintRuleStatusMaxConditions = 8;
 inline constexpr size_t kCapacityRequestPolicyDiscreteMaxOptions = 10;
+// KEP-5963 (1.37 alpha): compatibility groups per counter consumption; a group name is an opaque
+// string, limited here like a string attribute value.
+inline constexpr size_t kDeviceCounterConsumptionMaxCompatibilityGroups = 2;
+inline constexpr size_t kCompatibilityGroupMaxLength = 64;
+// KEP-6080 (1.37 alpha): derived attributes per request or subrequest.
+inline constexpr size_t kDerivedAttributesMaxSize = 32;
 
 }  // namespace draplane::api::validation

@@ -9,6 +9,7 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/validation/disabled_fields.h"
 #include "api/validation/internal/common.h"
 
 namespace draplane::api::validation {
@@ -80,6 +81,44 @@ TEST(ValidationTest, PresentBitsMatchTheCodec) {
   FieldErrorList errs;
   corev1::Decode(boost::json::parse(R"({"nodeSelectorTerms": []})"), &selector, &errs);
   EXPECT_TRUE(internal::PresentBit(selector.present, internal::kNodeSelectorTermsBit));
+  auto consumption = Parse<resourcev1::DeviceCounterConsumption>(R"({"compatibilityGroups": []})");
+  EXPECT_TRUE(internal::PresentBit(consumption.present,
+                                   internal::kCounterConsumptionCompatibilityGroupsBit));
+  auto exact = Parse<resourcev1::ExactDeviceRequest>(R"({"derivedAttributes": []})");
+  EXPECT_TRUE(internal::PresentBit(exact.present, internal::kExactRequestDerivedAttributesBit));
+  auto sub = Parse<resourcev1::DeviceSubRequest>(R"({"derivedAttributes": []})");
+  EXPECT_TRUE(internal::PresentBit(sub.present, internal::kSubRequestDerivedAttributesBit));
+}
+
+TEST(ValidationTest, DisabledAlphaFieldsAreRemovedUnlessTheOldObjectUsesThem) {
+  auto slice = Parse<resourcev1::ResourceSlice>(R"({"spec": {"devices": [{"name": "mig",
+      "consumesCounters": [{"counterSet": "gpu-0", "compatibilityGroups": []}]}]}})");
+  auto grouped = slice;
+  grouped.spec.devices[0].consumes_counters[0].compatibility_groups = {"mig"};
+  auto dropped = grouped;
+  DropDisabledFields(dropped, nullptr, Features{});
+  EXPECT_EQ(boost::json::serialize(resourcev1::Encode(dropped)).find("compatibilityGroups"),
+            std::string::npos);
+  auto kept = grouped;
+  DropDisabledFields(kept, &grouped, Features{});
+  EXPECT_EQ(kept, grouped);
+  auto gated = grouped;
+  DropDisabledFields(gated, nullptr, Features{.device_compatibility_groups = true});
+  EXPECT_EQ(gated, grouped);
+
+  auto claim = Parse<resourcev1::ResourceClaim>(R"({"spec": {"devices": {"requests": [
+      {"name": "a", "exactly": {"deviceClassName": "gpu",
+       "derivedAttributes": [{"name": "x/numa", "expression": "1"}]}},
+      {"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "gpu",
+       "derivedAttributes": []}]}]}}})");
+  auto spec = claim.spec;
+  DropDisabledFields(spec, nullptr, Features{});
+  EXPECT_EQ(boost::json::serialize(resourcev1::Encode(spec)).find("derivedAttributes"),
+            std::string::npos);
+  auto old_spec = claim.spec;
+  spec = claim.spec;
+  DropDisabledFields(spec, &old_spec, Features{});
+  EXPECT_EQ(spec, claim.spec);
 }
 
 TEST(ValidationTest, ValidClaimHasNoErrors) {

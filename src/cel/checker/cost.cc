@@ -481,6 +481,7 @@ class Coster {
   enum class K : uint8_t {
     kNone,
     kIncludes,
+    kAsList,
     kListTraversal,
     kUrl,
     kStringOp,
@@ -498,6 +499,7 @@ class Coster {
   static K Classify(const std::string& fn) {
     static const auto* table = new std::unordered_map<std::string_view, K>{
         {"includes", K::kIncludes},
+        {"asList", K::kAsList},
         {"isSorted", K::kListTraversal},
         {"sum", K::kListTraversal},
         {"max", K::kListTraversal},
@@ -554,6 +556,11 @@ class Coster {
       if (id == "dra_includes_dyn_dyn" && target) {
         return CallEstimate{ByCost(Size{0, 48}, Fixed(1)), std::nullopt};
       }
+      return std::nullopt;
+    }
+    if (k == K::kAsList) {
+      // A list attribute has at most 48 values (ResourceSliceMaxAttributeValuesPerDevice).
+      if (id == "dra_as_list_dyn" && target) return CallEstimate{Fixed(1), Size{1, 48}};
       return std::nullopt;
     }
     if (k == K::kListTraversal) {

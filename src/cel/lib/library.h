@@ -42,6 +42,10 @@ void RegisterNetworkLibrary(FunctionRegistry& r);
 void RegisterUrlLibrary(FunctionRegistry& r);
 // The DRA `includes` member function (dynamic-resource-allocation cel/compile.go).
 void RegisterDraIncludes(FunctionRegistry& r);
+// The DRA `asList` member function of Kubernetes 1.37's list attributes (KEP-5491 alpha2): the
+// whole list of a list attribute read as its first element, the list itself, or a scalar as a
+// one-element list.
+void RegisterDraAsList(FunctionRegistry& r);
 
 // Everything Kubernetes' base CEL environment (1.34-1.36) enables, as used for DRA.
 void RegisterKubernetesCelLibrary(FunctionRegistry& r);

@@ -5,6 +5,7 @@
 
 #include "cel/lib/helpers.h"
 #include "cel/lib/library.h"
+#include "cel/runtime/device_input.h"
 #include "cel/runtime/nodes.h"
 
 namespace draplane::cel {
@@ -266,6 +267,19 @@ Value Includes(EvalContext& ctx, const Value* a) {
   return Value::Bool(Equal(target, a[1]).IsTrue());
 }
 
+// Kubernetes 1.37 `asList()`: a list attribute read as its first element gives back its whole
+// list (the mark DeviceInput put on the value), a list stays itself, anything else becomes a
+// one-element list.
+Value AsList(EvalContext& ctx, const Value* a) {
+  const Value& target = a[0];
+  if (target.IsError()) return target;
+  if (uint32_t origin = target.list_origin(); origin != 0 && ctx.device != nullptr) {
+    if (const Value* list = ctx.device->ListAttribute(origin)) return *list;
+  }
+  if (target.kind() == ValueKind::kList) return target;
+  return MakeList(ctx.arena, &target, 1);
+}
+
 }  // namespace
 
 void RegisterListsLibrary(FunctionRegistry& r) {
@@ -335,6 +349,10 @@ void RegisterKubernetesListsLibrary(FunctionRegistry& r) {
 
 void RegisterDraIncludes(FunctionRegistry& r) {
   Member(r, "includes", "dra_includes_dyn_dyn", {Type::Dyn(), Type::Dyn()}, Type::Bool(), Includes);
+}
+
+void RegisterDraAsList(FunctionRegistry& r) {
+  Member(r, "asList", "dra_as_list_dyn", {Type::Dyn()}, Type::List(Type::Dyn()), AsList);
 }
 
 }  // namespace draplane::cel

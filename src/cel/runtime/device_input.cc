@@ -43,17 +43,14 @@ struct Attr {
 
 struct DeviceInput::Builder::State {
   std::string driver;
-  Options options;
   bool allow_multi = false;
   // Ordered by (domain, id) so maps iterate deterministically; later additions replace.
   std::map<std::pair<std::string, std::string>, Attr> attrs;
   std::map<std::pair<std::string, std::string>, api::Quantity> caps;
 };
 
-DeviceInput::Builder::Builder(std::string_view driver, Options options)
-    : state_(std::make_unique<State>()) {
+DeviceInput::Builder::Builder(std::string_view driver) : state_(std::make_unique<State>()) {
   state_->driver = std::string(driver);
-  state_->options = options;
 }
 DeviceInput::Builder::Builder(Builder&&) noexcept = default;
 DeviceInput::Builder& DeviceInput::Builder::operator=(Builder&&) noexcept = default;
@@ -177,32 +174,42 @@ std::shared_ptr<const DeviceInput> DeviceInput::Builder::Build() && {
 
   auto semver = [arena](const SemverValue& v) { return Value::Semver(arena->New<SemverValue>(v)); };
 
-  // Attributes, grouped by domain in (domain, id) order.
-  std::vector<MapEntryValue> domains;
-  std::vector<MapEntryValue> current;
+  // Attributes, grouped by domain in (domain, id) order, once as lists (1.36) and, for a device
+  // with list attributes, once with each list read as its first element (1.37).
+  bool has_lists = false;
+  for (const auto& [key, attr] : s.attrs) has_lists = has_lists || attr.is_list;
+  struct Grouping {
+    std::vector<MapEntryValue> domains;
+    std::vector<MapEntryValue> current;
+  };
+  Grouping lists_group, first_group;
   std::string current_domain;
   bool have_domain = false;
-  auto flush = [&] {
+  auto flush = [&](Grouping& g) {
     if (!have_domain) return;
-    domains.push_back({Value::String(Intern(arena, current_domain)),
-                       BuildMap(arena, current, /*default_empty=*/false)});
-    current.clear();
+    g.domains.push_back({Value::String(Intern(arena, current_domain)),
+                         BuildMap(arena, g.current, /*default_empty=*/false)});
+    g.current.clear();
+  };
+  if (has_lists) d->first_element_ = std::make_unique<AttributeView>();
+  auto first_error = [](std::optional<std::string>& slot, const std::string& text) {
+    if (!slot) slot = text;
   };
   for (const auto& [key, attr] : s.attrs) {
     const auto& [domain, id] = key;
     if (!have_domain || domain != current_domain) {
-      flush();
+      flush(lists_group);
+      if (has_lists) flush(first_group);
       current_domain = domain;
       have_domain = true;
     }
-    if (!d->error_) {
-      if (std::holds_alternative<Unsupported>(attr.value) ||
-          (attr.is_list && !s.options.list_type_attributes)) {
-        d->error_ = "attribute " + attr.qualified + ": unsupported attribute value";
-      } else if (!attr.version_error.empty()) {
-        d->error_ =
-            "attribute " + attr.qualified + ": parse semantic version: " + attr.version_error;
-      }
+    // upstream getAttributeValue errors, by the first attribute that has one.
+    const std::string unsupported = "attribute " + attr.qualified + ": unsupported attribute value";
+    std::string general;
+    if (std::holds_alternative<Unsupported>(attr.value)) {
+      general = unsupported;
+    } else if (!attr.version_error.empty()) {
+      general = "attribute " + attr.qualified + ": parse semantic version: " + attr.version_error;
     }
     Value v;
     if (const auto* i = std::get_if<int64_t>(&attr.value)) {
@@ -232,23 +239,51 @@ std::shared_ptr<const DeviceInput> DeviceInput::Builder::Build() && {
     } else {
       v = Value::Null();
     }
+    // The 1.37 reading: a list is its first element, marked with its origin for asList(); an
+    // empty list has no first element and so no value.
+    Value first = v;
+    bool empty_list = false;
+    if (attr.is_list && v.kind() == ValueKind::kList) {
+      empty_list = v.list().size == 0;
+      d->lists_.push_back(v);
+      uint32_t origin = static_cast<uint32_t>(d->lists_.size());
+      first = empty_list || origin > Value::kMaxListOrigin
+                  ? Value::Null()
+                  : v.list().elems[0].WithListOrigin(origin);
+    }
+    if (!general.empty()) {
+      first_error(d->error_, general);
+      first_error(d->unsupported_lists_error_, general);
+      first_error(d->first_element_error_, general);
+    }
+    if (attr.is_list) first_error(d->unsupported_lists_error_, unsupported);
+    if (empty_list) first_error(d->first_element_error_, unsupported);
+
     std::string_view dom = Intern(arena, domain);
     std::string_view idv = Intern(arena, id);
-    current.push_back({Value::String(idv), v});
-    d->attr_.hashes.push_back(HashQualifiedKey(dom, idv));
-    d->attr_.entries.push_back({dom, idv, v});
+    lists_group.current.push_back({Value::String(idv), v});
+    d->lists_view_.index.hashes.push_back(HashQualifiedKey(dom, idv));
+    d->lists_view_.index.entries.push_back({dom, idv, v});
+    if (has_lists) {
+      first_group.current.push_back({Value::String(idv), first});
+      d->first_element_->index.hashes.push_back(HashQualifiedKey(dom, idv));
+      d->first_element_->index.entries.push_back({dom, idv, first});
+    }
   }
-  flush();
-  d->attributes_ = BuildMap(arena, domains, /*default_empty=*/true);
+  flush(lists_group);
+  d->lists_view_.attributes = BuildMap(arena, lists_group.domains, /*default_empty=*/true);
+  if (has_lists) {
+    flush(first_group);
+    d->first_element_->attributes = BuildMap(arena, first_group.domains, /*default_empty=*/true);
+  }
 
   // Capacities.
-  domains.clear();
-  current.clear();
+  Grouping caps;
   have_domain = false;
   for (const auto& [key, q] : s.caps) {
     const auto& [domain, id] = key;
     if (!have_domain || domain != current_domain) {
-      flush();
+      flush(caps);
       current_domain = domain;
       have_domain = true;
     }
@@ -256,25 +291,30 @@ std::shared_ptr<const DeviceInput> DeviceInput::Builder::Build() && {
     Value v = Value::Quantity(qv);
     std::string_view dom = Intern(arena, domain);
     std::string_view idv = Intern(arena, id);
-    current.push_back({Value::String(idv), v});
+    caps.current.push_back({Value::String(idv), v});
     d->cap_.hashes.push_back(HashQualifiedKey(dom, idv));
     d->cap_.entries.push_back({dom, idv, v});
   }
-  flush();
-  d->capacity_ = BuildMap(arena, domains, /*default_empty=*/true);
+  flush(caps);
+  d->capacity_ = BuildMap(arena, caps.domains, /*default_empty=*/true);
 
-  std::vector<MapEntryValue> root = {
-      {Value::String("driver"), Value::String(d->driver_)},
-      {Value::String("attributes"), d->attributes_},
-      {Value::String("capacity"), d->capacity_},
-      {Value::String("allowMultipleAllocations"), Value::Bool(d->allow_multiple_allocations_)},
+  auto root = [&](const AttributeView& view) {
+    std::vector<MapEntryValue> fields = {
+        {Value::String("driver"), Value::String(d->driver_)},
+        {Value::String("attributes"), view.attributes},
+        {Value::String("capacity"), d->capacity_},
+        {Value::String("allowMultipleAllocations"), Value::Bool(d->allow_multiple_allocations_)},
+    };
+    return BuildMap(arena, fields, /*default_empty=*/false);
   };
-  d->root_ = BuildMap(arena, root, /*default_empty=*/false);
+  d->lists_view_.root = root(d->lists_view_);
+  if (has_lists) d->first_element_->root = root(*d->first_element_);
   return d;
 }
 
-const Value* DeviceInput::FindAttributeDomain(std::string_view domain) const {
-  return attributes_.map().FindString(domain);
+const Value* DeviceInput::FindAttributeDomain(ListAttributeMode mode,
+                                              std::string_view domain) const {
+  return View(mode).attributes.map().FindString(domain);
 }
 
 const Value* DeviceInput::FindCapacityDomain(std::string_view domain) const {

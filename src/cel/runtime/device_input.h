@@ -9,9 +9,14 @@
 // the CEL maps `device.attributes` / `device.capacity` with upstream's semantics (an unknown
 // domain reads as an empty map; `in`, size() and iteration see only real domains).
 //
-// A device whose attributes upstream cannot convert (an unparsable version, a list attribute
-// while list attributes are disabled, an attribute without a value) fails every evaluation with
-// upstream's message ("attribute <name>: ...").
+// A device whose attributes upstream cannot convert (an unparsable version, an attribute without
+// a value) fails every evaluation with upstream's message ("attribute <name>: ...").
+//
+// List-typed attributes (KEP-5491) are read as the release a program was compiled for says
+// (list_attribute_mode.h), so one DeviceInput serves every release: it holds the attributes as
+// lists (1.36) and, when the device has a list attribute, a second view where each list reads as
+// its first element, marked with where its list is (1.37, `asList()`); 1.34/1.35 programs fail
+// on a device with a list attribute ("unsupported attribute value").
 //
 // Thread-safety: immutable after Build(); evaluate it from any number of threads.
 // Ownership: a DeviceInput owns all its strings and values; programs evaluated against it hold
@@ -26,25 +31,17 @@
 #include <vector>
 
 #include "api/quantity.h"
+#include "cel/list_attribute_mode.h"
 #include "cel/runtime/arena.h"
 #include "cel/runtime/value.h"
 
 namespace draplane::cel {
 
-struct DeviceInputOptions {
-  // DRAListTypeAttributes: list attributes (ints, bools, strings, versions) become CEL lists.
-  // When false a device with a list attribute fails every evaluation with "unsupported
-  // attribute value", as upstream does with the gate off.
-  bool list_type_attributes = true;
-};
-
 class DeviceInput {
  public:
-  using Options = DeviceInputOptions;
-
   class Builder {
    public:
-    explicit Builder(std::string_view driver, Options options = {});
+    explicit Builder(std::string_view driver);
     Builder(const Builder&) = delete;
     Builder& operator=(const Builder&) = delete;
     Builder(Builder&&) noexcept;
@@ -85,25 +82,35 @@ class DeviceInput {
 
   std::string_view driver() const { return driver_; }
   bool allow_multiple_allocations() const { return allow_multiple_allocations_; }
-  // Set when the device cannot be evaluated (see the header comment).
-  const std::optional<std::string>& error() const { return error_; }
+  // Set when no evaluation under `mode` can run on the device (see the header comment).
+  const std::optional<std::string>& error(ListAttributeMode mode) const {
+    return mode == ListAttributeMode::kLists          ? error_
+           : mode == ListAttributeMode::kFirstElement ? first_element_error_
+                                                      : unsupported_lists_error_;
+  }
 
   // The CEL value of `device`, `device.attributes` and `device.capacity`.
-  Value root() const { return root_; }
-  Value attributes() const { return attributes_; }
+  Value root(ListAttributeMode mode) const { return View(mode).root; }
+  Value attributes(ListAttributeMode mode) const { return View(mode).attributes; }
   Value capacity() const { return capacity_; }
 
   // The attribute (or capacity) `id` of `domain`, or nullptr. `hash` must be
   // HashQualifiedKey(domain, id).
-  const Value* FindAttribute(uint64_t hash, std::string_view domain, std::string_view id) const {
-    return Find(attr_, hash, domain, id);
+  const Value* FindAttribute(ListAttributeMode mode, uint64_t hash, std::string_view domain,
+                             std::string_view id) const {
+    return Find(View(mode).index, hash, domain, id);
   }
   const Value* FindCapacity(uint64_t hash, std::string_view domain, std::string_view id) const {
     return Find(cap_, hash, domain, id);
   }
   // The per-domain map of attributes (or capacities), or nullptr when the domain has none.
-  const Value* FindAttributeDomain(std::string_view domain) const;
+  const Value* FindAttributeDomain(ListAttributeMode mode, std::string_view domain) const;
   const Value* FindCapacityDomain(std::string_view domain) const;
+  // The whole list of a list attribute read as its first element (Value::list_origin() != 0),
+  // or nullptr when `origin` is not one of this device's.
+  const Value* ListAttribute(uint32_t origin) const {
+    return origin >= 1 && origin <= lists_.size() ? &lists_[origin - 1] : nullptr;
+  }
 
   static uint64_t HashQualifiedKey(std::string_view domain, std::string_view id);
 
@@ -132,12 +139,27 @@ class DeviceInput {
     return nullptr;
   }
 
+  // The attributes as one release reads them.
+  struct AttributeView {
+    Value root, attributes;
+    Index index;
+  };
+  const AttributeView& View(ListAttributeMode mode) const {
+    return mode == ListAttributeMode::kFirstElement && first_element_ ? *first_element_
+                                                                      : lists_view_;
+  }
+
   Arena arena_{size_t{1} << 30};
   std::string_view driver_;
   bool allow_multiple_allocations_ = false;
-  std::optional<std::string> error_;
-  Value root_, attributes_, capacity_;
-  Index attr_;
+  std::optional<std::string> error_;                    // 1.36 (lists readable)
+  std::optional<std::string> unsupported_lists_error_;  // 1.34, 1.35 (lists have no value)
+  std::optional<std::string> first_element_error_;      // 1.37 (empty lists have no value)
+  AttributeView lists_view_;
+  // Only when the device has a list attribute; else the 1.37 view is the 1.36 one.
+  std::unique_ptr<AttributeView> first_element_;
+  std::vector<Value> lists_;  // the list attributes, by origin - 1
+  Value capacity_;
   Index cap_;
 
   friend class Builder;

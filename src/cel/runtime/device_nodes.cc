@@ -16,7 +16,7 @@ Value NoDeviceError() {
 Value DeviceRootNode::Eval(EvalContext& ctx) const {
   ctx.cost += 1;
   if (ctx.device == nullptr) return NoDeviceError();
-  return ctx.device->root();
+  return ctx.device->root(ctx.list_mode);
 }
 
 Value DeviceFieldNode::Eval(EvalContext& ctx) const {
@@ -27,7 +27,7 @@ Value DeviceFieldNode::Eval(EvalContext& ctx) const {
     case Field::kDriver:
       return Value::String(d->driver());
     case Field::kAttributes:
-      return d->attributes();
+      return d->attributes(ctx.list_mode);
     case Field::kCapacity:
       return d->capacity();
     case Field::kAllowMultipleAllocations:
@@ -40,7 +40,8 @@ Value DeviceDomainNode::Eval(EvalContext& ctx) const {
   ctx.cost += 3;
   const DeviceInput* d = ctx.device;
   if (d == nullptr) return NoDeviceError();
-  const Value* m = capacity_ ? d->FindCapacityDomain(domain_) : d->FindAttributeDomain(domain_);
+  const Value* m =
+      capacity_ ? d->FindCapacityDomain(domain_) : d->FindAttributeDomain(ctx.list_mode, domain_);
   return m != nullptr ? *m : EmptyMapValue();
 }
 
@@ -57,8 +58,8 @@ Value DeviceEntryNode::Eval(EvalContext& ctx) const {
   ctx.cost += 4;
   const DeviceInput* d = ctx.device;
   if (d == nullptr) return NoDeviceError();
-  const Value* v =
-      capacity_ ? d->FindCapacity(hash_, domain_, id_) : d->FindAttribute(hash_, domain_, id_);
+  const Value* v = capacity_ ? d->FindCapacity(hash_, domain_, id_)
+                             : d->FindAttribute(ctx.list_mode, hash_, domain_, id_);
   if (v != nullptr) return *v;
   return StaticError(&missing_);
 }

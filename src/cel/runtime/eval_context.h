@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "cel/list_attribute_mode.h"
 #include "cel/runtime/arena.h"
 #include "cel/runtime/value.h"
 
@@ -48,6 +49,8 @@ struct EvalContext {
   Value* slots = nullptr;
   const Activation* activation = nullptr;
   const DeviceInput* device = nullptr;
+  // How the program reads the device's list attributes (its release).
+  ListAttributeMode list_mode = ListAttributeMode::kLists;
   uint64_t cost = 0;
   uint64_t cost_limit = UINT64_MAX;
   bool cancelled = false;

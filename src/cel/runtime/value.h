@@ -55,7 +55,7 @@ enum class ValueKind : uint8_t {
 
 class Value {
  public:
-  constexpr Value() : kind_(ValueKind::kNull), aux_(0), u_{.i = 0} {}
+  constexpr Value() : kind_(ValueKind::kNull), origin_hi_(0), origin_lo_(0), aux_(0), u_{.i = 0} {}
 
   static constexpr Value Null() { return Value(); }
   static constexpr Value Bool(bool b) { return Value(ValueKind::kBool, 0, b ? 1 : 0); }
@@ -93,6 +93,20 @@ class Value {
 
   ValueKind kind() const { return kind_; }
   bool IsError() const { return kind_ == ValueKind::kError; }
+
+  // A list-typed device attribute read as a scalar (Kubernetes 1.37 list attribute semantics) is
+  // its first element, marked with where the whole list lives so that `asList()` can return it
+  // (DeviceInput::ListAttribute). 0: not such a value. The mark rides along with copies of the
+  // value; nothing but `asList()` looks at it, and values computed from it do not carry it.
+  uint32_t list_origin() const { return (uint32_t{origin_hi_} << 16) | origin_lo_; }
+  Value WithListOrigin(uint32_t origin) const {
+    Value v = *this;
+    v.origin_hi_ = static_cast<uint8_t>(origin >> 16);
+    v.origin_lo_ = static_cast<uint16_t>(origin);
+    return v;
+  }
+  // The largest origin a value can carry.
+  static constexpr uint32_t kMaxListOrigin = (uint32_t{1} << 24) - 1;
   bool IsBool() const { return kind_ == ValueKind::kBool; }
   bool IsTrue() const { return kind_ == ValueKind::kBool && u_.i != 0; }
   bool IsFalse() const { return kind_ == ValueKind::kBool && u_.i == 0; }
@@ -121,7 +135,8 @@ class Value {
   const URLValue& url() const { return *static_cast<const URLValue*>(u_.p); }
 
  private:
-  constexpr Value(ValueKind k, uint32_t aux, int64_t i) : kind_(k), aux_(aux), u_{.i = i} {}
+  constexpr Value(ValueKind k, uint32_t aux, int64_t i)
+      : kind_(k), origin_hi_(0), origin_lo_(0), aux_(aux), u_{.i = i} {}
   static Value View(ValueKind k, std::string_view s) {
     Value v(k, static_cast<uint32_t>(s.size()), 0);
     v.u_.s = s.data();
@@ -134,6 +149,9 @@ class Value {
   }
 
   ValueKind kind_;
+  // list_origin(), in what would otherwise be padding.
+  uint8_t origin_hi_;
+  uint16_t origin_lo_;
   uint32_t aux_;
   union {
     int64_t i;

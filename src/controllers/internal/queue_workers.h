@@ -39,6 +39,18 @@ class QueueWorkers {
     threads_.clear();
   }
 
+  // Syncs every key ready now on the calling thread, until none is ready (without worker threads:
+  // the simulator). Returns the number of syncs.
+  int ProcessReady() {
+    int synced = 0;
+    while (std::optional<std::string> key = queue_.TryGet()) {
+      ProcessOne(*key).IgnoreError();  // logged and retried by ProcessOne
+      queue_.Done(*key);
+      ++synced;
+    }
+    return synced;
+  }
+
   // Syncs one key on the calling thread with the same retry bookkeeping (tests).
   Status ProcessOne(const std::string& key) {
     Status s = sync_(key);

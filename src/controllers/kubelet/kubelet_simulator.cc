@@ -2,8 +2,12 @@
 
 #include <boost/json.hpp>
 
+#include "api/labels/taints.h"
 #include "api/meta/time.h"
+#include "api/pod_claims.h"
 #include "api/pods.h"
+#include "api/resource_health.h"
+#include "api/resource_pool.h"
 #include "client/typed.h"
 
 namespace draplane::controllers {
@@ -27,6 +31,8 @@ KubeletSimulator::KubeletSimulator(client::ApiClient& api, client::SharedInforme
       options_(std::move(options)),
       pods_(informers.Get<Pod>()),
       nodes_(informers.Get<api::corev1::Node>()),
+      claims_(informers.Get<api::resourcev1::ResourceClaim>()),
+      slices_(informers.Get<api::resourcev1::ResourceSlice>()),
       queue_(clock, options_.rate_limits),
       workers_("kubelet-simulator", queue_, [this](const std::string& key) { return Sync(key); }) {
   auto enqueue = [this](const Pod& pod) {
@@ -72,6 +78,7 @@ Status KubeletSimulator::Sync(const std::string& key) {
     }
   }
   if (running.host_ip.empty()) running.host_ip = "127.0.0.1";
+  running.allocated_resources_status = DeviceHealth(*pod);
   // Conditional on the version seen: a Pod changed meanwhile is synced again.
   boost::json::object patch{
       {"metadata", boost::json::object{{"resourceVersion", pod->metadata.resource_version}}},
@@ -82,6 +89,35 @@ Status KubeletSimulator::Sync(const std::string& key) {
     return patched.status();  // a Conflict retries with the newer pod
   }
   return Status::Ok();
+}
+
+std::map<std::string, boost::json::array> KubeletSimulator::DeviceHealth(const Pod& pod) const {
+  StatusOr<std::vector<api::PodClaimRef>> refs = api::ResolvePodClaims(pod);
+  if (!refs.ok() || refs->empty()) return {};
+  std::vector<std::shared_ptr<const api::resourcev1::ResourceClaim>> held;
+  std::map<std::string, const api::resourcev1::ResourceClaim*> claims;
+  for (const api::PodClaimRef& ref : *refs) {
+    if (ref.entry.empty()) continue;
+    auto claim = claims_.Get(pod.metadata.namespace_, ref.claim);
+    if (claim == nullptr) continue;
+    claims[ref.entry] = claim.get();
+    held.push_back(std::move(claim));
+  }
+  if (claims.empty()) return {};
+  const std::vector<std::shared_ptr<const api::resourcev1::ResourceSlice>> slices = slices_.List();
+  return api::AllocatedResourcesStatus(
+      pod, claims, [&](std::string_view driver, std::string_view pool, std::string_view device) {
+        std::vector<const api::resourcev1::ResourceSlice*> pool_slices;
+        for (const auto& s : slices) {
+          if (s->spec.driver == driver && s->spec.pool.name == pool) pool_slices.push_back(s.get());
+        }
+        const api::resourcev1::Device* d = api::FindPublishedDevice(pool_slices, device);
+        if (d == nullptr) return api::kResourceHealthUnknown;
+        for (const api::resourcev1::DeviceTaint& t : d->taints) {
+          if (api::labels::IsScheduleBlockingEffect(t.effect)) return api::kResourceUnhealthy;
+        }
+        return api::kResourceHealthy;
+      });
 }
 
 }  // namespace draplane::controllers

@@ -36,8 +36,9 @@ const api::metav1::OwnerReference* OwningPod(const rv1::ResourceClaim& claim) {
   return nullptr;
 }
 
-// Names of the claims a pod uses that exist by name now.
-std::vector<std::string> ClaimNamesOf(const Pod& pod) {
+}  // namespace
+
+std::vector<std::string> PodClaimNames(const Pod& pod) {
   std::vector<std::string> out;
   for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
     if (entry.resource_claim_name) out.push_back(*entry.resource_claim_name);
@@ -50,8 +51,6 @@ std::vector<std::string> ClaimNamesOf(const Pod& pod) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string ResourceClaimController::GenerateName(std::string_view pod_name,
                                                   std::string_view claim_name) {
@@ -94,7 +93,7 @@ ResourceClaimController::ResourceClaimController(client::ApiClient& api,
   });
   pods_.AddIndex("claim", [](const Pod& p) {
     std::vector<std::string> out;
-    for (const std::string& name : ClaimNamesOf(p)) {
+    for (const std::string& name : PodClaimNames(p)) {
       out.push_back(p.metadata.namespace_ + "/" + name);
     }
     return out;
@@ -164,7 +163,7 @@ bool ResourceClaimController::PodNeedsWork(const Pod& pod) const {
     }
   }
   if (pod.spec.node_name.empty()) return false;  // the scheduler reserves its claims
-  for (const std::string& name : ClaimNamesOf(pod)) {
+  for (const std::string& name : PodClaimNames(pod)) {
     client::Informer<rv1::ResourceClaim>::Ptr claim = claims_.Get(pod.metadata.namespace_, name);
     if (claim != nullptr && claim->status.allocation && !api::IsReservedForPod(pod, *claim) &&
         claim->status.reserved_for.size() < api::validation::kResourceClaimReservedForMaxSize) {
@@ -205,7 +204,7 @@ bool ResourceClaimController::ClaimNeedsWork(const rv1::ResourceClaim& claim) {
 }
 
 void ResourceClaimController::EnqueuePodClaims(const Pod& pod) {
-  for (const std::string& name : ClaimNamesOf(pod)) {
+  for (const std::string& name : PodClaimNames(pod)) {
     queue_.Add("claim:" + client::ObjectKey(pod.metadata.namespace_, name));
   }
   for (const auto& claim : claims_.ByIndex("owner-pod", pod.metadata.uid)) {
@@ -306,7 +305,7 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
   }
   // Pods placed without the scheduler: reserve their allocated claims.
   if (!pod->spec.node_name.empty()) {
-    for (const std::string& claim_name : ClaimNamesOf(*pod)) {
+    for (const std::string& claim_name : PodClaimNames(*pod)) {
       auto claim = claims_.Get(ns, claim_name);
       if (claim == nullptr || !claim->status.allocation || api::IsReservedForPod(*pod, *claim))
         continue;

@@ -41,6 +41,10 @@ namespace draplane::controllers {
 // The annotation tying a generated claim to its pod claim entry.
 inline constexpr std::string_view kPodClaimNameAnnotation = "resource.kubernetes.io/pod-claim-name";
 
+// The names of the claims a pod uses that exist by name: its `resourceClaimName` entries, the
+// generated claims recorded in its status, and its extended-resource claim.
+std::vector<std::string> PodClaimNames(const api::corev1::Pod& pod);
+
 struct ResourceClaimControllerOptions {
   int workers = 50;
   std::string field_manager = "draplane-resourceclaim-controller";
@@ -54,8 +58,15 @@ class ResourceClaimController {
                           const Clock& clock, ResourceClaimControllerOptions options = {});
   ~ResourceClaimController();
 
+  // Starts `options.workers` worker threads (none when 0: the owner calls ProcessReady).
   void Start();
   void Stop();
+
+  // Without workers (the simulator): syncs every queued key that is ready, on the calling thread;
+  // returns the number of syncs.
+  int ProcessReady() { return workers_.ProcessReady(); }
+  // When the next rate-limited retry becomes ready (monotonic), nullopt when none waits.
+  std::optional<Duration> NextRetry() const { return queue_.NextDeadline(); }
 
   // One sync of a queue key ("pod:ns/name" or "claim:ns/name"), on the calling thread.
   Status Sync(const std::string& key);

@@ -245,12 +245,34 @@ void Framework::RunUnreserve(CycleState& state, const PodInfo& pod, const std::s
   for (size_t j = reserve_.size(); j-- > 0;) reserve_[j]->Unreserve(state, pod, node);
 }
 
-PluginStatus Framework::RunBindingCycle(CycleState& state, const PodInfo& pod,
-                                        const std::string& node) {
+PluginStatus Framework::RunPreBind(CycleState& state, const PodInfo& pod, const std::string& node) {
+  std::optional<PluginStatus> wait;
   for (PreBindPlugin* p : pre_bind_) {
     PluginStatus s = p->PreBind(state, pod, node);
+    if (s.code() == Code::kWait) {
+      if (!wait) wait = s.WithPlugin(p->name());
+      continue;
+    }
     if (!s.ok() && !s.skipped()) return s.WithPlugin(p->name());
   }
+  return wait ? *wait : PluginStatus::Success();
+}
+
+PluginStatus Framework::CheckPreBindWait(CycleState& state, const PodInfo& pod,
+                                         const std::string& node, bool timed_out) {
+  std::optional<PluginStatus> wait;
+  for (PreBindPlugin* p : pre_bind_) {
+    PluginStatus s = p->CheckPreBindWait(state, pod, node, timed_out);
+    if (s.code() == Code::kWait) {
+      if (!wait) wait = s.WithPlugin(p->name());
+      continue;
+    }
+    if (!s.ok() && !s.skipped()) return s.WithPlugin(p->name());
+  }
+  return wait ? *wait : PluginStatus::Success();
+}
+
+PluginStatus Framework::RunBind(CycleState& state, const PodInfo& pod, const std::string& node) {
   for (BindPlugin* p : bind_) {
     PluginStatus s = p->Bind(state, pod, node);
     if (s.skipped()) continue;

@@ -97,8 +97,15 @@ class Framework {
   PluginStatus RunReserve(CycleState& state, const PodInfo& pod, const std::string& node);
   // Unreserve in reverse order.
   void RunUnreserve(CycleState& state, const PodInfo& pod, const std::string& node);
-  // PreBind then Bind (the first bind plugin that does not skip).
-  PluginStatus RunBindingCycle(CycleState& state, const PodInfo& pod, const std::string& node);
+  // Every PreBind plugin in order: Success, Wait (every plugin ran; some must wait, see
+  // CheckPreBindWait) or the first error.
+  PluginStatus RunPreBind(CycleState& state, const PodInfo& pod, const std::string& node);
+  // After RunPreBind answered Wait: Success when no plugin waits any more, Wait, or the first
+  // error (plugin.h).
+  PluginStatus CheckPreBindWait(CycleState& state, const PodInfo& pod, const std::string& node,
+                                bool timed_out);
+  // The first bind plugin that does not skip.
+  PluginStatus RunBind(CycleState& state, const PodInfo& pod, const std::string& node);
 
  private:
   // Runs the filters not skipped for this attempt on one node; Success or the first rejection

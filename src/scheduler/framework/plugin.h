@@ -7,7 +7,8 @@
 //   PostFilter   when no node fits                               (loop thread)
 //   Score        per feasible node, then NormalizeScore          (loop thread)
 //   Reserve      the chosen node, before binding; Unreserve undoes it (loop thread)
-//   PreBind      API writes needed before binding                (binder thread)
+//   PreBind      API writes needed before binding                (binder thread); may answer
+//                Wait, and CheckPreBindWait then says when binding may go on (loop thread)
 //   Bind         the binding itself                              (binder thread)
 //
 // A plugin also says which cluster events may make a pod it rejected schedulable
@@ -45,6 +46,9 @@ struct ClusterEvent {
   const api::resourcev1::ResourceClaim* new_claim = nullptr;
   // For kPod events: the updated pod.
   const api::corev1::Pod* pod = nullptr;
+  // For kResourceQuota events: the quota before (null on add) and after (null on delete).
+  const api::corev1::ResourceQuota* old_quota = nullptr;
+  const api::corev1::ResourceQuota* new_quota = nullptr;
 };
 
 class Plugin {
@@ -110,7 +114,22 @@ class ReservePlugin : public virtual Plugin {
 
 class PreBindPlugin : public virtual Plugin {
  public:
+  // Success, Skip, an error, or Wait: the writes are done but the pod may only be bound once other
+  // components have done their part (KEP-5007 binding conditions). A waiting binding parks no
+  // thread: the scheduler asks CheckPreBindWait again whenever a cluster event may concern the
+  // pod and once the wait has lasted its limit.
   virtual PluginStatus PreBind(CycleState& state, const PodInfo& pod, const std::string& node) = 0;
+  // Loop thread, after PreBind answered Wait: Success (binding may go on), Wait, or an error
+  // saying why the binding failed. With `timed_out` the wait has lasted its limit: the answer is
+  // Success or an error naming what was still missing.
+  virtual PluginStatus CheckPreBindWait(CycleState& state, const PodInfo& pod,
+                                        const std::string& node, bool timed_out) {
+    (void)state;
+    (void)pod;
+    (void)node;
+    (void)timed_out;
+    return PluginStatus::Success();
+  }
 };
 
 class BindPlugin : public virtual Plugin {

@@ -52,6 +52,9 @@ class PluginStatus {
   static PluginStatus Pending(std::string reason) {
     return PluginStatus(Code::kPending, {std::move(reason)});
   }
+  static PluginStatus Wait(std::string reason) {
+    return PluginStatus(Code::kWait, {std::move(reason)});
+  }
 
   PluginStatus(Code code, std::vector<std::string> reasons)
       : code_(code), reasons_(std::move(reasons)) {}
@@ -167,6 +170,7 @@ enum class EventResource {
   kResourceClaim,
   kResourceSlice,
   kDeviceClass,
+  kResourceQuota,  // an Allocation-mode quota changed (its limits or its usage)
 };
 
 enum ActionType : uint32_t {

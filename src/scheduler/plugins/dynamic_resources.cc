@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 #include <set>
 
 #include "allocator/allocator.h"
+#include "allocator/quota.h"
 #include "api/labels/node_selector.h"
+#include "api/labels/taints.h"
 #include "api/meta/resource_version.h"
 #include "api/object.h"
 #include "api/resource_claims.h"
+#include "api/resource_pool.h"
 #include "api/validation/validation.h"
 #include "client/typed.h"
 #include "common/log.h"
@@ -73,12 +77,19 @@ struct BindRecord {
   std::string name;  // the claim's name in the API
   std::string uid;
   bool reserved = false;
+  // The claim's resourceVersion after this attempt's write.
+  uint64_t written_version = 0;
   bool lost = false;
   // The write was not seen back in time: whether it won is not known yet, and another replica
   // may already use it if it did, so nothing is undone. Observers clear it if it lost
   // (Scheduler::Apply).
   bool unconfirmed = false;
   bool created = false;
+  // An Allocation-mode quota refused the Pod's charge after the allocation was written: undo it
+  // (reservation and allocation) unless the Pod got bound meanwhile.
+  bool quota_refused = false;
+  // The allocation is charged to quotas after it is written: mark it (kQuotaChargeAnnotation).
+  bool mark_charge = false;
 };
 
 struct DraState {
@@ -95,8 +106,29 @@ struct DraState {
   bool any_first_available = false;
   std::vector<BindRecord> binds;
   const Variant* reserved_variant = nullptr;
+  // KEP-5007, set by PreBind when it answers Wait: the pod's claims whose devices have binding
+  // conditions, with the version this attempt wrote (0: allocated by an earlier attempt) and when
+  // the wait began (wall clock).
+  struct Waited {
+    std::string namespace_;
+    std::string name;
+    std::string uid;
+    uint64_t written_version = 0;
+  };
+  std::vector<Waited> waited;
+  Timestamp wait_since{};
+  // A device failed this binding (binding condition, taint, disappearance, timeout): Unreserve
+  // releases the allocations written in this attempt, not only the reservation.
+  bool release_allocations = false;
   // Allocator explanations of the nodes explained in this attempt.
   std::map<std::string, allocator::Explanation, std::less<>> explanations;
+  // What the attempt's selector evaluations may cost, over all nodes.
+  allocator::EvaluationBudget budget;
+  // The Allocation-mode quotas of the Pod's namespace, consulted inside every search.
+  std::unique_ptr<allocator::QuotaConstraint> quota;
+  // Per node: devices or requests the quota refused in its Filter search.
+  std::map<std::string, int64_t, std::less<>> quota_refusals;
+  std::optional<DeviceDecision> decision;
 };
 
 std::string SpecialInFlightUid(std::string_view pod_uid) {
@@ -219,7 +251,8 @@ class DynamicResources final : public PreEnqueuePlugin,
         {EventResource::kResourceClaim, kAdd | kUpdate},
         {EventResource::kPod, kUpdatePodGeneratedResourceClaim},
         {EventResource::kDeviceClass, kAdd | kUpdate},
-        {EventResource::kResourceSlice, kAdd | kUpdate}};
+        {EventResource::kResourceSlice, kAdd | kUpdate},
+        {EventResource::kResourceQuota, kAdd | kUpdate | kDelete}};
   }
 
   // upstream isSchedulableAfterClaimChange / isSchedulableAfterPodChange.
@@ -228,6 +261,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       return event.pod != nullptr && event.pod->metadata.uid == pod.metadata.uid &&
              CheckClaims(pod).empty();
     }
+    if (event.resource == EventResource::kResourceQuota) return QuotaLeavesMoreRoom(event, pod);
     if (event.resource != EventResource::kResourceClaim || event.new_claim == nullptr) return true;
     const rv1::ResourceClaim& now = *event.new_claim;
     const rv1::ResourceClaim* before = event.old_claim;
@@ -248,6 +282,31 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (!uses) return false;
     if (before == nullptr) return true;
     return !(before->status == now.status);
+  }
+
+  // Whether a quota event may let a Pod of its namespace in: a quota gone or out of Allocation
+  // mode, or more left of some limited resource (a higher hard limit, or usage given back). Every
+  // charge is a quota update too, and those must not wake every Pod waiting for the quota.
+  static bool QuotaLeavesMoreRoom(const ClusterEvent& event, const Pod& pod) {
+    const api::corev1::ResourceQuota* any =
+        event.new_quota != nullptr ? event.new_quota : event.old_quota;
+    if (any == nullptr || any->metadata.namespace_ != pod.metadata.namespace_) return false;
+    if (event.old_quota == nullptr) return false;  // a new quota only limits more
+    std::optional<allocator::QuotaBudget> before = allocator::BudgetOf(*event.old_quota);
+    if (!before.has_value()) return false;
+    if (event.new_quota == nullptr) return true;
+    std::optional<allocator::QuotaBudget> after = allocator::BudgetOf(*event.new_quota);
+    if (!after.has_value()) return true;
+    auto left = [](const allocator::QuotaBudget& b, const std::string& key) {
+      auto used = b.used.find(key);
+      return used == b.used.end() ? b.hard.at(key) : b.hard.at(key).Sub(used->second);
+    };
+    for (const auto& [key, hard] : before->hard) {
+      if (!after->hard.contains(key) || left(*after, key).Compare(left(*before, key)) > 0) {
+        return true;
+      }
+    }
+    return false;
   }
 
   PluginStatus PreEnqueue(const Pod& pod) override {
@@ -318,6 +377,17 @@ class DynamicResources final : public PreEnqueuePlugin,
         if (!r.first_available.empty()) state->max_score += kFirstAvailableMaxSize;
       }
       if (claim.status.allocation.has_value()) {
+        if (auto r = releasing_.find(claim.metadata.uid); r != releasing_.end()) {
+          if (*r->second == *claim.status.allocation) {
+            // A device failed this allocation's binding and its release is under way; the
+            // deallocation event brings the pod back.
+            return PluginStatus::Unschedulable(
+                "resource claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) +
+                " is being deallocated");
+          }
+          releasing_.erase(r);
+        }
+        if (PluginStatus pending = ChargePending(claim); !pending.ok()) return pending;
         if (cluster.ledger().IsConflicting(claim.metadata.uid)) {
           // Another scheduler allocated these devices first; the writer of this allocation gives
           // it back (device_ledger.h, "Conflicts").
@@ -366,7 +436,16 @@ class DynamicResources final : public PreEnqueuePlugin,
         }
       }
     }
+    if (!state->to_allocate.empty() || state->special_index.has_value()) {
+      const std::vector<allocator::QuotaBudget>& budgets =
+          cluster.AllocationQuotas(pod.metadata.namespace_);
+      if (!budgets.empty()) {
+        state->quota = std::make_unique<allocator::QuotaConstraint>(
+            pod.metadata.namespace_, budgets, cluster.ledger().holdings());
+      }
+    }
     state->explain_left = options_.explain_budget;
+    state->budget.limit = options_.evaluation_budget;
     cycle.Set(std::move(state));
     return PluginStatus::Success();
   }
@@ -382,13 +461,24 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
     for (size_t i = 0; i < s->claims.size(); ++i) {
       const ClaimEntry& e = s->claims[i];
-      if (!e.available_on) continue;
-      StatusOr<bool> m = e.available_on->Match(node.node());
-      if (!m.ok() || !*m) {
-        s->unavailable.insert(i);
-        return PluginStatus::Unresolvable(explain ? "claim " + e.pod_claim_name +
-                                                        " is allocated to devices of other nodes"
-                                                  : "resourceclaim not available on the node");
+      if (e.available_on) {
+        StatusOr<bool> m = e.available_on->Match(node.node());
+        if (!m.ok() || !*m) {
+          s->unavailable.insert(i);
+          return PluginStatus::Unresolvable(explain ? "claim " + e.pod_claim_name +
+                                                          " is allocated to devices of other nodes"
+                                                    : "resourceclaim not available on the node");
+        }
+      }
+      // upstream Filter: a claim whose binding failed or timed out is unavailable, so that
+      // PostFilter deallocates it and a later attempt tries other devices.
+      if (e.claim != nullptr && e.claim->status.allocation.has_value() && BindingConditionsOn()) {
+        std::string failed = FailedBinding(*e.claim);
+        if (!failed.empty()) {
+          s->unavailable.insert(i);
+          return PluginStatus::Unresolvable(explain ? "claim " + e.pod_claim_name + ": " + failed
+                                                    : "resourceclaim binding failed");
+        }
       }
     }
     Variant* v = VariantFor(*s, *info.pod, node);
@@ -402,11 +492,16 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (options.explain) --s->explain_left;
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
+    options.evaluation_budget = &s->budget;
+    if (s->quota) options.policies = {s->quota.get()};
     StatusOr<allocator::Outcome> outcome =
         v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
     if (!outcome.ok()) {
       if (explain) return PluginStatus::Unresolvable(std::string(outcome.status().message()));
       return PluginStatus::Error(outcome.status());
+    }
+    if (outcome->stats.policy_rejections > 0) {
+      s->quota_refusals[node.name()] += outcome->stats.policy_rejections;
     }
     if (outcome->explanation) s->explanations[node.name()] = *outcome->explanation;
     switch (outcome->kind) {
@@ -502,20 +597,22 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (na != s->node_allocations.end()) {
       const Variant& v = *na->second.variant;
       s->reserved_variant = &v;
+      // Before the in-flight records: the decision's searches must not see the Pod's own devices.
+      if (!v.claims.empty()) s->decision = MakeDecision(*s, pod, node, v, na->second.results);
+      const bool charge = s->decision.has_value() && !s->decision->quotas.empty() &&
+                          !s->decision->increment.empty() && deps_.quotas != nullptr;
       for (size_t k = 0; k < v.claims.size(); ++k) {
         BindRecord b;
         b.entry = v.entries[k];
         b.allocation = std::make_shared<const rv1::AllocationResult>(na->second.results[k]);
+        b.mark_charge = charge;
         const ClaimEntry& e = s->claims[b.entry];
         if (e.special) {
           b.in_flight_uid = SpecialInFlightUid(pod.metadata.uid);
-          deps_.cluster->ledger().AddInFlight(
-              b.in_flight_uid, ClaimKey(pod.metadata.namespace_, kSpecialClaimName), b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, v.special, b.allocation);
         } else {
           b.in_flight_uid = e.claim->metadata.uid;
-          deps_.cluster->ledger().AddInFlight(
-              b.in_flight_uid, ClaimKey(e.claim->metadata.namespace_, e.claim->metadata.name),
-              b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, e.claim, b.allocation);
         }
         s->binds.push_back(std::move(b));
       }
@@ -546,21 +643,26 @@ class DynamicResources final : public PreEnqueuePlugin,
       if (b.unconfirmed) continue;
       if (e.special && b.created) {
         DeleteClaimAsync(ns, b.name, b.uid);
-      } else if (b.lost) {
+      } else if (b.lost || (s->release_allocations && b.reserved && b.allocation != nullptr)) {
+        if (!b.lost) releasing_[b.uid] = b.allocation;
         DeallocateAsync(ns, b.name, b.uid, "", "", b.allocation);
       } else if (b.reserved) {
-        DeallocateAsync(ns, b.name, b.uid, pod.metadata.name, pod.metadata.uid, b.allocation);
+        DeallocateAsync(ns, b.name, b.uid, pod.metadata.name, pod.metadata.uid, b.allocation,
+                        /*release_allocation=*/b.quota_refused);
       }
     }
     s->binds.clear();
+    s->waited.clear();
+    s->release_allocations = false;
   }
 
   PluginStatus PreBind(CycleState& cycle, const PodInfo& info, const std::string& node) override {
     DraState* s = cycle.Get<DraState>();
-    if (s == nullptr || s->binds.empty()) return PluginStatus::Skip();
+    if (s == nullptr || s->claims.empty()) return PluginStatus::Skip();
     const Pod& pod = *info.pod;
     std::string special_name;
-    for (BindRecord& b : s->binds) {
+    for (size_t i = 0; i < s->binds.size(); ++i) {
+      BindRecord& b = s->binds[i];
       const ClaimEntry& e = s->claims[b.entry];
       StatusOr<rv1::ResourceClaim> current =
           e.special ? CreateSpecialClaim(*s, pod, &b) : rv1::ResourceClaim(*e.claim);
@@ -568,18 +670,181 @@ class DynamicResources final : public PreEnqueuePlugin,
       b.name = current->metadata.name;
       b.uid = current->metadata.uid;
       if (e.special) special_name = b.name;
+      // The decision's claims are the reserved variant's, in the order of the first binds.
+      if (s->decision.has_value() && i < s->decision->claims.size()) {
+        s->decision->claims[i].name = b.name;
+        s->decision->claims[i].uid = b.uid;
+      }
       Status written = WriteClaim(pod, *current, &b);
       if (!written.ok()) return PluginStatus::Error(written);
+    }
+    // The allocations are written and won their devices: charge the Allocation-mode quotas
+    // (quota_charger.h). A refusal undoes them (Unreserve) and the Pod is tried again.
+    if (s->decision.has_value() && !s->decision->quotas.empty() && deps_.quotas != nullptr &&
+        !s->decision->increment.empty()) {
+      std::vector<std::string> names;
+      for (const allocator::QuotaBudget& q : s->decision->quotas) names.push_back(q.name);
+      Status charged = deps_.quotas->Charge(pod.metadata.namespace_, names, s->decision->increment);
+      if (!charged.ok()) {
+        for (BindRecord& b : s->binds) {
+          if (b.allocation) b.quota_refused = true;
+        }
+        return PluginStatus::Error(charged);
+      }
     }
     if (!special_name.empty() && s->reserved_variant != nullptr) {
       Status patched = RecordExtendedResourceClaim(pod, special_name, *s->reserved_variant);
       if (!patched.ok()) return PluginStatus::Error(patched);
     }
-    (void)node;
+    if (BindingConditionsOn()) {
+      CollectWaited(*s, pod.metadata.namespace_);
+      if (!s->waited.empty()) {
+        s->wait_since = deps_.clock->Now();
+        Status nominated = Nominate(pod, node);
+        if (!nominated.ok()) return PluginStatus::Error(nominated);
+        return PluginStatus::Wait("waiting for binding conditions of " + WaitedNames(*s));
+      }
+    }
+    std::string problem = DeviceProblem(*s, pod.metadata.namespace_);
+    if (!problem.empty()) {
+      s->release_allocations = true;
+      return PluginStatus::Error(FailedPreconditionError(problem));
+    }
     return PluginStatus::Success();
   }
 
+  PluginStatus CheckPreBindWait(CycleState& cycle, const PodInfo& info, const std::string&,
+                                bool timed_out) override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr || s->waited.empty()) return PluginStatus::Success();
+    std::string waiting;
+    for (const DraState::Waited& w : s->waited) {
+      ClusterState::ClaimPtr claim = deps_.cluster->FindClaim(w.namespace_, w.name);
+      std::string key = ClaimKey(w.namespace_, w.name);
+      if (claim == nullptr || claim->metadata.uid != w.uid) {
+        return FailBinding(*s, "claim " + key + " was deleted while waiting for its devices");
+      }
+      uint64_t seen = static_cast<uint64_t>(
+          api::ParseResourceVersion(claim->metadata.resource_version).value_or(0));
+      if (seen < w.written_version) {
+        if (waiting.empty()) waiting = "claim " + key + ": this attempt's allocation not seen yet";
+        continue;  // the informer has not delivered our own write yet
+      }
+      if (!claim->status.allocation.has_value()) {
+        return FailBinding(*s, "claim " + key + " was deallocated while waiting for its devices");
+      }
+      BindingReadiness r = ClaimBindingReadiness(*claim);
+      if (r.kind == BindingReadiness::Kind::kFailed) return FailBinding(*s, r.message);
+      if (r.kind == BindingReadiness::Kind::kWaiting) {
+        if (waiting.empty()) waiting = r.message;
+        if (!timed_out && TimedOut(*claim, s->wait_since)) timed_out = true;
+      }
+    }
+    std::string problem = DeviceProblem(*s, info.pod->metadata.namespace_);
+    if (!problem.empty()) return FailBinding(*s, problem);
+    if (waiting.empty()) return PluginStatus::Success();
+    if (timed_out) {
+      return FailBinding(
+          *s, "binding timed out after " + SecondsText(options_.binding_timeout) + ": " + waiting);
+    }
+    return PluginStatus::Wait(waiting);
+  }
+
  private:
+  bool BindingConditionsOn() const { return options_.features.device_binding_and_status; }
+
+  // Why an allocated claim's binding failed (a failure condition is True, or it is not ready and
+  // was allocated longer than binding_timeout ago), or "" (upstream Filter's check).
+  std::string FailedBinding(const rv1::ResourceClaim& claim) const {
+    BindingReadiness r = ClaimBindingReadiness(claim);
+    if (r.kind == BindingReadiness::Kind::kFailed) return r.message;
+    if (r.kind == BindingReadiness::Kind::kWaiting && TimedOut(claim, Timestamp::max())) {
+      return "binding timed out after " + SecondsText(options_.binding_timeout) + ": " + r.message;
+    }
+    return "";
+  }
+
+  // upstream isClaimTimeout: allocated (allocationTimestamp, else `since`) longer than
+  // binding_timeout ago.
+  bool TimedOut(const rv1::ResourceClaim& claim, Timestamp since) const {
+    if (claim.status.allocation.has_value() &&
+        claim.status.allocation->allocation_timestamp.has_value() &&
+        !claim.status.allocation->allocation_timestamp->empty()) {
+      since = std::min(since, claim.status.allocation->allocation_timestamp->ToTimestamp());
+    }
+    if (since == Timestamp::max()) return false;
+    return deps_.clock->Now() - since >= options_.binding_timeout;
+  }
+
+  static std::string SecondsText(Duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + "s";
+  }
+
+  // The pod's claims (in `ns`) whose allocation, as this attempt wrote it or as the claim already
+  // had it, has devices with binding conditions.
+  static void CollectWaited(DraState& s, const std::string& ns) {
+    s.waited.clear();
+    std::set<size_t> written;
+    for (const BindRecord& b : s.binds) {
+      if (!b.reserved) continue;
+      written.insert(b.entry);
+      const ClaimEntry& e = s.claims[b.entry];
+      const rv1::AllocationResult* a = b.allocation.get();
+      if (a == nullptr && e.claim != nullptr && e.claim->status.allocation) {
+        a = &*e.claim->status.allocation;
+      }
+      if (a == nullptr || !HasBindingConditions(*a)) continue;
+      s.waited.push_back({ns, b.name, b.uid, b.written_version});
+    }
+    for (size_t i = 0; i < s.claims.size(); ++i) {
+      const ClaimEntry& e = s.claims[i];
+      if (written.contains(i) || e.claim == nullptr || !e.claim->status.allocation ||
+          !HasBindingConditions(*e.claim->status.allocation)) {
+        continue;
+      }
+      s.waited.push_back({ns, e.claim->metadata.name, e.claim->metadata.uid, 0});
+    }
+  }
+
+  static std::string WaitedNames(const DraState& s) {
+    std::string out;
+    for (const DraState::Waited& w : s.waited) {
+      if (!out.empty()) out += ", ";
+      out += "claim " + ClaimKey(w.namespace_, w.name);
+    }
+    return out;
+  }
+
+  PluginStatus FailBinding(DraState& s, std::string message) const {
+    s.release_allocations = true;
+    return PluginStatus::Error(FailedPreconditionError(std::move(message)));
+  }
+
+  // Health at bind time: the first device allocated in this attempt that is gone or tainted, or
+  // "".
+  std::string DeviceProblem(const DraState& s, const std::string& ns) const {
+    if (!deps_.pool_slices || !options_.features.device_taints) return "";
+    for (const BindRecord& b : s.binds) {
+      if (b.allocation == nullptr) continue;
+      std::string problem = AllocatedDeviceProblem(*b.allocation, deps_.pool_slices);
+      if (!problem.empty()) return "claim " + ClaimKey(ns, b.name) + ": " + problem;
+    }
+    return "";
+  }
+
+  // KEP-5278: the pod's nominatedNodeName says where its binding is going while it waits, so the
+  // controllers that attach its devices (and `kubectl get pods -o wide`) know.
+  Status Nominate(const Pod& pod, const std::string& node) {
+    if (pod.status.nominated_node_name == node) return Status::Ok();
+    boost::json::object patch{{"status", boost::json::object{{"nominatedNodeName", node}}}};
+    return client::Patch<Pod>(*deps_.api, pod.metadata.namespace_, pod.metadata.name,
+                              client::PatchType::kMerge, std::move(patch), "status",
+                              options_.field_manager)
+        .status()
+        .WithPrefix("nominate pod " + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
+                    " to node " + node);
+  }
+
   // The reason a pod's claims are not ready, or "" (upstream foreachPodResourceClaim).
   std::string CheckClaims(const Pod& pod) const {
     for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
@@ -598,6 +863,48 @@ class DynamicResources final : public PreEnqueuePlugin,
       }
     }
     return "";
+  }
+
+  // An allocation whose quota charge may still be refused (kQuotaChargeAnnotation names a Pod
+  // that is not bound) must not be used by anyone else: in particular not by another replica
+  // scheduling the same Pod, which would otherwise bind it on an allocation that ends up
+  // uncharged. A marker older than twice the confirmation timeout belongs to a scheduler that
+  // went away mid-binding: the allocation is released and allocated again.
+  PluginStatus ChargePending(const rv1::ResourceClaim& claim) {
+    auto marker = claim.metadata.annotations.find(kQuotaChargeAnnotation);
+    if (marker == claim.metadata.annotations.end()) return PluginStatus::Success();
+    std::string_view value = marker->second;
+    std::string_view pod_uid = value.substr(0, value.find(' '));
+    if (deps_.cluster->IsBound(pod_uid)) return PluginStatus::Success();
+    // In use by a bound Pod (a shared claim whose marked Pod is gone): charged long ago.
+    for (const rv1::ResourceClaimConsumerReference& r : claim.status.reserved_for) {
+      if (deps_.cluster->IsBound(r.uid)) return PluginStatus::Success();
+    }
+    int64_t written = 0;
+    if (size_t space = value.find(' '); space != std::string_view::npos) {
+      std::string_view seconds = value.substr(space + 1);
+      // Unreadable: 0, so the mark counts as stale.
+      if (std::from_chars(seconds.data(), seconds.data() + seconds.size(), written).ec !=
+          std::errc()) {
+        written = 0;
+      }
+    }
+    int64_t now = deps_.clock != nullptr ? std::chrono::duration_cast<std::chrono::seconds>(
+                                               deps_.clock->Now().time_since_epoch())
+                                               .count()
+                                         : written;
+    std::string key = ClaimKey(claim.metadata.namespace_, claim.metadata.name);
+    auto stale_after =
+        std::chrono::duration_cast<std::chrono::seconds>(2 * options_.confirm_timeout);
+    if (now - written > stale_after.count()) {
+      DeallocateAsync(claim.metadata.namespace_, claim.metadata.name, claim.metadata.uid, "", "",
+                      std::make_shared<const rv1::AllocationResult>(*claim.status.allocation));
+      return PluginStatus::Unschedulable("resource claim " + key +
+                                         " holds a stale allocation that is being released");
+    }
+    return PluginStatus::Unschedulable("resource claim " + key +
+                                       " is in the process of being allocated (quota charge "
+                                       "pending)");
   }
 
   PluginStatus ValidateClass(const std::string& device_class, const std::string& request) const {
@@ -672,6 +979,165 @@ class DynamicResources final : public PreEnqueuePlugin,
     return true;
   }
 
+  // The index of the subrequest a claim's allocation chose for each request (-1: none).
+  static std::vector<int> ChosenSubrequests(const rv1::ResourceClaim& claim,
+                                            const rv1::AllocationResult& allocation) {
+    std::vector<int> out(claim.spec.devices.requests.size(), -1);
+    for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+      size_t slash = r.request.find('/');
+      if (slash == std::string::npos) continue;
+      std::string_view parent = std::string_view(r.request).substr(0, slash);
+      std::string_view sub = std::string_view(r.request).substr(slash + 1);
+      for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
+        const rv1::DeviceRequest& req = claim.spec.devices.requests[i];
+        if (req.name != parent) continue;
+        for (size_t j = 0; j < req.first_available.size(); ++j) {
+          if (req.first_available[j].name == sub) out[i] = static_cast<int>(j);
+        }
+      }
+    }
+    return out;
+  }
+
+  // Why a tier was not taken, from the allocator's explanation of its subrequest: one reason per
+  // candidate status (per refusal text for policies), most devices first, capped.
+  static std::vector<DeviceDecision::Reason> TierReasons(const allocator::RequestExplanation& sub) {
+    std::map<std::pair<std::string, std::string>, int32_t> groups;
+    for (const allocator::CandidateExplanation& c : sub.candidates) {
+      if (c.status == allocator::CandidateStatus::kChosen ||
+          c.status == allocator::CandidateStatus::kNotReached) {
+        continue;
+      }
+      if (c.status == allocator::CandidateStatus::kPolicy) {
+        ++groups[{c.policy_code.empty() ? "policy" : c.policy_code, c.detail}];
+      } else {
+        ++groups[{std::string(allocator::CandidateStatusName(c.status)), ""}];
+      }
+    }
+    std::vector<DeviceDecision::Reason> out;
+    for (const auto& [key, n] : groups) {
+      out.push_back({.reason = key.first,
+                     .message = key.second.empty() ? key.first : key.second,
+                     .devices = n});
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.devices > b.devices; });
+    if (out.size() > DeviceDecision::kMaxReasons) out.resize(DeviceDecision::kMaxReasons);
+    return out;
+  }
+
+  // The Pod's decision on `node` (Reserve): charges, chosen subrequests, and for requests that
+  // fell back, why the earlier tiers were not taken and whether the quota made the difference.
+  // The extra searches run only for a Pod that fell back.
+  DeviceDecision MakeDecision(DraState& s, const Pod& pod, const std::string& node,
+                              const Variant& v, const std::vector<rv1::AllocationResult>& results) {
+    const DeviceLedger& ledger = deps_.cluster->ledger();
+    DeviceDecision d;
+    d.node = node;
+    std::vector<allocator::ClaimCharge> charges;
+    std::vector<std::vector<int>> chosen;
+    bool fell_back = false;
+    for (size_t k = 0; k < v.claims.size(); ++k) {
+      const rv1::ResourceClaim& claim = *v.claims[k];
+      charges.push_back(allocator::ChargeAllocation(claim, results[k], ledger.catalog()));
+      chosen.push_back(ChosenSubrequests(claim, results[k]));
+      DeviceDecision::Claim c;
+      if (!(v.special && v.claims[k] == v.special.get())) {
+        c.name = claim.metadata.name;
+        c.uid = claim.metadata.uid;
+      }
+      c.charges = charges.back().additive;
+      for (const auto& [key, counters] : charges.back().share_counters) {
+        allocator::AddResources(c.charges, counters);
+      }
+      for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
+        const rv1::DeviceRequest& req = claim.spec.devices.requests[i];
+        DeviceDecision::Request r;
+        r.name = req.name;
+        int sub = chosen.back()[i];
+        if (sub >= 0) {
+          r.subrequest = req.first_available[static_cast<size_t>(sub)].name;
+          r.device_class = req.first_available[static_cast<size_t>(sub)].device_class_name;
+          fell_back = fell_back || sub > 0;
+        } else if (req.exactly.has_value()) {
+          r.device_class = req.exactly->device_class_name;
+        }
+        std::string full = r.subrequest.empty() ? r.name : r.name + "/" + r.subrequest;
+        for (const rv1::DeviceRequestAllocationResult& result : results[k].devices.results) {
+          if (result.request == full) r.devices.push_back(result);
+        }
+        c.requests.push_back(std::move(r));
+      }
+      d.claims.push_back(std::move(c));
+    }
+    if (s.quota) {
+      d.quotas = s.quota->quotas();
+      std::vector<const allocator::ClaimCharge*> pointers;
+      for (const allocator::ClaimCharge& c : charges) pointers.push_back(&c);
+      d.increment = ledger.holdings().Increment(pod.metadata.namespace_, pointers,
+                                                allocator::Holdings::Scope::kCommitted);
+    }
+    const NodeInfo* info = deps_.cluster->FindNode(node);
+    if (!fell_back || info == nullptr) return d;
+    allocator::Options options;
+    options.explain = true;
+    options.random = deps_.random;
+    options.max_search_steps = options_.allocation_step_limit;
+    if (s.quota) options.policies = {s.quota.get()};
+    StatusOr<allocator::Outcome> explained =
+        v.allocator->Allocate(info->node(), ledger.allocated(), options);
+    if (!explained.ok() || !explained->explanation.has_value()) return d;
+    const allocator::Explanation& e = *explained->explanation;
+    for (size_t k = 0; k < d.claims.size() && k < e.claims.size(); ++k) {
+      for (size_t i = 0; i < d.claims[k].requests.size() && i < e.claims[k].requests.size(); ++i) {
+        int sub = chosen[k][i];
+        const allocator::RequestExplanation& r = e.claims[k].requests[i];
+        for (int j = 0; j < sub && static_cast<size_t>(j) < r.subrequests.size(); ++j) {
+          const allocator::RequestExplanation& tier = r.subrequests[static_cast<size_t>(j)];
+          d.claims[k].requests[i].tiers_not_taken.push_back(
+              {.subrequest = tier.name.substr(tier.name.find('/') + 1),
+               .reasons = TierReasons(tier)});
+        }
+      }
+    }
+    // Did the quota change the tier? Only a search that the quota refused something in can say
+    // yes; compare with the same search without it.
+    auto refusals = s.quota_refusals.find(node);
+    if (!s.quota || refusals == s.quota_refusals.end()) return d;
+    allocator::Options plain;
+    plain.random = deps_.random;
+    plain.max_search_steps = options_.allocation_step_limit;
+    StatusOr<allocator::Outcome> without =
+        v.allocator->Allocate(info->node(), ledger.allocated(), plain);
+    if (!without.ok() || without->kind != allocator::Outcome::Kind::kAllocated) return d;
+    for (size_t k = 0; k < v.claims.size(); ++k) {
+      std::vector<int> free_choice = ChosenSubrequests(*v.claims[k], without->results[k]);
+      for (size_t i = 0; i < chosen[k].size(); ++i) {
+        if (free_choice[i] < 0 || free_choice[i] >= chosen[k][i]) continue;
+        const DeviceDecision::Request& r = d.claims[k].requests[i];
+        std::string from = v.claims[k]
+                               ->spec.devices.requests[i]
+                               .first_available[static_cast<size_t>(free_choice[i])]
+                               .name;
+        std::string refusal;
+        for (const DeviceDecision::Tier& t : r.tiers_not_taken) {
+          for (const DeviceDecision::Reason& reason : t.reasons) {
+            if (t.subrequest == from && reason.reason == allocator::kQuotaPolicyCode) {
+              refusal = reason.message;
+            }
+          }
+        }
+        if (!d.quota_fallback.empty()) d.quota_fallback += "; ";
+        if (v.claims.size() > 1) d.quota_fallback += "claim " + d.claims[k].name + " ";
+        d.quota_fallback += "request " + r.name + ": subrequest " + from + " refused by " +
+                            (refusal.empty() ? std::string("quota") : refusal) +
+                            ", allocated subrequest " + r.subrequest;
+        d.fallbacks.push_back({.request = r.name, .from = free_choice[i], .to = chosen[k][i]});
+      }
+    }
+    return d;
+  }
+
   StatusOr<rv1::ResourceClaim> CreateSpecialClaim(const DraState& s, const Pod& pod,
                                                   BindRecord* b) {
     if (s.reserved_variant == nullptr || s.reserved_variant->special == nullptr) {
@@ -710,7 +1176,17 @@ class DynamicResources final : public PreEnqueuePlugin,
         if (current.status.allocation.has_value()) {
           return ConflictError("claim " + key + " got allocated elsewhere in the meantime");
         }
-        if (api::AddClaimFinalizer(&current)) {
+        bool update = api::AddClaimFinalizer(&current);
+        if (b->mark_charge) {
+          // In the finalizer's write when there is one: no extra round trip.
+          std::string marker = pod.metadata.uid + " " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                  deps_.clock->Now().time_since_epoch())
+                                                  .count());
+          current.metadata.annotations[std::string(kQuotaChargeAnnotation)] = marker;
+          update = true;
+        }
+        if (update) {
           StatusOr<rv1::ResourceClaim> updated =
               client::Update(*deps_.api, current, options_.field_manager);
           if (!updated.ok()) {
@@ -720,6 +1196,11 @@ class DynamicResources final : public PreEnqueuePlugin,
           current = std::move(*updated);
         }
         current.status.allocation = *b->allocation;
+        if (BindingConditionsOn() && !current.status.allocation->allocation_timestamp) {
+          // upstream bindClaim: when the binding may wait, the timeout is counted from here.
+          current.status.allocation->allocation_timestamp =
+              api::Time::FromTimestamp(deps_.clock->Now());
+        }
       } else {
         if (api::IsReservedForPod(pod, current)) return Status::Ok();
         if (!current.status.allocation.has_value()) {
@@ -742,8 +1223,14 @@ class DynamicResources final : public PreEnqueuePlugin,
       b->reserved = true;
       b->name = written->metadata.name;
       b->uid = written->metadata.uid;
+      b->written_version = static_cast<uint64_t>(
+          api::ParseResourceVersion(written->metadata.resource_version).value_or(0));
+      if (b->allocation && written->status.allocation) {
+        // What the claim holds now (with its allocationTimestamp): Unreserve undoes exactly this.
+        b->allocation = std::make_shared<const rv1::AllocationResult>(*written->status.allocation);
+      }
       if (b->allocation && options_.confirm_allocations && deps_.confirmations != nullptr) {
-        int64_t rv = api::ParseResourceVersion(written->metadata.resource_version).value_or(0);
+        int64_t rv = static_cast<int64_t>(b->written_version);
         if (rv != 0) {
           AllocationConfirmations::Outcome o =
               deps_.confirmations->Await(b->uid, rv, options_.confirm_timeout);
@@ -792,8 +1279,10 @@ class DynamicResources final : public PreEnqueuePlugin,
   // re-reads the claim, so it checks that what it undoes is still there: another replica may
   // have allocated the claim anew (after a lost allocation was cleared) or bound the pod with
   // this allocation meanwhile, and undoing that would leave a bound pod without devices.
+  // `release_allocation`: with a pod, also clear the allocation once nobody else reserved it.
   void DeallocateAsync(std::string ns, std::string name, std::string uid, std::string pod_name,
-                       std::string pod_uid, std::shared_ptr<const rv1::AllocationResult> expected) {
+                       std::string pod_uid, std::shared_ptr<const rv1::AllocationResult> expected,
+                       bool release_allocation = false) {
     if (name.empty()) return;
     client::ApiClient* api = deps_.api;
     int retries = options_.conflict_retries;
@@ -808,7 +1297,7 @@ class DynamicResources final : public PreEnqueuePlugin,
           return;
         }
       }
-      Release(*api, ns, name, uid, pod_uid, expected.get(), retries, manager);
+      Release(*api, ns, name, uid, pod_uid, expected.get(), release_allocation, retries, manager);
     });
   }
 
@@ -824,7 +1313,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       options.precondition_uid = uid;
       Status s = client::Delete<rv1::ResourceClaim>(*api, ns, name, options);
       if (s.ok() || s.code() == StatusCode::kNotFound) {
-        Release(*api, ns, name, uid, "", nullptr, retries, manager);
+        Release(*api, ns, name, uid, "", nullptr, /*release_allocation=*/false, retries, manager);
         return;
       }
       log::Warning("scheduler: deleting claim {}/{}: {}", ns, name, s.ToString());
@@ -837,7 +1326,7 @@ class DynamicResources final : public PreEnqueuePlugin,
   // another uid, or no longer carries `expected` (when given).
   static void Release(client::ApiClient& api, const std::string& ns, const std::string& name,
                       const std::string& uid, const std::string& pod_uid,
-                      const rv1::AllocationResult* expected, int retries,
+                      const rv1::AllocationResult* expected, bool release_allocation, int retries,
                       const std::string& manager) {
     for (int attempt = 0; attempt <= retries; ++attempt) {
       StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(api, ns, name);
@@ -846,17 +1335,18 @@ class DynamicResources final : public PreEnqueuePlugin,
           !(claim->status.allocation.has_value() && *claim->status.allocation == *expected)) {
         return;  // not our allocation any more
       }
-      if (pod_uid.empty()) {
-        api::ClearAllocationAndReservations(&claim->status);
-      } else {
+      bool clear = pod_uid.empty();
+      if (!clear) {
         api::RemoveReservation(&claim->status, pod_uid);
+        clear = release_allocation && claim->status.reserved_for.empty();
       }
+      if (clear) api::ClearAllocationAndReservations(&claim->status);
       StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(api, *claim, manager);
       if (written.ok()) {
         rv1::ResourceClaim next = *written;
         // Without an allocation the claim needs no protection; the claim controller removes
         // the finalizer when this write loses a race.
-        if (pod_uid.empty() && api::RemoveClaimFinalizer(&next)) {
+        if (clear && api::RemoveClaimFinalizer(&next)) {
           client::Update(api, next, manager).status().IgnoreError();
         }
         return;
@@ -870,6 +1360,10 @@ class DynamicResources final : public PreEnqueuePlugin,
 
   DynamicResourcesDeps deps_;
   DynamicResourcesOptions options_;
+  // Loop thread: claims (uid) whose allocation this scheduler releases because a device failed its
+  // binding, until the cache shows the claim without that allocation; PreFilter must not reuse
+  // it meanwhile.
+  std::map<std::string, std::shared_ptr<const rv1::AllocationResult>> releasing_;
 };
 
 }  // namespace
@@ -934,6 +1428,102 @@ PodClaimName ClaimNameForPod(const Pod& pod, const api::corev1::PodResourceClaim
   out.error = "pod \"" + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
               "\", spec.resourceClaim \"" + entry.name + "\": unsupported ResourceClaim source";
   return out;
+}
+
+bool HasBindingConditions(const rv1::AllocationResult& allocation) {
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    if (!r.binding_conditions.empty()) return true;
+  }
+  return false;
+}
+
+namespace {
+
+std::string DeviceId(const rv1::DeviceRequestAllocationResult& r) {
+  return r.driver + "/" + r.pool + "/" + r.device;
+}
+
+// upstream getAllocatedDeviceStatus: the status entry of an allocated device.
+const rv1::AllocatedDeviceStatus* DeviceStatusOf(const rv1::ResourceClaim& claim,
+                                                 const rv1::DeviceRequestAllocationResult& r) {
+  for (const rv1::AllocatedDeviceStatus& d : claim.status.devices) {
+    if (d.driver == r.driver && d.pool == r.pool && d.device == r.device) return &d;
+  }
+  return nullptr;
+}
+
+const api::metav1::Condition* FindCondition(const rv1::AllocatedDeviceStatus* status,
+                                            std::string_view type) {
+  if (status == nullptr) return nullptr;
+  for (const api::metav1::Condition& c : status->conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+BindingReadiness ClaimBindingReadiness(const rv1::ResourceClaim& claim) {
+  BindingReadiness out;
+  if (!claim.status.allocation.has_value()) {
+    out.kind = BindingReadiness::Kind::kWaiting;
+    out.message =
+        "claim " + ClaimKey(claim.metadata.namespace_, claim.metadata.name) + " is not allocated";
+    return out;
+  }
+  std::string key = ClaimKey(claim.metadata.namespace_, claim.metadata.name);
+  for (const rv1::DeviceRequestAllocationResult& r : claim.status.allocation->devices.results) {
+    if (r.binding_conditions.empty()) continue;
+    const rv1::AllocatedDeviceStatus* status = DeviceStatusOf(claim, r);
+    for (const std::string& type : r.binding_failure_conditions) {
+      const api::metav1::Condition* c = FindCondition(status, type);
+      if (c == nullptr || c->status != "True") continue;
+      out.kind = BindingReadiness::Kind::kFailed;
+      out.message = "claim " + key + ": device " + DeviceId(r) + ": binding failure condition " +
+                    type + " is True";
+      if (!c->reason.empty() || !c->message.empty()) {
+        out.message += " (" + c->reason + (c->message.empty() ? "" : ": " + c->message) + ")";
+      }
+      return out;
+    }
+    if (out.kind != BindingReadiness::Kind::kReady) continue;
+    for (const std::string& type : r.binding_conditions) {
+      const api::metav1::Condition* c = FindCondition(status, type);
+      if (c != nullptr && c->status == "True") continue;
+      out.kind = BindingReadiness::Kind::kWaiting;
+      out.message = "claim " + key + ": device " + DeviceId(r) + ": binding condition " + type +
+                    " is " + (c == nullptr ? "not reported" : "\"" + c->status + "\"");
+      break;
+    }
+  }
+  return out;
+}
+
+std::string AllocatedDeviceProblem(
+    const rv1::AllocationResult& allocation,
+    const std::function<std::vector<std::shared_ptr<const rv1::ResourceSlice>>(
+        std::string_view driver, std::string_view pool)>& slices) {
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    std::vector<std::shared_ptr<const rv1::ResourceSlice>> pool = slices(r.driver, r.pool);
+    std::vector<const rv1::ResourceSlice*> views;
+    for (const auto& slice : pool) views.push_back(slice.get());
+    const rv1::Device* device = api::FindPublishedDevice(views, r.device);
+    if (device == nullptr) return "device " + DeviceId(r) + " is no longer published";
+    std::optional<size_t> taint =
+        api::labels::FindUntoleratedDeviceTaint(device->taints, r.tolerations);
+    if (taint) {
+      const rv1::DeviceTaint& t = device->taints[*taint];
+      return "device " + DeviceId(r) + " has the taint " + t.key +
+             (t.value.empty() ? "" : "=" + t.value) + ":" + t.effect + ", which is not tolerated";
+    }
+  }
+  return "";
+}
+
+const DeviceDecision* DecisionOf(const CycleState& state) {
+  const DraState* s = state.Get<DraState>();
+  if (s == nullptr || !s->decision.has_value()) return nullptr;
+  return &*s->decision;
 }
 
 const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node) {

@@ -23,10 +23,28 @@
 //               claim. API work runs asynchronously.
 //   PreBind     per claim not yet reserved for the pod, with conflict retries: create the special
 //               claim; add the finalizer resource.kubernetes.io/delete-protection (Update); set
-//               status.allocation and append the pod to status.reservedFor (UpdateStatus); then
-//               wait until this scheduler observes its own write and learns whether another
-//               scheduler allocated one of the devices first (device_ledger.h) — a lost race
-//               fails the binding. Records pod.status.extendedResourceClaimStatus.
+//               status.allocation (with allocationTimestamp when binding conditions are on) and
+//               append the pod to status.reservedFor (UpdateStatus); then wait until this
+//               scheduler observes its own write and learns whether another scheduler allocated
+//               one of the devices first (device_ledger.h) — a lost race fails the binding.
+//               Records pod.status.extendedResourceClaimStatus. Then:
+//                 - binding conditions (KEP-5007, upstream PreBind's wait): when an allocated
+//                   device of the pod's claims has bindingConditions, nominate the pod to the
+//                   node (status.nominatedNodeName, KEP-5278, so that the device's attach
+//                   controller knows where it goes) and answer Wait. CheckPreBindWait, on the
+//                   loop thread and on every relevant event, reads the claims from the cache:
+//                   Success once every such device has all its bindingConditions True in
+//                   status.devices[].conditions, an error as soon as one of its
+//                   bindingFailureConditions is True, the device is tainted or gone, or the wait
+//                   outlived `binding_timeout` (counted from the write, and from
+//                   allocationTimestamp for an allocation written by an earlier attempt);
+//                 - health at bind time: every allocated device must still be published and
+//                   carry no untolerated NoSchedule / NoExecute taint (re-read from the slice
+//                   cache just before binding); otherwise the binding fails.
+//               A binding failed by a device releases the allocations this attempt wrote
+//               (Unreserve), so that the retry allocates anew.
+//   Filter      (binding conditions) an allocated claim whose binding failed or timed out is
+//               unavailable, so PostFilter deallocates it (upstream Filter, KEP-5007).
 //
 // Thread-safety: PreBind runs on binder threads and touches only the cycle state, the
 // thread-safe ApiClient and AllocationConfirmations; everything else runs on the loop thread.
@@ -46,8 +64,15 @@
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/framework/plugin.h"
+#include "scheduler/quota_charger.h"
 
 namespace draplane::scheduler {
+
+// Set on a claim, in the same write that adds the finalizer, when the scheduler allocates it in a
+// namespace whose Allocation-mode quotas it must charge: "<pod uid> <unix seconds>". Until that
+// Pod is bound, nobody else may use the allocation (its charge may still be refused; quota
+// replicas, docs/design/holdings.md).
+inline constexpr std::string_view kQuotaChargeAnnotation = "draplane.dev/quota-charge";
 
 // Hands observations of this scheduler's own claim writes from the loop thread to the binder
 // threads waiting for them.
@@ -93,8 +118,15 @@ struct DynamicResourcesOptions {
   int explain_budget = 64;
   // allocator::Options::max_search_steps for every Filter call; 0: no limit.
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
+  // The CEL cost units one scheduling attempt may spend evaluating selectors, over all its Filter
+  // calls (allocator::EvaluationBudget); a spent budget fails the attempt with an error. 0: none.
+  uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
   // Retries of a claim write after a Conflict (client-go retry.DefaultRetry: 5 steps).
   int conflict_retries = 5;
+  // How long a binding waits for devices' bindingConditions (upstream
+  // DynamicResourcesArgs.bindingTimeout, DynamicResourcesBindingTimeoutDefault: 600 s). Binding
+  // conditions count only with features.device_binding_and_status.
+  Duration binding_timeout = std::chrono::seconds(600);
   std::string field_manager = "draplane-scheduler";
 };
 
@@ -102,11 +134,19 @@ struct DynamicResourcesDeps {
   ClusterState* cluster = nullptr;
   client::ApiClient* api = nullptr;
   AllocationConfirmations* confirmations = nullptr;
+  // Charges Allocation-mode quotas in PreBind; null: quotas are enforced inside the search only.
+  QuotaCharger* quotas = nullptr;
   // Runs API work off the loop thread (Unreserve, PostFilter).
   std::function<void(std::function<void()>)> run_async;
   const Clock* clock = nullptr;
   // Share IDs of multi-allocatable devices; owned by the caller, used on the loop thread.
   Random* random = nullptr;
+  // The published slices of one pool (driver, pool), callable from any thread (the scheduler's
+  // slice informer): PreBind re-checks the devices it binds against them. Null: no bind-time
+  // device check (`draplane explain`, which never binds).
+  std::function<std::vector<std::shared_ptr<const api::resourcev1::ResourceSlice>>(
+      std::string_view driver, std::string_view pool)>
+      pool_slices;
 };
 
 std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
@@ -115,6 +155,54 @@ std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
 // The allocator's explanation for `node` recorded during an explaining Filter pass of this
 // attempt, or null.
 const allocator::Explanation* DeviceExplanation(const CycleState& state, std::string_view node);
+
+// What DynamicResources decided for a Pod on its node (made in Reserve when the Pod's binding
+// allocates a claim), for the Pod's decision record (AllocationDecision) and its QuotaFallback
+// Event.
+struct DeviceDecision {
+  // One reason a tier was not taken on the chosen node, over `devices` candidate devices.
+  struct Reason {
+    std::string reason;   // allocator::CandidateStatusName, or a policy's code ("quota")
+    std::string message;  // e.g. "already allocated", or the quota's refusal
+    int32_t devices = 0;
+  };
+  struct Tier {
+    std::string subrequest;
+    std::vector<Reason> reasons;  // at most kMaxReasons
+  };
+  struct Request {
+    std::string name;
+    std::string subrequest;  // the chosen one; "" for a request without subrequests
+    std::string device_class;
+    std::vector<api::resourcev1::DeviceRequestAllocationResult> devices;
+    std::vector<Tier> tiers_not_taken;  // the subrequests before the chosen one
+  };
+  struct Claim {
+    std::string name;  // as in the API (a special claim's once PreBind created it)
+    std::string uid;
+    std::vector<Request> requests;
+    allocator::ResourceList charges;  // allocator::ChargeAllocation, additive part
+  };
+  static constexpr size_t kMaxReasons = 8;
+
+  std::string node;
+  std::vector<Claim> claims;
+  // The Allocation-mode quotas the search obeyed, at the versions it read.
+  std::vector<allocator::QuotaBudget> quotas;
+  allocator::ResourceList increment;  // what the binding charges them
+  // Set when a quota made a request take a later subrequest than it would have without it:
+  // the message of the Pod's QuotaFallback Event, and (request, from, to) per such request.
+  std::string quota_fallback;
+  struct Fallback {
+    std::string request;
+    int from = 0;
+    int to = 0;
+  };
+  std::vector<Fallback> fallbacks;
+};
+
+// The decision of the attempt in `state`, or null when its binding allocates nothing.
+const DeviceDecision* DecisionOf(const CycleState& state);
 
 // Helpers shared with the controllers' view of the same rules.
 // upstream resourceclaim.Name: the claim name for a pod claim entry, or an error message.
@@ -126,5 +214,27 @@ struct PodClaimName {
 };
 PodClaimName ClaimNameForPod(const api::corev1::Pod& pod,
                              const api::corev1::PodResourceClaim& entry);
+
+// KEP-5007: whether an allocation has devices that must meet binding conditions.
+bool HasBindingConditions(const api::resourcev1::AllocationResult& allocation);
+// KEP-5007 readiness of a claim (upstream isClaimReadyForBinding): kReady when every allocated
+// device with bindingConditions has all of them True in status.devices[].conditions (so also
+// when none has any), kFailed as soon as one of a device's bindingFailureConditions is True,
+// else kWaiting. `message` names the claim, the device (<driver>/<pool>/<device>) and the
+// condition that failed or is still missing.
+struct BindingReadiness {
+  enum class Kind { kReady, kWaiting, kFailed };
+  Kind kind = Kind::kReady;
+  std::string message;
+};
+BindingReadiness ClaimBindingReadiness(const api::resourcev1::ResourceClaim& claim);
+// The first device of `allocation` that is no longer published in its pool (only the slices of
+// the pool's newest generation count) or has a NoSchedule / NoExecute taint its allocation
+// result does not tolerate, in words ("device <driver>/<pool>/<device> ..."); "" when every
+// device is fine. `slices` returns a pool's slices (DynamicResourcesDeps::pool_slices).
+std::string AllocatedDeviceProblem(
+    const api::resourcev1::AllocationResult& allocation,
+    const std::function<std::vector<std::shared_ptr<const api::resourcev1::ResourceSlice>>(
+        std::string_view driver, std::string_view pool)>& slices);
 
 }  // namespace draplane::scheduler

@@ -1,5 +1,6 @@
 #include "scheduler/plugins/node_plugins.h"
 
+#include "api/labels/node_isolation.h"
 #include "api/labels/node_selector.h"
 #include "api/labels/taints.h"
 
@@ -89,6 +90,7 @@ class NodeAffinity final : public PreFilterPlugin, public FilterPlugin {
 
 class TaintToleration final : public FilterPlugin {
  public:
+  explicit TaintToleration(const Clock& clock) : clock_(clock) {}
   std::string_view name() const override { return "TaintToleration"; }
   std::vector<ClusterEventSpec> EventsToRegister() const override {
     return {{EventResource::kNode, kAdd | kUpdateNodeTaint}, {EventResource::kPod, kUpdatePodSpec}};
@@ -96,14 +98,31 @@ class TaintToleration final : public FilterPlugin {
   PluginStatus Filter(CycleState&, const PodInfo& pod, const NodeInfo& node, bool) override {
     const std::vector<api::corev1::Taint>& taints = node.node().spec.taints;
     if (taints.empty()) return PluginStatus::Success();
+    const Timestamp now = clock_.Now();
     std::optional<size_t> bad = api::labels::FindMatchingUntoleratedTaint(
-        taints, pod.pod->spec.tolerations, [](const api::corev1::Taint& t) {
+        taints, pod.pod->spec.tolerations, [&](const api::corev1::Taint& t) {
+          if (t.key == api::labels::kPrepareFailuresTaintKey &&
+              !api::labels::IsIsolated(node.node(), now)) {
+            return false;  // the isolation has expired
+          }
           return api::labels::IsScheduleBlockingEffect(t.effect);
         });
     if (!bad) return PluginStatus::Success();
+    if (taints[*bad].key == api::labels::kPrepareFailuresTaintKey) {
+      auto until =
+          node.node().metadata.annotations.find(api::labels::kPrepareFailuresUntilAnnotation);
+      return PluginStatus::Unresolvable(
+          "node isolated after repeated device prepare failures" +
+          (until == node.node().metadata.annotations.end() ? std::string()
+                                                           : " until " + until->second) +
+          " (taint " + std::string(api::labels::kPrepareFailuresTaintKey) + ")");
+    }
     return PluginStatus::Unresolvable("untolerated taint {" + taints[*bad].key + ": " +
                                       taints[*bad].value + "}");
   }
+
+ private:
+  const Clock& clock_;
 };
 
 class NodeResourcesFit final : public FilterPlugin {
@@ -159,7 +178,9 @@ std::shared_ptr<Plugin> NewNodeUnschedulablePlugin() {
   return std::make_shared<NodeUnschedulable>();
 }
 std::shared_ptr<Plugin> NewNodeAffinityPlugin() { return std::make_shared<NodeAffinity>(); }
-std::shared_ptr<Plugin> NewTaintTolerationPlugin() { return std::make_shared<TaintToleration>(); }
+std::shared_ptr<Plugin> NewTaintTolerationPlugin(const Clock& clock) {
+  return std::make_shared<TaintToleration>(clock);
+}
 std::shared_ptr<Plugin> NewNodeResourcesFitPlugin(const ClusterState& cluster) {
   return std::make_shared<NodeResourcesFit>(cluster);
 }

@@ -6,7 +6,9 @@
 //   NodeUnschedulable  spec.unschedulable nodes only for pods tolerating
 //                      node.kubernetes.io/unschedulable:NoSchedule (nodeunschedulable)
 //   NodeAffinity       spec.nodeSelector and required node affinity (nodeaffinity)
-//   TaintToleration    NoSchedule / NoExecute node taints must be tolerated (tainttoleration)
+//   TaintToleration    NoSchedule / NoExecute node taints must be tolerated (tainttoleration);
+//                      draplane's isolation taint for repeated device prepare failures
+//                      (api/labels/node_isolation.h) counts only until its annotation's time
 //   NodeResourcesFit   cpu, memory, ephemeral storage, extended resources from
 //                      node.status.allocatable (legacy device plugins) and the pod count;
 //                      an extended resource the node does not advertise but a DeviceClass maps
@@ -20,6 +22,7 @@
 
 #include <memory>
 
+#include "common/clock.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/framework/plugin.h"
 
@@ -29,7 +32,8 @@ std::shared_ptr<Plugin> NewSchedulingGatesPlugin();
 std::shared_ptr<Plugin> NewNodeNamePlugin();
 std::shared_ptr<Plugin> NewNodeUnschedulablePlugin();
 std::shared_ptr<Plugin> NewNodeAffinityPlugin();
-std::shared_ptr<Plugin> NewTaintTolerationPlugin();
+// `clock` (which must outlive the plugin) ends node isolations.
+std::shared_ptr<Plugin> NewTaintTolerationPlugin(const Clock& clock);
 // Reads the extended resource -> DeviceClass mapping from `cluster`, which must outlive it.
 std::shared_ptr<Plugin> NewNodeResourcesFitPlugin(const ClusterState& cluster);
 

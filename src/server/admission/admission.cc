@@ -136,6 +136,42 @@ bool Admission::Terminating(const store::Object& ns) const {
   return terminating;
 }
 
+namespace {
+
+// Upstream's NodeRestriction label rule (plugin/pkg/admission/noderestriction, and the kubelet's
+// own list in k8s.io/kubelet/pkg/apis): labels under node-restriction.kubernetes.io, and labels
+// under kubernetes.io or k8s.io (and their subdomains) other than those the kubelet sets itself.
+bool IsForbiddenNodeLabel(std::string_view key) {
+  size_t slash = key.find('/');
+  if (slash == std::string_view::npos) return false;
+  std::string_view ns = key.substr(0, slash);
+  if (ns == "node-restriction.kubernetes.io") return true;
+  auto in = [&](std::string_view domain) {
+    return ns == domain || (ns.size() > domain.size() && ns.ends_with(domain) &&
+                            ns[ns.size() - domain.size() - 1] == '.');
+  };
+  if (!in("kubernetes.io") && !in("k8s.io")) return false;
+  static constexpr std::string_view kKubeletLabels[] = {
+      "kubernetes.io/hostname",
+      "kubernetes.io/arch",
+      "kubernetes.io/os",
+      "beta.kubernetes.io/instance-type",
+      "node.kubernetes.io/instance-type",
+      "failure-domain.beta.kubernetes.io/region",
+      "failure-domain.beta.kubernetes.io/zone",
+      "topology.kubernetes.io/region",
+      "topology.kubernetes.io/zone",
+      "beta.kubernetes.io/arch",
+      "beta.kubernetes.io/os",
+  };
+  for (std::string_view allowed : kKubeletLabels) {
+    if (key == allowed) return false;
+  }
+  return !in("kubelet.kubernetes.io") && !in("node.kubernetes.io");
+}
+
+}  // namespace
+
 std::optional<ApiError> Admission::NodeRestriction(const Attributes& a) const {
   std::string node = authz::NodeNameOf(*a.user);
   if (node.empty()) return std::nullopt;
@@ -164,6 +200,49 @@ std::optional<ApiError> Admission::NodeRestriction(const Attributes& a) const {
       a.name != node) {
     return handlers::NewForbidden(
         r.Gr(), a.name, "node \"" + node + "\" is not allowed to create node \"" + a.name + "\"");
+  }
+  if (r.group.empty() && r.resource == "nodes" && a.subresource.empty() && a.object != nullptr) {
+    // Upstream admitNode: a node may not give itself labels reserved for the control plane
+    // (which steer workloads to it), nor change its own taints (an admin's NoSchedule taint
+    // would no longer keep workloads away).
+    handlers::StringMap labels = handlers::MetaStringMap(*a.object, "labels");
+    handlers::StringMap old_labels;
+    if (a.old_object != nullptr) old_labels = handlers::MetaStringMap(*a.old_object, "labels");
+    std::string forbidden;
+    for (const auto& [key, value] : labels) {
+      auto old = old_labels.find(key);
+      if (old != old_labels.end() && old->second == value) continue;
+      if (!IsForbiddenNodeLabel(key)) continue;
+      forbidden += (forbidden.empty() ? "" : ", ") + key;
+    }
+    for (const auto& [key, value] : old_labels) {
+      if (labels.count(key) == 0 && IsForbiddenNodeLabel(key)) {
+        forbidden += (forbidden.empty() ? "" : ", ") + key;
+      }
+    }
+    if (!forbidden.empty()) {
+      return handlers::NewForbidden(
+          r.Gr(), a.name,
+          "node \"" + node +
+              (a.operation == Operation::kCreate ? "\" is not allowed to set the following labels: "
+                                                 : "\" is not allowed to modify labels: ") +
+              forbidden);
+    }
+    if (a.operation == Operation::kUpdate && a.old_object != nullptr) {
+      const JsonObject* spec = handlers::FindObject(*a.object, "spec");
+      const JsonObject* old_spec = handlers::FindObject(*a.old_object, "spec");
+      const boost::json::value* taints = spec ? spec->if_contains("taints") : nullptr;
+      const boost::json::value* old_taints = old_spec ? old_spec->if_contains("taints") : nullptr;
+      auto empty = [](const boost::json::value* v) {
+        return v == nullptr || v->is_null() || (v->is_array() && v->get_array().empty());
+      };
+      bool same = (empty(taints) && empty(old_taints)) ||
+                  (taints != nullptr && old_taints != nullptr && *taints == *old_taints);
+      if (!same) {
+        return handlers::NewForbidden(r.Gr(), a.name,
+                                      "node \"" + node + "\" is not allowed to modify taints");
+      }
+    }
   }
   if (r.group == "coordination.k8s.io" && r.resource == "leases" &&
       a.operation == Operation::kCreate && (a.namespace_ != "kube-node-lease" || a.name != node)) {

@@ -61,12 +61,13 @@ TEST(PkiTest, RejectsMalformedIpAddress) {
 }
 
 TEST(TokenFileTest, ParsesUpstreamFormatWithQuotedGroups) {
-  StatusOr<std::vector<TokenEntry>> entries = ParseTokenFile(
+  ParsedTokenFile parsed = ParseTokenFile(
       "# comment\n"
       "abc,alice,uid-1,\"tenants,dev\"\n"
       "\n"
       "def,system:node:n1,uid-2\n");
-  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  EXPECT_TRUE(parsed.errors.empty());
+  const std::vector<TokenEntry>* entries = &parsed.entries;
   ASSERT_EQ(entries->size(), 2u);
   EXPECT_EQ((*entries)[0].token, "abc");
   EXPECT_EQ((*entries)[0].user.name, "alice");
@@ -75,17 +76,44 @@ TEST(TokenFileTest, ParsesUpstreamFormatWithQuotedGroups) {
   EXPECT_TRUE((*entries)[1].user.groups.empty());
 }
 
-TEST(TokenFileTest, RejectsLineWithoutUser) {
-  EXPECT_EQ(ParseTokenFile("abc\n").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseTokenFile("abc,\"unterminated,u\n").status().code(), StatusCode::kInvalidArgument);
+// Issue 17: a bad line is reported and skipped; the other identities keep working.
+TEST(TokenFileTest, SkipsBadLinesAndKeepsTheOthers) {
+  ParsedTokenFile parsed = ParseTokenFile(
+      "abc\n"
+      "good,alice,1\n"
+      "abc,\"unterminated,u\n"
+      "ctl,\"x\ty\",2\n"
+      "also,bob,3\n");
+  ASSERT_EQ(parsed.entries.size(), 2u);
+  EXPECT_EQ(parsed.entries[0].user.name, "alice");
+  EXPECT_EQ(parsed.entries[1].user.name, "bob");
+  ASSERT_EQ(parsed.errors.size(), 3u);
+  EXPECT_EQ(parsed.errors[0], "token file line 1: want token,user,uid[,\"group1,group2\"]");
+  EXPECT_EQ(parsed.errors[2],
+            "token file line 4: user name \"x\\x09y\" must not contain control characters");
+}
+
+TEST(TokenFileTest, RefusesControlCharactersInIdentities) {
+  std::string dir = TempDir();
+  std::string file = dir + "/tokens.csv";
+  Status status =
+      AppendTokenFile(file, {.token = "t", .user = {.name = "x\ny", .uid = "1", .groups = {}}});
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "user name \"x\\x0ay\" must not contain control characters");
+  EXPECT_EQ(
+      AppendTokenFile(file, {.token = "t", .user = {.name = "ok", .uid = "2", .groups = {"a\rb"}}})
+          .code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TokenFileTest, FormatRoundTrips) {
   TokenEntry entry{.token = "t0k", .user = {.name = "bob", .uid = "u", .groups = {"a", "b"}}};
-  StatusOr<std::vector<TokenEntry>> parsed = ParseTokenFile(FormatTokenLine(entry));
-  ASSERT_TRUE(parsed.ok());
-  ASSERT_EQ(parsed->size(), 1u);
-  EXPECT_EQ((*parsed)[0].user.groups, entry.user.groups);
+  ParsedTokenFile parsed = ParseTokenFile(FormatTokenLine(entry));
+  ASSERT_TRUE(parsed.errors.empty());
+  ASSERT_EQ(parsed.entries.size(), 1u);
+  EXPECT_EQ(parsed.entries[0].user.groups, entry.user.groups);
 }
 
 TEST(AuthenticatorTest, TokenCertificateAndAnonymous) {

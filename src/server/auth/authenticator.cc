@@ -76,8 +76,45 @@ bool UserInfo::InGroup(std::string_view group) const {
   return std::find(groups.begin(), groups.end(), group) != groups.end();
 }
 
-StatusOr<std::vector<TokenEntry>> ParseTokenFile(std::string_view contents) {
-  std::vector<TokenEntry> out;
+namespace {
+
+bool HasControlCharacter(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+// `text` with control characters escaped, for messages.
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ValidateIdentity(const UserInfo& user) {
+  if (user.name.empty()) return InvalidArgumentError("the user name is empty");
+  if (HasControlCharacter(user.name)) {
+    return InvalidArgumentError("user name \"" + Printable(user.name) +
+                                "\" must not contain control characters");
+  }
+  for (const std::string& group : user.groups) {
+    if (HasControlCharacter(group)) {
+      return InvalidArgumentError("group name \"" + Printable(group) +
+                                  "\" must not contain control characters");
+    }
+  }
+  return Status::Ok();
+}
+
+ParsedTokenFile ParseTokenFile(std::string_view contents) {
+  ParsedTokenFile out;
   int line_number = 0;
   while (!contents.empty()) {
     size_t newline = contents.find('\n');
@@ -87,18 +124,19 @@ StatusOr<std::vector<TokenEntry>> ParseTokenFile(std::string_view contents) {
     ++line_number;
     std::string trimmed = Trim(line);
     if (trimmed.empty() || trimmed[0] == '#') continue;
+    std::string where = "token file line " + std::to_string(line_number) + ": ";
     std::optional<std::vector<std::string>> fields = SplitCsv(trimmed);
     if (!fields || fields->size() < 3) {
-      return InvalidArgumentError("token file line " + std::to_string(line_number) +
-                                  ": want token,user,uid[,\"group1,group2\"]");
+      out.errors.push_back(where + "want token,user,uid[,\"group1,group2\"]");
+      continue;
     }
     TokenEntry entry;
     entry.token = Trim((*fields)[0]);
     entry.user.name = Trim((*fields)[1]);
     entry.user.uid = Trim((*fields)[2]);
     if (entry.token.empty() || entry.user.name.empty()) {
-      return InvalidArgumentError("token file line " + std::to_string(line_number) +
-                                  ": empty token or user");
+      out.errors.push_back(where + "empty token or user");
+      continue;
     }
     if (fields->size() > 3) {
       std::optional<std::vector<std::string>> groups = SplitCsv((*fields)[3]);
@@ -107,7 +145,11 @@ StatusOr<std::vector<TokenEntry>> ParseTokenFile(std::string_view contents) {
         if (!g.empty()) entry.user.groups.push_back(std::move(g));
       }
     }
-    out.push_back(std::move(entry));
+    if (Status valid = ValidateIdentity(entry.user); !valid.ok()) {
+      out.errors.push_back(where + std::string(valid.message()));
+      continue;
+    }
+    out.entries.push_back(std::move(entry));
   }
   return out;
 }
@@ -123,6 +165,7 @@ std::string FormatTokenLine(const TokenEntry& entry) {
 }
 
 Status AppendTokenFile(const std::string& path, const TokenEntry& entry) {
+  DRAPLANE_RETURN_IF_ERROR(ValidateIdentity(entry.user));
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return UnavailableError("cannot open " + path + ": " + std::strerror(errno));
   while (::flock(fd, LOCK_EX) != 0) {
@@ -197,9 +240,12 @@ Status Authenticator::Reload() {
     if (contents.status().code() == StatusCode::kNotFound) return Status::Ok();
     return contents.status();
   }
-  DRAPLANE_ASSIGN_OR_RETURN(std::vector<TokenEntry> entries, ParseTokenFile(*contents));
+  ParsedTokenFile parsed = ParseTokenFile(*contents);
+  for (const std::string& error : parsed.errors) {
+    log::Warning("authenticator: {}: {} (line skipped)", options_.token_file, error);
+  }
   std::map<std::string, UserInfo, std::less<>> tokens;
-  for (TokenEntry& entry : entries) {
+  for (TokenEntry& entry : parsed.entries) {
     AddAuthenticatedGroup(entry.user);
     tokens[std::move(entry.token)] = std::move(entry.user);
   }

@@ -48,12 +48,23 @@ struct TokenEntry {
   UserInfo user;
 };
 
-// Parses a token file. Returns InvalidArgument naming the line for a malformed one.
-StatusOr<std::vector<TokenEntry>> ParseTokenFile(std::string_view contents);
+struct ParsedTokenFile {
+  std::vector<TokenEntry> entries;
+  // One message per malformed line ("token file line 3: ..."); such a line is skipped and the
+  // others still count, so one bad line cannot lock every identity out after a restart.
+  std::vector<std::string> errors;
+};
+// Parses a token file.
+ParsedTokenFile ParseTokenFile(std::string_view contents);
 // Renders one line of a token file (with a trailing newline).
 std::string FormatTokenLine(const TokenEntry& entry);
+// InvalidArgument when the user name is empty or the user or a group name holds a control
+// character (a line break would split its token file line; a certificate subject or an audit
+// line could not show it either).
+Status ValidateIdentity(const UserInfo& user);
 // Appends `entry` to the token file at `path` (created with mode 0600), under an exclusive
-// file lock so concurrent writers do not interleave.
+// file lock so concurrent writers do not interleave. InvalidArgument when ValidateIdentity
+// refuses the entry's user.
 Status AppendTokenFile(const std::string& path, const TokenEntry& entry);
 // A new random token: 32 bytes from `random`, URL-safe base64 without padding.
 std::string NewToken(Random& random);

@@ -78,6 +78,8 @@ std::string ServerUrlPath(const std::string& data_dir) { return data_dir + "/ser
 StatusOr<std::string> MintKubeconfig(const IdentityRequest& request, const Clock& clock,
                                      Random& random) {
   if (request.user.empty()) return InvalidArgumentError("a user name is required");
+  DRAPLANE_RETURN_IF_ERROR(
+      ValidateIdentity(UserInfo{.name = request.user, .uid = "", .groups = request.groups}));
   StatusOr<CertificateAndKey> ca = LoadCertificateAuthority(request.data_dir);
   if (!ca.ok()) {
     if (ca.status().code() == StatusCode::kNotFound) {

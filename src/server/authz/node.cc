@@ -31,16 +31,19 @@ std::string NodeNameOf(const auth::UserInfo& user) {
 }
 
 bool NodeAuthorizer::PodBoundTo(const std::string& ns, const std::string& name,
-                                const std::string& node) const {
+                                const std::string& node, bool or_nominated) const {
   StatusOr<store::ObjectPtr> pod = store_->Get(store::Key{"core/pods", ns, name});
   if (!pod.ok()) return false;
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse((*pod)->value, ec);
   if (ec || !v.is_object()) return false;
-  const boost::json::value* node_name = v.get_object().if_contains("spec");
-  if (node_name == nullptr || !node_name->is_object()) return false;
-  node_name = node_name->get_object().if_contains("nodeName");
-  return node_name != nullptr && node_name->is_string() && node_name->get_string() == node;
+  auto field = [&](std::string_view part, std::string_view key) {
+    const boost::json::value* p = v.get_object().if_contains(part);
+    if (p == nullptr || !p->is_object()) return false;
+    p = p->get_object().if_contains(key);
+    return p != nullptr && p->is_string() && p->get_string() == node;
+  };
+  return field("spec", "nodeName") || (or_nominated && field("status", "nominatedNodeName"));
 }
 
 bool NodeAuthorizer::ClaimUsedBy(const std::string& ns, const std::string& name,
@@ -62,7 +65,11 @@ bool NodeAuthorizer::ClaimUsedBy(const std::string& ns, const std::string& name,
     const boost::json::value* pod_name = c.if_contains("name");
     if (resource == nullptr || !resource->is_string() || resource->get_string() != "pods") continue;
     if (pod_name == nullptr || !pod_name->is_string()) continue;
-    if (PodBoundTo(ns, std::string(pod_name->get_string()), node)) return true;
+    // A pod nominated to the node is one whose binding waits for its devices to be attached
+    // there (KEP-5007 binding conditions, KEP-5278): the node's driver reports the attach.
+    if (PodBoundTo(ns, std::string(pod_name->get_string()), node, /*or_nominated=*/true)) {
+      return true;
+    }
   }
   return false;
 }
@@ -98,13 +105,15 @@ Result NodeAuthorizer::Authorize(const Attributes& a) const {
   if (g.empty() && r == "pods") {
     if (a.verb == "list" || a.verb == "watch") {
       if (FieldValue(a, "spec.nodeName") == node) return Allow();
-      return Deny("can only " + a.verb + " pods with the field selector spec.nodeName=" + node);
+      if (FieldValue(a, "status.nominatedNodeName") == node) return Allow();
+      return Deny("can only " + a.verb + " pods with the field selector spec.nodeName=" + node +
+                  " or status.nominatedNodeName=" + node);
     }
     bool allowed_verb =
         (a.subresource.empty() && (a.verb == "get" || a.verb == "delete")) ||
         (a.subresource == "status" && (a.verb == "get" || a.verb == "update" || a.verb == "patch"));
     if (!allowed_verb) return NoOpinion();
-    if (PodBoundTo(a.namespace_, a.name, node)) return Allow();
+    if (PodBoundTo(a.namespace_, a.name, node, /*or_nominated=*/false)) return Allow();
     return Deny("no relationship found between node '" + node + "' and this object");
   }
   if (g == "resource.k8s.io" && r == "resourceclaims") {

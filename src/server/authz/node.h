@@ -7,9 +7,12 @@
 //   resourceslices        get any; list/watch/deletecollection only with the field selector
 //                         `spec.nodeName=<self>`; create/update/patch/delete allowed here, and
 //                         admission then checks that the slice's spec.nodeName is its own
-//   pods                  list/watch only with `spec.nodeName=<self>`; get, delete and update the
-//                         status of pods bound to it (spec.nodeName == self)
-//   resourceclaims        get, and update the status of, claims reserved for a pod bound to it
+//   pods                  list/watch only with `spec.nodeName=<self>` or
+//                         `status.nominatedNodeName=<self>`; get, delete and update the status of
+//                         pods bound to it (spec.nodeName == self)
+//   resourceclaims        get, and update the status of, claims reserved for a pod bound or
+//                         nominated to it (a nominated pod's binding waits for its devices to be
+//                         attached on that node: KEP-5007 binding conditions)
 //   deviceclasses         read
 //   events                create/update/patch (core and events.k8s.io)
 //   leases                its own heartbeat Lease in `kube-node-lease`
@@ -36,7 +39,8 @@ class NodeAuthorizer final : public Authorizer {
   Result Authorize(const Attributes& attributes) const override;
 
  private:
-  bool PodBoundTo(const std::string& ns, const std::string& name, const std::string& node) const;
+  bool PodBoundTo(const std::string& ns, const std::string& name, const std::string& node,
+                  bool or_nominated) const;
   bool ClaimUsedBy(const std::string& ns, const std::string& name, const std::string& node) const;
 
   store::Store* store_;

@@ -1,5 +1,7 @@
 #include "server/handlers/api_handler.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 #include "common/metrics.h"
 #include "server/authz/node.h"
@@ -27,21 +29,20 @@ const metrics::HistogramFamily& RequestDuration() {
   return family;
 }
 
-http::Response Text(int status, std::string body) {
-  http::Response r;
-  r.status = status;
-  r.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
-  r.headers.push_back({"X-Content-Type-Options", "nosniff"});
-  r.body = std::move(body);
-  return r;
-}
-
 http::Response Json(int status, std::string body, std::string content_type = "application/json") {
   http::Response r;
   r.status = status;
   r.headers.push_back({"Content-Type", std::move(content_type)});
   r.body = std::move(body);
   return r;
+}
+
+http::Response MethodNotAllowed() {
+  ApiError e;
+  e.code = 405;
+  e.reason = "MethodNotAllowed";
+  e.message = "the server does not allow this method on the requested resource";
+  return ToResponse(e);
 }
 
 boost::json::array Strings(const std::vector<std::string>& values) {
@@ -88,52 +89,135 @@ boost::json::object ReviewStatus(const authz::Result& result) {
 
 }  // namespace
 
+// One request on its way through the pipeline.
+struct ApiHandler::Call {
+  const http::Request* request = nullptr;
+  std::shared_ptr<http::Request> owned;  // Handle: the request outlives the I/O thread's call
+  Duration start{};
+  std::vector<std::pair<std::string, std::string>> query;
+  RequestInfo info;
+  auth::UserInfo user;
+};
+
 ApiHandler::ApiHandler(ApiHandlerOptions options, ApiHandlerDependencies deps)
     : options_(std::move(options)), deps_(deps) {}
 
 void ApiHandler::Handle(http::Request request, std::shared_ptr<http::Exchange> exchange) {
-  auto shared = std::make_shared<http::Request>(std::move(request));
-  bool posted =
-      deps_.pool->Post([this, shared, exchange]() mutable { Serve(*shared, std::move(exchange)); });
-  if (!posted) exchange->Respond(ToResponse(NewServiceUnavailable("the server is shutting down")));
+  auto call = std::make_shared<Call>();
+  call->owned = std::make_shared<http::Request>(std::move(request));
+  call->request = call->owned.get();
+  call->start = deps_.clock->MonotonicNow();
+  if (!Admit(*call, *exchange)) return;
+  deps_.flowcontrol->Submit(
+      Classify(*call),
+      [this, call, exchange](flowcontrol::SeatPtr seat) mutable {
+        // The seat is held until the task (and with it this copy of the pointer) is destroyed.
+        bool posted = deps_.pool->Post(
+            [this, call, exchange, seat]() mutable { Execute(*call, std::move(exchange)); });
+        if (!posted) {
+          exchange->Respond(ToResponse(NewServiceUnavailable("the server is shutting down")));
+        }
+      },
+      [this, call, exchange](flowcontrol::RejectReason reason) {
+        Reject(*call, *exchange, reason);
+      });
 }
 
 void ApiHandler::Serve(const http::Request& request, std::shared_ptr<http::Exchange> exchange) {
-  Duration start = deps_.clock->MonotonicNow();
-  std::optional<std::vector<std::pair<std::string, std::string>>> query =
-      http::ParseQuery(request.query);
-  RequestInfo info;
-  int code = 0;
-  auto finish = [&](http::Response response) {
-    code = response.status;
-    exchange->Respond(std::move(response));
-  };
-  auto record = [&] {
-    std::string verb = info.verb.empty() ? request.method : info.verb;
-    RequestCounter()
-        .WithLabels({verb, info.api_group, info.resource, info.subresource, std::to_string(code)})
-        .Increment();
-    RequestDuration()
-        .WithLabels({verb, info.api_group, info.resource})
-        .Observe(std::chrono::duration<double>(deps_.clock->MonotonicNow() - start).count());
-    log::Debug("{} {} {} -> {}", request.remote_address, request.method, request.target, code);
-  };
-  if (!query) {
-    finish(ToResponse(NewBadRequest("malformed query string")));
-    record();
+  Call call;
+  call.request = &request;
+  call.start = deps_.clock->MonotonicNow();
+  if (!Admit(call, *exchange)) return;
+  StatusOr<flowcontrol::SeatPtr> seat = deps_.flowcontrol->Wait(Classify(call));
+  if (!seat.ok()) {
+    Reject(call, *exchange,
+           seat.status().code() == StatusCode::kUnavailable
+               ? flowcontrol::RejectReason::kShutdown
+               : flowcontrol::RejectReason::kQueueFull);
     return;
   }
-  info = ParseRequestInfo(request.method, request.path, *query);
+  Execute(call, std::move(exchange));
+}
 
+void ApiHandler::Record(const Call& call, int code) const {
+  const RequestInfo& info = call.info;
+  std::string verb = info.verb.empty() ? call.request->method : info.verb;
+  RequestCounter()
+      .WithLabels({verb, info.api_group, info.resource, info.subresource, std::to_string(code)})
+      .Increment();
+  RequestDuration()
+      .WithLabels({verb, info.api_group, info.resource})
+      .Observe(std::chrono::duration<double>(deps_.clock->MonotonicNow() - call.start).count());
+  log::Debug("{} {} {} -> {}", call.request->remote_address, call.request->method,
+             call.request->target, code);
+}
+
+bool ApiHandler::Admit(Call& call, http::Exchange& exchange) const {
+  const http::Request& request = *call.request;
+  std::optional<std::vector<std::pair<std::string, std::string>>> query =
+      http::ParseQuery(request.query);
+  if (!query) {
+    http::Response response = ToResponse(NewBadRequest("malformed query string"));
+    Record(call, response.status);
+    exchange.Respond(std::move(response));
+    return false;
+  }
+  call.query = std::move(*query);
+  call.info = ParseRequestInfo(request.method, request.path, call.query);
   std::optional<auth::UserInfo> user = deps_.authenticator->Authenticate(
       request.header("Authorization"), request.client_certificate);
   if (!user) {
-    finish(ToResponse(NewUnauthorized()));
-    record();
-    return;
+    http::Response response = ToResponse(NewUnauthorized());
+    Record(call, response.status);
+    exchange.Respond(std::move(response));
+    return false;
   }
+  call.user = std::move(*user);
+  // A method no API verb answers is 405, not a request for an empty verb to authorize (which
+  // would be 403).
+  static constexpr std::string_view kMethods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
+  if (std::find(std::begin(kMethods), std::end(kMethods), request.method) == std::end(kMethods)) {
+    http::Response response = MethodNotAllowed();
+    Record(call, response.status);
+    exchange.Respond(std::move(response));
+    return false;
+  }
+  return true;
+}
 
-  authz::Attributes attributes = AttributesOf(*user, info, *query);
+flowcontrol::Classification ApiHandler::Classify(const Call& call) const {
+  const RequestInfo& info = call.info;
+  return flowcontrol::Classify(
+      flowcontrol::RequestDigest{.user = &call.user,
+                                 .resource_request = info.is_resource_request,
+                                 .verb = info.verb,
+                                 .api_group = info.api_group,
+                                 .resource = info.resource,
+                                 .subresource = info.subresource,
+                                 .namespace_ = info.namespace_,
+                                 .path = info.path});
+}
+
+void ApiHandler::Reject(Call& call, http::Exchange& exchange,
+                        flowcontrol::RejectReason reason) const {
+  ApiError e = reason == flowcontrol::RejectReason::kShutdown
+                   ? NewServiceUnavailable("the server is shutting down")
+                   : NewTooManyRequests("Too many requests, please try again later.");
+  if (reason != flowcontrol::RejectReason::kShutdown) e.retry_after_seconds = 1;
+  http::Response response = ToResponse(e);
+  Record(call, response.status);
+  exchange.Respond(std::move(response));
+}
+
+void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
+  const http::Request& request = *call.request;
+  const RequestInfo& info = call.info;
+  auto finish = [&](http::Response response) {
+    Record(call, response.status);
+    exchange->Respond(std::move(response));
+  };
+
+  authz::Attributes attributes = AttributesOf(call.user, info, call.query);
   authz::Result decision = deps_.authorizer->Authorize(attributes);
   if (decision.decision != authz::Decision::kAllow) {
     std::string reason = authz::ForbiddenMessage(attributes);
@@ -144,13 +228,11 @@ void ApiHandler::Serve(const http::Request& request, std::shared_ptr<http::Excha
     } else {
       finish(ToResponse(NewForbiddenPath(reason)));
     }
-    record();
     return;
   }
 
   if (!info.is_resource_request) {
     finish(NonResource(request, info));
-    record();
     return;
   }
   const ResourceInfo* resource =
@@ -158,51 +240,33 @@ void ApiHandler::Serve(const http::Request& request, std::shared_ptr<http::Excha
   if (resource == nullptr || (!resource->namespaced && !info.namespace_.empty() &&
                               !(resource->resource == "namespaces"))) {
     finish(ToResponse(NewNotFoundPath()));
-    record();
     return;
   }
   Scope scope;
   scope.request = &request;
   scope.info = &info;
   scope.resource = resource;
-  scope.user = &*user;
-  scope.query = std::move(*query);
+  scope.user = &call.user;
+  scope.query = std::move(call.query);
   if (resource->virtual_resource) {
-    finish(Review(scope, *user));
-    record();
+    finish(Review(scope, call.user));
     return;
   }
   if (info.verb == "watch") {
-    code = 200;
-    record();
+    Record(call, 200);
     deps_.rest->Watch(scope, std::move(exchange));
     return;
   }
   finish(deps_.rest->Handle(scope));
-  record();
 }
 
 http::Response ApiHandler::NonResource(const http::Request& request, const RequestInfo& info) {
   const std::string& path = request.path;
-  if (request.method != "GET" && request.method != "HEAD") {
-    ApiError e;
-    e.code = 405;
-    e.reason = "MethodNotAllowed";
-    e.message = "the server does not allow this method on the requested resource";
-    return ToResponse(e);
-  }
-  if (path == "/healthz" || path == "/livez" || path.rfind("/healthz/", 0) == 0 ||
-      path.rfind("/livez/", 0) == 0) {
-    return Text(200, "ok");
-  }
-  if (path == "/readyz" || path.rfind("/readyz/", 0) == 0) {
-    if (!ready_.load()) return Text(500, "[-]bootstrap failed: not finished\nreadyz check failed");
-    if (request.query.find("verbose") != std::string::npos) {
-      return Text(200,
-                  "[+]ping ok\n[+]etcd ok\n[+]poststarthook/rbac/bootstrap-roles ok\n"
-                  "readyz check passed\n");
+  if (request.method != "GET" && request.method != "HEAD") return MethodNotAllowed();
+  for (std::string_view endpoint : {"/healthz", "/livez", "/readyz"}) {
+    if (path == endpoint || (path.rfind(endpoint, 0) == 0 && path[endpoint.size()] == '/')) {
+      return deps_.health->Answer(path, request.query);
     }
-    return Text(200, "ok");
   }
   if (path == "/version" || path == "/version/") {
     return Json(200, VersionJson(options_.draplane_version));

@@ -1,7 +1,9 @@
 // The request pipeline of the API server, in kube-apiserver's filter order:
-//   1. hand the request from the I/O thread to a worker;
-//   2. authenticate (401 for bad credentials);
-//   3. read the RequestInfo and authorize it (403 with upstream's wording);
+//   1. read the RequestInfo and authenticate (401 for bad credentials), on the I/O thread
+//      (a token lookup; a lookup miss may re-read the token file);
+//   2. API Priority and Fairness (flowcontrol/flowcontrol.h): wait for a seat of the request's
+//      priority level, or 429 with Retry-After; then hand the request to a worker with its seat;
+//   3. authorize (403 with upstream's wording);
 //   4. route: health and version endpoints, /metrics, discovery, OpenAPI, the review kinds
 //      (SelfSubjectAccessReview & co.), and the resource verbs (handlers/rest.h).
 // Every answer is counted in `apiserver_request_total` and timed in
@@ -10,7 +12,6 @@
 // Thread-safety: Handle may be called concurrently from any number of I/O threads.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,8 @@
 #include "server/auth/authenticator.h"
 #include "server/authz/authorizer.h"
 #include "server/authz/rbac.h"
+#include "server/flowcontrol/flowcontrol.h"
+#include "server/handlers/health.h"
 #include "server/handlers/registry.h"
 #include "server/handlers/rest.h"
 #include "server/http/http.h"
@@ -38,29 +41,37 @@ struct ApiHandlerDependencies {
   Rest* rest = nullptr;
   internal::ThreadPool* pool = nullptr;
   const Clock* clock = nullptr;
+  flowcontrol::Controller* flowcontrol = nullptr;
+  const Health* health = nullptr;
 };
 
 class ApiHandler {
  public:
   ApiHandler(ApiHandlerOptions options, ApiHandlerDependencies deps);
 
-  // The http::Handler of the server: the request is served on the worker pool (I/O threads must
-  // not block).
+  // The http::Handler of the server: the request waits for its seat without a thread and is
+  // served on the worker pool (I/O threads must not block).
   void Handle(http::Request request, std::shared_ptr<http::Exchange> exchange);
-  // Serves the request on the calling thread, which may block (in-process callers: two thread
-  // hand-offs fewer per request than Handle).
+  // Serves the request on the calling thread, which may block, also while it waits for its seat
+  // (in-process callers: two thread hand-offs fewer per request than Handle).
   void Serve(const http::Request& request, std::shared_ptr<http::Exchange> exchange);
 
-  // /readyz answers 200 only once this is set (after bootstrap).
-  void set_ready(bool ready) { ready_.store(ready); }
-
  private:
+  struct Call;
+
+  // Step 1: false when the request was answered already (malformed query, 401).
+  bool Admit(Call& call, http::Exchange& exchange) const;
+  flowcontrol::Classification Classify(const Call& call) const;
+  // Steps 3 and 4, holding a seat.
+  void Execute(Call& call, std::shared_ptr<http::Exchange> exchange);
+  void Reject(Call& call, http::Exchange& exchange, flowcontrol::RejectReason reason) const;
+  void Record(const Call& call, int code) const;
+
   http::Response NonResource(const http::Request& request, const RequestInfo& info);
   http::Response Review(const Scope& scope, const auth::UserInfo& user);
 
   ApiHandlerOptions options_;
   ApiHandlerDependencies deps_;
-  std::atomic<bool> ready_{false};
 };
 
 }  // namespace draplane::server::handlers

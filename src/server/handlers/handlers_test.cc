@@ -1,5 +1,6 @@
 // Unit tests of the handler building blocks: request info, errors,
 // discovery, output negotiation, stored-form splicing.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -7,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "server/admission/admission.h"
 #include "server/authz/rbac.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
+#include "server/handlers/health.h"
 #include "server/handlers/json_util.h"
 #include "server/handlers/output.h"
 #include "server/handlers/protobuf.h"
@@ -69,6 +72,33 @@ TEST(RequestInfoTest, NonResourcePaths) {
   EXPECT_FALSE(info.is_resource_request);
   EXPECT_EQ(info.verb, "get");
   EXPECT_FALSE(ParseRequestInfo("GET", "/healthz", {}).is_resource_request);
+}
+
+// Issue 17: the checks are real, in upstream's format.
+TEST(HealthTest, ChecksFollowTheStoreBootstrapAndShutdown) {
+  std::unique_ptr<store::Store> store = store::OpenStore("memory://").value();
+  Health health(store.get(), RealClock(), {.interval = std::chrono::milliseconds(10)});
+  for (int i = 0; i < 3000 && !health.StoreStatus().ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(health.StoreStatus().ok());
+  http::Response before = health.Answer("/readyz", "");
+  EXPECT_EQ(before.status, 500);
+  EXPECT_NE(before.body.find("[-]poststarthook/rbac/bootstrap-roles failed: reason withheld"),
+            std::string::npos);
+  EXPECT_NE(before.body.find("readyz check failed"), std::string::npos);
+  health.set_bootstrapped(true);
+  EXPECT_EQ(health.Answer("/readyz", "").body, "ok");
+  EXPECT_EQ(health.Answer("/readyz", "verbose").body,
+            "[+]ping ok\n[+]log ok\n[+]memory ok\n[+]poststarthook/rbac/bootstrap-roles ok\n"
+            "[+]shutdown ok\nreadyz check passed\n");
+  EXPECT_EQ(health.Answer("/readyz/memory", "").body, "ok");
+  EXPECT_EQ(health.Answer("/readyz/nope", "").status, 404);
+  health.set_shutting_down(true);
+  EXPECT_EQ(health.Answer("/readyz", "").status, 500);
+  EXPECT_EQ(health.Answer("/readyz", "exclude=shutdown").status, 200);
+  EXPECT_EQ(health.Answer("/livez", "").status, 200);  // liveness has no shutdown check
+  EXPECT_EQ(health.Answer("/healthz", "").status, 200);
 }
 
 TEST(ErrorsTest, StatusJsonHasUpstreamShape) {
@@ -293,6 +323,56 @@ TEST(ProtobufTest, DecodesResourceQuotaEnvelope) {
 
 // NamespaceLifecycle remembers whether a namespace is terminating by the revision it read: every
 // change of the namespace is seen by the next create, never an earlier answer.
+// Issue 17: upstream admitNode's label and taint rules.
+TEST(AdmissionTest, NodeRestrictionKeepsControlPlaneLabelsAndTaintsFromTheNode) {
+  std::unique_ptr<store::Store> store = store::OpenStore("memory://").value();
+  admission::Admission admission(store.get());
+  const auth::UserInfo node{"system:node:n1", "", {"system:nodes", "system:authenticated"}};
+  const auth::UserInfo admin{"admin", "", {"system:masters"}};
+  auto object = [](std::string_view labels, std::string_view taints = "[]") {
+    return Json(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{)" +
+                std::string(labels) + R"(}},"spec":{"taints":)" + std::string(taints) + "}}")
+        .as_object();
+  };
+  auto admit = [&](const auth::UserInfo& user, const JsonObject& obj,
+                   const JsonObject* old) -> int {
+    admission::Attributes a;
+    a.resource = Registry::Default().Find("", "v1", "nodes");
+    a.operation = old == nullptr ? admission::Operation::kCreate : admission::Operation::kUpdate;
+    a.user = &user;
+    a.name = "n1";
+    a.object = &obj;
+    a.old_object = old;
+    std::optional<ApiError> e = admission.Admit(a);
+    return e ? e->code : 0;
+  };
+  const JsonObject plain = object(R"("kubernetes.io/hostname":"n1")");
+  EXPECT_EQ(admit(node, plain, nullptr), 0);
+  for (std::string_view forbidden :
+       {R"("node-restriction.kubernetes.io/trusted":"yes")", R"("kubernetes.io/role":"master")",
+        R"("sub.k8s.io/x":"y")", R"("node-role.kubernetes.io/control-plane":"")"}) {
+    EXPECT_EQ(admit(node, object(forbidden), nullptr), 403) << forbidden;
+    EXPECT_EQ(admit(node, object(forbidden), &plain), 403) << forbidden;
+    EXPECT_EQ(admit(admin, object(forbidden), &plain), 0) << forbidden;
+  }
+  for (std::string_view allowed :
+       {R"("topology.kubernetes.io/zone":"a")", R"("node.kubernetes.io/instance-type":"big")",
+        R"("x.kubelet.kubernetes.io/y":"z")", R"("example.com/gpu":"a100")", R"("plain":"1")"}) {
+    EXPECT_EQ(admit(node, object(allowed), &plain), 0) << allowed;
+  }
+  // A label an admin set stays allowed while unchanged; removing or changing it is not.
+  const JsonObject labelled = object(R"("node-restriction.kubernetes.io/trusted":"yes")");
+  EXPECT_EQ(admit(node, labelled, &labelled), 0);
+  EXPECT_EQ(admit(node, plain, &labelled), 403);
+  // Taints: the node may register with them, never change them afterwards.
+  const JsonObject tainted = object("", R"([{"key":"k","effect":"NoSchedule"}])");
+  EXPECT_EQ(admit(node, tainted, nullptr), 0);
+  EXPECT_EQ(admit(node, tainted, &tainted), 0);
+  EXPECT_EQ(admit(node, object(""), &tainted), 403);
+  EXPECT_EQ(admit(node, tainted, &plain), 403);
+  EXPECT_EQ(admit(admin, object(""), &tainted), 0);
+}
+
 TEST(AdmissionTest, NamespaceLifecycleFollowsEveryNamespaceChange) {
   auto opened = store::OpenStore("memory://");
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
+#include "common/mutex.h"
 #include "server/handlers/strategy.h"
 
 namespace draplane::server::handlers {
@@ -56,7 +58,7 @@ std::vector<ResourceInfo> DraplaneResources() {
 
 // The served resources, described as kube-apiserver 1.33 describes them in discovery
 // (api/discovery/*.json upstream), plus resource.k8s.io/v1 DeviceTaintRule.
-std::vector<ResourceInfo> DefaultResources() {
+std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
   std::vector<ResourceInfo> out;
 
   // Core group.
@@ -159,7 +161,7 @@ std::vector<ResourceInfo> DefaultResources() {
     ResourceInfo r =
         Resource("resource.k8s.io", "deviceclasses", "DeviceClass", "deviceclass", false);
     r.tracks_generation = true;
-    r.strategy = &DeviceClassStrategy();
+    r.strategy = &DeviceClassStrategy(admission);
     out.push_back(std::move(r));
   }
   {
@@ -174,20 +176,20 @@ std::vector<ResourceInfo> DefaultResources() {
     ResourceInfo r =
         Resource("resource.k8s.io", "resourceclaims", "ResourceClaim", "resourceclaim", true);
     r.subresources = {Status("ResourceClaim")};
-    r.strategy = &ResourceClaimStrategy();
+    r.strategy = &ResourceClaimStrategy(admission);
     out.push_back(std::move(r));
   }
   {
     ResourceInfo r = Resource("resource.k8s.io", "resourceclaimtemplates", "ResourceClaimTemplate",
                               "resourceclaimtemplate", true);
-    r.strategy = &ResourceClaimTemplateStrategy();
+    r.strategy = &ResourceClaimTemplateStrategy(admission);
     out.push_back(std::move(r));
   }
   {
     ResourceInfo r =
         Resource("resource.k8s.io", "resourceslices", "ResourceSlice", "resourceslice", false);
     r.tracks_generation = true;
-    r.strategy = &ResourceSliceStrategy();
+    r.strategy = &ResourceSliceStrategy(admission);
     out.push_back(std::move(r));
   }
   for (ResourceInfo& r : DraplaneResources()) out.push_back(std::move(r));
@@ -241,9 +243,18 @@ Registry::Registry(std::vector<ResourceInfo> resources) {
   }
 }
 
-const Registry& Registry::Default() {
-  static const Registry* registry = new Registry(DefaultResources());  // never destroyed
-  return *registry;
+const Registry& Registry::Default() { return For(DraAdmission{}); }
+
+const Registry& Registry::For(const DraAdmission& admission) {
+  // One registry per admission configuration in use; never destroyed.
+  static Mutex mu;
+  static auto* registries = new std::vector<std::pair<DraAdmission, const Registry*>>();
+  MutexLock lock(mu);
+  for (const auto& [a, r] : *registries) {
+    if (a == admission) return *r;
+  }
+  registries->emplace_back(admission, new Registry(DefaultResources(admission)));
+  return *registries->back().second;
 }
 
 const ResourceInfo* Registry::Find(std::string_view group, std::string_view version,

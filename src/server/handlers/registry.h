@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/dra_admission.h"
 #include "server/handlers/errors.h"
 
 namespace draplane::server::handlers {
@@ -66,6 +67,9 @@ class Registry {
  public:
   // The registry of everything draplane serves (docs/design/server.md lists it).
   static const Registry& Default();
+  // The built-in resources with the DRA kinds admitted as `admission` says (Default() is the
+  // Kubernetes 1.36 defaults). Cached per configuration.
+  static const Registry& For(const DraAdmission& admission);
 
   // The resource `resource` of group/version, or nullptr.
   const ResourceInfo* Find(std::string_view group, std::string_view version,

@@ -1,6 +1,7 @@
 #include "server/handlers/rest.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "api/codec/json.h"
 #include "api/codec/yaml.h"
@@ -132,13 +133,30 @@ std::optional<ApiError> CheckFieldValidation(const Scope& scope, const ResourceI
   return std::nullopt;
 }
 
-// Adds `Warning: 299 - "..."` headers (RFC 7234 warn-code 299, as kube-apiserver sends them).
+// Adds `Warning: 299 - "..."` headers (RFC 7234 warn-code 299, as kube-apiserver sends them),
+// bounded as upstream's warning recorder bounds them (apiserver filters/warning.go): once the
+// warnings pass 4 Ki characters in all, each is cut to 256 and those past the total are dropped.
+// Control characters become spaces (a field name may hold any character; a header may not).
 void AddWarnings(http::Response& response, const std::vector<std::string>& warnings) {
+  constexpr size_t kTotalLimit = 4 * 1024;
+  constexpr size_t kItemLimit = 256;
+  size_t total = 0;
+  for (const std::string& w : warnings) total += w.size();
+  bool truncate = total > kTotalLimit;
+  total = 0;
   for (const std::string& w : warnings) {
+    std::string_view text = w;
+    if (truncate && text.size() > kItemLimit) {
+      size_t cut = kItemLimit;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+      text = text.substr(0, cut);  // at a UTF-8 character boundary
+    }
+    if (truncate && total + text.size() > kTotalLimit) break;
+    total += text.size();
     std::string escaped;
-    for (char c : w) {
+    for (char c : text) {
       if (c == '"' || c == '\\') escaped.push_back('\\');
-      escaped.push_back(c);
+      escaped.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? ' ' : c);
     }
     response.headers.push_back({"Warning", "299 - \"" + escaped + "\""});
   }
@@ -527,14 +545,19 @@ void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
   }
   spec.start_revision = *rv;
   if (scope.Has("timeoutSeconds")) {
-    try {
-      int64_t seconds = std::stoll(scope.Param("timeoutSeconds"));
-      if (seconds > 0) spec.timeout = std::chrono::seconds(seconds);
-    } catch (...) {
-      exchange->Respond(ToResponse(NewBadRequest("invalid timeoutSeconds")));
+    // Upstream reads it with strconv.ParseInt; a negative value ends the stream at once.
+    std::string text = scope.Param("timeoutSeconds");
+    int64_t seconds = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (error != std::errc() || end != text.data() + text.size() || text.empty() ||
+        seconds > 100LL * 365 * 24 * 3600 || seconds < -100LL * 365 * 24 * 3600) {
+      exchange->Respond(ToResponse(NewBadRequest("invalid timeoutSeconds: \"" + text + "\"")));
       return;
     }
+    spec.timeout = std::chrono::seconds(seconds);
   }
+  spec.user = scope.user->name;
+  spec.user_exempt = scope.user->InGroup(auth::kMastersGroup);
   deps_.watches->Serve(std::move(spec), std::move(exchange));
 }
 
@@ -664,6 +687,10 @@ http::Response Rest::Patch(const Scope& scope) {
   if (Status shape = api::patch::CheckPatchShape(*patch, *format); !shape.ok()) {
     return ToResponse(NewBadRequest(std::string(shape.message())));
   }
+  if (Status s = api::patch::CheckJsonPatchOperations(*patch, api::patch::JsonPatchLimits{});
+      !s.ok()) {
+    return ToResponse(NewRequestEntityTooLarge(std::string(s.message())));
+  }
   const boost::json::value& patch_value = *patch;
   return UpdateWith(
       scope,
@@ -671,7 +698,10 @@ http::Response Rest::Patch(const Scope& scope) {
         StatusOr<boost::json::value> result =
             api::patch::ApplyPatch(current, patch_value, *format, r.kind);
         if (!result.ok()) {
-          if (result.status().code() == StatusCode::kFailedPrecondition) {
+          // A patch that does not apply, or whose copies grow the object past the limit: 422 as
+          // upstream answers any error of jsonpatch's Apply.
+          if (result.status().code() == StatusCode::kFailedPrecondition ||
+              result.status().code() == StatusCode::kResourceExhausted) {
             ApiError e;
             e.code = 422;
             e.reason = "Invalid";
@@ -817,6 +847,17 @@ http::Response Rest::UpdateWith(
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
     if (auto e = FromCheck(r, name, check)) return fail(*e);
     delete_after = !MetaString(obj, "deletionTimestamp").empty() && !HasFinalizers(obj, r);
+    // The same content as stored, whatever the member order (a client may send the members in
+    // another order than the store has them): keep the stored bytes, so that the store skips
+    // the write and no MODIFIED event goes out. Upstream's encoding never depends on member
+    // order, so its byte comparison (etcd3 GuaranteedUpdate) has the same effect.
+    if (!delete_after && obj == old) {
+      if (std::get<bool>(dry)) {
+        dry_result = Served(*current);
+        return InternalError(std::string(kAbortMarker));
+      }
+      return current->value;
+    }
     std::string stored = ToStoredJson(std::move(obj));
     if (std::get<bool>(dry)) {
       dry_result = WithResourceVersion(stored, current->revision);

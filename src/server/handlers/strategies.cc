@@ -1,17 +1,23 @@
 // The strategies of the served kinds (strategy.h). Upstream counterparts are named per kind.
 #include <algorithm>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "api/gen/coordination_v1_codec.h"
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/events_v1_codec.h"
 #include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/resource_health.h"
+#include "api/validation/disabled_fields.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
+#include "api/validation/pod_defaults.h"
 #include "api/validation/quota_validation.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
+#include "common/mutex.h"
 #include "server/handlers/strategy.h"
 #include "server/handlers/typed_json.h"
 
@@ -136,21 +142,27 @@ void KeepAllButStatus(JsonObject& obj, const JsonObject& old) {
 // CEL selectors compiled as the API server compiles them (validateCELSelector): new or changed
 // expressions with the NewExpressions environment, unchanged ones (on update) with the
 // StoredExpressions one, so that an expression stored by an older version stays accepted.
+// The environment follows the server's release and gates (DraAdmission).
 template <typename T>
-void CheckCel(const T& obj, const T* old, FieldErrorList* errors) {
+void CheckCel(const T& obj, const T* old, const DraAdmission& admission, FieldErrorList* errors) {
   cel::SelectorLintOptions options;
+  options.consumable_capacity = admission.features.consumable_capacity;
+  options.list_type_attributes = admission.features.list_type_attributes;
+  options.list_attributes = admission.list_attributes;
   if (old != nullptr && obj.spec == old->spec) options.env_type = cel::EnvType::kStoredExpressions;
   Append(*errors, cel::LintCelSelectors(obj, options));
 }
 
 class DeviceClassStrategyImpl final : public Strategy {
  public:
+  explicit DeviceClassStrategyImpl(DraAdmission admission) : admission_(std::move(admission)) {}
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::DeviceClass>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateDeviceClass(typed);
-    CheckCel(typed, static_cast<const api::resourcev1::DeviceClass*>(nullptr), &r.errors);
+    r.errors = validation::ValidateDeviceClass(typed, admission_.features);
+    CheckCel(typed, static_cast<const api::resourcev1::DeviceClass*>(nullptr), admission_,
+             &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -160,8 +172,8 @@ class DeviceClassStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::DeviceClass>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateDeviceClassUpdate(typed, old_typed);
-    CheckCel(typed, &old_typed, &r.errors);
+    r.errors = validation::ValidateDeviceClassUpdate(typed, old_typed, admission_.features);
+    CheckCel(typed, &old_typed, admission_, &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -169,15 +181,20 @@ class DeviceClassStrategyImpl final : public Strategy {
   boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
     return {MetaString(obj, "name"), AgeCell(obj, now)};
   }
+
+ private:
+  DraAdmission admission_;
 };
 
 class ResourceSliceStrategyImpl final : public Strategy {
  public:
+  explicit ResourceSliceStrategyImpl(DraAdmission admission) : admission_(std::move(admission)) {}
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceSlice>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateResourceSlice(typed);
+    validation::DropDisabledFields(typed, nullptr, admission_.features);
+    r.errors = validation::ValidateResourceSlice(typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
   }
@@ -187,7 +204,8 @@ class ResourceSliceStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceSlice>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateResourceSliceUpdate(typed, old_typed);
+    validation::DropDisabledFields(typed, &old_typed, admission_.features);
+    r.errors = validation::ValidateResourceSliceUpdate(typed, old_typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
   }
@@ -203,6 +221,9 @@ class ResourceSliceStrategyImpl final : public Strategy {
             GetPathString(obj, {"spec", "driver"}), GetPathString(obj, {"spec", "pool", "name"}),
             AgeCell(obj, now)};
   }
+
+ private:
+  DraAdmission admission_;
 };
 
 // pkg/registry/resource/resourceclaim/strategy.go dropDeallocatedStatusDevices: status.devices
@@ -247,6 +268,7 @@ void DropDeallocatedStatusDevices(JsonObject& obj, const JsonObject& old) {
 
 class ResourceClaimStrategyImpl final : public Strategy {
  public:
+  explicit ResourceClaimStrategyImpl(DraAdmission admission) : admission_(std::move(admission)) {}
   void PrepareForStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
     KeepAllButStatus(obj, old);
     DropDeallocatedStatusDevices(obj, old);
@@ -255,9 +277,11 @@ class ResourceClaimStrategyImpl final : public Strategy {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceClaim>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
+    validation::DropDisabledFields(typed.spec, nullptr, admission_.features);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaim(typed);
-    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaim*>(nullptr), &r.errors);
+    r.errors = validation::ValidateResourceClaim(typed, admission_.features);
+    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaim*>(nullptr), admission_,
+             &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -267,9 +291,11 @@ class ResourceClaimStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaim>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
+    validation::DropDisabledFields(typed.spec, &old_typed.spec, admission_.features);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaim(typed);
-    Append(r.errors, validation::ValidateResourceClaimUpdate(typed, old_typed));
+    r.errors = validation::ValidateResourceClaim(typed, admission_.features);
+    Append(r.errors,
+           validation::ValidateResourceClaimUpdate(typed, old_typed, admission_.features));
     EncodeInto(typed, obj);
     return r;
   }
@@ -280,7 +306,7 @@ class ResourceClaimStrategyImpl final : public Strategy {
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaim>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaimStatusUpdate(typed, old_typed);
+    r.errors = validation::ValidateResourceClaimStatusUpdate(typed, old_typed, admission_.features);
     EncodeInto(typed, obj);
     return r;
   }
@@ -342,17 +368,24 @@ class ResourceClaimStrategyImpl final : public Strategy {
 
  protected:
   bool has_status() const override { return true; }
+
+ private:
+  DraAdmission admission_;
 };
 
 class ResourceClaimTemplateStrategyImpl final : public Strategy {
  public:
+  explicit ResourceClaimTemplateStrategyImpl(DraAdmission admission)
+      : admission_(std::move(admission)) {}
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
     auto typed = DecodeAs<api::resourcev1::ResourceClaimTemplate>(obj, &r.decode_errors);
     if (!r.decode_errors.empty()) return r;
+    validation::DropDisabledFields(typed.spec.spec, nullptr, admission_.features);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaimTemplate(typed);
-    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaimTemplate*>(nullptr), &r.errors);
+    r.errors = validation::ValidateResourceClaimTemplate(typed, admission_.features);
+    CheckCel(typed, static_cast<const api::resourcev1::ResourceClaimTemplate*>(nullptr), admission_,
+             &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -362,9 +395,11 @@ class ResourceClaimTemplateStrategyImpl final : public Strategy {
     FieldErrorList ignored;
     auto old_typed = DecodeAs<api::resourcev1::ResourceClaimTemplate>(old, &ignored);
     if (!r.decode_errors.empty()) return r;
+    validation::DropDisabledFields(typed.spec.spec, &old_typed.spec.spec, admission_.features);
     validation::SetDefaults(&typed);
-    r.errors = validation::ValidateResourceClaimTemplateUpdate(typed, old_typed);
-    CheckCel(typed, &old_typed, &r.errors);
+    r.errors =
+        validation::ValidateResourceClaimTemplateUpdate(typed, old_typed, admission_.features);
+    CheckCel(typed, &old_typed, admission_, &r.errors);
     EncodeInto(typed, obj);
     return r;
   }
@@ -372,6 +407,9 @@ class ResourceClaimTemplateStrategyImpl final : public Strategy {
   boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
     return {MetaString(obj, "name"), AgeCell(obj, now)};
   }
+
+ private:
+  DraAdmission admission_;
 };
 
 class DeviceTaintRuleStrategyImpl final : public Strategy {
@@ -414,90 +452,16 @@ class DeviceTaintRuleStrategyImpl final : public Strategy {
 
 // --- Core group ------------------------------------------------------------------------------
 
-// Quality of service class of a pod (pkg/apis/core/helper/qos.GetPodQOS), from the requests and
-// limits of its containers.
-std::string PodQosClass(const JsonObject& pod) {
-  const JsonObject* spec = FindObject(pod, "spec");
-  if (spec == nullptr) return "BestEffort";
-  bool any = false;
-  bool guaranteed = true;
-  for (std::string_view list_name : {"initContainers", "containers"}) {
-    const boost::json::array* list = FindArray(*spec, list_name);
-    if (list == nullptr) continue;
-    for (const boost::json::value& c : *list) {
-      if (!c.is_object()) continue;
-      const JsonObject* resources = FindObject(c.get_object(), "resources");
-      const JsonObject* requests = resources ? FindObject(*resources, "requests") : nullptr;
-      const JsonObject* limits = resources ? FindObject(*resources, "limits") : nullptr;
-      auto count = [](const JsonObject* m) {
-        int n = 0;
-        if (m == nullptr) return n;
-        for (const auto& kv : *m) {
-          if (kv.key() == "cpu" || kv.key() == "memory") ++n;
-        }
-        return n;
-      };
-      if (count(requests) > 0 || count(limits) > 0) any = true;
-      if (count(limits) < 2) guaranteed = false;
-      if (requests != nullptr && limits != nullptr) {
-        for (std::string_view r : {"cpu", "memory"}) {
-          auto ir = requests->find(r);
-          auto il = limits->find(r);
-          if (ir != requests->end() && il != limits->end() && !(ir->value() == il->value())) {
-            guaranteed = false;
-          }
-        }
-      }
-    }
-  }
-  if (!any) return "BestEffort";
-  return guaranteed ? "Guaranteed" : "Burstable";
-}
-
-// The pod defaults users see in `kubectl get -o yaml` (pkg/apis/core/v1/defaults.go), for the
-// fields that exist on every pod.
-void DefaultPod(JsonObject& pod) {
-  JsonObject& spec = EnsureObject(pod, "spec");
-  auto set_default = [](JsonObject& o, std::string_view key, boost::json::value v) {
-    if (!o.contains(key)) o[key] = std::move(v);
-  };
-  set_default(spec, "restartPolicy", "Always");
-  set_default(spec, "terminationGracePeriodSeconds", 30);
-  set_default(spec, "dnsPolicy", "ClusterFirst");
-  set_default(spec, "schedulerName", "default-scheduler");
-  set_default(spec, "securityContext", JsonObject());
-  set_default(spec, "enableServiceLinks", true);
-  set_default(spec, "priority", 0);
-  set_default(spec, "preemptionPolicy", "PreemptLowerPriority");
-  for (std::string_view list_name : {"initContainers", "containers"}) {
-    auto it = spec.find(list_name);
-    if (it == spec.end() || !it->value().is_array()) continue;
-    for (boost::json::value& c : it->value().get_array()) {
-      if (!c.is_object()) continue;
-      JsonObject& container = c.get_object();
-      std::string image(GetString(container, "image"));
-      size_t slash = image.rfind('/');
-      std::string last = slash == std::string::npos ? image : image.substr(slash + 1);
-      bool latest = last.find(':') == std::string::npos || image.ends_with(":latest");
-      if (image.find('@') != std::string::npos) latest = false;
-      set_default(container, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
-      set_default(container, "terminationMessagePath", "/dev/termination-log");
-      set_default(container, "terminationMessagePolicy", "File");
-      set_default(container, "resources", JsonObject());
-    }
-  }
-}
-
 class PodStrategyImpl final : public GenericStrategy {
  public:
   PodStrategyImpl() : GenericStrategy(true, validation::NameIsDNSSubdomain, true) {}
 
   // pod strategy PrepareForCreate: status = {phase: Pending, qosClass}.
   void PrepareForCreate(JsonObject& obj) const override {
-    DefaultPod(obj);
+    validation::SetPodDefaults(obj);
     JsonObject status;
     status["phase"] = "Pending";
-    status["qosClass"] = PodQosClass(obj);
+    status["qosClass"] = validation::PodQosClass(obj);
     obj["status"] = std::move(status);
   }
 
@@ -524,6 +488,15 @@ class PodStrategyImpl final : public GenericStrategy {
           "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
           "(allow it to be set to 1 if it was previously negative)"));
     }
+    return r;
+  }
+
+  // ValidatePodStatusUpdate, for the part of pod status this server checks: KEP-4680's
+  // containerStatuses[].allocatedResourcesStatus.
+  CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r = CheckUpdate(obj, old);
+    if (!r.decode_errors.empty()) return r;
+    Append(r.errors, api::ValidateAllocatedResourcesStatus(obj));
     return r;
   }
 
@@ -1231,12 +1204,35 @@ DRAPLANE_STRATEGY(PodStrategy, PodStrategyImpl)
 DRAPLANE_STRATEGY(LeaseStrategy, LeaseStrategyImpl)
 DRAPLANE_STRATEGY(RbacStrategy, RbacStrategyImpl)
 DRAPLANE_STRATEGY(ReviewStrategy, ReviewStrategyImpl)
-DRAPLANE_STRATEGY(DeviceClassStrategy, DeviceClassStrategyImpl)
 DRAPLANE_STRATEGY(DeviceTaintRuleStrategy, DeviceTaintRuleStrategyImpl)
-DRAPLANE_STRATEGY(ResourceClaimStrategy, ResourceClaimStrategyImpl)
-DRAPLANE_STRATEGY(ResourceClaimTemplateStrategy, ResourceClaimTemplateStrategyImpl)
-DRAPLANE_STRATEGY(ResourceSliceStrategy, ResourceSliceStrategyImpl)
 DRAPLANE_STRATEGY(ResourceQuotaStrategy, ResourceQuotaStrategyImpl)
+
+// One instance per admission configuration a server of the process uses (a handful at most);
+// never destroyed, like the other strategies.
+template <typename Impl>
+const Strategy& DraStrategy(const DraAdmission& admission) {
+  static Mutex mu;
+  static auto* instances = new std::vector<std::pair<DraAdmission, const Strategy*>>();
+  MutexLock lock(mu);
+  for (const auto& [a, s] : *instances) {
+    if (a == admission) return *s;
+  }
+  instances->emplace_back(admission, new Impl(admission));
+  return *instances->back().second;
+}
+
+const Strategy& DeviceClassStrategy(const DraAdmission& a) {
+  return DraStrategy<DeviceClassStrategyImpl>(a);
+}
+const Strategy& ResourceClaimStrategy(const DraAdmission& a) {
+  return DraStrategy<ResourceClaimStrategyImpl>(a);
+}
+const Strategy& ResourceClaimTemplateStrategy(const DraAdmission& a) {
+  return DraStrategy<ResourceClaimTemplateStrategyImpl>(a);
+}
+const Strategy& ResourceSliceStrategy(const DraAdmission& a) {
+  return DraStrategy<ResourceSliceStrategyImpl>(a);
+}
 
 #undef DRAPLANE_STRATEGY
 

@@ -17,6 +17,7 @@
 
 #include "api/field_error.h"
 #include "common/clock.h"
+#include "server/dra_admission.h"
 #include "server/handlers/json_util.h"
 
 namespace draplane::server::handlers {
@@ -74,14 +75,15 @@ const Strategy& PodStrategy();
 const Strategy& LeaseStrategy();
 const Strategy& RbacStrategy();
 const Strategy& ReviewStrategy();
-const Strategy& DeviceClassStrategy();
 const Strategy& DeviceTaintRuleStrategy();
-const Strategy& ResourceClaimStrategy();
-const Strategy& ResourceClaimTemplateStrategy();
-const Strategy& ResourceSliceStrategy();
 const Strategy& ResourceQuotaStrategy();
 // draplane.dev/v1alpha1 (draplane_strategies.cc).
 const Strategy& AllocationDecisionStrategy();
+// The DRA kinds whose admission depends on the server's release and gates.
+const Strategy& DeviceClassStrategy(const DraAdmission& admission);
+const Strategy& ResourceClaimStrategy(const DraAdmission& admission);
+const Strategy& ResourceClaimTemplateStrategy(const DraAdmission& admission);
+const Strategy& ResourceSliceStrategy(const DraAdmission& admission);
 
 // The common columns and cells.
 TableColumn NameColumn();

@@ -10,6 +10,9 @@ namespace draplane::server::handlers {
 namespace {
 
 constexpr size_t kCacheCapacity = 8192;
+// A line needs to live only until every watcher of its event has taken it (usually within a
+// drain); a larger cache would keep a copy of every recently written object.
+constexpr size_t kCacheBytes = 16 * 1024 * 1024;
 constexpr size_t kPollBatch = 256;
 
 const metrics::GaugeFamily& WatchersGauge() {
@@ -52,6 +55,16 @@ std::string EventLine(char type, std::string_view object) {
   return out;
 }
 
+// Distinguishes the renderings of one event in the line cache: JSON is 0.
+uint8_t FormatVariant(const OutputFormat& format) {
+  if (format.kind == OutputKind::kJson) return 0;
+  uint8_t variant = format.kind == OutputKind::kTable ? 1 : 2;
+  if (format.meta_version != "v1") variant |= 4;
+  if (format.include_object == "None") variant |= 8;
+  if (format.include_object == "Object") variant |= 16;
+  return variant;
+}
+
 std::string BookmarkObject(const ResourceInfo& resource, store::Revision revision,
                            bool initial_events_end) {
   std::string out = "{\"kind\":\"" + resource.kind + "\",\"apiVersion\":\"" +
@@ -88,13 +101,31 @@ bool WatchManager::Matches(const WatchSpec& spec, const Selectable& selectable) 
   return spec.fields.empty() || spec.fields.Matches(selectable.fields);
 }
 
+class WatchManager::Slot {
+ public:
+  Slot(std::shared_ptr<Counts> counts, std::string user)
+      : counts_(std::move(counts)), user_(std::move(user)) {}
+  ~Slot() {
+    MutexLock lock(counts_->mu);
+    --counts_->total;
+    auto it = counts_->per_user.find(user_);
+    if (--it->second == 0) counts_->per_user.erase(it);
+  }
+
+ private:
+  std::shared_ptr<Counts> counts_;
+  std::string user_;
+};
+
 class WatchManager::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(WatchManager* manager, uint64_t id, WatchSpec spec, Duration deadline)
+  Session(WatchManager* manager, uint64_t id, WatchSpec spec, Duration deadline,
+          std::unique_ptr<Slot> slot)
       : manager_(manager),
         id_(id),
         spec_(std::move(spec)),
         deadline_(deadline),
+        slot_(std::move(slot)),
         next_bookmark_(manager_->clock_.MonotonicNow() + manager_->options_.bookmark_interval),
         gauge_(WatchersGauge().WithLabels({spec_.resource->group, spec_.resource->resource})),
         events_(
@@ -250,70 +281,58 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
       }));
       return;
     }
-    if (spec_.format.kind == OutputKind::kJson) {
-      // Selectors alone: judge the shared parsed views, send the shared line.
-      std::shared_ptr<const Selectable> current =
-          manager_->CachedSelectable(resource, *event.object);
-      if (!current->parsed) return;
-      const bool current_matches = Matches(spec_, *current);
-      const store::Object* sent = event.object.get();
-      if (type == 'M') {
-        const bool previous_matches =
-            event.prev_object != nullptr &&
-            Matches(spec_, *manager_->CachedSelectable(resource, *event.prev_object));
-        if (current_matches && !previous_matches) {
-          type = 'A';
-        } else if (!current_matches && previous_matches) {
-          type = 'D';
-          sent = event.prev_object.get();
-        } else if (!current_matches) {
-          return;
-        }
-      } else if (!current_matches) {
-        return;
-      }
-      Write(manager_->CachedLine(resource, event.revision, type, [&] {
-        return EventLine(type, WithResourceVersion(sent->value, event.revision));
-      }));
-      return;
-    }
-    StatusOr<JsonObject> current = ParseObject(WithResourceVersion(value, event.revision));
-    if (!current.ok()) return;
-    bool current_matches = Matches(spec_, *current);
-    std::optional<JsonObject> previous;
-    if (type == 'M' && event.prev_object != nullptr) {
-      StatusOr<JsonObject> p =
-          ParseObject(WithResourceVersion(event.prev_object->value, event.revision));
-      if (p.ok()) previous = std::move(p).value();
-    }
-    const JsonObject* out = &*current;
+    // Selectors are judged on the shared parsed views; the line (JSON, Table or
+    // PartialObjectMetadata) is rendered once per event and format and shared by every watcher
+    // that sends it.
+    std::shared_ptr<const Selectable> current = manager_->CachedSelectable(resource, *event.object);
+    if (!current->parsed) return;
+    const bool current_matches = Matches(spec_, *current);
+    const store::Object* sent = event.object.get();
     if (type == 'M') {
-      bool previous_matches = previous.has_value() && Matches(spec_, *previous);
+      const bool previous_matches =
+          event.prev_object != nullptr &&
+          Matches(spec_, *manager_->CachedSelectable(resource, *event.prev_object));
       if (current_matches && !previous_matches) {
         type = 'A';
       } else if (!current_matches && previous_matches) {
         type = 'D';
-        out = &*previous;
+        sent = event.prev_object.get();
       } else if (!current_matches) {
         return;
       }
     } else if (!current_matches) {
       return;
     }
-    std::string object_text;
-    if (spec_.format.kind == OutputKind::kTable) {
-      object_text = boost::json::serialize(RenderTable(
-          *resource, {out}, spec_.format, std::to_string(event.revision), manager_->clock_.Now()));
-    } else if (spec_.format.kind == OutputKind::kPartialMetadata) {
-      boost::json::object partial;
-      partial["kind"] = "PartialObjectMetadata";
-      partial["apiVersion"] = "meta.k8s.io/" + spec_.format.meta_version;
-      if (const JsonObject* meta = FindObject(*out, "metadata")) partial["metadata"] = *meta;
-      object_text = boost::json::serialize(partial);
-    } else {
-      object_text = boost::json::serialize(*out);
+    if (spec_.format.kind == OutputKind::kJson) {
+      Write(manager_->CachedLine(resource, event.revision, type, [&] {
+        return EventLine(type, WithResourceVersion(sent->value, event.revision));
+      }));
+      return;
     }
-    Write(std::make_shared<const std::string>(EventLine(type, object_text)));
+    http::Chunk line = manager_->CachedLine(
+        resource, event.revision, type,
+        [&]() -> std::string {
+          StatusOr<JsonObject> parsed =
+              ParseObject(WithResourceVersion(sent->value, event.revision));
+          if (!parsed.ok()) return "";
+          std::string object_text;
+          if (spec_.format.kind == OutputKind::kTable) {
+            object_text = boost::json::serialize(RenderTable(*resource, {&*parsed}, spec_.format,
+                                                             std::to_string(event.revision),
+                                                             manager_->clock_.Now()));
+          } else {
+            boost::json::object partial;
+            partial["kind"] = "PartialObjectMetadata";
+            partial["apiVersion"] = "meta.k8s.io/" + spec_.format.meta_version;
+            if (const JsonObject* meta = FindObject(*parsed, "metadata")) {
+              partial["metadata"] = *meta;
+            }
+            object_text = boost::json::serialize(partial);
+          }
+          return EventLine(type, object_text);
+        },
+        FormatVariant(spec_.format));
+    if (!line->empty()) Write(std::move(line));
   }
 
  private:
@@ -362,6 +381,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
   const uint64_t id_;
   const WatchSpec spec_;
   const Duration deadline_;
+  std::unique_ptr<Slot> slot_;  // this stream's place in the watch limits
   Duration next_bookmark_;
   metrics::Gauge gauge_;
   metrics::Counter events_;
@@ -386,8 +406,9 @@ WatchManager::WatchManager(store::Store* store, internal::ThreadPool* pool, cons
 WatchManager::~WatchManager() { Shutdown(); }
 
 http::Chunk WatchManager::CachedLine(const ResourceInfo* resource, store::Revision revision,
-                                     char type, const std::function<std::string()>& render) {
-  CacheKey key{resource, revision, type};
+                                     char type, const std::function<std::string()>& render,
+                                     uint8_t variant) {
+  CacheKey key{resource, revision, type, variant};
   {
     MutexLock lock(cache_mu_);
     auto it = cache_.find(key);
@@ -397,8 +418,13 @@ http::Chunk WatchManager::CachedLine(const ResourceInfo* resource, store::Revisi
   MutexLock lock(cache_mu_);
   if (cache_.emplace(key, line).second) {
     cache_order_.push_back(key);
-    if (cache_order_.size() > kCacheCapacity) {
-      cache_.erase(cache_order_.front());
+    cache_bytes_ += line->size();
+    // Bounded in entries and in bytes (lines of large objects).
+    while (cache_order_.size() > kCacheCapacity ||
+           (cache_bytes_ > kCacheBytes && cache_order_.size() > 1)) {
+      auto evicted = cache_.find(cache_order_.front());
+      cache_bytes_ -= evicted->second->size();
+      cache_.erase(evicted);
       cache_order_.pop_front();
     }
   }
@@ -431,8 +457,38 @@ std::shared_ptr<const WatchManager::Selectable> WatchManager::CachedSelectable(
   return it->second;
 }
 
+std::variant<std::unique_ptr<WatchManager::Slot>, ApiError> WatchManager::TakeSlot(
+    const std::string& user, bool exempt) {
+  MutexLock lock(counts_->mu);
+  size_t& mine = counts_->per_user[user];
+  if (options_.max_watches > 0 && counts_->total >= options_.max_watches) {
+    if (mine == 0) counts_->per_user.erase(user);
+    ApiError e = NewTooManyRequests("too many watches open on this server (limit " +
+                                    std::to_string(options_.max_watches) + ")");
+    e.retry_after_seconds = 1;
+    return e;
+  }
+  // system:masters is exempt from the per-user bound, as API Priority and Fairness exempts it.
+  if (options_.max_watches_per_user > 0 && mine >= options_.max_watches_per_user && !exempt) {
+    ApiError e =
+        NewTooManyRequests("too many watches: user \"" + user + "\" has " + std::to_string(mine) +
+                           " open (limit " + std::to_string(options_.max_watches_per_user) + ")");
+    e.retry_after_seconds = 1;
+    return e;
+  }
+  ++mine;
+  ++counts_->total;
+  return std::make_unique<Slot>(counts_, user);
+}
+
 void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchange) {
   const ResourceInfo* resource = spec.resource;
+  // Before any work: a user at its limit costs nothing more.
+  auto slot = TakeSlot(spec.user, spec.user_exempt);
+  if (auto* e = std::get_if<ApiError>(&slot)) {
+    exchange->Respond(ToResponse(*e));
+    return;
+  }
   std::string store_resource = resource->StoreResource();
   std::vector<std::string> initial;
   store::Revision from = spec.start_revision;
@@ -465,7 +521,7 @@ void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchang
     }
   }
 
-  Duration timeout = spec.timeout;
+  Duration timeout = spec.timeout.value_or(Duration(0));
   std::shared_ptr<Session> session;
   {
     MutexLock lock(mu_);
@@ -473,12 +529,13 @@ void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchang
       exchange->Respond(ToResponse(NewServiceUnavailable("the server is shutting down")));
       return;
     }
-    if (timeout.count() <= 0) {
+    if (timeout.count() == 0) {
       int64_t min = options_.min_timeout.count();
       timeout = Duration(min + static_cast<int64_t>(random_->Uniform(static_cast<uint64_t>(min))));
     }
     session = std::make_shared<Session>(this, next_id_++, std::move(spec),
-                                        clock_.MonotonicNow() + timeout);
+                                        clock_.MonotonicNow() + std::max(timeout, Duration(0)),
+                                        std::move(std::get<std::unique_ptr<Slot>>(slot)));
   }
 
   store::WatchOptions options;

@@ -18,7 +18,8 @@
 //
 // No thread per watch: each stream is a store Watcher whose notifications schedule a drain on
 // the server's worker pool; a drain serializes the events once (shared between watchers of the
-// same format through a small cache) and queues them on the HTTP stream. A watcher that falls
+// same format - JSON, Table or PartialObjectMetadata - through a small cache bounded in entries
+// and bytes) and queues them on the HTTP stream. A watcher that falls
 // too far behind is ended; the client resumes from the last revision it saw.
 //
 // Thread-safety: all methods are safe for concurrent use.
@@ -31,12 +32,14 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <variant>
 
 #include "api/labels/field_selector.h"
 #include "api/labels/selector.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/random.h"
+#include "server/handlers/errors.h"
 #include "server/handlers/output.h"
 #include "server/handlers/registry.h"
 #include "server/http/http.h"
@@ -56,12 +59,19 @@ struct WatchSpec {
   api::labels::Selector labels;
   api::labels::FieldSelector fields;
   OutputFormat format;
-  Duration timeout{0};  // zero: the default range
+  // timeoutSeconds: absent or zero, the default range; negative ends the stream at once (as
+  // upstream's timer does).
+  std::optional<Duration> timeout;
+  std::string user;          // who watches, for the per-user limit
+  bool user_exempt = false;  // system:masters: only the total limit applies
 };
 
 struct WatchManagerOptions {
   Duration bookmark_interval = std::chrono::seconds(30);
   Duration min_timeout = std::chrono::minutes(30);  // default timeout is in [min, 2 * min)
+  // Streams open at once, per user and in all; more are answered 429 (0: no limit).
+  size_t max_watches_per_user = 0;
+  size_t max_watches = 0;
 };
 
 class WatchManager {
@@ -94,9 +104,10 @@ class WatchManager {
   class Session;
   friend class Session;
 
-  // A served event line, shared by all JSON watchers of the same resource.
+  // A served event line, shared by all watchers of the same resource and format (`variant`:
+  // JSON, or one Table / PartialObjectMetadata rendering). Bounded in entries and bytes.
   http::Chunk CachedLine(const ResourceInfo* resource, store::Revision revision, char type,
-                         const std::function<std::string()>& render);
+                         const std::function<std::string()>& render, uint8_t variant = 0);
 
   // What selectors look at in one stored version of an object (its labels, and its fields as
   // the kind extracts them), parsed once and shared by every watch with selectors: one kubelet
@@ -113,6 +124,19 @@ class WatchManager {
   void Remove(uint64_t id);
   std::vector<std::shared_ptr<Session>> Sessions() const;
 
+  // How many streams are open, in all and per user. Shared with the slots, which may be released
+  // after the manager has shut down.
+  struct Counts {
+    Mutex mu;
+    size_t total DRAPLANE_GUARDED_BY(mu) = 0;
+    std::map<std::string, size_t, std::less<>> per_user DRAPLANE_GUARDED_BY(mu);
+  };
+  // One open stream's place in Counts, returned when destroyed.
+  class Slot;
+  // A slot for `user` (`exempt`: from the per-user limit), or the 429 that says why there is none.
+  std::variant<std::unique_ptr<Slot>, ApiError> TakeSlot(const std::string& user, bool exempt);
+  std::shared_ptr<Counts> counts_ = std::make_shared<Counts>();
+
   store::Store* store_;
   internal::ThreadPool* pool_;
   const Clock& clock_;
@@ -128,17 +152,19 @@ class WatchManager {
     const ResourceInfo* resource;
     store::Revision revision;
     char type;
+    uint8_t variant = 0;
     bool operator==(const CacheKey&) const = default;
   };
   struct CacheKeyHash {
     size_t operator()(const CacheKey& k) const {
       return std::hash<const void*>()(k.resource) ^ (std::hash<int64_t>()(k.revision) * 31) ^
-             static_cast<size_t>(k.type);
+             static_cast<size_t>(k.type) ^ (static_cast<size_t>(k.variant) << 8);
     }
   };
   Mutex cache_mu_;
   std::unordered_map<CacheKey, http::Chunk, CacheKeyHash> cache_ DRAPLANE_GUARDED_BY(cache_mu_);
   std::deque<CacheKey> cache_order_ DRAPLANE_GUARDED_BY(cache_mu_);
+  size_t cache_bytes_ DRAPLANE_GUARDED_BY(cache_mu_) = 0;
   // By resource and the object version's own revision (type 0).
   std::unordered_map<CacheKey, std::shared_ptr<const Selectable>, CacheKeyHash> selectables_
       DRAPLANE_GUARDED_BY(cache_mu_);

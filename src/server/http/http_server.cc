@@ -19,6 +19,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +50,76 @@ using tcp = boost::asio::ip::tcp;
 class SessionBase;
 class StreamImpl;
 
+using BeastRequest = bhttp::request<bhttp::string_body>;
+
+// Beast's `request_parser<string_body>` plus a limit on each header field. Beast stores a field's
+// name and value behind 16-bit offsets and throws std::length_error for a longer one (from
+// inside the parse, on an I/O thread); this parser refuses such a field first, as
+// `header_limit`, so it is answered 431 like a header block over the total limit.
+class RequestParser final : public bhttp::basic_parser<true> {
+ public:
+  explicit RequestParser(size_t max_field_bytes)
+      : max_field_bytes_(std::min<size_t>(max_field_bytes, kBeastMaxField)) {}
+
+  BeastRequest& get() { return message_; }
+  BeastRequest release() { return std::move(message_); }
+
+ private:
+  // The longest name or value Beast can hold: 65,535 less the ": " it keeps with the name.
+  static constexpr size_t kBeastMaxField = 65'533;
+
+  void on_request_impl(bhttp::verb method, beast::string_view method_string,
+                       beast::string_view target, int version, beast::error_code&) override {
+    message_.target(target);
+    if (method != bhttp::verb::unknown) {
+      message_.method(method);
+    } else {
+      message_.method_string(method_string);
+    }
+    message_.version(version);
+  }
+
+  void on_response_impl(int, beast::string_view, int, beast::error_code& ec) override {
+    ec = bhttp::error::bad_version;  // a request parser never reads a status line
+  }
+
+  void on_field_impl(bhttp::field name, beast::string_view name_string, beast::string_view value,
+                     beast::error_code& ec) override {
+    if (name_string.size() + value.size() > max_field_bytes_) {
+      ec = bhttp::error::header_limit;
+      return;
+    }
+    message_.insert(name, name_string, value);
+  }
+
+  void on_header_impl(beast::error_code& ec) override { ec = {}; }
+
+  void on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
+                         beast::error_code& ec) override {
+    reader_.emplace(message_, message_.body());
+    reader_->init(content_length, ec);
+  }
+
+  size_t on_body_impl(beast::string_view body, beast::error_code& ec) override {
+    return reader_->put(net::buffer(body.data(), body.size()), ec);
+  }
+
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, beast::error_code&) override {}
+
+  size_t on_chunk_body_impl(std::uint64_t, beast::string_view body,
+                            beast::error_code& ec) override {
+    return reader_->put(net::buffer(body.data(), body.size()), ec);
+  }
+
+  void on_finish_impl(beast::error_code& ec) override {
+    if (reader_) reader_->finish(ec);
+  }
+
+  const size_t max_field_bytes_;
+  BeastRequest message_;
+  std::optional<bhttp::string_body::reader> reader_;
+};
+
 // Shared state of one server (see the file comment, step 1).
 //
 // Member order matters: the io_context is destroyed before the members its queued handlers
@@ -62,6 +133,14 @@ struct Core {
   CondVar sessions_changed;
   std::map<SessionBase*, std::weak_ptr<SessionBase>> sessions DRAPLANE_GUARDED_BY(mu);
   std::atomic<bool> shutting_down{false};
+  // The connection cap in effect: options.max_connections, lowered to what the process's file
+  // descriptor limit leaves (set by Listen).
+  size_t max_connections = 0;
+  // Bytes reserved by requests over the per-connection allowances (large header blocks and
+  // bodies), against options.max_buffered_request_bytes.
+  std::atomic<size_t> buffered_request_bytes{0};
+  // Delay before the next accept after a failed one (Go's http.Server: 5 ms doubling to 1 s).
+  std::chrono::milliseconds accept_delay{0};  // only touched on the acceptor's strand
 
   std::weak_ptr<Core> self;  // for handing shared ownership to Exchanges
 
@@ -70,6 +149,26 @@ struct Core {
 
   explicit Core(int threads) : ioc(threads) {}
 };
+
+// Takes `bytes` from the shared budget of buffered request bytes; false when it would pass
+// `limit` (nothing is taken then).
+bool ReserveBuffered(Core& core, size_t bytes) {
+  size_t current = core.buffered_request_bytes.load();
+  do {
+    if (current + bytes > core.options.max_buffered_request_bytes) return false;
+  } while (!core.buffered_request_bytes.compare_exchange_weak(current, current + bytes));
+  return true;
+}
+
+log::RateLimiter& ConnectionLogLimiter() {
+  static log::RateLimiter limiter(std::chrono::seconds(10));
+  return limiter;
+}
+
+log::RateLimiter& StreamLogLimiter() {
+  static log::RateLimiter limiter(std::chrono::seconds(10));
+  return limiter;
+}
 
 std::string RemoteAddress(const tcp::socket& socket) {
   beast::error_code ec;
@@ -103,6 +202,19 @@ std::optional<ClientCertificate> PeerCertificate(SSL* ssl) {
   return out;
 }
 
+// Copies `headers` into `message`. False when Beast refuses one (a name or value over 64 KiB):
+// what a handler answers must never throw on an I/O thread.
+template <typename Message>
+bool InsertHeaders(Message& message, const std::vector<Header>& headers) {
+  try {
+    for (const Header& header : headers) message.insert(header.name, header.value);
+    return true;
+  } catch (const std::exception& e) {
+    log::Warning("http: dropping an answer whose headers Beast refuses: {}", e.what());
+    return false;
+  }
+}
+
 // The interface Exchange and StreamImpl use to reach a session of either stream type.
 class SessionBase : public std::enable_shared_from_this<SessionBase> {
  public:
@@ -110,13 +222,26 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   virtual void Run() = 0;
   // Each of these posts onto the session's strand.
   virtual void PostShutdown() = 0;
-  virtual void PostResponse(Response response) = 0;
-  virtual void PostStreamStart(int status, std::vector<Header> headers,
+  // Closes the connection if it is still between requests (the connection cap needs room).
+  virtual void PostEvictIfIdle() = 0;
+  // `request` numbers the request on its connection: an answer for an earlier request (one
+  // already answered 504 by the request timeout) is dropped.
+  virtual void PostResponse(uint64_t request, Response response) = 0;
+  virtual void PostStreamStart(uint64_t request, int status, std::vector<Header> headers,
                                std::shared_ptr<StreamImpl> stream) = 0;
   virtual void PostChunk(Chunk chunk) = 0;
   virtual void PostStreamEnd() = 0;
+  // Closes a streaming connection at once, dropping what is queued (a reader too far behind: a
+  // graceful end would wait for it to read everything first).
+  virtual void PostStreamAbort() = 0;
   // Closes the connection at once; only when no I/O thread runs (final stage of shutdown).
   virtual void ForceClose() = 0;
+  // True while the connection waits for a TLS handshake or for the first byte of a request: it
+  // holds no request, so the connection cap may close it to admit a new one.
+  bool idle() const { return idle_.load(std::memory_order_relaxed); }
+
+ protected:
+  std::atomic<bool> idle_{true};
 };
 
 class StreamImpl final : public ResponseStream {
@@ -128,8 +253,9 @@ class StreamImpl final : public ResponseStream {
     if (!open_.load(std::memory_order_acquire) || chunk == nullptr || chunk->empty()) return false;
     size_t backlog = queued_bytes_.fetch_add(chunk->size()) + chunk->size();
     if (backlog > core_->options.max_stream_backlog_bytes) {
-      log::Warning("http: ending a stream whose client is {} bytes behind", backlog);
-      Close();
+      log::WarningEvery(StreamLogLimiter(), "http: ending a stream whose client is {} bytes behind",
+                        backlog);
+      if (open_.exchange(false)) session_->PostStreamAbort();
       return false;
     }
     session_->PostChunk(std::move(chunk));
@@ -182,19 +308,19 @@ class StreamImpl final : public ResponseStream {
 
 class ExchangeImpl final : public Exchange {
  public:
-  ExchangeImpl(std::shared_ptr<Core> core, std::shared_ptr<SessionBase> session)
-      : core_(std::move(core)), session_(std::move(session)) {}
+  ExchangeImpl(std::shared_ptr<Core> core, std::shared_ptr<SessionBase> session, uint64_t request)
+      : core_(std::move(core)), session_(std::move(session)), request_(request) {}
 
   ~ExchangeImpl() override {
     if (!answered_.exchange(true)) {
       session_->PostResponse(
-          core_->options.protocol_error(500, "the request handler returned no response"));
+          request_, core_->options.protocol_error(500, "the request handler returned no response"));
     }
   }
 
   void Respond(Response response) override {
     if (answered_.exchange(true)) return;
-    session_->PostResponse(std::move(response));
+    session_->PostResponse(request_, std::move(response));
   }
 
   std::shared_ptr<ResponseStream> StartStream(int status, std::vector<Header> headers) override;
@@ -202,6 +328,7 @@ class ExchangeImpl final : public Exchange {
  private:
   std::shared_ptr<Core> core_;  // declared first: outlives session_
   std::shared_ptr<SessionBase> session_;
+  const uint64_t request_;
   std::atomic<bool> answered_{false};
 };
 
@@ -214,12 +341,17 @@ class Session final : public SessionBase {
   // handlers own sessions) is not part of an ownership cycle.
   // Plain connection.
   Session(Core* core, tcp::socket&& socket) requires(!kTls)
-      : core_(core), stream_(std::move(socket)) {}
+      : core_(core), stream_(std::move(socket)), request_timer_(stream_.get_executor()) {}
   // TLS connection.
   Session(Core* core, tcp::socket&& socket) requires(kTls)
-      : core_(core), stream_(std::move(socket), *core->ssl_ctx) {}
+      : core_(core),
+        stream_(std::move(socket), *core->ssl_ctx),
+        request_timer_(stream_.get_executor()) {}
 
-  ~Session() override { Unregister(); }
+  ~Session() override {
+    ReleaseBuffered();
+    Unregister();
+  }
 
   void Run() override {
     remote_address_ = RemoteAddress(beast::get_lowest_layer(stream_).socket());
@@ -230,16 +362,28 @@ class Session final : public SessionBase {
     net::post(stream_.get_executor(), [self = Self()] { self->OnShutdown(); });
   }
 
-  void PostResponse(Response response) override {
-    net::post(stream_.get_executor(), [self = Self(), response = std::move(response)]() mutable {
-      self->WriteResponse(std::move(response));
+  void PostEvictIfIdle() override {
+    net::post(stream_.get_executor(), [self = Self()] {
+      if (self->idle() && self->state_ != State::kClosed) self->Close();
     });
   }
 
-  void PostStreamStart(int status, std::vector<Header> headers,
+  void PostResponse(uint64_t request, Response response) override {
+    net::post(stream_.get_executor(),
+              [self = Self(), request, response = std::move(response)]() mutable {
+                if (request != self->request_number_) return;  // answered 504 already
+                self->WriteResponse(std::move(response));
+              });
+  }
+
+  void PostStreamStart(uint64_t request, int status, std::vector<Header> headers,
                        std::shared_ptr<StreamImpl> stream) override {
     net::post(stream_.get_executor(),
-              [self = Self(), status, headers = std::move(headers), stream]() mutable {
+              [self = Self(), request, status, headers = std::move(headers), stream]() mutable {
+                if (request != self->request_number_) {
+                  stream->Ended();
+                  return;
+                }
                 self->WriteStreamHeader(status, std::move(headers), std::move(stream));
               });
   }
@@ -254,23 +398,37 @@ class Session final : public SessionBase {
     net::post(stream_.get_executor(), [self = Self()] { self->EndStreamGracefully(); });
   }
 
+  void PostStreamAbort() override {
+    net::post(stream_.get_executor(), [self = Self()] { self->Close(); });
+  }
+
   void ForceClose() override { Close(); }
 
  private:
-  enum class State { kHandshake, kReading, kHandling, kWriting, kStreaming, kClosed };
+  // kIdle: waiting for the first byte of a request; kReading: reading its header and body.
+  enum class State { kHandshake, kIdle, kReading, kHandling, kWriting, kStreaming, kClosed };
+
+  static constexpr size_t kReadChunk = 4096;
 
   std::shared_ptr<Session> Self() { return std::static_pointer_cast<Session>(shared_from_this()); }
 
   beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+
+  void SetState(State state) {
+    state_ = state;
+    idle_.store(state == State::kHandshake || state == State::kIdle, std::memory_order_relaxed);
+  }
 
   void Begin() {
     if (core_->shutting_down.load()) {
       Close();
       return;
     }
+    // The first request (and the TLS handshake before it) must arrive within the header
+    // timeout of the connection's start (kube-apiserver: ReadHeaderTimeout).
+    tcp().expires_after(core_->options.read_header_timeout);
     if constexpr (kTls) {
-      state_ = State::kHandshake;
-      tcp().expires_after(core_->options.idle_timeout);
+      SetState(State::kHandshake);
       stream_.async_handshake(ssl::stream_base::server,
                               [self = Self()](beast::error_code ec) { self->OnHandshake(ec); });
     } else {
@@ -288,18 +446,72 @@ class Session final : public SessionBase {
     ReadRequest();
   }
 
+  // Waits for the next request: its first byte within the idle timeout (the header timeout for
+  // a connection's first request, already running), then the header block within the header
+  // timeout.
   void ReadRequest() {
     if (core_->shutting_down.load()) {
       Close();
       return;
     }
-    state_ = State::kReading;
-    parser_.emplace();
+    ReleaseBuffered();
+    parser_.emplace(core_->options.max_header_field_bytes);
     parser_->body_limit(core_->options.max_body_bytes);
     parser_->header_limit(static_cast<uint32_t>(core_->options.max_header_bytes));
-    tcp().expires_after(core_->options.idle_timeout);
-    bhttp::async_read_header(stream_, buffer_, *parser_,
-                             [self = Self()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+    if (buffer_.size() > 0) {  // the client already sent more
+      if (served_ > 0) tcp().expires_after(core_->options.read_header_timeout);
+      ReadHeader();
+      return;
+    }
+    SetState(State::kIdle);
+    if (served_ > 0) tcp().expires_after(core_->options.idle_timeout);
+    ReadMore(/*first_byte=*/true);
+  }
+
+  // Reads what the client sends next into buffer_, then goes on with ReadHeader. `first_byte`:
+  // the read that ends a keep-alive wait; the header timeout runs from there.
+  void ReadMore(bool first_byte) {
+    stream_.async_read_some(buffer_.prepare(kReadChunk),
+                            [self = Self(), first_byte](beast::error_code ec, size_t n) {
+                              self->buffer_.commit(n);
+                              if (ec) {
+                                self->FailRead(ec);
+                                return;
+                              }
+                              if (first_byte && self->served_ > 0) {
+                                self->tcp().expires_after(self->core_->options.read_header_timeout);
+                              }
+                              self->ReadHeader();
+                            });
+  }
+
+  // Reads the header block with our own loop around the parser (Beast's async_read_header would
+  // do the same) so that the bytes a connection buffers are known: past the per-connection
+  // allowance the header takes a share of the shared budget, or is answered 431. The parser
+  // parses a header only once all of it is buffered, so nothing is consumed before that.
+  void ReadHeader() {
+    SetState(State::kReading);
+    if (buffer_.size() > 0) {
+      beast::error_code ec;
+      size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (!ec && parser_->is_header_done()) {
+        OnHeader({});
+        return;
+      }
+      if (ec && ec != bhttp::error::need_more) {
+        FailRead(ec);
+        return;
+      }
+      if (buffer_.size() > core_->options.header_bytes_per_connection && header_reserved_ == 0) {
+        if (!ReserveBuffered(*core_, core_->options.max_header_bytes)) {
+          FailRead(bhttp::error::header_limit);
+          return;
+        }
+        header_reserved_ = core_->options.max_header_bytes;
+      }
+    }
+    ReadMore(/*first_byte=*/false);
   }
 
   void OnHeader(beast::error_code ec) {
@@ -307,6 +519,26 @@ class Session final : public SessionBase {
       FailRead(ec);
       return;
     }
+    // A body over the per-connection allowance needs a share of the shared budget, taken before
+    // it is read (a chunked body may grow to the body limit).
+    size_t body = parser_->content_length() ? static_cast<size_t>(*parser_->content_length())
+                  : parser_->chunked()      ? core_->options.max_body_bytes
+                                            : 0;
+    body = std::min(body, core_->options.max_body_bytes);
+    if (body > core_->options.body_bytes_per_connection) {
+      if (!ReserveBuffered(*core_, body)) {
+        keep_alive_ = false;
+        linger_ = true;
+        Response busy = core_->options.protocol_error(
+            429, "the server is reading too many large requests, please try again later");
+        busy.headers.push_back({"Retry-After", "1"});
+        WriteResponse(std::move(busy));
+        return;
+      }
+      body_reserved_ = body;
+    }
+    // The body must arrive within the request timeout.
+    tcp().expires_after(core_->options.request_timeout);
     if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
       auto interim = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
                                                                           parser_->get().version());
@@ -344,7 +576,10 @@ class Session final : public SessionBase {
           413, "the server has received too large a request entity (limit " +
                    std::to_string(core_->options.max_body_bytes) + " bytes)"));
     } else if (ec == bhttp::error::header_limit) {
-      WriteResponse(core_->options.protocol_error(431, "request header fields too large"));
+      WriteResponse(core_->options.protocol_error(
+          431, "request header fields too large (limits: " +
+                   std::to_string(core_->options.max_header_bytes) + " bytes in all, " +
+                   std::to_string(core_->options.max_header_field_bytes) + " per field)"));
     } else {
       WriteResponse(core_->options.protocol_error(400, "malformed HTTP request: " + ec.message()));
     }
@@ -355,11 +590,13 @@ class Session final : public SessionBase {
       FailRead(ec);
       return;
     }
-    state_ = State::kHandling;
+    SetState(State::kHandling);
     tcp().expires_never();
-    bhttp::request<bhttp::string_body> message = parser_->release();
+    BeastRequest message = parser_->release();
     parser_.reset();
     keep_alive_ = message.keep_alive();
+    ++request_number_;
+    ++served_;
 
     Request request;
     request.method = std::string(message.method_string());
@@ -389,19 +626,38 @@ class Session final : public SessionBase {
       Close();
       return;
     }
-    auto exchange = std::make_shared<ExchangeImpl>(std::move(owner), Self());
+    // kube-apiserver's request timeout: a request not answered in time gets a 504 (its handler
+    // may still finish; that answer is dropped). A stream (watch) stops the timer when it starts.
+    request_timer_.expires_after(core_->options.request_timeout);
+    request_timer_.async_wait([self = Self(), number = request_number_](beast::error_code ec) {
+      if (ec || number != self->request_number_ || self->state_ != State::kHandling) return;
+      ++self->request_number_;  // the handler's answer, if it ever comes, is dropped
+      self->keep_alive_ = false;
+      self->WriteResponse(self->core_->options.protocol_error(
+          504, "request did not complete within requested timeout - context deadline exceeded"));
+    });
+    auto exchange = std::make_shared<ExchangeImpl>(std::move(owner), Self(), request_number_);
     core_->handler(std::move(request), std::move(exchange));
   }
 
   void WriteResponse(Response response) {
     if (state_ == State::kClosed) return;
-    if (state_ != State::kHandling && state_ != State::kReading) return;
-    state_ = State::kWriting;
+    if (state_ != State::kHandling && state_ != State::kReading && state_ != State::kIdle) return;
+    SetState(State::kWriting);
+    request_timer_.cancel();
     if (core_->shutting_down.load()) keep_alive_ = false;
     auto message = std::make_shared<bhttp::response<bhttp::string_body>>();
     message->version(11);
     message->result(static_cast<unsigned>(response.status));
-    for (Header& header : response.headers) message->insert(header.name, header.value);
+    if (!InsertHeaders(*message, response.headers)) {
+      // A header Beast cannot hold (over 64 KiB): the answer cannot be sent as built.
+      message = std::make_shared<bhttp::response<bhttp::string_body>>();
+      message->version(11);
+      Response fallback = core_->options.protocol_error(500, "response header too large");
+      message->result(static_cast<unsigned>(fallback.status));
+      InsertHeaders(*message, fallback.headers);
+      response.body = std::move(fallback.body);
+    }
     message->body() = std::move(response.body);
     message->keep_alive(keep_alive_);
     message->prepare_payload();
@@ -421,6 +677,7 @@ class Session final : public SessionBase {
 
   // Half-closes the connection and discards what the client still sends, up to a bound.
   void Linger() {
+    ReleaseBuffered();
     beast::error_code ignored;
     tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
     tcp().expires_after(std::chrono::seconds(2));
@@ -440,12 +697,17 @@ class Session final : public SessionBase {
       stream->Ended();
       return;
     }
-    state_ = State::kStreaming;
+    SetState(State::kStreaming);
+    request_timer_.cancel();
+    ReleaseBuffered();
     stream_impl_ = std::move(stream);
     stream_header_ = std::make_unique<bhttp::response<bhttp::empty_body>>();
     stream_header_->version(11);
     stream_header_->result(static_cast<unsigned>(status));
-    for (Header& header : headers) stream_header_->insert(header.name, header.value);
+    if (!InsertHeaders(*stream_header_, headers)) {
+      Close();
+      return;
+    }
     stream_header_->keep_alive(false);
     stream_header_->chunked(true);
     serializer_ = std::make_unique<bhttp::response_serializer<bhttp::empty_body>>(*stream_header_);
@@ -523,6 +785,7 @@ class Session final : public SessionBase {
   void OnShutdown() {
     switch (state_) {
       case State::kHandshake:
+      case State::kIdle:
       case State::kReading:
         Close();
         break;
@@ -538,6 +801,14 @@ class Session final : public SessionBase {
     }
   }
 
+  // Returns what this connection took from the shared budget of buffered request bytes.
+  void ReleaseBuffered() {
+    if (header_reserved_ + body_reserved_ == 0) return;
+    core_->buffered_request_bytes.fetch_sub(header_reserved_ + body_reserved_);
+    header_reserved_ = 0;
+    body_reserved_ = 0;
+  }
+
   // Removes the session from the registry of open connections.
   void Unregister() {
     MutexLock lock(core_->mu);
@@ -546,8 +817,10 @@ class Session final : public SessionBase {
 
   void Close() {
     if (state_ == State::kClosed) return;
-    state_ = State::kClosed;
+    SetState(State::kClosed);
     Unregister();
+    ReleaseBuffered();
+    request_timer_.cancel();
     beast::error_code ignored;
     tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
     tcp().socket().close(ignored);
@@ -563,15 +836,20 @@ class Session final : public SessionBase {
 
   Core* core_;
   Stream stream_;
+  net::steady_timer request_timer_;
   beast::flat_buffer buffer_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::optional<ClientCertificate> client_certificate_;
   std::string remote_address_;
-  State state_ = State::kReading;
+  State state_ = State::kIdle;
   bool keep_alive_ = true;
   bool linger_ = false;
   size_t lingered_ = 0;
   static constexpr size_t kMaxLingerBytes = 16 * 1024 * 1024;
+  uint64_t request_number_ = 0;  // of the request being handled; answers for others are dropped
+  uint64_t served_ = 0;          // requests read on this connection
+  size_t header_reserved_ = 0;   // taken from Core::buffered_request_bytes
+  size_t body_reserved_ = 0;     // likewise
 
   // Streaming.
   std::shared_ptr<StreamImpl> stream_impl_;
@@ -590,8 +868,39 @@ std::shared_ptr<ResponseStream> ExchangeImpl::StartStream(int status, std::vecto
     return stream;
   }
   // Posted before any chunk the caller writes, so the session knows its stream first.
-  session_->PostStreamStart(status, std::move(headers), stream);
+  session_->PostStreamStart(request_, status, std::move(headers), stream);
   return stream;
+}
+
+// Makes room for one more connection when the cap is reached: asks a connection that holds no
+// request (waiting for its TLS handshake or for a request's first byte) to close. Returns false
+// when every connection is busy with a request; the new one is then refused.
+bool MakeRoomForConnection(Core* core) {
+  MutexLock lock(core->mu);
+  if (core->sessions.size() < core->max_connections) return true;
+  for (auto& [raw, weak] : core->sessions) {
+    if (!raw->idle()) continue;
+    if (std::shared_ptr<SessionBase> session = weak.lock()) {
+      session->PostEvictIfIdle();
+      return true;
+    }
+  }
+  return false;
+}
+
+void Accept(Core* core);
+
+// After a failed accept (out of file descriptors, above all) waits before the next one, 5 ms
+// doubling to 1 s, as Go's http.Server does, instead of spinning on an error that persists.
+void AcceptAfterDelay(Core* core) {
+  core->accept_delay = std::clamp(core->accept_delay * 2, std::chrono::milliseconds(5),
+                                  std::chrono::milliseconds(1000));
+  auto timer = std::make_shared<net::steady_timer>(core->acceptor.get_executor());
+  timer->expires_after(core->accept_delay);
+  timer->async_wait([core, timer](beast::error_code ec) {
+    if (ec || !core->acceptor.is_open()) return;
+    Accept(core);
+  });
 }
 
 void Accept(Core* core) {
@@ -599,12 +908,22 @@ void Accept(Core* core) {
       net::make_strand(core->ioc), [core](beast::error_code ec, tcp::socket socket) {
         if (ec == net::error::operation_aborted || !core->acceptor.is_open()) return;
         if (ec) {
-          log::Warning("http: accept failed: {}", ec.message());
+          log::WarningEvery(ConnectionLogLimiter(), "http: accept failed: {}", ec.message());
+          AcceptAfterDelay(core);
+          return;
+        }
+        core->accept_delay = std::chrono::milliseconds(0);
+        if (core->shutting_down.load()) return;
+        beast::error_code ignored;
+        if (!MakeRoomForConnection(core)) {
+          log::WarningEvery(ConnectionLogLimiter(),
+                            "http: refusing a connection: {} connections open, every one busy "
+                            "with a request",
+                            core->max_connections);
+          socket.close(ignored);
           Accept(core);
           return;
         }
-        if (core->shutting_down.load()) return;
-        beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
         std::shared_ptr<SessionBase> session;
         if (core->ssl_ctx) {
@@ -620,6 +939,37 @@ void Accept(Core* core) {
         session->Run();
         Accept(core);
       });
+}
+
+// Runs the io_context until it stops. Our handlers do not throw, but Beast, Asio and OpenSSL
+// may (e.g. std::length_error, std::bad_alloc) on input a client chose: the exception ends only
+// the handler that threw (its connection is released with it) and the thread goes back to
+// serving, as Asio allows after an exception left run().
+void RunIoThread(Core* core) {
+  static log::RateLimiter limiter(std::chrono::seconds(10));
+  while (true) {
+    try {
+      core->ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      log::WarningEvery(limiter, "http: a connection handler threw, connection dropped: {}",
+                        e.what());
+    } catch (...) {
+      log::WarningEvery(limiter, "http: a connection handler threw, connection dropped");
+    }
+  }
+}
+
+// The connection cap: `configured`, lowered so that the connections leave file descriptors
+// for the rest of the process (store, etcd clients, logs) under its RLIMIT_NOFILE.
+size_t ConnectionCap(size_t configured) {
+  constexpr size_t kReservedDescriptors = 256;
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return configured;
+  size_t available = limit.rlim_cur > 2 * kReservedDescriptors
+                         ? static_cast<size_t>(limit.rlim_cur) - kReservedDescriptors
+                         : static_cast<size_t>(limit.rlim_cur) / 2;
+  return std::max<size_t>(1, std::min(configured, available));
 }
 
 class HttpServerImpl final : public HttpServer {
@@ -642,6 +992,7 @@ class HttpServerImpl final : public HttpServer {
                               std::to_string(core_->options.port) + ": " + ec.message());
     }
     port_ = core_->acceptor.local_endpoint().port();
+    core_->max_connections = ConnectionCap(core_->options.max_connections);
     return Status::Ok();
   }
 
@@ -651,7 +1002,7 @@ class HttpServerImpl final : public HttpServer {
     for (int i = 0; i < threads; ++i) {
       threads_.emplace_back([core = core_.get()] {
         SetCurrentThreadName("http-io");
-        core->ioc.run();
+        RunIoThread(core);
       });
     }
   }
@@ -662,6 +1013,8 @@ class HttpServerImpl final : public HttpServer {
     MutexLock lock(core_->mu);
     return core_->sessions.size();
   }
+
+  size_t max_connections() const override { return core_->max_connections; }
 
   void Shutdown(std::chrono::milliseconds grace) override {
     MutexLock shutdown_lock(shutdown_mu_);

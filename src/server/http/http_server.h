@@ -45,13 +45,38 @@ struct HttpServerOptions {
   int io_threads = 2;
   // kube-apiserver's limit on request bodies (MaxRequestBodyBytes, 3 MiB).
   size_t max_body_bytes = 3 * 1024 * 1024;
-  // Go's http.DefaultMaxHeaderBytes.
+  // The request line and header block together (kube-apiserver: Go's MaxHeaderBytes, 1 MiB);
+  // more is answered 431.
   size_t max_header_bytes = 1024 * 1024;
+  // One header field, name and value together (Go has no such limit; Beast cannot hold a name or
+  // value over 65,533 bytes, so this is capped there); more is answered 431.
+  size_t max_header_field_bytes = 64 * 1024;
+  // Memory held by requests being read or served is bounded per connection and in all: every
+  // connection may buffer a header block of `header_bytes_per_connection` and a body of
+  // `body_bytes_per_connection`; a larger header block (up to max_header_bytes) or body (up to
+  // max_body_bytes) first takes its size from a budget of `max_buffered_request_bytes` shared by
+  // all connections, and is answered 431 / 429 (Retry-After: 1) when the budget is spent. The
+  // share is returned when the answer has been written.
+  size_t header_bytes_per_connection = 16 * 1024;
+  size_t body_bytes_per_connection = 64 * 1024;
+  size_t max_buffered_request_bytes = 256 * 1024 * 1024;
   // A streamed response whose unsent bytes exceed this is ended (a watcher too slow to keep up).
   size_t max_stream_backlog_bytes = 64 * 1024 * 1024;
-  // How long a keep-alive connection may wait for its next request, and how long a request may
-  // take to arrive (TLS handshake included).
-  std::chrono::seconds idle_timeout{300};
+  // Open connections at most (lowered to leave file descriptors under RLIMIT_NOFILE). At the cap
+  // a new connection closes one that holds no request (waiting for its TLS handshake or its next
+  // request); when every connection is busy with a request, the new one is closed.
+  size_t max_connections = 10'000;
+  // Timeouts (kube-apiserver's secure serving: ReadHeaderTimeout 32 s, IdleTimeout 90 s;
+  // --request-timeout 60 s):
+  //   read_header_timeout  the TLS handshake and the first request's header block from the
+  //                        connection's start; a later request's header from its first byte;
+  //   idle_timeout         a keep-alive connection waiting for its next request, and the
+  //                        writing of an answer;
+  //   request_timeout      reading a body, and a handler's answer: a request not answered in
+  //                        time is answered 504 (streams are exempt once they start).
+  std::chrono::seconds read_header_timeout{32};
+  std::chrono::seconds idle_timeout{90};
+  std::chrono::seconds request_timeout{60};
   ProtocolErrorResponder protocol_error;  // required
 };
 
@@ -67,6 +92,9 @@ class HttpServer {
   virtual uint16_t port() const = 0;
   // Number of open connections (for metrics and tests).
   virtual size_t open_connections() const = 0;
+  // The connection cap in effect (HttpServerOptions::max_connections, lowered to fit
+  // RLIMIT_NOFILE).
+  virtual size_t max_connections() const = 0;
   // Graceful shutdown as described above; returns once the I/O threads have stopped.
   // Idempotent.
   virtual void Shutdown(std::chrono::milliseconds grace) = 0;

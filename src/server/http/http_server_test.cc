@@ -6,6 +6,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <future>
+#include <mutex>
 #include <thread>
 
 namespace draplane::server::http {
@@ -85,6 +86,47 @@ TEST(HttpServerTest, RefusesTooLargeBodyWithProtocolError) {
   auto response = client.Send(bhttp::verb::post, "/x", std::string(100, 'a'));
   EXPECT_EQ(response.result_int(), 413);
   EXPECT_NE(response.body().find("too large"), std::string::npos);
+}
+
+// Issue 17: Beast throws for a header field over 64 KiB; the parser refuses it first (431) and
+// the server keeps serving.
+TEST(HttpServerTest, AnOversizedHeaderFieldIs431AndTheServerLives) {
+  std::unique_ptr<HttpServer> server = StartServer(EchoHandler());
+  for (std::string field :
+       {"X-Big: " + std::string(70'000, 'a'), std::string(70'000, 'b') + ": 1"}) {
+    Client client(server->port());
+    std::string request = "GET / HTTP/1.1\r\nHost: x\r\n" + field + "\r\n\r\n";
+    net::write(client.stream(), net::buffer(request));
+    bhttp::response<bhttp::string_body> response;
+    beast::error_code ec;
+    bhttp::read(client.stream(), client.buffer(), response, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(response.result_int(), 431) << response.body();
+  }
+  Client client(server->port());
+  EXPECT_EQ(client.Send(bhttp::verb::get, "/after").result_int(), 201);
+}
+
+// A handler that does not answer within the request timeout: 504, and its late answer is dropped.
+TEST(HttpServerTest, ARequestNotAnsweredInTimeIs504) {
+  std::shared_ptr<Exchange> held;
+  std::mutex mu;
+  HttpServerOptions options;
+  options.io_threads = 1;
+  options.request_timeout = std::chrono::seconds(1);
+  options.protocol_error = ProtocolError;
+  StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start(options, [&](Request, std::shared_ptr<Exchange> exchange) {
+        std::lock_guard lock(mu);
+        held = std::move(exchange);
+      });
+  ASSERT_TRUE(server.ok());
+  Client client((*server)->port());
+  auto response = client.Send(bhttp::verb::get, "/slow");
+  EXPECT_EQ(response.result_int(), 504);
+  std::lock_guard lock(mu);
+  ASSERT_NE(held, nullptr);
+  held->Respond(Response{.status = 200, .headers = {}, .body = "late"});
 }
 
 TEST(HttpServerTest, UnansweredExchangeBecomes500) {

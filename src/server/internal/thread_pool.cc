@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/log.h"
 #include "common/mutex.h"
 #include "common/thread_name.h"
 
@@ -55,7 +56,15 @@ void ThreadPool::Work() {
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    task();
+    // Our code does not throw; a third-party exception that slips through ends the task (a
+    // request whose Exchange is dropped gets a 500), never the process.
+    try {
+      task();
+    } catch (const std::exception& e) {
+      log::Error("api-pool: a task threw: {}", e.what());
+    } catch (...) {
+      log::Error("api-pool: a task threw");
+    }
   }
 }
 

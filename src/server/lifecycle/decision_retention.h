@@ -84,7 +84,7 @@ class DecisionRetention {
   // store name -> create revision, to find a record from a MODIFIED/DELETED event.
   std::map<std::pair<std::string, std::string>, store::Revision> by_name_
       DRAPLANE_GUARDED_BY(sweep_mu_);
-  Timestamp next_sweep_ DRAPLANE_GUARDED_BY(sweep_mu_){};
+  Timestamp next_sweep_ DRAPLANE_GUARDED_BY(sweep_mu_) = {};
 };
 
 }  // namespace draplane::server::lifecycle

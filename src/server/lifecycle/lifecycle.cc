@@ -296,12 +296,49 @@ std::optional<LifecycleController::Entry> LifecycleController::ParseEntry(
   return entry;
 }
 
+std::optional<store::Key> LifecycleController::OwnerKey(const store::Key& dependent,
+                                                        const OwnerRef& owner) {
+  const handlers::ResourceInfo* info =
+      handlers::Registry::Default().FindKind(GroupOf(owner.api_version), owner.kind);
+  if (info == nullptr || owner.uid.empty()) return std::nullopt;
+  if (info->namespaced && dependent.ns.empty()) return std::nullopt;
+  return store::Key{info->StoreResource(), info->namespaced ? dependent.ns : "", owner.name};
+}
+
+std::optional<store::Key> LifecycleController::ResolvedOwner(const store::Key& dependent,
+                                                             const OwnerRef& owner) {
+  auto indexed = by_uid_.find(owner.uid);
+  if (indexed == by_uid_.end()) return std::nullopt;
+  std::optional<store::Key> expected = OwnerKey(dependent, owner);
+  if (!expected || *expected != indexed->second) return std::nullopt;
+  return indexed->second;
+}
+
+std::set<store::Key> LifecycleController::DependentsOf(const store::Key& key, const Entry& entry) {
+  std::set<store::Key> out;
+  auto it = dependents_.find(entry.uid);
+  if (it == dependents_.end()) return out;
+  for (const store::Key& dependent : it->second) {
+    auto d = objects_.find(dependent);
+    if (d == objects_.end()) continue;
+    for (const OwnerRef& owner : d->second.owners) {
+      if (owner.uid == entry.uid && ResolvedOwner(dependent, owner) == key) {
+        out.insert(dependent);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 bool LifecycleController::OwnerGone(const store::Key& dependent, const OwnerRef& owner) {
   const handlers::ResourceInfo* info =
       handlers::Registry::Default().FindKind(GroupOf(owner.api_version), owner.kind);
   if (info == nullptr || owner.uid.empty()) return false;  // a kind this server cannot judge
-  if (by_uid_.count(owner.uid) > 0) return false;
-  store::Key key{info->StoreResource(), info->namespaced ? dependent.ns : "", owner.name};
+  if (ResolvedOwner(dependent, owner)) return false;
+  std::optional<store::Key> expected = OwnerKey(dependent, owner);
+  if (!expected) return true;  // a namespaced owner of a cluster-scoped object: never there
+  const store::Key& key = *expected;
   StatusOr<store::ObjectPtr> obj = store_->Get(key);
   if (!obj.ok()) return obj.status().code() == StatusCode::kNotFound;
   StatusOr<JsonObject> parsed = handlers::ParseObject((*obj)->value);
@@ -356,9 +393,7 @@ void LifecycleController::Examine(const store::Key& key) {
 
   if (entry.deleting) {
     if (IsNamespaceKey(key)) ExamineNamespace(key, entry);
-    auto deps_it = dependents_.find(entry.uid);
-    std::set<store::Key> deps =
-        deps_it == dependents_.end() ? std::set<store::Key>() : deps_it->second;
+    std::set<store::Key> deps = DependentsOf(key, entry);
     if (Contains(entry.finalizers, "foregroundDeletion")) {
       if (deps.empty()) {
         EditObject(key, [](JsonObject& obj) {
@@ -422,9 +457,9 @@ void LifecycleController::Examine(const store::Key& key) {
       gone.push_back(owner.uid);
       continue;
     }
-    auto o = by_uid_.find(owner.uid);
-    if (o == by_uid_.end()) continue;
-    auto owner_entry = objects_.find(o->second);
+    std::optional<store::Key> o = ResolvedOwner(key, owner);
+    if (!o) continue;
+    auto owner_entry = objects_.find(*o);
     if (owner_entry != objects_.end() && owner_entry->second.deleting &&
         Contains(owner_entry->second.finalizers, "foregroundDeletion")) {
       owner_in_foreground = true;

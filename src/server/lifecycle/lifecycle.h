@@ -78,9 +78,19 @@ class LifecycleController {
   void Index(const store::Key& key, const std::string* value);
   void Examine(const store::Key& key);
   void ExamineNamespace(const store::Key& key, const Entry& entry);
+  // Where the owner a reference of `dependent` names would live: upstream's garbage collector
+  // resolves a namespaced owner in the dependent's namespace only (a cluster-scoped dependent
+  // cannot have one). std::nullopt for a kind this server does not serve or a reference that
+  // cannot resolve.
+  static std::optional<store::Key> OwnerKey(const store::Key& dependent, const OwnerRef& owner);
+  // The indexed object the reference resolves to: the object with the reference's uid, at the
+  // key OwnerKey names. A uid found elsewhere (another tenant's object) is not the owner.
+  std::optional<store::Key> ResolvedOwner(const store::Key& dependent, const OwnerRef& owner);
   // Whether an owner reference points at an object that is gone (only for served kinds; the
-  // index is confirmed against the store).
+  // index is confirmed against the store). A reference that cannot resolve is gone.
   bool OwnerGone(const store::Key& dependent, const OwnerRef& owner);
+  // The dependents whose references resolve to the owner at `key`.
+  std::set<store::Key> DependentsOf(const store::Key& key, const Entry& entry);
   // Deletes an object, setting deletionTimestamp instead when it has finalizers.
   void DeleteObject(const store::Key& key);
   // Rewrites metadata of an object; `edit` returns false to leave it unchanged.

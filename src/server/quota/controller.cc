@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "api/gen/core_v1_codec.h"
+#include "api/quota/metrics.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
@@ -13,14 +14,6 @@ namespace {
 
 namespace corev1 = api::corev1;
 using handlers::JsonObject;
-
-const metrics::CounterFamily& DriftCounter() {
-  static const metrics::CounterFamily family = metrics::NewCounterFamily(
-      "draplane_quota_drift_total",
-      "Quota usage values the periodic resync had to correct although they were synced.",
-      {"namespace", "quota"});
-  return family;
-}
 
 const metrics::GaugeFamily& UsedGauge() {
   static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
@@ -223,7 +216,9 @@ StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_
 
 void QuotaController::RecordDrift(const StoredQuota& stored, const std::string& detail) {
   const corev1::ResourceQuota& quota = stored.quota;
-  DriftCounter().WithLabels({quota.metadata.namespace_, quota.metadata.name}).Increment();
+  api::quota::DriftCounter()
+      .WithLabels({quota.metadata.namespace_, quota.metadata.name})
+      .Increment();
   log::Warning("resourcequota: {}/{} corrected: {}", quota.metadata.namespace_, quota.metadata.name,
                detail);
   const handlers::ResourceInfo* events = registry_->Find("", "v1", "events");

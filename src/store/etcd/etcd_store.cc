@@ -287,6 +287,8 @@ class EtcdStore final : public Store {
                                                      : kDefaultWatchCacheEvents),
         hub_(internal::WatchHubOptions{.backend = "etcd",
                                        .ring_limit = static_cast<size_t>(cache_events_),
+                                       // As SQLite's ring: resumes past it get 410 and relist.
+                                       .ring_byte_limit = 64 * 1024 * 1024,
                                        .default_queue_limit = options.watch_queue_limit,
                                        .start_revision = 0}) {}
 

@@ -7,6 +7,7 @@
 
 #include "common/metrics.h"
 #include "common/mutex.h"
+#include "common/status_macros.h"
 
 namespace draplane::store::internal {
 namespace {
@@ -33,8 +34,8 @@ const Families& GetFamilies() {
 
 class InstrumentedStore final : public Store {
  public:
-  InstrumentedStore(std::unique_ptr<Store> inner, Clock& clock)
-      : inner_(std::move(inner)), clock_(clock) {}
+  InstrumentedStore(std::unique_ptr<Store> inner, Clock& clock, size_t max_value_bytes)
+      : inner_(std::move(inner)), clock_(clock), max_value_bytes_(max_value_bytes) {}
 
   std::string_view backend() const override { return inner_->backend(); }
 
@@ -45,11 +46,13 @@ class InstrumentedStore final : public Store {
     return Measure(resource, Op::kList, [&] { return inner_->List(resource, options); });
   }
   StatusOr<ObjectPtr> Create(const Key& key, std::string value) override {
+    DRAPLANE_RETURN_IF_ERROR(CheckValueSize(key, value));
     return Measure(key.resource, Op::kCreate,
                    [&] { return inner_->Create(key, std::move(value)); });
   }
   StatusOr<ObjectPtr> Update(const Key& key, std::string value,
                              const Preconditions& preconditions) override {
+    DRAPLANE_RETURN_IF_ERROR(CheckValueSize(key, value));
     return Measure(key.resource, Op::kUpdate,
                    [&] { return inner_->Update(key, std::move(value), preconditions); });
   }
@@ -109,16 +112,33 @@ class InstrumentedStore final : public Store {
     series.latency->Observe(seconds);
   }
 
+  // etcd refuses a request over its --max-request-bytes (1.5 MiB by default) with "request is too
+  // large"; every backend refuses a value over the same limit, so an object the embedded store
+  // accepts can also move to etcd, and one write cannot pin unbounded memory.
+  Status CheckValueSize(const Key& key, const std::string& value) const {
+    if (max_value_bytes_ == 0 || value.size() <= max_value_bytes_) return Status::Ok();
+    return Status(StatusCode::kInvalidArgument,
+                  "the stored object " + KeyToString(key) + " would be " +
+                      std::to_string(value.size()) + " bytes, over the store's limit of " +
+                      std::to_string(max_value_bytes_) + " bytes",
+                  {StatusCause{.type = "FieldValueTooLong",
+                               .message = "Too long: may not be more than " +
+                                          std::to_string(max_value_bytes_) + " bytes",
+                               .field = "<root>"}});
+  }
+
   std::unique_ptr<Store> inner_;
   Clock& clock_;
+  const size_t max_value_bytes_;
   Mutex mu_;
   std::map<std::string, PerOp, std::less<>> series_ DRAPLANE_GUARDED_BY(mu_);  // by resource
 };
 
 }  // namespace
 
-std::unique_ptr<Store> NewInstrumentedStore(std::unique_ptr<Store> inner, Clock& clock) {
-  return std::make_unique<InstrumentedStore>(std::move(inner), clock);
+std::unique_ptr<Store> NewInstrumentedStore(std::unique_ptr<Store> inner, Clock& clock,
+                                            size_t max_value_bytes) {
+  return std::make_unique<InstrumentedStore>(std::move(inner), clock, max_value_bytes);
 }
 
 }  // namespace draplane::store::internal

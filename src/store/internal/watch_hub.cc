@@ -60,7 +60,10 @@ class HubCore {
       // client wrote several keys under the prefix in one transaction.
       DRAPLANE_CHECK(event.revision >= current_ && event.object != nullptr);
       current_ = event.revision;
-      if (event.revision > window_start_) ring_.push_back(event);
+      if (event.revision > window_start_) {
+        ring_.push_back(event);
+        ring_bytes_ += EventBytes(event);
+      }
       auto it = watchers_.find(event.object->key.resource);
       if (it == watchers_.end()) continue;
       auto& by_id = it->second;
@@ -146,7 +149,10 @@ class HubCore {
     MutexLock lock(mu_);
     // The window may move past current_ when the publisher lags behind the backend (etcd):
     // events still arriving at or before `revision` go to live watchers but not into the ring.
-    while (!ring_.empty() && ring_.front().revision <= revision) ring_.pop_front();
+    while (!ring_.empty() && ring_.front().revision <= revision) {
+      ring_bytes_ -= EventBytes(ring_.front());
+      ring_.pop_front();
+    }
     window_start_ = std::max(window_start_, revision);
   }
 
@@ -165,6 +171,7 @@ class HubCore {
     }
     watchers_.clear();
     ring_.clear();
+    ring_bytes_ = 0;
     current_ = std::max(current_, restart_revision);
     window_start_ = current_;
     return notify;
@@ -187,10 +194,19 @@ class HubCore {
   size_t default_queue_limit() const { return options_.default_queue_limit; }
 
  private:
+  // The bytes an event in the ring keeps alive: its object's value (the previous version is the
+  // object of an earlier event, or the store's latest state, and counted there).
+  static size_t EventBytes(const WatchEvent& event) {
+    return event.object != nullptr ? event.object->value.size() : 0;
+  }
+
   void TrimLocked() DRAPLANE_REQUIRES(mu_) {
     if (options_.ring_limit == 0) return;
-    while (ring_.size() > options_.ring_limit) {
+    while (!ring_.empty() && (ring_.size() > options_.ring_limit ||
+                              (options_.ring_byte_limit > 0 &&
+                               ring_bytes_ > options_.ring_byte_limit && ring_.size() > 1))) {
       window_start_ = ring_.front().revision;
+      ring_bytes_ -= EventBytes(ring_.front());
       ring_.pop_front();
     }
   }
@@ -207,6 +223,7 @@ class HubCore {
   const WatchHubOptions options_;
   mutable Mutex mu_;
   std::deque<WatchEvent> ring_ DRAPLANE_GUARDED_BY(mu_);
+  size_t ring_bytes_ DRAPLANE_GUARDED_BY(mu_) = 0;  // EventBytes of ring_'s events
   Revision current_ DRAPLANE_GUARDED_BY(mu_);
   Revision window_start_ DRAPLANE_GUARDED_BY(mu_);
   uint64_t next_id_ DRAPLANE_GUARDED_BY(mu_) = 0;

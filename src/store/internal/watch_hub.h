@@ -100,8 +100,11 @@ using Backfill = std::function<StatusOr<std::vector<WatchEvent>>(std::string_vie
 
 struct WatchHubOptions {
   std::string backend;  // metric label
-  // The ring holds at most this many events (0: unbounded; trimmed only by Compact).
+  // The ring holds at most this many events (0: unbounded; trimmed only by Compact) and, when
+  // ring_limit is set, values of at most `ring_byte_limit` bytes (0: no byte bound): older
+  // revisions are then replayed from the backfill, or Expired.
   size_t ring_limit = 0;
+  size_t ring_byte_limit = 0;
   size_t default_queue_limit = 10'000;
   // The history starts after this revision: the ring covers (start_revision, current].
   Revision start_revision = 0;

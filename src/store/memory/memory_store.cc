@@ -25,12 +25,15 @@ using internal::EncodeKey;
 //   3. A snapshot read at revision R takes, per key, the newest version at or before R.
 //   4. Compaction to C drops, for every key written at or before C, the versions older than its
 //      newest one at or before C, and that one too when it is a tombstone. `written_` lists the
-//      (revision, key) of every write so compaction touches only keys that changed.
+//      (revision, key, bytes) of every write so compaction touches only keys that changed. The
+//      store compacts itself to keep `retained_revisions` revisions and, when the values written
+//      since the last compaction pass `max_history_bytes`, to the revision that leaves half.
 class MemoryStore final : public Store {
  public:
   explicit MemoryStore(const StoreOptions& options)
       : retained_(options.retained_revisions > 0 ? options.retained_revisions
                                                  : kDefaultRetainedRevisions),
+        max_history_bytes_(options.max_history_bytes),
         hub_(internal::WatchHubOptions{.backend = "memory",
                                        .ring_limit = 0,
                                        .default_queue_limit = options.watch_queue_limit,
@@ -215,20 +218,34 @@ class MemoryStore final : public Store {
   internal::NotifyList CommitLocked(std::string encoded, std::vector<Version>& versions,
                                     ObjectPtr object, WatchEvent event) DRAPLANE_REQUIRES(mu_) {
     current_ = event.revision;
+    const int64_t bytes = object != nullptr ? static_cast<int64_t>(object->value.size()) : 0;
     versions.push_back(Version{current_, std::move(object)});
-    written_.emplace_back(current_, std::move(encoded));
+    written_.push_back(Written{current_, std::move(encoded), bytes});
+    written_bytes_ += bytes;
     internal::NotifyList notify = hub_.Publish({std::move(event)});
     // Compact in steps of an eighth of the retained history so the cost is amortised.
     if (current_ - compacted_ > retained_ + std::max<int64_t>(1, retained_ / 8)) {
       CompactLocked(current_ - retained_);
+    }
+    // And by size: down to half the bound, so the cost is amortised too.
+    if (max_history_bytes_ > 0 && written_bytes_ > max_history_bytes_) {
+      int64_t left = written_bytes_;
+      Revision target = compacted_;
+      for (const Written& w : written_) {
+        if (left <= max_history_bytes_ / 2) break;
+        left -= w.bytes;
+        target = w.revision;
+      }
+      CompactLocked(target);
     }
     return notify;
   }
 
   void CompactLocked(Revision revision) DRAPLANE_REQUIRES(mu_) {
     if (revision <= compacted_) return;
-    while (!written_.empty() && written_.front().first <= revision) {
-      auto it = keys_.find(written_.front().second);
+    while (!written_.empty() && written_.front().revision <= revision) {
+      auto it = keys_.find(written_.front().key);
+      written_bytes_ -= written_.front().bytes;
       written_.pop_front();
       if (it == keys_.end()) continue;
       std::vector<Version>& versions = it->second;
@@ -246,10 +263,19 @@ class MemoryStore final : public Store {
     hub_.Compact(revision);
   }
 
+  // One write since the last compaction.
+  struct Written {
+    Revision revision;
+    std::string key;
+    int64_t bytes;  // of the value written (0 for a delete)
+  };
+
   const int64_t retained_;
+  const int64_t max_history_bytes_;
   mutable SharedMutex mu_;
   std::map<std::string, std::vector<Version>, std::less<>> keys_ DRAPLANE_GUARDED_BY(mu_);
-  std::deque<std::pair<Revision, std::string>> written_ DRAPLANE_GUARDED_BY(mu_);
+  std::deque<Written> written_ DRAPLANE_GUARDED_BY(mu_);
+  int64_t written_bytes_ DRAPLANE_GUARDED_BY(mu_) = 0;  // the sum of written_'s bytes
   Revision current_ DRAPLANE_GUARDED_BY(mu_) = 0;
   Revision compacted_ DRAPLANE_GUARDED_BY(mu_) = 0;
   internal::WatchHub hub_;

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <sqlite3.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,6 +38,9 @@ constexpr int64_t kDefaultRetainedRevisions = 100'000;
 constexpr auto kGatherWait = std::chrono::microseconds(200);
 // Events the in-memory watch ring holds; older resumes are replayed from the history table.
 constexpr size_t kRingEvents = 10'000;
+// ... and at most this many bytes of values (a few large objects rewritten often would otherwise
+// keep 10,000 versions of themselves in memory).
+constexpr size_t kRingBytes = 64 * 1024 * 1024;
 // "DRAP": marks the file as a draplane store (PRAGMA application_id).
 constexpr int64_t kApplicationId = 0x44524150;
 
@@ -428,8 +432,10 @@ class SqliteStore final : public Store {
       : path_(std::move(path)),
         retained_(options.retained_revisions > 0 ? options.retained_revisions
                                                  : kDefaultRetainedRevisions),
+        max_history_bytes_(options.max_history_bytes),
         hub_options_{.backend = "sqlite",
                      .ring_limit = kRingEvents,
+                     .ring_byte_limit = kRingBytes,
                      .default_queue_limit = options.watch_queue_limit,
                      .start_revision = 0},
         hub_(hub_options_) {}
@@ -445,6 +451,7 @@ class SqliteStore final : public Store {
       return FailedPreconditionError("sqlite store " + path_ +
                                      " is already open in another process (" + lock_path + ")");
     }
+    DRAPLANE_RETURN_IF_ERROR(RestrictToOwner());
     DRAPLANE_ASSIGN_OR_RETURN(write_db_, OpenConnection(path_));
     sqlite3* db = write_db_.get();
     DRAPLANE_RETURN_IF_ERROR(CheckOrCreateSchema(db));
@@ -475,6 +482,23 @@ class SqliteStore final : public Store {
       SetCurrentThreadName("sqlite-writer");
       WriterLoop();
     });
+    return Status::Ok();
+  }
+
+  // The store holds every tenant's objects: the file is created readable by its owner only, and
+  // an existing one is made so (SQLite gives its WAL and shared-memory files the database file's
+  // mode when it creates them; existing ones are fixed here too).
+  Status RestrictToOwner() {
+    int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return UnavailableError("cannot open " + path_ + ": " + strerror(errno));
+    int rc = fchmod(fd, 0600);
+    close(fd);
+    if (rc != 0) return UnavailableError("cannot chmod " + path_ + ": " + strerror(errno));
+    for (const std::string& companion : {path_ + "-wal", path_ + "-shm"}) {
+      if (chmod(companion.c_str(), 0600) != 0 && errno != ENOENT) {
+        return UnavailableError("cannot chmod " + companion + ": " + strerror(errno));
+      }
+    }
     return Status::Ok();
   }
 
@@ -794,6 +818,21 @@ class SqliteStore final : public Store {
         if (!status.ok())
           log::Warning("sqlite store {}: compaction failed: {}", path_, status.ToString());
       }
+      // By size: when the values written since the last compaction pass the bound, compact to
+      // the revision that leaves half of them (a few large objects rewritten many times would
+      // otherwise grow the file by their size for every write the count bound keeps).
+      if (max_history_bytes_ > 0 && written_bytes_ > max_history_bytes_) {
+        int64_t left = written_bytes_;
+        Revision target = compacted_;
+        for (const auto& [revision, bytes] : written_) {
+          if (left <= max_history_bytes_ / 2) break;
+          left -= bytes;
+          target = revision;
+        }
+        Status status = CompactTo(target);
+        if (!status.ok())
+          log::Warning("sqlite store {}: compaction failed: {}", path_, status.ToString());
+      }
     }
   }
 
@@ -950,7 +989,13 @@ class SqliteStore final : public Store {
     std::vector<WatchEvent> events;
     events.reserve(applied.size());
     for (Applied& a : applied) {
-      if (a.event.has_value()) events.push_back(std::move(*a.event));
+      if (!a.event.has_value()) continue;
+      const int64_t bytes = a.event->type == WatchEvent::Type::kDeleted
+                                ? 0
+                                : static_cast<int64_t>(a.event->object->value.size());
+      written_.emplace_back(a.event->revision, bytes);
+      written_bytes_ += bytes;
+      events.push_back(std::move(*a.event));
     }
     internal::RunNotifies(hub_.Publish(events));
     for (size_t i = begin; i < end; ++i) {
@@ -980,6 +1025,10 @@ class SqliteStore final : public Store {
       return status;
     }
     compacted_ = target;
+    while (!written_.empty() && written_.front().first <= target) {
+      written_bytes_ -= written_.front().second;
+      written_.pop_front();
+    }
     hub_.Compact(target);
     return Status::Ok();
   }
@@ -1036,7 +1085,12 @@ class SqliteStore final : public Store {
 
   const std::string path_;
   const int64_t retained_;
+  const int64_t max_history_bytes_;
   int lock_fd_ = -1;
+  // (revision, value bytes) of the writes since the last compaction of this process, and their
+  // sum (writer thread only).
+  std::deque<std::pair<Revision, int64_t>> written_;
+  int64_t written_bytes_ = 0;
 
   DbPtr write_db_;                           // writer thread only (after Init)
   std::unique_ptr<WriteStmts> write_stmts_;  // writer thread only

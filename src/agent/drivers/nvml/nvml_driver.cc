@@ -192,7 +192,7 @@ StatusOr<std::vector<Inventory>> NvmlDriver::Discover() {
   if (r != kNvmlSuccess) return UnavailableError("nvmlDeviceGetCount_v2: " + a.Error(r));
 
   Inventory inv;
-  inv.driver = "gpu.nvidia.com";
+  inv.driver = options_.driver_name;
   std::map<std::string, Known> known;
   const Timestamp now = options_.clock->Now();
   std::map<std::string, Timestamp> unhealthy_since;

@@ -3,12 +3,13 @@
 // Discovery (each Discover() is nvmlInit_v2 ... nvmlShutdown, as NVIDIA's DRA driver does):
 //   - a GPU with MIG mode off becomes `gpu-<minor>` with the attributes NVIDIA's DRA driver
 //     (github.com/NVIDIA/k8s-dra-driver-gpu, cmd/gpu-kubelet-plugin/deviceinfo.go) publishes
-//     under `gpu.nvidia.com`: type "gpu", uuid, productName (nvmlDeviceGetName), brand
-//     (nvmlDeviceGetBrand, go-nvlib's names), architecture (nvmlDeviceGetArchitecture:
-//     Kepler ... Blackwell), cudaComputeCapability (major.minor as a version), driverVersion
-//     (nvmlSystemGetDriverVersion, as a version), cudaDriverVersion (nvmlSystemGetCudaDriverVersion
-//     1000*major + 10*minor, as a version), pcieBusID (nvmlDeviceGetPciInfo_v3) and
-//     `resource.kubernetes.io/pcieRoot` (from sysfs); capacity `memory` (nvmlDeviceGetMemoryInfo).
+//     under `gpu.nvidia.com` — here under `driver_name` (default `gpu.draplane.dev`): type "gpu",
+//     uuid, productName (nvmlDeviceGetName), brand (nvmlDeviceGetBrand, go-nvlib's names),
+//     architecture (nvmlDeviceGetArchitecture: Kepler ... Blackwell), cudaComputeCapability
+//     (major.minor as a version), driverVersion (nvmlSystemGetDriverVersion, as a version),
+//     cudaDriverVersion (nvmlSystemGetCudaDriverVersion 1000*major + 10*minor, as a version),
+//     pcieBusID (nvmlDeviceGetPciInfo_v3) and `resource.kubernetes.io/pcieRoot` (from sysfs);
+//     capacity `memory` (nvmlDeviceGetMemoryInfo).
 //   - a GPU with MIG mode on publishes its existing MIG devices instead (static MIG, as upstream
 //     does when MIG is configured ahead of time): `gpu-<minor>-mig-<index>` with type "mig",
 //     uuid, parentUUID, profile "<slices>g.<GiB>gb" (nvmlDeviceGetAttributes_v2, memory rounded
@@ -37,7 +38,13 @@
 
 namespace draplane::agent {
 
+inline constexpr std::string_view kNvmlDriver = "gpu.draplane.dev";
+
 struct NvmlDriverOptions {
+  // The DRA driver name. draplane's own by default: NVIDIA's DRA driver owns `gpu.nvidia.com`
+  // on nodes where it runs (its kubelet registration, its slices); `gpu.nvidia.com` suits a
+  // node where draplane replaces it, so DeviceClasses written for NVIDIA's driver keep working.
+  std::string driver_name = std::string(kNvmlDriver);
   std::string library = "libnvidia-ml.so.1";
   std::string sysfs_root = "/sys";  // for resource.kubernetes.io/pcieRoot
   const Clock* clock = nullptr;     // required; stamps when a device turned unhealthy
@@ -56,7 +63,7 @@ class NvmlDriver final : public Driver {
   const std::string& unavailable_reason() const { return unavailable_reason_; }
 
   std::string kind() const override { return "nvml"; }
-  std::vector<std::string> DriverNames() const override { return {"gpu.nvidia.com"}; }
+  std::vector<std::string> DriverNames() const override { return {options_.driver_name}; }
   StatusOr<std::vector<Inventory>> Discover() override;
   StatusOr<PreparedDevice> PrepareDevice(const DevicePrepareRequest& request) override;
   Status UnprepareDevice(const DevicePrepareRequest& request) override;

@@ -72,7 +72,7 @@ TEST_F(NvmlDriverTest, PublishesGpusAndMigDevicesWithNvidiaAttributes) {
   EXPECT_EQ(shutdowns_(), 1);
   ASSERT_EQ(invs->size(), 1u);
   const Inventory& inv = (*invs)[0];
-  EXPECT_EQ(inv.driver, "gpu.nvidia.com");
+  EXPECT_EQ(inv.driver, "gpu.draplane.dev");
   std::vector<std::string> names;
   for (const DiscoveredDevice& d : inv.devices) names.push_back(d.device.name);
   EXPECT_THAT(names, ElementsAre("gpu-0", "gpu-1-mig-0", "gpu-1-mig-1"));
@@ -108,6 +108,17 @@ TEST_F(NvmlDriverTest, PublishesGpusAndMigDevicesWithNvidiaAttributes) {
   }
 }
 
+TEST_F(NvmlDriverTest, PublishesUnderTheConfiguredDriverName) {
+  std::unique_ptr<NvmlDriver> driver = NvmlDriver::Open({.driver_name = "gpu.nvidia.com",
+                                                         .library = FAKE_NVML_PATH,
+                                                         .sysfs_root = sysfs_.string(),
+                                                         .clock = &clock_});
+  EXPECT_THAT(driver->DriverNames(), ElementsAre("gpu.nvidia.com"));
+  StatusOr<std::vector<Inventory>> invs = driver->Discover();
+  ASSERT_TRUE(invs.ok()) << invs.status().ToString();
+  EXPECT_EQ((*invs)[0].driver, "gpu.nvidia.com");
+}
+
 TEST_F(NvmlDriverTest, PrepareGivesTheDeviceNodeAndVisibleDevices) {
   std::unique_ptr<NvmlDriver> driver = Open();
   ASSERT_TRUE(driver->Discover().ok());
@@ -115,7 +126,7 @@ TEST_F(NvmlDriverTest, PrepareGivesTheDeviceNodeAndVisibleDevices) {
                                .claim_namespace = "ns",
                                .claim_name = "c",
                                .request = "gpu",
-                               .driver = "gpu.nvidia.com",
+                               .driver = "gpu.draplane.dev",
                                .pool = "n",
                                .device = "gpu-1-mig-0",
                                .share_id = {},

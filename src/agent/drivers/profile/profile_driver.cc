@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "agent/internal/files.h"
-#include "agent/internal/json_reader.h"
 #include "agent/internal/opaque_config.h"
+#include "api/codec/field_reader.h"
 #include "api/codec/json.h"
 #include "api/validation/names.h"
 #include "common/log.h"
@@ -87,6 +87,15 @@ std::string MigProfileSlug(std::string_view profile) {
   return out;
 }
 
+// Fabric-attached devices carry binding conditions and bind to the node they are attached to.
+void MarkFabricAttached(std::string_view driver, const std::optional<AttachSpec>& attach,
+                        rv1::Device* device) {
+  if (!attach) return;
+  device->binding_conditions = {FabricAttachedCondition(driver)};
+  device->binding_failure_conditions = {FabricAttachFailedCondition(driver)};
+  device->binds_to_node = true;
+}
+
 void AddGpus(std::string_view node_name, const NodeTemplate& node, Inventory* inv) {
   int64_t index = 0;
   for (const GpuSpec& spec : node.devices.gpus) {
@@ -115,6 +124,7 @@ void AddGpus(std::string_view node_name, const NodeTemplate& node, Inventory* in
       gpu.device.attributes["type"] = StringAttr("gpu");
       gpu.device.attributes["uuid"] = StringAttr(uuid);
       gpu.device.capacity["memory"] = Capacity(spec.memory);
+      MarkFabricAttached(kGpuDriverName, spec.attach, &gpu.device);
       if (!spec.mig) {
         inv->devices.push_back(std::move(gpu));
         continue;
@@ -185,6 +195,7 @@ void AddFpgas(const NodeTemplate& node, Inventory* inv) {
       d.device.attributes["bitstreamFamily"] = StringAttr(spec.bitstream_family);
       d.device.attributes[std::string(kPcieRootAttribute)] = StringAttr(PcieRoot(16 + index));
       if (spec.memory) d.device.capacity["memory"] = Capacity(*spec.memory);
+      MarkFabricAttached(kFpgaDriverName, spec.attach, &d.device);
       inv->devices.push_back(std::move(d));
     }
   }
@@ -242,6 +253,14 @@ std::string AttrString(const DiscoveredDevice& d, std::string_view name) {
 }
 
 }  // namespace
+
+std::string FabricAttachedCondition(std::string_view driver) {
+  return std::string(driver) + "/fabric-attached";
+}
+
+std::string FabricAttachFailedCondition(std::string_view driver) {
+  return std::string(driver) + "/fabric-attach-failed";
+}
 
 std::string DerivedUuid(std::string_view prefix, std::string_view seed) {
   const uint64_t a = Fnv1a(seed, 14695981039346656037ULL);
@@ -332,6 +351,18 @@ const FaultSpec* ProfileDriver::FindFault(FaultKind kind, std::string_view drive
   return nullptr;
 }
 
+Status ProfileDriver::RetryableFault(FaultKind kind, const DevicePrepareRequest& request) {
+  const FaultSpec* fault = FindFault(kind, request.driver, request.device);
+  if (fault == nullptr) return Status::Ok();
+  int64_t& failures = fault_failures_[fault->Key()];
+  if (failures >= fault->times) return Status::Ok();
+  ++failures;
+  const std::string what = kind == FaultKind::kPrepareRetryable ? "prepare" : "unprepare";
+  return UnavailableError(
+      (fault->message.empty() ? "simulated transient " + what + " failure" : fault->message) +
+      " (" + std::to_string(failures) + " of " + std::to_string(fault->times) + ")");
+}
+
 std::vector<std::string> ProfileDriver::DriverNames() const {
   return {std::string(kGpuDriverName), std::string(kFpgaDriverName), std::string(kNicDriverName)};
 }
@@ -342,6 +373,13 @@ StatusOr<std::vector<Inventory>> ProfileDriver::Discover() {
   const Timestamp now = options_.clock->Now();
   for (Inventory& inv : out) {
     for (DiscoveredDevice& d : inv.devices) {
+      if (auto failed = attach_failed_.find(inv.driver + "/" + d.device.name);
+          failed != attach_failed_.end()) {
+        d.health.healthy = false;
+        d.health.message = "fabric attach failed: " + failed->second;
+        d.health.since = now;
+        continue;
+      }
       for (const FaultSpec& fault : node_.faults) {
         if (fault.kind != FaultKind::kUnhealthy || fault.device != d.device.name) continue;
         if (!fault.driver.empty() && fault.driver != inv.driver) continue;
@@ -361,6 +399,7 @@ StatusOr<std::vector<Inventory>> ProfileDriver::Discover() {
 
 StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest& request) {
   MaybeReload();
+  DRAPLANE_RETURN_IF_ERROR(ReloadStateIfChanged());
   const DiscoveredDevice* device = FindDevice(catalog_, request.driver, request.device);
   if (device == nullptr) {
     return NotFoundError("device " + request.driver + "/" + request.device +
@@ -371,17 +410,7 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
     return FailedPreconditionError(fault->message.empty() ? "simulated terminal prepare failure"
                                                           : fault->message);
   }
-  if (const FaultSpec* fault =
-          FindFault(FaultKind::kPrepareRetryable, request.driver, request.device)) {
-    int64_t& failures = fault_failures_[fault->Key()];
-    if (failures < fault->times) {
-      ++failures;
-      return UnavailableError(
-          (fault->message.empty() ? std::string("simulated transient prepare failure")
-                                  : fault->message) +
-          " (" + std::to_string(failures) + " of " + std::to_string(fault->times) + ")");
-    }
-  }
+  DRAPLANE_RETURN_IF_ERROR(RetryableFault(FaultKind::kPrepareRetryable, request));
   const std::string key = request.driver + "/" + request.device;
   const bool shared = device->device.allow_multiple_allocations.value_or(false);
   if (auto holders = prepared_.find(key); holders != prepared_.end() && !shared &&
@@ -452,24 +481,74 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
 }
 
 Status ProfileDriver::UnprepareDevice(const DevicePrepareRequest& request) {
+  MaybeReload();
+  DRAPLANE_RETURN_IF_ERROR(ReloadStateIfChanged());
   const std::string key = request.driver + "/" + request.device;
   auto it = prepared_.find(key);
   if (it == prepared_.end()) return Status::Ok();
+  DRAPLANE_RETURN_IF_ERROR(RetryableFault(FaultKind::kUnprepareRetryable, request));
   it->second.erase(request.claim_uid);
   if (it->second.empty()) prepared_.erase(it);
   return SaveState();
 }
 
+AttachResult ProfileDriver::AttachDevice(const DevicePrepareRequest& request) {
+  MaybeReload();
+  const std::optional<AttachSpec>* spec = nullptr;
+  // Find the group of the device: gpu-<i> / fpga-<i> count through the groups in order.
+  auto find = [&](const auto& groups, std::string_view prefix) {
+    if (!request.device.starts_with(prefix)) return;
+    int64_t index = std::atoll(request.device.c_str() + prefix.size());
+    for (const auto& group : groups) {
+      if (index < group.count) {
+        spec = &group.attach;
+        return;
+      }
+      index -= group.count;
+    }
+  };
+  if (request.driver == kGpuDriverName) find(node_.devices.gpus, "gpu-");
+  if (request.driver == kFpgaDriverName) find(node_.devices.fpgas, "fpga-");
+  if (spec == nullptr || !spec->has_value()) return AttachResult{};  // nothing to attach
+  const AttachSpec& attach = **spec;
+  const Timestamp now = options_.clock->Now();
+  const std::string key = request.claim_uid + "/" + request.driver + "/" + request.device;
+  Timestamp started = attach_started_.emplace(key, now).first->second;
+  if (now < started + attach.after) {
+    return AttachResult{.kind = AttachResult::Kind::kPending,
+                        .message = "attaching",
+                        .retry_after = started + attach.after - now};
+  }
+  switch (attach.outcome) {
+    case AttachSpec::Outcome::kAttached:
+      return AttachResult{};
+    case AttachSpec::Outcome::kFailed: {
+      std::string message = attach.message.empty() ? "simulated attach failure" : attach.message;
+      attach_failed_[request.driver + "/" + request.device] = message;
+      log::Info("node {}: fabric attach of {}/{} for claim {} failed: {}", options_.node_name,
+                request.driver, request.device, request.claim_uid, message);
+      return AttachResult{
+          .kind = AttachResult::Kind::kFailed, .message = message, .retry_after = {}};
+    }
+    case AttachSpec::Outcome::kNever:
+      break;
+  }
+  return AttachResult{.kind = AttachResult::Kind::kPending,
+                      .message = "the fabric does not answer",
+                      .retry_after = std::chrono::minutes(1)};
+}
+
 Status ProfileDriver::LoadState() {
   if (options_.state_dir.empty()) return Status::Ok();
-  StatusOr<std::string> text =
-      internal::ReadFile(options_.state_dir + "/" + std::string(kStateFile));
+  const std::string path = options_.state_dir + "/" + std::string(kStateFile);
+  state_signature_ = internal::FileSignature(path);
+  StatusOr<std::string> text = internal::ReadFile(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return Status::Ok();
     return text.status();
   }
   DRAPLANE_ASSIGN_OR_RETURN(boost::json::value json, api::codec::ParseJson(*text));
-  internal::FieldReader r(json, std::string(kStateFile));
+  api::codec::FieldReader r(json, std::string(kStateFile));
   if (const boost::json::value* prepared = r.Raw("prepared")) {
     if (!prepared->is_object()) return InvalidArgumentError("profile state: prepared: not a map");
     for (const auto& [key, uids] : prepared->as_object()) {
@@ -483,7 +562,16 @@ Status ProfileDriver::LoadState() {
   return r.Finish();
 }
 
-Status ProfileDriver::SaveState() const {
+Status ProfileDriver::ReloadStateIfChanged() {
+  if (options_.state_dir.empty()) return Status::Ok();
+  const std::string path = options_.state_dir + "/" + std::string(kStateFile);
+  if (internal::FileSignature(path) == state_signature_) return Status::Ok();
+  prepared_.clear();
+  fired_crashes_.clear();
+  return LoadState();
+}
+
+Status ProfileDriver::SaveState() {
   if (options_.state_dir.empty()) return Status::Ok();
   boost::json::object root;
   boost::json::object prepared;
@@ -497,8 +585,11 @@ Status ProfileDriver::SaveState() const {
   for (const std::string& key : fired_crashes_) fired.emplace_back(key);
   root["firedCrashes"] = std::move(fired);
   DRAPLANE_RETURN_IF_ERROR(internal::MakeDirs(options_.state_dir));
-  return internal::WriteFileAtomically(options_.state_dir + "/" + std::string(kStateFile),
-                                       api::codec::WriteJson(boost::json::value(std::move(root))));
+  const std::string path = options_.state_dir + "/" + std::string(kStateFile);
+  DRAPLANE_RETURN_IF_ERROR(internal::WriteFileAtomically(
+      path, api::codec::WriteJson(boost::json::value(std::move(root)))));
+  state_signature_ = internal::FileSignature(path);
+  return Status::Ok();
 }
 
 }  // namespace draplane::agent

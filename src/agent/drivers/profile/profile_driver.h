@@ -16,11 +16,18 @@
 // GPU `i` and NIC `i` share a PCIe root, so `matchAttribute: resource.kubernetes.io/pcieRoot`
 // pairs them.
 //
+// Fabric-attached GPUs and FPGAs (`attach:`, profile.h) are published with binding conditions
+// (<driver>/fabric-attached, failure <driver>/fabric-attach-failed) and bindsToNode;
+// AttachDevice plays the fabric manager: pending for `after` from the first call for a claim,
+// then attached, failed (and the device reported unhealthy, so that its taint keeps it from being
+// picked again) or for ever pending.
+//
 // Faults: an `unhealthy` fault makes its device unhealthy from `after` (counted from when the
 // fault was first loaded, on the injected Clock) for `for` (or for ever); prepare faults fail
 // PrepareDevice (terminal: FailedPrecondition; retryable: Unavailable `times` times; crash:
 // the process exits with code 137 after recording the device as prepared, once per state
-// dir — or, without `crash_exits_process`, an Unavailable error).
+// dir — or, without `crash_exits_process`, an Unavailable error); an `unprepare: retryable`
+// fault fails UnprepareDevice with Unavailable `times` times.
 //
 // The profile file is re-read when it changes, so editing it injects faults into a running
 // agent. Prepared devices are recorded in `<state_dir>/profile-devices.json` (when a state dir is
@@ -55,6 +62,10 @@ struct ProfileDriverOptions {
   bool crash_exits_process = false;
 };
 
+// The binding conditions of fabric-attached devices of `driver` (KEP-5007).
+std::string FabricAttachedCondition(std::string_view driver);
+std::string FabricAttachFailedCondition(std::string_view driver);
+
 // The inventories a node template yields, without faults applied (all devices healthy).
 std::vector<Inventory> BuildProfileInventories(std::string_view node_name,
                                                const NodeTemplate& node);
@@ -75,6 +86,7 @@ class ProfileDriver final : public Driver {
   StatusOr<std::vector<Inventory>> Discover() override;
   StatusOr<PreparedDevice> PrepareDevice(const DevicePrepareRequest& request) override;
   Status UnprepareDevice(const DevicePrepareRequest& request) override;
+  AttachResult AttachDevice(const DevicePrepareRequest& request) override;
 
   // Device key "<driver>/<device>" -> claim UIDs it is prepared for (tests, metrics).
   const std::map<std::string, std::set<std::string>>& prepared() const { return prepared_; }
@@ -86,8 +98,13 @@ class ProfileDriver final : public Driver {
   void SetTemplate(NodeTemplate node);
   const FaultSpec* FindFault(FaultKind kind, std::string_view driver,
                              std::string_view device) const;
+  // A retryable (un)prepare fault of the device that has failures left: Unavailable, counting one.
+  Status RetryableFault(FaultKind kind, const DevicePrepareRequest& request);
   Status LoadState();
-  Status SaveState() const;
+  Status SaveState();
+  // Re-reads the state file when another process (the other instance of a kubelet plugin's
+  // rolling update, prepare.h "shared state") wrote it since this driver last did.
+  Status ReloadStateIfChanged();
 
   ProfileDriverOptions options_;
   NodeTemplate node_;
@@ -98,7 +115,12 @@ class ProfileDriver final : public Driver {
   // FaultSpec::Key() -> prepares failed so far (retryable faults).
   std::map<std::string, int64_t> fault_failures_;
   std::map<std::string, std::set<std::string>> prepared_;
+  std::string state_signature_;  // internal::FileSignature of the state file we last read or wrote
   std::set<std::string> fired_crashes_;
+  // "<claim uid>/<driver>/<device>" -> when the attach for that claim began.
+  std::map<std::string, Timestamp> attach_started_;
+  // "<driver>/<device>" -> why its fabric attach failed (reported unhealthy from then on).
+  std::map<std::string, std::string> attach_failed_;
 };
 
 }  // namespace draplane::agent

@@ -74,8 +74,14 @@ std::optional<std::string> InterfaceOf(const std::string& device_path) {
 
 std::vector<SysfsRule> DefaultSysfsRules() {
   return {
-      {.class_prefix = "0x02", .driver = "nic.example.com", .cdi_class = "nic", .type = "nic"},
-      {.class_prefix = "0x12", .driver = "fpga.example.com", .cdi_class = "fpga", .type = "fpga"},
+      {.class_prefix = "0x02",
+       .driver = std::string(kSysfsNicDriver),
+       .cdi_class = "nic",
+       .type = "nic"},
+      {.class_prefix = "0x12",
+       .driver = std::string(kSysfsFpgaDriver),
+       .cdi_class = "fpga",
+       .type = "fpga"},
   };
 }
 

@@ -1,8 +1,10 @@
 // The `sysfs` driver: PCI devices by class from `<sysfs_root>/bus/pci/devices`.
 //
 // Each rule maps a PCI class prefix to a DRA driver name and CDI class; the defaults publish
-// network controllers (class 0x02....) as `nic.example.com` NICs and processing accelerators
-// (class 0x12....) as `fpga.example.com` FPGAs. A device `0000:3b:00.0` becomes
+// network controllers (class 0x02....) as `nic.draplane.dev` NICs and processing accelerators
+// (class 0x12....) as `fpga.draplane.dev` FPGAs — draplane's own driver names, so the agent never
+// takes over another driver's slices or kubelet registration (`draplane agent --driver-name`
+// changes them). A device `0000:3b:00.0` becomes
 // `pci-0000-3b-00-0` with attributes type, vendorID, deviceID, pciAddress, numaNode (when the
 // kernel knows it) and `resource.kubernetes.io/pcieRoot` — the PCIe root complex the device
 // hangs off (`pci0000:3a`), derived like upstream's deviceattribute.GetPCIeRootAttributeByPCIBusID
@@ -20,15 +22,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/driver.h"
 
 namespace draplane::agent {
 
+inline constexpr std::string_view kSysfsNicDriver = "nic.draplane.dev";
+inline constexpr std::string_view kSysfsFpgaDriver = "fpga.draplane.dev";
+
 struct SysfsRule {
   std::string class_prefix;  // "0x02" matches class "0x020000"
-  std::string driver;        // "nic.example.com"
+  std::string driver;        // "nic.draplane.dev"
   std::string cdi_class;     // "nic"
   std::string type;          // the `type` attribute, "nic"
 };

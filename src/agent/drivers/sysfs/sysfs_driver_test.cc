@@ -55,13 +55,13 @@ class SysfsDriverTest : public ::testing::Test {
 TEST_F(SysfsDriverTest, PublishesNicsAndFpgasByClass) {
   std::unique_ptr<SysfsDriver> driver =
       SysfsDriver::New({.sysfs_root = root_.string(), .rules = {}});
-  EXPECT_THAT(driver->DriverNames(), ElementsAre("fpga.example.com", "nic.example.com"));
+  EXPECT_THAT(driver->DriverNames(), ElementsAre("fpga.draplane.dev", "nic.draplane.dev"));
   StatusOr<std::vector<Inventory>> invs = driver->Discover();
   ASSERT_TRUE(invs.ok());
   ASSERT_EQ(invs->size(), 2u);
   const Inventory& fpgas = (*invs)[0];
   const Inventory& nics = (*invs)[1];
-  EXPECT_EQ(fpgas.driver, "fpga.example.com");
+  EXPECT_EQ(fpgas.driver, "fpga.draplane.dev");
   ASSERT_EQ(fpgas.devices.size(), 1u);
   const auto& fpga = fpgas.devices[0].device;
   EXPECT_EQ(fpga.name, "pci-0000-d8-00-0");
@@ -85,7 +85,7 @@ TEST_F(SysfsDriverTest, PrepareReportsNetworkDataAndNoticesVanishedDevices) {
                                .claim_namespace = "ns",
                                .claim_name = "c",
                                .request = "net",
-                               .driver = "nic.example.com",
+                               .driver = "nic.draplane.dev",
                                .pool = "n",
                                .device = "pci-0000-3b-00-0",
                                .share_id = {},

@@ -130,7 +130,11 @@ inline constexpr int kDeviceBindingFailureConditionsBit = 6;
 inline constexpr int kResultBindingConditionsBit = 5;
 inline constexpr int kResultBindingFailureConditionsBit = 6;
 inline constexpr int kNodeSelectorTermsBit = 0;
+inline constexpr int kCounterConsumptionCompatibilityGroupsBit = 2;
+inline constexpr int kExactRequestDerivedAttributesBit = 5;
+inline constexpr int kSubRequestDerivedAttributesBit = 6;
 
 inline bool PresentBit(uint64_t present, int bit) { return (present >> bit) & 1; }
+inline void ClearPresentBit(uint64_t& present, int bit) { present &= ~(uint64_t{1} << bit); }
 
 }  // namespace draplane::api::validation::internal

@@ -1,10 +1,10 @@
-#include "agent/internal/json_reader.h"
+#include "api/codec/field_reader.h"
 
 #include <cstdint>
 #include <cstdlib>
 #include <utility>
 
-namespace draplane::agent::internal {
+namespace draplane::api::codec {
 
 FieldReader::FieldReader(const boost::json::value& value, std::string path)
     : path_(std::move(path)) {
@@ -202,4 +202,4 @@ Status FieldReader::Finish() {
   return status_;
 }
 
-}  // namespace draplane::agent::internal
+}  // namespace draplane::api::codec

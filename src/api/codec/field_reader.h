@@ -1,4 +1,5 @@
-// A strict reader of JSON objects (profiles, checkpoints), private to the agent module.
+// A strict reader of JSON objects that users or programs write by hand (agent profiles and
+// checkpoints, simulator traces and cluster changes).
 //
 // `FieldReader` wraps one JSON object and a field path; its getters read optional fields with
 // type checks, and `Finish()` rejects fields nobody asked for (a typo in a profile should fail
@@ -20,7 +21,7 @@
 #include "api/quantity.h"
 #include "common/status.h"
 
-namespace draplane::agent::internal {
+namespace draplane::api::codec {
 
 class FieldReader {
  public:
@@ -61,4 +62,4 @@ class FieldReader {
   Status status_;
 };
 
-}  // namespace draplane::agent::internal
+}  // namespace draplane::api::codec

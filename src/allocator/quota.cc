@@ -1,0 +1,150 @@
+#include "allocator/quota.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+namespace draplane::allocator {
+
+namespace {
+
+api::Quantity Get(const ResourceList& list, std::string_view key) {
+  auto it = list.find(key);
+  return it == list.end() ? api::Quantity() : it->second;
+}
+
+}  // namespace
+
+std::optional<QuotaBudget> BudgetOf(const api::corev1::ResourceQuota& quota) {
+  if (api::quota::ModeOf(quota) != api::quota::DeviceQuotaMode::kAllocation) return std::nullopt;
+  QuotaBudget budget;
+  budget.namespace_ = quota.metadata.namespace_;
+  budget.name = quota.metadata.name;
+  budget.resource_version = quota.metadata.resource_version;
+  for (const auto& [key, hard] : quota.spec.hard) {
+    if (!api::quota::IsAllocationChargedKey(key)) continue;
+    budget.hard.emplace(key, hard);
+    auto used = quota.status.used.find(key);
+    if (used != quota.status.used.end() && !used->second.IsZero()) {
+      budget.used.emplace(key, used->second);
+    }
+  }
+  if (budget.hard.empty()) return std::nullopt;
+  return budget;
+}
+
+std::string QuotaExceededMessage(const QuotaBudget& quota, std::string_view resource,
+                                 const api::Quantity& used, const api::Quantity& hard,
+                                 const api::Quantity& needs) {
+  std::string out = fmt::format("quota {}/{} {} {}/{}", quota.namespace_, quota.name, resource,
+                                used.ToString(), hard.ToString());
+  std::optional<DeviceResource> parsed = ParseDeviceResource(resource);
+  bool one_device = parsed.has_value() && parsed->kind == DeviceResource::Kind::kDevices &&
+                    needs.Compare(api::Quantity::FromInt64(1)) == 0;
+  if (!one_device) {
+    out += ", needs " + needs.ToString();
+  }
+  return out;
+}
+
+std::optional<std::string> ExceedsQuota(const QuotaBudget& quota, const ResourceList& used,
+                                        const ResourceList& increment) {
+  for (const auto& [key, hard] : quota.hard) {
+    auto charge = increment.find(key);
+    if (charge == increment.end() || charge->second.Sign() <= 0) continue;
+    api::Quantity now = Get(used, key);
+    if (now.Add(charge->second).Compare(hard) > 0) {
+      return QuotaExceededMessage(quota, key, now, hard, charge->second);
+    }
+  }
+  return std::nullopt;
+}
+
+ResourceList ChargedUsage(const QuotaBudget& quota, const ResourceList& used,
+                          const ResourceList& increment) {
+  ResourceList out = used;
+  for (const auto& [key, hard] : quota.hard) {
+    auto charge = increment.find(key);
+    if (charge != increment.end()) AddResource(out, key, charge->second);
+  }
+  return out;
+}
+
+QuotaConstraint::QuotaConstraint(std::string ns, std::vector<QuotaBudget> quotas,
+                                 const Holdings& holdings)
+    : namespace_(std::move(ns)), quotas_(std::move(quotas)), holdings_(&holdings) {
+  ResourceList committed = holdings.Usage(namespace_, Holdings::Scope::kCommitted);
+  ResourceList in_flight = holdings.Usage(namespace_, Holdings::Scope::kInFlight);
+  for (const QuotaBudget& q : quotas_) {
+    ResourceList base;
+    for (const auto& [key, hard] : q.hard) {
+      api::Quantity used = Get(q.used, key);
+      api::Quantity seen = Get(committed, key);
+      api::Quantity start = used.Compare(seen) >= 0 ? used : seen;
+      start = start.Add(Get(in_flight, key));
+      if (!start.IsZero()) base.emplace(key, start);
+    }
+    base_.push_back(std::move(base));
+  }
+}
+
+std::optional<PolicyRejection> QuotaConstraint::Check(const ResourceList& charge) const {
+  for (size_t i = 0; i < quotas_.size(); ++i) {
+    for (const auto& [key, hard] : quotas_[i].hard) {
+      auto c = charge.find(key);
+      if (c == charge.end() || c->second.Sign() <= 0) continue;
+      api::Quantity used = Get(base_[i], key).Add(Get(attempt_, key));
+      if (used.Add(c->second).Compare(hard) > 0) {
+        return PolicyRejection{std::string(kQuotaPolicyCode),
+                               QuotaExceededMessage(quotas_[i], key, used, hard, c->second)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<PolicyRejection> QuotaConstraint::Add(const PolicyCandidate& candidate) {
+  DeviceFacts unknown;
+  if (candidate.facts == nullptr) unknown.driver = std::string(candidate.driver);
+  const DeviceFacts& facts = candidate.facts != nullptr ? *candidate.facts : unknown;
+  DeviceCharge dc = ChargeDevice(candidate.device_class, facts, candidate.admin_access,
+                                 candidate.shared ? candidate.consumed : nullptr);
+  Accepted accepted;
+  accepted.charge = std::move(dc.additive);
+  if (!dc.share_counters.empty()) {
+    accepted.shared_device = DeviceKey(candidate.driver, candidate.pool, candidate.device);
+    auto it = shares_.find(accepted.shared_device);
+    bool paid = (it != shares_.end() && it->second > 0) ||
+                holdings_->HoldsSharedCounters(namespace_, accepted.shared_device);
+    if (!paid) AddResources(accepted.charge, dc.share_counters);
+  }
+  if (std::optional<PolicyRejection> why = Check(accepted.charge)) return why;
+  AddResources(attempt_, accepted.charge);
+  if (!accepted.shared_device.empty()) ++shares_[accepted.shared_device];
+  stack_.push_back(std::move(accepted));
+  return std::nullopt;
+}
+
+void QuotaConstraint::Remove(const PolicyCandidate& candidate) {
+  (void)candidate;  // the seam removes in last-in-first-out order (policy.h)
+  if (stack_.empty()) return;
+  Accepted& top = stack_.back();
+  AddResources(attempt_, top.charge, -1);
+  if (!top.shared_device.empty()) {
+    auto it = shares_.find(top.shared_device);
+    if (it != shares_.end() && --it->second <= 0) shares_.erase(it);
+  }
+  stack_.pop_back();
+}
+
+std::optional<PolicyRejection> QuotaConstraint::CheckRequest(const PolicyRequest& request) {
+  if (request.admin_access || request.device_class.empty() || request.count <= 0) {
+    return std::nullopt;
+  }
+  ResourceList charge;
+  AddResource(charge, api::quota::DeviceClassResourceName(request.device_class),
+              api::Quantity::FromInt64(request.count));
+  return Check(charge);
+}
+
+}  // namespace draplane::allocator

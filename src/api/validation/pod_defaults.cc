@@ -1,0 +1,104 @@
+#include "api/validation/pod_defaults.h"
+
+#include <boost/json.hpp>
+#include <string_view>
+
+namespace draplane::api::validation {
+namespace {
+
+const boost::json::object* FindObject(const boost::json::object& obj, std::string_view key) {
+  const boost::json::value* v = obj.if_contains(key);
+  return v != nullptr && v->is_object() ? &v->get_object() : nullptr;
+}
+
+const boost::json::array* FindArray(const boost::json::object& obj, std::string_view key) {
+  const boost::json::value* v = obj.if_contains(key);
+  return v != nullptr && v->is_array() ? &v->get_array() : nullptr;
+}
+
+std::string_view GetString(const boost::json::object& obj, std::string_view key) {
+  const boost::json::value* v = obj.if_contains(key);
+  if (v == nullptr || !v->is_string()) return {};
+  return std::string_view(v->get_string().data(), v->get_string().size());
+}
+
+boost::json::object& EnsureObject(boost::json::object& obj, std::string_view key) {
+  boost::json::value& v = obj[key];
+  if (!v.is_object()) v = boost::json::object();
+  return v.get_object();
+}
+
+}  // namespace
+
+std::string PodQosClass(const boost::json::object& pod) {
+  const boost::json::object* spec = FindObject(pod, "spec");
+  if (spec == nullptr) return "BestEffort";
+  bool any = false;
+  bool guaranteed = true;
+  for (std::string_view list_name : {"initContainers", "containers"}) {
+    const boost::json::array* list = FindArray(*spec, list_name);
+    if (list == nullptr) continue;
+    for (const boost::json::value& c : *list) {
+      if (!c.is_object()) continue;
+      const boost::json::object* resources = FindObject(c.get_object(), "resources");
+      const boost::json::object* requests =
+          resources ? FindObject(*resources, "requests") : nullptr;
+      const boost::json::object* limits = resources ? FindObject(*resources, "limits") : nullptr;
+      auto count = [](const boost::json::object* m) {
+        int n = 0;
+        if (m == nullptr) return n;
+        for (const auto& kv : *m) {
+          if (kv.key() == "cpu" || kv.key() == "memory") ++n;
+        }
+        return n;
+      };
+      if (count(requests) > 0 || count(limits) > 0) any = true;
+      if (count(limits) < 2) guaranteed = false;
+      if (requests != nullptr && limits != nullptr) {
+        for (std::string_view r : {"cpu", "memory"}) {
+          auto ir = requests->find(r);
+          auto il = limits->find(r);
+          if (ir != requests->end() && il != limits->end() && !(ir->value() == il->value())) {
+            guaranteed = false;
+          }
+        }
+      }
+    }
+  }
+  if (!any) return "BestEffort";
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+void SetPodDefaults(boost::json::object& pod) {
+  boost::json::object& spec = EnsureObject(pod, "spec");
+  auto set_default = [](boost::json::object& o, std::string_view key, boost::json::value v) {
+    if (!o.contains(key)) o[key] = std::move(v);
+  };
+  set_default(spec, "restartPolicy", "Always");
+  set_default(spec, "terminationGracePeriodSeconds", 30);
+  set_default(spec, "dnsPolicy", "ClusterFirst");
+  set_default(spec, "schedulerName", "default-scheduler");
+  set_default(spec, "securityContext", boost::json::object());
+  set_default(spec, "enableServiceLinks", true);
+  set_default(spec, "priority", 0);
+  set_default(spec, "preemptionPolicy", "PreemptLowerPriority");
+  for (std::string_view list_name : {"initContainers", "containers"}) {
+    auto it = spec.find(list_name);
+    if (it == spec.end() || !it->value().is_array()) continue;
+    for (boost::json::value& c : it->value().get_array()) {
+      if (!c.is_object()) continue;
+      boost::json::object& container = c.get_object();
+      std::string image(GetString(container, "image"));
+      size_t slash = image.rfind('/');
+      std::string last = slash == std::string::npos ? image : image.substr(slash + 1);
+      bool latest = last.find(':') == std::string::npos || image.ends_with(":latest");
+      if (image.find('@') != std::string::npos) latest = false;
+      set_default(container, "imagePullPolicy", latest ? "Always" : "IfNotPresent");
+      set_default(container, "terminationMessagePath", "/dev/termination-log");
+      set_default(container, "terminationMessagePolicy", "File");
+      set_default(container, "resources", boost::json::object());
+    }
+  }
+}
+
+}  // namespace draplane::api::validation

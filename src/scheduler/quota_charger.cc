@@ -1,0 +1,175 @@
+#include "scheduler/quota_charger.h"
+
+#include <algorithm>
+
+#include "allocator/quota.h"
+#include "client/typed.h"
+#include "common/log.h"
+#include "common/mutex.h"
+
+namespace draplane::scheduler {
+
+namespace corev1 = api::corev1;
+
+QuotaCharger::QuotaCharger(client::ApiClient& api, std::string field_manager, int conflict_retries)
+    : api_(api), field_manager_(std::move(field_manager)), conflict_retries_(conflict_retries) {}
+
+Status QuotaCharger::Charge(const std::string& ns, const std::vector<std::string>& quotas,
+                            const allocator::ResourceList& increment) {
+  if (quotas.empty() || increment.empty()) return Status::Ok();
+  auto waiter = std::make_shared<Waiter>();
+  waiter->quotas = quotas;
+  waiter->increment = increment;
+  bool lead = false;
+  {
+    MutexLock lock(mu_);
+    queued_[ns].push_back(waiter);
+    lead = busy_.insert(ns).second;
+    if (!lead) {
+      cv_.Wait(lock, [&] { return waiter->done; });
+      return waiter->result;
+    }
+  }
+  Drain(ns);
+  MutexLock lock(mu_);
+  return waiter->result;
+}
+
+void QuotaCharger::Drain(const std::string& ns) {
+  while (true) {
+    std::vector<std::shared_ptr<Waiter>> batch;
+    {
+      MutexLock lock(mu_);
+      auto it = queued_.find(ns);
+      if (it == queued_.end() || it->second.empty()) {
+        if (it != queued_.end()) queued_.erase(it);
+        busy_.erase(ns);
+        return;
+      }
+      batch.assign(it->second.begin(), it->second.end());
+      it->second.clear();
+    }
+    RunBatch(ns, batch);
+    {
+      MutexLock lock(mu_);
+      for (const std::shared_ptr<Waiter>& w : batch) w->done = true;
+    }
+    // Outside the lock: a waiter woken while it is held would only block on it again.
+    cv_.NotifyAll();
+  }
+}
+
+void QuotaCharger::RunBatch(const std::string& ns,
+                            const std::vector<std::shared_ptr<Waiter>>& batch) {
+  std::set<std::string> names;
+  for (const std::shared_ptr<Waiter>& w : batch) names.insert(w->quotas.begin(), w->quotas.end());
+  // Quotas in name order: every writer takes them in the same order.
+  for (const std::string& name : names) {
+    std::vector<std::shared_ptr<Waiter>> waiting;
+    for (const std::shared_ptr<Waiter>& w : batch) {
+      if (w->result.ok() &&
+          std::find(w->quotas.begin(), w->quotas.end(), name) != w->quotas.end()) {
+        waiting.push_back(w);
+      }
+    }
+    if (!waiting.empty()) ChargeQuota(ns, name, waiting);
+  }
+  // A waiter refused by a later quota gives back what earlier ones accepted.
+  std::map<std::string, allocator::ResourceList> give_back;
+  for (const std::shared_ptr<Waiter>& w : batch) {
+    if (w->result.ok()) continue;
+    for (const std::string& name : w->charged) {
+      allocator::AddResources(give_back[name], w->increment);
+    }
+    w->charged.clear();
+  }
+  for (const auto& [name, amount] : give_back) GiveBack(ns, name, amount);
+}
+
+void QuotaCharger::ChargeQuota(const std::string& ns, const std::string& name,
+                               const std::vector<std::shared_ptr<Waiter>>& waiters) {
+  for (int attempt = 0; attempt <= conflict_retries_; ++attempt) {
+    StatusOr<corev1::ResourceQuota> quota = client::Get<corev1::ResourceQuota>(api_, ns, name);
+    if (!quota.ok()) {
+      if (quota.status().code() == StatusCode::kNotFound) return;  // deleted: nothing to charge
+      for (const std::shared_ptr<Waiter>& w : waiters) {
+        w->result = quota.status().WithPrefix("read quota " + ns + "/" + name);
+      }
+      return;
+    }
+    std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(*quota);
+    if (!budget.has_value()) return;  // no longer in Allocation mode
+    allocator::ResourceList used = budget->used;
+    std::vector<std::shared_ptr<Waiter>> accepted;
+    std::vector<std::pair<std::shared_ptr<Waiter>, std::string>> refused;
+    for (const std::shared_ptr<Waiter>& w : waiters) {
+      if (std::optional<std::string> over = allocator::ExceedsQuota(*budget, used, w->increment)) {
+        refused.emplace_back(w, std::move(*over));
+        continue;
+      }
+      used = allocator::ChargedUsage(*budget, used, w->increment);
+      accepted.push_back(w);
+    }
+    if (!accepted.empty()) {
+      for (const auto& [key, hard] : budget->hard) {
+        auto it = used.find(key);
+        quota->status.used[key] = it == used.end() ? api::Quantity::FromInt64(0) : it->second;
+      }
+      StatusOr<corev1::ResourceQuota> written = client::UpdateStatus(api_, *quota, field_manager_);
+      if (!written.ok()) {
+        if (written.status().code() == StatusCode::kConflict) continue;  // read again
+        for (const std::shared_ptr<Waiter>& w : waiters) {
+          w->result = written.status().WithPrefix("charge quota " + ns + "/" + name);
+        }
+        return;
+      }
+      for (const std::shared_ptr<Waiter>& w : accepted) w->charged.push_back(name);
+    }
+    for (auto& [w, message] : refused) w->result = ConflictError(message);
+    return;
+  }
+  for (const std::shared_ptr<Waiter>& w : waiters) {
+    w->result = ConflictError("quota " + ns + "/" + name + ": too many conflicts");
+  }
+}
+
+void QuotaCharger::GiveBack(const std::string& ns, const std::string& name,
+                            const allocator::ResourceList& amount) {
+  for (int attempt = 0; attempt <= conflict_retries_; ++attempt) {
+    StatusOr<corev1::ResourceQuota> quota = client::Get<corev1::ResourceQuota>(api_, ns, name);
+    if (!quota.ok()) return;
+    std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(*quota);
+    if (!budget.has_value()) return;
+    for (const auto& [key, q] : amount) {
+      if (!budget->hard.contains(key)) continue;
+      auto it = quota->status.used.find(key);
+      if (it == quota->status.used.end()) continue;
+      it->second = it->second.Sub(q);
+      if (it->second.Sign() < 0) it->second = api::Quantity::FromInt64(0);
+    }
+    Status s = client::UpdateStatus(api_, *quota, field_manager_).status();
+    if (s.ok()) return;
+    if (s.code() != StatusCode::kConflict) {
+      // The next recompute corrects it.
+      log::Warning("scheduler: giving back quota {}/{}: {}", ns, name, s.ToString());
+      return;
+    }
+  }
+}
+
+allocator::ResourceList QuotaCharger::RecomputedUsed(const corev1::ResourceQuota& quota,
+                                                     const allocator::ResourceList& usage) {
+  allocator::ResourceList used(quota.status.used.begin(), quota.status.used.end());
+  for (const auto& [key, hard] : quota.spec.hard) {
+    if (!api::quota::IsAllocationChargedKey(key)) continue;
+    auto it = usage.find(key);
+    if (it == usage.end()) {
+      used[key] = api::Quantity::FromInt64(0);
+    } else {
+      used[key] = it->second;
+    }
+  }
+  return used;
+}
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,84 @@
+// Writing Allocation-mode quota usage (docs/design/holdings.md, "Charging status.used"): the
+// scheduler's half of the rule that two replicas never spend the last unit.
+//
+// Charge: after PreBind has written a Pod's claim allocations and learned that they won their
+// devices, the binder thread hands the Pod's increment (allocator::Holdings::Increment, committed
+// scope) to Charge and waits. Charges of one namespace are processed as a batch by one of the
+// waiting threads, as upstream's quota admission evaluator batches admission requests
+// (plugin/pkg/admission/resourcequota/controller.go, checkQuotas): per quota, it reads the
+// quota, accepts the increments that still fit in arrival order and writes `status.used` once
+// with the resourceVersion it read as precondition; a Conflict means another writer (a replica,
+// the recompute) got there first, so it reads again and redoes the decisions. An increment a
+// quota refuses is given back to the quotas of the batch that had accepted it.
+//
+// Recompute: `used` of the limited device resources set to what the claims really hold. The
+// scheduler runs it when it sees an allocation go away (the give-back) and at start; the claims
+// must come from a read made after the quota was read, and the write carries the quota's
+// resourceVersion as precondition, so an allocation charged before the quota was read is always
+// among the claims (docs/design/holdings.md explains why the order matters).
+//
+// Thread-safety: Charge may be called from any number of threads at once.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "allocator/charges.h"
+#include "api/gen/core_v1_types.h"
+#include "client/api_client.h"
+#include "common/mutex.h"
+#include "common/status.h"
+
+namespace draplane::scheduler {
+
+class QuotaCharger {
+ public:
+  QuotaCharger(client::ApiClient& api, std::string field_manager, int conflict_retries = 5);
+
+  // Adds `increment` to the status.used of the Allocation-mode quotas `quotas` of `ns` that
+  // limit one of its resources, all of them or none. Returns OK when charged; Conflict whose
+  // message is the quota's refusal ("quota team-a/devices ... 1/1") when one would go over its
+  // hard limit; another error when the API failed (then nothing stays charged either, as far
+  // as the API allowed).
+  Status Charge(const std::string& ns, const std::vector<std::string>& quotas,
+                const allocator::ResourceList& increment);
+
+  // The usage a quota should show: `quota`'s status.used with every limited device resource
+  // replaced by `usage` (what its namespace holds). Pure.
+  static allocator::ResourceList RecomputedUsed(const api::corev1::ResourceQuota& quota,
+                                                const allocator::ResourceList& usage);
+
+ private:
+  struct Waiter {
+    std::vector<std::string> quotas;
+    allocator::ResourceList increment;
+    bool done = false;
+    Status result;
+    std::vector<std::string> charged;  // quotas holding its increment
+  };
+  // Runs batches for `ns` until nobody waits; the calling thread owns the namespace meanwhile.
+  void Drain(const std::string& ns);
+  void RunBatch(const std::string& ns, const std::vector<std::shared_ptr<Waiter>>& batch);
+  // Applies `accepted` increments to quota `name` (read, check, write, retry on Conflict);
+  // refuses (sets result) those that do not fit. API errors refuse every waiter of the batch.
+  void ChargeQuota(const std::string& ns, const std::string& name,
+                   const std::vector<std::shared_ptr<Waiter>>& waiters);
+  // Subtracts `amount` from quota `name` (read, write, retry on Conflict).
+  void GiveBack(const std::string& ns, const std::string& name,
+                const allocator::ResourceList& amount);
+
+  client::ApiClient& api_;
+  const std::string field_manager_;
+  const int conflict_retries_;
+
+  Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, std::deque<std::shared_ptr<Waiter>>> queued_ DRAPLANE_GUARDED_BY(mu_);
+  std::set<std::string> busy_ DRAPLANE_GUARDED_BY(mu_);
+};
+
+}  // namespace draplane::scheduler

@@ -1,0 +1,192 @@
+#include "sim/record.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <map>
+#include <set>
+
+#include "api/meta/time.h"
+#include "client/resource.h"
+#include "common/status_macros.h"
+#include "sim/internal/json.h"
+
+namespace draplane::sim {
+namespace {
+
+namespace json = boost::json;
+using internal::Arr;
+using internal::EnsureObject;
+using internal::MetaField;
+using internal::Obj;
+using internal::Str;
+
+std::optional<Timestamp> ParseTime(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  StatusOr<api::Time> t = api::Time::Parse(text);
+  if (!t.ok()) return std::nullopt;
+  return t->ToTimestamp();
+}
+
+// Every object of a resource (paged).
+StatusOr<std::vector<json::object>> ListAll(client::ApiClient& api,
+                                            const client::ResourceType& type) {
+  std::vector<json::object> out;
+  std::string token;
+  do {
+    client::ApiRequest request;
+    request.verb = client::Verb::kList;
+    request.resource = &type;
+    request.list.limit = 500;
+    request.list.continue_token = token;
+    DRAPLANE_ASSIGN_OR_RETURN(json::value page, api.Do(request));
+    token.clear();
+    if (!page.is_object())
+      return InternalError("list of " + std::string(type.resource) + ": not an object");
+    if (const json::object* meta = Obj(page.as_object(), "metadata"))
+      token = Str(*meta, "continue");
+    if (const json::array* items = Arr(page.as_object(), "items")) {
+      for (const json::value& item : *items) {
+        if (item.is_object()) out.push_back(item.as_object());
+      }
+    }
+  } while (!token.empty());
+  return out;
+}
+
+// A manifest as a user would write it: name, namespace, labels and annotations, no status.
+json::object Clean(const json::object& object, bool keep_spec_node) {
+  json::object out;
+  out["apiVersion"] = Str(object, "apiVersion");
+  out["kind"] = Str(object, "kind");
+  json::object meta;
+  if (const json::object* m = Obj(object, "metadata")) {
+    for (std::string_view key : {"name", "namespace", "labels", "annotations"}) {
+      if (const json::value* v = m->if_contains(key)) meta[key] = *v;
+    }
+  }
+  out["metadata"] = std::move(meta);
+  if (const json::object* spec = Obj(object, "spec")) {
+    json::object s = *spec;
+    if (!keep_spec_node) s.erase("nodeName");
+    out["spec"] = std::move(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
+                            const RecordOptions& options) {
+  std::set<std::string> wanted(options.namespaces.begin(), options.namespaces.end());
+  auto recorded = [&](const std::string& ns) {
+    if (!wanted.empty()) return wanted.contains(ns);
+    return ns != "kube-system" && ns != "kube-public" && ns != "kube-node-lease";
+  };
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<json::object> pods,
+                            ListAll(api, client::ResourceOf<api::corev1::Pod>()));
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<json::object> events,
+                            ListAll(api, client::ResourceOf<api::corev1::Event>()));
+  DRAPLANE_ASSIGN_OR_RETURN(
+      std::vector<json::object> templates,
+      ListAll(api, client::ResourceOf<api::resourcev1::ResourceClaimTemplate>()));
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<json::object> claims,
+                            ListAll(api, client::ResourceOf<api::resourcev1::ResourceClaim>()));
+
+  // When each Pod was bound, from its Scheduled Event (by uid).
+  std::map<std::string, Timestamp> scheduled_at;
+  for (const json::object& e : events) {
+    if (Str(e, "reason") != "Scheduled") continue;
+    const json::object* involved = Obj(e, "involvedObject");
+    if (involved == nullptr || Str(*involved, "kind") != "Pod") continue;
+    std::optional<Timestamp> t = ParseTime(Str(e, "firstTimestamp"));
+    if (!t) t = ParseTime(Str(e, "eventTime"));
+    if (t) scheduled_at.emplace(Str(*involved, "uid"), *t);
+  }
+
+  struct Recorded {
+    Timestamp created;
+    const json::object* pod;
+  };
+  std::vector<Recorded> chosen;
+  for (const json::object& pod : pods) {
+    std::string ns = MetaField(pod, "namespace");
+    if (!recorded(ns)) continue;
+    std::optional<Timestamp> created = ParseTime(MetaField(pod, "creationTimestamp"));
+    if (!created) continue;
+    chosen.push_back({*created, &pod});
+  }
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [](const Recorded& a, const Recorded& b) { return a.created < b.created; });
+
+  Trace trace;
+  trace.name = "recorded";
+  if (chosen.empty()) return trace;
+  const Timestamp t0 = chosen.front().created;
+  const Timestamp now = clock.Now();
+  trace.horizon = std::chrono::duration_cast<std::chrono::milliseconds>(now - t0);
+  if (*trace.horizon <= Duration::zero()) trace.horizon = std::chrono::seconds(1);
+
+  std::set<std::string> template_keys;
+  std::set<std::string> claim_keys;
+  for (const Recorded& r : chosen) {
+    const json::object& pod = *r.pod;
+    std::string ns = MetaField(pod, "namespace");
+    Arrival arrival;
+    arrival.path = "arrivals[" + std::to_string(trace.arrivals.size()) + "]";
+    arrival.at = std::chrono::duration_cast<std::chrono::milliseconds>(r.created - t0);
+    arrival.namespace_ = ns;
+    arrival.pod = Clean(pod, false);
+    // Its duration as observed.
+    const json::object* status = Obj(pod, "status");
+    std::string phase = status ? Str(*status, "phase") : "";
+    std::optional<Timestamp> started = status ? ParseTime(Str(*status, "startTime")) : std::nullopt;
+    if (!started) {
+      auto s = scheduled_at.find(MetaField(pod, "uid"));
+      if (s != scheduled_at.end()) started = s->second;
+    }
+    if (started && (phase == "Succeeded" || phase == "Failed")) {
+      std::optional<Timestamp> finished;
+      if (const json::array* statuses = status ? Arr(*status, "containerStatuses") : nullptr) {
+        for (const json::value& c : *statuses) {
+          if (!c.is_object()) continue;
+          const json::object* state = Obj(c.as_object(), "state");
+          const json::object* terminated = state ? Obj(*state, "terminated") : nullptr;
+          std::optional<Timestamp> t =
+              terminated ? ParseTime(Str(*terminated, "finishedAt")) : std::nullopt;
+          if (t && (!finished || *t > *finished)) finished = t;
+        }
+      }
+      if (finished && *finished >= *started) {
+        arrival.duration =
+            std::chrono::duration_cast<std::chrono::milliseconds>(*finished - *started);
+      }
+    } else if (started && phase == "Running") {
+      arrival.duration = std::chrono::duration_cast<std::chrono::milliseconds>(now - *started);
+    }
+    if (const json::object* spec = Obj(pod, "spec")) {
+      if (const json::array* entries = Arr(*spec, "resourceClaims")) {
+        for (const json::value& e : *entries) {
+          if (!e.is_object()) continue;
+          std::string t = Str(e.as_object(), "resourceClaimTemplateName");
+          std::string c = Str(e.as_object(), "resourceClaimName");
+          if (!t.empty()) template_keys.insert(ns + "/" + t);
+          if (!c.empty()) claim_keys.insert(ns + "/" + c);
+        }
+      }
+    }
+    trace.arrivals.push_back(std::move(arrival));
+  }
+  for (const json::object& t : templates) {
+    if (template_keys.contains(MetaField(t, "namespace") + "/" + MetaField(t, "name"))) {
+      trace.claim_templates.push_back(Clean(t, true));
+    }
+  }
+  for (const json::object& c : claims) {
+    if (claim_keys.contains(MetaField(c, "namespace") + "/" + MetaField(c, "name"))) {
+      trace.claims.push_back(Clean(c, true));
+    }
+  }
+  return trace;
+}
+
+}  // namespace draplane::sim

@@ -1,0 +1,600 @@
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "api/codec/json.h"
+#include "api/codec/manifest.h"
+#include "client/memory_api.h"
+#include "client/typed.h"
+#include "sim/cluster.h"
+#include "sim/compare.h"
+#include "sim/record.h"
+#include "sim/report.h"
+#include "sim/simulation.h"
+#include "sim/trace.h"
+
+namespace draplane::sim {
+namespace {
+
+namespace json = boost::json;
+
+// Two nodes with two GPUs each (model A100) and one node with one H100; one GPU class.
+constexpr char kCluster[] = R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: tiny}
+nodePools:
+- name: a100
+  count: 2
+  devices:
+    gpus: [{count: 2, productName: NVIDIA A100-SXM4-40GB, architecture: Ampere, memory: 40Gi,
+            cudaComputeCapability: "8.0", driverVersion: 550.90.07}]
+- name: h100
+  count: 1
+  devices:
+    gpus: [{count: 1, productName: NVIDIA H100 80GB HBM3, architecture: Hopper, memory: 80Gi,
+            cudaComputeCapability: "9.0", driverVersion: 550.90.07}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"'}
+)";
+
+// The trace of the issue, as written (with the Pods filled in).
+constexpr char kIssueTrace[] = R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: h100-else-a100}
+  spec:
+    spec:
+      devices:
+        requests:
+        - name: gpus
+          firstAvailable:
+          - name: h100
+            deviceClassName: gpu
+            selectors:
+            - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'}
+          - name: a100-pair
+            deviceClassName: gpu
+            count: 2
+            selectors:
+            - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA A100")'}
+policies: []
+arrivals:
+- at: 0s
+  namespace: team-a
+  count: 10
+  interval: 30s
+  duration: 1h
+  pod:
+    metadata: {name: job}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: h100-else-a100}]
+generators:
+- namespace: team-b
+  ratePerMinute: 2
+  for: 24h
+  duration: {median: 30m, sigma: 1.0}
+  pod:
+    metadata: {generateName: gen-}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: h100-else-a100}]
+)";
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/sim_test_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+Cluster TinyCluster() {
+  StatusOr<Cluster> cluster = LoadCluster({WriteTemp("cluster.yaml", kCluster)});
+  EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
+  return cluster.ok() ? std::move(*cluster) : Cluster{};
+}
+
+Trace ParseOrDie(const std::string& text) {
+  StatusOr<Trace> trace = ParseTrace(text, "trace.yaml");
+  EXPECT_TRUE(trace.ok()) << trace.status().ToString();
+  return trace.ok() ? std::move(*trace) : Trace{};
+}
+
+std::string Json(const Report& r) { return api::codec::WriteJson(JsonReport(r, false)); }
+
+TEST(TraceTest, ParsesTheIssueTraceAsWritten) {
+  Trace trace = ParseOrDie(kIssueTrace);
+  ASSERT_EQ(trace.arrivals.size(), 1u);
+  EXPECT_EQ(trace.arrivals[0].count, 10);
+  EXPECT_EQ(trace.arrivals[0].interval, std::chrono::seconds(30));
+  ASSERT_EQ(trace.generators.size(), 1u);
+  EXPECT_EQ(trace.generators[0].rate_per_minute, 2);
+  EXPECT_TRUE(trace.generators[0].duration->log_normal);
+  EXPECT_EQ(trace.generators[0].duration->median, std::chrono::minutes(30));
+  // Pods get the API server's defaults.
+  EXPECT_EQ(trace.arrivals[0].pod.at("spec").at("schedulerName"), "default-scheduler");
+
+  StatusOr<std::vector<PodArrival>> pods = ExpandTrace(trace, 7);
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  int job = 0;
+  int generated = 0;
+  for (const PodArrival& p : *pods) (p.namespace_ == "team-a" ? job : generated)++;
+  EXPECT_EQ(job, 10);
+  // 2/min for a day: 2,880 expected; a Poisson count is within 6 sigma (±322) of it.
+  EXPECT_GT(generated, 2880 - 322);
+  EXPECT_LT(generated, 2880 + 322);
+  EXPECT_EQ((*pods)[0].name, "job-0");
+}
+
+TEST(TraceTest, ExpansionIsDeterministicPerSeed) {
+  Trace trace = ParseOrDie(kIssueTrace);
+  StatusOr<std::vector<PodArrival>> a = ExpandTrace(trace, 1);
+  StatusOr<std::vector<PodArrival>> b = ExpandTrace(trace, 1);
+  StatusOr<std::vector<PodArrival>> c = ExpandTrace(trace, 2);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].at, (*b)[i].at);
+    EXPECT_EQ((*a)[i].duration, (*b)[i].duration);
+  }
+  bool differs = a->size() != c->size();
+  for (size_t i = 0; !differs && i < a->size(); ++i) differs = (*a)[i].at != (*c)[i].at;
+  EXPECT_TRUE(differs);
+}
+
+TEST(TraceTest, BadInputNamesTheField) {
+  auto error = [](const std::string& text) {
+    StatusOr<Trace> t = ParseTrace(text, "t.yaml");
+    return t.ok() ? std::string("ok") : std::string(t.status().message());
+  };
+  const std::string head = "apiVersion: draplane.dev/v1alpha1\nkind: WorkloadTrace\n";
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 1x, namespace: a, pod: {metadata: {name: p}}}\n"),
+            "t.yaml: arrivals[0].at: invalid duration \"1x\" (e.g. 30s, 1m30s)");
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 1s, namespace: a, pod: {spec: {}}}\n"),
+            "t.yaml: arrivals[0].pod.metadata.name: Required value: name or generateName is "
+            "required");
+  EXPECT_EQ(error(head + "generators:\n- {namespace: a, for: 1h, pod: {metadata: {name: p}}}\n"),
+            "t.yaml: generators[0].ratePerMinute: Required value");
+  EXPECT_EQ(error(head + "generators:\n- {namespace: a, ratePerMinute: 1, for: 1h, "
+                         "duration: {median: 1m, sigma: -1}, pod: {metadata: {name: p}}}\n"),
+            "t.yaml: generators[0].duration.sigma: must be between 0 and 10");
+  EXPECT_EQ(error(head + "arrival: []\n"), "t.yaml: arrival: unknown field");
+  EXPECT_EQ(error(head + "claimTemplates:\n- {apiVersion: v1, kind: Pod}\n"),
+            "t.yaml: claimTemplates[0]: must be a resource.k8s.io/v1 ResourceClaimTemplate");
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: a, count: 2, pod: {metadata: {name: "
+                         "p}}}\n- {at: 1s, namespace: a, pod: {metadata: {name: p-1}}}\n"),
+            "ok");  // parsing succeeds; the duplicate is found when the trace is expanded
+  StatusOr<Trace> dup = ParseTrace(head +
+                                   "arrivals:\n- {at: 0s, namespace: a, count: 2, pod: {metadata: "
+                                   "{name: p}}}\n- {at: 1s, namespace: a, pod: {metadata: {name: "
+                                   "p-1}}}\n");
+  ASSERT_TRUE(dup.ok());
+  StatusOr<std::vector<PodArrival>> expanded = ExpandTrace(*dup, 1);
+  ASSERT_FALSE(expanded.ok());
+  EXPECT_EQ(expanded.status().message(),
+            "arrivals[1]: Pod a/p-1 arrives twice (names must be unique in a namespace)");
+}
+
+TEST(TraceTest, YamlRoundTrip) {
+  Trace trace = ParseOrDie(kIssueTrace);
+  StatusOr<Trace> again = ParseTrace(TraceToYaml(trace));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(TraceToYaml(*again), TraceToYaml(trace));
+}
+
+// Three Pods wanting an H100 else two A100s: the first gets the H100, the next two fall back to
+// A100 pairs, a fourth waits until the first completes.
+constexpr char kFallbackTrace[] = R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+metadata: {name: fallback}
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: h100-else-a100}
+  spec:
+    spec:
+      devices:
+        requests:
+        - name: gpus
+          firstAvailable:
+          - name: h100
+            deviceClassName: gpu
+            selectors:
+            - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'}
+          - name: a100-pair
+            deviceClassName: gpu
+            count: 2
+            selectors:
+            - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA A100")'}
+arrivals:
+- at: 0s
+  namespace: team-a
+  count: 4
+  interval: 10s
+  duration: 1h
+  pod:
+    metadata: {name: job}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: h100-else-a100}]
+)";
+
+TEST(SimulationTest, RunsTheRealSchedulerInVirtualTime) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(kFallbackTrace);
+  StatusOr<Report> report = RunSimulation(cluster, trace, RunOptions{.placements = true});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  EXPECT_EQ(report->submitted, 4);
+  EXPECT_EQ(report->scheduled, 4);
+  EXPECT_EQ(report->nodes, 3);
+  // Tiers: the H100, two A100 pairs, then the fourth Pod takes the freed H100 after an hour.
+  EXPECT_EQ(report->fallback_by_tier.at(0), 2);
+  EXPECT_EQ(report->fallback_by_tier.at(1), 2);
+  ASSERT_EQ(report->placements.size(), 4u);
+  EXPECT_EQ(report->placements[0].node, "h100-0");
+  EXPECT_EQ(report->placements[0].tiers, std::vector<std::string>{"gpus -> h100"});
+  EXPECT_EQ(report->placements[1].tiers, std::vector<std::string>{"gpus -> a100-pair"});
+  EXPECT_EQ(report->placements[1].devices.size(), 2u);
+  EXPECT_NE(report->placements[1].node, report->placements[2].node);
+  // The fourth Pod (arrived at 30s) waits for job-0 (bound at 0s, runs 1h).
+  EXPECT_DOUBLE_EQ(report->placements[3].bound, 3600);
+  EXPECT_DOUBLE_EQ(report->wait.max, 3570);
+  EXPECT_EQ(report->placements[3].node, "h100-0");
+  // 5 device units; devices held: 1 h + 2 h + 2 h + 1 h = 6 device-hours over the window
+  // (the arrivals end at 30 s; the window is when the last Pod would end had it run at once).
+  EXPECT_DOUBLE_EQ(report->tenants.at("team-a").device_seconds,
+                   report->utilization * report->offered_units * report->window_seconds);
+  EXPECT_EQ(report->offered_units, 5);
+  EXPECT_GE(report->decisions, 4);
+}
+
+TEST(SimulationTest, SameSeedSameReportOtherSeedOtherReport) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(std::string(kFallbackTrace) + R"(
+generators:
+- namespace: team-b
+  ratePerMinute: 0.25
+  for: 3h
+  duration: {median: 8m, sigma: 1}
+  pod:
+    metadata: {generateName: gen-}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: h100-else-a100}]
+)");
+  StatusOr<Report> a = RunSimulation(cluster, trace, RunOptions{.seed = 5});
+  StatusOr<Report> b = RunSimulation(cluster, trace, RunOptions{.seed = 5});
+  StatusOr<Report> c = RunSimulation(cluster, trace, RunOptions{.seed = 6});
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_TRUE(a->conservation.ok()) << Json(*a);
+  EXPECT_EQ(Json(*a), Json(*b));
+  EXPECT_NE(Json(*a), Json(*c));
+  EXPECT_GT(a->submitted, 30);
+  EXPECT_GT(a->scheduled, 30);
+}
+
+TEST(SimulationTest, UnschedulablePodsSayWhy) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+claims:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaim
+  metadata: {name: eight, namespace: ns}
+  spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu, count: 8}}]}}
+arrivals:
+- at: 0s
+  namespace: ns
+  pod:
+    metadata: {name: big}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: r, resourceClaimName: eight}]
+- at: 0s
+  namespace: ns
+  pod:
+    metadata: {name: templated}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: r, resourceClaimTemplateName: missing}]
+- at: 0s
+  namespace: ns
+  deleteAfter: 10m
+  pod:
+    metadata: {name: impatient}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: r, resourceClaimName: eight}]
+)");
+  StatusOr<Report> report = RunSimulation(cluster, trace, RunOptions{});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  EXPECT_EQ(report->unscheduled, 3);
+  std::map<std::string, std::string> reasons;
+  for (const UnscheduledReason& u : report->unscheduled_reasons) reasons[u.reason] = u.message;
+  ASSERT_TRUE(reasons.contains("Unschedulable")) << Json(*report);
+  EXPECT_EQ(reasons["Unschedulable"].rfind("0/3 nodes are available", 0), 0u)
+      << reasons["Unschedulable"];
+  EXPECT_TRUE(reasons.contains("NeverAttempted"));
+  EXPECT_TRUE(reasons.contains("DeletedWhilePending"));
+  // The same reasons per tenant (where a tenant's quota rejections show).
+  EXPECT_EQ(report->tenants.at("ns").unscheduled_by_reason,
+            (std::map<std::string, int64_t>{
+                {"DeletedWhilePending", 1}, {"NeverAttempted", 1}, {"Unschedulable", 1}}));
+}
+
+// Every policy kind the API serves is accepted and created before the trace starts — a
+// ResourceQuota without a namespace in every namespace of the trace — and validated as the API
+// server would: a bad one fails the run naming the object, the field and the reason.
+TEST(SimulationTest, QuotaPoliciesAreValidatedAndApplied) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(std::string(kIssueTrace) + R"(
+horizon: 2h
+)");
+  StatusOr<Configuration> quota = LoadConfiguration({WriteTemp("quota.yaml", R"(
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus}
+spec:
+  hard: {count/resourceclaims.resource.k8s.io: "100", gpu.deviceclass.resource.k8s.io/devices: "4"}
+)")});
+  ASSERT_TRUE(quota.ok()) << quota.status().ToString();
+  StatusOr<Report> report = RunSimulation(cluster, trace, RunOptions{.policies = quota->policies});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  EXPECT_EQ(report->policy_kinds.at("ResourceQuota"), 1);
+  EXPECT_EQ(report->configuration.back(), "ResourceQuota gpus");
+
+  quota->policies[0]["spec"].as_object()["hard"].as_object()["requests.nvidia.com/gpu"] = "-1";
+  report = RunSimulation(cluster, trace, RunOptions{.policies = quota->policies});
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(report.status().message().find("--policy object 0: ResourceQuota//gpus: "
+                                           "spec.hard[requests.nvidia.com/gpu]"),
+            std::string::npos)
+      << report.status().ToString();
+  EXPECT_NE(report.status().message().find("must be greater than or equal to 0"), std::string::npos)
+      << report.status().ToString();
+}
+
+TEST(SimulationTest, SnapshotPodsKeepTheirDevicesAndDoubleAllocationIsCaught) {
+  // A kubectl dump: one node with one GPU, a running Pod holding it through its claim, and a
+  // second claim allocated the same device (a corrupt snapshot: the check must see it).
+  std::string node = R"(
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status: {allocatable: {pods: "110"}, capacity: {pods: "110"}}
+- apiVersion: resource.k8s.io/v1
+  kind: DeviceClass
+  metadata: {name: gpu}
+  spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata: {name: n1-gpu}
+  spec:
+    driver: gpu.example.com
+    nodeName: n1
+    pool: {name: n1, generation: 1, resourceSliceCount: 1}
+    devices: [{name: g0}]
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: runner, namespace: ns, uid: old-uid}
+  spec:
+    nodeName: n1
+    containers: [{name: c, image: x}]
+    resourceClaims: [{name: r, resourceClaimName: held}]
+  status: {phase: Running}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaim
+  metadata: {name: held, namespace: ns, finalizers: [resource.kubernetes.io/delete-protection]}
+  spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}
+  status:
+    allocation:
+      devices: {results: [{request: r, driver: gpu.example.com, pool: n1, device: g0}]}
+      nodeSelector:
+        nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]
+    reservedFor: [{resource: pods, name: runner, uid: old-uid}]
+)";
+  std::string second = R"(
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaim
+  metadata: {name: stolen, namespace: ns}
+  spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}
+  status:
+    allocation:
+      devices: {results: [{request: r, driver: gpu.example.com, pool: n1, device: g0}]}
+)";
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+running: [{namespace: ns, name: runner, remaining: 20m}]
+arrivals:
+- at: 0s
+  namespace: ns
+  duration: 10m
+  pod:
+    metadata: {name: next}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: r, resourceClaimTemplateName: one}]
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: one}
+  spec: {spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}}
+)");
+  StatusOr<Cluster> healthy = LoadCluster({WriteTemp("dump.yaml", node)});
+  ASSERT_TRUE(healthy.ok()) << healthy.status().ToString();
+  StatusOr<Report> report = RunSimulation(*healthy, trace, RunOptions{.placements = true});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  ASSERT_EQ(report->placements.size(), 1u);
+  // The snapshot's Pod keeps the GPU for its remaining 20 minutes.
+  EXPECT_DOUBLE_EQ(report->placements[0].bound, 1200);
+  EXPECT_EQ(report->placements[0].devices, std::vector<std::string>{"gpu.example.com/n1/g0"})
+      << Json(*report);
+
+  StatusOr<Cluster> corrupt = LoadCluster({WriteTemp("dump2.yaml", node + second)});
+  ASSERT_TRUE(corrupt.ok());
+  StatusOr<Report> bad = RunSimulation(*corrupt, trace, RunOptions{});
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  EXPECT_FALSE(bad->conservation.ok());
+  EXPECT_EQ(bad->conservation.double_allocations, 1);
+}
+
+TEST(ClusterChangeTest, ConvertsNodesAndComparesConfigurations) {
+  Cluster cluster = TinyCluster();
+  std::string change = WriteTemp("change.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterChange
+metadata: {name: mig}
+changes:
+- convertNodes:
+    nodes: {names: [a100-1]}
+    to:
+      devices:
+        gpus:
+        - count: 2
+          productName: NVIDIA A100-SXM4-40GB
+          architecture: Ampere
+          cudaComputeCapability: "8.0"
+          driverVersion: 550.90.07
+          memory: 40Gi
+          mig:
+            memorySlices: 8
+            profiles: [{name: 3g.20gb, memory: 20Gi, memorySlices: 4}]
+- setLabels: {nodes: {selector: "kubernetes.io/hostname=h100-0"}, labels: {team: a}}
+)");
+  StatusOr<Configuration> config = LoadConfiguration({change});
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  Cluster changed = cluster;
+  ASSERT_TRUE(ApplyClusterChange(config->changes[0], &changed).ok());
+  int a100_1_slices = 0;
+  bool labelled = false;
+  for (const json::object& o : changed.objects) {
+    if (o.at("kind") == "ResourceSlice" && o.at("spec").at("nodeName") == "a100-1") {
+      ++a100_1_slices;
+    }
+    if (o.at("kind") == "Node" && o.at("metadata").at("name") == "h100-0") {
+      labelled = o.at("metadata").at("labels").as_object().if_contains("team") != nullptr;
+    }
+  }
+  EXPECT_EQ(a100_1_slices, 2);  // devices and their counter sets
+  EXPECT_TRUE(labelled);
+
+  StatusOr<Configuration> missing = LoadConfiguration({WriteTemp("bad-change.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterChange
+changes:
+- removeNodes: {nodes: {names: [nope]}}
+)")});
+  ASSERT_TRUE(missing.ok());
+  Status s = ApplyClusterChange(missing->changes[0], &changed);
+  EXPECT_NE(s.message().find("changes[0].removeNodes.nodes.names: Not found: \"nope\""),
+            std::string::npos)
+      << s.ToString();
+
+  Trace trace = ParseOrDie(kFallbackTrace);
+  CompareOptions options;
+  options.seeds = 2;
+  options.b.changes = config->changes;
+  StatusOr<Comparison> comparison = CompareConfigurations(cluster, trace, options);
+  ASSERT_TRUE(comparison.ok()) << comparison.status().ToString();
+  EXPECT_TRUE(comparison->failures.empty());
+  bool saw_utilization = false;
+  for (const MetricComparison& m : comparison->metrics) {
+    if (m.metric == "utilization.overall") {
+      saw_utilization = true;
+      EXPECT_TRUE(m.has_interval);
+    }
+  }
+  EXPECT_TRUE(saw_utilization);
+  EXPECT_NE(ComparisonText(*comparison).find("utilization.overall"), std::string::npos);
+}
+
+TEST(CompareTest, StudentQuantiles) {
+  EXPECT_DOUBLE_EQ(StudentT975(1), 12.706);
+  EXPECT_DOUBLE_EQ(StudentT975(4), 2.776);
+  EXPECT_DOUBLE_EQ(StudentT975(1000), 1.96);
+}
+
+TEST(RecordTest, TurnsPodsClaimsAndEventsIntoATrace) {
+  ManualClock clock(StartTime());
+  std::unique_ptr<Random> random = NewSeededRandom(3);
+  client::MemoryApi api(clock, *random);
+  auto create = [&](const client::ResourceType& type, const std::string& yaml) {
+    StatusOr<std::vector<api::codec::ManifestObject>> docs =
+        api::codec::ParseManifest("---\n" + yaml);
+    ASSERT_TRUE(docs.ok());
+    client::ApiRequest request;
+    request.verb = client::Verb::kCreate;
+    request.resource = &type;
+    request.namespace_ = "ns";
+    request.body = docs->front().value;
+    StatusOr<json::value> created = api.Do(request);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  };
+  create(client::ResourceOf<api::resourcev1::ResourceClaimTemplate>(),
+         "{apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate, metadata: {name: t, "
+         "namespace: ns}, spec: {spec: {devices: {requests: [{name: r, exactly: "
+         "{deviceClassName: gpu}}]}}}}");
+  // Created at 0: finished after running 10 minutes (started at 1m, finished at 11m).
+  create(client::ResourceOf<api::corev1::Pod>(), R"({apiVersion: v1, kind: Pod,
+    metadata: {name: done, namespace: ns},
+    spec: {nodeName: n1, containers: [{name: c, image: x}],
+           resourceClaims: [{name: r, resourceClaimTemplateName: t}]},
+    status: {phase: Succeeded, startTime: "2026-01-01T00:01:00Z",
+             containerStatuses: [{name: c, state: {terminated: {finishedAt: "2026-01-01T00:11:00Z"}}}]}})");
+  clock.Advance(std::chrono::minutes(5));
+  // Created at 5m, running since its Scheduled Event at 6m.
+  create(client::ResourceOf<api::corev1::Pod>(), R"({apiVersion: v1, kind: Pod,
+    metadata: {name: running, namespace: ns},
+    spec: {nodeName: n1, containers: [{name: c, image: x}]}, status: {phase: Running}})");
+  StatusOr<api::corev1::Pod> running = client::Get<api::corev1::Pod>(api, "ns", "running");
+  ASSERT_TRUE(running.ok());
+  create(client::ResourceOf<api::corev1::Event>(),
+         R"({apiVersion: v1, kind: Event, metadata: {name: e, namespace: ns}, reason: Scheduled,
+             firstTimestamp: "2026-01-01T00:06:00Z",
+             involvedObject: {kind: Pod, name: running, namespace: ns, uid: )" +
+             running->metadata.uid + "}}");
+  clock.Advance(std::chrono::minutes(1));
+  create(client::ResourceOf<api::corev1::Pod>(), R"({apiVersion: v1, kind: Pod,
+    metadata: {name: waiting, namespace: ns}, spec: {containers: [{name: c, image: x}]}})");
+  clock.Advance(std::chrono::minutes(24));  // now: 30m
+
+  StatusOr<Trace> trace = RecordTrace(api, clock, {});
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  ASSERT_EQ(trace->arrivals.size(), 3u);
+  EXPECT_EQ(trace->arrivals[0].at, Duration::zero());
+  EXPECT_EQ(trace->arrivals[0].duration, std::chrono::minutes(10));
+  EXPECT_EQ(trace->arrivals[1].at, std::chrono::minutes(5));
+  EXPECT_EQ(trace->arrivals[1].duration, std::chrono::minutes(24));  // running since 6m
+  EXPECT_EQ(trace->arrivals[2].duration, std::nullopt);
+  EXPECT_EQ(trace->horizon, std::chrono::minutes(30));
+  EXPECT_EQ(trace->arrivals[0].pod.at("spec").as_object().if_contains("nodeName"), nullptr);
+  ASSERT_EQ(trace->claim_templates.size(), 1u);
+  // What `sim record` writes, `sim run` reads.
+  StatusOr<Trace> again = ParseTrace(TraceToYaml(*trace));
+  ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << TraceToYaml(*trace);
+  EXPECT_EQ(again->arrivals.size(), 3u);
+}
+
+}  // namespace
+}  // namespace draplane::sim

@@ -1,0 +1,570 @@
+#include "sim/simulation.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "api/gen/core_v1_codec.h"
+#include "api/gen/resource_v1_codec.h"
+#include "api/object.h"
+#include "api/validation/object_validation.h"
+#include "api/validation/pod_defaults.h"
+#include "api/validation/validation.h"
+#include "client/memory_api.h"
+#include "client/resource.h"
+#include "client/shared_informers.h"
+#include "client/typed.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "controllers/resourceclaim/controller.h"
+#include "scheduler/scheduler.h"
+#include "sim/internal/collector.h"
+#include "sim/internal/json.h"
+
+namespace draplane::sim {
+namespace {
+
+namespace json = boost::json;
+using internal::Arr;
+using internal::EnsureObject;
+using internal::MetaField;
+using internal::Obj;
+using internal::Str;
+namespace rv1 = api::resourcev1;
+using api::corev1::Pod;
+
+// What the API server would not let a client set on create.
+void StripServerFields(json::object& o) {
+  json::object& meta = EnsureObject(o, "metadata");
+  for (std::string_view key :
+       {"uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
+        "deletionGracePeriodSeconds", "managedFields"}) {
+    meta.erase(key);
+  }
+}
+
+bool Terminal(const json::object& pod) {
+  const json::value* status = pod.if_contains("status");
+  if (status == nullptr || !status->is_object()) return false;
+  std::string phase = Str(status->as_object(), "phase");
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+std::string NodeName(const json::object& pod) {
+  const json::value* spec = pod.if_contains("spec");
+  return spec != nullptr && spec->is_object() ? Str(spec->as_object(), "nodeName") : "";
+}
+
+Duration Millis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); }
+
+constexpr Duration kQuietLimit = std::chrono::hours(1);
+
+class Simulation {
+ public:
+  Simulation(const Trace& trace, const RunOptions& options, uint64_t seed)
+      : trace_(trace),
+        options_(options),
+        seed_(seed),
+        api_random_(NewSeededRandom(DeriveSeed(seed, 1))),
+        // Informers here never resume a watch from an old resourceVersion, so the event log
+        // stays short; Events expire after an hour, as kube-apiserver's --event-ttl default.
+        api_(clock_, *api_random_,
+             client::MemoryApiOptions{.event_log_capacity = 1024,
+                                      .event_ttl = std::chrono::hours(1)}),
+        informers_(api_, client::InformerOptions{.manual = true}) {}
+
+  ~Simulation() {
+    if (scheduler_) scheduler_->Stop();
+    if (claims_) claims_->Stop();
+    informers_.Stop();
+  }
+
+  Status Load(Cluster cluster, Report* report);
+  Status Run(Report* report);
+
+ private:
+  enum class EventKind { kArrive, kComplete, kGiveUp };
+  struct Event {
+    Duration at;
+    uint64_t sequence;
+    EventKind kind;
+    size_t arrival = 0;  // kArrive
+    std::string uid{};   // kComplete, kGiveUp
+    std::string namespace_{};
+    std::string name{};
+    bool operator>(const Event& other) const {
+      return at != other.at ? at > other.at : sequence > other.sequence;
+    }
+  };
+
+  void Push(Event event) {
+    event.sequence = next_sequence_++;
+    events_.push(std::move(event));
+  }
+  Status Create(const client::ResourceType& type, json::object object, json::value* created);
+  Status CreateOrReplace(const json::object& object, const std::string& what);
+  Status Settle();
+  void Arrive(const PodArrival& arrival);
+  void Complete(const Event& event);
+  void GiveUp(const Event& event);
+  std::optional<Duration> NextInstant() const;
+  Duration Now() const { return Millis(clock_.MonotonicNow()); }
+
+  const Trace& trace_;
+  const RunOptions& options_;
+  const uint64_t seed_;
+  ManualClock clock_{StartTime()};
+  std::unique_ptr<Random> api_random_;
+  client::MemoryApi api_;
+  client::SharedInformers informers_;
+  std::unique_ptr<internal::Collector> collector_;
+  std::unique_ptr<controllers::ResourceClaimController> claims_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
+
+  std::vector<PodArrival> arrivals_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  uint64_t next_sequence_ = 0;
+  // Trace Pods not bound yet: uid -> how long they run once bound.
+  std::unordered_map<std::string, Duration> run_for_;
+  // Pods a cluster dump holds pending: submitted at time zero (uid, duration).
+  std::vector<std::pair<std::string, Duration>> collector_pending_;
+  int64_t decisions_ = 0;
+  bool last_settle_wrote_ = false;
+  int64_t bound_ = 0;  // the scheduler's bindings so far
+  Duration last_binding_{0};
+  Duration window_{0};
+};
+
+Status Simulation::Create(const client::ResourceType& type, json::object object,
+                          json::value* created) {
+  client::ApiRequest request;
+  request.verb = client::Verb::kCreate;
+  request.resource = &type;
+  request.namespace_ = type.namespaced ? MetaField(object, "namespace") : "";
+  request.body = std::move(object);
+  StatusOr<json::value> result = api_.Do(request);
+  if (!result.ok()) return result.status();
+  if (created != nullptr) *created = std::move(*result);
+  return Status::Ok();
+}
+
+// A policy or configuration object: created, or replacing the object of that name.
+Status Simulation::CreateOrReplace(const json::object& object, const std::string& what) {
+  std::string api_version = Str(object, "apiVersion");
+  std::string kind = Str(object, "kind");
+  const client::ResourceType* type = client::FindResourceByKind(api_version, kind);
+  if (type == nullptr) {
+    return InvalidArgumentError(what + ": " + kind + " (" + api_version +
+                                ") is not a kind the simulated API serves, so no simulated "
+                                "component could apply it");
+  }
+  json::object body = object;
+  StripServerFields(body);
+  if (type->namespaced && MetaField(body, "namespace").empty()) {
+    EnsureObject(body, "metadata")["namespace"] = "default";
+  }
+  if (kind == "ResourceClaimTemplate" || kind == "ResourceClaim") {
+    // Defaulted as the API server does on create.
+    api::FieldErrorList errors;
+    if (kind == "ResourceClaimTemplate") {
+      rv1::ResourceClaimTemplate typed;
+      rv1::Decode(json::value(body), &typed, &errors);
+      api::validation::SetDefaults(&typed);
+      if (errors.empty()) body = rv1::Encode(typed).as_object();
+    } else {
+      rv1::ResourceClaim typed;
+      rv1::Decode(json::value(body), &typed, &errors);
+      api::validation::SetDefaults(&typed);
+      if (errors.empty()) body = rv1::Encode(typed).as_object();
+    }
+    if (!errors.empty()) return InvalidArgumentError(what + ": " + errors.front().ToString());
+  }
+  Status s = Create(*type, body, nullptr);
+  if (s.code() != StatusCode::kAlreadyExists) {
+    return s.ok() ? s : s.WithPrefix(what);
+  }
+  client::ApiRequest update;
+  update.verb = client::Verb::kUpdate;
+  update.resource = type;
+  update.namespace_ = type->namespaced ? MetaField(body, "namespace") : "";
+  update.name = MetaField(body, "name");
+  update.body = std::move(body);
+  StatusOr<json::value> replaced = api_.Do(update);
+  return replaced.ok() ? Status::Ok() : replaced.status().WithPrefix(what);
+}
+
+Status Simulation::Load(Cluster cluster, Report* report) {
+  for (const ClusterChange& change : options_.changes) {
+    DRAPLANE_RETURN_IF_ERROR(ApplyClusterChange(change, &cluster));
+    report->configuration.push_back("ClusterChange " + change.name + " (" + change.source + ")");
+  }
+  DRAPLANE_ASSIGN_OR_RETURN(arrivals_, ExpandTrace(trace_, seed_));
+
+  // Namespaces: those the cluster defines, then every other one in use.
+  std::set<std::string> namespaces;
+  std::set<std::string> defined;
+  for (const json::object& o : cluster.objects) {
+    if (Str(o, "kind") == "Namespace") defined.insert(MetaField(o, "name"));
+    std::string ns = MetaField(o, "namespace");
+    if (!ns.empty()) namespaces.insert(ns);
+  }
+  std::set<std::string> trace_namespaces;
+  for (const PodArrival& a : arrivals_) trace_namespaces.insert(a.namespace_);
+  namespaces.insert(trace_namespaces.begin(), trace_namespaces.end());
+  for (const auto* list : {&trace_.claim_templates, &trace_.claims, &trace_.policies}) {
+    for (const json::object& o : *list) {
+      if (!MetaField(o, "namespace").empty()) namespaces.insert(MetaField(o, "namespace"));
+    }
+  }
+  for (const std::string& ns : namespaces) {
+    if (defined.contains(ns)) continue;
+    json::object object{
+        {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", json::object{{"name", ns}}}};
+    DRAPLANE_RETURN_IF_ERROR(Create(client::ResourceOf<api::corev1::Namespace>(), object, nullptr));
+  }
+
+  // The cluster. Pods first get new uids; claims refer to them by uid.
+  std::unordered_map<std::string, std::string> pod_uids;  // dump uid -> uid here
+  std::map<std::string, Duration> remaining;              // running Pods, by ns/name
+  for (const RunningPod& p : trace_.running) remaining[p.namespace_ + "/" + p.name] = p.remaining;
+  for (json::object& object : cluster.objects) {
+    std::string kind = Str(object, "kind");
+    std::string what = ObjectIdentity(object);
+    const client::ResourceType* type = client::FindResourceByKind(Str(object, "apiVersion"), kind);
+    if (type == nullptr) {
+      return InvalidArgumentError(what + ": not a kind the simulated API serves");
+    }
+    if (kind == "Node") ++report->nodes;
+    if (kind == "Pod") {
+      if (Terminal(object)) continue;  // holds nothing any more
+      std::string old_uid = MetaField(object, "uid");
+      StripServerFields(object);
+      api::validation::SetPodDefaults(object);
+      json::value created;
+      Status s = Create(*type, std::move(object), &created);
+      if (!s.ok()) return s.WithPrefix(what);
+      const json::object& pod = created.as_object();
+      std::string uid = MetaField(pod, "uid");
+      if (!old_uid.empty()) pod_uids[old_uid] = uid;
+      std::string key = MetaField(pod, "namespace") + "/" + MetaField(pod, "name");
+      if (!NodeName(pod).empty()) {
+        auto r = remaining.find(key);
+        Push({.at = r != remaining.end() ? r->second : trace_.default_remaining,
+              .sequence = 0,
+              .kind = EventKind::kComplete,
+              .uid = uid,
+              .namespace_ = MetaField(pod, "namespace"),
+              .name = MetaField(pod, "name")});
+      } else {
+        // Pending in the snapshot: part of the workload, submitted at time zero.
+        collector_pending_.push_back({uid, trace_.default_duration});
+      }
+      continue;
+    }
+    if (kind == "ResourceClaim") {
+      rv1::ResourceClaim claim;
+      api::FieldErrorList errors;
+      rv1::Decode(json::value(object), &claim, &errors);
+      if (!errors.empty()) return InvalidArgumentError(what + ": " + errors.front().ToString());
+      api::validation::SetDefaults(&claim);
+      for (api::metav1::OwnerReference& owner : claim.metadata.owner_references) {
+        if (auto it = pod_uids.find(owner.uid); it != pod_uids.end()) owner.uid = it->second;
+      }
+      std::vector<rv1::ResourceClaimConsumerReference> reserved;
+      for (rv1::ResourceClaimConsumerReference r : claim.status.reserved_for) {
+        auto it = pod_uids.find(r.uid);
+        if (r.resource == "pods" && it == pod_uids.end()) continue;  // a Pod not in the dump
+        if (it != pod_uids.end()) r.uid = it->second;
+        reserved.push_back(std::move(r));
+      }
+      claim.status.reserved_for = std::move(reserved);
+      rv1::ResourceClaimStatus status = claim.status;
+      json::object body = rv1::Encode(claim).as_object();
+      StripServerFields(body);
+      json::value created;
+      Status s = Create(*type, std::move(body), &created);
+      if (!s.ok()) return s.WithPrefix(what);
+      if (status.allocation.has_value() || !status.reserved_for.empty()) {
+        StatusOr<rv1::ResourceClaim> written = client::DecodeAs<rv1::ResourceClaim>(created);
+        if (!written.ok()) return written.status().WithPrefix(what);
+        written->status = std::move(status);
+        StatusOr<rv1::ResourceClaim> updated = client::UpdateStatus(api_, *written);
+        if (!updated.ok()) return updated.status().WithPrefix(what);
+      }
+      continue;
+    }
+    if (kind == "Namespace") {
+      StripServerFields(object);
+      DRAPLANE_RETURN_IF_ERROR(Create(*type, std::move(object), nullptr).WithPrefix(what));
+      continue;
+    }
+    DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(object, what));
+  }
+
+  // The trace's templates (one per namespace in use when they name none), claims and policies,
+  // then the configuration's policies.
+  for (size_t i = 0; i < trace_.claim_templates.size(); ++i) {
+    const json::object& t = trace_.claim_templates[i];
+    std::string what = "claimTemplates[" + std::to_string(i) + "]";
+    if (!MetaField(t, "namespace").empty()) {
+      DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(t, what));
+      continue;
+    }
+    for (const std::string& ns : trace_namespaces) {
+      json::object copy = t;
+      EnsureObject(copy, "metadata")["namespace"] = ns;
+      DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(copy, what));
+    }
+  }
+  for (size_t i = 0; i < trace_.claims.size(); ++i) {
+    DRAPLANE_RETURN_IF_ERROR(
+        CreateOrReplace(trace_.claims[i], "claims[" + std::to_string(i) + "]"));
+  }
+  auto policy = [&](const json::object& o, const std::string& what) -> Status {
+    const client::ResourceType* type =
+        client::FindResourceByKind(Str(o, "apiVersion"), Str(o, "kind"));
+    // Validated as the API server would on create (the in-memory API stores what it is given).
+    if (type != nullptr) {
+      json::object checked = o;
+      if (type->namespaced && MetaField(checked, "namespace").empty()) {
+        EnsureObject(checked, "metadata")["namespace"] = "default";  // checked only
+      }
+      api::FieldErrorList errors;
+      api::Object typed = api::DecodeObject(json::value(checked), &errors);
+      if (errors.empty()) api::validation::ValidateObject(typed, nullptr, {}, &errors);
+      if (!errors.empty()) {
+        return InvalidArgumentError(what + ": " + ObjectIdentity(o) + ": " +
+                                    errors.front().ToString());
+      }
+    }
+    // A namespaced object without a namespace applies to every namespace of the trace.
+    if (type != nullptr && type->namespaced && MetaField(o, "namespace").empty()) {
+      for (const std::string& ns : trace_namespaces) {
+        json::object copy = o;
+        EnsureObject(copy, "metadata")["namespace"] = ns;
+        DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(copy, what));
+      }
+    } else {
+      DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(o, what));
+    }
+    ++report->policy_kinds[Str(o, "kind")];
+    report->configuration.push_back(Str(o, "kind") + " " +
+                                    (MetaField(o, "namespace").empty()
+                                         ? MetaField(o, "name")
+                                         : MetaField(o, "namespace") + "/" + MetaField(o, "name")));
+    return Status::Ok();
+  };
+  for (size_t i = 0; i < trace_.policies.size(); ++i) {
+    DRAPLANE_RETURN_IF_ERROR(policy(trace_.policies[i], "policies[" + std::to_string(i) + "]"));
+  }
+  for (size_t i = 0; i < options_.policies.size(); ++i) {
+    DRAPLANE_RETURN_IF_ERROR(policy(options_.policies[i], "--policy object " + std::to_string(i)));
+  }
+
+  // The window: the horizon, else the end of the last arrival, else when the last Pod would end
+  // if it ran at once.
+  if (options_.until) {
+    window_ = Millis(*options_.until);
+  } else if (trace_.horizon) {
+    window_ = *trace_.horizon;
+  } else {
+    window_ = ArrivalsEnd(trace_);
+    if (window_ == Duration::zero()) {
+      for (const PodArrival& a : arrivals_) window_ = std::max(window_, a.at + a.duration);
+      if (!events_.empty()) window_ = std::max(window_, events_.top().at);
+      for (const RunningPod& p : trace_.running) window_ = std::max(window_, p.remaining);
+    }
+  }
+  if (window_ <= Duration::zero()) window_ = std::chrono::seconds(1);
+  Duration step = options_.sample_step;
+  if (step <= Duration::zero()) {
+    step = std::min<Duration>(std::chrono::seconds(60), Millis(window_ / 1440));
+  }
+  step = std::max<Duration>(step, std::chrono::milliseconds(1));
+
+  std::map<std::string, double> weights;
+  for (const Tenant& t : trace_.tenants) weights[t.namespace_] = t.weight;
+  collector_ = std::make_unique<internal::Collector>(
+      clock_, internal::CollectorOptions{.window = window_,
+                                         .sample_step = step,
+                                         .placements = options_.placements,
+                                         .tenant_weights = std::move(weights)});
+  collector_->Attach(informers_);
+  for (const auto& [uid, duration] : collector_pending_) {
+    collector_->Submitted(uid, Duration::zero(), duration);
+    run_for_[uid] = duration;
+  }
+  // The kubelet's part: a trace Pod runs for its duration once bound.
+  auto bound = [this](const std::shared_ptr<const Pod>& p) {
+    if (p->spec.node_name.empty()) return;
+    auto it = run_for_.find(p->metadata.uid);
+    if (it == run_for_.end()) return;
+    Push({.at = Now() + it->second,
+          .sequence = 0,
+          .kind = EventKind::kComplete,
+          .uid = p->metadata.uid,
+          .namespace_ = p->metadata.namespace_,
+          .name = p->metadata.name});
+    run_for_.erase(it);
+  };
+  informers_.Get<Pod>().AddHandlers(
+      {.on_add = bound, .on_update = [bound](const auto&, const auto& p) { bound(p); }});
+  claims_ = std::make_unique<controllers::ResourceClaimController>(
+      api_, informers_, clock_, controllers::ResourceClaimControllerOptions{.workers = 0});
+  scheduler::SchedulerOptions sched;
+  sched.features = options_.features;
+  sched.synchronous = true;
+  sched.random_seed = DeriveSeed(seed_, 2) | 1;  // nonzero: 0 would draw from the secure source
+  sched.informers = &informers_;
+  sched.identity = "draplane-sim";
+  scheduler_ = std::make_unique<scheduler::Scheduler>(api_, clock_, std::move(sched));
+  DRAPLANE_RETURN_IF_ERROR(scheduler_->Start());
+  claims_->Start();
+  for (size_t i = 0; i < arrivals_.size(); ++i) {
+    Push({.at = arrivals_[i].at, .sequence = 0, .kind = EventKind::kArrive, .arrival = i});
+  }
+  return Status::Ok();
+}
+
+void Simulation::Arrive(const PodArrival& arrival) {
+  json::value created;
+  Status s = Create(client::ResourceOf<Pod>(), arrival.pod, &created);
+  if (!s.ok()) {
+    collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at, s.ToString());
+    return;
+  }
+  std::string uid = MetaField(created.as_object(), "uid");
+  collector_->Submitted(uid, arrival.at, arrival.duration);
+  run_for_[uid] = arrival.duration;
+  if (arrival.delete_after) {
+    Push({.at = arrival.at + *arrival.delete_after,
+          .sequence = 0,
+          .kind = EventKind::kGiveUp,
+          .uid = uid,
+          .namespace_ = arrival.namespace_,
+          .name = MetaField(created.as_object(), "name")});
+  }
+}
+
+void Simulation::Complete(const Event& event) {
+  // The kubelet reports the containers finished, then the Pod is removed (a Job's pod garbage
+  // collector, or its owner).
+  json::object patch{{"metadata", json::object{{"uid", event.uid}}},
+                     {"status", json::object{{"phase", "Succeeded"}}}};
+  StatusOr<Pod> done =
+      client::Patch<Pod>(api_, event.namespace_, event.name, client::PatchType::kMerge,
+                         std::move(patch), "status", "draplane-sim-kubelet");
+  if (!done.ok()) return;  // deleted or replaced meanwhile
+  client::DeleteOptions options{.grace_period_seconds = 0, .precondition_uid = event.uid};
+  client::Delete<Pod>(api_, event.namespace_, event.name, options).IgnoreError();
+}
+
+void Simulation::GiveUp(const Event& event) {
+  collector_->GaveUp(event.uid);
+  run_for_.erase(event.uid);
+  client::DeleteOptions options{.grace_period_seconds = 0, .precondition_uid = event.uid};
+  client::Delete<Pod>(api_, event.namespace_, event.name, options).IgnoreError();
+}
+
+Status Simulation::Settle() {
+  uint64_t before = api_.resource_version();
+  while (true) {
+    DRAPLANE_ASSIGN_OR_RETURN(size_t delivered, informers_.DeliverPending());
+    int synced = claims_->ProcessReady();
+    if (synced > 0) continue;  // let the controller see its own writes first
+    int attempts = scheduler_->RunUntilIdle();
+    decisions_ += attempts;
+    if (delivered == 0 && attempts == 0) break;
+  }
+  last_settle_wrote_ = api_.resource_version() != before;
+  int64_t bound = scheduler_->stats().scheduled;
+  if (bound != bound_) {
+    bound_ = bound;
+    last_binding_ = Now();
+  }
+  return Status::Ok();
+}
+
+std::optional<Duration> Simulation::NextInstant() const {
+  // Once the trace is over, timed work that binds nothing for an hour (Pods failing with errors
+  // again and again) does not keep the run going.
+  if (events_.empty() && Now() - last_binding_ > kQuietLimit) return std::nullopt;
+  std::optional<Duration> next;
+  auto consider = [&](std::optional<Duration> t) {
+    if (t && (!next || *t < *next)) next = *t;
+  };
+  if (!events_.empty()) consider(events_.top().at);
+  scheduler::Scheduler::Stats stats = scheduler_->stats();
+  // With trace events left, the unschedulable pool's periodic flush is timed work too; without,
+  // only backoffs are (a flush would retry Pods against a cluster that no longer changes).
+  if (!events_.empty() || stats.backoff > 0 || stats.active > 0) {
+    consider(scheduler_->NextWakeup());
+  }
+  // Controller retries, unless the last settle changed nothing (a retry that keeps failing
+  // against a cluster that no longer changes would keep the run going for ever).
+  if (!events_.empty() || last_settle_wrote_) consider(claims_->NextRetry());
+  return next;
+}
+
+Status Simulation::Run(Report* report) {
+  DRAPLANE_RETURN_IF_ERROR(Settle());
+  std::optional<Duration> stop = options_.until ? options_.until : trace_.horizon;
+  Duration now = Now();
+  while (true) {
+    std::optional<Duration> next = NextInstant();
+    if (!next) break;
+    Duration at = std::max(Millis(*next), now);
+    if (stop && at > *stop) break;
+    collector_->Advance(now, at);
+    clock_.Advance(at - now);
+    now = at;
+    while (!events_.empty() && events_.top().at <= now) {
+      Event event = events_.top();
+      events_.pop();
+      switch (event.kind) {
+        case EventKind::kArrive:
+          Arrive(arrivals_[event.arrival]);
+          break;
+        case EventKind::kComplete:
+          Complete(event);
+          break;
+        case EventKind::kGiveUp:
+          GiveUp(event);
+          break;
+      }
+    }
+    DRAPLANE_RETURN_IF_ERROR(Settle());
+  }
+  Duration end = stop ? std::max(*stop, now) : now;
+  collector_->Advance(now, std::max(end, window_));
+  collector_->Finish(end, report);
+  scheduler::Scheduler::Stats stats = scheduler_->stats();
+  report->virtual_seconds = std::chrono::duration<double>(end).count();
+  report->window_seconds = std::chrono::duration<double>(window_).count();
+  report->decisions = decisions_;
+  report->attempts_scheduled = stats.scheduled;
+  report->attempts_unschedulable = stats.unschedulable;
+  report->attempts_error = stats.errors;
+  report->api_writes = static_cast<int64_t>(api_.resource_version());
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Report> RunSimulation(const Cluster& cluster, const Trace& trace,
+                               const RunOptions& options) {
+  Duration started = RealClock().MonotonicNow();  // measures this machine, decides nothing
+  uint64_t seed = options.seed.value_or(trace.seed.value_or(1));
+  Report report;
+  report.trace = trace.name;
+  report.seed = seed;
+  Simulation simulation(trace, options, seed);
+  DRAPLANE_RETURN_IF_ERROR(simulation.Load(cluster, &report));
+  DRAPLANE_RETURN_IF_ERROR(simulation.Run(&report));
+  report.wall_seconds = std::chrono::duration<double>(RealClock().MonotonicNow() - started).count();
+  return report;
+}
+
+}  // namespace draplane::sim

@@ -1,0 +1,507 @@
+#include "sim/trace.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "agent/profile.h"
+#include "api/codec/field_reader.h"
+#include "api/codec/manifest.h"
+#include "api/codec/yaml.h"
+#include "api/gen/core_v1_codec.h"
+#include "api/gen/resource_v1_codec.h"
+#include "api/validation/pod_defaults.h"
+#include "api/validation/validation.h"
+#include "common/status_macros.h"
+#include "sim/internal/json.h"
+
+namespace draplane::sim {
+namespace {
+
+namespace json = boost::json;
+using api::codec::FieldReader;
+namespace rv1 = api::resourcev1;
+
+Duration ToMillis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d); }
+
+// A duration field; `positive` rejects zero.
+std::optional<Duration> ReadDuration(FieldReader& r, std::string_view key, bool positive) {
+  std::optional<std::string> text = r.String(key);
+  if (!text) return std::nullopt;
+  StatusOr<Duration> d = agent::ParseDuration(*text);
+  if (!d.ok()) {
+    r.Fail(key, d.status().message());
+    return std::nullopt;
+  }
+  if (*d < Duration::zero() || (positive && *d == Duration::zero())) {
+    r.Fail(key, positive ? "must be positive" : "must not be negative");
+    return std::nullopt;
+  }
+  return ToMillis(*d);
+}
+
+// A number field (integer or decimal).
+std::optional<double> ReadNumber(FieldReader& r, std::string_view key) {
+  const json::value* v = r.Raw(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_int64()) return static_cast<double>(v->as_int64());
+  if (v->is_uint64()) return static_cast<double>(v->as_uint64());
+  if (v->is_double()) return v->as_double();
+  r.Fail(key, "must be a number");
+  return std::nullopt;
+}
+
+std::string Prefixed(std::string_view path, const api::FieldError& e) {
+  std::string field = e.field.empty() ? std::string(path) : std::string(path) + "." + e.field;
+  return field + ": " + e.Body();
+}
+
+// A Pod manifest of an arrival or generator at `path`, in `ns`: kind checked, namespace set,
+// defaulted and decoded once to catch type errors.
+StatusOr<json::object> PreparePod(const json::value* value, const std::string& path,
+                                  const std::string& ns) {
+  if (value == nullptr) return InvalidArgumentError(path + ": Required value");
+  if (!value->is_object()) return InvalidArgumentError(path + ": must be a Pod manifest");
+  json::object pod = value->as_object();
+  auto check = [&](std::string_view key, std::string_view want) -> Status {
+    if (const json::value* v = pod.if_contains(key)) {
+      if (!v->is_string() || v->as_string() != want) {
+        return InvalidArgumentError(path + "." + std::string(key) + ": must be " +
+                                    std::string(want));
+      }
+    }
+    pod[key] = want;
+    return Status::Ok();
+  };
+  DRAPLANE_RETURN_IF_ERROR(check("apiVersion", "v1"));
+  DRAPLANE_RETURN_IF_ERROR(check("kind", "Pod"));
+  json::value& meta_value = pod["metadata"];
+  if (!meta_value.is_object()) meta_value = json::object();
+  json::object& meta = meta_value.as_object();
+  if (const json::value* n = meta.if_contains("namespace")) {
+    if (!n->is_string() || n->as_string() != ns) {
+      return InvalidArgumentError(path + ".metadata.namespace: must be the namespace \"" + ns +
+                                  "\" or absent");
+    }
+  }
+  meta["namespace"] = ns;
+  auto has = [&](std::string_view key) {
+    const json::value* v = meta.if_contains(key);
+    return v != nullptr && v->is_string() && !v->as_string().empty();
+  };
+  if (!has("name") && !has("generateName")) {
+    return InvalidArgumentError(path +
+                                ".metadata.name: Required value: name or generateName is required");
+  }
+  for (std::string_view key : {"uid", "resourceVersion", "creationTimestamp"}) meta.erase(key);
+  pod.erase("status");
+  api::validation::SetPodDefaults(pod);
+  api::corev1::Pod typed;
+  api::FieldErrorList errors;
+  api::corev1::Decode(json::value(pod), &typed, &errors);
+  if (!errors.empty()) return InvalidArgumentError(Prefixed(path, errors.front()));
+  return pod;
+}
+
+// A ResourceClaimTemplate (namespace optional: then one per namespace of the trace) or a
+// ResourceClaim (namespace required), decoded, defaulted and validated as the API server would.
+StatusOr<json::object> PrepareClaimObject(const json::value& value, const std::string& path,
+                                          bool is_template) {
+  if (!value.is_object()) return InvalidArgumentError(path + ": must be an object");
+  const json::object& object = value.as_object();
+  const json::value* api_version = object.if_contains("apiVersion");
+  const json::value* kind = object.if_contains("kind");
+  std::string want = is_template ? "ResourceClaimTemplate" : "ResourceClaim";
+  if (api_version == nullptr || !api_version->is_string() ||
+      api_version->as_string() != "resource.k8s.io/v1" || kind == nullptr || !kind->is_string() ||
+      kind->as_string() != want) {
+    return InvalidArgumentError(path + ": must be a resource.k8s.io/v1 " + want);
+  }
+  api::FieldErrorList errors;
+  if (is_template) {
+    rv1::ResourceClaimTemplate typed;
+    rv1::Decode(value, &typed, &errors);
+    if (errors.empty()) {
+      api::validation::SetDefaults(&typed);
+      if (typed.metadata.namespace_.empty()) typed.metadata.namespace_ = "default";  // checked only
+      errors = api::validation::ValidateResourceClaimTemplate(typed);
+    }
+  } else {
+    rv1::ResourceClaim typed;
+    rv1::Decode(value, &typed, &errors);
+    if (errors.empty()) {
+      if (typed.metadata.namespace_.empty()) {
+        return InvalidArgumentError(path + ".metadata.namespace: Required value");
+      }
+      api::validation::SetDefaults(&typed);
+      errors = api::validation::ValidateResourceClaim(typed);
+    }
+  }
+  if (!errors.empty()) return InvalidArgumentError(Prefixed(path, errors.front()));
+  return object;
+}
+
+std::optional<DurationSpec> ReadDurationSpec(FieldReader& r, std::string_view key) {
+  const json::value* v = r.Raw(key);
+  if (v == nullptr) return std::nullopt;
+  DurationSpec spec;
+  if (v->is_string()) {
+    std::optional<Duration> d = ReadDuration(r, key, false);
+    if (!d) return std::nullopt;
+    spec.fixed = *d;
+    return spec;
+  }
+  FieldReader d(*v, r.PathOf(key));
+  std::optional<Duration> median = ReadDuration(d, "median", true);
+  std::optional<double> sigma = ReadNumber(d, "sigma");
+  if (!median && d.status().ok()) d.Fail("median", "Required value");
+  if (sigma && (*sigma < 0 || *sigma > 10)) d.Fail("sigma", "must be between 0 and 10");
+  r.Merge(d.Finish());
+  if (!median) return std::nullopt;
+  spec.log_normal = true;
+  spec.median = *median;
+  spec.sigma = sigma.value_or(1.0);
+  return spec;
+}
+
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A standard normal draw (Box-Muller; one value per call, so every draw uses two uniforms).
+double Normal(Random& random) {
+  double u1 = 1.0 - random.UniformDouble();  // (0, 1]
+  double u2 = random.UniformDouble();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+Duration Draw(const DurationSpec& spec, Random& random) {
+  if (!spec.log_normal) return spec.fixed;
+  double seconds =
+      std::chrono::duration<double>(spec.median).count() * std::exp(spec.sigma * Normal(random));
+  // Capped at a year: a far tail draw must not overflow the clock.
+  seconds = std::min(seconds, 365.0 * 24 * 3600);
+  return ToMillis(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds)));
+}
+
+// The Pod of copy `index` (a suffix when `suffix`).
+PodArrival MakeArrival(const json::object& pod, const std::string& ns, bool suffix, int64_t index) {
+  PodArrival out;
+  out.namespace_ = ns;
+  out.pod = pod;
+  std::string name = internal::MetaField(pod, "name");
+  if (!name.empty()) {
+    out.name = suffix ? name + "-" + std::to_string(index) : name;
+    out.pod["metadata"].as_object()["name"] = out.name;
+    out.pod["metadata"].as_object().erase("generateName");
+  }
+  return out;
+}
+
+}  // namespace
+
+Timestamp StartTime() { return Timestamp(std::chrono::seconds(1'767'225'600)); }
+
+uint64_t DeriveSeed(uint64_t seed, uint64_t purpose) {
+  return SplitMix(SplitMix(seed) ^ SplitMix(purpose + 0x5157u));
+}
+
+StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source) {
+  auto prefixed = [&](const Status& s) {
+    return source.empty() ? s : s.WithPrefix(std::string(source));
+  };
+  StatusOr<std::vector<api::codec::ManifestObject>> docs =
+      api::codec::ParseManifest(text, {.limits = {}, .flatten_lists = false});
+  if (!docs.ok()) return prefixed(docs.status());
+  if (docs->size() != 1) {
+    return prefixed(InvalidArgumentError("a trace file holds exactly one WorkloadTrace document"));
+  }
+  const json::value& doc = docs->front().value;
+  FieldReader r(doc, "");
+  Trace trace;
+  std::string api_version = r.String("apiVersion").value_or("");
+  std::string kind = r.String("kind").value_or("");
+  if (!r.status().ok()) return prefixed(r.status());
+  if (api_version != kApiVersion || kind != kTraceKind) {
+    return prefixed(InvalidArgumentError("apiVersion/kind: must be " + std::string(kApiVersion) +
+                                         " " + std::string(kTraceKind)));
+  }
+  if (const json::value* meta = r.Raw("metadata")) {
+    FieldReader m(*meta, "metadata");
+    trace.name = m.String("name").value_or("");
+    m.StringMap("labels");
+    m.StringMap("annotations");
+    r.Merge(m.Finish());
+  }
+  if (std::optional<int64_t> seed = r.Int("seed")) {
+    if (*seed < 0) r.Fail("seed", "must not be negative");
+    trace.seed = static_cast<uint64_t>(*seed);
+  }
+  trace.horizon = ReadDuration(r, "horizon", true);
+  if (auto d = ReadDuration(r, "defaultDuration", false)) trace.default_duration = *d;
+  if (auto d = ReadDuration(r, "defaultRemaining", false)) trace.default_remaining = *d;
+  for (const auto& [item, path] : r.ObjectList("running")) {
+    FieldReader p(*item, path);
+    RunningPod pod;
+    pod.namespace_ = p.String("namespace").value_or("");
+    pod.name = p.String("name").value_or("");
+    if (pod.namespace_.empty()) p.Fail("namespace", "Required value");
+    if (pod.name.empty()) p.Fail("name", "Required value");
+    std::optional<Duration> remaining = ReadDuration(p, "remaining", false);
+    if (!remaining && p.status().ok()) p.Fail("remaining", "Required value");
+    pod.remaining = remaining.value_or(Duration::zero());
+    r.Merge(p.Finish());
+    trace.running.push_back(std::move(pod));
+  }
+  std::set<std::string> tenant_names;
+  for (const auto& [item, path] : r.ObjectList("tenants")) {
+    FieldReader t(*item, path);
+    Tenant tenant;
+    tenant.namespace_ = t.String("namespace").value_or("");
+    if (tenant.namespace_.empty()) t.Fail("namespace", "Required value");
+    if (!tenant_names.insert(tenant.namespace_).second) t.Fail("namespace", "Duplicate value");
+    tenant.weight = ReadNumber(t, "weight").value_or(1.0);
+    if (!(tenant.weight > 0)) t.Fail("weight", "must be positive");
+    r.Merge(t.Finish());
+    trace.tenants.push_back(std::move(tenant));
+  }
+  auto object_list = [&](std::string_view key, auto&& fn) {
+    const json::value* list = r.Raw(key);
+    if (list == nullptr) return;
+    if (!list->is_array()) {
+      r.Fail(key, "must be a list");
+      return;
+    }
+    for (size_t i = 0; i < list->as_array().size(); ++i) {
+      std::string path = std::string(key) + "[" + std::to_string(i) + "]";
+      fn(list->as_array()[i], path);
+    }
+  };
+  object_list("claimTemplates", [&](const json::value& v, const std::string& path) {
+    StatusOr<json::object> o = PrepareClaimObject(v, path, true);
+    if (!o.ok()) return r.Merge(o.status());
+    trace.claim_templates.push_back(std::move(*o));
+  });
+  object_list("claims", [&](const json::value& v, const std::string& path) {
+    StatusOr<json::object> o = PrepareClaimObject(v, path, false);
+    if (!o.ok()) return r.Merge(o.status());
+    trace.claims.push_back(std::move(*o));
+  });
+  object_list("policies", [&](const json::value& v, const std::string& path) {
+    const json::object* o = v.if_object();
+    if (o == nullptr || o->if_contains("apiVersion") == nullptr ||
+        o->if_contains("kind") == nullptr) {
+      return r.Merge(InvalidArgumentError(path + ": must be an object with apiVersion and kind"));
+    }
+    trace.policies.push_back(*o);
+  });
+  for (const auto& [item, path] : r.ObjectList("arrivals")) {
+    FieldReader a(*item, path);
+    Arrival arrival;
+    arrival.path = path;
+    std::optional<Duration> at = ReadDuration(a, "at", false);
+    if (!at && a.status().ok()) a.Fail("at", "Required value");
+    arrival.at = at.value_or(Duration::zero());
+    arrival.namespace_ = a.String("namespace").value_or("");
+    if (arrival.namespace_.empty()) a.Fail("namespace", "Required value");
+    if (auto n = a.Int("count")) arrival.count = *n;
+    if (arrival.count < 1) a.Fail("count", "must be at least 1");
+    if (auto d = ReadDuration(a, "interval", false)) arrival.interval = *d;
+    arrival.duration = ReadDuration(a, "duration", false);
+    arrival.delete_after = ReadDuration(a, "deleteAfter", true);
+    if (a.status().ok()) {
+      StatusOr<json::object> pod = PreparePod(a.Raw("pod"), a.PathOf("pod"), arrival.namespace_);
+      if (pod.ok()) {
+        arrival.pod = std::move(*pod);
+      } else {
+        a.Merge(pod.status());
+      }
+    } else {
+      a.Raw("pod");
+    }
+    r.Merge(a.Finish());
+    trace.arrivals.push_back(std::move(arrival));
+  }
+  for (const auto& [item, path] : r.ObjectList("generators")) {
+    FieldReader g(*item, path);
+    Generator gen;
+    gen.path = path;
+    gen.namespace_ = g.String("namespace").value_or("");
+    if (gen.namespace_.empty()) g.Fail("namespace", "Required value");
+    std::optional<double> rate = ReadNumber(g, "ratePerMinute");
+    if (!rate && g.status().ok()) g.Fail("ratePerMinute", "Required value");
+    gen.rate_per_minute = rate.value_or(0);
+    if (rate && !(*rate > 0 && *rate <= 1e6)) g.Fail("ratePerMinute", "must be in (0, 1e6]");
+    if (auto d = ReadDuration(g, "start", false)) gen.start = *d;
+    std::optional<Duration> length = ReadDuration(g, "for", true);
+    if (!length && g.status().ok()) g.Fail("for", "Required value");
+    gen.length = length.value_or(Duration::zero());
+    gen.duration = ReadDurationSpec(g, "duration");
+    gen.delete_after = ReadDuration(g, "deleteAfter", true);
+    if (g.status().ok()) {
+      StatusOr<json::object> pod = PreparePod(g.Raw("pod"), g.PathOf("pod"), gen.namespace_);
+      if (pod.ok()) {
+        gen.pod = std::move(*pod);
+      } else {
+        g.Merge(pod.status());
+      }
+    } else {
+      g.Raw("pod");
+    }
+    r.Merge(g.Finish());
+    trace.generators.push_back(std::move(gen));
+  }
+  Status s = r.Finish();
+  if (!s.ok()) return prefixed(s);
+  return trace;
+}
+
+StatusOr<Trace> LoadTrace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": cannot read the trace");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return ParseTrace(buffer.str(), path);
+}
+
+StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed) {
+  std::vector<PodArrival> out;
+  for (const Arrival& a : trace.arrivals) {
+    for (int64_t i = 0; i < a.count; ++i) {
+      PodArrival p = MakeArrival(a.pod, a.namespace_, a.count > 1, i);
+      p.at = a.at + a.interval * i;
+      p.duration = a.duration.value_or(trace.default_duration);
+      p.delete_after = a.delete_after;
+      p.source = a.path;
+      out.push_back(std::move(p));
+    }
+  }
+  for (size_t g = 0; g < trace.generators.size(); ++g) {
+    const Generator& gen = trace.generators[g];
+    std::unique_ptr<Random> random = NewSeededRandom(DeriveSeed(seed, 1000 + g));
+    double mean_seconds = 60.0 / gen.rate_per_minute;
+    double t = std::chrono::duration<double>(gen.start).count();
+    double end = std::chrono::duration<double>(gen.start + gen.length).count();
+    for (int64_t i = 0;; ++i) {
+      t += -std::log(1.0 - random->UniformDouble()) * mean_seconds;
+      if (t >= end) break;
+      PodArrival p = MakeArrival(gen.pod, gen.namespace_, true, i);
+      p.at = ToMillis(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
+      p.duration = gen.duration ? Draw(*gen.duration, *random) : trace.default_duration;
+      p.delete_after = gen.delete_after;
+      p.source = gen.path;
+      out.push_back(std::move(p));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PodArrival& a, const PodArrival& b) { return a.at < b.at; });
+  std::set<std::string> names;
+  for (const PodArrival& p : out) {
+    if (p.name.empty()) continue;
+    if (!names.insert(p.namespace_ + "/" + p.name).second) {
+      return InvalidArgumentError(p.source + ": Pod " + p.namespace_ + "/" + p.name +
+                                  " arrives twice (names must be unique in a namespace)");
+    }
+  }
+  return out;
+}
+
+Duration ArrivalsEnd(const Trace& trace) {
+  Duration end{0};
+  for (const Arrival& a : trace.arrivals) end = std::max(end, a.at + a.interval * (a.count - 1));
+  for (const Generator& g : trace.generators) end = std::max(end, g.start + g.length);
+  return end;
+}
+
+std::string FormatDuration(Duration d) {
+  int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  if (ms == 0) return "0s";
+  std::string out;
+  if (ms < 0) {
+    out = "-";
+    ms = -ms;
+  }
+  int64_t h = ms / 3'600'000;
+  int64_t m = ms / 60'000 % 60;
+  int64_t s = ms / 1000 % 60;
+  int64_t rest = ms % 1000;
+  if (h > 0) out += std::to_string(h) + "h";
+  if (m > 0) out += std::to_string(m) + "m";
+  if (s > 0) out += std::to_string(s) + "s";
+  if (rest > 0) out += std::to_string(rest) + "ms";
+  return out;
+}
+
+std::string TraceToYaml(const Trace& trace) {
+  json::object doc;
+  doc["apiVersion"] = kApiVersion;
+  doc["kind"] = kTraceKind;
+  if (!trace.name.empty()) doc["metadata"] = json::object{{"name", trace.name}};
+  if (trace.seed) doc["seed"] = *trace.seed;
+  if (trace.horizon) doc["horizon"] = FormatDuration(*trace.horizon);
+  doc["defaultDuration"] = FormatDuration(trace.default_duration);
+  doc["defaultRemaining"] = FormatDuration(trace.default_remaining);
+  if (!trace.running.empty()) {
+    json::array list;
+    for (const RunningPod& p : trace.running) {
+      list.push_back(json::object{{"namespace", p.namespace_},
+                                  {"name", p.name},
+                                  {"remaining", FormatDuration(p.remaining)}});
+    }
+    doc["running"] = std::move(list);
+  }
+  if (!trace.tenants.empty()) {
+    json::array list;
+    for (const Tenant& t : trace.tenants) {
+      list.push_back(json::object{{"namespace", t.namespace_}, {"weight", t.weight}});
+    }
+    doc["tenants"] = std::move(list);
+  }
+  auto objects = [&](const char* key, const std::vector<json::object>& items) {
+    if (items.empty()) return;
+    json::array list;
+    for (const json::object& o : items) list.push_back(o);
+    doc[key] = std::move(list);
+  };
+  objects("claimTemplates", trace.claim_templates);
+  objects("claims", trace.claims);
+  objects("policies", trace.policies);
+  json::array arrivals;
+  for (const Arrival& a : trace.arrivals) {
+    json::object o{{"at", FormatDuration(a.at)}, {"namespace", a.namespace_}};
+    if (a.count != 1) o["count"] = a.count;
+    if (a.interval != Duration::zero()) o["interval"] = FormatDuration(a.interval);
+    if (a.duration) o["duration"] = FormatDuration(*a.duration);
+    if (a.delete_after) o["deleteAfter"] = FormatDuration(*a.delete_after);
+    o["pod"] = a.pod;
+    arrivals.push_back(std::move(o));
+  }
+  if (!arrivals.empty()) doc["arrivals"] = std::move(arrivals);
+  json::array generators;
+  for (const Generator& g : trace.generators) {
+    json::object o{{"namespace", g.namespace_}, {"ratePerMinute", g.rate_per_minute}};
+    if (g.start != Duration::zero()) o["start"] = FormatDuration(g.start);
+    o["for"] = FormatDuration(g.length);
+    if (g.duration) {
+      if (g.duration->log_normal) {
+        o["duration"] = json::object{{"median", FormatDuration(g.duration->median)},
+                                     {"sigma", g.duration->sigma}};
+      } else {
+        o["duration"] = FormatDuration(g.duration->fixed);
+      }
+    }
+    if (g.delete_after) o["deleteAfter"] = FormatDuration(*g.delete_after);
+    o["pod"] = g.pod;
+    generators.push_back(std::move(o));
+  }
+  if (!generators.empty()) doc["generators"] = std::move(generators);
+  return api::codec::WriteYaml(doc);
+}
+
+}  // namespace draplane::sim

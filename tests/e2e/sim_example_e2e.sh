@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The simulator's example (examples/sim) through the CLI (issue 21):
+#   1. determinism: two runs with the same seed print byte-identical JSON (wallSeconds and
+#      decisionsPerWallSecond, which measure the machine, left out); another seed differs;
+#   2. conservation holds in every run (the report says so, and the exit code is 0);
+#   3. the HTML report is one self-contained page: inline SVG, no script, no external reference;
+#   4. `sim compare` of the two policies and the MIG conversion prints every metric with a delta
+#      and a 95 % interval;
+#   5. bad input fails with exit code 2 and names the file, the field and the reason.
+#
+# The runs stop early (--until): the whole eight hours take minutes per run in a sanitizer build
+# (docs/design/sim.md, "Performance"); what is checked does not need them.
+#
+# Usage: sim_example_e2e.sh DRAPLANE_BINARY SOURCE_DIR
+set -euo pipefail
+DRAPLANE=$1
+SRC=$2
+source "$SRC/tests/e2e/lib.sh"
+ex="$SRC/examples/sim"
+
+run_json() {
+  "$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" \
+    --policy "$ex/policy-fallback.yaml" --until 90m -o json "$@"
+}
+without_wall() {
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r.pop("wallSeconds"); r.pop("decisionsPerWallSecond"); print(json.dumps(r, sort_keys=True))' "$1"
+}
+
+step "same seed, same report; another seed, another report"
+run_json --seed 7 --html "$e2e_work/report.html" >"$e2e_work/a.json"
+run_json --seed 7 >"$e2e_work/b.json"
+run_json --seed 8 >"$e2e_work/c.json"
+[ "$(without_wall "$e2e_work/a.json")" = "$(without_wall "$e2e_work/b.json")" ] ||
+  fail "two runs with seed 7 differ: $(diff <(without_wall "$e2e_work/a.json") <(without_wall "$e2e_work/b.json") | head -5)"
+[ "$(without_wall "$e2e_work/a.json")" != "$(without_wall "$e2e_work/c.json")" ] ||
+  fail "seeds 7 and 8 gave the same report"
+
+step "conservation, and the report's fields"
+python3 - "$e2e_work/a.json" <<'EOF' || fail "report check failed"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for key in ["pods", "waitSeconds", "fallback", "utilization", "fragmentation", "tenants",
+            "jainIndex", "decisions", "wallSeconds"]:
+    assert key in r, key
+assert r["conservation"]["ok"], r["conservation"]
+p = r["pods"]
+assert p["submitted"] == p["scheduled"] + p["unscheduled"], p
+assert p["submitted"] > 150, p
+# too-big (16 H100s on one node) arrived at 1h: pending at the end, saying why.
+assert r["tenants"]["team-research"]["unscheduledReasons"].get("Unschedulable", 0) >= 1, r["tenants"]
+assert any(u["reason"] == "Unschedulable" and "0/16 nodes are available" in u["message"]
+           for u in r["unscheduledReasons"]), r["unscheduledReasons"]
+assert r["fallback"]["requests"] > 0 and 0 < r["fallback"]["rate"] < 1, r["fallback"]
+assert 0 < r["utilization"]["overall"] <= 1, r["utilization"]
+assert 0 < r["jainIndex"] <= 1
+shares = sum(t["share"] for t in r["tenants"].values())
+assert abs(shares - 1) < 1e-5, shares
+print("ok:", p, "utilization", r["utilization"]["overall"], "decisions", r["decisions"])
+EOF
+
+step "the HTML report is self-contained"
+html=$(cat "$e2e_work/report.html")
+expect_contains "$html" "<svg" "report.html"
+expect_contains "$html" "Per-tenant share" "report.html"
+expect_not_contains "$html" "<script" "report.html"
+expect_not_contains "$html" "src=" "report.html"
+expect_not_contains "$html" "href=" "report.html"
+
+step "sim compare: two policies, then the MIG conversion"
+"$DRAPLANE" sim compare --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" --seeds 2 \
+  --until 1h --a "$ex/policy-h100-only.yaml" --a-name h100-only \
+  --b "$ex/policy-fallback.yaml" --b-name fallback >"$e2e_work/compare.txt"
+cat "$e2e_work/compare.txt"
+out=$(cat "$e2e_work/compare.txt")
+expect_contains "$out" "utilization.overall" "compare"
+expect_contains "$out" "fallback.rate" "compare"
+expect_contains "$out" "tenants.team-llm.share" "compare"
+"$DRAPLANE" sim compare --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" --seeds 2 \
+  --until 1h --policy "$ex/policy-fallback.yaml" --b "$ex/change-a100-to-mig.yaml" -o json \
+  >"$e2e_work/compare.json"
+python3 - "$e2e_work/compare.json" <<'EOF' || fail "compare JSON check failed"
+import json, sys
+c = json.load(open(sys.argv[1]))
+metrics = {m["metric"]: m for m in c["metrics"]}
+assert "ci95" in metrics["utilization.overall"], metrics["utilization.overall"]
+assert metrics["fallback.rate"]["b"] > 0
+assert not c["failures"], c["failures"]
+print("ok: utilization", metrics["utilization.overall"])
+EOF
+
+step "bad input: exit code 2, the file, the field, the reason"
+cat >"$e2e_work/bad.yaml" <<'EOF'
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+arrivals:
+- at: soon
+  namespace: team-a
+  pod: {metadata: {name: p}}
+EOF
+set +e
+err=$("$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$e2e_work/bad.yaml" 2>&1)
+code=$?
+set -e
+[ $code -eq 2 ] || fail "bad trace: exit code $code, want 2"
+expect_contains "$err" "bad.yaml: arrivals[0].at: invalid duration \"soon\"" "error"
+cat >"$e2e_work/policy.yaml" <<'EOF'
+apiVersion: scheduling.example.com/v1
+kind: MadeUpPolicy
+metadata: {name: x}
+EOF
+set +e
+err=$("$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" \
+  --policy "$e2e_work/policy.yaml" 2>&1)
+code=$?
+set -e
+[ $code -eq 2 ] || fail "unknown policy kind: exit code $code, want 2"
+expect_contains "$err" "MadeUpPolicy (scheduling.example.com/v1) is not a kind the simulated API serves" "error"
+echo "PASS"
