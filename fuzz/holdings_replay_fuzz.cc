@@ -407,8 +407,8 @@ class Replay {
 
   void Check() {
     alloc::Holdings recomputed = Recomputed();
-    std::vector<std::string> diff = alloc::CompareHoldings(ledger_, recomputed);
-    if (!diff.empty()) Violation("ledger differs from the recompute: " + diff.front());
+    std::vector<alloc::HoldingsDifference> diff = alloc::CompareHoldings(ledger_, recomputed);
+    if (!diff.empty()) Violation("ledger differs from the recompute: " + diff.front().text);
     for (const auto& [key, q] : quotas_) {
       alloc::QuotaBudget expected = q.budget;
       Recount(expected);

@@ -1039,7 +1039,7 @@ class ProblemBuilder {
   const Features f_;
   const std::vector<ClaimSpec>& claims_;
   const bool explain_;
-  const bool with_policies_;  // fill Problem::facts and Problem::plan_consumed
+  const bool with_policies_;   // fill Problem::facts and Problem::plan_consumed
   bool budget_spent_ = false;  // FillCandidates met the spent evaluation budget
   uint32_t empty_plan_ = kNone;
   std::map<std::string, uint32_t, std::less<>> group_ids_;
@@ -1241,7 +1241,10 @@ class AllocatorImpl final : public Allocator {
     // Unsatisfiable without policies is unsatisfiable with them (they only refuse more), so
     // with policies the cache is read; it is written only when no policy refused anything (the
     // search was then the policy-free one): a policy's verdict is not the node's.
-    const bool use_cache = options.use_node_cache && !options.explain;
+    // An explanation is cached with the verdict, and read, only without policies (a policy's
+    // refusals are part of the explanation, and not the node's).
+    const bool use_cache = options.use_node_cache && (!options.explain || options.policies.empty());
+    NodeEntry::Unsatisfiable* unexplained = nullptr;
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
         entry.state_id = allocated.id();
@@ -1250,7 +1253,7 @@ class AllocatorImpl final : public Allocator {
           entry.records.push_back(allocated.PoolFor(p.driver, p.pool));
         }
       }
-      for (const NodeEntry::Unsatisfiable& u : entry.unsatisfiable) {
+      for (NodeEntry::Unsatisfiable& u : entry.unsatisfiable) {
         if (u.claims != fingerprint_ || u.state_id != allocated.id() ||
             !(u.features == features_)) {
           continue;
@@ -1259,12 +1262,22 @@ class AllocatorImpl final : public Allocator {
         for (size_t i = 0; i < entry.records.size() && same; ++i) {
           same = u.versions[i] == entry.records[i]->version;
         }
-        if (same) {
-          Outcome out;
-          out.kind = Outcome::Kind::kUnsatisfiable;
-          out.stats.node_cache_hit = true;
-          return out;
+        if (!same) continue;
+        if (options.explain && u.explanation == nullptr) {
+          unexplained = &u;
+          break;
         }
+        Outcome out;
+        out.kind = Outcome::Kind::kUnsatisfiable;
+        out.stats.node_cache_hit = true;
+        if (options.explain) {
+          out.explanation = *u.explanation;
+          std::vector<std::string> names;
+          names.reserve(claims_.size());
+          for (const ClaimSpec& c : claims_) names.push_back(c.ref);
+          internal::RenameClaims(*out.explanation, names);
+        }
+        return out;
       }
     }
 
@@ -1317,7 +1330,7 @@ class AllocatorImpl final : public Allocator {
         out.message = "invalid resource pools were encountered";
       } else {
         out.kind = Outcome::Kind::kUnsatisfiable;
-        if (use_cache && result.stats.policy_rejections == 0) {
+        if (use_cache && unexplained == nullptr && result.stats.policy_rejections == 0) {
           constexpr size_t kRemembered = 4;
           if (entry.unsatisfiable.size() >= kRemembered) {
             entry.unsatisfiable.erase(entry.unsatisfiable.begin());
@@ -1326,7 +1339,7 @@ class AllocatorImpl final : public Allocator {
           versions.reserve(entry.records.size());
           for (const AllocatedState::PoolRecord* r : entry.records) versions.push_back(r->version);
           entry.unsatisfiable.push_back(
-              {fingerprint_, features_, allocated.id(), std::move(versions)});
+              {fingerprint_, features_, allocated.id(), std::move(versions), nullptr});
         }
       }
     }
@@ -1338,6 +1351,11 @@ class AllocatorImpl final : public Allocator {
                                                                     : "node-error";
       explain.error = out.message;
       out.explanation = internal::BuildExplanation(explain);
+      if (use_cache && out.kind == Outcome::Kind::kUnsatisfiable) {
+        NodeEntry::Unsatisfiable* verdict =
+            unexplained != nullptr ? unexplained : &entry.unsatisfiable.back();
+        verdict->explanation = std::make_shared<const Explanation>(*out.explanation);
+      }
     }
     return out;
   }

@@ -536,6 +536,42 @@ TEST(AllocatorTest, EvaluationBudgetStopsAnAttemptThatTheNextContinues) {
   EXPECT_TRUE(f.Run({.use_node_cache = false}).ok());
 }
 
+TEST(AllocatorTest, AnUnsatisfiableNodesExplanationIsRememberedUnderTheAskingClaimsNames) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  const std::string three =
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "3}}\n";
+  f.Load(Claim(three));
+  StatusOr<Outcome> fresh = f.Run({.explain = true});
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_EQ(fresh->kind, Outcome::Kind::kUnsatisfiable);
+  ASSERT_TRUE(fresh->explanation.has_value());
+  EXPECT_FALSE(fresh->stats.node_cache_hit);
+  // Nothing changed: the same explanation, from the node cache.
+  StatusOr<Outcome> again = f.Run({.explain = true});
+  ASSERT_TRUE(again.ok() && again->explanation.has_value());
+  EXPECT_TRUE(again->stats.node_cache_hit);
+  EXPECT_EQ(again->explanation->ToJson(), fresh->explanation->ToJson());
+  // Another claim of the same spec reads it under its own name, summary included.
+  f.claims.clear();
+  f.Load(Claim(three, "", "claim-1"));
+  StatusOr<Outcome> renamed = f.Run({.explain = true});
+  ASSERT_TRUE(renamed.ok() && renamed->explanation.has_value());
+  EXPECT_TRUE(renamed->stats.node_cache_hit);
+  StatusOr<Outcome> rebuilt = f.Run({.explain = true, .use_node_cache = false});
+  ASSERT_TRUE(rebuilt.ok() && rebuilt->explanation.has_value());
+  EXPECT_EQ(renamed->explanation->claims.at(0).claim, "ns/claim-1");
+  EXPECT_EQ(renamed->explanation->ToJson(), rebuilt->explanation->ToJson());
+  // A change to the node's allocated devices is a new verdict, explained afresh.
+  f.allocated.AddDevice("driver-a", "pool-1", "device-1");
+  StatusOr<Outcome> changed = f.Run({.explain = true});
+  ASSERT_TRUE(changed.ok() && changed->explanation.has_value());
+  EXPECT_FALSE(changed->stats.node_cache_hit);
+  EXPECT_NE(changed->explanation->ToJson(), fresh->explanation->ToJson());
+}
+
 TEST(AllocatorTest, StepLimitStopsASearchWithAnErrorThatIsNotRemembered) {
   // Five devices with distinct numa values, among sixteen that have four: every search ends by
   // running out of values, which the count bound does not see.

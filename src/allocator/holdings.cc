@@ -147,24 +147,25 @@ Holdings RecomputeHoldings(const std::vector<const rv1::ResourceClaim*>& claims,
   return out;
 }
 
-std::vector<std::string> CompareHoldings(const Holdings& live, const Holdings& recomputed) {
-  std::vector<std::string> out;
+std::vector<HoldingsDifference> CompareHoldings(const Holdings& live, const Holdings& recomputed) {
+  std::vector<HoldingsDifference> out;
   std::set<std::string> namespaces;
   for (const auto& [uid, h] : live.all()) {
     if (h.in_flight) continue;
     namespaces.insert(h.namespace_);
     const Holdings::Holding* other = recomputed.Find(uid);
     if (other == nullptr) {
-      out.push_back(h.claim + ": held in the ledger, not allocated in the store");
+      out.push_back({h.namespace_, h.claim + ": held in the ledger, not allocated in the store"});
     } else if (!(other->devices == h.devices) || !(other->charge == h.charge)) {
-      out.push_back(h.claim + ": the ledger's devices or charge differ from the store's");
+      out.push_back(
+          {h.namespace_, h.claim + ": the ledger's devices or charge differ from the store's"});
     }
   }
   for (const auto& [uid, h] : recomputed.all()) {
     namespaces.insert(h.namespace_);
     const Holdings::Holding* mine = live.Find(uid);
     if (mine == nullptr || mine->in_flight) {
-      out.push_back(h.claim + ": allocated in the store, not held in the ledger");
+      out.push_back({h.namespace_, h.claim + ": allocated in the store, not held in the ledger"});
     }
   }
   for (const std::string& ns : namespaces) {
@@ -179,8 +180,8 @@ std::vector<std::string> CompareHoldings(const Holdings& live, const Holdings& r
       api::Quantity qa = x == a.end() ? api::Quantity() : x->second;
       api::Quantity qb = y == b.end() ? api::Quantity() : y->second;
       if (qa.Compare(qb) == 0) continue;
-      out.push_back("namespace " + ns + ": " + k + ": " + qa.ToString() + " in the ledger, " +
-                    qb.ToString() + " recomputed");
+      out.push_back({ns, "namespace " + ns + ": " + k + ": " + qa.ToString() + " in the ledger, " +
+                             qb.ToString() + " recomputed"});
     }
   }
   return out;

@@ -116,9 +116,16 @@ class Holdings {
 Holdings RecomputeHoldings(const std::vector<const api::resourcev1::ResourceClaim*>& claims,
                            const DeviceCatalog& catalog);
 
-// How `live` differs from `recomputed` in its committed holdings: one line per difference
-// ("team-a/c1: held by the ledger, not in the store", "namespace team-a: h100...: 3 in the
-// ledger, 2 recomputed"); empty when they agree. In-flight holdings of `live` are ignored.
-std::vector<std::string> CompareHoldings(const Holdings& live, const Holdings& recomputed);
+// One way the live holdings differ from a recompute, in the namespace it concerns.
+struct HoldingsDifference {
+  std::string namespace_;
+  // "team-a/c1: held in the ledger, not allocated in the store", "namespace team-a: h100...: 3
+  // in the ledger, 2 recomputed".
+  std::string text;
+};
+
+// How `live` differs from `recomputed` in its committed holdings; empty when they agree.
+// In-flight holdings of `live` are ignored.
+std::vector<HoldingsDifference> CompareHoldings(const Holdings& live, const Holdings& recomputed);
 
 }  // namespace draplane::allocator

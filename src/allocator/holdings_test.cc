@@ -149,7 +149,8 @@ TEST_F(HoldingsTest, RecomputeAgreesWithTheLiveIndexAndCompareNamesDifferences) 
 
   live.Erase("uid-team-a-c2");
   live.Put(Make(AllocatedClaim("team-b", "ghost", "h100", {"h100-0"})));
-  std::vector<std::string> diff = CompareHoldings(live, recomputed);
+  std::vector<std::string> diff;
+  for (const HoldingsDifference& d : CompareHoldings(live, recomputed)) diff.push_back(d.text);
   ASSERT_FALSE(diff.empty());
   EXPECT_EQ(diff[0], "team-b/ghost: held in the ledger, not allocated in the store");
   EXPECT_EQ(diff[1], "team-a/c2: allocated in the store, not held in the ledger");

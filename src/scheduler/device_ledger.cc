@@ -319,10 +319,11 @@ std::vector<std::string> DeviceLedger::HoldersOf(std::string_view driver, std::s
   return out;
 }
 
-std::vector<std::string> DeviceLedger::Recheck(
+std::vector<allocator::HoldingsDifference> DeviceLedger::Recheck(
     const std::vector<const rv1::ResourceClaim*>& claims) {
   allocator::Holdings recomputed = allocator::RecomputeHoldings(claims, catalog_);
-  std::vector<std::string> differences = allocator::CompareHoldings(holdings_, recomputed);
+  std::vector<allocator::HoldingsDifference> differences =
+      allocator::CompareHoldings(holdings_, recomputed);
   if (differences.empty()) return differences;
   // Rebuild the index from the ledger's own records with today's catalog.
   allocator::Holdings rebuilt;

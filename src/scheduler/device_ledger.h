@@ -108,7 +108,7 @@ class DeviceLedger {
   // Compares the committed holdings with a recompute from `claims` (the claims as the scheduler
   // caches them) and returns the differences (allocator::CompareHoldings); when there are any,
   // rebuilds the holdings from the ledger's own records.
-  std::vector<std::string> Recheck(
+  std::vector<allocator::HoldingsDifference> Recheck(
       const std::vector<const api::resourcev1::ResourceClaim*>& claims);
 
  private:

@@ -104,6 +104,7 @@ PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
   DynamicResourcesOptions options;
   options.features = features;
   options.explain_budget = 1 << 30;
+  options.keep_explanations = true;
   options.confirm_allocations = false;
   AddDefaultPlugins(framework, deps, options, nullptr);
   CycleState state;

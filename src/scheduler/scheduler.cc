@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <map>
 #include <tuple>
 
 #include "api/labels/node_isolation.h"
@@ -1103,36 +1104,29 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
 }
 
 void Scheduler::CheckHoldings() {
-  std::vector<std::string> drift = cluster_.ledger().Recheck(cluster_.Claims());
+  std::vector<allocator::HoldingsDifference> drift = cluster_.ledger().Recheck(cluster_.Claims());
   if (!drift.empty()) {
-    std::set<std::string> namespaces;
-    for (const std::string& line : drift) {
-      // "ns/claim: ..." or "namespace ns: ...": the namespace is the first word.
-      std::string ns = line.starts_with("namespace ") ? line.substr(10, line.find(':') - 10)
-                                                      : line.substr(0, line.find('/'));
-      namespaces.insert(ns);
+    // The differences of each namespace, in the order found.
+    std::map<std::string, std::string> by_namespace;
+    for (const allocator::HoldingsDifference& d : drift) {
+      std::string& texts = by_namespace[d.namespace_];
+      texts += (texts.empty() ? "" : "; ") + d.text;
     }
-    for (const std::string& ns : namespaces) {
+    for (auto& [ns, texts] : by_namespace) {
       metrics_.ledger_drift.WithLabels({ns}).Increment();
       if (events_) {
         api::corev1::ObjectReference ref;
         ref.kind = "Namespace";
         ref.api_version = "v1";
         ref.name = ns;
-        std::string message =
-            "the scheduler's holdings ledger differed from a recompute and was "
-            "corrected: ";
-        for (const std::string& line : drift) {
-          if (line.starts_with(ns + "/") || line.starts_with("namespace " + ns + ":")) {
-            message += line + "; ";
-          }
-        }
-        message.resize(message.size() - 2);
-        events_->Record(ref, "Warning", "LedgerDrift", std::move(message));
+        events_->Record(ref, "Warning", "LedgerDrift",
+                        "the scheduler's holdings ledger differed from a recompute and was "
+                        "corrected: " +
+                            texts);
       }
     }
     log::Warning("scheduler: holdings ledger drift corrected ({} differences, first: {})",
-                 drift.size(), drift.front());
+                 drift.size(), drift.front().text);
   }
   for (const std::string& ns : cluster_.AllocationQuotaNamespaces()) {
     ScheduleQuotaRecount(ns, /*correction=*/true);

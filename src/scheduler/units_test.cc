@@ -167,9 +167,9 @@ TEST(DeviceLedgerTest, HoldingsChargeTenantsAndRecheckHealsStaleCharges) {
   auto c3 = std::make_shared<rv1::ResourceClaim>(*c1);
   c3->metadata.name = "c3";
   c3->metadata.uid = "u3";
-  std::vector<std::string> drift = ledger.Recheck({c1.get(), c3.get()});
+  std::vector<allocator::HoldingsDifference> drift = ledger.Recheck({c1.get(), c3.get()});
   ASSERT_FALSE(drift.empty());
-  EXPECT_EQ(drift[0], "team-a/c3: allocated in the store, not held in the ledger");
+  EXPECT_EQ(drift[0].text, "team-a/c3: allocated in the store, not held in the ledger");
   EXPECT_TRUE(ledger.holdings().Find("u2")->in_flight) << "in-flight holdings survive a recheck";
   ledger.RemoveInFlight("u2");
   ledger.Uncommit("u1");

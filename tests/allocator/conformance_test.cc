@@ -26,16 +26,18 @@ std::string ReadFile(const std::string& path) {
   return buffer.str();
 }
 
-std::vector<std::string> ScenarioFiles() {
-  StatusOr<std::vector<std::string>> files =
-      FindScenarioFiles({std::string(DRAPLANE_SHARED_DIR) + "/conformance/allocator"});
+// The scenario files below `dir`; none when it cannot be read.
+std::vector<std::string> ScenarioFilesUnder(const std::string& dir) {
+  StatusOr<std::vector<std::string>> files = FindScenarioFiles({dir});
   return files.ok() ? *files : std::vector<std::string>();
 }
 
+std::vector<std::string> ScenarioFiles() {
+  return ScenarioFilesUnder(std::string(DRAPLANE_SHARED_DIR) + "/conformance/allocator");
+}
+
 std::vector<std::string> OwnScenarioFiles() {
-  StatusOr<std::vector<std::string>> files =
-      FindScenarioFiles({std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/scenarios"});
-  return files.ok() ? *files : std::vector<std::string>();
+  return ScenarioFilesUnder(std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/scenarios");
 }
 
 const std::map<std::string, std::string>& SkipList() {
@@ -91,9 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Own, OwnScenarioTest, testing::ValuesIn(OwnScenarioFile
 // draplane's own scenarios: Allocation-mode quotas (the `quotas:` section,
 // docs/design/holdings.md).
 std::vector<std::string> QuotaScenarioFiles() {
-  StatusOr<std::vector<std::string>> files =
-      FindScenarioFiles({std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/quota"});
-  return files.ok() ? *files : std::vector<std::string>();
+  return ScenarioFilesUnder(std::string(DRAPLANE_SOURCE_DIR) + "/tests/allocator/quota");
 }
 
 INSTANTIATE_TEST_SUITE_P(Quota, OwnScenarioTest, testing::ValuesIn(QuotaScenarioFiles()), TestName);

@@ -340,4 +340,14 @@ Explanation BuildExplanation(const ExplainInputs& in) {
   return e;
 }
 
+void RenameClaims(Explanation& explanation, const std::vector<std::string>& claims) {
+  bool renamed = false;
+  for (size_t c = 0; c < explanation.claims.size() && c < claims.size(); ++c) {
+    if (explanation.claims[c].claim == claims[c]) continue;
+    explanation.claims[c].claim = claims[c];
+    renamed = true;
+  }
+  if (renamed) explanation.summary = Summary(explanation);
+}
+
 }  // namespace draplane::allocator::internal

@@ -57,6 +57,10 @@ struct ExplainInputs {
 
 Explanation BuildExplanation(const ExplainInputs& inputs);
 
+// Gives an explanation built for other claims of the same specs (the per-node cache) the names
+// of `claims` ("namespace/name", in claim order), and its summary the same words.
+void RenameClaims(Explanation& explanation, const std::vector<std::string>& claims);
+
 // The explanation status of a search reason.
 CandidateStatus StatusOf(Reason reason);
 

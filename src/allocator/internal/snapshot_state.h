@@ -15,6 +15,7 @@
 
 #include "allocator/allocated_state.h"
 #include "allocator/charges.h"
+#include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "allocator/internal/device_data.h"
 #include "allocator/internal/selector_engine.h"
@@ -116,6 +117,10 @@ struct NodeEntry {
     Features features;
     uint64_t state_id = 0;
     std::vector<uint64_t> versions;  // pool record versions, aligned with `pools`
+    // The explanation of this verdict once one was asked for (without policies), so that a Pod
+    // retried after a change elsewhere is not re-explained on every unchanged node. Its claim
+    // names are those of the claims that asked first (the fingerprint is of the specs).
+    std::shared_ptr<const Explanation> explanation;
   };
   std::vector<Unsatisfiable> unsatisfiable;  // most recent last, bounded
 };

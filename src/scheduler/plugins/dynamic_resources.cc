@@ -503,7 +503,6 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (outcome->stats.policy_rejections > 0) {
       s->quota_refusals[node.name()] += outcome->stats.policy_rejections;
     }
-    if (outcome->explanation) s->explanations[node.name()] = *outcome->explanation;
     switch (outcome->kind) {
       case allocator::Outcome::Kind::kAllocated: {
         NodeAllocation& na = s->node_allocations[node.name()];
@@ -515,8 +514,12 @@ class DynamicResources final : public PreEnqueuePlugin,
         return PluginStatus::Unresolvable(outcome->message);
       case allocator::Outcome::Kind::kUnsatisfiable:
         if (outcome->explanation) {
-          return PluginStatus::Unresolvable(
-              SummarizeDevices(*outcome->explanation, s->claim_names));
+          PluginStatus rejected =
+              PluginStatus::Unresolvable(SummarizeDevices(*outcome->explanation, s->claim_names));
+          if (options_.keep_explanations) {
+            s->explanations[node.name()] = std::move(*outcome->explanation);
+          }
+          return rejected;
         }
         return PluginStatus::Unresolvable(explain ? "cannot allocate all claims (not explained)"
                                                   : "cannot allocate all claims");

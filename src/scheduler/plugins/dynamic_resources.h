@@ -116,6 +116,10 @@ struct DynamicResourcesOptions {
   Duration confirm_timeout = std::chrono::seconds(30);
   // Nodes per failed attempt whose allocation is explained in detail.
   int explain_budget = 64;
+  // Keep each explained node's allocator::Explanation for DeviceExplanation (`draplane explain`);
+  // the scheduler needs only their summaries (the FailedScheduling message), and copying them
+  // cost a large share of every unschedulable attempt (docs/design/sim.md, "Performance").
+  bool keep_explanations = false;
   // allocator::Options::max_search_steps for every Filter call; 0: no limit.
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
   // The CEL cost units one scheduling attempt may spend evaluating selectors, over all its Filter

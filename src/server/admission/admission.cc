@@ -1,5 +1,6 @@
 #include "server/admission/admission.h"
 
+#include "api/labels/node_isolation.h"
 #include "common/mutex.h"
 #include "server/authz/node.h"
 
@@ -233,11 +234,23 @@ std::optional<ApiError> Admission::NodeRestriction(const Attributes& a) const {
       const JsonObject* old_spec = handlers::FindObject(*a.old_object, "spec");
       const boost::json::value* taints = spec ? spec->if_contains("taints") : nullptr;
       const boost::json::value* old_taints = old_spec ? old_spec->if_contains("taints") : nullptr;
-      auto empty = [](const boost::json::value* v) {
-        return v == nullptr || v->is_null() || (v->is_array() && v->get_array().empty());
+      // draplane's one exception: the agent's own isolation taint (api/labels/node_isolation.h),
+      // which only ever keeps workloads away; every other taint stays the admin's.
+      auto others = [](const boost::json::value* v) {
+        boost::json::array out;
+        if (v == nullptr || !v->is_array()) return out;
+        for (const boost::json::value& taint : v->get_array()) {
+          const boost::json::value* key =
+              taint.is_object() ? taint.get_object().if_contains("key") : nullptr;
+          if (key != nullptr && key->is_string() &&
+              key->get_string() == api::labels::kPrepareFailuresTaintKey) {
+            continue;
+          }
+          out.push_back(taint);
+        }
+        return out;
       };
-      bool same = (empty(taints) && empty(old_taints)) ||
-                  (taints != nullptr && old_taints != nullptr && *taints == *old_taints);
+      bool same = others(taints) == others(old_taints);
       if (!same) {
         return handlers::NewForbidden(r.Gr(), a.name,
                                       "node \"" + node + "\" is not allowed to modify taints");
