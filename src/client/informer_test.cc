@@ -115,13 +115,16 @@ TEST_F(InformerTest, ResumesAClosedWatchWithoutRelisting) {
 }
 
 TEST_F(InformerTest, RelistsAfterGoneAndReportsWhatWasMissed) {
-  ASSERT_TRUE(CreatePod("a").ok());
-  ASSERT_TRUE(CreatePod("b").ok());
   Recorder recorder;
   Informer<Pod> informer(api_, {.initial_backoff = std::chrono::milliseconds(1)});
   informer.AddHandlers(recorder.Handlers());
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync());
+  // Pods created after the sync arrive only through the watch: once both are seen the watch is
+  // open, so CloseWatches below ends it (a watch still being opened would outlive the close,
+  // never see 410 Gone, and the test would wait forever for the relist).
+  ASSERT_TRUE(CreatePod("a").ok());
+  ASSERT_TRUE(CreatePod("b").ok());
   recorder.WaitFor(2);
   // Keep the informer from watching (its watch requests ask for bookmarks) while changes happen
   // and the event log is compacted: its resume then gets 410 Gone and it must relist.
