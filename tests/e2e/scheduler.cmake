@@ -19,15 +19,3 @@ add_test(NAME e2e.scheduler.quota_replicas
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scheduler_quota_replicas_e2e.sh $<TARGET_FILE:draplane>
           ${CMAKE_SOURCE_DIR})
 set_tests_properties(e2e.scheduler.quota_replicas PROPERTIES LABELS e2e TIMEOUT 600)
-
-# The replicas race (e2e.scheduler.replicas) under ThreadSanitizer (the tsan preset), at a size
-# its slowdown affords: 300 Pods on 10 nodes x 25 devices, 50 of them left Pending.
-if(DRAPLANE_TSAN)
-  add_test(NAME e2e.scheduler.replicas.tsan
-    COMMAND ${CMAKE_COMMAND} -E env DRAPLANE_E2E_REPLICA_PODS=300 DRAPLANE_E2E_REPLICA_NODES=10
-            DRAPLANE_E2E_REPLICA_DEVICES=25
-            ${CMAKE_CURRENT_SOURCE_DIR}/scheduler_replicas_e2e.sh $<TARGET_FILE:draplane>
-            ${CMAKE_SOURCE_DIR})
-  set_tests_properties(e2e.scheduler.replicas.tsan PROPERTIES LABELS tsan TIMEOUT 600)
-  add_dependencies(draplane_tsan_suites draplane)
-endif()
