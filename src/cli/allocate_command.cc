@@ -16,8 +16,6 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -29,6 +27,7 @@
 #include "api/codec/files.h"
 #include "api/codec/json.h"
 #include "api/codec/manifest.h"
+#include "api/codec/stream.h"
 #include "api/codec/yaml.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/object.h"
@@ -91,133 +90,6 @@ struct Loaded {
   std::vector<rv1::ResourceClaim> claims;
 };
 
-// Streams the items of a JSON List file (`{"apiVersion": "v1", "items": [...], "kind": "List"}`,
-// what `kubectl get -o json` writes) without holding the whole text or document in memory: the
-// file is read in chunks, each item's text is cut out by tracking strings and nesting, parsed and
-// handed to `fn`. Returns false with `*handled` false when the file is not such a List (the
-// caller then reads it as a whole); errors are statuses.
-class JsonListStreamer {
- public:
-  template <typename Fn>
-  static Status Stream(const std::string& path, Fn fn, bool* handled) {
-    *handled = false;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return NotFoundError(path + ": cannot open");
-    JsonListStreamer s;
-    std::vector<char> chunk(1 << 20);
-    int items = 0;
-    while (in) {
-      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-      std::streamsize got = in.gcount();
-      for (std::streamsize i = 0; i < got; ++i) {
-        State state = s.Feed(chunk[static_cast<size_t>(i)]);
-        if (state == State::kNotAList) {
-          if (!*handled) return Status::Ok();
-          return InvalidArgumentError(path + ": only a List of objects can be read here");
-        }
-        if (state != State::kItemDone) continue;
-        *handled = true;
-        boost::system::error_code ec;
-        json::value item = json::parse(s.item_, ec);
-        std::string().swap(s.item_);
-        if (ec) {
-          return InvalidArgumentError(path + ": items[" + std::to_string(items) +
-                                      "]: " + ec.message());
-        }
-        api::codec::SourcePosition position;
-        position.item = items++;
-        DRAPLANE_RETURN_IF_ERROR(fn(position, item));
-      }
-    }
-    if (!s.saw_items_) return Status::Ok();  // not a List: let the caller read it
-    *handled = true;
-    if (s.depth_ != 0) return InvalidArgumentError(path + ": unexpected end of JSON");
-    return Status::Ok();
-  }
-
- private:
-  enum class State { kMore, kItemDone, kNotAList };
-
-  State Feed(char c) {
-    if (in_item_) item_.push_back(c);
-    if (in_string_) {
-      if (escape_) {
-        escape_ = false;
-      } else if (c == '\\') {
-        escape_ = true;
-      } else if (c == '"') {
-        in_string_ = false;
-        if (depth_ == 1 && !in_item_) key_candidate_ = true;
-      } else if (depth_ == 1 && !in_item_) {
-        key_.push_back(c);
-      }
-      return State::kMore;
-    }
-    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') return State::kMore;
-    if (depth_ == 0) {
-      if (c != '{' || started_) return State::kNotAList;
-      started_ = true;
-      depth_ = 1;
-      return State::kMore;
-    }
-    switch (c) {
-      case '"':
-        in_string_ = true;
-        if (depth_ == 1 && !in_item_) key_.clear();
-        break;
-      case ':':
-        if (depth_ == 1 && key_candidate_) next_is_items_ = key_ == "items";
-        key_candidate_ = false;
-        break;
-      case '[':
-      case '{':
-        if (depth_ == 1 && next_is_items_ && c == '[') {
-          items_depth_ = 2;
-          saw_items_ = true;
-          next_is_items_ = false;
-          depth_ = 2;
-          break;
-        }
-        if (depth_ == items_depth_ && c == '{') {
-          in_item_ = true;
-          item_.assign(1, '{');
-        }
-        ++depth_;
-        break;
-      case ']':
-      case '}':
-        --depth_;
-        if (depth_ == 1 && items_depth_ == 2 && c == ']') items_depth_ = -1;
-        if (in_item_ && depth_ == items_depth_) {
-          in_item_ = false;
-          return State::kItemDone;
-        }
-        break;
-      case ',':
-        key_candidate_ = false;
-        next_is_items_ = false;
-        break;
-      default:
-        // Scalars inside the top-level object that are not items, or a non-object item.
-        if (depth_ == items_depth_) return State::kNotAList;
-        break;
-    }
-    return State::kMore;
-  }
-
-  bool started_ = false;
-  bool in_string_ = false;
-  bool escape_ = false;
-  bool in_item_ = false;
-  bool key_candidate_ = false;
-  bool next_is_items_ = false;
-  bool saw_items_ = false;
-  int depth_ = 0;
-  int items_depth_ = -1;
-  std::string key_;
-  std::string item_;
-};
-
 // Decodes one object and hands it to `fn`; `value` is released first.
 template <typename Fn>
 Status DecodeAndCall(const std::string& file, const api::codec::SourcePosition& position,
@@ -231,35 +103,26 @@ Status DecodeAndCall(const std::string& file, const api::codec::SourcePosition& 
   return fn(file, position, std::move(object));
 }
 
-// Calls `fn(file, position, object)` for every object of every manifest under `paths`. Large JSON
-// Lists are streamed; other files are read whole, and each object's JSON is released as soon as
-// it is decoded, which keeps peak memory near the size of the decoded objects.
+// Calls `fn(file, position, object)` for every object of every manifest under `paths`
+// (directories expanded as kubectl does). api::codec::StreamManifestFile hands over each item of a
+// JSON List as soon as it is parsed and each object's JSON is released once decoded, so a
+// 10,000-node dump never sits in memory whole, as text or as a document.
 template <typename Fn>
 Status ForEachObject(const std::vector<std::string>& paths, Fn fn) {
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    if (path != "-" && std::filesystem::is_regular_file(path, ec) &&
-        std::filesystem::path(path).extension() == ".json") {
-      bool handled = false;
-      auto per_item = [&](const api::codec::SourcePosition& position, json::value& item) {
-        return DecodeAndCall(path, position, item, fn);
-      };
-      DRAPLANE_RETURN_IF_ERROR(JsonListStreamer::Stream(path, per_item, &handled));
-      if (handled) continue;
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<std::string> files, api::codec::ExpandManifestPaths(paths));
+  for (const std::string& path : files) {
+    const std::string name = path == "-" ? "<stdin>" : path;
+    Status rejected;  // what `fn` said; it names the file already
+    Status streamed = api::codec::StreamManifestFile(
+        path, api::codec::ManifestOptions{}, [&](api::codec::ManifestObject& object) {
+          rejected = DecodeAndCall(name, object.position, object.value, fn);
+          return rejected;
+        });
+    if (!rejected.ok()) return rejected;
+    if (streamed.code() == StatusCode::kInvalidArgument) {
+      return InvalidArgumentError(name + ":" + std::string(streamed.message()));
     }
-    DRAPLANE_ASSIGN_OR_RETURN(std::vector<api::codec::ManifestFile> files,
-                              api::codec::CollectManifestFiles({path}));
-    for (api::codec::ManifestFile& file : files) {
-      StatusOr<std::vector<api::codec::ManifestObject>> objects =
-          api::codec::ParseManifest(file.text);
-      if (!objects.ok()) {
-        return InvalidArgumentError(file.name + ":" + std::string(objects.status().message()));
-      }
-      std::string().swap(file.text);
-      for (api::codec::ManifestObject& o : *objects) {
-        DRAPLANE_RETURN_IF_ERROR(DecodeAndCall(file.name, o.position, o.value, fn));
-      }
-    }
+    DRAPLANE_RETURN_IF_ERROR(streamed);
   }
   return Status::Ok();
 }

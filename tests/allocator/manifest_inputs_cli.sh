@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `draplane allocate` reads its manifests as kubectl writes them: a `kubectl get -o json` List
+# (streamed item by item, `kind: List` after the items as kubectl sorts keys), a directory of
+# manifests, standard input; a broken item or truncated JSON is an error (exit 2) naming the file
+# and the item.
+# Usage: manifest_inputs_cli.sh DRAPLANE
+set -euo pipefail
+draplane=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+slice() {  # slice NODE
+  cat <<JSON
+{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "$1-gpus"},
+ "spec": {"driver": "gpu.example.com", "nodeName": "$1",
+          "pool": {"name": "$1", "generation": 1, "resourceSliceCount": 1},
+          "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}
+JSON
+}
+class='{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+ "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}}'
+{
+  echo '{"apiVersion": "v1", "items": ['
+  echo "$class,"
+  slice node-1
+  echo ','
+  slice node-2
+  echo '], "kind": "List", "metadata": {"resourceVersion": ""}}'
+} > "$work/cluster.json"
+cat > "$work/claim.yaml" <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: two, namespace: default}
+spec:
+  devices:
+    requests:
+    - {name: gpus, exactly: {deviceClassName: gpu, allocationMode: ExactCount, count: 2}}
+YAML
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+run() {  # run EXPECTED_EXIT ARGS...: prints the output
+  local expected=$1 status=0
+  shift
+  "$draplane" allocate "$@" > "$work/out" 2>&1 < "${stdin:-/dev/null}" || status=$?
+  [ "$status" = "$expected" ] || { cat "$work/out" >&2; fail "exit $status, want $expected: $*"; }
+  cat "$work/out"
+}
+
+out=$(run 0 --cluster "$work/cluster.json" --claim "$work/claim.yaml" --all-nodes)
+grep -qx "node node-1: allocated" <<< "$out" || fail "JSON List: $out"
+grep -qx "node node-2: allocated" <<< "$out" || fail "JSON List, second node: $out"
+
+mkdir "$work/dir"
+cp "$work/cluster.json" "$work/dir/a.json"
+out=$(stdin="$work/claim.yaml" run 0 --cluster "$work/dir" --claim - --node node-2)
+grep -qx "node node-2: allocated" <<< "$out" || fail "directory and stdin: $out"
+
+# The second item is not an object the model knows how to read: the error names file and item.
+sed 's/"generation": 1/"generation": "one"/' "$work/cluster.json" > "$work/bad.json"
+out=$(run 2 --cluster "$work/bad.json" --claim "$work/claim.yaml" --node node-1)
+grep -qF "$work/bad.json:" <<< "$out" || fail "bad item, no file: $out"
+grep -qF "items[1]" <<< "$out" || fail "bad item, no position: $out"
+
+head -c 300 "$work/cluster.json" > "$work/cut.json"
+out=$(run 2 --cluster "$work/cut.json" --claim "$work/claim.yaml" --node node-1)
+grep -qF "$work/cut.json:" <<< "$out" || fail "truncated JSON, no file: $out"
+echo "PASS"
