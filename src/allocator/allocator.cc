@@ -1270,13 +1270,7 @@ class AllocatorImpl final : public Allocator {
         Outcome out;
         out.kind = Outcome::Kind::kUnsatisfiable;
         out.stats.node_cache_hit = true;
-        if (options.explain) {
-          out.explanation = *u.explanation;
-          std::vector<std::string> names;
-          names.reserve(claims_.size());
-          for (const ClaimSpec& c : claims_) names.push_back(c.ref);
-          internal::RenameClaims(*out.explanation, names);
-        }
+        if (options.explain) out.explanation = Named(u.explanation, options);
         return out;
       }
     }
@@ -1350,17 +1344,34 @@ class AllocatorImpl final : public Allocator {
                         : out.kind == Outcome::Kind::kUnsatisfiable ? "unsatisfiable"
                                                                     : "node-error";
       explain.error = out.message;
-      out.explanation = internal::BuildExplanation(explain);
+      out.explanation = std::make_shared<const Explanation>(internal::BuildExplanation(explain));
       if (use_cache && out.kind == Outcome::Kind::kUnsatisfiable) {
         NodeEntry::Unsatisfiable* verdict =
             unexplained != nullptr ? unexplained : &entry.unsatisfiable.back();
-        verdict->explanation = std::make_shared<const Explanation>(*out.explanation);
+        verdict->explanation = out.explanation;
       }
     }
     return out;
   }
 
  private:
+  // A remembered explanation for this call: as it is when it names these claims or the caller
+  // does not need the names, else a copy renamed to them.
+  std::shared_ptr<const Explanation> Named(const std::shared_ptr<const Explanation>& remembered,
+                                           const Options& options) const {
+    bool same = true;
+    for (size_t c = 0; c < remembered->claims.size() && c < claims_.size() && same; ++c) {
+      same = remembered->claims[c].claim == claims_[c].ref;
+    }
+    if (same || !options.explain_claim_names) return remembered;
+    auto renamed = std::make_shared<Explanation>(*remembered);
+    std::vector<std::string> names;
+    names.reserve(claims_.size());
+    for (const ClaimSpec& c : claims_) names.push_back(c.ref);
+    internal::RenameClaims(*renamed, names);
+    return renamed;
+  }
+
   StatusOr<std::vector<rv1::AllocationResult>> Results(const ProblemBuilder& b,
                                                        const internal::SearchResult& result,
                                                        const api::corev1::Node& node,

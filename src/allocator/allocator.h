@@ -64,6 +64,10 @@ inline constexpr uint64_t kDefaultEvaluationBudget = 100'000'000;
 struct Options {
   // Record an explanation (Outcome::explanation). Bypasses the per-node cache.
   bool explain = false;
+  // With `explain`: the explanation names this call's claims. False lets a remembered explanation
+  // (the per-node cache) be handed out as it is, naming the claims of the call that built it (same
+  // specs, same order), without a copy: for callers that need only its content.
+  bool explain_claim_names = true;
   // Source of share IDs for multi-allocatable devices; SecureRandom() when null. Share IDs are
   // drawn only for the final result, in result order, so a seeded generator gives fixed IDs.
   Random* random = nullptr;
@@ -102,7 +106,8 @@ struct Outcome {
   Kind kind = Kind::kUnsatisfiable;
   std::vector<api::resourcev1::AllocationResult> results;
   std::string message;
-  std::optional<Explanation> explanation;
+  // Shared with the per-node cache: never modified once handed out.
+  std::shared_ptr<const Explanation> explanation;
   Stats stats;
 };
 

@@ -225,7 +225,7 @@ json::object NodeJson(const std::string& node, const StatusOr<Outcome>& o,
     }
     out["claims"] = std::move(list);
   }
-  if (o->explanation.has_value()) {
+  if (o->explanation != nullptr) {
     out["explanation"] = json::parse(o->explanation->ToJson(0));
   }
   return out;
@@ -237,7 +237,7 @@ void PrintText(const std::string& node, const StatusOr<Outcome>& o,
     std::printf("node %s: error: %s\n", node.c_str(), std::string(o.status().message()).c_str());
     return;
   }
-  if (o->explanation.has_value()) {
+  if (o->explanation != nullptr) {
     std::printf("%s", o->explanation->ToText().c_str());
     return;
   }

@@ -133,14 +133,15 @@ std::string Request(const RequestExplanation& r) {
 }  // namespace
 
 std::string SummarizeDevices(const allocator::Explanation& e,
-                             const std::map<std::string, std::string>& claim_names) {
+                             const std::vector<std::string>& claim_names) {
   if (e.outcome == "node-error") return "invalid resource pools";
   if (e.outcome == "error") return e.error;
   bool usable = false;
   for (const allocator::PoolExplanation& p : e.pools) usable = usable || p.status == "usable";
   if (!usable) return "no devices offered to the node";
   std::string out;
-  for (const allocator::ClaimExplanation& c : e.claims) {
+  for (size_t k = 0; k < e.claims.size(); ++k) {
+    const allocator::ClaimExplanation& c = e.claims[k];
     if (c.allocated) continue;
     std::string part;
     for (const RequestExplanation& r : c.requests) {
@@ -152,8 +153,7 @@ std::string SummarizeDevices(const allocator::Explanation& e,
     }
     if (part.empty()) part = "constraints cannot be met";
     if (e.claims.size() > 1) {
-      auto name = claim_names.find(c.claim);
-      part = "claim " + (name == claim_names.end() ? c.claim : name->second) + ": " + part;
+      part = "claim " + (k < claim_names.size() ? claim_names[k] : c.claim) + ": " + part;
     }
     if (!out.empty()) out += "; ";
     out += part;

@@ -22,11 +22,13 @@
 
 namespace draplane::scheduler {
 
-// `claim_names` maps "namespace/name" of each claim to the name the pod uses for it
-// (spec.resourceClaims[].name); claims not in the map keep their own name. The claim prefix
-// ("claim gpus: ") is left out when the explanation covers a single claim.
+// `claim_names` holds the name the pod uses for each of the explanation's claims, in order
+// (spec.resourceClaims[].name, or "namespace/name" for a claim the pod does not name); the
+// explanation's own claim names are not read, so an explanation built for other claims of the
+// same specs gives the same text. The claim prefix ("claim gpus: ") is left out when the
+// explanation covers a single claim.
 std::string SummarizeDevices(const allocator::Explanation& explanation,
-                             const std::map<std::string, std::string>& claim_names);
+                             const std::vector<std::string>& claim_names);
 
 std::string FailedSchedulingMessage(const Diagnosis& diagnosis);
 

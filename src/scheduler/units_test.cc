@@ -534,7 +534,7 @@ TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
   r.subrequests = {h100, pair};
   c.requests.push_back(r);
   e.claims.push_back(c);
-  EXPECT_EQ(SummarizeDevices(e, {{"team-a/pod-gpu-x1", "gpu"}}),
+  EXPECT_EQ(SummarizeDevices(e, {"gpu"}),
             "request gpu: subrequest h100: no device matches (3 do not match the request's "
             "selectors), subrequest a100-pair: 1 of 2 needed devices available (1 is already "
             "allocated)");
@@ -544,10 +544,20 @@ TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
   refused.candidates[0].policy_code = "quota";
   refused.candidates[0].detail =
       "quota team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1";
-  EXPECT_EQ(SummarizeDevices(e, {{"team-a/pod-gpu-x1", "gpu"}}),
+  EXPECT_EQ(SummarizeDevices(e, {"gpu"}),
             "request gpu: subrequest h100: 0 of 1 needed device available (1 refused by quota "
             "team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1), subrequest a100-pair: "
             "1 of 2 needed devices available (1 is already allocated)");
+  // Several claims are named by position, with the pod's names: an explanation built for other
+  // claims of the same specs (the allocator's per-node memory) reads the same.
+  allocator::ClaimExplanation other = e.claims[0];
+  other.claim = "team-a/another-pods-claim";
+  e.claims.push_back(other);
+  EXPECT_EQ(SummarizeDevices(e, {"gpu", "team-a/standalone"}).substr(0, 38),
+            "claim gpu: request gpu: subrequest h10");
+  EXPECT_NE(SummarizeDevices(e, {"gpu", "team-a/standalone"})
+                .find("; claim team-a/standalone: request gpu: "),
+            std::string::npos);
   e.pools[0].status = "incomplete";
   EXPECT_EQ(SummarizeDevices(e, {}), "no devices offered to the node");
 }

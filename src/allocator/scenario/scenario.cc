@@ -500,7 +500,7 @@ RunResult RunScenario(const Scenario& s) {
       }
       for (const RequestExplanation& sub : r.subrequests) collect(sub);
     };
-    if (outcome->explanation.has_value()) {
+    if (outcome->explanation != nullptr) {
       for (const ClaimExplanation& c : outcome->explanation->claims) {
         for (const RequestExplanation& r : c.requests) collect(r);
       }

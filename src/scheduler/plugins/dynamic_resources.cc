@@ -56,6 +56,8 @@ struct Variant {
   std::vector<api::corev1::ContainerExtendedResourceRequest> mappings;
   std::vector<const rv1::ResourceClaim*> claims;  // user claims to allocate, then the special one
   std::vector<size_t> entries;                    // ClaimEntry index of each of `claims`
+  // The name the pod uses for each of `claims` (FailedScheduling messages).
+  std::vector<std::string> claim_names;
   std::unique_ptr<allocator::Allocator> allocator;
   // Free-device bounds: every request needs one alternative with enough free devices; the
   // single-alternative requests need their sum per class.
@@ -120,8 +122,8 @@ struct DraState {
   // A device failed this binding (binding condition, taint, disappearance, timeout): Unreserve
   // releases the allocations written in this attempt, not only the reservation.
   bool release_allocations = false;
-  // Allocator explanations of the nodes explained in this attempt.
-  std::map<std::string, allocator::Explanation, std::less<>> explanations;
+  // Allocator explanations of the nodes explained in this attempt (keep_explanations).
+  std::map<std::string, std::shared_ptr<const allocator::Explanation>, std::less<>> explanations;
   // What the attempt's selector evaluations may cost, over all nodes.
   allocator::EvaluationBudget budget;
   // The Allocation-mode quotas of the Pod's namespace, consulted inside every search.
@@ -490,6 +492,8 @@ class DynamicResources final : public PreEnqueuePlugin,
     allocator::Options options;
     options.explain = explain && s->explain_left > 0;
     if (options.explain) --s->explain_left;
+    // The summary needs no claim names from the allocator: a remembered explanation is shared.
+    options.explain_claim_names = options_.keep_explanations;
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
     options.evaluation_budget = &s->budget;
@@ -515,9 +519,9 @@ class DynamicResources final : public PreEnqueuePlugin,
       case allocator::Outcome::Kind::kUnsatisfiable:
         if (outcome->explanation) {
           PluginStatus rejected =
-              PluginStatus::Unresolvable(SummarizeDevices(*outcome->explanation, s->claim_names));
+              PluginStatus::Unresolvable(Summarize(outcome->explanation, v->claim_names));
           if (options_.keep_explanations) {
-            s->explanations[node.name()] = std::move(*outcome->explanation);
+            s->explanations[node.name()] = std::move(outcome->explanation);
           }
           return rejected;
         }
@@ -756,6 +760,25 @@ class DynamicResources final : public PreEnqueuePlugin,
  private:
   bool BindingConditionsOn() const { return options_.features.device_binding_and_status; }
 
+  // SummarizeDevices, remembered per explanation: the allocator hands the same explanation to
+  // every Pod whose claims have its claims' specs while the node's devices stay as they were, and
+  // the summary is the same for all of them (the claim names enter it only with several claims).
+  const std::string& Summarize(const std::shared_ptr<const allocator::Explanation>& explanation,
+                               const std::vector<std::string>& claim_names) {
+    const bool named = explanation->claims.size() > 1;
+    auto it = summaries_.find(explanation.get());
+    if (it != summaries_.end() && (!named || it->second.claim_names == claim_names)) {
+      return it->second.text;
+    }
+    constexpr size_t kRememberedSummaries = 1024;
+    if (it == summaries_.end() && summaries_.size() >= kRememberedSummaries) summaries_.clear();
+    RememberedSummary& r = summaries_[explanation.get()];
+    r.explanation = explanation;
+    r.claim_names = named ? claim_names : std::vector<std::string>{};
+    r.text = SummarizeDevices(*explanation, claim_names);
+    return r.text;
+  }
+
   // Why an allocated claim's binding failed (a failure condition is True, or it is not ready and
   // was allocated longer than binding_timeout ago), or "" (upstream Filter's check).
   std::string FailedBinding(const rv1::ResourceClaim& claim) const {
@@ -956,7 +979,12 @@ class DynamicResources final : public PreEnqueuePlugin,
         v->entries.push_back(*s.special_index);
       }
     }
-    for (const rv1::ResourceClaim* c : v->claims) AddDemands(*c, v.get());
+    for (const rv1::ResourceClaim* c : v->claims) {
+      AddDemands(*c, v.get());
+      std::string key = ClaimKey(c->metadata.namespace_, c->metadata.name);
+      auto name = s.claim_names.find(key);
+      v->claim_names.push_back(name == s.claim_names.end() ? std::move(key) : name->second);
+    }
     v->allocator = allocator::NewAllocator(deps_.cluster->snapshot(), v->claims, options_.features);
     Variant* raw = v.get();
     s.variants.emplace(std::move(key), std::move(v));
@@ -1089,7 +1117,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (s.quota) options.policies = {s.quota.get()};
     StatusOr<allocator::Outcome> explained =
         v.allocator->Allocate(info->node(), ledger.allocated(), options);
-    if (!explained.ok() || !explained->explanation.has_value()) return d;
+    if (!explained.ok() || explained->explanation == nullptr) return d;
     const allocator::Explanation& e = *explained->explanation;
     for (size_t k = 0; k < d.claims.size() && k < e.claims.size(); ++k) {
       for (size_t i = 0; i < d.claims[k].requests.size() && i < e.claims[k].requests.size(); ++i) {
@@ -1367,6 +1395,13 @@ class DynamicResources final : public PreEnqueuePlugin,
   // binding, until the cache shows the claim without that allocation; PreFilter must not reuse
   // it meanwhile.
   std::map<std::string, std::shared_ptr<const rv1::AllocationResult>> releasing_;
+  // Loop thread: Summarize's memory, by explanation (held, so that its address is not reused).
+  struct RememberedSummary {
+    std::shared_ptr<const allocator::Explanation> explanation;
+    std::vector<std::string> claim_names;  // with several claims: the names it was made with
+    std::string text;
+  };
+  std::map<const allocator::Explanation*, RememberedSummary> summaries_;
 };
 
 }  // namespace
@@ -1533,7 +1568,7 @@ const allocator::Explanation* DeviceExplanation(const CycleState& state, std::st
   const DraState* s = state.Get<DraState>();
   if (s == nullptr) return nullptr;
   auto it = s->explanations.find(node);
-  return it == s->explanations.end() ? nullptr : &it->second;
+  return it == s->explanations.end() ? nullptr : it->second.get();
 }
 
 std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
