@@ -61,6 +61,7 @@ Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers>
 // DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
 StatusOr<Duration> ParseBindingTimeout(std::string_view text);
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
+                              std::vector<std::string> metrics_tenants,
                               std::shared_ptr<EmbeddedInformers> shared);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve
 // --simulate-nodes; simulate_nodes.cc); state under <data_dir>/agents/<node>.
