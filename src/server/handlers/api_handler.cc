@@ -29,6 +29,25 @@ const metrics::HistogramFamily& RequestDuration() {
   return family;
 }
 
+const metrics::GaugeFamily& Inflight() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "apiserver_current_inflight_requests",
+      "Number of requests being executed, by kind (readOnly or mutating).", {"request_kind"});
+  return family;
+}
+
+// The verb label: request verbs and HTTP methods the server knows, "other" for anything else, so
+// that a client cannot grow the series count (upstream cleanVerb).
+std::string_view VerbLabel(std::string_view verb) {
+  static constexpr std::string_view kKnown[] = {
+      "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
+      "GET", "POST", "PUT",   "PATCH",  "DELETE", "HEAD",  "OPTIONS"};
+  for (std::string_view known : kKnown) {
+    if (verb == known) return known;
+  }
+  return "other";
+}
+
 http::Response Json(int status, std::string body, std::string content_type = "application/json") {
   http::Response r;
   r.status = status;
@@ -97,6 +116,11 @@ struct ApiHandler::Call {
   std::vector<std::pair<std::string, std::string>> query;
   RequestInfo info;
   auth::UserInfo user;
+  // Group, resource and subresource label a request only once the registry resolved them: an
+  // unknown path (or one refused before the lookup) counts with empty labels, so the series
+  // count stays bounded by what the server serves.
+  const ResourceInfo* resolved = nullptr;
+  std::string_view resolved_subresource;
 };
 
 ApiHandler::ApiHandler(ApiHandlerOptions options, ApiHandlerDependencies deps)
@@ -141,12 +165,15 @@ void ApiHandler::Serve(const http::Request& request, std::shared_ptr<http::Excha
 
 void ApiHandler::Record(const Call& call, int code) const {
   const RequestInfo& info = call.info;
-  std::string verb = info.verb.empty() ? call.request->method : info.verb;
+  std::string_view verb = VerbLabel(info.verb.empty() ? call.request->method : info.verb);
+  std::string_view group = call.resolved != nullptr ? std::string_view(call.resolved->group) : "";
+  std::string_view resource =
+      call.resolved != nullptr ? std::string_view(call.resolved->resource) : "";
   RequestCounter()
-      .WithLabels({verb, info.api_group, info.resource, info.subresource, std::to_string(code)})
+      .WithLabels({verb, group, resource, call.resolved_subresource, std::to_string(code)})
       .Increment();
   RequestDuration()
-      .WithLabels({verb, info.api_group, info.resource})
+      .WithLabels({verb, group, resource})
       .Observe(std::chrono::duration<double>(deps_.clock->MonotonicNow() - call.start).count());
   log::Debug("{} {} {} -> {}", call.request->remote_address, call.request->method,
              call.request->target, code);
@@ -212,6 +239,13 @@ void ApiHandler::Reject(Call& call, http::Exchange& exchange,
 void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
   const http::Request& request = *call.request;
   const RequestInfo& info = call.info;
+  const bool mutating =
+      request.method != "GET" && request.method != "HEAD" && request.method != "OPTIONS";
+  struct Executing {
+    metrics::Gauge gauge;
+    ~Executing() { gauge.Decrement(); }
+  } executing{Inflight().WithLabels({mutating ? "mutating" : "readOnly"})};
+  executing.gauge.Increment();
   auto finish = [&](http::Response response) {
     Record(call, response.status);
     exchange->Respond(std::move(response));
@@ -241,6 +275,10 @@ void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
                               !(resource->resource == "namespaces"))) {
     finish(ToResponse(NewNotFoundPath()));
     return;
+  }
+  call.resolved = resource;
+  if (const SubresourceInfo* sub = resource->FindSubresource(info.subresource)) {
+    call.resolved_subresource = sub->name;
   }
   Scope scope;
   scope.request = &request;
