@@ -72,8 +72,8 @@ wait_until() {
   done
 }
 
-section "draplane lint examples/"
-"$draplane" lint examples/
+section "draplane lint examples/*.yaml examples/demo/"
+"$draplane" lint examples/*.yaml examples/demo/
 
 profile="$repo/examples/cluster-demo.yaml"
 section "draplane serve --simulate-nodes examples/cluster-demo.yaml"
