@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "server/authz/node.h"
+#include "server/dashboard/dashboard.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
 #include "server/openapi/openapi.h"
@@ -191,6 +192,13 @@ bool ApiHandler::Admit(Call& call, http::Exchange& exchange) const {
   }
   call.query = std::move(*query);
   call.info = ParseRequestInfo(request.method, request.path, call.query);
+  // The dashboard's static files carry no data and are served to anyone; what the page then
+  // reads goes through authentication and RBAC like every other request.
+  if (std::optional<http::Response> page = dashboard::Serve(request.method, request.path)) {
+    Record(call, page->status);
+    exchange.Respond(std::move(*page));
+    return false;
+  }
   std::optional<auth::UserInfo> user = deps_.authenticator->Authenticate(
       request.header("Authorization"), request.client_certificate);
   if (!user) {
