@@ -8,9 +8,8 @@
 
 #include <thread>
 
-#include "client/memory_api.h"
+#include "client/testing/cluster.h"
 #include "client/typed.h"
-#include "common/random.h"
 
 namespace draplane::controllers {
 namespace {
@@ -46,31 +45,18 @@ class StageTrackerTest : public ::testing::Test {
     ASSERT_GT(tracker_->events(), before);
   }
 
+  // A Pod and a claim of `cluster_`'s builders, created in namespace `ns`.
   cv1::Pod NewPod(const std::string& ns, const std::string& name) {
-    cv1::Pod pod;
+    cv1::Pod pod = cluster_.PodSpec(name);
     pod.metadata.namespace_ = ns;
-    pod.metadata.name = name;
-    cv1::Container c;
-    c.name = "main";
-    c.image = "busybox";
-    pod.spec.containers.push_back(c);
     StatusOr<cv1::Pod> created = client::Create(api_, pod);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     return created.ok() ? *created : pod;
   }
-
   rv1::ResourceClaim NewClaim(const std::string& ns, const std::string& name,
                               const std::string& device_class) {
-    rv1::ResourceClaim claim;
+    rv1::ResourceClaim claim = cluster_.ClaimSpec(name, device_class);
     claim.metadata.namespace_ = ns;
-    claim.metadata.name = name;
-    rv1::DeviceRequest request;
-    request.name = "gpu";
-    request.exactly.emplace();
-    request.exactly->device_class_name = device_class;
-    request.exactly->allocation_mode = "ExactCount";
-    request.exactly->count = 1;
-    claim.spec.devices.requests.push_back(request);
     StatusOr<rv1::ResourceClaim> created = client::Create(api_, claim);
     EXPECT_TRUE(created.ok()) << created.status().ToString();
     return created.ok() ? *created : claim;
@@ -81,7 +67,7 @@ class StageTrackerTest : public ::testing::Test {
   void Allocate(rv1::ResourceClaim& claim, const cv1::Pod& pod) {
     rv1::AllocationResult allocation;
     rv1::DeviceRequestAllocationResult result;
-    result.request = "gpu";
+    result.request = "req";  // Cluster::ClaimSpec's request
     result.driver = "gpu.example.com";
     result.pool = "node-1";
     result.device = "gpu-0";
@@ -130,9 +116,9 @@ class StageTrackerTest : public ::testing::Test {
     ASSERT_TRUE(client::UpdateStatus(api_, *current).ok());
   }
 
-  ManualClock clock_;
-  std::unique_ptr<Random> random_ = NewSeededRandom(23);
-  client::MemoryApi api_{clock_, *random_};
+  client::testing::Cluster cluster_;
+  ManualClock& clock_ = cluster_.clock();
+  client::MemoryApi& api_ = cluster_.api();
   client::SharedInformers informers_{api_};
   std::unique_ptr<ClaimStageTracker> tracker_;
 };
