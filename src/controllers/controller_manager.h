@@ -56,6 +56,7 @@ class ControllerManager {
   void Stop();
 
   ResourceClaimController* resource_claims() { return resource_claims_.get(); }
+  ClaimStageTracker* claim_stages() { return claim_stages_.get(); }
 
  private:
   std::unique_ptr<client::SharedInformers> own_informers_;  // null when shared
