@@ -56,7 +56,7 @@ Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInfo
 // `decision_records`: write an AllocationDecision per committed allocation (scheduler.h).
 Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
                       const allocator::Features& features, Duration binding_timeout,
-                      bool decision_records = true);
+                      bool decision_records = true, std::vector<std::string> metrics_tenants = {});
 // `--binding-timeout`: a Go-style duration of at least 1 s (upstream validates
 // DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
 StatusOr<Duration> ParseBindingTimeout(std::string_view text);

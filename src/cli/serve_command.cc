@@ -168,8 +168,8 @@ int RunServe(ServeFlags& flags) {
         EmbedControllerManager(**server, flags.simulate_kubelet, flags.metrics_tenants, shared);
   }
   if (components.ok() && !flags.no_scheduler) {
-    components =
-        EmbedScheduler(**server, shared, *features, *binding_timeout, !flags.no_decision_records);
+    components = EmbedScheduler(**server, shared, *features, *binding_timeout,
+                                !flags.no_decision_records, flags.metrics_tenants);
   }
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
