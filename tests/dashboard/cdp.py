@@ -108,10 +108,14 @@ class Browser:
             if value:
                 return value
             if time.monotonic() > deadline:
-                shown = self.evaluate(session, "document.body?.innerText.slice(0, 3000)")
+                shown = str(self.evaluate(session, "location.origin + location.pathname + "
+                                          "(location.hash.includes('token=') ? ' #token=(not taken)'"
+                                          " : location.hash) + ' (' + document.readyState + ')'"))
+                shown += "\n" + str(self.evaluate(session, "document.body?.innerText.slice(0, 3000)"))
                 shown += "\n" + str(self.evaluate(session, "JSON.stringify({"
                     "resources: performance.getEntriesByType('resource').map("
-                    "e => e.name.split('?')[0] + ' ' + Math.round(e.duration) + 'ms'),"
+                    "e => e.name.split('?')[0] + ' ' + e.responseStatus + ' ' + "
+                    "Math.round(e.duration) + 'ms'),"
                     "state: typeof state === 'undefined' ? null : {token: !!state.token, "
                     "loaded: [...state.loaded], errors: state.errors}})"))
                 raise AssertionError(f"timed out waiting for {what}; the page shows:\n{shown}")
