@@ -16,6 +16,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   etcd-server etcd-client
   python3 python3-yaml
+  chromium
 )
 if [ "${1:-}" = unsanitized ]; then
   packages+=(libjemalloc-dev)

@@ -10,27 +10,38 @@
 #      Pod landed, on which devices, through which subrequest, and why the Pending ones wait,
 #      checked against `kubectl get resourceclaims -A -o wide`; then a DeviceTaintRule dry run
 #      (effect None) of draining node a100-0 shows what it would evict without evicting;
-#   4. the server keeps serving: the kubeconfig path and three kubectl commands to try are printed,
-#      Ctrl-C stops it. With --once the demo exits after step 3 instead (CI runs it that way).
+#   4. the dashboard's URL with the admin's token in its fragment (#token=..., which the browser
+#      never sends to the server) is printed; with --check-dashboard DIR headless Chromium checks
+#      what the dashboard shows against kubectl (tests/dashboard/dashboard_test.py) and saves
+#      screenshots in DIR;
+#   5. the server keeps serving: the kubeconfig path and three kubectl commands to try are printed,
+#      Ctrl-C stops it. With --once the demo exits after step 4 instead (CI runs it that way).
 #
-# Usage: run_demo.sh DRAPLANE_BINARY [--once]
+# Usage: run_demo.sh DRAPLANE_BINARY [--once] [--check-dashboard DIR]
 # Needs kubectl and python3 on PATH. TMPDIR chooses where the data directory goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 usage() {
-  echo "usage: $0 DRAPLANE_BINARY [--once]" >&2
+  echo "usage: $0 DRAPLANE_BINARY [--once] [--check-dashboard DIR]" >&2
   exit 2
 }
 [[ $# -ge 1 ]] || usage
 draplane=$(realpath "$1")
 shift
 once=false
-for arg in "$@"; do
-  case $arg in
+screenshots=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
     --once) once=true ;;
+    --check-dashboard)
+      [[ $# -ge 2 ]] || usage
+      screenshots=$(realpath -m "$2")
+      shift
+      ;;
     *) usage ;;
   esac
+  shift
 done
 for tool in kubectl python3; do
   command -v "$tool" >/dev/null || {
@@ -72,8 +83,8 @@ wait_until() {
   done
 }
 
-section "draplane lint examples/"
-"$draplane" lint examples/
+section "draplane lint examples/*.yaml examples/demo/"
+"$draplane" lint examples/*.yaml examples/demo/
 
 profile="$repo/examples/cluster-demo.yaml"
 section "draplane serve --simulate-nodes examples/cluster-demo.yaml"
@@ -86,6 +97,8 @@ line=""
 read -r -t 120 -u "$server_out" line || fail "draplane serve did not print its ready line"
 [[ $line == ready:* ]] || fail "unexpected first line from draplane serve: $line"
 export KUBECONFIG=${line##*kubeconfig=}
+url=${line#ready: }
+url=${url%% kubeconfig=*}
 echo "API server ${line#ready: }"
 echo "(log: $work/server.log)"
 
@@ -159,6 +172,19 @@ wait_until 120 "the dry-run status of drain-a100-0" reason
 kubectl get devicetaintrule drain-a100-0 -o jsonpath='{.status.conditions[0].message}'
 echo
 echo "(effect None: nothing was evicted; $(kubectl get pods -A --no-headers | grep -c Running) pods still run)"
+
+section "the dashboard"
+# A token for a cluster admin (the admin kubeconfig holds a client certificate).
+token=$("$draplane" kubeconfig --data-dir "$data" --user dashboard-admin --groups system:masters |
+  sed -n 's/^ *token: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' | head -n 1)
+[[ -n $token ]] || fail "draplane kubeconfig printed no token"
+echo "Open $url/dashboard/#token=$token"
+echo "(a cluster admin's token; the browser keeps the #fragment to itself. The server's certificate"
+echo " is signed by the demo's own CA, $data/pki/ca.crt: accept it once, or trust that CA.)"
+if [[ -n $screenshots ]]; then
+  python3 tests/dashboard/dashboard_test.py "$url" "$KUBECONFIG" "$data" "$draplane" "$screenshots" ||
+    fail "the dashboard check failed"
+fi
 
 if $once; then
   section "done (--once): server stopped"

@@ -56,6 +56,52 @@ metrics::GaugeFamily NodeIsolatedMetric() {
   return family;
 }
 
+metrics::CounterFamily UnprepareFailuresMetric() {
+  static const metrics::CounterFamily family = metrics::NewCounterFamily(
+      "draplane_agent_device_unprepare_failures_total",
+      "Claims whose devices failed to unprepare on the node, by failure class (retryable, "
+      "terminal, needs-cleanup).",
+      {"node", "class"});
+  return family;
+}
+// Published vs discovered, at the last slice sync (before the agent corrected it).
+metrics::GaugeFamily SliceDriftMetric() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "draplane_slice_drift",
+      "Devices whose published ResourceSlices differed from what the driver discovered at the "
+      "agent's last slice sync, by kind: missing (discovered, not published), extra (published, "
+      "not discovered), attribute (attributes or capacity differ). The agent then republishes; a "
+      "value that stays non-zero means publishing fails or another writer changes the slices.",
+      {"node", "driver", "kind"});
+  return family;
+}
+metrics::GaugeFamily HeartbeatAgeMetric() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "draplane_agent_heartbeat_age_seconds",
+      "Seconds since the agent last renewed its node's heartbeat (Node status and Lease), or since "
+      "its first attempt, as of its last attempt: 0 after a success, growing while they fail.",
+      {"node"});
+  return family;
+}
+metrics::GaugeFamily LastHeartbeatMetric() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "draplane_agent_last_heartbeat_timestamp_seconds",
+      "Unix time of the agent's last successful heartbeat (time() minus it: the age at scrape "
+      "time, also when the agent is stuck).",
+      {"node"});
+  return family;
+}
+
+// Counts a failed unprepare by its failure class; returns `status`.
+Status CountUnprepare(const std::string& node, Status status) {
+  if (!status.ok()) {
+    UnprepareFailuresMetric()
+        .WithLabels({node, FailureClassName(ClassifyFailure(status))})
+        .Increment();
+  }
+  return status;
+}
+
 std::string PodKey(std::string_view ns, std::string_view name) {
   return std::string(kPodKeyPrefix) + std::string(ns) + "/" + std::string(name);
 }
@@ -189,6 +235,12 @@ Status Agent::SyncSlices() {
   list.field_selector = "spec.nodeName=" + options_.node_name;
   DRAPLANE_ASSIGN_OR_RETURN(client::ObjectList<rv1::ResourceSlice> stored,
                             client::List<rv1::ResourceSlice>(api_, "", list));
+  for (const auto& [driver, drift] :
+       CompareSlices(options_.node_name, all, managed_drivers_, stored.items)) {
+    SliceDriftMetric().WithLabels({options_.node_name, driver, "missing"}).Set(drift.missing);
+    SliceDriftMetric().WithLabels({options_.node_name, driver, "extra"}).Set(drift.extra);
+    SliceDriftMetric().WithLabels({options_.node_name, driver, "attribute"}).Set(drift.attribute);
+  }
   SlicePlan plan = PlanSliceSync(options_.node_name, all, managed_drivers_, stored.items);
   if (plan.empty()) return Status::Ok();
   // Validate everything before writing anything.
@@ -341,7 +393,7 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
         log::Warning("node {}: isolating the node: {}", options_.node_name, noted.ToString());
       }
       if (cls == FailureClass::kNeedsCleanup) {
-        Status cleaned = preparer_->Unprepare(request.uid);
+        Status cleaned = CountUnprepare(options_.node_name, preparer_->Unprepare(request.uid));
         if (!cleaned.ok()) {
           log::Warning("node {}: cleaning up claim {}: {}", options_.node_name, claim_name,
                        cleaned.ToString());
@@ -429,7 +481,7 @@ StatusOr<ClaimRecord> Agent::PrepareClaim(const rv1::ResourceClaim& claim) {
     MutexLock lock(drivers_mu_);
     StatusOr<ClaimRecord> prepared = preparer_->Prepare(request);
     if (!prepared.ok() && ClassifyFailure(prepared.status()) == FailureClass::kNeedsCleanup) {
-      Status cleaned = preparer_->Unprepare(request.uid);
+      Status cleaned = CountUnprepare(options_.node_name, preparer_->Unprepare(request.uid));
       if (!cleaned.ok()) {
         log::Warning("node {}: cleaning up claim {}/{}: {}", options_.node_name, ns, name,
                      cleaned.ToString());
@@ -437,7 +489,12 @@ StatusOr<ClaimRecord> Agent::PrepareClaim(const rv1::ResourceClaim& claim) {
     }
     return prepared;
   }();
-  if (!record.ok()) return record.status();
+  if (!record.ok()) {
+    PrepareFailuresMetric()
+        .WithLabels({options_.node_name, FailureClassName(ClassifyFailure(record.status()))})
+        .Increment();
+    return record.status();
+  }
   Status written = WriteDeviceStatus(ns, name, request.uid, *record);
   if (!written.ok()) {
     log::Warning("node {}: claim {}/{} device status: {}", options_.node_name, ns, name,
@@ -454,7 +511,7 @@ void Agent::set_discovery_observer(std::function<void(const std::vector<Inventor
 Status Agent::UnprepareClaim(const std::string& claim_uid) {
   if (!initialized_) return FailedPreconditionError("Agent::Init was not called");
   MutexLock lock(drivers_mu_);
-  return preparer_->Unprepare(claim_uid);
+  return CountUnprepare(options_.node_name, preparer_->Unprepare(claim_uid));
 }
 
 Status Agent::WriteDeviceStatus(const std::string& namespace_, const std::string& name,
@@ -933,7 +990,7 @@ Status Agent::UnprepareUnused(const std::vector<cv1::Pod>& live_pods) {
   Status first;
   for (const std::string& uid : unused) {
     const ClaimRecord record = preparer_->checkpoint().claims.at(uid);
-    Status s = preparer_->Unprepare(uid);
+    Status s = CountUnprepare(options_.node_name, preparer_->Unprepare(uid));
     if (s.ok()) {
       log::Info("node {}: unprepared claim {}/{} ({})", options_.node_name, record.namespace_,
                 record.name, uid);
@@ -1013,7 +1070,19 @@ void Agent::Run() {
 void Agent::Process(const std::string& key) {
   if (key == kKeyNode) {
     Status s = SyncNode();
-    if (!s.ok()) log::Warning("node {}: heartbeat: {}", options_.node_name, s.ToString());
+    const Timestamp now = clock_.Now();
+    if (!last_heartbeat_) last_heartbeat_ = now;  // the age counts from the first attempt
+    if (s.ok()) {
+      last_heartbeat_ = now;
+      LastHeartbeatMetric()
+          .WithLabels({options_.node_name})
+          .Set(std::chrono::duration<double>(now.time_since_epoch()).count());
+    } else {
+      log::Warning("node {}: heartbeat: {}", options_.node_name, s.ToString());
+    }
+    HeartbeatAgeMetric()
+        .WithLabels({options_.node_name})
+        .Set(std::chrono::duration<double>(now - *last_heartbeat_).count());
     queue_->AddAfter(key, options_.heartbeat_interval);
   } else if (key == kKeySlices) {
     Status s = SyncSlices();

@@ -264,6 +264,8 @@ class Agent {
   std::string last_failure_;
   int isolation_level_ = 0;
   std::optional<Timestamp> isolated_until_;
+  // The last successful heartbeat (the first attempt until one succeeds); agent thread only.
+  std::optional<Timestamp> last_heartbeat_;
   std::optional<Timestamp> last_isolation_end_;
 
   std::unique_ptr<client::WorkQueue> queue_;

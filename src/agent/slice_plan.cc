@@ -167,4 +167,44 @@ SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>
   return plan;
 }
 
+std::map<std::string, SliceDrift> CompareSlices(std::string_view node_name,
+                                                const std::vector<Inventory>& inventories,
+                                                const std::vector<std::string>& managed_drivers,
+                                                const std::vector<rv1::ResourceSlice>& stored) {
+  std::map<std::string, SliceDrift> out;
+  // driver -> device name -> the published form of each discovered device
+  std::map<std::string, std::map<std::string, rv1::Device>> discovered;
+  for (const std::string& driver : managed_drivers) out[driver];
+  for (const Inventory& inv : inventories) {
+    out[inv.driver];
+    for (const DiscoveredDevice& d : inv.devices) {
+      discovered[inv.driver][d.device.name] = PublishedDevice(inv.driver, d);
+    }
+  }
+  std::map<std::string, std::set<std::string>> published;
+  for (const rv1::ResourceSlice& slice : stored) {
+    if (slice.spec.node_name.value_or("") != node_name || !out.contains(slice.spec.driver)) {
+      continue;
+    }
+    SliceDrift& drift = out[slice.spec.driver];
+    const auto& found = discovered[slice.spec.driver];
+    for (const rv1::Device& device : slice.spec.devices) {
+      published[slice.spec.driver].insert(device.name);
+      auto it = found.find(device.name);
+      if (it == found.end()) {
+        ++drift.extra;
+      } else if (it->second.attributes != device.attributes ||
+                 it->second.capacity != device.capacity) {
+        ++drift.attribute;
+      }
+    }
+  }
+  for (const auto& [driver, devices] : discovered) {
+    for (const auto& [name, _] : devices) {
+      if (!published[driver].contains(name)) ++out[driver].missing;
+    }
+  }
+  return out;
+}
+
 }  // namespace draplane::agent

@@ -25,6 +25,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,5 +57,20 @@ struct SlicePlan {
 SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>& inventories,
                         const std::vector<std::string>& managed_drivers,
                         const std::vector<api::resourcev1::ResourceSlice>& stored);
+
+// How the node's stored slices differ from what the drivers discovered, per managed driver (the
+// agent's slice drift metric): `missing` discovered devices no stored slice publishes, `extra`
+// published devices no driver discovered, `attribute` devices in both whose attributes or
+// capacity differ from the published form of the discovered device (health taints are compared
+// by the health metrics, not here). Every managed driver has an entry.
+struct SliceDrift {
+  int64_t missing = 0;
+  int64_t extra = 0;
+  int64_t attribute = 0;
+};
+std::map<std::string, SliceDrift> CompareSlices(
+    std::string_view node_name, const std::vector<Inventory>& inventories,
+    const std::vector<std::string>& managed_drivers,
+    const std::vector<api::resourcev1::ResourceSlice>& stored);
 
 }  // namespace draplane::agent

@@ -220,6 +220,33 @@ TEST_F(PlanTest, ReplacesASliceWithAStaleGeneration) {
   EXPECT_EQ(plan.updates[0].spec.pool.generation, 6);
 }
 
+TEST(SliceDriftTest, CountsMissingExtraAndChangedDevicesPerManagedDriver) {
+  // Published: dev-0..dev-3 of gpu.example.com. Discovered: dev-0, dev-1 (its index changed),
+  // dev-2 and dev-4: dev-3 is extra, dev-4 missing, dev-1 changed. A published slice of an
+  // unmanaged driver and one of another node do not count.
+  std::vector<rv1::ResourceSlice> stored = BuildPoolSlices("n1", Plains("gpu.example.com", 4), 1);
+  std::vector<rv1::ResourceSlice> other = BuildPoolSlices("n1", Plains("nic.example.com", 2), 1);
+  std::vector<rv1::ResourceSlice> elsewhere =
+      BuildPoolSlices("n2", Plains("gpu.example.com", 9), 1);
+  stored.insert(stored.end(), other.begin(), other.end());
+  stored.insert(stored.end(), elsewhere.begin(), elsewhere.end());
+  Inventory found = Plains("gpu.example.com", 3);
+  found.devices[1].device.attributes["index"].int_value = 7;
+  found.devices.push_back(Plain(4));
+  std::map<std::string, SliceDrift> drift =
+      CompareSlices("n1", {found}, {"gpu.example.com", "fpga.example.com"}, stored);
+  ASSERT_EQ(drift.size(), 2u);
+  EXPECT_EQ(drift["gpu.example.com"].missing, 1);
+  EXPECT_EQ(drift["gpu.example.com"].extra, 1);
+  EXPECT_EQ(drift["gpu.example.com"].attribute, 1);
+  EXPECT_EQ(drift["fpga.example.com"].missing + drift["fpga.example.com"].extra, 0);
+  // In step: no drift.
+  drift = CompareSlices("n1", {Plains("gpu.example.com", 4)}, {"gpu.example.com"}, stored);
+  EXPECT_EQ(drift["gpu.example.com"].missing + drift["gpu.example.com"].extra +
+                drift["gpu.example.com"].attribute,
+            0);
+}
+
 TEST(SliceNameTest, LongNamesAreShortenedDeterministically) {
   std::string node(250, 'n');
   std::string name = SliceName(node, "gpu.nvidia.com", 3);

@@ -56,11 +56,12 @@ Status EmbedSharedInformers(server::Server& server, std::shared_ptr<EmbeddedInfo
 // `decision_records`: write an AllocationDecision per committed allocation (scheduler.h).
 Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
                       const allocator::Features& features, Duration binding_timeout,
-                      bool decision_records = true);
+                      bool decision_records = true, std::vector<std::string> metrics_tenants = {});
 // `--binding-timeout`: a Go-style duration of at least 1 s (upstream validates
 // DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
 StatusOr<Duration> ParseBindingTimeout(std::string_view text);
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
+                              std::vector<std::string> metrics_tenants,
                               std::shared_ptr<EmbeddedInformers> shared);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve
 // --simulate-nodes; simulate_nodes.cc); state under <data_dir>/agents/<node>.

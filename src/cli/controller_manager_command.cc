@@ -25,6 +25,7 @@ struct ControllerManagerFlags {
   std::string lease_name = "draplane-controller-manager";
   std::string lease_namespace = "kube-system";
   std::string identity;
+  std::vector<std::string> metrics_tenants;
 };
 
 int Fail(const std::string& what, const Status& s) {
@@ -51,6 +52,7 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
     }
   }
   options.simulate_kubelet = flags.simulate_kubelet;
+  options.claim_stages.tenants = flags.metrics_tenants;
 
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
@@ -83,8 +85,11 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 // (server/lifecycle/lifecycle.h).
 class EmbeddedControllerManager final : public server::EmbeddedComponent {
  public:
-  EmbeddedControllerManager(bool simulate_kubelet, std::shared_ptr<EmbeddedInformers> shared)
-      : simulate_kubelet_(simulate_kubelet), shared_(std::move(shared)) {}
+  EmbeddedControllerManager(bool simulate_kubelet, std::vector<std::string> metrics_tenants,
+                            std::shared_ptr<EmbeddedInformers> shared)
+      : simulate_kubelet_(simulate_kubelet),
+        metrics_tenants_(std::move(metrics_tenants)),
+        shared_(std::move(shared)) {}
 
   std::string name() const override { return "controller-manager"; }
 
@@ -94,6 +99,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
     options.garbage_collector = false;
     options.namespaces = false;
     options.simulate_kubelet = simulate_kubelet_;
+    options.claim_stages.tenants = metrics_tenants_;
     manager_ = std::make_unique<controllers::ControllerManager>(
         *api_, RealClock(), options, shared_ ? shared_->informers.get() : nullptr);
     return manager_->Start();
@@ -105,6 +111,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
 
  private:
   bool simulate_kubelet_;
+  std::vector<std::string> metrics_tenants_;
   std::shared_ptr<EmbeddedInformers> shared_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<controllers::ControllerManager> manager_;
@@ -113,10 +120,11 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
 }  // namespace
 
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
+                              std::vector<std::string> metrics_tenants,
                               std::shared_ptr<EmbeddedInformers> shared) {
-  return server.Embed(
-      std::make_unique<EmbeddedControllerManager>(simulate_kubelet, std::move(shared)),
-      "system:kube-controller-manager", {});
+  return server.Embed(std::make_unique<EmbeddedControllerManager>(
+                          simulate_kubelet, std::move(metrics_tenants), std::move(shared)),
+                      "system:kube-controller-manager", {});
 }
 
 void AddControllerManagerCommand(CLI::App& app) {
@@ -136,6 +144,10 @@ void AddControllerManagerCommand(CLI::App& app) {
                 "Play the kubelet for every node: bound Pods run, deleted Pods terminate");
   AddLeaderElectionOptions(*cmd, "only one replica runs", flags->leader_elect, flags->lease_name,
                            flags->lease_namespace, flags->identity);
+  cmd->add_option("--metrics-tenants", flags->metrics_tenants,
+                  "Namespaces that label metrics as their own tenant (the rest count as "
+                  "\"other\", which bounds the series count)")
+      ->delimiter(',');
   cmd->callback([flags] {
     int code = RunControllerManager(*flags);
     if (code != 0) throw CommandExit{code};

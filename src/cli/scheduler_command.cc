@@ -38,6 +38,8 @@ struct SchedulerFlags {
   int64_t allocation_step_limit = allocator::kDefaultSearchStepLimit;
   uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
   std::string binding_timeout = "600s";
+  std::vector<std::string> metrics_tenants;
+  int device_states_interval_seconds = 30;
 };
 
 int Fail(const std::string& what, const Status& s) {
@@ -78,6 +80,8 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.decision_records = !flags.no_decision_records;
   options.holdings_check_interval = std::chrono::seconds(flags.holdings_check_interval_seconds);
   options.identity = identity;
+  options.metrics_tenants = flags.metrics_tenants;
+  options.device_states_interval = std::chrono::seconds(flags.device_states_interval_seconds);
   scheduler::Scheduler sched(**api, RealClock(), options);
 
   ComponentRun run;
@@ -98,11 +102,13 @@ int RunScheduler(const SchedulerFlags& flags) {
 class EmbeddedScheduler final : public server::EmbeddedComponent {
  public:
   EmbeddedScheduler(std::shared_ptr<EmbeddedInformers> shared, allocator::Features features,
-                    Duration binding_timeout, bool decision_records)
+                    Duration binding_timeout, bool decision_records,
+                    std::vector<std::string> metrics_tenants)
       : shared_(std::move(shared)),
         features_(features),
         binding_timeout_(binding_timeout),
-        decision_records_(decision_records) {}
+        decision_records_(decision_records),
+        metrics_tenants_(std::move(metrics_tenants)) {}
 
   std::string name() const override { return "scheduler"; }
 
@@ -113,6 +119,7 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
     options.identity = "draplane-serve-scheduler";
     options.binding_timeout = binding_timeout_;
     options.decision_records = decision_records_;
+    options.metrics_tenants = metrics_tenants_;
     if (shared_) options.informers = shared_->informers.get();
     scheduler_ = std::make_unique<scheduler::Scheduler>(*api_, RealClock(), options);
     return scheduler_->Start();
@@ -127,6 +134,7 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
   allocator::Features features_;
   Duration binding_timeout_;
   const bool decision_records_;
+  const std::vector<std::string> metrics_tenants_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
 };
@@ -135,10 +143,11 @@ class EmbeddedScheduler final : public server::EmbeddedComponent {
 
 Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers> shared,
                       const allocator::Features& features, Duration binding_timeout,
-                      bool decision_records) {
-  return server.Embed(std::make_unique<EmbeddedScheduler>(std::move(shared), features,
-                                                          binding_timeout, decision_records),
-                      "system:kube-scheduler", {});
+                      bool decision_records, std::vector<std::string> metrics_tenants) {
+  return server.Embed(
+      std::make_unique<EmbeddedScheduler>(std::move(shared), features, binding_timeout,
+                                          decision_records, std::move(metrics_tenants)),
+      "system:kube-scheduler", {});
 }
 
 StatusOr<Duration> ParseBindingTimeout(std::string_view text) {
@@ -194,6 +203,15 @@ void AddSchedulerCommand(CLI::App& app) {
                   "usage against a recompute")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--metrics-tenants", flags->metrics_tenants,
+                  "Namespaces that label metrics as their own tenant (the rest count as "
+                  "\"other\", which bounds the series count)")
+      ->delimiter(',');
+  cmd->add_option("--device-states-interval", flags->device_states_interval_seconds,
+                  "Seconds between recomputations of the device-state metrics (draplane_devices, "
+                  "counter and capacity used ratios); 0 turns them off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([flags] {
     int code = RunScheduler(*flags);
     if (code != 0) throw CommandExit{code};

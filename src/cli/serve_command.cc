@@ -57,6 +57,7 @@ struct ServeFlags {
   bool no_scheduler = false;
   bool no_decision_records = false;
   bool no_controller_manager = false;
+  std::vector<std::string> metrics_tenants;
   bool simulate_kubelet = false;
   std::string embedded_transport = "in-process";  // or "loopback"
   std::string decision_max_age = "168h";
@@ -163,11 +164,12 @@ int RunServe(ServeFlags& flags) {
   auto shared = std::make_shared<EmbeddedInformers>();
   Status components = EmbedSharedInformers(**server, shared);
   if (components.ok() && !flags.no_controller_manager) {
-    components = EmbedControllerManager(**server, flags.simulate_kubelet, shared);
+    components =
+        EmbedControllerManager(**server, flags.simulate_kubelet, flags.metrics_tenants, shared);
   }
   if (components.ok() && !flags.no_scheduler) {
-    components =
-        EmbedScheduler(**server, shared, *features, *binding_timeout, !flags.no_decision_records);
+    components = EmbedScheduler(**server, shared, *features, *binding_timeout,
+                                !flags.no_decision_records, flags.metrics_tenants);
   }
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
@@ -234,6 +236,10 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_flag("--no-controller-manager", flags->no_controller_manager,
                 "Do not run the embedded claim controllers (run `draplane controller-manager` "
                 "instead)");
+  cmd->add_option("--metrics-tenants", flags->metrics_tenants,
+                  "Namespaces that label metrics as their own tenant (the rest count as "
+                  "\"other\", which bounds the series count)")
+      ->delimiter(',');
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
                 "terminate");

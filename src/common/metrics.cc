@@ -249,6 +249,16 @@ const std::vector<double>& LatencyBuckets() {
   return *buckets;
 }
 
+TenantLabels::TenantLabels(std::vector<std::string> allowlist) : allowlist_(std::move(allowlist)) {
+  std::sort(allowlist_.begin(), allowlist_.end());
+  allowlist_.erase(std::unique(allowlist_.begin(), allowlist_.end()), allowlist_.end());
+}
+
+std::string_view TenantLabels::Of(std::string_view namespace_) const {
+  auto it = std::lower_bound(allowlist_.begin(), allowlist_.end(), namespace_);
+  return it != allowlist_.end() && *it == namespace_ ? std::string_view(*it) : kOther;
+}
+
 std::string RenderText() {
   std::vector<prometheus::MetricFamily> collected = GlobalRegistry().registry.Collect();
   std::stable_sort(collected.begin(), collected.end(),

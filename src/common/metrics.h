@@ -145,6 +145,21 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count);
 // Buckets for request latencies in seconds: 50µs to about 13s.
 const std::vector<double>& LatencyBuckets();
 
+// The `tenant` label of a namespace: the namespace itself when it is in the allowlist, else
+// "other", so that a family labelled by tenant has at most (allowlist size + 1) values for that
+// label however many namespaces the cluster has (round2-design §7.3 B). An empty allowlist maps
+// every namespace to "other".
+class TenantLabels {
+ public:
+  TenantLabels() = default;
+  explicit TenantLabels(std::vector<std::string> allowlist);
+  std::string_view Of(std::string_view namespace_) const;
+  static constexpr std::string_view kOther = "other";
+
+ private:
+  std::vector<std::string> allowlist_;  // sorted, unique
+};
+
 // Every registered metric in the Prometheus text exposition format (version 0.0.4), families
 // sorted by name.
 std::string RenderText();

@@ -26,6 +26,9 @@ ControllerManager::ControllerManager(client::ApiClient& api, const Clock& clock,
     device_taint_ =
         std::make_unique<DeviceTaintController>(api, informers_, clock, options.device_taint);
   }
+  if (options.claim_stage_metrics) {
+    claim_stages_ = std::make_unique<ClaimStageTracker>(informers_, clock, options.claim_stages);
+  }
 }
 
 ControllerManager::~ControllerManager() { Stop(); }
@@ -50,6 +53,7 @@ void ControllerManager::Stop() {
   // Informers first: no new work arrives while the workers drain. Shared ones keep running for
   // their other users; work they still queue here is dropped by the shut-down queues.
   if (own_informers_) own_informers_->Stop();
+  if (claim_stages_) claim_stages_->Stop();
   if (device_taint_) device_taint_->Stop();
   if (kubelet_) kubelet_->Stop();
   if (namespaces_) namespaces_->Stop();

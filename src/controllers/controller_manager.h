@@ -6,6 +6,7 @@
 //   namespace         namespace deletion
 //   kubelet           (optional, `--simulate-kubelet`) bound pods run, deleted pods terminate
 //   devicetaint       NoExecute device taints evict pods; DeviceTaintRule status (dry run for None)
+//   claim stages      draplane_claim_stage_duration_seconds from claim and Pod watches
 //
 // Thread-safety: Start/Stop from the owning thread.
 #pragma once
@@ -20,6 +21,7 @@
 #include "controllers/kubelet/kubelet_simulator.h"
 #include "controllers/namespace/namespace_controller.h"
 #include "controllers/resourceclaim/controller.h"
+#include "controllers/stages/stage_tracker.h"
 
 namespace draplane::controllers {
 
@@ -29,8 +31,10 @@ struct ControllerManagerOptions {
   bool namespaces = true;
   bool simulate_kubelet = false;
   bool device_taint_eviction = true;
+  bool claim_stage_metrics = true;
   ResourceClaimControllerOptions resource_claim{};
   DeviceTaintControllerOptions device_taint{};
+  StageTrackerOptions claim_stages{};
 };
 
 class ControllerManager {
@@ -52,6 +56,7 @@ class ControllerManager {
   void Stop();
 
   ResourceClaimController* resource_claims() { return resource_claims_.get(); }
+  ClaimStageTracker* claim_stages() { return claim_stages_.get(); }
 
  private:
   std::unique_ptr<client::SharedInformers> own_informers_;  // null when shared
@@ -61,6 +66,7 @@ class ControllerManager {
   std::unique_ptr<NamespaceController> namespaces_;
   std::unique_ptr<KubeletSimulator> kubelet_;
   std::unique_ptr<DeviceTaintController> device_taint_;
+  std::unique_ptr<ClaimStageTracker> claim_stages_;
   bool started_ = false;
 };
 

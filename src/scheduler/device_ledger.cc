@@ -105,6 +105,22 @@ void DeviceLedger::RebuildAll() {
   }
 }
 
+void DeviceLedger::ForEachSlice(
+    const std::function<void(const rv1::ResourceSlice&,
+                             const std::vector<std::vector<std::string_view>>&)>& fn) const {
+  std::vector<std::string_view> names_by_id(next_class_id_);
+  for (const auto& [name, entry] : classes_) names_by_id[entry->id] = name;
+  std::vector<std::vector<std::string_view>> classes;
+  for (const auto& [_, entry] : slices_) {
+    classes.assign(entry->classes.size(), {});
+    for (size_t i = 0; i < entry->classes.size(); ++i) {
+      for (uint32_t id : entry->classes[i]) classes[i].push_back(names_by_id[id]);
+      std::sort(classes[i].begin(), classes[i].end());
+    }
+    fn(*entry->slice, classes);
+  }
+}
+
 void DeviceLedger::SetClass(std::shared_ptr<const rv1::DeviceClass> device_class) {
   auto& entry = classes_[device_class->metadata.name];
   if (!entry) {

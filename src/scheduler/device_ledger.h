@@ -98,6 +98,14 @@ class DeviceLedger {
   // Devices of `class_name` on `node` that are not allocated, or kUnknown (see above).
   int64_t FreeDevices(std::string_view class_name, std::string_view node) const;
 
+  // Every slice, in name order, with the names of the classes whose selectors match each of
+  // its devices as the free-device index computed them (sorted, per device): what the
+  // device-state metrics read (device_states.h) instead of evaluating selectors again.
+  void ForEachSlice(
+      const std::function<void(const api::resourcev1::ResourceSlice& slice,
+                               const std::vector<std::vector<std::string_view>>& classes)>& fn)
+      const;
+
   // Who holds what per tenant (allocator/holdings.h), committed and in flight.
   const allocator::Holdings& holdings() const { return holdings_; }
   // The devices of the slices the ledger was given, for charging.

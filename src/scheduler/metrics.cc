@@ -47,11 +47,44 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
               "written and confirmed.",
               {}, metrics::ExponentialBuckets(0.001, 2, 20))
               .WithLabels(std::vector<std::string>{}),
-      .subrequest_allocations = metrics::NewCounterFamily(
-          "draplane_scheduler_dra_subrequest_allocations_total",
-          "firstAvailable requests allocated, by the index of the chosen subrequest (0: the "
-          "first choice; higher: a fallback).",
-          {"index"}),
+      .allocations = metrics::NewCounterFamily(
+          "draplane_allocations_total",
+          "Requests of ResourceClaims by the class and firstAvailable subrequest index they were "
+          "allocated (0: the first choice or an exactly request; higher: a fallback), or that "
+          "failed an attempt (unschedulable, error; index none).",
+          {"device_class", "subrequest_index", "result"}),
+      .pending_pods = metrics::NewGaugeFamily(
+          "draplane_pending_pods",
+          "Pending Pods of the scheduler by tenant (allowlisted namespace or other) and reason: "
+          "Queued (not tried yet), Gated, Binding, SchedulerError, or the filter plugin that "
+          "rejected the most nodes in the last attempt.",
+          {"tenant", "reason"}),
+      .wait_seconds = metrics::NewHistogramFamily(
+          "draplane_pod_wait_duration_seconds",
+          "Time from a Pod's first enqueue to its binding, by tenant (allowlisted namespace or "
+          "other).",
+          {"tenant"}, metrics::ExponentialBuckets(0.01, 2, 22)),
+      .devices = metrics::NewGaugeFamily(
+          "draplane_devices",
+          "Physical devices per driver and device class by state: idle, allocated, unavailable "
+          "(tainted NoSchedule/NoExecute, which includes unhealthy), fragmented (free but usable "
+          "by no pending request shape); a partitionable GPU counts once.",
+          {"driver", "device_class", "state"}),
+      .counter_used = metrics::NewGaugeFamily(
+          "draplane_counter_used_ratio",
+          "Used fraction of a pool's counter set: its most-used counter (allocated devices' "
+          "consumesCounters over the set's value).",
+          {"driver", "pool", "counter_set"}),
+      .capacity_used = metrics::NewGaugeFamily(
+          "draplane_capacity_used_ratio",
+          "Consumed fraction of the shared capacity of a pool's multi-allocatable devices, by "
+          "capacity name.",
+          {"driver", "pool", "capacity"}),
+      .device_state_shapes = metrics::NewGaugeFamily(
+          "draplane_device_states_shapes",
+          "Distinct pending request shapes the last device-state computation evaluated, and those "
+          "over its bound it dropped.",
+          {"outcome"}),
       .evaluation_budget_spent =
           metrics::NewCounterFamily(
               "draplane_scheduler_evaluation_budget_exhausted_total",

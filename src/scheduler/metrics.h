@@ -9,9 +9,18 @@
 //        PreBind; Filter is sampled on one attempt in ten, as upstream samples plugin metrics
 //   draplane_scheduler_dra_claim_allocation_duration_seconds   claim first seen -> allocation
 //                                                              written and confirmed
-//   draplane_scheduler_dra_subrequest_allocations_total{index} the firstAvailable alternative
-//                                                              chosen (0 = first choice); the
-//                                                              fallback rate per index
+//   draplane_allocations_total{device_class,subrequest_index,result}
+//        per request of a claim: allocated (index of the firstAvailable subrequest chosen, 0 for
+//        an exactly request: the fallback rate per tier), or unschedulable / error per failed
+//        attempt (index "none", class of the first choice)
+//   draplane_pending_pods{tenant,reason}                       Pending Pods of this scheduler by
+//        tenant (allowlist, common/metrics.h TenantLabels) and why: Queued, Gated, Binding,
+//        SchedulerError, or the filter plugin that rejected the most nodes
+//   draplane_pod_wait_duration_seconds{tenant}                 first enqueue -> bound, by tenant
+//   draplane_devices{driver,device_class,state}                device states (device_states.h)
+//   draplane_counter_used_ratio{driver,pool,counter_set}       most-used counter of a counter set
+//   draplane_capacity_used_ratio{driver,pool,capacity}         shared capacity consumed
+//   draplane_device_states_shapes{outcome}                     evaluated|dropped pending shapes
 //   draplane_scheduler_dra_binding_conditions_waiting          bindings waiting for devices'
 //                                                              bindingConditions (KEP-5007)
 //   draplane_scheduler_dra_binding_conditions_wait_duration_seconds{result}
@@ -51,7 +60,13 @@ struct SchedulerMetrics {
   metrics::HistogramFamily sli_seconds;
   metrics::HistogramFamily plugin_seconds;
   metrics::Histogram claim_allocation_seconds;
-  metrics::CounterFamily subrequest_allocations;
+  metrics::CounterFamily allocations;
+  metrics::GaugeFamily pending_pods;
+  metrics::HistogramFamily wait_seconds;
+  metrics::GaugeFamily devices;
+  metrics::GaugeFamily counter_used;
+  metrics::GaugeFamily capacity_used;
+  metrics::GaugeFamily device_state_shapes;
   // Attempts that spent their whole CEL evaluation budget (SchedulerOptions::evaluation_budget).
   metrics::Counter evaluation_budget_spent;
   metrics::Gauge binding_conditions_waiting;

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/thread_name.h"
+#include "scheduler/device_states.h"
 #include "scheduler/explain.h"
 #include "scheduler/profile.h"
 
@@ -141,6 +142,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
       framework_(
           FrameworkOptions{.percentage_of_nodes_to_score = options_.percentage_of_nodes_to_score,
                            .diagnose = true}) {
+  tenants_ = metrics::TenantLabels(options_.metrics_tenants);
   DynamicResourcesDeps deps;
   deps.cluster = &cluster_;
   deps.api = &api_;
@@ -242,6 +244,9 @@ Status Scheduler::Start() {
   // The holdings are rebuilt from the initial lists; status.used is brought in line with them
   // once those are applied (the first CheckHoldings).
   last_holdings_check_ = clock_.MonotonicNow() - options_.holdings_check_interval;
+  // The first device states after one interval: the initial lists are applied and the first
+  // attempts made by then.
+  last_device_states_ = clock_.MonotonicNow();
   if (options_.synchronous) return Status::Ok();
   {
     MutexLock lock(mu_);
@@ -318,6 +323,11 @@ void Scheduler::Loop() {
     if (now - last_holdings_check_ >= options_.holdings_check_interval) {
       last_holdings_check_ = now;
       CheckHoldings();
+    }
+    if (options_.device_states_interval > Duration(0) &&
+        now - last_device_states_ >= options_.device_states_interval) {
+      last_device_states_ = now;
+      UpdateDeviceStates();
     }
     if (std::optional<QueuedPod> next = queue_->Pop()) {
       ScheduleOne(std::move(*next));
@@ -428,12 +438,15 @@ void Scheduler::MoveOnEventFor(const ClusterEvent& event, std::vector<std::strin
 }
 
 void Scheduler::SetPending(const std::string& uid, std::shared_ptr<const Pod> pod) {
+  auto reason = pending_reasons_.extract(uid);  // an update keeps the last attempt's reason
   ErasePending(uid);
+  if (!reason.empty()) pending_reasons_.insert(std::move(reason));
   for (const api::corev1::PodResourceClaim& entry : pod->spec.resource_claims) {
     PodClaimName n = ClaimNameForPod(*pod, entry);
     if (!n.name.empty()) claim_users_[pod->metadata.namespace_ + "/" + n.name].insert(uid);
   }
   pending_[uid] = std::move(pod);
+  pending_reasons_dirty_ = true;
 }
 
 bool Scheduler::ErasePending(const std::string& uid) {
@@ -449,6 +462,8 @@ bool Scheduler::ErasePending(const std::string& uid) {
     if (users->second.empty()) claim_users_.erase(users);
   }
   pending_.erase(it);
+  pending_reasons_.erase(uid);
+  pending_reasons_dirty_ = true;
   return true;
 }
 
@@ -551,20 +566,27 @@ void Scheduler::Apply(InboxItem& item) {
           metrics_.claim_allocation_seconds.Observe(
               std::chrono::duration<double>(now - f->second).count());
         }
-        for (const rv1::DeviceRequestAllocationResult& r :
-             claim->status.allocation->devices.results) {
-          size_t slash = r.request.find('/');
-          if (slash == std::string::npos) continue;
-          std::string request = r.request.substr(0, slash);
-          for (const rv1::DeviceRequest& spec : claim->spec.devices.requests) {
-            if (spec.name != request) continue;
+        // One count per request: the class and index of the (sub)request its first result
+        // names.
+        for (const rv1::DeviceRequest& spec : claim->spec.devices.requests) {
+          for (const rv1::DeviceRequestAllocationResult& r :
+               claim->status.allocation->devices.results) {
+            if (r.request == spec.name && spec.exactly.has_value()) {
+              metrics_.allocations.WithLabels({spec.exactly->device_class_name, "0", "allocated"})
+                  .Increment();
+              break;
+            }
+            if (!r.request.starts_with(spec.name + "/")) continue;
             for (size_t i = 0; i < spec.first_available.size(); ++i) {
-              if (request + "/" + spec.first_available[i].name == r.request) {
-                metrics_.subrequest_allocations.WithLabels({std::to_string(i)}).Increment();
+              if (r.request.substr(spec.name.size() + 1) == spec.first_available[i].name) {
+                metrics_.allocations
+                    .WithLabels(
+                        {spec.first_available[i].device_class_name, std::to_string(i), "allocated"})
+                    .Increment();
               }
             }
+            break;
           }
-          break;  // one count per claim's first firstAvailable result
         }
       }
       if (claim->status.allocation.has_value()) claim_first_seen_.erase(uid);
@@ -741,6 +763,9 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
   if (result.status.code() == Code::kError) {
     metrics_.attempts_error.Increment();
     metrics_.attempt_error_seconds.Observe(elapsed());
+    CountFailedRequests(*queued.pod, "error");
+    pending_reasons_[uid] = "SchedulerError";
+    pending_reasons_dirty_ = true;
     RecordFailure(*queued.pod, "SchedulerError", result.status.Message());
     {
       MutexLock lock(mu_);
@@ -751,6 +776,26 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
   }
   metrics_.attempts_unschedulable.Increment();
   metrics_.attempt_unschedulable_seconds.Observe(elapsed());
+  CountFailedRequests(*queued.pod, "unschedulable");
+  {
+    // The filter plugin that rejected the most nodes (ties: the first by name), or PreFilter's.
+    std::map<std::string, int> rejections;
+    for (const NodeVerdict& v : result.diagnosis.nodes) ++rejections[v.status.plugin()];
+    std::string reason = "Unschedulable";
+    if (result.diagnosis.pre_filter.has_value() && !result.diagnosis.pre_filter->plugin().empty()) {
+      reason = result.diagnosis.pre_filter->plugin();
+    } else {
+      int most = 0;
+      for (const auto& [plugin, n] : rejections) {
+        if (n > most && !plugin.empty()) {
+          reason = plugin;
+          most = n;
+        }
+      }
+    }
+    pending_reasons_[uid] = std::move(reason);
+    pending_reasons_dirty_ = true;
+  }
   RecordFailure(*queued.pod, "Unschedulable", FailedSchedulingMessage(result.diagnosis));
   {
     MutexLock lock(mu_);
@@ -801,8 +846,11 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
     }
     RecordDecision(*binding);
     if (auto f = first_seen_.find(uid); f != first_seen_.end()) {
+      const double waited =
+          std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count();
       metrics_.sli_seconds.WithLabels({std::to_string(std::min(binding->info.attempts, 15))})
-          .Observe(std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count());
+          .Observe(waited);
+      metrics_.wait_seconds.WithLabels({tenants_.Of(pod.metadata.namespace_)}).Observe(waited);
       first_seen_.erase(f);
     }
     // The informer confirms the assumed pod; the pod is no longer pending.
@@ -1182,7 +1230,90 @@ void Scheduler::RecordFailure(const Pod& pod, const std::string& reason, const s
   });
 }
 
+void Scheduler::CountFailedRequests(const Pod& pod, std::string_view result) {
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    PodClaimName n = ClaimNameForPod(pod, entry);
+    if (n.name.empty()) continue;
+    ClusterState::ClaimPtr claim = cluster_.FindClaim(pod.metadata.namespace_, n.name);
+    if (!claim || claim->status.allocation.has_value()) continue;
+    for (const rv1::DeviceRequest& request : claim->spec.devices.requests) {
+      const std::string& cls = request.exactly.has_value()
+                                   ? request.exactly->device_class_name
+                                   : (request.first_available.empty()
+                                          ? request.name
+                                          : request.first_available.front().device_class_name);
+      metrics_.allocations.WithLabels({cls, "none", result}).Increment();
+    }
+  }
+}
+
+// Sets every series of `family` in `now` and zeroes those of `before` that are not in it.
+template <typename Key>
+static void SetSeries(const metrics::GaugeFamily& family, const std::map<Key, double>& now,
+                      std::set<std::vector<std::string>>& before) {
+  std::set<std::vector<std::string>> seen;
+  for (const auto& [key, value] : now) {
+    std::vector<std::string> labels =
+        std::apply([](const auto&... l) { return std::vector<std::string>{l...}; }, key);
+    family.WithLabels(labels).Set(value);
+    seen.insert(std::move(labels));
+  }
+  for (const std::vector<std::string>& labels : before) {
+    if (!seen.contains(labels)) family.WithLabels(labels).Set(0);
+  }
+  before = std::move(seen);
+}
+
+void Scheduler::UpdatePendingReasons() {
+  std::map<std::tuple<std::string, std::string>, double> counts;
+  for (const auto& [uid, pod] : pending_) {
+    std::string reason;
+    if (binding_.contains(uid)) {
+      reason = "Binding";
+    } else if (!pod->spec.scheduling_gates.empty()) {
+      reason = "Gated";
+    } else if (auto it = pending_reasons_.find(uid); it != pending_reasons_.end()) {
+      reason = it->second;
+    } else {
+      reason = "Queued";
+    }
+    ++counts[{std::string(tenants_.Of(pod->metadata.namespace_)), reason}];
+  }
+  SetSeries(metrics_.pending_pods, counts, reported_pending_);
+  pending_reasons_dirty_ = false;
+}
+
+void Scheduler::UpdateDeviceStates() {
+  // The unallocated claims of Pending Pods, in key order (the shape order decides which shapes
+  // the bound keeps).
+  std::vector<std::string> keys;
+  keys.reserve(claim_users_.size());
+  for (const auto& [key, _] : claim_users_) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  std::vector<ClusterState::ClaimPtr> held;
+  std::vector<const rv1::ResourceClaim*> claims;
+  for (const std::string& key : keys) {
+    size_t slash = key.find('/');
+    ClusterState::ClaimPtr claim = cluster_.FindClaim(key.substr(0, slash), key.substr(slash + 1));
+    if (!claim || claim->status.allocation.has_value()) continue;
+    claims.push_back(claim.get());
+    held.push_back(std::move(claim));
+  }
+  DeviceStates states =
+      ComputeDeviceStates(cluster_, PendingShapes(claims), options_.features,
+                          options_.allocation_step_limit, options_.evaluation_budget);
+  std::map<std::tuple<std::string, std::string, std::string>, double> devices;
+  for (const auto& [key, n] : states.devices) devices[key] = static_cast<double>(n);
+  SetSeries(metrics_.devices, devices, reported_devices_);
+  SetSeries(metrics_.counter_used, states.counter_used, reported_counters_);
+  SetSeries(metrics_.capacity_used, states.capacity_used, reported_capacity_);
+  metrics_.device_state_shapes.WithLabels({"evaluated"}).Set(static_cast<double>(states.shapes));
+  metrics_.device_state_shapes.WithLabels({"dropped"})
+      .Set(static_cast<double>(states.shapes_dropped));
+}
+
 void Scheduler::UpdateGauges() {
+  if (pending_reasons_dirty_) UpdatePendingReasons();
   metrics_.pending_active.Set(static_cast<double>(queue_->active()));
   metrics_.pending_backoff.Set(static_cast<double>(queue_->backoff()));
   metrics_.pending_unschedulable.Set(

@@ -88,6 +88,12 @@ struct SchedulerOptions {
   // How often the holdings ledger is checked against a recompute from the claims, and every
   // Allocation-mode quota's status.used against the allocations (docs/design/holdings.md).
   Duration holdings_check_interval = std::chrono::seconds(60);
+  // Namespaces reported by name in tenant-labelled metrics; the rest are "other"
+  // (metrics::TenantLabels).
+  std::vector<std::string> metrics_tenants{};
+  // How often the scheduler loop recomputes the device-state gauges (device_states.h); 0 turns
+  // them off. Synchronous mode (RunUntilIdle: tests, the simulator) never computes them.
+  Duration device_states_interval = std::chrono::seconds(30);
 };
 
 class Scheduler {
@@ -178,6 +184,12 @@ class Scheduler {
   void BinderLoop();
   bool Ours(const api::corev1::Pod& pod) const;
   void UpdateGauges();
+  // The device-state gauges and the pending-Pod gauge by tenant and reason.
+  void UpdateDeviceStates();
+  void UpdatePendingReasons();
+  // Counts every request of the unallocated claims of `pod` in draplane_allocations_total with
+  // `result` (an attempt that failed).
+  void CountFailedRequests(const api::corev1::Pod& pod, std::string_view result);
 
   client::ApiClient& api_;
   const Clock& clock_;
@@ -210,6 +222,16 @@ class Scheduler {
   std::map<std::string, std::shared_ptr<const api::corev1::Node>> isolated_nodes_;
   Duration last_flush_{0};
   Duration last_holdings_check_{0};
+  Duration last_device_states_{0};
+  metrics::TenantLabels tenants_;
+  // Pending pod uid -> why it waits (draplane_pending_pods), and whether the gauge is stale.
+  std::unordered_map<std::string, std::string> pending_reasons_;
+  bool pending_reasons_dirty_ = true;
+  // Series set by the last update, so that series which vanished are set to 0.
+  std::set<std::vector<std::string>> reported_pending_;
+  std::set<std::vector<std::string>> reported_devices_;
+  std::set<std::vector<std::string>> reported_counters_;
+  std::set<std::vector<std::string>> reported_capacity_;
   uint64_t attempts_ = 0;
   // Quota recounts: namespaces with one in progress, and those to run again after it (value:
   // whether that one counts as a correction).

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "server/authz/node.h"
+#include "server/dashboard/dashboard.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
 #include "server/openapi/openapi.h"
@@ -27,6 +28,25 @@ const metrics::HistogramFamily& RequestDuration() {
       "Response latency distribution in seconds for each verb, group and resource.",
       {"verb", "group", "resource"}, metrics::LatencyBuckets());
   return family;
+}
+
+const metrics::GaugeFamily& Inflight() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "apiserver_current_inflight_requests",
+      "Number of requests being executed, by kind (readOnly or mutating).", {"request_kind"});
+  return family;
+}
+
+// The verb label: request verbs and HTTP methods the server knows, "other" for anything else, so
+// that a client cannot grow the series count (upstream cleanVerb).
+std::string_view VerbLabel(std::string_view verb) {
+  static constexpr std::string_view kKnown[] = {
+      "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
+      "GET", "POST", "PUT",   "PATCH",  "DELETE", "HEAD",  "OPTIONS"};
+  for (std::string_view known : kKnown) {
+    if (verb == known) return known;
+  }
+  return "other";
 }
 
 http::Response Json(int status, std::string body, std::string content_type = "application/json") {
@@ -97,6 +117,11 @@ struct ApiHandler::Call {
   std::vector<std::pair<std::string, std::string>> query;
   RequestInfo info;
   auth::UserInfo user;
+  // Group, resource and subresource label a request only once the registry resolved them: an
+  // unknown path (or one refused before the lookup) counts with empty labels, so the series
+  // count stays bounded by what the server serves.
+  const ResourceInfo* resolved = nullptr;
+  std::string_view resolved_subresource;
 };
 
 ApiHandler::ApiHandler(ApiHandlerOptions options, ApiHandlerDependencies deps)
@@ -141,12 +166,15 @@ void ApiHandler::Serve(const http::Request& request, std::shared_ptr<http::Excha
 
 void ApiHandler::Record(const Call& call, int code) const {
   const RequestInfo& info = call.info;
-  std::string verb = info.verb.empty() ? call.request->method : info.verb;
+  std::string_view verb = VerbLabel(info.verb.empty() ? call.request->method : info.verb);
+  std::string_view group = call.resolved != nullptr ? std::string_view(call.resolved->group) : "";
+  std::string_view resource =
+      call.resolved != nullptr ? std::string_view(call.resolved->resource) : "";
   RequestCounter()
-      .WithLabels({verb, info.api_group, info.resource, info.subresource, std::to_string(code)})
+      .WithLabels({verb, group, resource, call.resolved_subresource, std::to_string(code)})
       .Increment();
   RequestDuration()
-      .WithLabels({verb, info.api_group, info.resource})
+      .WithLabels({verb, group, resource})
       .Observe(std::chrono::duration<double>(deps_.clock->MonotonicNow() - call.start).count());
   log::Debug("{} {} {} -> {}", call.request->remote_address, call.request->method,
              call.request->target, code);
@@ -164,6 +192,13 @@ bool ApiHandler::Admit(Call& call, http::Exchange& exchange) const {
   }
   call.query = std::move(*query);
   call.info = ParseRequestInfo(request.method, request.path, call.query);
+  // The dashboard's static files carry no data and are served to anyone; what the page then
+  // reads goes through authentication and RBAC like every other request.
+  if (std::optional<http::Response> page = dashboard::Serve(request.method, request.path)) {
+    Record(call, page->status);
+    exchange.Respond(std::move(*page));
+    return false;
+  }
   std::optional<auth::UserInfo> user = deps_.authenticator->Authenticate(
       request.header("Authorization"), request.client_certificate);
   if (!user) {
@@ -212,6 +247,13 @@ void ApiHandler::Reject(Call& call, http::Exchange& exchange,
 void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
   const http::Request& request = *call.request;
   const RequestInfo& info = call.info;
+  const bool mutating =
+      request.method != "GET" && request.method != "HEAD" && request.method != "OPTIONS";
+  struct Executing {
+    metrics::Gauge gauge;
+    ~Executing() { gauge.Decrement(); }
+  } executing{Inflight().WithLabels({mutating ? "mutating" : "readOnly"})};
+  executing.gauge.Increment();
   auto finish = [&](http::Response response) {
     Record(call, response.status);
     exchange->Respond(std::move(response));
@@ -241,6 +283,10 @@ void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
                               !(resource->resource == "namespaces"))) {
     finish(ToResponse(NewNotFoundPath()));
     return;
+  }
+  call.resolved = resource;
+  if (const SubresourceInfo* sub = resource->FindSubresource(info.subresource)) {
+    call.resolved_subresource = sub->name;
   }
   Scope scope;
   scope.request = &request;

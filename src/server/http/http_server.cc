@@ -1082,6 +1082,15 @@ Status LoadTls(Core& core, const TlsOptions& tls) {
       ERR_clear_error();
       SSL_CTX_set_client_CA_list(ctx.native_handle(), names);
     }
+    // Sessions are resumable (browsers resume the first connection's session on the next ones
+    // they open in parallel). With peer verification on, OpenSSL refuses to resume a session
+    // without a session ID context and fails that handshake ("session id context
+    // uninitialized"), which a browser reports as ERR_SSL_PROTOCOL_ERROR for the request it was
+    // for. One context: every session of this server was made under the same verification
+    // settings, and a resumed session keeps the client certificate it was verified with.
+    static constexpr unsigned char kSessionIdContext[] = "draplane-apiserver";
+    SSL_CTX_set_session_id_context(ctx.native_handle(), kSessionIdContext,
+                                   sizeof(kSessionIdContext) - 1);
     // HTTP/1.1 only; clients that offer h2 fall back (ALPN would be needed to negotiate it).
     core.ssl_ctx.emplace(std::move(ctx));
   } catch (const boost::system::system_error& e) {

@@ -1,0 +1,138 @@
+// The scheduler's tenant, allocation and device-state metrics through a running scheduler
+// (informers over the in-memory API, the loop and binder threads): what /metrics shows.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "common/metrics.h"
+#include "scheduler/scheduler.h"
+#include "testing/cluster.h"
+
+namespace draplane::scheduler {
+namespace {
+
+using draplane::testing::Cluster;
+using draplane::testing::DeviceSpec;
+using ::testing::HasSubstr;
+
+// Polls /metrics until it contains every one of `wanted` (60 s guards against hangs).
+std::string WaitForMetrics(const std::vector<std::string>& wanted) {
+  std::string text;
+  for (int i = 0; i < 60000; ++i) {
+    text = metrics::RenderText();
+    bool all = true;
+    for (const std::string& w : wanted) all = all && text.find(w) != std::string::npos;
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return text;
+}
+
+// The distinct values of `label` in the series of `family` (a metric name prefix).
+std::set<std::string> LabelValues(const std::string& text, const std::string& family,
+                                  const std::string& label) {
+  std::set<std::string> out;
+  std::regex series("^" + family + "\\{([^}]*)\\}", std::regex::multiline);
+  std::regex value(label + "=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), series);
+       it != std::sregex_iterator(); ++it) {
+    std::string labels = (*it)[1];
+    std::smatch m;
+    if (std::regex_search(labels, m, value)) out.insert(m[1]);
+  }
+  return out;
+}
+
+class SchedulerMetricsTest : public ::testing::Test {
+ protected:
+  void Start() {
+    SchedulerOptions options;
+    options.random_seed = 7;
+    options.binder_threads = 2;
+    options.metrics_tenants = {"team-a"};
+    options.device_states_interval = std::chrono::milliseconds(10);
+    scheduler_ = std::make_unique<Scheduler>(cluster_.api(), RealClock(), options);
+    ASSERT_TRUE(scheduler_->Start().ok());
+  }
+  void TearDown() override {
+    if (scheduler_) scheduler_->Stop();
+  }
+  api::corev1::Pod PodIn(const std::string& ns, const std::string& name,
+                         const std::vector<std::string>& claims = {}) {
+    api::corev1::Pod pod = cluster_.PodSpec(name, claims);
+    pod.metadata.namespace_ = ns;
+    return pod;
+  }
+
+  Cluster cluster_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+// 10,000 namespaces each with a gated Pod, and 50 namespaces with a Pod that is bound: the
+// tenant-labelled families keep two tenant values (team-a and other).
+TEST_F(SchedulerMetricsTest, TenThousandNamespacesKeepTheTenantSeriesBounded) {
+  cluster_.Node("node-a", {}, {{"pods", "1000"}});
+  Start();
+  for (int i = 0; i < 10000; ++i) {
+    api::corev1::Pod pod = PodIn(i == 0 ? "team-a" : "ns-" + std::to_string(i), "gated");
+    pod.spec.scheduling_gates.emplace_back().name = "example.com/hold";
+    cluster_.Pod(pod);
+  }
+  for (int i = 0; i < 50; ++i) {
+    cluster_.Pod(PodIn(i == 0 ? "team-a" : "ns-" + std::to_string(i), "runs"));
+  }
+  std::string text = WaitForMetrics({
+      "draplane_pending_pods{reason=\"Gated\",tenant=\"other\"} 9999",
+      "draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 1",
+      "draplane_pod_wait_duration_seconds_count{tenant=\"other\"} 49",
+      "draplane_pod_wait_duration_seconds_count{tenant=\"team-a\"} 1",
+  });
+  EXPECT_THAT(text, HasSubstr("draplane_pending_pods{reason=\"Gated\",tenant=\"other\"} 9999"));
+  EXPECT_THAT(text, HasSubstr("draplane_pod_wait_duration_seconds_count{tenant=\"other\"} 49"));
+  EXPECT_EQ(LabelValues(text, "draplane_pending_pods", "tenant"),
+            (std::set<std::string>{"other", "team-a"}));
+  EXPECT_EQ(LabelValues(text, "draplane_pod_wait_duration_seconds_count", "tenant"),
+            (std::set<std::string>{"other", "team-a"}));
+}
+
+// A claim allocated from one of two GPUs and one that fits nowhere: the allocation by class and
+// tier, the failed request, the Pending reason, and the device states the loop computes.
+TEST_F(SchedulerMetricsTest, AllocationsPendingReasonsAndDeviceStates) {
+  cluster_.Class("metrics-gpu", R"(device.driver == "metrics.example.com")");
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "metrics.example.com",
+                 {DeviceSpec{"gpu-0", {}, "", 0}, DeviceSpec{"gpu-1", {}, "", 0}});
+  Start();
+  cluster_.Claim(cluster_.ClaimSpec("one", "metrics-gpu"));
+  cluster_.Pod(cluster_.PodSpec("one", {"one"}));
+  std::string text = WaitForMetrics({
+      "draplane_allocations_total{device_class=\"metrics-gpu\",result=\"allocated\","
+      "subrequest_index=\"0\"} 1",
+      "draplane_devices{device_class=\"metrics-gpu\",driver=\"metrics.example.com\","
+      "state=\"allocated\"} 1",
+  });
+  EXPECT_THAT(text, HasSubstr("draplane_devices{device_class=\"metrics-gpu\",driver=\"metrics."
+                              "example.com\",state=\"idle\"} 1"));
+  // Three GPUs on one node: nothing has that many, so the Pod stays Pending, the DRA plugin
+  // rejected it, and the free GPU is stranded for that shape.
+  cluster_.Claim(cluster_.ClaimSpec("three", "metrics-gpu", 3));
+  cluster_.Pod(cluster_.PodSpec("three", {"three"}));
+  text = WaitForMetrics({
+      "draplane_allocations_total{device_class=\"metrics-gpu\",result=\"unschedulable\","
+      "subrequest_index=\"none\"}",
+      "draplane_pending_pods{reason=\"DynamicResources\",tenant=\"other\"} 1",
+      "draplane_devices{device_class=\"metrics-gpu\",driver=\"metrics.example.com\","
+      "state=\"fragmented\"} 1",
+  });
+  EXPECT_THAT(text,
+              HasSubstr("draplane_pending_pods{reason=\"DynamicResources\",tenant=\"other\"} 1"));
+  EXPECT_THAT(text, HasSubstr("draplane_devices{device_class=\"metrics-gpu\",driver=\"metrics."
+                              "example.com\",state=\"fragmented\"} 1"));
+  EXPECT_THAT(text, HasSubstr("draplane_device_states_shapes{outcome=\"evaluated\"} 1"));
+}
+
+}  // namespace
+}  // namespace draplane::scheduler

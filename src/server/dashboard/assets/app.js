@@ -1,0 +1,486 @@
+// draplane dashboard: a single page over the Kubernetes API of the server that serves it.
+// Every request carries the viewer's own bearer token, so RBAC decides what is shown. Data is
+// listed once, then kept current with watches; tables are paged so that thousands of Pods or
+// hundreds of nodes stay responsive. All text from the API is inserted with textContent.
+'use strict';
+
+const RESOURCES = {
+  nodes: {path: '/api/v1/nodes', cluster: true},
+  resourceslices: {path: '/apis/resource.k8s.io/v1/resourceslices', cluster: true},
+  devicetaintrules: {path: '/apis/resource.k8s.io/v1/devicetaintrules', cluster: true},
+  resourceclaims: {path: '/apis/resource.k8s.io/v1/resourceclaims', ns: 'resource.k8s.io/v1'},
+  pods: {path: '/api/v1/pods', ns: 'v1'},
+  resourcequotas: {path: '/api/v1/resourcequotas', ns: 'v1'},
+};
+const PAGE = 50;
+// Browsers open at most 6 HTTP/1.1 connections per server and a watch holds one for its life, so
+// the page streams at most this many watches and re-lists the rest every POLL_MS.
+const MAX_STREAMS = 3;
+const POLL_MS = 10000;
+let streams = 0;
+
+const state = {
+  token: sessionStorage.getItem('draplane.token') || '',
+  namespaces: (sessionStorage.getItem('draplane.namespaces') || '').split(',').filter(Boolean),
+  data: {},       // resource -> Map(key -> object)
+  errors: {},     // resource -> message (403: not permitted for this viewer)
+  loaded: new Set(),
+  pages: {},      // table id -> page index
+  filters: {},    // table id -> filter text
+  history: [],    // [{t, allocated, total}] for the utilization chart
+  aborts: [],
+};
+
+// --- tokens from the URL fragment (never sent to the server) ---------------------------------
+(function takeFragment() {
+  const h = location.hash.replace(/^#/, '');
+  if (!h.includes('token=')) return;
+  const params = new URLSearchParams(h);
+  state.token = params.get('token') || '';
+  state.namespaces = (params.get('namespace') || params.get('namespaces') || '')
+      .split(',').map(s => s.trim()).filter(Boolean);
+  sessionStorage.setItem('draplane.token', state.token);
+  sessionStorage.setItem('draplane.namespaces', state.namespaces.join(','));
+  history.replaceState(null, '', location.pathname + '#/overview');
+})();
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function key(o) { return (o.metadata.namespace ? o.metadata.namespace + '/' : '') + o.metadata.name; }
+function objects(r) { return [...(state.data[r] || new Map()).values()]; }
+
+async function api(path, init) {
+  const headers = {'Authorization': 'Bearer ' + state.token, 'Accept': 'application/json'};
+  return fetch(path, Object.assign({headers, cache: 'no-store'}, init || {}));
+}
+
+// --- list and watch ---------------------------------------------------------------------------
+function urlsFor(r) {
+  const spec = RESOURCES[r];
+  if (spec.cluster || state.namespaces.length === 0) return [spec.path];
+  // A namespaced view: /api/v1/namespaces/NS/pods for each namespace.
+  const [prefix, plural] = [spec.path.slice(0, spec.path.lastIndexOf('/')), spec.path.split('/').pop()];
+  return state.namespaces.map(ns => `${prefix}/namespaces/${encodeURIComponent(ns)}/${plural}`);
+}
+
+async function listAndWatch(r, url) {
+  const ctrl = new AbortController();
+  state.aborts.push(ctrl);
+  let delay = 1000;
+  for (;;) {
+    try {
+      const res = await api(url, {signal: ctrl.signal});
+      if (res.status === 401) { signOut('The token was not accepted (401).'); return; }
+      if (!res.ok) {
+        const body = await res.json().catch(() => ({}));
+        state.errors[r] = `${res.status}: ${body.message || res.statusText}`;
+        state.loaded.add(r + ' ' + url);
+        changed();
+        return;  // 403/404: this viewer cannot read it; shown as such.
+      }
+      const list = await res.json();
+      const map = state.data[r] || (state.data[r] = new Map());
+      const prefix = url === RESOURCES[r].path ? '' : url.split('/namespaces/')[1].split('/')[0] + '/';
+      for (const k of [...map.keys()]) if (!prefix || k.startsWith(prefix)) map.delete(k);
+      for (const o of list.items || []) map.set(key(o), o);
+      delete state.errors[r];
+      state.loaded.add(r + ' ' + url);
+      changed();
+      delay = 1000;
+      if (streams >= MAX_STREAMS) {
+        await new Promise(res => setTimeout(res, POLL_MS));
+        continue;
+      }
+      const rv = list.metadata.resourceVersion;
+      streams++;
+      try {
+        await stream(r, url, rv, map, ctrl);
+      } finally {
+        streams--;
+      }
+    } catch (e) {
+      if (ctrl.signal.aborted) return;
+    }
+    await new Promise(res => setTimeout(res, delay));
+    delay = Math.min(delay * 2, 30000);
+  }
+}
+
+// Applies the watch events of `url` from `rv` to `map` until the stream ends.
+async function stream(r, url, rv, map, ctrl) {
+  const w = await api(`${url}?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}`,
+                      {signal: ctrl.signal});
+  if (!w.ok || !w.body) throw new Error('watch ' + w.status);
+  const reader = w.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    buf += decoder.decode(value, {stream: true});
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      if (!line.trim()) continue;
+      const ev = JSON.parse(line);
+      if (ev.type === 'ERROR') throw new Error('watch expired');
+      if (ev.type === 'BOOKMARK') continue;
+      if (ev.type === 'DELETED') map.delete(key(ev.object));
+      else map.set(key(ev.object), ev.object);
+      changed();
+    }
+  }
+}
+
+let renderTimer = null;
+function changed() {
+  if (renderTimer) return;
+  renderTimer = setTimeout(() => { renderTimer = null; render(); }, 150);
+}
+
+// --- derived state ----------------------------------------------------------------------------
+// Device key "driver/pool/device" -> {claim, request} for every allocated device.
+function allocations() {
+  const out = new Map();
+  for (const c of objects('resourceclaims')) {
+    for (const r of c.status?.allocation?.devices?.results || []) {
+      out.set(`${r.driver}/${r.pool}/${r.device}`, {claim: key(c), request: r.request});
+    }
+  }
+  return out;
+}
+
+function deviceTainted(d) {
+  return (d.taints || []).some(t => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
+}
+
+// Every published device with its state: allocated, unavailable (tainted), or idle.
+function devices() {
+  const alloc = allocations();
+  const out = [];
+  for (const s of objects('resourceslices')) {
+    const pool = s.spec.pool?.name || '';
+    for (const d of s.spec.devices || []) {
+      const k = `${s.spec.driver}/${pool}/${d.name}`;
+      const a = alloc.get(k);
+      const st = a ? 'allocated' : deviceTainted(d) ? 'unavailable' : 'idle';
+      out.push({driver: s.spec.driver, pool, node: s.spec.nodeName || '', device: d, state: st,
+                claim: a?.claim, counterSet: d.consumesCounters?.[0]?.counterSet || ''});
+    }
+  }
+  return out;
+}
+
+function podReason(p) {
+  const c = (p.status?.conditions || []).find(c => c.type === 'PodScheduled');
+  if (!c || c.status === 'True') return null;
+  return {reason: c.reason || '', message: c.message || ''};
+}
+
+function chosenTier(claim, result) {
+  const [req, sub] = result.request.split('/');
+  if (sub === undefined) return 'exact';
+  const r = (claim.spec.devices?.requests || []).find(r => r.name === req);
+  const i = (r?.firstAvailable || []).findIndex(s => s.name === sub);
+  return `tier ${i} (${sub})`;
+}
+
+// --- generic paged table ----------------------------------------------------------------------
+function table(id, columns, rows, rowAttrs) {
+  const filter = (state.filters[id] || '').toLowerCase();
+  const shown = filter ? rows.filter(r => columns.some(c => String(c.text(r)).toLowerCase().includes(filter))) : rows;
+  const pages = Math.max(1, Math.ceil(shown.length / PAGE));
+  const page = Math.min(state.pages[id] || 0, pages - 1);
+  const slice = shown.slice(page * PAGE, page * PAGE + PAGE);
+  const input = el('input', {type: 'search', 'aria-label': 'Filter', placeholder: 'filter',
+                             value: state.filters[id] || ''});
+  input.addEventListener('input', () => { state.filters[id] = input.value; state.pages[id] = 0; render(); 
+    const again = document.querySelector(`[data-filter="${id}"]`); if (again) { again.focus(); again.setSelectionRange(again.value.length, again.value.length); } });
+  input.dataset.filter = id;
+  const go = d => () => { state.pages[id] = page + d; render(); };
+  return el('div', {class: 'table', id},
+    el('div', {class: 'pager'}, input,
+      el('button', {type: 'button', onclick: go(-1), disabled: page === 0}, '‹ Previous'),
+      el('span', {}, `page ${page + 1} of ${pages} (${shown.length} rows)`),
+      el('button', {type: 'button', onclick: go(1), disabled: page >= pages - 1}, 'Next ›')),
+    el('table', {},
+      el('thead', {}, el('tr', {}, columns.map(c => el('th', {scope: 'col'}, c.title)))),
+      el('tbody', {}, slice.map(r => el('tr', rowAttrs ? rowAttrs(r) : {},
+          columns.map(c => el('td', {}, c.cell ? c.cell(r) : c.text(r))))))));
+}
+
+function notice(r) {
+  return state.errors[r] ? el('p', {class: 'muted'}, `${r}: not shown (${state.errors[r]})`) : null;
+}
+
+// --- views ------------------------------------------------------------------------------------
+function overview() {
+  const devs = devices();
+  const byState = {idle: 0, allocated: 0, unavailable: 0};
+  for (const d of devs) byState[d.state]++;
+  const byDriver = new Map();
+  for (const d of devs) {
+    const m = byDriver.get(d.driver) || {idle: 0, allocated: 0, unavailable: 0};
+    m[d.state]++;
+    byDriver.set(d.driver, m);
+  }
+  const tiers = new Map();
+  for (const c of objects('resourceclaims')) {
+    for (const r of c.status?.allocation?.devices?.results || []) {
+      const t = chosenTier(c, r);
+      tiers.set(t, (tiers.get(t) || 0) + 1);
+    }
+  }
+  const pending = objects('pods').filter(p => !p.spec.nodeName && podReason(p)).length;
+  return el('div', {},
+    el('h2', {}, 'Overview'),
+    el('div', {class: 'cards'},
+      card('Nodes', objects('nodes').length), card('Devices', devs.length),
+      card('Allocated', byState.allocated, 'state-allocated'), card('Idle', byState.idle, 'state-idle'),
+      card('Unavailable', byState.unavailable, 'state-unavailable'),
+      card('Claims', objects('resourceclaims').length), card('Pending Pods', pending)),
+    notice('resourceslices'),
+    el('h3', {}, 'Devices by driver and state'),
+    table('by-driver', [
+      {title: 'Driver', text: r => r[0]},
+      {title: 'Allocated', text: r => r[1].allocated}, {title: 'Idle', text: r => r[1].idle},
+      {title: 'Unavailable', text: r => r[1].unavailable},
+      {title: 'Utilization', text: r => util(r[1]) + '%', cell: r => bar(util(r[1]))}],
+      [...byDriver.entries()].sort()),
+    el('h3', {}, 'Utilization over time'), chart(),
+    el('h3', {}, 'Fallback tier mix (allocated devices by chosen subrequest)'),
+    table('tiers', [{title: 'Tier', text: r => r[0]}, {title: 'Devices', text: r => r[1]}],
+          [...tiers.entries()].sort()));
+}
+function util(m) { const t = m.allocated + m.idle + m.unavailable; return t ? Math.round(100 * m.allocated / t) : 0; }
+function card(title, n, cls) { return el('div', {class: 'card'}, el('div', {}, title), el('div', {class: 'n ' + (cls || '')}, n)); }
+function bar(pct) { const s = el('span'); s.style.width = pct + '%'; return el('span', {class: 'bar', role: 'img', 'aria-label': pct + '%'}, s); }
+
+function chart() {
+  const w = 480, h = 120, pts = state.history;
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'chart'); svg.setAttribute('width', w); svg.setAttribute('height', h);
+  svg.setAttribute('role', 'img'); svg.setAttribute('aria-label', 'allocated share of devices over time');
+  if (pts.length > 1) {
+    const t0 = pts[0].t, t1 = pts[pts.length - 1].t || 1;
+    const line = document.createElementNS(ns, 'polyline');
+    line.setAttribute('fill', 'none'); line.setAttribute('stroke', '#2563eb'); line.setAttribute('stroke-width', '2');
+    line.setAttribute('points', pts.map(p => `${((p.t - t0) / Math.max(1, t1 - t0)) * (w - 10) + 5},${h - 5 - (p.total ? p.allocated / p.total : 0) * (h - 10)}`).join(' '));
+    svg.append(line);
+  }
+  return svg;
+}
+
+function nodesView(selected) {
+  const devs = devices();
+  const perNode = new Map();
+  for (const d of devs) {
+    const m = perNode.get(d.node) || [];
+    m.push(d);
+    perNode.set(d.node, m);
+  }
+  const rows = objects('nodes').sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  const out = el('div', {}, el('h2', {}, 'Nodes'), notice('nodes'), notice('resourceslices'),
+    table('nodes', [
+      {title: 'Node', text: n => n.metadata.name,
+       cell: n => el('a', {href: '#/nodes/' + encodeURIComponent(n.metadata.name)}, n.metadata.name)},
+      {title: 'Ready', text: n => (n.status?.conditions || []).find(c => c.type === 'Ready')?.status || '?'},
+      {title: 'Taints', text: n => (n.spec?.taints || []).map(t => `${t.key}:${t.effect}`).join(', ')},
+      {title: 'Devices', text: n => (perNode.get(n.metadata.name) || []).length},
+      {title: 'Allocated', text: n => (perNode.get(n.metadata.name) || []).filter(d => d.state === 'allocated').length},
+      {title: 'Unavailable', text: n => (perNode.get(n.metadata.name) || []).filter(d => d.state === 'unavailable').length}],
+      rows, n => ({'data-node': n.metadata.name})));
+  if (selected) out.append(nodeDetail(selected, perNode.get(selected) || []));
+  return out;
+}
+
+// A node's devices: partitions drawn inside their physical device (the counter set they draw
+// from), the others one by one.
+function nodeDetail(name, devs) {
+  const groups = new Map();
+  for (const d of devs) {
+    const g = d.counterSet ? `${d.pool}/${d.counterSet}` : `${d.pool}/${d.device.name}`;
+    const list = groups.get(g) || [];
+    list.push(d);
+    groups.set(g, list);
+  }
+  return el('section', {'aria-label': 'devices of ' + name, id: 'node-detail'},
+    el('h3', {}, `Devices of ${name}`),
+    [...groups.entries()].sort().map(([g, list]) => el('div', {class: 'gpu', 'data-physical': g},
+      el('h4', {}, `${list[0].driver} ${g.split('/').slice(1).join('/')}` +
+        (list.length > 1 ? ` — ${list.length} partitions` : '')),
+      list.map(d => el('span', {class: 'chip ' + d.state, title: d.claim ? 'allocated to ' + d.claim : d.state,
+                                'data-device': d.device.name},
+        d.device.name, d.claim ? ` → ${d.claim}` : '',
+        (d.device.taints || []).length ? ` [tainted ${(d.device.taints || []).map(t => t.effect).join(',')}]` : '')))));
+}
+
+function claimsView() {
+  const pods = new Map(objects('pods').map(p => [p.metadata.uid, p]));
+  const rows = objects('resourceclaims').sort((a, b) => key(a).localeCompare(key(b)));
+  return el('div', {}, el('h2', {}, 'Resource claims'), notice('resourceclaims'),
+    table('claims', [
+      {title: 'Namespace', text: c => c.metadata.namespace},
+      {title: 'Claim', text: c => c.metadata.name},
+      {title: 'State', text: c => c.status?.allocation ? ((c.status.reservedFor || []).length ? 'allocated,reserved' : 'allocated') : 'pending'},
+      {title: 'Devices', text: c => (c.status?.allocation?.devices?.results || []).map(r => `${r.pool}/${r.device}`).join(' ')},
+      {title: 'Subrequest', text: c => (c.status?.allocation?.devices?.results || []).map(r => chosenTier(c, r)).join(', ')},
+      {title: 'Pod', text: c => (c.status?.reservedFor || []).map(r => r.name).join(', ')},
+      {title: 'Pod phase', text: c => (c.status?.reservedFor || []).map(r => pods.get(r.uid)?.status?.phase || '').join(', ')}],
+      rows, c => ({'data-claim': key(c)})));
+}
+
+function pendingView() {
+  const rows = objects('pods').filter(p => !p.spec.nodeName).sort((a, b) => key(a).localeCompare(key(b)));
+  return el('div', {}, el('h2', {}, 'Pending Pods'), notice('pods'),
+    table('pending', [
+      {title: 'Namespace', text: p => p.metadata.namespace},
+      {title: 'Pod', text: p => p.metadata.name},
+      {title: 'Reason', text: p => podReason(p)?.reason || 'not yet scheduled'},
+      {title: 'Why (draplane explain pod)', text: p => podReason(p)?.message || '',
+       cell: p => explanation(podReason(p)?.message || '')},
+      {title: 'Waiting', text: p => age(p.metadata.creationTimestamp)}],
+      rows, p => ({'data-pod': key(p)})));
+}
+// The scheduler's message, one line per reason (its "; "-separated parts) as a tree.
+function explanation(msg) {
+  const parts = msg.split(/;\s+|\n/).filter(Boolean);
+  if (parts.length <= 1) return msg;
+  return el('ul', {}, parts.map(p => el('li', {}, p)));
+}
+function age(ts) {
+  if (!ts) return '';
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
+  return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
+}
+
+function tenantsView() {
+  const tenants = new Map();
+  const t = ns => tenants.get(ns) || tenants.set(ns, {ns, pods: 0, pending: 0, claims: 0, devices: 0, oldest: '', quotas: []}).get(ns);
+  for (const p of objects('pods')) {
+    const x = t(p.metadata.namespace);
+    x.pods++;
+    if (!p.spec.nodeName) {
+      x.pending++;
+      if (!x.oldest || p.metadata.creationTimestamp < x.oldest) x.oldest = p.metadata.creationTimestamp;
+    }
+  }
+  for (const c of objects('resourceclaims')) {
+    const x = t(c.metadata.namespace);
+    x.claims++;
+    x.devices += (c.status?.allocation?.devices?.results || []).length;
+  }
+  for (const q of objects('resourcequotas')) t(q.metadata.namespace).quotas.push(q);
+  return el('div', {}, el('h2', {}, 'Tenants'), notice('resourcequotas'),
+    table('tenants', [
+      {title: 'Namespace', text: x => x.ns},
+      {title: 'Pods', text: x => x.pods}, {title: 'Pending', text: x => x.pending},
+      {title: 'Longest wait', text: x => age(x.oldest)},
+      {title: 'Claims', text: x => x.claims}, {title: 'Allocated devices', text: x => x.devices},
+      {title: 'Quota (used / hard)', text: x => x.quotas.flatMap(q => Object.entries(q.status?.hard || q.spec?.hard || {})
+          .map(([k, v]) => `${k}: ${(q.status?.used || {})[k] || '0'} / ${v}`)).join('; ')}],
+      [...tenants.values()].sort((a, b) => a.ns.localeCompare(b.ns)), x => ({'data-tenant': x.ns})));
+}
+
+function taintsView() {
+  return el('div', {}, el('h2', {}, 'Device taint rules'), notice('devicetaintrules'),
+    table('taints', [
+      {title: 'Rule', text: r => r.metadata.name},
+      {title: 'Effect', text: r => r.spec.taint?.effect || ''},
+      {title: 'Selects', text: r => JSON.stringify(r.spec.deviceSelector || {})},
+      {title: 'Blast radius (status)', text: r => (r.status?.conditions || []).map(c => `${c.reason}: ${c.message}`).join(' ')}],
+      objects('devicetaintrules')));
+}
+
+// --- shell ------------------------------------------------------------------------------------
+function route() {
+  const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
+  return {view: parts[0] || 'overview', arg: parts[1] || ''};
+}
+
+function render() {
+  const view = document.getElementById('view');
+  const login = document.getElementById('login');
+  if (!state.token) {
+    login.hidden = false;
+    view.replaceChildren();
+    return;
+  }
+  login.hidden = true;
+  const {view: v, arg} = route();
+  for (const a of document.querySelectorAll('nav a')) {
+    if (a.dataset.view === v) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  const focused = document.activeElement?.dataset?.filter;
+  const content = {overview, nodes: () => nodesView(arg), claims: claimsView, pending: pendingView,
+                   tenants: tenantsView, taints: taintsView}[v] || overview;
+  view.replaceChildren(content());
+  if (focused) document.querySelector(`[data-filter="${focused}"]`)?.focus();
+  const expected = Object.keys(RESOURCES).reduce((n, r) => n + urlsFor(r).length, 0);
+  document.body.dataset.loaded = state.loaded.size >= expected ? 'true' : 'false';
+}
+
+function sample() {
+  const devs = devices();
+  state.history.push({t: Date.now(), allocated: devs.filter(d => d.state === 'allocated').length, total: devs.length});
+  if (state.history.length > 360) state.history.shift();
+}
+
+async function start() {
+  render();
+  if (!state.token) return;
+  const who = await api('/apis/authentication.k8s.io/v1/selfsubjectreviews', {method: 'POST',
+    headers: {'Authorization': 'Bearer ' + state.token, 'Content-Type': 'application/json'},
+    body: JSON.stringify({apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview'})});
+  if (who.status === 401) { signOut('The token was not accepted (401).'); return; }
+  const review = await who.json().catch(() => ({}));
+  document.getElementById('who').textContent = 'signed in as ' + (review.status?.userInfo?.username || '?') +
+      (state.namespaces.length ? ' (namespaces ' + state.namespaces.join(', ') + ')' : '');
+  // The fast-changing kinds start first, so that they get the streams.
+  const order = ['pods', 'resourceclaims', 'resourceslices', 'nodes', 'devicetaintrules', 'resourcequotas'];
+  for (const r of order) for (const url of urlsFor(r)) listAndWatch(r, url);
+  sample();
+  setInterval(() => { sample(); if (route().view === 'overview') changed(); }, 10000);
+}
+
+function signOut(message) {
+  for (const c of state.aborts) c.abort();
+  state.aborts = [];
+  state.token = '';
+  state.data = {};
+  state.loaded = new Set();
+  sessionStorage.removeItem('draplane.token');
+  document.getElementById('who').textContent = '';
+  document.getElementById('login-error').textContent = message || '';
+  render();
+}
+
+window.addEventListener('hashchange', render);
+document.addEventListener('DOMContentLoaded', () => {
+  document.getElementById('login').addEventListener('submit', e => {
+    e.preventDefault();
+    state.token = document.getElementById('token').value.trim();
+    state.namespaces = document.getElementById('namespaces').value.split(',').map(s => s.trim()).filter(Boolean);
+    sessionStorage.setItem('draplane.token', state.token);
+    sessionStorage.setItem('draplane.namespaces', state.namespaces.join(','));
+    document.getElementById('login-error').textContent = '';
+    start();
+  });
+  document.getElementById('logout').addEventListener('click', () => signOut(''));
+  start();
+});

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The dashboard in a real browser against the `make run` demo cluster (tools/run_demo.sh
+--check-dashboard): headless Chromium, driven through the DevTools protocol (cdp.py), loads
+/dashboard/ with the admin's token and with a tenant's, and checks what it shows against what
+kubectl reads from the same server. Screenshots go to OUT_DIR.
+
+Usage: dashboard_test.py URL KUBECONFIG DATA_DIR DRAPLANE OUT_DIR
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cdp  # noqa: E402
+
+url, kubeconfig, data_dir, draplane, out_dir = sys.argv[1:6]
+os.makedirs(out_dir, exist_ok=True)
+env = dict(os.environ, KUBECONFIG=kubeconfig)
+
+
+def kubectl(*args, stdin=None):
+    return subprocess.run(["kubectl", *args], env=env, input=stdin, text=True, check=True,
+                          capture_output=True).stdout
+
+
+def token_of(config):
+    for line in config.splitlines():
+        line = line.strip()
+        if line.startswith("token:"):
+            return line.split(":", 1)[1].strip().strip('"')
+    raise AssertionError("no token in kubeconfig")
+
+
+def nonempty(js_array):
+    """A JavaScript expression that is null until the array `js_array` has elements."""
+    return f"(a => a.length ? a : null)({js_array})"
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what)
+
+
+objects = json.loads(kubectl("get", "nodes,pods,resourceclaims,resourceslices", "-A", "-o", "json"))
+items = objects["items"]
+nodes = sorted(o["metadata"]["name"] for o in items if o["kind"] == "Node")
+claims = [o for o in items if o["kind"] == "ResourceClaim"]
+pods = [o for o in items if o["kind"] == "Pod"]
+slices = [o for o in items if o["kind"] == "ResourceSlice"]
+
+# A MIG GPU: the partitions drawing from one counter set of one pool.
+mig = {}
+for s in slices:
+    for d in s["spec"].get("devices", []):
+        for c in d.get("consumesCounters", []):
+            mig.setdefault((s["spec"]["pool"]["name"], c["counterSet"]), []).append(d["name"])
+(mig_pool, mig_set), partitions = sorted((k, v) for k, v in mig.items() if len(v) > 1)[0]
+allocated = sorted((c for c in claims if c.get("status", {}).get("allocation")),
+                   key=lambda c: (c["metadata"]["namespace"], c["metadata"]["name"]))
+check(allocated, "the demo has allocated claims")
+pending = []
+for p in pods:
+    if p["spec"].get("nodeName"):
+        continue
+    for c in p.get("status", {}).get("conditions", []):
+        if c["type"] == "PodScheduled" and c["status"] == "False":
+            pending.append((p, c))
+check(pending, "the demo has Pending Pods with a reason")
+
+browser = cdp.Browser()
+try:
+    admin_config = subprocess.run(
+        [draplane, "kubeconfig", "--data-dir", data_dir, "--user", "dashboard-admin",
+         "--groups", "system:masters"], text=True, check=True, capture_output=True).stdout
+    admin = browser.open(f"{url}/dashboard/#token={token_of(admin_config)}")
+    browser.wait_for(admin, "document.body?.dataset.loaded === 'true'", "the admin's first lists")
+    check(browser.evaluate(admin, "location.hash") == "#/overview",
+          "the token left the address bar")
+    browser.screenshot(admin, os.path.join(out_dir, "overview.png"))
+
+    browser.evaluate(admin, f"location.hash = '#/nodes/{mig_pool}'")
+    shown = browser.wait_for(
+        admin, nonempty("[...document.querySelectorAll('[data-node]')].map(e => e.dataset.node)"),
+        "the node table")
+    check(sorted(shown) == nodes, f"every node is listed ({len(nodes)})")
+    chips = browser.wait_for(
+        admin,
+        nonempty(f"[...document.querySelectorAll('[data-physical=\"{mig_pool}/{mig_set}\"] "
+                 "[data-device]')].map(e => e.dataset.device)"), "the MIG GPU's partitions")
+    check(sorted(chips) == sorted(partitions),
+          f"{mig_pool} {mig_set}: its {len(partitions)} partitions are drawn in one physical GPU")
+    browser.screenshot(admin, os.path.join(out_dir, "nodes.png"))
+
+    browser.evaluate(admin, "location.hash = '#/claims'")
+    for c in allocated[:5]:
+        k = f"{c['metadata']['namespace']}/{c['metadata']['name']}"
+        row = browser.wait_for(admin, f"document.querySelector('[data-claim=\"{k}\"]')?.innerText",
+                               f"the row of claim {k}")
+        for r in c["status"]["allocation"]["devices"]["results"]:
+            check(f"{r['pool']}/{r['device']}" in row, f"claim {k} shows device {r['pool']}/{r['device']}")
+        for ref in c["status"].get("reservedFor", []):
+            check(ref["name"] in row, f"claim {k} shows its Pod {ref['name']}")
+    browser.screenshot(admin, os.path.join(out_dir, "claims.png"))
+
+    browser.evaluate(admin, "location.hash = '#/pending'")
+    for p, cond in pending:
+        k = f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+        row = browser.wait_for(admin, f"document.querySelector('[data-pod=\"{k}\"]')?.innerText",
+                               f"the row of Pending Pod {k}")
+        check(cond.get("reason", "") in row, f"{k} shows its reason {cond.get('reason')}")
+        first = cond.get("message", "").split(";")[0].split("\n")[0].strip()
+        check(first in row, f"{k} shows why: {first[:60]}")
+    browser.screenshot(admin, os.path.join(out_dir, "pending.png"))
+
+    # A fresh browser for the tenant (its own profile: nothing of the admin's session).
+    browser.close()
+    browser = cdp.Browser()
+
+    # A tenant of team-vision: a Role to read its own namespace, a token minted for it.
+    kubectl("apply", "-f", "-", stdin="""
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: dashboard-viewer, namespace: team-vision}
+rules:
+- apiGroups: ["", "resource.k8s.io"]
+  resources: [pods, resourceclaims, resourcequotas]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: dashboard-viewer, namespace: team-vision}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: dashboard-viewer}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: vision-viewer}
+""")
+    tenant_config = subprocess.run(
+        [draplane, "kubeconfig", "--data-dir", data_dir, "--user", "vision-viewer"],
+        text=True, check=True, capture_output=True).stdout
+    tenant = browser.open(
+        f"{url}/dashboard/#token={token_of(tenant_config)}&namespace=team-vision")
+    browser.wait_for(tenant, "document.body?.dataset.loaded === 'true'", "the tenant's first lists")
+    browser.evaluate(tenant, "location.hash = '#/claims'")
+    own = sorted(f"team-vision/{c['metadata']['name']}" for c in claims
+                 if c["metadata"]["namespace"] == "team-vision")
+    check(own, "team-vision has claims")
+    shown = browser.wait_for(
+        tenant, nonempty("[...document.querySelectorAll('[data-claim]')].map(e => e.dataset.claim)"),
+        "the tenant's claims")
+    check(sorted(shown) == own, f"the tenant sees exactly its {len(own)} claims")
+    browser.screenshot(tenant, os.path.join(out_dir, "tenant-claims.png"))
+    for view in ["claims", "pending", "tenants", "overview", "nodes"]:
+        browser.evaluate(tenant, f"location.hash = '#/{view}'")
+        text = browser.evaluate(tenant, "new Promise(r => setTimeout(() => r(document.body.innerText), 300))")
+        check("team-llm" not in text, f"no other tenant's data in the tenant's {view} view")
+    check("not shown (403" in text, "cluster-scoped data the tenant may not read is marked as such")
+finally:
+    browser.close()
+print("dashboard: all checks passed; screenshots in", out_dir)
