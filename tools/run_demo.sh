@@ -173,6 +173,56 @@ kubectl get devicetaintrule drain-a100-0 -o jsonpath='{.status.conditions[0].mes
 echo
 echo "(effect None: nothing was evicted; $(kubectl get pods -A --no-headers | grep -c Running) pods still run)"
 
+section "how much is free? ResourcePoolStatusRequest (KEP-5677) and draplane pools"
+# RBAC as upstream: nobody but cluster admins may ask until granted (no default role).
+"$draplane" kubeconfig --data-dir "$data" --user pool-viewer >"$work/pool-viewer.kubeconfig"
+pool_request() { # NAME DRIVER [POOL [ATTRIBUTE]]
+  printf 'apiVersion: resource.k8s.io/v1alpha3\nkind: ResourcePoolStatusRequest\nmetadata: {name: %s}\nspec:\n  driver: %s\n' "$1" "$2"
+  [[ -z ${3:-} ]] || printf '  poolName: %s\n' "$3"
+  [[ -z ${4:-} ]] || printf '  defaultPartitionTypeAttribute: %s\n' "$4"
+}
+if pool_request denied gpu.nvidia.com | kubectl --kubeconfig "$work/pool-viewer.kubeconfig" create -f - \
+  >/dev/null 2>"$work/denied.txt"; then
+  fail "a user without a role created a ResourcePoolStatusRequest"
+fi
+grep -q Forbidden "$work/denied.txt" || fail "unexpected refusal: $(cat "$work/denied.txt")"
+kubectl apply -f - >/dev/null <<'EOF_RBAC'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: pool-status-reader}
+rules:
+- apiGroups: [resource.k8s.io]
+  resources: [resourcepoolstatusrequests]
+  verbs: [create, get, list, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: pool-status-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pool-status-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: pool-viewer}]
+EOF_RBAC
+n=0
+for driver in $(kubectl get resourceslices -o jsonpath='{range .items[*]}{.spec.driver}{"\n"}{end}' | sort -u); do
+  n=$((n + 1))
+  pool_request "pools-$n" "$driver" | kubectl --kubeconfig "$work/pool-viewer.kubeconfig" create -f - >/dev/null
+done
+# One MIG GPU pool grouped by the partitions' profile attribute (the whole-GPU device has none:
+# upstream reports PartitionTypeMissing and keeps the counts).
+pool_request pools-mig gpu.nvidia.com a100-0 gpu.nvidia.com/profile | kubectl create -f - >/dev/null
+kubectl wait --for=condition=Complete resourcepoolstatusrequests --all --timeout=60s >/dev/null
+kubectl get resourcepoolstatusrequests
+kubectl get resourcepoolstatusrequests -o json >"$work/pool-requests.json"
+kubectl get resourceslices,resourceclaims,devicetaintrules -A -o json >"$work/pool-objects.json"
+"$draplane" pools -o json >"$work/pools-live.json"
+"$draplane" pools --driver gpu.nvidia.com --pool a100-0 \
+  --default-partition-type-attribute gpu.nvidia.com/profile -o json >"$work/pools-mig.json"
+python3 tools/pool_status_check.py "$work/pool-objects.json" "$work/pool-requests.json" \
+  "$work/pools-live.json" "$work/pools-mig.json" >"$work/pool-check.txt" ||
+  { cat "$work/pool-check.txt"; fail "pool status differs from a recomputation from slices and claims"; }
+tail -n 1 "$work/pool-check.txt"
+"$draplane" pools --driver gpu.nvidia.com | head -n 6
+kubectl delete resourcepoolstatusrequests --all >/dev/null
+
 section "the dashboard"
 # A token for a cluster admin (the admin kubeconfig holds a client certificate).
 token=$("$draplane" kubeconfig --data-dir "$data" --user dashboard-admin --groups system:masters |

@@ -18,12 +18,14 @@ Holdings::Holding Holdings::Make(std::string uid, const rv1::ResourceClaim& clai
   h.charge = ChargeAllocation(claim, allocation, catalog);
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
     if (r.admin_access.value_or(false)) continue;
-    h.devices.push_back(HeldDevice{.driver = r.driver,
-                                   .pool = r.pool,
-                                   .device = r.device,
-                                   .request = r.request,
-                                   .device_class = std::string(RequestClass(claim, r.request)),
-                                   .share = r.share_id.has_value()});
+    h.devices.push_back(
+        HeldDevice{.driver = r.driver,
+                   .pool = r.pool,
+                   .device = r.device,
+                   .request = r.request,
+                   .device_class = std::string(RequestClass(claim, r.request)),
+                   .share = r.share_id.has_value(),
+                   .consumed_capacity = {r.consumed_capacity.begin(), r.consumed_capacity.end()}});
   }
   return h;
 }

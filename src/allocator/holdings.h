@@ -40,6 +40,9 @@ class Holdings {
     std::string request;       // "req" or "req/sub"
     std::string device_class;  // the class of that (sub)request
     bool share = false;        // a share of a multi-allocatable device
+    // The result's consumedCapacity by published capacity name (a share's; empty otherwise):
+    // the pool status controller sums it per pool.
+    ResourceList consumed_capacity;
 
     friend bool operator==(const HeldDevice&, const HeldDevice&) = default;
   };

@@ -38,6 +38,7 @@ int Run(int argc, char** argv) {
   AddAgentCommand(app);
   AddFakeKubeletCommand(app);
   AddSimCommand(app);
+  AddPoolsCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -43,6 +43,8 @@ void AddAllocateCommand(CLI::App& app);
 void AddAgentCommand(CLI::App& app);
 void AddFakeKubeletCommand(CLI::App& app);
 void AddSimCommand(CLI::App& app);
+// `draplane pools` (pools_command.cc).
+void AddPoolsCommand(CLI::App& app);
 // Informers shared by the components `draplane serve` embeds, so that each object change is
 // watched, decoded and cached once (client/shared_informers.h). EmbedSharedInformers embeds
 // their owner first (it stops last, after every component using them) and fills `informers`.
@@ -60,8 +62,10 @@ Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers>
 // `--binding-timeout`: a Go-style duration of at least 1 s (upstream validates
 // DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
 StatusOr<Duration> ParseBindingTimeout(std::string_view text);
+// `resource_pool_status`: run the ResourcePoolStatusRequest controller (the server serves the
+// API: DRAResourcePoolStatus).
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
-                              std::vector<std::string> metrics_tenants,
+                              std::vector<std::string> metrics_tenants, bool resource_pool_status,
                               std::shared_ptr<EmbeddedInformers> shared);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve
 // --simulate-nodes; simulate_nodes.cc); state under <data_dir>/agents/<node>.

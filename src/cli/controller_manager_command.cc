@@ -45,10 +45,12 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
       options.garbage_collector = true;
     } else if (c == "namespace") {
       options.namespaces = true;
+    } else if (c == "resourcepoolstatusrequest") {
+      options.resource_pool_status = true;
     } else {
       return Fail("--controllers", InvalidArgumentError("unknown controller \"" + c +
                                                         "\" (resourceclaim, garbagecollector, "
-                                                        "namespace)"));
+                                                        "namespace, resourcepoolstatusrequest)"));
     }
   }
   options.simulate_kubelet = flags.simulate_kubelet;
@@ -86,9 +88,10 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 class EmbeddedControllerManager final : public server::EmbeddedComponent {
  public:
   EmbeddedControllerManager(bool simulate_kubelet, std::vector<std::string> metrics_tenants,
-                            std::shared_ptr<EmbeddedInformers> shared)
+                            bool resource_pool_status, std::shared_ptr<EmbeddedInformers> shared)
       : simulate_kubelet_(simulate_kubelet),
         metrics_tenants_(std::move(metrics_tenants)),
+        resource_pool_status_(resource_pool_status),
         shared_(std::move(shared)) {}
 
   std::string name() const override { return "controller-manager"; }
@@ -100,6 +103,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
     options.namespaces = false;
     options.simulate_kubelet = simulate_kubelet_;
     options.claim_stages.tenants = metrics_tenants_;
+    options.resource_pool_status = resource_pool_status_;
     manager_ = std::make_unique<controllers::ControllerManager>(
         *api_, RealClock(), options, shared_ ? shared_->informers.get() : nullptr);
     return manager_->Start();
@@ -112,6 +116,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
  private:
   bool simulate_kubelet_;
   std::vector<std::string> metrics_tenants_;
+  bool resource_pool_status_;
   std::shared_ptr<EmbeddedInformers> shared_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<controllers::ControllerManager> manager_;
@@ -120,11 +125,12 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
 }  // namespace
 
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
-                              std::vector<std::string> metrics_tenants,
+                              std::vector<std::string> metrics_tenants, bool resource_pool_status,
                               std::shared_ptr<EmbeddedInformers> shared) {
-  return server.Embed(std::make_unique<EmbeddedControllerManager>(
-                          simulate_kubelet, std::move(metrics_tenants), std::move(shared)),
-                      "system:kube-controller-manager", {});
+  return server.Embed(
+      std::make_unique<EmbeddedControllerManager>(simulate_kubelet, std::move(metrics_tenants),
+                                                  resource_pool_status, std::move(shared)),
+      "system:kube-controller-manager", {});
 }
 
 void AddControllerManagerCommand(CLI::App& app) {
@@ -137,7 +143,8 @@ void AddControllerManagerCommand(CLI::App& app) {
                   "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");
   cmd->add_option("--controllers", flags->controllers,
-                  "Controllers to run: resourceclaim, garbagecollector, namespace")
+                  "Controllers to run: resourceclaim, garbagecollector, namespace, "
+                  "resourcepoolstatusrequest (needs a server serving resource.k8s.io/v1alpha3)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,

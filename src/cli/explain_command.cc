@@ -6,6 +6,7 @@
 
 #include "allocator/features.h"
 #include "cli/commands.h"
+#include "cli/list_all.h"
 #include "cli/object_ref.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
@@ -30,20 +31,6 @@ struct ExplainFlags {
 int Fail(const std::string& what, const Status& s) {
   std::fprintf(stderr, "draplane explain: %s: %s\n", what.c_str(), s.ToString().c_str());
   return s.code() == StatusCode::kNotFound ? 1 : 2;
-}
-
-template <typename T>
-StatusOr<std::vector<T>> ListAll(client::ApiClient& api) {
-  std::vector<T> out;
-  client::ListOptions options;
-  options.limit = 500;
-  while (true) {
-    StatusOr<client::ObjectList<T>> page = client::List<T>(api, "", options);
-    if (!page.ok()) return page.status();
-    for (T& item : page->items) out.push_back(std::move(item));
-    if (page->continue_token.empty()) return out;
-    options.continue_token = page->continue_token;
-  }
 }
 
 int RunExplainPod(const ExplainFlags& flags) {

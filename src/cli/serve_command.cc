@@ -73,13 +73,46 @@ struct ServeFlags {
   std::string binding_timeout = "600s";  // the embedded scheduler's
 };
 
+// Takes the gates that concern the API server and the controller manager only out of a
+// `--feature-gates` value: DRAResourcePoolStatus (KEP-5677; on by default here, where the
+// controller that answers the requests always runs). Returns the other entries, for the
+// allocator's parser (allocator/features.h).
+StatusOr<std::string> TakeServerGates(std::string_view gates, bool* resource_pool_status) {
+  std::string rest;
+  while (!gates.empty()) {
+    size_t comma = gates.find(',');
+    std::string_view entry = gates.substr(0, comma);
+    gates = comma == std::string_view::npos ? std::string_view() : gates.substr(comma + 1);
+    size_t eq = entry.find('=');
+    std::string_view name = entry.substr(0, eq);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name != "DRAResourcePoolStatus") {
+      if (!rest.empty()) rest += ",";
+      rest += entry;
+      continue;
+    }
+    std::string_view value = eq == std::string_view::npos ? "" : entry.substr(eq + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    while (!value.empty() && value.back() == ' ') value.remove_suffix(1);
+    if (value != "true" && value != "false") {
+      return InvalidArgumentError("feature gate DRAResourcePoolStatus: invalid value \"" +
+                                  std::string(value) + "\" (want true or false)");
+    }
+    *resource_pool_status = value == "true";
+  }
+  return rest;
+}
+
 // The DRA behaviour of the release and gates, for the API server's admission and the embedded
-// scheduler alike.
-StatusOr<allocator::Features> ServeFeatures(const ServeFlags& flags) {
+// scheduler alike; `resource_pool_status` receives DRAResourcePoolStatus.
+StatusOr<allocator::Features> ServeFeatures(const ServeFlags& flags, bool* resource_pool_status) {
   DRAPLANE_ASSIGN_OR_RETURN(allocator::Features features,
                             allocator::DefaultFeatures(flags.kubernetes_version));
-  if (flags.feature_gates.empty()) return features;
-  return allocator::ApplyFeatureGates(flags.feature_gates, features);
+  DRAPLANE_ASSIGN_OR_RETURN(std::string gates,
+                            TakeServerGates(flags.feature_gates, resource_pool_status));
+  if (gates.empty()) return features;
+  return allocator::ApplyFeatureGates(gates, features);
 }
 
 // Parses the duration flags into `options`; InvalidArgument naming the flag.
@@ -129,7 +162,8 @@ int RunServe(ServeFlags& flags) {
   // Block the shutdown signals before any thread starts, so that only sigwait() sees them.
   sigset_t signals = BlockTerminationSignals();
 
-  StatusOr<allocator::Features> features = ServeFeatures(flags);
+  bool resource_pool_status = true;
+  StatusOr<allocator::Features> features = ServeFeatures(flags, &resource_pool_status);
   if (!features.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", features.status().ToString().c_str());
     return 2;
@@ -140,6 +174,7 @@ int RunServe(ServeFlags& flags) {
   admission.features.device_compatibility_groups = features->device_compatibility_groups;
   admission.features.derived_attributes = features->derived_attributes;
   admission.list_attributes = features->list_attributes;
+  admission.resource_pool_status = resource_pool_status;
   StatusOr<Duration> binding_timeout = ParseBindingTimeout(flags.binding_timeout);
   if (!binding_timeout.ok()) {
     std::fprintf(stderr, "draplane serve: --binding-timeout: %s\n",
@@ -164,8 +199,8 @@ int RunServe(ServeFlags& flags) {
   auto shared = std::make_shared<EmbeddedInformers>();
   Status components = EmbedSharedInformers(**server, shared);
   if (components.ok() && !flags.no_controller_manager) {
-    components =
-        EmbedControllerManager(**server, flags.simulate_kubelet, flags.metrics_tenants, shared);
+    components = EmbedControllerManager(**server, flags.simulate_kubelet, flags.metrics_tenants,
+                                        resource_pool_status, shared);
   }
   if (components.ok() && !flags.no_scheduler) {
     components = EmbedScheduler(**server, shared, *features, *binding_timeout,
@@ -322,7 +357,8 @@ void AddServeCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--feature-gates", flags->feature_gates,
                   "DRA gates on top of the release's defaults, e.g. "
-                  "DRADerivedAttributes=true,DRADeviceCompatibilityGroups=true");
+                  "DRADerivedAttributes=true,DRADeviceCompatibilityGroups=true; "
+                  "DRAResourcePoolStatus=false stops serving ResourcePoolStatusRequest");
   cmd->callback([flags] {
     int code = RunServe(*flags);
     if (code != 0) throw CommandExit{code};

@@ -261,6 +261,9 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
   }
   if (!request.body.is_object()) return InvalidArgumentError("the body must be a JSON object");
   json::value object = request.body;
+  // The type fields first: adding keys to the root may move its members, `meta` among them.
+  object.as_object()["apiVersion"] = type.ApiVersion();
+  object.as_object()["kind"] = type.kind;
   json::object& meta = Meta(object);
   std::string ns = Str(&meta, "namespace");
   if (type.namespaced) {
@@ -295,8 +298,6 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
     return AlreadyExistsError(Qualified(type) + " \"" + name + "\" already exists");
   }
   json::object& root = object.as_object();
-  root["apiVersion"] = type.ApiVersion();
-  root["kind"] = type.kind;
   meta["uid"] = random.NewUuid();
   meta["creationTimestamp"] = Now();
   meta.erase("deletionTimestamp");

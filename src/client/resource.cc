@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "client/resource_v1alpha3.h"
+
 namespace draplane::client {
 namespace {
 
@@ -22,6 +24,9 @@ constexpr ResourceType kResourceClaimTemplates{
 constexpr ResourceType kDeviceTaintRules{"resource.k8s.io", "v1",  "devicetaintrules",
                                          "DeviceTaintRule", false, true};
 constexpr ResourceType kResourceQuotas{"", "v1", "resourcequotas", "ResourceQuota", true, true};
+constexpr ResourceType kResourcePoolStatusRequests{
+    "resource.k8s.io",           "v1alpha3", "resourcepoolstatusrequests",
+    "ResourcePoolStatusRequest", false,      true};
 constexpr ResourceType kAllocationDecisions{"draplane.dev",       "v1alpha1", "allocationdecisions",
                                             "AllocationDecision", true,       false};
 
@@ -114,6 +119,11 @@ const ResourceType& ResourceOf<api::draplanev1alpha1::AllocationDecision>() {
   return kAllocationDecisions;
 }
 
+template <>
+const ResourceType& ResourceOf<api::resourcev1alpha3::ResourcePoolStatusRequest>() {
+  return kResourcePoolStatusRequests;
+}
+
 const std::vector<const ResourceType*>& KnownResources() {
   static const std::vector<const ResourceType*> kAll = {&kPods,
                                                         &kNodes,
@@ -127,7 +137,8 @@ const std::vector<const ResourceType*>& KnownResources() {
                                                         &kResourceClaimTemplates,
                                                         &kDeviceTaintRules,
                                                         &kResourceQuotas,
-                                                        &kAllocationDecisions};
+                                                        &kAllocationDecisions,
+                                                        &kResourcePoolStatusRequests};
   return kAll;
 }
 

@@ -22,6 +22,10 @@ ControllerManager::ControllerManager(client::ApiClient& api, const Clock& clock,
   if (options.simulate_kubelet) {
     kubelet_ = std::make_unique<KubeletSimulator>(api, informers_, clock);
   }
+  if (options.resource_pool_status) {
+    pool_status_ =
+        std::make_unique<PoolStatusController>(api, informers_, clock, options.pool_status);
+  }
   if (options.device_taint_eviction) {
     device_taint_ =
         std::make_unique<DeviceTaintController>(api, informers_, clock, options.device_taint);
@@ -41,6 +45,7 @@ Status ControllerManager::Start() {
   if (namespaces_) namespaces_->Start();
   if (kubelet_) kubelet_->Start();
   if (device_taint_) device_taint_->Start();
+  if (pool_status_) pool_status_->Start();
   started_ = true;
   log::Info(
       "controller-manager: started (resourceclaim={}, garbagecollector={}, namespace={}, "
@@ -55,6 +60,7 @@ void ControllerManager::Stop() {
   if (own_informers_) own_informers_->Stop();
   if (claim_stages_) claim_stages_->Stop();
   if (device_taint_) device_taint_->Stop();
+  if (pool_status_) pool_status_->Stop();
   if (kubelet_) kubelet_->Stop();
   if (namespaces_) namespaces_->Stop();
   if (gc_) gc_->Stop();

@@ -7,6 +7,8 @@
 //   kubelet           (optional, `--simulate-kubelet`) bound pods run, deleted pods terminate
 //   devicetaint       NoExecute device taints evict pods; DeviceTaintRule status (dry run for None)
 //   claim stages      draplane_claim_stage_duration_seconds from claim and Pod watches
+//   poolstatus        (optional) answers ResourcePoolStatusRequests once (KEP-5677); needs a
+//                     server that serves resource.k8s.io/v1alpha3
 //
 // Thread-safety: Start/Stop from the owning thread.
 #pragma once
@@ -20,6 +22,7 @@
 #include "controllers/gc/garbage_collector.h"
 #include "controllers/kubelet/kubelet_simulator.h"
 #include "controllers/namespace/namespace_controller.h"
+#include "controllers/poolstatus/controller.h"
 #include "controllers/resourceclaim/controller.h"
 #include "controllers/stages/stage_tracker.h"
 
@@ -32,9 +35,11 @@ struct ControllerManagerOptions {
   bool simulate_kubelet = false;
   bool device_taint_eviction = true;
   bool claim_stage_metrics = true;
+  bool resource_pool_status = false;
   ResourceClaimControllerOptions resource_claim{};
   DeviceTaintControllerOptions device_taint{};
   StageTrackerOptions claim_stages{};
+  PoolStatusControllerOptions pool_status{};
 };
 
 class ControllerManager {
@@ -67,6 +72,7 @@ class ControllerManager {
   std::unique_ptr<KubeletSimulator> kubelet_;
   std::unique_ptr<DeviceTaintController> device_taint_;
   std::unique_ptr<ClaimStageTracker> claim_stages_;
+  std::unique_ptr<PoolStatusController> pool_status_;
   bool started_ = false;
 };
 

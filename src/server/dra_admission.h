@@ -17,6 +17,9 @@ struct DraAdmission {
   // The release's reading of list attributes: 1.37 declares `asList()` (with
   // DRAListTypeAttributes for new expressions, always for stored ones).
   cel::ListAttributeMode list_attributes = cel::ListAttributeMode::kLists;
+  // DRAResourcePoolStatus (KEP-5677, alpha upstream): serve resource.k8s.io/v1alpha3
+  // ResourcePoolStatusRequest. On by default in draplane, whose controller answers it.
+  bool resource_pool_status = true;
 
   friend bool operator==(const DraAdmission&, const DraAdmission&) = default;
 };

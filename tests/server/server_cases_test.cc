@@ -185,7 +185,7 @@ std::vector<Case> ParseFile(const fs::path& path) {
 
 // A file's `@server` line, before its first case, configures the server's DRA admission:
 // `@server list-attributes=1.37 feature-gates=DRAListTypeAttributes=true,...` (gate names of
-// api::validation::ParseFeatureGates).
+// api::validation::ParseFeatureGates); `resource-pool-status=false` is DRAResourcePoolStatus off.
 DraAdmission ParseAdmission(const fs::path& path) {
   std::ifstream in(path);
   std::string line;
@@ -202,6 +202,8 @@ DraAdmission ParseAdmission(const fs::path& path) {
       if (key == "list-attributes") {
         if (value == "1.35") admission.list_attributes = cel::ListAttributeMode::kUnsupported;
         if (value == "1.37") admission.list_attributes = cel::ListAttributeMode::kFirstElement;
+      } else if (key == "resource-pool-status") {
+        admission.resource_pool_status = value != "false";
       } else if (key == "feature-gates") {
         Status s = api::validation::ParseFeatureGates(value, &admission.features);
         EXPECT_TRUE(s.ok()) << path << ": " << s.ToString();

@@ -137,6 +137,10 @@ std::vector<BootstrapObject> BootstrapPolicy() {
             Rule({""}, {"pods", "pods/status"}, {"update", "patch"}),
             Rule({"resource.k8s.io"}, {"resourceclaims", "resourceclaims/status"}, kReadWrite),
             Rule({"resource.k8s.io"}, {"devicetaintrules/status"}, {"get", "update", "patch"}),
+            // The pool status controller answers each request once (upstream
+            // system:controller:resourcepoolstatusrequest-controller); delete is the TTL sweep.
+            Rule({"resource.k8s.io"}, {"resourcepoolstatusrequests/status"},
+                 {"get", "update", "patch"}),
             Rule({""}, {"namespaces", "namespaces/finalize", "namespaces/status"},
                  {"get", "update", "patch"}),
             Rule({"", "events.k8s.io"}, {"events"}, {"create", "update", "patch"}),

@@ -57,7 +57,8 @@ std::vector<ResourceInfo> DraplaneResources() {
 }
 
 // The served resources, described as kube-apiserver 1.33 describes them in discovery
-// (api/discovery/*.json upstream), plus resource.k8s.io/v1 DeviceTaintRule.
+// (api/discovery/*.json upstream), plus resource.k8s.io/v1 DeviceTaintRule and, with
+// DRAResourcePoolStatus (on by default), resource.k8s.io/v1alpha3 ResourcePoolStatusRequest.
 std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
   std::vector<ResourceInfo> out;
 
@@ -190,6 +191,14 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
         Resource("resource.k8s.io", "resourceslices", "ResourceSlice", "resourceslice", false);
     r.tracks_generation = true;
     r.strategy = &ResourceSliceStrategy(admission);
+    out.push_back(std::move(r));
+  }
+  if (admission.resource_pool_status) {
+    ResourceInfo r =
+        Resource("resource.k8s.io", "resourcepoolstatusrequests", "ResourcePoolStatusRequest",
+                 "resourcepoolstatusrequest", false, "v1alpha3");
+    r.subresources = {Status("ResourcePoolStatusRequest")};
+    r.strategy = &ResourcePoolStatusRequestStrategy();
     out.push_back(std::move(r));
   }
   for (ResourceInfo& r : DraplaneResources()) out.push_back(std::move(r));

@@ -9,11 +9,13 @@
 #include "api/gen/events_v1_codec.h"
 #include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/gen/resource_v1alpha3_codec.h"
 #include "api/resource_health.h"
 #include "api/validation/disabled_fields.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
 #include "api/validation/pod_defaults.h"
+#include "api/validation/pool_status_request_validation.h"
 #include "api/validation/quota_validation.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
@@ -27,6 +29,7 @@ namespace {
 using api::FieldErrorList;
 using api::FieldPath;
 namespace validation = api::validation;
+namespace ra3 = api::resourcev1alpha3;
 
 void Append(FieldErrorList& to, FieldErrorList from) {
   to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
@@ -1119,6 +1122,104 @@ class ResourceQuotaStrategyImpl final : public Strategy {
   bool has_status() const override { return true; }
 };
 
+// resource.k8s.io/v1alpha3 ResourcePoolStatusRequest (KEP-5677; upstream
+// pkg/registry/resource/resourcepoolstatusrequest): `spec.limit` defaults to 100, the spec is
+// immutable, the status is written once through the status subresource, and `kubectl get` prints
+// the sums over the pools (upstream's printer columns).
+class ResourcePoolStatusRequestStrategyImpl final : public Strategy {
+ public:
+  CheckResult Check(JsonObject& obj) const override {
+    CheckResult r;
+    auto typed = DecodeAs<ra3::ResourcePoolStatusRequest>(obj, &r.decode_errors);
+    if (!r.decode_errors.empty()) return r;
+    validation::SetDefaults(&typed);
+    r.errors = validation::ValidateResourcePoolStatusRequest(typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r;
+    auto typed = DecodeAs<ra3::ResourcePoolStatusRequest>(obj, &r.decode_errors);
+    FieldErrorList ignored;
+    auto old_typed = DecodeAs<ra3::ResourcePoolStatusRequest>(old, &ignored);
+    if (!r.decode_errors.empty()) return r;
+    validation::SetDefaults(&typed);
+    r.errors = validation::ValidateResourcePoolStatusRequestUpdate(typed, old_typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+  CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r;
+    auto typed = DecodeAs<ra3::ResourcePoolStatusRequest>(obj, &r.decode_errors);
+    FieldErrorList ignored;
+    auto old_typed = DecodeAs<ra3::ResourcePoolStatusRequest>(old, &ignored);
+    if (!r.decode_errors.empty()) return r;
+    r.errors = validation::ValidateResourcePoolStatusRequestStatusUpdate(typed, old_typed);
+    EncodeInto(typed, obj);
+    return r;
+  }
+
+  std::vector<TableColumn> TableColumns() const override {
+    return {NameColumn(),
+            {"Driver", "string", "", "The driver whose pools were asked for.", 0},
+            {"Total", "integer", "", "Devices in the reported pools.", 0},
+            {"Available", "integer", "", "Devices neither allocated nor tainted.", 0},
+            {"Allocated", "integer", "", "Devices allocated to claims.", 0},
+            {"Unavailable", "integer", "", "Devices with a NoSchedule or NoExecute taint.", 0},
+            {"Errors", "integer", "", "Pools with a validationError.", 0},
+            {"Pools", "integer", "", "Pools matching the request.", 0},
+            {"Status", "string", "", "Pending, Complete, Complete (m/n pools) or Failed.", 0},
+            {"Completed", "string", "", "Time since the status was written.", 0},
+            AgeColumn()};
+  }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    FieldErrorList ignored;
+    auto request = DecodeAs<ra3::ResourcePoolStatusRequest>(obj, &ignored);
+    int64_t total = 0, available = 0, allocated = 0, unavailable = 0, errors = 0;
+    std::string state = "Pending", completed = "<none>";
+    boost::json::value pools = nullptr;
+    if (request.status) {
+      for (const ra3::PoolStatus& p : request.status->pools) {
+        total += p.total_devices.value_or(0);
+        available += p.available_devices.value_or(0);
+        allocated += p.allocated_devices.value_or(0);
+        unavailable += p.unavailable_devices.value_or(0);
+        if (p.validation_error) ++errors;
+      }
+      int32_t count = request.status->pool_count.value_or(0);
+      pools = count;
+      for (const api::metav1::Condition& c : request.status->conditions) {
+        if (c.status != "True") continue;
+        if (c.type == ra3::kResourcePoolStatusRequestConditionTypeFailed) {
+          state = "Failed";
+        } else if (c.type == ra3::kResourcePoolStatusRequestConditionTypeComplete) {
+          state = static_cast<int32_t>(request.status->pools.size()) < count
+                      ? "Complete (" + std::to_string(request.status->pools.size()) + "/" +
+                            std::to_string(count) + " pools)"
+                      : "Complete";
+        } else {
+          continue;
+        }
+        completed = HumanDuration(now - c.last_transition_time.ToTimestamp());
+      }
+    }
+    return {MetaString(obj, "name"),
+            request.spec.driver,
+            total,
+            available,
+            allocated,
+            unavailable,
+            errors,
+            pools,
+            state,
+            completed,
+            AgeCell(obj, now)};
+  }
+
+ protected:
+  bool has_status() const override { return true; }
+};
+
 // Create-only review kinds; handled by handlers/reviews.cc, never stored.
 class ReviewStrategyImpl final : public Strategy {};
 
@@ -1196,6 +1297,7 @@ std::string AgeCell(const JsonObject& obj, Timestamp now) {
   }
 
 DRAPLANE_STRATEGY(BindingStrategy, BindingStrategyImpl)
+DRAPLANE_STRATEGY(ResourcePoolStatusRequestStrategy, ResourcePoolStatusRequestStrategyImpl)
 DRAPLANE_STRATEGY(CoreEventStrategy, CoreEventStrategyImpl)
 DRAPLANE_STRATEGY(EventsV1EventStrategy, EventsV1EventStrategyImpl)
 DRAPLANE_STRATEGY(NamespaceStrategy, NamespaceStrategyImpl)

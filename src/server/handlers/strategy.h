@@ -77,6 +77,8 @@ const Strategy& RbacStrategy();
 const Strategy& ReviewStrategy();
 const Strategy& DeviceTaintRuleStrategy();
 const Strategy& ResourceQuotaStrategy();
+// resource.k8s.io/v1alpha3 (served unless DRAResourcePoolStatus is off).
+const Strategy& ResourcePoolStatusRequestStrategy();
 // draplane.dev/v1alpha1 (draplane_strategies.cc).
 const Strategy& AllocationDecisionStrategy();
 // The DRA kinds whose admission depends on the server's release and gates.

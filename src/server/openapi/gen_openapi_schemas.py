@@ -28,6 +28,7 @@ PACKAGES = {
     "meta_v1": "io.k8s.apimachinery.pkg.apis.meta.v1",
     "core_v1": "io.k8s.api.core.v1",
     "resource_v1": "io.k8s.api.resource.v1",
+    "resource_v1alpha3": "io.k8s.api.resource.v1alpha3",
     "coordination_v1": "io.k8s.api.coordination.v1",
     "events_v1": "io.k8s.api.events.v1",
     # draplane's own group, named as CRD schemas are (reversed group, version, kind).

@@ -1,0 +1,30 @@
+// Every object of a cluster-wide list, read in pages of 500 (the commands that read the whole
+// cluster once: `explain pod`, `pools`).
+//
+// Thread-safety: a plain function over the caller's client.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "client/api_client.h"
+#include "client/typed.h"
+#include "common/status.h"
+
+namespace draplane::cli {
+
+template <typename T>
+StatusOr<std::vector<T>> ListAll(client::ApiClient& api) {
+  std::vector<T> out;
+  client::ListOptions options;
+  options.limit = 500;
+  while (true) {
+    StatusOr<client::ObjectList<T>> page = client::List<T>(api, "", options);
+    if (!page.ok()) return page.status();
+    for (T& item : page->items) out.push_back(std::move(item));
+    if (page->continue_token.empty()) return out;
+    options.continue_token = page->continue_token;
+  }
+}
+
+}  // namespace draplane::cli
