@@ -75,6 +75,8 @@ class SchedulerMetricsTest : public ::testing::Test {
 // tenant-labelled families keep two tenant values (team-a and other).
 TEST_F(SchedulerMetricsTest, TenThousandNamespacesKeepTheTenantSeriesBounded) {
   cluster_.Node("node-a", {}, {{"pods", "1000"}});
+  cluster_.Namespace("team-a");
+  for (int i = 1; i < 10000; ++i) cluster_.Namespace("ns-" + std::to_string(i));
   Start();
   for (int i = 0; i < 10000; ++i) {
     api::corev1::Pod pod = PodIn(i == 0 ? "team-a" : "ns-" + std::to_string(i), "gated");

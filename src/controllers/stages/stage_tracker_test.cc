@@ -23,6 +23,10 @@ using ::testing::Not;
 
 class StageTrackerTest : public ::testing::Test {
  protected:
+  StageTrackerTest() {
+    cluster_.Namespace("team-a");
+    cluster_.Namespace("team-b");
+  }
   void TearDown() override {
     if (manager_) manager_->Stop();
   }
@@ -229,6 +233,7 @@ TEST_F(StageTrackerTest, TenThousandNamespacesKeepTheSeriesCountBounded) {
   cv1::Pod pod = NewPod("team-a", "p");
   for (int i = 0; i < 10000; ++i) {
     std::string ns = i == 0 ? "team-a" : "tenant-" + std::to_string(i);
+    if (i > 0) cluster_.Namespace(ns);
     rv1::ResourceClaim claim = NewClaim(ns, "c", cls);
     cv1::Pod owner = pod;
     owner.metadata.namespace_ = ns;
