@@ -1,22 +1,18 @@
 // `draplane explain pod NS/NAME`: why a Pod is where it is, or why it is still pending, against
-// the live cluster (scheduler/explain_pod.h). Reads nodes, pods, claims, device classes and
-// resource slices once; writes nothing.
+// the live cluster (scheduler/explain_pod.h, which reads nodes, pods, claims, device classes and
+// resource slices once and writes nothing).
 #include <cstdio>
 #include <memory>
 
 #include "allocator/features.h"
 #include "cli/commands.h"
-#include "cli/list_all.h"
 #include "cli/object_ref.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
-#include "client/typed.h"
 #include "scheduler/explain_pod.h"
 
 namespace draplane::cli {
 namespace {
-
-namespace rv1 = api::resourcev1;
 
 struct ExplainFlags {
   std::string kubeconfig;
@@ -54,47 +50,9 @@ int RunExplainPod(const ExplainFlags& flags) {
     if (!features.ok()) return Fail("--feature-gates", features.status());
   }
 
-  StatusOr<api::corev1::Pod> pod = client::Get<api::corev1::Pod>(**api, ns, name);
-  if (!pod.ok()) return Fail("pod " + ns + "/" + name, pod.status());
-
-  scheduler::ClusterState cluster;
-  StatusOr<std::vector<rv1::DeviceClass>> classes = ListAll<rv1::DeviceClass>(**api);
-  if (!classes.ok()) return Fail("list deviceclasses", classes.status());
-  for (rv1::DeviceClass& c : *classes) {
-    cluster.UpsertClass(std::make_shared<const rv1::DeviceClass>(std::move(c)));
-  }
-  StatusOr<std::vector<rv1::ResourceSlice>> slices = ListAll<rv1::ResourceSlice>(**api);
-  if (!slices.ok()) return Fail("list resourceslices", slices.status());
-  for (rv1::ResourceSlice& s : *slices) {
-    cluster.UpsertSlice(std::make_shared<const rv1::ResourceSlice>(std::move(s)));
-  }
-  StatusOr<std::vector<api::corev1::Node>> nodes = ListAll<api::corev1::Node>(**api);
-  if (!nodes.ok()) return Fail("list nodes", nodes.status());
-  for (api::corev1::Node& n : *nodes) {
-    cluster.UpsertNode(std::make_shared<const api::corev1::Node>(std::move(n)));
-  }
-  StatusOr<std::vector<rv1::ResourceClaim>> claims = ListAll<rv1::ResourceClaim>(**api);
-  if (!claims.ok()) return Fail("list resourceclaims", claims.status());
-  for (rv1::ResourceClaim& c : *claims) {
-    cluster.UpsertClaim(std::make_shared<const rv1::ResourceClaim>(std::move(c)));
-  }
-  // The quotas of the Pod's namespace: Allocation-mode ones are checked inside the search.
-  StatusOr<client::ObjectList<api::corev1::ResourceQuota>> quotas =
-      client::List<api::corev1::ResourceQuota>(**api, ns);
-  if (!quotas.ok()) return Fail("list resourcequotas", quotas.status());
-  for (api::corev1::ResourceQuota& q : quotas->items) {
-    cluster.UpsertQuota(std::make_shared<const api::corev1::ResourceQuota>(std::move(q)));
-  }
-  StatusOr<std::vector<api::corev1::Pod>> pods = ListAll<api::corev1::Pod>(**api);
-  if (!pods.ok()) return Fail("list pods", pods.status());
-  for (api::corev1::Pod& p : *pods) {
-    if (!p.spec.node_name.empty()) {
-      cluster.UpsertAssignedPod(std::make_shared<const api::corev1::Pod>(std::move(p)));
-    }
-  }
-
-  scheduler::PodExplanation e = scheduler::ExplainPod(cluster, *pod, *features);
-  std::string out = flags.output == "json" ? e.ToJson() + "\n" : e.ToText(!flags.brief);
+  StatusOr<scheduler::PodExplanation> e = scheduler::ExplainPodFromApi(**api, ns, name, *features);
+  if (!e.ok()) return Fail("pod " + ns + "/" + name, e.status());
+  std::string out = flags.output == "json" ? e->ToJson() + "\n" : e->ToText(!flags.brief);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -12,8 +12,8 @@
 #include "api/gen/resource_v1alpha3_codec.h"
 #include "api/validation/pool_status_request_validation.h"
 #include "cli/commands.h"
-#include "cli/list_all.h"
 #include "client/kubeconfig.h"
+#include "client/list_all.h"
 #include "client/resource_v1alpha3.h"
 #include "client/rest_client.h"
 #include "client/typed.h"
@@ -86,11 +86,11 @@ int RunPools(const PoolsFlags& flags) {
   if (!config.ok()) return Fail("kubeconfig", config.status());
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
   if (!api.ok()) return Fail("client", api.status());
-  StatusOr<std::vector<rv1::ResourceSlice>> slices = ListAll<rv1::ResourceSlice>(**api);
+  StatusOr<std::vector<rv1::ResourceSlice>> slices = client::ListAll<rv1::ResourceSlice>(**api);
   if (!slices.ok()) return Fail("list resourceslices", slices.status());
-  StatusOr<std::vector<rv1::ResourceClaim>> claims = ListAll<rv1::ResourceClaim>(**api);
+  StatusOr<std::vector<rv1::ResourceClaim>> claims = client::ListAll<rv1::ResourceClaim>(**api);
   if (!claims.ok()) return Fail("list resourceclaims", claims.status());
-  StatusOr<std::vector<rv1::DeviceTaintRule>> rules = ListAll<rv1::DeviceTaintRule>(**api);
+  StatusOr<std::vector<rv1::DeviceTaintRule>> rules = client::ListAll<rv1::DeviceTaintRule>(**api);
   if (!rules.ok()) return Fail("list devicetaintrules", rules.status());
   controllers::poolstatus::Inputs inputs;
   std::set<std::string> drivers;

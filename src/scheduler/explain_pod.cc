@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "client/list_all.h"
+#include "client/typed.h"
 #include "common/random.h"
 #include "scheduler/explain.h"
 #include "scheduler/profile.h"
@@ -231,6 +233,50 @@ std::string PodExplanation::ToJson() const {
   o["nodes"] = std::move(ns);
   o["summary"] = summary;
   return boost::json::serialize(o);
+}
+
+StatusOr<PodExplanation> ExplainPodFromApi(client::ApiClient& api, const std::string& ns,
+                                           const std::string& name,
+                                           const allocator::Features& features,
+                                           const Clock& clock) {
+  StatusOr<Pod> pod = client::Get<Pod>(api, ns, name);
+  if (!pod.ok()) return pod.status();
+
+  ClusterState cluster;
+  StatusOr<std::vector<rv1::DeviceClass>> classes = client::ListAll<rv1::DeviceClass>(api);
+  if (!classes.ok()) return classes.status().WithPrefix("list deviceclasses");
+  for (rv1::DeviceClass& c : *classes) {
+    cluster.UpsertClass(std::make_shared<const rv1::DeviceClass>(std::move(c)));
+  }
+  StatusOr<std::vector<rv1::ResourceSlice>> slices = client::ListAll<rv1::ResourceSlice>(api);
+  if (!slices.ok()) return slices.status().WithPrefix("list resourceslices");
+  for (rv1::ResourceSlice& s : *slices) {
+    cluster.UpsertSlice(std::make_shared<const rv1::ResourceSlice>(std::move(s)));
+  }
+  StatusOr<std::vector<api::corev1::Node>> nodes = client::ListAll<api::corev1::Node>(api);
+  if (!nodes.ok()) return nodes.status().WithPrefix("list nodes");
+  for (api::corev1::Node& n : *nodes) {
+    cluster.UpsertNode(std::make_shared<const api::corev1::Node>(std::move(n)));
+  }
+  StatusOr<std::vector<rv1::ResourceClaim>> claims = client::ListAll<rv1::ResourceClaim>(api);
+  if (!claims.ok()) return claims.status().WithPrefix("list resourceclaims");
+  for (rv1::ResourceClaim& c : *claims) {
+    cluster.UpsertClaim(std::make_shared<const rv1::ResourceClaim>(std::move(c)));
+  }
+  // The quotas of the Pod's namespace: Allocation-mode ones are checked inside the search.
+  StatusOr<client::ObjectList<api::corev1::ResourceQuota>> quotas =
+      client::List<api::corev1::ResourceQuota>(api, ns);
+  if (!quotas.ok()) return quotas.status().WithPrefix("list resourcequotas");
+  for (api::corev1::ResourceQuota& q : quotas->items) {
+    cluster.UpsertQuota(std::make_shared<const api::corev1::ResourceQuota>(std::move(q)));
+  }
+  StatusOr<std::vector<Pod>> pods = client::ListAll<Pod>(api);
+  if (!pods.ok()) return pods.status().WithPrefix("list pods");
+  for (Pod& p : *pods) {
+    if (!p.spec.node_name.empty())
+      cluster.UpsertAssignedPod(std::make_shared<const Pod>(std::move(p)));
+  }
+  return ExplainPod(cluster, *pod, features, clock);
 }
 
 }  // namespace draplane::scheduler

@@ -6,7 +6,12 @@
 // each node's verdict and, for device failures, every candidate device with the reason it was
 // skipped (allocator::Explanation). Nothing is written to the cluster.
 //
-// Thread-safety: uses the ClusterState exclusively while it runs.
+// ExplainPodFromApi reads that state through an API client first: what `draplane explain pod`
+// does against a cluster and what `draplane serve` answers at
+// /apis/draplane.dev/v1alpha1/namespaces/{ns}/podexplanations/{name} (docs/design/dashboard.md, "Pod explanations").
+//
+// Thread-safety: ExplainPod uses the ClusterState exclusively while it runs; ExplainPodFromApi
+// builds its own and may run concurrently with others over one client.
 #pragma once
 
 #include <optional>
@@ -16,7 +21,9 @@
 #include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "api/gen/core_v1_types.h"
+#include "client/api_client.h"
 #include "common/clock.h"
+#include "common/status.h"
 #include "scheduler/cluster_state.h"
 
 namespace draplane::scheduler {
@@ -60,5 +67,14 @@ struct PodExplanation {
 // `clock` judges time-bound state: binding timeouts (KEP-5007) and node isolations.
 PodExplanation ExplainPod(ClusterState& cluster, const api::corev1::Pod& pod,
                           const allocator::Features& features, const Clock& clock = RealClock());
+
+// Reads the Pod ns/name, then the device classes, slices, nodes, claims and assigned Pods of the
+// whole cluster and the ResourceQuotas of the Pod's namespace (cluster-wide lists in pages of
+// 500; nothing is written), and explains the Pod. Errors: the Pod's NotFound, and any read's
+// error prefixed with what was read ("list resourceslices: ...").
+StatusOr<PodExplanation> ExplainPodFromApi(client::ApiClient& api, const std::string& ns,
+                                           const std::string& name,
+                                           const allocator::Features& features,
+                                           const Clock& clock = RealClock());
 
 }  // namespace draplane::scheduler

@@ -1,5 +1,5 @@
-// Every object of a cluster-wide list, read in pages of 500 (the commands that read the whole
-// cluster once: `explain pod`, `pools`).
+// Every object of a cluster-wide list, read in pages of 500 (what reads the whole cluster once:
+// `draplane pools`, the Pod explanations of scheduler/explain_pod.h).
 //
 // Thread-safety: a plain function over the caller's client.
 #pragma once
@@ -11,15 +11,15 @@
 #include "client/typed.h"
 #include "common/status.h"
 
-namespace draplane::cli {
+namespace draplane::client {
 
 template <typename T>
-StatusOr<std::vector<T>> ListAll(client::ApiClient& api) {
+StatusOr<std::vector<T>> ListAll(ApiClient& api) {
   std::vector<T> out;
-  client::ListOptions options;
+  ListOptions options;
   options.limit = 500;
   while (true) {
-    StatusOr<client::ObjectList<T>> page = client::List<T>(api, "", options);
+    StatusOr<ObjectList<T>> page = List<T>(api, "", options);
     if (!page.ok()) return page.status();
     for (T& item : page->items) out.push_back(std::move(item));
     if (page->continue_token.empty()) return out;
@@ -27,4 +27,4 @@ StatusOr<std::vector<T>> ListAll(client::ApiClient& api) {
   }
 }
 
-}  // namespace draplane::cli
+}  // namespace draplane::client
