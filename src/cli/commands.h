@@ -67,6 +67,10 @@ StatusOr<Duration> ParseBindingTimeout(std::string_view text);
 Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
                               std::vector<std::string> metrics_tenants, bool resource_pool_status,
                               std::shared_ptr<EmbeddedInformers> shared);
+// Serves `server`'s draplane.dev PodExplanations (server/handlers/pod_explanations.h) with the
+// explanation `draplane explain pod` prints (scheduler::ExplainPodFromApi; explain_command.cc),
+// reading the cluster in-process as system:draplane:pod-explainer. Errors of the client.
+Status ServePodExplanations(server::Server& server, const allocator::Features& features);
 // Embeds one simulated node agent per node of a cluster profile into `server` (serve
 // --simulate-nodes; simulate_nodes.cc); state under <data_dir>/agents/<node>.
 Status EmbedSimulatedNodes(server::Server& server, const std::string& profile_path,

@@ -6,10 +6,13 @@
 
 #include "allocator/features.h"
 #include "cli/commands.h"
+#include "cli/in_process_transport.h"
 #include "cli/object_ref.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
+#include "common/status_macros.h"
 #include "scheduler/explain_pod.h"
+#include "server/authz/bootstrap.h"
 
 namespace draplane::cli {
 namespace {
@@ -58,6 +61,22 @@ int RunExplainPod(const ExplainFlags& flags) {
 }
 
 }  // namespace
+
+Status ServePodExplanations(server::Server& server, const allocator::Features& features) {
+  server::ClientCredentials credentials =
+      server.IssueCredentials(std::string(server::authz::kPodExplainerUser), {});
+  DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<client::ApiClient> api,
+                            NewEmbeddedClient(credentials, "draplane-pod-explainer"));
+  std::shared_ptr<client::ApiClient> shared_api = std::move(api);
+  server.ServePodExplanations(
+      [shared_api, features](const std::string& ns,
+                             const std::string& name) -> StatusOr<std::string> {
+        DRAPLANE_ASSIGN_OR_RETURN(scheduler::PodExplanation e,
+                                  scheduler::ExplainPodFromApi(*shared_api, ns, name, features));
+        return e.ToJson();
+      });
+  return Status::Ok();
+}
 
 void AddExplainCommand(CLI::App& app) {
   auto flags = std::make_shared<ExplainFlags>();

@@ -206,6 +206,7 @@ int RunServe(ServeFlags& flags) {
     components = EmbedScheduler(**server, shared, *features, *binding_timeout,
                                 !flags.no_decision_records, flags.metrics_tenants);
   }
+  if (components.ok()) components = ServePodExplanations(**server, *features);
   if (!components.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", components.ToString().c_str());
     (*server)->Shutdown();

@@ -150,6 +150,8 @@ class ServerImpl final : public Server {
         std::vector<const authz::Authorizer*>{node_authorizer_.get(), rbac_authorizer_.get()});
     admission_ = std::make_unique<admission::Admission>(store_.get());
     health_ = std::make_unique<handlers::Health>(store_.get(), *clock_);
+    pod_explanations_ =
+        std::make_unique<handlers::PodExplanations>(options_.limits.max_pod_explanations_in_flight);
     flowcontrol_ = std::make_unique<flowcontrol::Controller>(
         flowcontrol::ControllerOptions{
             .server_concurrency_limit = options_.limits.max_requests_inflight +
@@ -204,7 +206,8 @@ class ServerImpl final : public Server {
             .pool = pool_.get(),
             .clock = clock_,
             .flowcontrol = flowcontrol_.get(),
-            .health = health_.get()});
+            .health = health_.get(),
+            .pod_explanations = pod_explanations_.get()});
     DRAPLANE_ASSIGN_OR_RETURN(
         http_, http::HttpServer::Start(
                    http_options, [this](http::Request request, std::shared_ptr<http::Exchange> e) {
@@ -238,6 +241,10 @@ class ServerImpl final : public Server {
   }
 
   std::string url() const override { return url_; }
+
+  void ServePodExplanations(PodExplainer explainer) override {
+    pod_explanations_->SetExplainer(std::move(explainer));
+  }
 
   std::string admin_kubeconfig_path() const override {
     return auth::AdminKubeconfigPath(options_.data_dir);
@@ -440,6 +447,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<authz::UnionAuthorizer> authorizer_;
   std::unique_ptr<admission::Admission> admission_;
   std::unique_ptr<handlers::Health> health_;
+  std::unique_ptr<handlers::PodExplanations> pod_explanations_;
   std::unique_ptr<flowcontrol::Controller> flowcontrol_;
   std::unique_ptr<internal::ThreadPool> pool_;
   std::unique_ptr<handlers::WatchManager> watches_;

@@ -19,6 +19,7 @@
 // Thread-safety: all methods may be called from any thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,9 @@ struct ServingLimits {
   // Watches open at once, per user and in all (kube-apiserver: none).
   size_t max_watches_per_user = 500;
   size_t max_watches = 20'000;
+  // draplane.dev PodExplanations computed at once, server-wide (each reads the whole cluster and
+  // runs the allocator on every node); one more is 429 (handlers/pod_explanations.h).
+  int max_pod_explanations_in_flight = 2;
   // History compaction by age, for every backend (kube-apiserver's --etcd-compaction-interval):
   // every interval the server compacts the store to the revision it saw one interval earlier, so
   // watch resumes and snapshot reads reach one to two intervals back. 0: off.
@@ -122,6 +126,12 @@ struct ClientCredentials {
   http::Handler dispatch;
 };
 
+// The explanation of Pod ns/name as a JSON object (scheduler::PodExplanation::ToJson): what
+// GET /apis/draplane.dev/v1alpha1/namespaces/{ns}/podexplanations/{name} answers in `status`.
+// NotFound when the Pod does not exist. Called on a server worker, possibly concurrently.
+using PodExplainer =
+    std::function<StatusOr<std::string>(const std::string& ns, const std::string& name)>;
+
 // A component running inside the serve process as an API client.
 class EmbeddedComponent {
  public:
@@ -156,6 +166,11 @@ class Server {
   // shutdown. Returns the component's start error.
   virtual Status Embed(std::unique_ptr<EmbeddedComponent> component, const std::string& user,
                        const std::vector<std::string>& groups) = 0;
+
+  // Serves draplane.dev/v1alpha1 PodExplanations with `explainer` (until then they answer 503):
+  // the server checks that the viewer may get the Pod and bounds how many run at once
+  // (handlers/pod_explanations.h); `explainer` computes. Replaces an earlier one.
+  virtual void ServePodExplanations(PodExplainer explainer) = 0;
 
   // The store the server writes to (for in-process tests and tools; components use the API).
   virtual store::Store* store() = 0;

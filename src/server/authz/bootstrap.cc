@@ -110,7 +110,10 @@ std::vector<BootstrapObject> BootstrapPolicy() {
             // Their quotas and the scheduler's decision records, read-only (upstream's `view`
             // role reads quotas too); a RoleBinding keeps both to the tenant's namespace.
             Rule({""}, {"resourcequotas", "resourcequotas/status"}, kRead),
-            Rule({"draplane.dev"}, {"allocationdecisions"}, kRead)}));
+            Rule({"draplane.dev"}, {"allocationdecisions"}, kRead),
+            // Why their Pods wait (handlers/pod_explanations.h: the Pod's own get is checked
+            // too).
+            Rule({"draplane.dev"}, {"podexplanations"}, {"get"})}));
   out.push_back(ClusterRole(
       "draplane:scheduler",
       array{Rule({""}, {"pods"}, {"get", "list", "watch", "update", "patch", "delete"}),
@@ -145,6 +148,12 @@ std::vector<BootstrapObject> BootstrapPolicy() {
                  {"get", "update", "patch"}),
             Rule({"", "events.k8s.io"}, {"events"}, {"create", "update", "patch"}),
             Rule({"coordination.k8s.io"}, {"leases"}, {"create", "update", "patch"})}));
+  // What scheduler::ExplainPodFromApi reads, and nothing else.
+  out.push_back(ClusterRole(
+      "draplane:pod-explainer",
+      array{Rule({""}, {"pods", "nodes", "resourcequotas"}, {"get", "list"}),
+            Rule({"resource.k8s.io"}, {"deviceclasses", "resourceslices", "resourceclaims"},
+                 {"get", "list"})}));
   out.push_back(ClusterRole(
       "draplane:node-agent",
       array{Rule({""}, {"nodes", "nodes/status"},
@@ -181,6 +190,8 @@ std::vector<BootstrapObject> BootstrapPolicy() {
       ClusterRoleBinding("draplane:scheduler", "draplane:scheduler", {{"User", kSchedulerUser}}));
   out.push_back(ClusterRoleBinding("draplane:controller-manager", "draplane:controller-manager",
                                    {{"User", kControllerManagerUser}}));
+  out.push_back(ClusterRoleBinding("draplane:pod-explainer", "draplane:pod-explainer",
+                                   {{"User", kPodExplainerUser}}));
   return out;
 }
 

@@ -40,5 +40,7 @@ std::vector<BootstrapObject> BootstrapPolicy();
 // The identities of components embedded in (or run next to) the server.
 inline constexpr std::string_view kSchedulerUser = "system:kube-scheduler";
 inline constexpr std::string_view kControllerManagerUser = "system:kube-controller-manager";
+// Reads the cluster for the PodExplanations `draplane serve` computes (read-only).
+inline constexpr std::string_view kPodExplainerUser = "system:draplane:pod-explainer";
 
 }  // namespace draplane::server::authz

@@ -294,6 +294,12 @@ void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
   scope.resource = resource;
   scope.user = &call.user;
   scope.query = std::move(call.query);
+  if (resource->computed) {
+    finish(deps_.pod_explanations != nullptr
+               ? deps_.pod_explanations->Handle(scope, *deps_.authorizer)
+               : ToResponse(NewServiceUnavailable("pod explanations are not served here")));
+    return;
+  }
   if (resource->virtual_resource) {
     finish(Review(scope, call.user));
     return;

@@ -5,7 +5,8 @@
 //      priority level, or 429 with Retry-After; then hand the request to a worker with its seat;
 //   3. authorize (403 with upstream's wording);
 //   4. route: health and version endpoints, /metrics, discovery, OpenAPI, the review kinds
-//      (SelfSubjectAccessReview & co.), and the resource verbs (handlers/rest.h).
+//      (SelfSubjectAccessReview & co.), the computed PodExplanations (pod_explanations.h), and
+//      the resource verbs (handlers/rest.h).
 // Every answer is counted in `apiserver_request_total` and timed in
 // `apiserver_request_duration_seconds`.
 //
@@ -21,6 +22,7 @@
 #include "server/authz/rbac.h"
 #include "server/flowcontrol/flowcontrol.h"
 #include "server/handlers/health.h"
+#include "server/handlers/pod_explanations.h"
 #include "server/handlers/registry.h"
 #include "server/handlers/rest.h"
 #include "server/http/http.h"
@@ -43,6 +45,7 @@ struct ApiHandlerDependencies {
   const Clock* clock = nullptr;
   flowcontrol::Controller* flowcontrol = nullptr;
   const Health* health = nullptr;
+  PodExplanations* pod_explanations = nullptr;
 };
 
 class ApiHandler {

@@ -53,6 +53,16 @@ std::vector<ResourceInfo> DraplaneResources() {
     r.strategy = &AllocationDecisionStrategy();
     out.push_back(std::move(r));
   }
+  {
+    // Read-only, computed on request (handlers/pod_explanations.h); not in the category, since
+    // `kubectl get draplane` lists and these cannot be listed.
+    ResourceInfo r = Resource(std::string(kGroup), "podexplanations", "PodExplanation",
+                              "podexplanation", true, std::string(kVersion));
+    r.verbs = {"get"};
+    r.virtual_resource = true;
+    r.computed = true;
+    out.push_back(std::move(r));
+  }
   return out;
 }
 

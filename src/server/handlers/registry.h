@@ -39,6 +39,9 @@ struct ResourceInfo {
   std::vector<SubresourceInfo> subresources;
   // Create-only virtual resources (SelfSubjectAccessReview ...) are not stored.
   bool virtual_resource = false;
+  // A get-only virtual resource computed on request (draplane.dev podexplanations,
+  // pod_explanations.h).
+  bool computed = false;
   // Objects carry metadata.generation, 1 on create, bumped when `spec` changes.
   bool tracks_generation = false;
   // An update of the object may create it (leases, events: AllowCreateOnUpdate).
