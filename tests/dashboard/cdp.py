@@ -121,6 +121,14 @@ class Browser:
                 raise AssertionError(f"timed out waiting for {what}; the page shows:\n{shown}")
             time.sleep(0.25)
 
+    def key(self, session, name, code, vk, text=""):
+        """Presses and releases one key in the focused element (as a keyboard does)."""
+        for kind in ("keyDown", "keyUp"):
+            params = {"type": kind, "key": name, "code": code, "windowsVirtualKeyCode": vk}
+            if text and kind == "keyDown":
+                params["text"] = text
+            self.call("Input.dispatchKeyEvent", params, session=session)
+
     def screenshot(self, session, path):
         data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True},
                          session=session)["data"]

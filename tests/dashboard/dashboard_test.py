@@ -115,6 +115,67 @@ try:
         check(first in row, f"{k} shows why: {first[:60]}")
     browser.screenshot(admin, os.path.join(out_dir, "pending.png"))
 
+    # A Pending Pod's explanation tree, opened with the keyboard only, against what
+    # `draplane explain pod -o json` says of it (both computed by scheduler::ExplainPodFromApi,
+    # the page's through the server's draplane.dev PodExplanation): the first Pending Pod whose
+    # explanation goes down to candidate devices.
+    def explain_cli(key):
+        return json.loads(subprocess.run(
+            [draplane, "explain", "pod", key, "-o", "json", "--kubeconfig", kubeconfig],
+            text=True, check=True, capture_output=True).stdout)
+
+    def by_id(tree_id):
+        return f"document.querySelector('[data-tree=\"{tree_id}\"]')"
+
+    def press_enter_on(js_element):
+        browser.evaluate(admin, f"{js_element}.focus()")
+        browser.key(admin, "Enter", "Enter", 13, "\r")
+
+    k, expected = None, None
+    for p, _ in pending:
+        key_of = f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+        e = explain_cli(key_of)
+        if any(n.get("devices", {}).get("claims") for n in e["nodes"]):
+            k, expected = key_of, e
+            break
+    check(k, "a Pending Pod's explanation names candidate devices")
+    press_enter_on(f"document.querySelector('[data-explain=\"{k}\"]')")
+    summary = browser.wait_for(
+        admin, f"document.querySelector('[data-tree-summary=\"{k}\"]')?.innerText",
+        f"the explanation of {k}")
+    check(summary == expected["summary"], f"{k}: the tree's summary is explain pod's: {summary[:60]}")
+    check(browser.evaluate(admin, f"document.querySelector('[data-explain=\"{k}\"]')"
+                                  ".getAttribute('aria-expanded')") == "true",
+          "the Explain button says it is expanded")
+    # Branches open with Enter on their focused summary; the focus survives re-rendering.
+    press_enter_on(by_id(f"{k}/nodes"))
+    shown = browser.wait_for(
+        admin, nonempty(f"[...document.querySelectorAll('[data-explanation=\"{k}\"] "
+                        "[data-tree-node]')].map(e => e.dataset.treeNode)"),
+        f"the nodes of {k}'s explanation")
+    check(sorted(shown) == sorted(n["node"] for n in expected["nodes"]),
+          f"{k}: every node's verdict is listed ({len(shown)})")
+    n0 = next(n for n in expected["nodes"] if n.get("devices", {}).get("claims"))
+    c0 = n0["devices"]["claims"][0]
+    r0 = c0["requests"][0]
+    node_id = f"{k}/node/{n0['node']}"
+    claim_id = f"{node_id}/claim/{c0['claim']}"
+    request_id = f"{claim_id}/{r0['name']}"
+    for tree_id in [node_id, claim_id, request_id]:
+        browser.wait_for(admin, by_id(tree_id) + " !== null", f"the branch {tree_id}")
+        press_enter_on(by_id(tree_id))
+    # `open` is set at once, the children once the toggle event has re-rendered the page.
+    text = browser.wait_for(
+        admin, f"{by_id(request_id)}?.parentElement.querySelector(':scope > ul')?.innerText",
+        f"the candidates of {request_id}")
+    for c in r0.get("candidates", []):
+        line = f"{c['driver']}/{c['pool']}/{c['device']}: {c['status']}"
+        check(line in text, f"{request_id} shows candidate {c['device']}: {c['status']}"
+                            + ("" if line in text else f"; it shows:\n{text[:2000]}"))
+    check(browser.evaluate(admin, "document.activeElement?.dataset?.tree") == request_id,
+          "the focus stayed on the branch opened last")
+    browser.screenshot(admin, os.path.join(out_dir, "pending-explained.png"))
+
     # A fresh browser for the tenant (its own profile: nothing of the admin's session).
     browser.close()
     browser = cdp.Browser()
@@ -128,6 +189,9 @@ rules:
 - apiGroups: ["", "resource.k8s.io"]
   resources: [pods, resourceclaims, resourcequotas]
   verbs: [get, list, watch]
+- apiGroups: ["draplane.dev"]
+  resources: [podexplanations]
+  verbs: [get]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -156,6 +220,23 @@ subjects:
         text = browser.evaluate(tenant, "new Promise(r => setTimeout(() => r(document.body.innerText), 300))")
         check("team-llm" not in text, f"no other tenant's data in the tenant's {view} view")
     check("not shown (403" in text, "cluster-scoped data the tenant may not read is marked as such")
+
+    # Explanations: of its own Pods, naming nothing of another tenant; of another's, refused.
+    def explain_as_tenant(pod):
+        path = (f"/apis/draplane.dev/v1alpha1/namespaces/{pod['metadata']['namespace']}"
+                f"/podexplanations/{pod['metadata']['name']}")
+        return browser.evaluate(
+            tenant, f"fetch('{path}', {{headers: {{Authorization: 'Bearer ' + state.token}}}})"
+                    ".then(async r => ({status: r.status, body: await r.text()}))")
+    own_pod = sorted((p for p in pods if p["metadata"]["namespace"] == "team-vision"),
+                     key=lambda p: p["metadata"]["name"])[0]
+    mine = explain_as_tenant(own_pod)
+    check(mine["status"] == 200, f"the tenant may explain its Pod {own_pod['metadata']['name']}")
+    check("team-llm" not in mine["body"], "its explanation names nothing of another tenant")
+    other_pod = sorted((p for p in pods if p["metadata"]["namespace"] == "team-llm"),
+                       key=lambda p: p["metadata"]["name"])[0]
+    theirs = explain_as_tenant(other_pod)
+    check(theirs["status"] == 403, "the tenant may not explain another tenant's Pod")
 finally:
     browser.close()
 print("dashboard: all checks passed; screenshots in", out_dir)

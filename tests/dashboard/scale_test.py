@@ -40,14 +40,6 @@ def kubectl(*args, stdin=None):
     return done.stdout
 
 
-def key(browser, session, name, code, vk, text=""):
-    for kind in ("keyDown", "keyUp"):
-        params = {"type": kind, "key": name, "code": code, "windowsVirtualKeyCode": vk}
-        if text and kind == "keyDown":
-            params["text"] = text
-        browser.call("Input.dispatchKeyEvent", params, session=session)
-
-
 try:
     server = subprocess.Popen(
         [draplane, "serve", "--listen", "127.0.0.1:0", "--data-dir", os.path.join(work, "data"),
@@ -91,10 +83,10 @@ try:
 
     # Keyboard: from the filter, Tab reaches Next (Previous is disabled on page 1), Enter pages.
     browser.evaluate(page, "document.querySelector('#pending input[type=search]').focus()")
-    key(browser, page, "Tab", "Tab", 9)
+    browser.key(page, "Tab", "Tab", 9)
     check(browser.evaluate(page, "document.activeElement?.innerText") == "Next ›",
           "Tab moves from the filter to the Next button")
-    key(browser, page, "Enter", "Enter", 13, "\r")
+    browser.key(page, "Enter", "Enter", 13, "\r")
     label = browser.wait_for(
         page, "(s => s.startsWith('page 2 ') ? s : null)"
               "(document.querySelector('#pending .pager span')?.innerText || '')", "page 2")
@@ -112,7 +104,7 @@ try:
     check(browser.evaluate(page, "document.activeElement?.dataset.filter") == "pending",
           "the filter keeps the keyboard focus")
     browser.evaluate(page, "document.activeElement.select()")
-    key(browser, page, "Backspace", "Backspace", 8)
+    browser.key(page, "Backspace", "Backspace", 8)
     label = browser.wait_for(
         page, f"(s => s.includes('({pods} rows)') ? s : null)"
               "(document.querySelector('#pending .pager span')?.innerText || '')",

@@ -28,6 +28,8 @@ const state = {
   pages: {},      // table id -> page index
   filters: {},    // table id -> filter text
   history: [],    // [{t, allocated, total}] for the utilization chart
+  explain: {},    // Pod key -> {shown, loading, error, data}: its draplane.dev PodExplanation
+  open: new Set(),  // ids of the expanded branches of explanation trees
   aborts: [],
 };
 
@@ -353,7 +355,7 @@ function pendingView() {
       {title: 'Pod', text: p => p.metadata.name},
       {title: 'Reason', text: p => podReason(p)?.reason || 'not yet scheduled'},
       {title: 'Why (draplane explain pod)', text: p => podReason(p)?.message || '',
-       cell: p => explanation(podReason(p)?.message || '')},
+       cell: p => el('div', {}, explanation(podReason(p)?.message || ''), explainCell(p))},
       {title: 'Waiting', text: p => age(p.metadata.creationTimestamp)}],
       rows, p => ({'data-pod': key(p)})));
 }
@@ -363,6 +365,98 @@ function explanation(msg) {
   if (parts.length <= 1) return msg;
   return el('ul', {}, parts.map(p => el('li', {}, p)));
 }
+// The explanation tree of `draplane explain pod`, from the server's draplane.dev PodExplanation
+// (computed there with the viewer's own permissions checked), fetched when asked for: the server
+// limits how many are computed at once, so the page never asks for every Pod.
+function explainCell(p) {
+  const k = key(p);
+  const e = state.explain[k] || {};
+  const id = 'explain-' + k;
+  const button = el('button', {type: 'button', 'data-explain': k, 'aria-expanded': e.shown ? 'true' : 'false',
+                               'aria-controls': id, onclick: () => toggleExplain(p)},
+                    e.shown ? 'Hide explanation' : 'Explain');
+  if (!e.shown) return button;
+  const body = e.loading ? el('p', {class: 'muted'}, 'explaining…')
+      : e.error ? el('p', {class: 'error'}, e.error) : explainTree(k, e.data.status || {});
+  return el('div', {}, button, el('div', {id, class: 'explain', 'data-explanation': k}, body));
+}
+
+async function toggleExplain(p) {
+  const k = key(p);
+  const e = state.explain[k] || (state.explain[k] = {});
+  e.shown = !e.shown;
+  if (!e.shown) { render(); return; }
+  Object.assign(e, {loading: true, error: '', data: null});
+  render();
+  const path = `/apis/draplane.dev/v1alpha1/namespaces/${encodeURIComponent(p.metadata.namespace)}` +
+      `/podexplanations/${encodeURIComponent(p.metadata.name)}`;
+  try {
+    const res = await api(path);
+    const body = await res.json().catch(() => ({}));
+    if (res.ok) e.data = body; else e.error = `${res.status}: ${body.message || res.statusText}`;
+  } catch (err) {
+    e.error = String(err);
+  }
+  e.loading = false;
+  render();
+}
+
+// A branch of the tree: a <details> whose summary is keyboard-operable (Enter or Space toggles
+// it); its children are built only while it is open, so a tree over hundreds of nodes stays
+// small. Open branches survive re-rendering (state.open).
+function branch(id, label, children, cls) {
+  const d = el('details', {class: cls, open: state.open.has(id)},
+               el('summary', {'data-tree': id}, label));
+  d.addEventListener('toggle', () => {
+    if (d.open === state.open.has(id)) return;
+    if (d.open) state.open.add(id); else state.open.delete(id);
+    render();
+  });
+  if (state.open.has(id)) d.append(el('ul', {}, children().map(c => el('li', {}, c))));
+  return d;
+}
+
+function explainTree(k, x) {
+  const claims = (x.claims || []).map(c => `${c.podClaim}: ${c.claim || '-'} (${c.state})` +
+      ((c.devices || []).length ? ' ' + c.devices.join(', ') : '') +
+      ((c.reservedFor || []).length ? ' reserved for ' + c.reservedFor.join(', ') : ''));
+  const nodes = x.nodes || [];
+  const fit = nodes.filter(n => n.fits).length;
+  return el('div', {class: 'tree', role: 'group', 'aria-label': 'explanation of ' + k},
+    el('p', {'data-tree-summary': k}, x.summary || ''),
+    x.preFilter ? el('p', {}, 'before the nodes: ' + x.preFilter) : null,
+    el('ul', {},
+      claims.length ? el('li', {}, branch(`${k}/claims`, `Claims (${claims.length})`, () => claims)) : null,
+      (x.quotas || []).length ? el('li', {}, branch(`${k}/quotas`, `Quotas (${x.quotas.length})`, () => x.quotas)) : null,
+      nodes.length ? el('li', {}, branch(`${k}/nodes`, `Nodes: ${fit} of ${nodes.length} fit`,
+          () => nodes.map(n => nodeBranch(`${k}/node/${n.node}`, n)))) : null));
+}
+
+function nodeBranch(id, n) {
+  const label = `${n.node}: ` + (n.fits ? 'fits' : `${n.plugin}: ${n.reason}`);
+  if (!n.devices) return el('span', {'data-tree-node': n.node}, label);
+  const d = n.devices;
+  const b = branch(id, label, () => [
+    el('span', {}, d.summary || ''),
+    ...(d.pools || []).map(p => `pool ${p.driver}/${p.pool}: ${p.status}` + (p.reason ? ` (${p.reason})` : '') +
+        `, ${p.devices} devices`),
+    ...(d.claims || []).map(c => branch(`${id}/claim/${c.claim}`,
+        `claim ${c.claim}: ${c.allocated ? 'allocated' : 'not allocated'}` +
+        ((c.constraints || []).length ? ' — ' + c.constraints.join('; ') : ''),
+        () => (c.requests || []).map(r => requestBranch(`${id}/claim/${c.claim}/${r.name}`, r))))]);
+  b.dataset.treeNode = n.node;
+  return b;
+}
+
+function requestBranch(id, r) {
+  const shape = [r.deviceClassName, r.allocationMode, r.count, r.adminAccess && 'adminAccess'].filter(Boolean);
+  const head = `request ${r.name}${shape.length ? ` (${shape.join(', ')})` : ''}: ${r.outcome || ''}`;
+  return branch(id, head, () => [
+    ...(r.candidates || []).map(c => el('span', {class: 'candidate ' + (c.status || '')},
+        `${c.driver}/${c.pool}/${c.device}: ${c.status}` + (c.detail ? ` — ${c.detail}` : ''))),
+    ...(r.subrequests || []).map(s => requestBranch(`${id}/${s.name}`, s))]);
+}
+
 function age(ts) {
   if (!ts) return '';
   const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
@@ -427,10 +521,15 @@ function render() {
     if (a.dataset.view === v) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   const focused = document.activeElement?.dataset?.filter;
+  // Re-rendering replaces the page: the tree branch or Explain button that had the focus keeps it.
+  const focusedTree = document.activeElement?.dataset?.tree;
+  const focusedExplain = document.activeElement?.dataset?.explain;
   const content = {overview, nodes: () => nodesView(arg), claims: claimsView, pending: pendingView,
                    tenants: tenantsView, taints: taintsView}[v] || overview;
   view.replaceChildren(content());
   if (focused) document.querySelector(`[data-filter="${focused}"]`)?.focus();
+  if (focusedTree) document.querySelector(`[data-tree="${CSS.escape(focusedTree)}"]`)?.focus();
+  if (focusedExplain) document.querySelector(`[data-explain="${CSS.escape(focusedExplain)}"]`)?.focus();
   const expected = Object.keys(RESOURCES).reduce((n, r) => n + urlsFor(r).length, 0);
   document.body.dataset.loaded = state.loaded.size >= expected ? 'true' : 'false';
 }
