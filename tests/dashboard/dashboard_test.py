@@ -168,10 +168,12 @@ try:
     text = browser.wait_for(
         admin, f"{by_id(request_id)}?.parentElement.querySelector(':scope > ul')?.innerText",
         f"the candidates of {request_id}")
-    for c in r0.get("candidates", []):
-        line = f"{c['driver']}/{c['pool']}/{c['device']}: {c['status']}"
-        check(line in text, f"{request_id} shows candidate {c['device']}: {c['status']}"
-                            + ("" if line in text else f"; it shows:\n{text[:2000]}"))
+    candidates = [f"{c['driver']}/{c['pool']}/{c['device']}: {c['status']}"
+                  for c in r0.get("candidates", [])]
+    missing = [line for line in candidates if line not in text]
+    check(candidates and not missing,
+          f"{request_id} shows its {len(candidates)} candidates with their status"
+          + (f"; missing {missing[:3]}, it shows:\n{text[:2000]}" if missing else ""))
     check(browser.evaluate(admin, "document.activeElement?.dataset?.tree") == request_id,
           "the focus stayed on the branch opened last")
     browser.screenshot(admin, os.path.join(out_dir, "pending-explained.png"))
