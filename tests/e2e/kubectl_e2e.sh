@@ -62,6 +62,14 @@ expect_contains "$names" "gpu.nvidia.com legacy-gpu mig.nvidia.com nic.example.c
 expect_contains "$(k get resourceclaims -n team-vision --show-labels)" "LABELS"
 expect_contains "$(k get all -n team-llm)" "llm-server-0"
 
+step "a Pod's explanation: draplane.dev PodExplanation, get only"
+expect_contains "$(k api-resources --api-group=draplane.dev -o wide)" "podexplanations"
+expect_contains "$(k get podexplanation llm-server-0 -n team-llm -o jsonpath='{.status.pod}')" \
+  "team-llm/llm-server-0"
+expect_contains "$(k get podexplanation llm-server-0 -n team-llm)" "llm-server-0"
+expect_contains "$(k get podexplanations -n team-llm 2>&1 || true)" "list is not supported"
+expect_contains "$(k get podexplanation nobody -n team-llm 2>&1 || true)" 'pods "nobody" not found'
+
 step "status subresource: the claim's allocation shows in table and wide output"
 uid=$(k get pod llm-server-0 -n team-llm -o jsonpath='{.metadata.uid}')
 k patch resourceclaim training-net -n team-llm --subresource=status --type=merge -p '{
