@@ -38,19 +38,24 @@ class ControllersTest : public ::testing::Test {
     return claim;
   }
   // Allocates and reserves a claim for a pod as the scheduler would.
-  void AllocateFor(const std::string& claim_name, const Pod& pod) {
+  // Allocates `devices` of node-a's pool to the claim and reserves it for `pod`, in one status
+  // write (the server keeps an allocation immutable once written).
+  void AllocateFor(const std::string& claim_name, const Pod& pod,
+                   const std::vector<std::string>& devices = {"gpu-0"}) {
     StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim(claim_name);
     ASSERT_TRUE(claim.ok());
     claim->metadata.finalizers.push_back("resource.kubernetes.io/delete-protection");
     StatusOr<rv1::ResourceClaim> updated = client::Update(cluster_.api(), *claim);
     ASSERT_TRUE(updated.ok());
     updated->status.allocation.emplace();
-    rv1::DeviceRequestAllocationResult r;
-    r.request = "req";
-    r.driver = "gpu.example.com";
-    r.pool = "node-a";
-    r.device = "gpu-0";
-    updated->status.allocation->devices.results.push_back(r);
+    for (const std::string& device : devices) {
+      rv1::DeviceRequestAllocationResult r;
+      r.request = "req";
+      r.driver = "gpu.example.com";
+      r.pool = "node-a";
+      r.device = device;
+      updated->status.allocation->devices.results.push_back(r);
+    }
     rv1::ResourceClaimConsumerReference ref;
     ref.resource = "pods";
     ref.name = pod.metadata.name;
@@ -311,17 +316,12 @@ TEST_F(ControllersTest, TheKubeletSimulatorReportsTheHealthOfEachContainersDevic
   cluster_.Pod(spec);
   StatusOr<Pod> pod = cluster_.GetPod("train");
   ASSERT_TRUE(pod.ok());
-  AllocateFor("c", *pod);
-  StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim("c");
-  for (const char* device : {"gpu-1", "gpu-9"}) {
-    rv1::DeviceRequestAllocationResult r = claim->status.allocation->devices.results[0];
-    r.device = device;
-    claim->status.allocation->devices.results.push_back(r);
-  }
-  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *claim).ok());
+  AllocateFor("c", *pod, {"gpu-0", "gpu-1", "gpu-9"});
   ASSERT_TRUE(
       client::BindPod(cluster_.api(), "default", "train", pod->metadata.uid, "node-a").ok());
-  Start({.simulate_kubelet = true});
+  // Device-taint eviction off: it would evict the Pod for gpu-1's NoExecute taint (as upstream),
+  // and this test looks at the health the kubelet simulator reports while the Pod runs.
+  Start({.simulate_kubelet = true, .device_taint_eviction = false});
   ASSERT_TRUE(cluster_.WaitUntil([&] {
     StatusOr<Pod> p = cluster_.GetPod("train");
     return p.ok() && p->status.phase == "Running";

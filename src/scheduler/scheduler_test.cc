@@ -10,8 +10,10 @@
 
 #include "api/object.h"
 #include "api/resource_claims.h"
+#include "client/memory_api.h"
 #include "client/shared_informers.h"
 #include "client/typed.h"
+#include "common/random.h"
 #include "testing/cluster.h"
 
 namespace draplane::scheduler {
@@ -980,10 +982,23 @@ TEST_F(SchedulerTest, ADeviceTaintedBetweenFilterAndPreBindIsNotBound) {
   informers.Stop();
 }
 
-// Synchronous mode on a manual clock and manual informers (the simulator's setup): nothing runs
-// unless driven, and the queue's timers follow the clock.
+// Copies every object of kind T from `from` into `to` (the server's identity fields dropped).
+template <typename T>
+void CopyAll(client::ApiClient& from, client::ApiClient& to) {
+  StatusOr<client::ObjectList<T>> list = client::List<T>(from, "");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  for (T object : list->items) {
+    object.metadata.resource_version.clear();
+    object.metadata.uid.clear();
+    ASSERT_TRUE(client::Create(to, object).ok());
+  }
+}
+
+// Synchronous mode on a manual clock and manual informers, over the simulator's in-memory API
+// (manual informers poll watches without blocking, which only it offers): the simulator's setup.
+// Nothing runs unless driven, and the queue's timers follow the clock.
 TEST(SynchronousSchedulerTest, RunsOnlyWhenDrivenAndFlushesOnTheClock) {
-  Cluster cluster;
+  Cluster cluster;  // builds the objects, which are copied into the in-memory API
   cluster.Class("gpu", kGpuClass);
   cluster.Node("node-a");
   cluster.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
@@ -991,15 +1006,22 @@ TEST(SynchronousSchedulerTest, RunsOnlyWhenDrivenAndFlushesOnTheClock) {
   cluster.Claim(cluster.ClaimSpec("c2", "gpu"));
   cluster.Pod(cluster.PodSpec("p1", {"c1"}));
   cluster.Pod(cluster.PodSpec("p2", {"c2"}));
-  client::SharedInformers informers(cluster.api(), {.manual = true});
-  Scheduler scheduler(cluster.api(), cluster.clock(),
+  std::unique_ptr<Random> random = NewSeededRandom(7);
+  client::MemoryApi memory(cluster.clock(), *random);
+  CopyAll<rv1::DeviceClass>(cluster.api(), memory);
+  CopyAll<api::corev1::Node>(cluster.api(), memory);
+  CopyAll<rv1::ResourceSlice>(cluster.api(), memory);
+  CopyAll<rv1::ResourceClaim>(cluster.api(), memory);
+  CopyAll<api::corev1::Pod>(cluster.api(), memory);
+  client::SharedInformers informers(memory, {.manual = true});
+  Scheduler scheduler(memory, cluster.clock(),
                       {.random_seed = 7, .synchronous = true, .informers = &informers});
   ASSERT_TRUE(scheduler.Start().ok());
   // p1 gets the GPU; p2 is unschedulable.
   EXPECT_EQ(scheduler.RunUntilIdle(), 2);
   ASSERT_TRUE(informers.DeliverPending().ok());
   EXPECT_EQ(scheduler.RunUntilIdle(), 0);
-  StatusOr<api::corev1::Pod> p1 = cluster.GetPod("p1");
+  StatusOr<api::corev1::Pod> p1 = client::Get<api::corev1::Pod>(memory, "default", "p1");
   ASSERT_TRUE(p1.ok());
   EXPECT_EQ(p1->spec.node_name, "node-a");
   EXPECT_EQ(scheduler.stats().unschedulable, 1);
