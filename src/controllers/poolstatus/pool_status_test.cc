@@ -12,9 +12,10 @@
 #include "api/gen/resource_v1_codec.h"
 #include "api/gen/resource_v1alpha3_codec.h"
 #include "api/validation/pool_status_request_validation.h"
+#include "client/memory_api.h"
 #include "client/typed.h"
+#include "common/random.h"
 #include "controllers/poolstatus/controller.h"
-#include "testing/test_api.h"
 
 namespace draplane::controllers {
 namespace {
@@ -302,7 +303,8 @@ class PoolStatusControllerTest : public ::testing::Test {
     FAIL() << "timed out";
   }
   ManualClock clock_;
-  draplane::testing::TestApi api_{{.clock = &clock_, .namespaces = {"team-a"}}};
+  std::unique_ptr<Random> random_ = NewSeededRandom(5677);
+  client::MemoryApi api_{clock_, *random_};
   client::SharedInformers informers_{api_};
   std::unique_ptr<PoolStatusController> controller_;
 };
