@@ -84,7 +84,10 @@ QuotaConstraint::QuotaConstraint(std::string ns, std::vector<QuotaBudget> quotas
       start = start.Add(Get(in_flight, key));
       if (!start.IsZero()) base.emplace(key, start);
       limits_by_key_[key].push_back(limits_.size());
-      limits_.push_back(Limit{.quota = i, .key = &key, .hard = hard, .used = start});
+      // BudgetOf keeps only names ParseDeviceResource accepts.
+      DeviceResource parsed = ParseDeviceResource(key).value_or(DeviceResource{});
+      limits_.push_back(
+          Limit{.quota = i, .key = &key, .resource = parsed, .hard = hard, .used = start});
     }
     base_.push_back(std::move(base));
   }
@@ -113,35 +116,73 @@ std::optional<PolicyRejection> QuotaConstraint::Check(const Slots& charge) const
   return std::nullopt;
 }
 
+QuotaConstraint::Slots QuotaConstraint::ChargeSlots(const PolicyCandidate& candidate,
+                                                    const DeviceFacts& facts,
+                                                    std::string* shared_device) {
+  struct Context {
+    const std::vector<Limit>& limits;
+    Slots additive;
+    Slots share;
+    bool has_share_counters = false;
+  } ctx{limits_, {}, {}, false};
+  auto add = [](Slots& into, size_t l, const api::Quantity& amount) {
+    for (auto& [limit, sum] : into) {
+      if (limit == l) {
+        sum = sum.Add(amount);
+        return;
+      }
+    }
+    into.emplace_back(l, amount);
+  };
+  ForEachDeviceCharge(
+      candidate.device_class, facts, candidate.admin_access,
+      candidate.shared ? candidate.consumed : nullptr, [&ctx, &add](const ChargeItem& item) {
+        if (item.share_counter && !item.amount.IsZero()) {
+          ctx.has_share_counters = true;
+        }
+        for (size_t l = 0; l < ctx.limits.size(); ++l) {
+          const DeviceResource& r = ctx.limits[l].resource;
+          if (r.kind == item.kind && r.subject == item.subject && r.name == item.name) {
+            add(item.share_counter ? ctx.share : ctx.additive, l, item.amount);
+          }
+        }
+      });
+  if (ctx.has_share_counters) {
+    *shared_device = DeviceKey(candidate.driver, candidate.pool, candidate.device);
+    auto it = shares_.find(*shared_device);
+    bool paid = (it != shares_.end() && it->second > 0) ||
+                holdings_->HoldsSharedCounters(namespace_, *shared_device);
+    if (!paid) {
+      for (const auto& [l, amount] : ctx.share) add(ctx.additive, l, amount);
+    }
+  }
+  std::erase_if(ctx.additive, [](const auto& slot) { return slot.second.Sign() <= 0; });
+  std::sort(ctx.additive.begin(), ctx.additive.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return std::move(ctx.additive);
+}
+
 std::optional<PolicyRejection> QuotaConstraint::Add(const PolicyCandidate& candidate) {
   Accepted accepted;
   const bool plain = candidate.facts != nullptr && candidate.facts->counters.empty() &&
                      candidate.facts->capacity.empty() &&
                      (candidate.consumed == nullptr || !candidate.shared);
   if (plain) {
-    // The charge of the search's most common candidate, computed once (one rule: ChargeDevice).
+    // The charge of a device without counters or capacities depends only on these: computed
+    // once per attempt.
     PlainKey key{std::string(candidate.device_class), candidate.admin_access};
     auto it = plain_charges_.find(key);
     if (it == plain_charges_.end()) {
-      DeviceCharge dc =
-          ChargeDevice(candidate.device_class, *candidate.facts, candidate.admin_access, nullptr);
-      it = plain_charges_.emplace(std::move(key), ToSlots(dc.additive)).first;
+      std::string unused;
+      it = plain_charges_.emplace(std::move(key), ChargeSlots(candidate, *candidate.facts, &unused))
+               .first;
     }
     accepted.slots = &it->second;
   } else {
     DeviceFacts unknown;
     if (candidate.facts == nullptr) unknown.driver = std::string(candidate.driver);
     const DeviceFacts& facts = candidate.facts != nullptr ? *candidate.facts : unknown;
-    DeviceCharge dc = ChargeDevice(candidate.device_class, facts, candidate.admin_access,
-                                   candidate.shared ? candidate.consumed : nullptr);
-    if (!dc.share_counters.empty()) {
-      accepted.shared_device = DeviceKey(candidate.driver, candidate.pool, candidate.device);
-      auto it = shares_.find(accepted.shared_device);
-      bool paid = (it != shares_.end() && it->second > 0) ||
-                  holdings_->HoldsSharedCounters(namespace_, accepted.shared_device);
-      if (!paid) AddResources(dc.additive, dc.share_counters);
-    }
-    accepted.own = ToSlots(dc.additive);
+    accepted.own = ChargeSlots(candidate, facts, &accepted.shared_device);
   }
   const Slots& slots = accepted.slots != nullptr ? *accepted.slots : accepted.own;
   if (std::optional<PolicyRejection> why = Check(slots)) return why;

@@ -85,6 +85,7 @@ class QuotaConstraint final : public PolicyConstraint {
   struct Limit {
     size_t quota = 0;
     const std::string* key = nullptr;  // into quotas_[quota].hard
+    DeviceResource resource;           // *key in parts
     api::Quantity hard;
     api::Quantity used;  // base plus the charges accepted by the search so far
   };
@@ -103,6 +104,11 @@ class QuotaConstraint final : public PolicyConstraint {
     auto operator<=>(const PlainKey&) const = default;
   };
   Slots ToSlots(const ResourceList& charge) const;
+  // The charge of a candidate on the limits (ForEachDeviceCharge), summed per limit. For a share
+  // of a device with counters, `shared_device` is set and the counters are charged unless the
+  // namespace or this search holds the device already.
+  Slots ChargeSlots(const PolicyCandidate& candidate, const DeviceFacts& facts,
+                    std::string* shared_device);
   std::optional<PolicyRejection> Check(const Slots& charge) const;
 
   std::string namespace_;
