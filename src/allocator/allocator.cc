@@ -420,13 +420,7 @@ class ProblemBuilder {
   void AddGroups(const GatheredPool& pool, uint32_t pool_index, PoolGroups& groups) {
     bool declared = false;
     for (const auto* list : {&pool.targeting, &pool.not_targeting}) {
-      for (const SliceEntry* s : *list) {
-        for (const rv1::Device& d : s->spec().devices) {
-          for (const auto& consumption : d.consumes_counters) {
-            declared = declared || !consumption.compatibility_groups.empty();
-          }
-        }
-      }
+      for (const SliceEntry* s : *list) declared = declared || s->compatibility_groups;
     }
     // Ungrouped devices among themselves are always compatible.
     if (!declared) return;

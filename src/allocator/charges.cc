@@ -179,40 +179,64 @@ const DeviceFacts* DeviceCatalog::Find(std::string_view driver, std::string_view
   return &it->second.front().facts;
 }
 
-DeviceCharge ChargeDevice(std::string_view device_class, const DeviceFacts& facts,
-                          bool admin_access, const ResourceList* share_consumed) {
-  DeviceCharge out;
-  if (admin_access) return out;
-  auto counter = [&](ResourceList& into, std::string_view name, const api::Quantity& amount) {
+void ForEachDeviceCharge(std::string_view device_class, const DeviceFacts& facts, bool admin_access,
+                         const ResourceList* share_consumed,
+                         const std::function<void(const ChargeItem&)>& visit) {
+  if (admin_access) return;
+  const bool share_counters = share_consumed != nullptr && facts.consumes_counters;
+  auto counter = [&](std::string_view name, const api::Quantity& amount, bool of_share) {
     if (!device_class.empty()) {
-      AddResource(into, DeviceClassCounterResource(device_class, name), amount);
+      visit({DeviceResource::Kind::kClassCounter, device_class, name, amount, of_share});
     }
-    AddResource(into, DriverCounterResource(facts.driver, name), amount);
+    visit({DeviceResource::Kind::kDriverCounter, facts.driver, name, amount, of_share});
   };
-  if (!device_class.empty()) {
-    AddResource(out.additive, api::quota::DeviceClassResourceName(device_class),
-                api::Quantity::FromInt64(1));
-  }
-  // The capacity the result takes: all of an exclusive device, a share's consumption.
-  ResourceList taken;
+  static const api::Quantity kOne = api::Quantity::FromInt64(1);
+  if (!device_class.empty()) visit({DeviceResource::Kind::kDevices, device_class, "", kOne, false});
+  // The capacity the result takes: all of an exclusive device, a share's consumption (summed
+  // per identifier: two published names may share one).
+  ResourceList summed;
+  const ResourceList* taken = &facts.capacity;
   if (share_consumed != nullptr) {
     for (const auto& [published, amount] : *share_consumed) {
-      AddResource(taken, CapacityId(published), amount);
+      AddResource(summed, CapacityId(published), amount);
     }
-  } else {
-    taken = facts.capacity;
+    taken = &summed;
   }
   if (!device_class.empty()) {
-    for (const auto& [id, amount] : taken) {
-      AddResource(out.additive, DeviceClassCapacityResource(device_class, id), amount);
+    for (const auto& [id, amount] : *taken) {
+      visit({DeviceResource::Kind::kClassCapacity, device_class, id, amount, false});
     }
   }
   if (!facts.consumes_counters) {
-    for (const auto& [id, amount] : taken) counter(out.additive, id, amount);
+    for (const auto& [id, amount] : *taken) counter(id, amount, false);
   } else {
-    ResourceList& into = share_consumed != nullptr ? out.share_counters : out.additive;
-    for (const auto& [name, amount] : facts.counters) counter(into, name, amount);
+    for (const auto& [name, amount] : facts.counters) counter(name, amount, share_counters);
   }
+}
+
+std::string ResourceName(DeviceResource::Kind kind, std::string_view subject,
+                         std::string_view name) {
+  switch (kind) {
+    case DeviceResource::Kind::kDevices:
+      return api::quota::DeviceClassResourceName(subject);
+    case DeviceResource::Kind::kClassCounter:
+      return DeviceClassCounterResource(subject, name);
+    case DeviceResource::Kind::kDriverCounter:
+      return DriverCounterResource(subject, name);
+    case DeviceResource::Kind::kClassCapacity:
+      return DeviceClassCapacityResource(subject, name);
+  }
+  return "";
+}
+
+DeviceCharge ChargeDevice(std::string_view device_class, const DeviceFacts& facts,
+                          bool admin_access, const ResourceList* share_consumed) {
+  DeviceCharge out;
+  ForEachDeviceCharge(device_class, facts, admin_access, share_consumed,
+                      [&](const ChargeItem& item) {
+                        AddResource(item.share_counter ? out.share_counters : out.additive,
+                                    ResourceName(item.kind, item.subject, item.name), item.amount);
+                      });
   return out;
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -134,6 +135,25 @@ struct DeviceCharge {
 // the consumed capacity of a share (by published name), null for an exclusive device.
 DeviceCharge ChargeDevice(std::string_view device_class, const DeviceFacts& facts,
                           bool admin_access, const ResourceList* share_consumed);
+
+// One entry of a device's charge, its resource name in parts (ResourceName joins them). Views
+// stay valid for the call only.
+struct ChargeItem {
+  DeviceResource::Kind kind = DeviceResource::Kind::kDevices;
+  std::string_view subject;  // the device class, or the driver for kDriverCounter
+  std::string_view name;     // the counter or capacity identifier; empty for kDevices
+  const api::Quantity& amount;
+  bool share_counter = false;  // DeviceCharge::share_counters rather than additive
+};
+// The rule behind ChargeDevice, entry by entry and without building names (the quota constraint
+// inside the search matches them against the names it limits). An entry may repeat a name or
+// carry zero; ChargeDevice sums them.
+void ForEachDeviceCharge(std::string_view device_class, const DeviceFacts& facts, bool admin_access,
+                         const ResourceList* share_consumed,
+                         const std::function<void(const ChargeItem&)>& visit);
+// The resource name of a DeviceResource's parts.
+std::string ResourceName(DeviceResource::Kind kind, std::string_view subject,
+                         std::string_view name);
 
 // The charge of a claim's allocation.
 struct ClaimCharge {

@@ -75,51 +75,118 @@ QuotaConstraint::QuotaConstraint(std::string ns, std::vector<QuotaBudget> quotas
     : namespace_(std::move(ns)), quotas_(std::move(quotas)), holdings_(&holdings) {
   ResourceList committed = holdings.Usage(namespace_, Holdings::Scope::kCommitted);
   ResourceList in_flight = holdings.Usage(namespace_, Holdings::Scope::kInFlight);
-  for (const QuotaBudget& q : quotas_) {
+  for (size_t i = 0; i < quotas_.size(); ++i) {
     ResourceList base;
-    for (const auto& [key, hard] : q.hard) {
-      api::Quantity used = Get(q.used, key);
+    for (const auto& [key, hard] : quotas_[i].hard) {
+      api::Quantity used = Get(quotas_[i].used, key);
       api::Quantity seen = Get(committed, key);
       api::Quantity start = used.Compare(seen) >= 0 ? used : seen;
       start = start.Add(Get(in_flight, key));
       if (!start.IsZero()) base.emplace(key, start);
+      limits_by_key_[key].push_back(limits_.size());
+      // BudgetOf keeps only names ParseDeviceResource accepts.
+      DeviceResource parsed = ParseDeviceResource(key).value_or(DeviceResource{});
+      limits_.push_back(
+          Limit{.quota = i, .key = &key, .resource = parsed, .hard = hard, .used = start});
     }
     base_.push_back(std::move(base));
   }
 }
 
-std::optional<PolicyRejection> QuotaConstraint::Check(const ResourceList& charge) const {
-  for (size_t i = 0; i < quotas_.size(); ++i) {
-    for (const auto& [key, hard] : quotas_[i].hard) {
-      auto c = charge.find(key);
-      if (c == charge.end() || c->second.Sign() <= 0) continue;
-      api::Quantity used = Get(base_[i], key).Add(Get(attempt_, key));
-      if (used.Add(c->second).Compare(hard) > 0) {
-        return PolicyRejection{std::string(kQuotaPolicyCode),
-                               QuotaExceededMessage(quotas_[i], key, used, hard, c->second)};
-      }
+QuotaConstraint::Slots QuotaConstraint::ToSlots(const ResourceList& charge) const {
+  Slots out;
+  for (const auto& [key, amount] : charge) {
+    auto it = limits_by_key_.find(key);
+    if (it == limits_by_key_.end() || amount.Sign() <= 0) continue;
+    for (size_t l : it->second) out.emplace_back(l, amount);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+std::optional<PolicyRejection> QuotaConstraint::Check(const Slots& charge) const {
+  for (const auto& [l, amount] : charge) {
+    const Limit& limit = limits_[l];
+    if (limit.used.Add(amount).Compare(limit.hard) > 0) {
+      return PolicyRejection{
+          std::string(kQuotaPolicyCode),
+          QuotaExceededMessage(quotas_[limit.quota], *limit.key, limit.used, limit.hard, amount)};
     }
   }
   return std::nullopt;
 }
 
-std::optional<PolicyRejection> QuotaConstraint::Add(const PolicyCandidate& candidate) {
-  DeviceFacts unknown;
-  if (candidate.facts == nullptr) unknown.driver = std::string(candidate.driver);
-  const DeviceFacts& facts = candidate.facts != nullptr ? *candidate.facts : unknown;
-  DeviceCharge dc = ChargeDevice(candidate.device_class, facts, candidate.admin_access,
-                                 candidate.shared ? candidate.consumed : nullptr);
-  Accepted accepted;
-  accepted.charge = std::move(dc.additive);
-  if (!dc.share_counters.empty()) {
-    accepted.shared_device = DeviceKey(candidate.driver, candidate.pool, candidate.device);
-    auto it = shares_.find(accepted.shared_device);
+QuotaConstraint::Slots QuotaConstraint::ChargeSlots(const PolicyCandidate& candidate,
+                                                    const DeviceFacts& facts,
+                                                    std::string* shared_device) {
+  struct Context {
+    const std::vector<Limit>& limits;
+    Slots additive;
+    Slots share;
+    bool has_share_counters = false;
+  } ctx{limits_, {}, {}, false};
+  auto add = [](Slots& into, size_t l, const api::Quantity& amount) {
+    for (auto& [limit, sum] : into) {
+      if (limit == l) {
+        sum = sum.Add(amount);
+        return;
+      }
+    }
+    into.emplace_back(l, amount);
+  };
+  ForEachDeviceCharge(
+      candidate.device_class, facts, candidate.admin_access,
+      candidate.shared ? candidate.consumed : nullptr, [&ctx, &add](const ChargeItem& item) {
+        if (item.share_counter && !item.amount.IsZero()) {
+          ctx.has_share_counters = true;
+        }
+        for (size_t l = 0; l < ctx.limits.size(); ++l) {
+          const DeviceResource& r = ctx.limits[l].resource;
+          if (r.kind == item.kind && r.subject == item.subject && r.name == item.name) {
+            add(item.share_counter ? ctx.share : ctx.additive, l, item.amount);
+          }
+        }
+      });
+  if (ctx.has_share_counters) {
+    *shared_device = DeviceKey(candidate.driver, candidate.pool, candidate.device);
+    auto it = shares_.find(*shared_device);
     bool paid = (it != shares_.end() && it->second > 0) ||
-                holdings_->HoldsSharedCounters(namespace_, accepted.shared_device);
-    if (!paid) AddResources(accepted.charge, dc.share_counters);
+                holdings_->HoldsSharedCounters(namespace_, *shared_device);
+    if (!paid) {
+      for (const auto& [l, amount] : ctx.share) add(ctx.additive, l, amount);
+    }
   }
-  if (std::optional<PolicyRejection> why = Check(accepted.charge)) return why;
-  AddResources(attempt_, accepted.charge);
+  std::erase_if(ctx.additive, [](const auto& slot) { return slot.second.Sign() <= 0; });
+  std::sort(ctx.additive.begin(), ctx.additive.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return std::move(ctx.additive);
+}
+
+std::optional<PolicyRejection> QuotaConstraint::Add(const PolicyCandidate& candidate) {
+  Accepted accepted;
+  const bool plain = candidate.facts != nullptr && candidate.facts->counters.empty() &&
+                     candidate.facts->capacity.empty() &&
+                     (candidate.consumed == nullptr || !candidate.shared);
+  if (plain) {
+    // The charge of a device without counters or capacities depends only on these: computed
+    // once per attempt.
+    PlainKey key{std::string(candidate.device_class), candidate.admin_access};
+    auto it = plain_charges_.find(key);
+    if (it == plain_charges_.end()) {
+      std::string unused;
+      it = plain_charges_.emplace(std::move(key), ChargeSlots(candidate, *candidate.facts, &unused))
+               .first;
+    }
+    accepted.slots = &it->second;
+  } else {
+    DeviceFacts unknown;
+    if (candidate.facts == nullptr) unknown.driver = std::string(candidate.driver);
+    const DeviceFacts& facts = candidate.facts != nullptr ? *candidate.facts : unknown;
+    accepted.own = ChargeSlots(candidate, facts, &accepted.shared_device);
+  }
+  const Slots& slots = accepted.slots != nullptr ? *accepted.slots : accepted.own;
+  if (std::optional<PolicyRejection> why = Check(slots)) return why;
+  for (const auto& [l, amount] : slots) limits_[l].used = limits_[l].used.Add(amount);
   if (!accepted.shared_device.empty()) ++shares_[accepted.shared_device];
   stack_.push_back(std::move(accepted));
   return std::nullopt;
@@ -129,7 +196,8 @@ void QuotaConstraint::Remove(const PolicyCandidate& candidate) {
   (void)candidate;  // the seam removes in last-in-first-out order (policy.h)
   if (stack_.empty()) return;
   Accepted& top = stack_.back();
-  AddResources(attempt_, top.charge, -1);
+  const Slots& slots = top.slots != nullptr ? *top.slots : top.own;
+  for (const auto& [l, amount] : slots) limits_[l].used = limits_[l].used.Sub(amount);
   if (!top.shared_device.empty()) {
     auto it = shares_.find(top.shared_device);
     if (it != shares_.end() && --it->second <= 0) shares_.erase(it);
@@ -144,7 +212,7 @@ std::optional<PolicyRejection> QuotaConstraint::CheckRequest(const PolicyRequest
   ResourceList charge;
   AddResource(charge, api::quota::DeviceClassResourceName(request.device_class),
               api::Quantity::FromInt64(request.count));
-  return Check(charge);
+  return Check(ToSlots(charge));
 }
 
 }  // namespace draplane::allocator

@@ -81,17 +81,43 @@ class QuotaConstraint final : public PolicyConstraint {
   const ResourceList& base(size_t i) const { return base_[i]; }
 
  private:
+  // A limited resource name of one quota, in the order of quotas_ and then of `hard`.
+  struct Limit {
+    size_t quota = 0;
+    const std::string* key = nullptr;  // into quotas_[quota].hard
+    DeviceResource resource;           // *key in parts
+    api::Quantity hard;
+    api::Quantity used;  // base plus the charges accepted by the search so far
+  };
+  // A charge reduced to the limits it touches: (index into limits_, amount), by index.
+  using Slots = std::vector<std::pair<size_t, api::Quantity>>;
   struct Accepted {
-    ResourceList charge;
+    const Slots* slots = nullptr;  // into plain_charges_; null: `own`
+    Slots own;
     std::string shared_device;  // a share of a device with counters: its key (in shares_)
   };
-  std::optional<PolicyRejection> Check(const ResourceList& charge) const;
+  // What ChargeDevice charges a device that has neither counters nor capacities depends only
+  // on these (charges.h), so its slots are computed once per search.
+  struct PlainKey {
+    std::string device_class;
+    bool admin_access = false;
+    auto operator<=>(const PlainKey&) const = default;
+  };
+  Slots ToSlots(const ResourceList& charge) const;
+  // The charge of a candidate on the limits (ForEachDeviceCharge), summed per limit. For a share
+  // of a device with counters, `shared_device` is set and the counters are charged unless the
+  // namespace or this search holds the device already.
+  Slots ChargeSlots(const PolicyCandidate& candidate, const DeviceFacts& facts,
+                    std::string* shared_device);
+  std::optional<PolicyRejection> Check(const Slots& charge) const;
 
   std::string namespace_;
   std::vector<QuotaBudget> quotas_;
   std::vector<ResourceList> base_;  // per quota
   const Holdings* holdings_ = nullptr;
-  ResourceList attempt_;                            // charges accepted by the search so far
+  std::vector<Limit> limits_;
+  std::map<std::string, std::vector<size_t>, std::less<>> limits_by_key_;
+  std::map<PlainKey, Slots> plain_charges_;
   std::map<std::string, int, std::less<>> shares_;  // device key -> shares with counters
   std::vector<Accepted> stack_;
 };

@@ -88,7 +88,11 @@ const std::vector<ResolvedCapacity>& SnapshotState::Capacities(SliceEntry& slice
 void SnapshotState::Store(SliceEntry& entry, api::resourcev1::ResourceSlice slice) {
   entry.data.clear();
   entry.data.reserve(slice.spec.devices.size());
+  entry.compatibility_groups = false;
   for (api::resourcev1::Device& device : slice.spec.devices) {
+    for (const api::resourcev1::DeviceCounterConsumption& c : device.consumes_counters) {
+      entry.compatibility_groups = entry.compatibility_groups || !c.compatibility_groups.empty();
+    }
     entry.data.push_back(Compact(device, names));
   }
   entry.slice = std::make_shared<const api::resourcev1::ResourceSlice>(std::move(slice));

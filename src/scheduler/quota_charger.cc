@@ -20,43 +20,38 @@ Status QuotaCharger::Charge(const std::string& ns, const std::vector<std::string
   auto waiter = std::make_shared<Waiter>();
   waiter->quotas = quotas;
   waiter->increment = increment;
-  bool lead = false;
+  std::vector<std::shared_ptr<Waiter>> batch;
   {
     MutexLock lock(mu_);
-    queued_[ns].push_back(waiter);
-    lead = busy_.insert(ns).second;
-    if (!lead) {
-      cv_.Wait(lock, [&] { return waiter->done; });
-      return waiter->result;
+    std::deque<std::shared_ptr<Waiter>>& queue = queued_[ns];
+    queue.push_back(waiter);
+    if (busy_.insert(ns).second) {
+      waiter->lead = true;
+    } else {
+      cv_.Wait(lock, [&] { return waiter->done || waiter->lead; });
+      if (waiter->done) return waiter->result;
+    }
+    // The leader takes everything queued, its own charge included.
+    batch.assign(queue.begin(), queue.end());
+    queue.clear();
+  }
+  RunBatch(ns, batch);
+  {
+    MutexLock lock(mu_);
+    for (const std::shared_ptr<Waiter>& w : batch) w->done = true;
+    // The next batch is led by its first waiter, so that no binder thread keeps leading (and
+    // its own Pod waiting) for as long as charges keep arriving.
+    auto it = queued_.find(ns);
+    if (it != queued_.end() && !it->second.empty()) {
+      it->second.front()->lead = true;
+    } else {
+      if (it != queued_.end()) queued_.erase(it);
+      busy_.erase(ns);
     }
   }
-  Drain(ns);
-  MutexLock lock(mu_);
+  // Outside the lock: a waiter woken while it is held would only block on it again.
+  cv_.NotifyAll();
   return waiter->result;
-}
-
-void QuotaCharger::Drain(const std::string& ns) {
-  while (true) {
-    std::vector<std::shared_ptr<Waiter>> batch;
-    {
-      MutexLock lock(mu_);
-      auto it = queued_.find(ns);
-      if (it == queued_.end() || it->second.empty()) {
-        if (it != queued_.end()) queued_.erase(it);
-        busy_.erase(ns);
-        return;
-      }
-      batch.assign(it->second.begin(), it->second.end());
-      it->second.clear();
-    }
-    RunBatch(ns, batch);
-    {
-      MutexLock lock(mu_);
-      for (const std::shared_ptr<Waiter>& w : batch) w->done = true;
-    }
-    // Outside the lock: a waiter woken while it is held would only block on it again.
-    cv_.NotifyAll();
-  }
 }
 
 void QuotaCharger::RunBatch(const std::string& ns,
@@ -86,10 +81,42 @@ void QuotaCharger::RunBatch(const std::string& ns,
   for (const auto& [name, amount] : give_back) GiveBack(ns, name, amount);
 }
 
+std::optional<corev1::ResourceQuota> QuotaCharger::Known(const std::string& ns,
+                                                         const std::string& name) {
+  MutexLock lock(mu_);
+  auto it = known_.find(ns + "/" + name);
+  if (it == known_.end()) return std::nullopt;
+  return it->second;
+}
+
+void QuotaCharger::Remember(const std::string& ns, const std::string& name,
+                            std::optional<corev1::ResourceQuota> quota) {
+  MutexLock lock(mu_);
+  if (quota.has_value()) {
+    known_.insert_or_assign(ns + "/" + name, std::move(*quota));
+  } else {
+    known_.erase(ns + "/" + name);
+  }
+}
+
+StatusOr<corev1::ResourceQuota> QuotaCharger::Read(const std::string& ns, const std::string& name) {
+  StatusOr<corev1::ResourceQuota> quota = client::Get<corev1::ResourceQuota>(api_, ns, name);
+  Remember(ns, name, quota.ok() ? std::optional(*quota) : std::nullopt);
+  return quota;
+}
+
 void QuotaCharger::ChargeQuota(const std::string& ns, const std::string& name,
                                const std::vector<std::shared_ptr<Waiter>>& waiters) {
-  for (int attempt = 0; attempt <= conflict_retries_; ++attempt) {
-    StatusOr<corev1::ResourceQuota> quota = client::Get<corev1::ResourceQuota>(api_, ns, name);
+  // The copy this charger last read or wrote saves the read while it is current: the write's
+  // precondition is what makes the charge safe, not where the copy came from. Only a write may
+  // be decided on it; a refusal, or a quota no longer in Allocation mode, is decided again on a
+  // fresh read (the copy may predate a give-back or an annotation change).
+  std::optional<corev1::ResourceQuota> known = Known(ns, name);
+  for (int conflicts = 0; conflicts <= conflict_retries_;) {
+    const bool fresh = !known.has_value();
+    StatusOr<corev1::ResourceQuota> quota =
+        fresh ? Read(ns, name) : StatusOr<corev1::ResourceQuota>(std::move(*known));
+    known.reset();
     if (!quota.ok()) {
       if (quota.status().code() == StatusCode::kNotFound) return;  // deleted: nothing to charge
       for (const std::shared_ptr<Waiter>& w : waiters) {
@@ -98,7 +125,10 @@ void QuotaCharger::ChargeQuota(const std::string& ns, const std::string& name,
       return;
     }
     std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(*quota);
-    if (!budget.has_value()) return;  // no longer in Allocation mode
+    if (!budget.has_value()) {
+      if (!fresh) continue;  // read it
+      return;                // no longer in Allocation mode
+    }
     allocator::ResourceList used = budget->used;
     std::vector<std::shared_ptr<Waiter>> accepted;
     std::vector<std::pair<std::shared_ptr<Waiter>, std::string>> refused;
@@ -110,14 +140,19 @@ void QuotaCharger::ChargeQuota(const std::string& ns, const std::string& name,
       used = allocator::ChargedUsage(*budget, used, w->increment);
       accepted.push_back(w);
     }
+    if (!refused.empty() && !fresh) continue;  // refuse only on a fresh read
     if (!accepted.empty()) {
       for (const auto& [key, hard] : budget->hard) {
         auto it = used.find(key);
         quota->status.used[key] = it == used.end() ? api::Quantity::FromInt64(0) : it->second;
       }
       StatusOr<corev1::ResourceQuota> written = client::UpdateStatus(api_, *quota, field_manager_);
+      Remember(ns, name, written.ok() ? std::optional(*written) : std::nullopt);
       if (!written.ok()) {
-        if (written.status().code() == StatusCode::kConflict) continue;  // read again
+        if (written.status().code() == StatusCode::kConflict) {
+          ++conflicts;  // read again
+          continue;
+        }
         for (const std::shared_ptr<Waiter>& w : waiters) {
           w->result = written.status().WithPrefix("charge quota " + ns + "/" + name);
         }
@@ -136,7 +171,7 @@ void QuotaCharger::ChargeQuota(const std::string& ns, const std::string& name,
 void QuotaCharger::GiveBack(const std::string& ns, const std::string& name,
                             const allocator::ResourceList& amount) {
   for (int attempt = 0; attempt <= conflict_retries_; ++attempt) {
-    StatusOr<corev1::ResourceQuota> quota = client::Get<corev1::ResourceQuota>(api_, ns, name);
+    StatusOr<corev1::ResourceQuota> quota = Read(ns, name);
     if (!quota.ok()) return;
     std::optional<allocator::QuotaBudget> budget = allocator::BudgetOf(*quota);
     if (!budget.has_value()) return;
@@ -147,11 +182,12 @@ void QuotaCharger::GiveBack(const std::string& ns, const std::string& name,
       it->second = it->second.Sub(q);
       if (it->second.Sign() < 0) it->second = api::Quantity::FromInt64(0);
     }
-    Status s = client::UpdateStatus(api_, *quota, field_manager_).status();
-    if (s.ok()) return;
-    if (s.code() != StatusCode::kConflict) {
+    StatusOr<corev1::ResourceQuota> written = client::UpdateStatus(api_, *quota, field_manager_);
+    Remember(ns, name, written.ok() ? std::optional(*written) : std::nullopt);
+    if (written.ok()) return;
+    if (written.status().code() != StatusCode::kConflict) {
       // The next recompute corrects it.
-      log::Warning("scheduler: giving back quota {}/{}: {}", ns, name, s.ToString());
+      log::Warning("scheduler: giving back quota {}/{}: {}", ns, name, written.status().ToString());
       return;
     }
   }

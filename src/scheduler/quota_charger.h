@@ -4,12 +4,14 @@
 // Charge: after PreBind has written a Pod's claim allocations and learned that they won their
 // devices, the binder thread hands the Pod's increment (allocator::Holdings::Increment, committed
 // scope) to Charge and waits. Charges of one namespace are processed as a batch by one of the
-// waiting threads, as upstream's quota admission evaluator batches admission requests
-// (plugin/pkg/admission/resourcequota/controller.go, checkQuotas): per quota, it reads the
-// quota, accepts the increments that still fit in arrival order and writes `status.used` once
-// with the resourceVersion it read as precondition; a Conflict means another writer (a replica,
-// the recompute) got there first, so it reads again and redoes the decisions. An increment a
-// quota refuses is given back to the quotas of the batch that had accepted it.
+// waiting threads (the first one queued; it returns when its batch is written and hands the next
+// batch to the next waiter), as upstream's quota admission evaluator batches admission requests
+// (plugin/pkg/admission/resourcequota/controller.go, checkQuotas): per quota, it takes the quota
+// as this charger last wrote it (or reads it), accepts the increments that still fit in arrival
+// order and writes `status.used` once with that resourceVersion as precondition; a Conflict
+// means another writer (a replica, the recompute) got there first, so it reads again and redoes
+// the decisions. A refusal is only ever decided on a fresh read. An increment a quota refuses is
+// given back to the quotas of the batch that had accepted it.
 //
 // Recompute: `used` of the limited device resources set to what the claims really hold. The
 // scheduler runs it when it sees an allocation go away (the give-back) and at start; the claims
@@ -23,6 +25,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -57,11 +60,10 @@ class QuotaCharger {
     std::vector<std::string> quotas;
     allocator::ResourceList increment;
     bool done = false;
+    bool lead = false;  // runs the namespace's next batch
     Status result;
     std::vector<std::string> charged;  // quotas holding its increment
   };
-  // Runs batches for `ns` until nobody waits; the calling thread owns the namespace meanwhile.
-  void Drain(const std::string& ns);
   void RunBatch(const std::string& ns, const std::vector<std::shared_ptr<Waiter>>& batch);
   // Applies `accepted` increments to quota `name` (read, check, write, retry on Conflict);
   // refuses (sets result) those that do not fit. API errors refuse every waiter of the batch.
@@ -70,6 +72,12 @@ class QuotaCharger {
   // Subtracts `amount` from quota `name` (read, write, retry on Conflict).
   void GiveBack(const std::string& ns, const std::string& name,
                 const allocator::ResourceList& amount);
+  // The quota as this charger last read or wrote it (`known_`), and keeping it (nullopt: forget).
+  std::optional<api::corev1::ResourceQuota> Known(const std::string& ns, const std::string& name);
+  void Remember(const std::string& ns, const std::string& name,
+                std::optional<api::corev1::ResourceQuota> quota);
+  // Reads the quota from the API and remembers it.
+  StatusOr<api::corev1::ResourceQuota> Read(const std::string& ns, const std::string& name);
 
   client::ApiClient& api_;
   const std::string field_manager_;
@@ -79,6 +87,9 @@ class QuotaCharger {
   CondVar cv_;
   std::map<std::string, std::deque<std::shared_ptr<Waiter>>> queued_ DRAPLANE_GUARDED_BY(mu_);
   std::set<std::string> busy_ DRAPLANE_GUARDED_BY(mu_);
+  // "namespace/name" -> the quota as last read or written here (only ever used for a write
+  // conditioned on its resourceVersion).
+  std::map<std::string, api::corev1::ResourceQuota> known_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 }  // namespace draplane::scheduler

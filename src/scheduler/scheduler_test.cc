@@ -583,6 +583,33 @@ TEST_F(QuotaSchedulerTest, ChargesAreAllOrNothingAcrossQuotasAndNeverOverspend) 
   EXPECT_EQ(Used("a-wide", kH100Devices), "5");
 }
 
+// The charger writes on the copy it last wrote (no read per batch), but never refuses on it: a
+// give-back by another writer is seen, and a charge by another writer makes the write conflict.
+TEST_F(QuotaSchedulerTest, TheChargerRefusesOnlyOnAFreshRead) {
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "2"}}));
+  QuotaCharger charger(cluster_.api(), "test");
+  allocator::ResourceList one{{kH100Devices, api::Quantity::FromInt64(1)}};
+  ASSERT_TRUE(charger.Charge("default", {"devices"}, one).ok());
+  ASSERT_TRUE(charger.Charge("default", {"devices"}, one).ok());
+  EXPECT_EQ(Used("devices", kH100Devices), "2");
+  auto set_used = [&](int64_t used) {
+    StatusOr<api::corev1::ResourceQuota> q =
+        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+    ASSERT_TRUE(q.ok());
+    q->status.used[kH100Devices] = api::Quantity::FromInt64(used);
+    ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *q, "recount").ok());
+  };
+  set_used(0);  // another writer gave both back: the stale copy says 2/2
+  ASSERT_TRUE(charger.Charge("default", {"devices"}, one).ok());
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+  set_used(2);  // another writer spent the rest: the stale copy says 1/2, the write conflicts
+  Status refused = charger.Charge("default", {"devices"}, one);
+  EXPECT_EQ(refused.code(), StatusCode::kConflict);
+  EXPECT_EQ(refused.message(),
+            "quota default/devices h100.deviceclass.resource.k8s.io/devices 2/2");
+  EXPECT_EQ(Used("devices", kH100Devices), "2");
+}
+
 TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {
   cluster_.Class("gpu", kGpuClass);
   cluster_.Node("node-a");

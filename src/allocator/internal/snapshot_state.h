@@ -62,6 +62,9 @@ struct SliceEntry {
   std::vector<DeviceData> data;  // per device
   std::string node_name;         // spec.nodeName, "" when unset
   std::string pool_key;          // driver + '\0' + pool name
+  // Whether a device of the slice names compatibility groups in its consumesCounters (KEP-5963):
+  // a pool whose slices name none pays nothing for them.
+  bool compatibility_groups = false;
 
   // Compiled node selectors (upstream nodeaffinity.NewNodeSelector), made on first use.
   std::optional<StatusOr<api::labels::NodeSelectorMatcher>> slice_selector;
