@@ -644,6 +644,8 @@ function render() {
   // Re-rendering replaces the page: the tree branch or Explain button that had the focus keeps it.
   const focusedTree = document.activeElement?.dataset?.tree;
   const focusedExplain = document.activeElement?.dataset?.explain;
+  // The first sample as soon as everything has been listed, then every SAMPLE_MS.
+  if (allLoaded() && !state.history.length) sample();
   const content = {overview, nodes: () => nodesView(arg), claims: claimsView, pending: pendingView,
                    tenants: tenantsView, taints: taintsView}[v] || overview;
   view.replaceChildren(content());
@@ -651,8 +653,6 @@ function render() {
   if (focusedTree) document.querySelector(`[data-tree="${CSS.escape(focusedTree)}"]`)?.focus();
   if (focusedExplain) document.querySelector(`[data-explain="${CSS.escape(focusedExplain)}"]`)?.focus();
   document.body.dataset.loaded = allLoaded() ? 'true' : 'false';
-  // The first sample as soon as everything has been listed, then every SAMPLE_MS.
-  if (allLoaded() && !state.history.length) sample();
 }
 
 function allLoaded() {
