@@ -114,4 +114,12 @@ void AddLeaderElectionOptions(CLI::App& cmd, const std::string& purpose, bool& l
   cmd.add_option("--identity", identity, "Replica identity (default: generated)");
 }
 
+void AddMetricsTenantsOption(CLI::App& cmd, std::vector<std::string>& tenants) {
+  cmd.add_option("--metrics-tenants", tenants,
+                 "Namespaces that label metrics as their own tenant (the rest count as "
+                 "\"other\", which bounds the series count)")
+      ->delimiter(',')
+      ->check(NamespaceNameCheck("--metrics-tenants"));
+}
+
 }  // namespace draplane::cli

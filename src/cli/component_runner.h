@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "client/api_client.h"
 #include "common/status.h"
@@ -40,5 +41,9 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
 void AddLeaderElectionOptions(CLI::App& cmd, const std::string& purpose, bool& leader_elect,
                               std::string& lease_name, std::string& lease_namespace,
                               std::string& identity);
+
+// --metrics-tenants of every component that exports per-tenant metrics (serve, scheduler,
+// controller-manager): the namespaces labelled as their own tenant, checked as namespace names.
+void AddMetricsTenantsOption(CLI::App& cmd, std::vector<std::string>& tenants);
 
 }  // namespace draplane::cli

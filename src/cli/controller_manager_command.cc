@@ -151,10 +151,7 @@ void AddControllerManagerCommand(CLI::App& app) {
                 "Play the kubelet for every node: bound Pods run, deleted Pods terminate");
   AddLeaderElectionOptions(*cmd, "only one replica runs", flags->leader_elect, flags->lease_name,
                            flags->lease_namespace, flags->identity);
-  cmd->add_option("--metrics-tenants", flags->metrics_tenants,
-                  "Namespaces that label metrics as their own tenant (the rest count as "
-                  "\"other\", which bounds the series count)")
-      ->delimiter(',');
+  AddMetricsTenantsOption(*cmd, flags->metrics_tenants);
   cmd->callback([flags] {
     int code = RunControllerManager(*flags);
     if (code != 0) throw CommandExit{code};

@@ -203,10 +203,7 @@ void AddSchedulerCommand(CLI::App& app) {
                   "usage against a recompute")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--metrics-tenants", flags->metrics_tenants,
-                  "Namespaces that label metrics as their own tenant (the rest count as "
-                  "\"other\", which bounds the series count)")
-      ->delimiter(',');
+  AddMetricsTenantsOption(*cmd, flags->metrics_tenants);
   cmd->add_option("--device-states-interval", flags->device_states_interval_seconds,
                   "Seconds between recomputations of the device-state metrics (draplane_devices, "
                   "counter and capacity used ratios); 0 turns them off")

@@ -272,10 +272,7 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_flag("--no-controller-manager", flags->no_controller_manager,
                 "Do not run the embedded claim controllers (run `draplane controller-manager` "
                 "instead)");
-  cmd->add_option("--metrics-tenants", flags->metrics_tenants,
-                  "Namespaces that label metrics as their own tenant (the rest count as "
-                  "\"other\", which bounds the series count)")
-      ->delimiter(',');
+  AddMetricsTenantsOption(*cmd, flags->metrics_tenants);
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
                 "terminate");

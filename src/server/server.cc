@@ -183,6 +183,7 @@ class ServerImpl final : public Server {
     http_options.tls = tls;
     http_options.io_threads = options_.io_threads;
     http_options.protocol_error = ProtocolError;
+    http_options.clock = clock_;
     const ServingLimits& limits = options_.limits;
     auto seconds = [](Duration d) {
       return std::chrono::seconds(

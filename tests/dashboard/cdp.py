@@ -82,13 +82,17 @@ class Browser:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return reply.get("result", {})
 
-    def open(self, url):
-        """A new tab at `url`; returns its session."""
+    def open(self, url, before_scripts=""):
+        """A new tab at `url`; returns its session. `before_scripts` (JavaScript) runs in every
+        document of the tab before the page's own scripts."""
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget",
                             {"targetId": target, "flatten": True})["sessionId"]
         self.call("Page.enable", session=session)
         self.call("Runtime.enable", session=session)
+        if before_scripts:
+            self.call("Page.addScriptToEvaluateOnNewDocument", {"source": before_scripts},
+                      session=session)
         self.call("Page.navigate", {"url": url}, session=session)
         return session
 

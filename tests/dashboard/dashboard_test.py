@@ -7,8 +7,10 @@ kubectl reads from the same server. Screenshots go to OUT_DIR.
 Usage: dashboard_test.py URL KUBECONFIG DATA_DIR DRAPLANE OUT_DIR
 """
 
+import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -70,16 +72,105 @@ for p in pods:
             pending.append((p, c))
 check(pending, "the demo has Pending Pods with a reason")
 
+
+def tier_mix(claims):
+    """Allocated requests by tier, as the overview counts them: one per request of a claim
+    (however many devices it got), "exactly" or "tier N" for the index of the chosen
+    firstAvailable subrequest (a result's request is "request/subrequest")."""
+    mix = {}
+    for c in claims:
+        requests = {r["name"]: r for r in c["spec"]["devices"].get("requests", [])}
+        chosen = {}
+        for r in c.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
+            request, _, sub = r["request"].partition("/")
+            if not sub:
+                chosen[request] = "exactly"
+            else:
+                names = [s["name"] for s in requests[request]["firstAvailable"]]
+                chosen[request] = f"tier {names.index(sub)}"
+        for tier in chosen.values():
+            mix[tier] = mix.get(tier, 0) + 1
+    return mix
+
+
+# The browser's clock runs a day ahead of the server's: waits must come from the server's time
+# (the Date header of its answers), not from the browser's.
+SKEW_MS = 24 * 3600 * 1000
+skewed_clock = f"(() => {{ const now = Date.now.bind(Date); Date.now = () => now() + {SKEW_MS}; }})();"
+
 browser = cdp.Browser()
 try:
     admin_config = subprocess.run(
         [draplane, "kubeconfig", "--data-dir", data_dir, "--user", "dashboard-admin",
          "--groups", "system:masters"], text=True, check=True, capture_output=True).stdout
-    admin = browser.open(f"{url}/dashboard/#token={token_of(admin_config)}")
+    admin = browser.open(f"{url}/dashboard/#token={token_of(admin_config)}", skewed_clock)
     browser.wait_for(admin, "document.body?.dataset.loaded === 'true'", "the admin's first lists")
     check(browser.evaluate(admin, "location.hash") == "#/overview",
           "the token left the address bar")
+
+    # The fallback-tier mix: the chart's legend and lines against the claims' allocation results,
+    # read with kubectl from the same server (re-read while the page catches up with a change).
+    def page_mix():
+        return browser.evaluate(admin, "Object.fromEntries([...document.querySelectorAll("
+                                       "'figure.tiers [data-tier]')].map(e => [e.dataset.tier, "
+                                       "Number(e.dataset.count)]))")
+
+    expected_mix, shown_mix = None, None
+    for _ in range(40):  # a guard against hangs, not a timing
+        expected_mix = tier_mix(json.loads(kubectl("get", "resourceclaims", "-A", "-o", "json"))["items"])
+        shown_mix = browser.wait_for(admin, "document.querySelector('figure.tiers [data-tier]') && 1",
+                                     "the fallback-tier chart") and page_mix()
+        if shown_mix == expected_mix:
+            break
+        browser.evaluate(admin, "new Promise(r => setTimeout(r, 500))")
+    check(shown_mix == expected_mix and any(t.startswith("tier ") for t in expected_mix),
+          f"the fallback-tier mix is the claims' allocations: {shown_mix} (kubectl: {expected_mix})")
+    lines = browser.evaluate(admin, "[...document.querySelectorAll('figure.tiers svg.chart "
+                                    "polyline')].map(e => e.dataset.series)")
+    check(sorted(lines) == sorted(expected_mix), f"the tier chart draws a line per tier: {lines}")
+    check(browser.evaluate(admin, "document.querySelector('figure.tiers svg.chart')"
+                                  ".getAttribute('role')") == "img"
+          and all(f"{t} {n}" in browser.evaluate(admin, "document.querySelector("
+                                                        "'figure.tiers svg.chart desc').textContent")
+                  for t, n in expected_mix.items()),
+          "the tier chart is an image described by its present counts")
     browser.screenshot(admin, os.path.join(out_dir, "overview.png"))
+
+    # Tenants: the waits of a tenant's Pending Pods (unscheduled), oldest and median, from their
+    # creationTimestamps and the server's time although the browser's clock is a day ahead.
+    browser.evaluate(admin, "location.hash = '#/tenants'")
+    ns = sorted(p["metadata"]["namespace"] for p, _ in pending)[0]
+
+    def unscheduled_created():
+        pods_now = json.loads(kubectl("get", "pods", "-n", ns, "-o", "json"))["items"]
+        return sorted(datetime.datetime.fromisoformat(
+            p["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+            for p in pods_now if not p["spec"].get("nodeName"))
+
+    row, created = None, None
+    for _ in range(40):  # a guard against hangs, not a timing
+        created = unscheduled_created()
+        row = browser.wait_for(
+            admin, f"(e => e ? {{...e.dataset, text: e.innerText}} : null)"
+                   f"(document.querySelector('[data-tenant=\"{ns}\"]'))", f"the row of tenant {ns}")
+        if row.get("pending") == str(len(created)):
+            break
+        browser.evaluate(admin, "new Promise(r => setTimeout(r, 500))")
+    n = len(created)
+    check(n and row.get("pending") == str(n), f"{ns}: the tenants page counts its {n} Pending Pods")
+    median_created = (created[n // 2] if n % 2 else
+                      created[n // 2 - 1] + (created[n // 2] - created[n // 2 - 1]) / 2)
+    oldest_ms, median_ms = float(row["oldestWaitMs"]), float(row["medianWaitMs"])
+    check(oldest_ms - median_ms == (median_created - created[0]).total_seconds() * 1000,
+          f"{ns}: oldest and median wait are {(median_created - created[0]).total_seconds()} s apart, "
+          "as their Pods' creationTimestamps")
+    check(0 <= oldest_ms < SKEW_MS / 2,
+          f"{ns}: the oldest wait ({oldest_ms / 1000:.0f} s) is on the server's clock, not the browser's "
+          "(a day ahead)")
+    cells = row["text"].split("\t")
+    check(re.fullmatch(r"\d+[smh]", cells[3]) and re.fullmatch(r"\d+[smh]", cells[4]),
+          f"{ns}: the tenants page shows the longest and the median wait: {cells[3]}, {cells[4]}")
+    browser.screenshot(admin, os.path.join(out_dir, "tenants.png"))
 
     browser.evaluate(admin, f"location.hash = '#/nodes/{mig_pool}'")
     shown = browser.wait_for(

@@ -20,6 +20,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -640,6 +641,12 @@ class Session final : public SessionBase {
     core_->handler(std::move(request), std::move(exchange));
   }
 
+  // Every answer says when it was made (HttpServerOptions::clock).
+  template <typename Message>
+  void SetDate(Message& message) {
+    message.set(bhttp::field::date, HttpDate(core_->options.clock->Now()));
+  }
+
   void WriteResponse(Response response) {
     if (state_ == State::kClosed) return;
     if (state_ != State::kHandling && state_ != State::kReading && state_ != State::kIdle) return;
@@ -649,12 +656,14 @@ class Session final : public SessionBase {
     auto message = std::make_shared<bhttp::response<bhttp::string_body>>();
     message->version(11);
     message->result(static_cast<unsigned>(response.status));
+    SetDate(*message);
     if (!InsertHeaders(*message, response.headers)) {
       // A header Beast cannot hold (over 64 KiB): the answer cannot be sent as built.
       message = std::make_shared<bhttp::response<bhttp::string_body>>();
       message->version(11);
       Response fallback = core_->options.protocol_error(500, "response header too large");
       message->result(static_cast<unsigned>(fallback.status));
+      SetDate(*message);
       InsertHeaders(*message, fallback.headers);
       response.body = std::move(fallback.body);
     }
@@ -704,6 +713,7 @@ class Session final : public SessionBase {
     stream_header_ = std::make_unique<bhttp::response<bhttp::empty_body>>();
     stream_header_->version(11);
     stream_header_->result(static_cast<unsigned>(status));
+    SetDate(*stream_header_);
     if (!InsertHeaders(*stream_header_, headers)) {
       Close();
       return;
@@ -1108,12 +1118,26 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions option
   auto core = std::make_shared<Core>(std::max(1, options.io_threads));
   core->self = core;
   core->options = std::move(options);
+  if (core->options.clock == nullptr) core->options.clock = &RealClock();
   core->handler = std::move(handler);
   if (core->options.tls) DRAPLANE_RETURN_IF_ERROR(LoadTls(*core, *core->options.tls));
   auto server = std::make_unique<HttpServerImpl>(core);
   DRAPLANE_RETURN_IF_ERROR(server->Listen());
   server->StartThreads();
   return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+std::string HttpDate(Timestamp t) {
+  static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  time_t seconds = std::chrono::floor<std::chrono::seconds>(t).time_since_epoch().count();
+  struct tm utc {};
+  gmtime_r(&seconds, &utc);
+  char out[40];
+  snprintf(out, sizeof(out), "%s, %02d %s %04d %02d:%02d:%02d GMT", kDays[utc.tm_wday], utc.tm_mday,
+           kMonths[utc.tm_mon], utc.tm_year + 1900, utc.tm_hour, utc.tm_min, utc.tm_sec);
+  return out;
 }
 
 }  // namespace draplane::server::http

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "server/http/http.h"
 
@@ -78,7 +79,14 @@ struct HttpServerOptions {
   std::chrono::seconds idle_timeout{90};
   std::chrono::seconds request_timeout{60};
   ProtocolErrorResponder protocol_error;  // required
+  // The time of the Date header of every answer (RFC 9110 §6.6.1: an origin server with a clock
+  // sends it; Go's net/http, and so kube-apiserver, does). Clients such as the dashboard read the
+  // server's time from it. RealClock() when null.
+  const Clock* clock = nullptr;
 };
+
+// `t` as an HTTP date (IMF-fixdate, RFC 9110 §5.6.7): "Sun, 06 Nov 1994 08:49:37 GMT".
+std::string HttpDate(Timestamp t);
 
 class HttpServer {
  public:

@@ -21,9 +21,11 @@ Response ProtocolError(int status, std::string message) {
   return Response{.status = status, .headers = {{"Content-Type", "text/plain"}}, .body = message};
 }
 
-std::unique_ptr<HttpServer> StartServer(Handler handler, size_t max_body = 1024) {
+std::unique_ptr<HttpServer> StartServer(Handler handler, size_t max_body = 1024,
+                                        const Clock* clock = nullptr) {
   HttpServerOptions options;
   options.port = 0;
+  options.clock = clock;
   options.io_threads = 1;
   options.max_body_bytes = max_body;
   options.protocol_error = ProtocolError;
@@ -78,6 +80,35 @@ TEST(HttpServerTest, AnswersSeveralRequestsOnOneKeepAliveConnection) {
   auto second = client.Send(bhttp::verb::post, "/apis", "payload");
   EXPECT_EQ(second.body(), "POST /apis ?  payload");
   EXPECT_EQ(server->open_connections(), 1u);
+}
+
+// Every answer, protocol errors and streams included, carries the server's time as an HTTP date.
+TEST(HttpServerTest, EveryAnswerHasTheServersDate) {
+  // 2026-12-02T01:40:05Z, a Wednesday.
+  ManualClock clock{
+      Timestamp(std::chrono::seconds(1'796'175'605) + std::chrono::milliseconds(900))};
+  std::unique_ptr<HttpServer> server = StartServer(
+      [](Request request, std::shared_ptr<Exchange> exchange) {
+        if (request.path == "/watch") {
+          exchange->StartStream(200, {})->Close();
+          return;
+        }
+        exchange->Respond(Response{.status = 200, .headers = {}, .body = "ok"});
+      },
+      /*max_body=*/16, &clock);
+  Client client(server->port());
+  EXPECT_EQ(client.Send(bhttp::verb::get, "/x")[bhttp::field::date],
+            "Wed, 02 Dec 2026 01:40:05 GMT");
+  clock.Advance(std::chrono::hours(24 * 40));
+  EXPECT_EQ(client.Send(bhttp::verb::post, "/x", std::string(100, 'a'))[bhttp::field::date],
+            "Mon, 11 Jan 2027 01:40:05 GMT");
+  Client streaming(server->port());
+  bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/watch", 11};
+  bhttp::write(streaming.stream(), request);
+  bhttp::response_parser<bhttp::buffer_body> parser;
+  bhttp::read_header(streaming.stream(), streaming.buffer(), parser);
+  EXPECT_EQ(parser.get()[bhttp::field::date], "Mon, 11 Jan 2027 01:40:05 GMT");
+  EXPECT_EQ(HttpDate(Timestamp(std::chrono::seconds(784111777))), "Sun, 06 Nov 1994 08:49:37 GMT");
 }
 
 TEST(HttpServerTest, RefusesTooLargeBodyWithProtocolError) {

@@ -51,29 +51,64 @@ struct Fixture {
              }).value();
   }
 
-  // Performs one GET over TLS; returns the body or "handshake failed".
-  std::string Get(const auth::CertificateAndKey* client_cert) {
+  struct Reply {
+    std::string body;  // the response's body, "handshake failed" or "read failed: ..."
+    bool resumed = false;
+    // The connection's session after the response was read (TLS 1.3 sends its tickets after
+    // the handshake, so only then is there a session to resume).
+    std::unique_ptr<SSL_SESSION, decltype(&SSL_SESSION_free)> session{nullptr, SSL_SESSION_free};
+  };
+
+  // Performs one GET over TLS, resuming `resume` when given, at most `max_version` (an OpenSSL
+  // TLS1_x_VERSION, 0 for the newest).
+  Reply Fetch(const auth::CertificateAndKey* client_cert, SSL_SESSION* resume = nullptr,
+              int max_version = 0) {
+    Reply reply;
     net::io_context ioc;
     ssl::context ctx(ssl::context::tls_client);
     ctx.add_certificate_authority(net::buffer(ca.certificate_pem));
     ctx.set_verify_mode(ssl::verify_peer);
+    if (max_version != 0) SSL_CTX_set_max_proto_version(ctx.native_handle(), max_version);
     if (client_cert != nullptr) {
       ctx.use_certificate_chain(net::buffer(client_cert->certificate_pem));
       ctx.use_private_key(net::buffer(client_cert->private_key_pem), ssl::context::pem);
     }
     beast::ssl_stream<beast::tcp_stream> stream(ioc, ctx);
+    if (resume != nullptr) SSL_set_session(stream.native_handle(), resume);
     beast::get_lowest_layer(stream).connect(
         tcp::endpoint(net::ip::make_address("127.0.0.1"), server->port()));
     beast::error_code ec;
     stream.handshake(ssl::stream_base::client, ec);
-    if (ec) return "handshake failed";
+    if (ec) {
+      reply.body = "handshake failed";
+      return reply;
+    }
+    reply.resumed = SSL_session_reused(stream.native_handle()) == 1;
     bhttp::request<bhttp::empty_body> request{bhttp::verb::get, "/", 11};
     bhttp::write(stream, request, ec);
     beast::flat_buffer buffer;
     bhttp::response<bhttp::string_body> response;
     bhttp::read(stream, buffer, response, ec);
-    if (ec) return "read failed: " + ec.message();
-    return response.body();
+    if (ec) {
+      reply.body = "read failed: " + ec.message();
+      return reply;
+    }
+    reply.body = response.body();
+    reply.session.reset(SSL_get1_session(stream.native_handle()));
+    // The connection ends as if closed cleanly: OpenSSL marks the session of a connection freed
+    // without a shutdown as not resumable.
+    SSL_set_shutdown(stream.native_handle(), SSL_SENT_SHUTDOWN);
+    return reply;
+  }
+
+  std::string Get(const auth::CertificateAndKey* client_cert) { return Fetch(client_cert).body; }
+
+  auth::CertificateAndKey ClientCertificate(const std::string& name) {
+    auth::CertificateRequest request;
+    request.common_name = name;
+    request.organizations = {"system:nodes"};
+    request.client_auth = true;
+    return auth::IssueCertificate(ca, request, clock).value();
   }
 };
 
@@ -102,6 +137,30 @@ TEST(TlsTest, RejectsClientCertificateFromAnotherCa) {
   auth::CertificateAndKey client = auth::IssueCertificate(other_ca, request, f.clock).value();
   std::string result = f.Get(&client);
   EXPECT_TRUE(result == "handshake failed" || result.rfind("read failed", 0) == 0) << result;
+}
+
+// A client that resumes its first connection's session on the next ones, as browsers do on the
+// connections they open in parallel, while the server asks for client certificates: the
+// handshake succeeds, the session is reused, and a resumed session keeps the identity of the
+// certificate it was verified with (without a session ID context OpenSSL fails every resumption
+// handshake, "session id context uninitialized").
+TEST(TlsTest, ResumesSessionsWhileAskingForClientCertificates) {
+  Fixture f;
+  auth::CertificateAndKey client = f.ClientCertificate("system:node:n1");
+  for (int max_version : {0, TLS1_2_VERSION}) {
+    SCOPED_TRACE(max_version == 0 ? "TLS 1.3" : "TLS 1.2");
+    for (const auth::CertificateAndKey* cert : {&client, static_cast<decltype(&client)>(nullptr)}) {
+      std::string who = cert != nullptr ? "system:node:n1|system:nodes" : "anonymous";
+      Fixture::Reply first = f.Fetch(cert, nullptr, max_version);
+      ASSERT_EQ(first.body, who);
+      EXPECT_FALSE(first.resumed);
+      ASSERT_NE(first.session, nullptr);
+      ASSERT_EQ(SSL_SESSION_is_resumable(first.session.get()), 1);
+      Fixture::Reply again = f.Fetch(cert, first.session.get(), max_version);
+      EXPECT_EQ(again.body, who);
+      EXPECT_TRUE(again.resumed) << "the session of the first connection was not reused";
+    }
+  }
 }
 
 }  // namespace

@@ -18,6 +18,12 @@ const PAGE = 50;
 const MAX_STREAMS = 3;
 const POLL_MS = 10000;
 let streams = 0;
+// The charts' history: a sample every SAMPLE_MS, the last HISTORY kept (an hour), each of at most
+// 2 + MAX_TIERS + 1 numbers, so the page's memory does not grow with time.
+const SAMPLE_MS = 10000;
+const HISTORY = 360;
+// Upstream allows at most 8 firstAvailable subrequests (resource.k8s.io FirstAvailableDeviceRequestMaxSize).
+const MAX_TIERS = 8;
 
 const state = {
   token: sessionStorage.getItem('draplane.token') || '',
@@ -27,10 +33,14 @@ const state = {
   loaded: new Set(),
   pages: {},      // table id -> page index
   filters: {},    // table id -> filter text
-  history: [],    // [{t, allocated, total}] for the utilization chart
+  history: [],    // [{t, allocated, total, tiers}] every SAMPLE_MS, at most HISTORY samples
+  // The server's clock minus the browser's (ms), from the Date header of the latest API answer:
+  // waits are the server's now minus creationTimestamp, whatever the browser's clock says.
+  clockOffset: 0,
   explain: {},    // Pod key -> {shown, loading, error, data}: its draplane.dev PodExplanation
   open: new Set(),  // ids of the expanded branches of explanation trees
   aborts: [],
+  sampler: null,  // the interval that samples the charts' history
 };
 
 // --- tokens from the URL fragment (never sent to the server) ---------------------------------
@@ -66,8 +76,18 @@ function objects(r) { return [...(state.data[r] || new Map()).values()]; }
 
 async function api(path, init) {
   const headers = {'Authorization': 'Bearer ' + state.token, 'Accept': 'application/json'};
-  return fetch(path, Object.assign({headers, cache: 'no-store'}, init || {}));
+  const res = await fetch(path, Object.assign({headers, cache: 'no-store'}, init || {}));
+  noteServerTime(res);
+  return res;
 }
+
+// Every answer of the server carries its time in the Date header (whole seconds, so the middle
+// of that second is taken): the offset to the browser's clock is re-measured on each answer.
+function noteServerTime(res) {
+  const date = Date.parse(res.headers.get('Date') || '');
+  if (!Number.isNaN(date)) state.clockOffset = date + 500 - Date.now();
+}
+function serverNow() { return Date.now() + state.clockOffset; }
 
 // --- list and watch ---------------------------------------------------------------------------
 function urlsFor(r) {
@@ -193,12 +213,41 @@ function podReason(p) {
   return {reason: c.reason || '', message: c.message || ''};
 }
 
-function chosenTier(claim, result) {
+// The tier a result of an allocation was made in: index -1 for an `exactly` request, else the
+// index of the chosen firstAvailable subrequest (the result's request is "request/subrequest").
+function tierOf(claim, result) {
   const [req, sub] = result.request.split('/');
-  if (sub === undefined) return 'exact';
+  if (sub === undefined) return {index: -1, request: req, sub: ''};
   const r = (claim.spec.devices?.requests || []).find(r => r.name === req);
-  const i = (r?.firstAvailable || []).findIndex(s => s.name === sub);
-  return `tier ${i} (${sub})`;
+  return {index: (r?.firstAvailable || []).findIndex(s => s.name === sub), request: req, sub};
+}
+function tierLabel(index) { return index < 0 ? 'exactly' : `tier ${index}`; }
+function chosenTier(claim, result) {
+  const t = tierOf(claim, result);
+  return t.index < 0 ? 'exact' : `tier ${t.index} (${t.sub})`;
+}
+
+// The fallback-tier mix: allocated requests (one per request of a claim, however many devices
+// it got; the unit of draplane_allocations_total) by tier, with the subrequest names seen in
+// each. Map(tier index -> {count, subs: Set}), ordered exactly, tier 0, tier 1, ...
+function tierMix() {
+  const mix = new Map();
+  for (const c of objects('resourceclaims')) {
+    const seen = new Map();  // request -> tier: a request's several devices count once
+    for (const r of c.status?.allocation?.devices?.results || []) {
+      const t = tierOf(c, r);
+      if (!seen.has(t.request)) seen.set(t.request, t);
+    }
+    for (const t of seen.values()) {
+      // A subrequest the claim does not name, or past upstream's limit: not a valid allocation.
+      if (t.sub && (t.index < 0 || t.index >= MAX_TIERS)) continue;
+      const m = mix.get(t.index) || {count: 0, subs: new Set()};
+      m.count++;
+      if (t.sub) m.subs.add(t.sub);
+      mix.set(t.index, m);
+    }
+  }
+  return new Map([...mix.entries()].sort((a, b) => a[0] - b[0]));
 }
 
 // --- generic paged table ----------------------------------------------------------------------
@@ -240,13 +289,6 @@ function overview() {
     m[d.state]++;
     byDriver.set(d.driver, m);
   }
-  const tiers = new Map();
-  for (const c of objects('resourceclaims')) {
-    for (const r of c.status?.allocation?.devices?.results || []) {
-      const t = chosenTier(c, r);
-      tiers.set(t, (tiers.get(t) || 0) + 1);
-    }
-  }
   const pending = objects('pods').filter(p => !p.spec.nodeName && podReason(p)).length;
   return el('div', {},
     el('h2', {}, 'Overview'),
@@ -263,29 +305,94 @@ function overview() {
       {title: 'Unavailable', text: r => r[1].unavailable},
       {title: 'Utilization', text: r => util(r[1]) + '%', cell: r => bar(util(r[1]))}],
       [...byDriver.entries()].sort()),
-    el('h3', {}, 'Utilization over time'), chart(),
-    el('h3', {}, 'Fallback tier mix (allocated devices by chosen subrequest)'),
-    table('tiers', [{title: 'Tier', text: r => r[0]}, {title: 'Devices', text: r => r[1]}],
-          [...tiers.entries()].sort()));
+    el('h3', {id: 'utilization-title'}, 'Utilization over time'), utilizationChart(),
+    el('h3', {id: 'tiers-title'}, 'Fallback tier mix over time (allocated requests by chosen tier)'),
+    tierChart());
 }
 function util(m) { const t = m.allocated + m.idle + m.unavailable; return t ? Math.round(100 * m.allocated / t) : 0; }
 function card(title, n, cls) { return el('div', {class: 'card'}, el('div', {}, title), el('div', {class: 'n ' + (cls || '')}, n)); }
 function bar(pct) { const s = el('span'); s.style.width = pct + '%'; return el('span', {class: 'bar', role: 'img', 'aria-label': pct + '%'}, s); }
 
-function chart() {
-  const w = 480, h = 120, pts = state.history;
+// The samples of the charts and, last, the present (so a chart is current between samples).
+function samples() {
+  return allLoaded() ? [...state.history, measure()] : state.history;
+}
+
+// A line chart of `series` ([{label, values: [number per sample]}]) over the samples' times,
+// 0 … yMax. An image for assistive technology (labelled by `titleId` and described by a summary
+// of the latest values); the numbers themselves are in the table or legend beside it.
+function lineChart(titleId, times, series, yMax, summary) {
+  const w = 480, h = 120;
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
   svg.setAttribute('class', 'chart'); svg.setAttribute('width', w); svg.setAttribute('height', h);
-  svg.setAttribute('role', 'img'); svg.setAttribute('aria-label', 'allocated share of devices over time');
-  if (pts.length > 1) {
-    const t0 = pts[0].t, t1 = pts[pts.length - 1].t || 1;
-    const line = document.createElementNS(ns, 'polyline');
-    line.setAttribute('fill', 'none'); line.setAttribute('stroke', '#2563eb'); line.setAttribute('stroke-width', '2');
-    line.setAttribute('points', pts.map(p => `${((p.t - t0) / Math.max(1, t1 - t0)) * (w - 10) + 5},${h - 5 - (p.total ? p.allocated / p.total : 0) * (h - 10)}`).join(' '));
-    svg.append(line);
+  svg.setAttribute('role', 'img'); svg.setAttribute('aria-labelledby', titleId);
+  const desc = document.createElementNS(ns, 'desc');
+  desc.textContent = summary;
+  svg.append(desc);
+  if (times.length > 1) {
+    const t0 = times[0], span = Math.max(1, times[times.length - 1] - t0);
+    series.forEach((s, i) => {
+      const line = document.createElementNS(ns, 'polyline');
+      line.setAttribute('fill', 'none'); line.setAttribute('stroke-width', '2');
+      line.setAttribute('class', 'series-' + i);
+      line.setAttribute('stroke-dasharray', DASHES[i % DASHES.length]);
+      line.dataset.series = s.label;
+      line.setAttribute('points', s.values.map((v, j) => `${((times[j] - t0) / span) * (w - 10) + 5},` +
+          `${h - 5 - (yMax ? v / yMax : 0) * (h - 10)}`).join(' '));
+      svg.append(line);
+    });
   }
   return svg;
+}
+// Series differ in dash pattern as well as colour (style.css .series-N), so that they do not
+// depend on colour vision.
+const DASHES = ['', '6 3', '2 3', '8 3 2 3', '1 2', '10 4', '4 4', '12 2 2 2 2 2', '3 6'];
+
+function utilizationChart() {
+  const pts = samples();
+  const last = pts[pts.length - 1];
+  const pct = p => p.total ? Math.round(100 * p.allocated / p.total) : 0;
+  return lineChart('utilization-title', pts.map(p => p.t),
+                   [{label: 'allocated share', values: pts.map(p => pct(p))}], 100,
+                   last ? `allocated share of devices over the last ${minutes(pts)}; now ${pct(last)}%` : 'no data yet');
+}
+
+// One line per tier seen in the window, drawn from the history; the legend names each with its
+// dash pattern, its subrequests and the present count and share.
+function tierChart() {
+  const pts = samples();
+  const mix = tierMix();
+  const present = pts.length ? pts[pts.length - 1].tiers : {};
+  const seen = [...new Set(pts.flatMap(p => Object.keys(p.tiers).map(Number)))].sort((a, b) => a - b);
+  const total = Object.values(present).reduce((a, b) => a + b, 0);
+  const yMax = Math.max(1, ...pts.flatMap(p => Object.values(p.tiers)));
+  const share = n => total ? Math.round(100 * n / total) : 0;
+  const summary = seen.length ? `allocated requests by tier over the last ${minutes(pts)}; now ` +
+      seen.map(i => `${tierLabel(i)} ${present[i] || 0}`).join(', ') : 'no allocated requests';
+  return el('figure', {class: 'tiers', 'aria-labelledby': 'tiers-title'},
+    lineChart('tiers-title', pts.map(p => p.t),
+              seen.map(i => ({label: tierLabel(i), values: pts.map(p => p.tiers[i] || 0)})), yMax, summary),
+    el('ul', {class: 'legend', 'aria-label': 'tiers now'}, seen.map((i, k) => el('li',
+        {'data-tier': tierLabel(i), 'data-count': present[i] || 0},
+        legendSwatch(k), `${tierLabel(i)}` +
+        (mix.get(i)?.subs.size ? ` (${[...mix.get(i).subs].sort().join(', ')})` : '') +
+        `: ${present[i] || 0} now, ${share(present[i] || 0)}%`))));
+}
+function legendSwatch(k) {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('width', 24); svg.setAttribute('height', 8); svg.setAttribute('aria-hidden', 'true');
+  const line = document.createElementNS(ns, 'line');
+  line.setAttribute('x1', 0); line.setAttribute('y1', 4); line.setAttribute('x2', 24); line.setAttribute('y2', 4);
+  line.setAttribute('stroke-width', 2); line.setAttribute('class', 'series-' + k);
+  line.setAttribute('stroke-dasharray', DASHES[k % DASHES.length]);
+  svg.append(line);
+  return svg;
+}
+function minutes(pts) {
+  const m = pts.length > 1 ? Math.round((pts[pts.length - 1].t - pts[0].t) / 60000) : 0;
+  return m < 1 ? 'minute' : `${m} minutes`;
 }
 
 function nodesView(selected) {
@@ -348,7 +455,7 @@ function claimsView() {
 }
 
 function pendingView() {
-  const rows = objects('pods').filter(p => !p.spec.nodeName).sort((a, b) => key(a).localeCompare(key(b)));
+  const rows = objects('pods').filter(unscheduled).sort((a, b) => key(a).localeCompare(key(b)));
   return el('div', {}, el('h2', {}, 'Pending Pods'), notice('pods'),
     table('pending', [
       {title: 'Namespace', text: p => p.metadata.namespace},
@@ -457,22 +564,32 @@ function requestBranch(id, r) {
     ...(r.subrequests || []).map(s => requestBranch(`${id}/${s.name}`, s))]);
 }
 
-function age(ts) {
-  if (!ts) return '';
-  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
+// How long since `ts` (an object's timestamp) on the server's clock.
+function age(ts) { return ts ? duration(serverNow() - Date.parse(ts)) : ''; }
+function duration(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
   return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${Math.round(s / 3600)}h`;
 }
+// A Pod the scheduler has not placed yet (what the Pending Pods view lists).
+function unscheduled(p) { return !p.spec.nodeName; }
 
 function tenantsView() {
   const tenants = new Map();
-  const t = ns => tenants.get(ns) || tenants.set(ns, {ns, pods: 0, pending: 0, claims: 0, devices: 0, oldest: '', quotas: []}).get(ns);
+  const t = ns => tenants.get(ns) || tenants.set(ns, {ns, pods: 0, created: [], claims: 0, devices: 0, quotas: []}).get(ns);
   for (const p of objects('pods')) {
     const x = t(p.metadata.namespace);
     x.pods++;
-    if (!p.spec.nodeName) {
-      x.pending++;
-      if (!x.oldest || p.metadata.creationTimestamp < x.oldest) x.oldest = p.metadata.creationTimestamp;
-    }
+    if (unscheduled(p)) x.created.push(Date.parse(p.metadata.creationTimestamp));
+  }
+  // Waits of the Pending Pods (since creation, on the server's clock: state.clockOffset), the
+  // oldest and the median (of an even count, the mean of the middle two).
+  const now = serverNow();
+  for (const x of tenants.values()) {
+    const waits = x.created.filter(c => !Number.isNaN(c)).map(c => Math.max(0, now - c)).sort((a, b) => b - a);
+    const mid = waits.length >> 1;
+    x.pending = x.created.length;
+    x.oldest = waits.length ? waits[0] : null;
+    x.median = !waits.length ? null : waits.length % 2 ? waits[mid] : (waits[mid - 1] + waits[mid]) / 2;
   }
   for (const c of objects('resourceclaims')) {
     const x = t(c.metadata.namespace);
@@ -484,11 +601,14 @@ function tenantsView() {
     table('tenants', [
       {title: 'Namespace', text: x => x.ns},
       {title: 'Pods', text: x => x.pods}, {title: 'Pending', text: x => x.pending},
-      {title: 'Longest wait', text: x => age(x.oldest)},
+      {title: 'Longest wait', text: x => x.oldest === null ? '' : duration(x.oldest)},
+      {title: 'Median wait', text: x => x.median === null ? '' : duration(x.median)},
       {title: 'Claims', text: x => x.claims}, {title: 'Allocated devices', text: x => x.devices},
       {title: 'Quota (used / hard)', text: x => x.quotas.flatMap(q => Object.entries(q.status?.hard || q.spec?.hard || {})
           .map(([k, v]) => `${k}: ${(q.status?.used || {})[k] || '0'} / ${v}`)).join('; ')}],
-      [...tenants.values()].sort((a, b) => a.ns.localeCompare(b.ns)), x => ({'data-tenant': x.ns})));
+      [...tenants.values()].sort((a, b) => a.ns.localeCompare(b.ns)),
+      x => ({'data-tenant': x.ns, 'data-pending': x.pending, 'data-oldest-wait-ms': x.oldest ?? undefined,
+             'data-median-wait-ms': x.median ?? undefined})));
 }
 
 function taintsView() {
@@ -524,20 +644,33 @@ function render() {
   // Re-rendering replaces the page: the tree branch or Explain button that had the focus keeps it.
   const focusedTree = document.activeElement?.dataset?.tree;
   const focusedExplain = document.activeElement?.dataset?.explain;
+  // The first sample as soon as everything has been listed, then every SAMPLE_MS.
+  if (allLoaded() && !state.history.length) sample();
   const content = {overview, nodes: () => nodesView(arg), claims: claimsView, pending: pendingView,
                    tenants: tenantsView, taints: taintsView}[v] || overview;
   view.replaceChildren(content());
   if (focused) document.querySelector(`[data-filter="${focused}"]`)?.focus();
   if (focusedTree) document.querySelector(`[data-tree="${CSS.escape(focusedTree)}"]`)?.focus();
   if (focusedExplain) document.querySelector(`[data-explain="${CSS.escape(focusedExplain)}"]`)?.focus();
-  const expected = Object.keys(RESOURCES).reduce((n, r) => n + urlsFor(r).length, 0);
-  document.body.dataset.loaded = state.loaded.size >= expected ? 'true' : 'false';
+  document.body.dataset.loaded = allLoaded() ? 'true' : 'false';
+}
+
+function allLoaded() {
+  return state.loaded.size >= Object.keys(RESOURCES).reduce((n, r) => n + urlsFor(r).length, 0);
+}
+
+// The charts' numbers now: devices allocated of all, and allocated requests by tier.
+function measure() {
+  const devs = devices();
+  const tiers = {};
+  for (const [i, m] of tierMix()) tiers[i] = m.count;
+  return {t: Date.now(), allocated: devs.filter(d => d.state === 'allocated').length, total: devs.length, tiers};
 }
 
 function sample() {
-  const devs = devices();
-  state.history.push({t: Date.now(), allocated: devs.filter(d => d.state === 'allocated').length, total: devs.length});
-  if (state.history.length > 360) state.history.shift();
+  if (!allLoaded()) return;
+  state.history.push(measure());
+  if (state.history.length > HISTORY) state.history.shift();
 }
 
 async function start() {
@@ -553,8 +686,8 @@ async function start() {
   // The fast-changing kinds start first, so that they get the streams.
   const order = ['pods', 'resourceclaims', 'resourceslices', 'nodes', 'devicetaintrules', 'resourcequotas'];
   for (const r of order) for (const url of urlsFor(r)) listAndWatch(r, url);
-  sample();
-  setInterval(() => { sample(); if (route().view === 'overview') changed(); }, 10000);
+  clearInterval(state.sampler);
+  state.sampler = setInterval(() => { sample(); if (route().view === 'overview') changed(); }, SAMPLE_MS);
 }
 
 function signOut(message) {
@@ -563,6 +696,8 @@ function signOut(message) {
   state.token = '';
   state.data = {};
   state.loaded = new Set();
+  state.history = [];
+  clearInterval(state.sampler);
   sessionStorage.removeItem('draplane.token');
   document.getElementById('who').textContent = '';
   document.getElementById('login-error').textContent = message || '';
