@@ -40,15 +40,6 @@ void OwnByClaims(d::AllocationDecision& decision) {
 // immutable, metadata (labels, annotations, finalizers, owners) may change. There is no status.
 class AllocationDecisionStrategyImpl final : public TypedStrategy<d::AllocationDecision> {
  public:
-  api::FieldErrorList Admit(d::AllocationDecision& decision) const override {
-    OwnByClaims(decision);
-    return validation::ValidateAllocationDecision(decision);
-  }
-  api::FieldErrorList AdmitUpdate(d::AllocationDecision& decision,
-                                  const d::AllocationDecision& old) const override {
-    return validation::ValidateAllocationDecisionUpdate(decision, old);
-  }
-
   // Selectable fields (spec.pod.name, spec.pod.uid, spec.nodeName, spec.outcome):
   // api/labels/field_selector.cc, shared with the in-memory API.
 
@@ -103,6 +94,16 @@ class AllocationDecisionStrategyImpl final : public TypedStrategy<d::AllocationD
     return {MetaString(obj, "name"), spec.pod.name,     or_none(spec.node_name), spec.outcome,
             or_none(chosen),         AgeCell(obj, now), or_none(devices),        or_none(not_taken),
             or_none(policy),         or_none(scheduler)};
+  }
+
+ protected:
+  api::FieldErrorList Admit(d::AllocationDecision& decision) const override {
+    OwnByClaims(decision);
+    return validation::ValidateAllocationDecision(decision);
+  }
+  api::FieldErrorList AdmitUpdate(d::AllocationDecision& decision,
+                                  const d::AllocationDecision& old) const override {
+    return validation::ValidateAllocationDecisionUpdate(decision, old);
   }
 };
 

@@ -354,17 +354,6 @@ class NamespaceStrategyImpl final : public GenericStrategy {
 // updates of the main resource (the status subresource writes it); validation as upstream's.
 class ResourceQuotaStrategyImpl final : public TypedStrategy<api::corev1::ResourceQuota> {
  public:
-  FieldErrorList Admit(api::corev1::ResourceQuota& quota) const override {
-    return validation::ValidateResourceQuota(quota);
-  }
-  FieldErrorList AdmitUpdate(api::corev1::ResourceQuota& quota,
-                             const api::corev1::ResourceQuota& old) const override {
-    return validation::ValidateResourceQuotaUpdate(quota, old);
-  }
-  FieldErrorList AdmitStatusUpdate(api::corev1::ResourceQuota& quota,
-                                   const api::corev1::ResourceQuota& old) const override {
-    return validation::ValidateResourceQuotaStatusUpdate(quota, old);
-  }
   // printers.go printResourceQuota: every status.hard entry as `name: used/hard`, the
   // `limits.*` ones in their own column.
   std::vector<TableColumn> TableColumns() const override {
@@ -393,6 +382,18 @@ class ResourceQuotaStrategyImpl final : public TypedStrategy<api::corev1::Resour
   }
 
  protected:
+  FieldErrorList Admit(api::corev1::ResourceQuota& quota) const override {
+    return validation::ValidateResourceQuota(quota);
+  }
+  FieldErrorList AdmitUpdate(api::corev1::ResourceQuota& quota,
+                             const api::corev1::ResourceQuota& old) const override {
+    return validation::ValidateResourceQuotaUpdate(quota, old);
+  }
+  FieldErrorList AdmitStatusUpdate(api::corev1::ResourceQuota& quota,
+                                   const api::corev1::ResourceQuota& old) const override {
+    return validation::ValidateResourceQuotaStatusUpdate(quota, old);
+  }
+
   bool has_status() const override { return true; }
 };
 

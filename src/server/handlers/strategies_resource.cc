@@ -53,6 +53,12 @@ class DraTypedStrategy : public TypedStrategy<T> {
 class DeviceClassStrategyImpl final : public DraTypedStrategy<rv1::DeviceClass> {
  public:
   using DraTypedStrategy::DraTypedStrategy;
+  std::vector<TableColumn> TableColumns() const override { return {NameColumn(), AgeColumn()}; }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    return {MetaString(obj, "name"), AgeCell(obj, now)};
+  }
+
+ protected:
   FieldErrorList Admit(rv1::DeviceClass& c) const override {
     FieldErrorList errors = validation::ValidateDeviceClass(c, admission_.features);
     CheckCel(c, nullptr, &errors);
@@ -63,23 +69,11 @@ class DeviceClassStrategyImpl final : public DraTypedStrategy<rv1::DeviceClass> 
     CheckCel(c, &old, &errors);
     return errors;
   }
-  std::vector<TableColumn> TableColumns() const override { return {NameColumn(), AgeColumn()}; }
-  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
-    return {MetaString(obj, "name"), AgeCell(obj, now)};
-  }
 };
 
 class ResourceSliceStrategyImpl final : public DraTypedStrategy<rv1::ResourceSlice> {
  public:
   using DraTypedStrategy::DraTypedStrategy;
-  FieldErrorList Admit(rv1::ResourceSlice& s) const override {
-    validation::DropDisabledFields(s, nullptr, admission_.features);
-    return validation::ValidateResourceSlice(s, admission_.features);
-  }
-  FieldErrorList AdmitUpdate(rv1::ResourceSlice& s, const rv1::ResourceSlice& old) const override {
-    validation::DropDisabledFields(s, &old, admission_.features);
-    return validation::ValidateResourceSliceUpdate(s, old, admission_.features);
-  }
   std::vector<TableColumn> TableColumns() const override {
     return {NameColumn(),
             {"Node", "string", "", "NodeName identifies the node which provides the resources.", 0},
@@ -91,6 +85,16 @@ class ResourceSliceStrategyImpl final : public DraTypedStrategy<rv1::ResourceSli
     return {MetaString(obj, "name"), GetPathString(obj, {"spec", "nodeName"}),
             GetPathString(obj, {"spec", "driver"}), GetPathString(obj, {"spec", "pool", "name"}),
             AgeCell(obj, now)};
+  }
+
+ protected:
+  FieldErrorList Admit(rv1::ResourceSlice& s) const override {
+    validation::DropDisabledFields(s, nullptr, admission_.features);
+    return validation::ValidateResourceSlice(s, admission_.features);
+  }
+  FieldErrorList AdmitUpdate(rv1::ResourceSlice& s, const rv1::ResourceSlice& old) const override {
+    validation::DropDisabledFields(s, &old, admission_.features);
+    return validation::ValidateResourceSliceUpdate(s, old, admission_.features);
   }
 };
 
@@ -140,25 +144,6 @@ class ResourceClaimStrategyImpl final : public DraTypedStrategy<rv1::ResourceCla
   void PrepareForStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
     KeepAllButStatus(obj, old);
     DropDeallocatedStatusDevices(obj, old);
-  }
-  FieldErrorList Admit(rv1::ResourceClaim& c) const override {
-    validation::DropDisabledFields(c.spec, nullptr, admission_.features);
-    validation::SetDefaults(&c);
-    FieldErrorList errors = validation::ValidateResourceClaim(c, admission_.features);
-    CheckCel(c, nullptr, &errors);
-    return errors;
-  }
-  FieldErrorList AdmitUpdate(rv1::ResourceClaim& c, const rv1::ResourceClaim& old) const override {
-    validation::DropDisabledFields(c.spec, &old.spec, admission_.features);
-    validation::SetDefaults(&c);
-    FieldErrorList errors = validation::ValidateResourceClaim(c, admission_.features);
-    Append(errors, validation::ValidateResourceClaimUpdate(c, old, admission_.features));
-    return errors;
-  }
-  FieldErrorList AdmitStatusUpdate(rv1::ResourceClaim& c,
-                                   const rv1::ResourceClaim& old) const override {
-    validation::SetDefaults(&c);
-    return validation::ValidateResourceClaimStatusUpdate(c, old, admission_.features);
   }
   std::vector<TableColumn> TableColumns() const override {
     return {
@@ -217,6 +202,26 @@ class ResourceClaimStrategyImpl final : public DraTypedStrategy<rv1::ResourceCla
   }
 
  protected:
+  FieldErrorList Admit(rv1::ResourceClaim& c) const override {
+    validation::DropDisabledFields(c.spec, nullptr, admission_.features);
+    validation::SetDefaults(&c);
+    FieldErrorList errors = validation::ValidateResourceClaim(c, admission_.features);
+    CheckCel(c, nullptr, &errors);
+    return errors;
+  }
+  FieldErrorList AdmitUpdate(rv1::ResourceClaim& c, const rv1::ResourceClaim& old) const override {
+    validation::DropDisabledFields(c.spec, &old.spec, admission_.features);
+    validation::SetDefaults(&c);
+    FieldErrorList errors = validation::ValidateResourceClaim(c, admission_.features);
+    Append(errors, validation::ValidateResourceClaimUpdate(c, old, admission_.features));
+    return errors;
+  }
+  FieldErrorList AdmitStatusUpdate(rv1::ResourceClaim& c,
+                                   const rv1::ResourceClaim& old) const override {
+    validation::SetDefaults(&c);
+    return validation::ValidateResourceClaimStatusUpdate(c, old, admission_.features);
+  }
+
   bool has_status() const override { return true; }
 };
 
@@ -224,6 +229,12 @@ class ResourceClaimTemplateStrategyImpl final
     : public DraTypedStrategy<rv1::ResourceClaimTemplate> {
  public:
   using DraTypedStrategy::DraTypedStrategy;
+  std::vector<TableColumn> TableColumns() const override { return {NameColumn(), AgeColumn()}; }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    return {MetaString(obj, "name"), AgeCell(obj, now)};
+  }
+
+ protected:
   FieldErrorList Admit(rv1::ResourceClaimTemplate& t) const override {
     validation::DropDisabledFields(t.spec.spec, nullptr, admission_.features);
     validation::SetDefaults(&t);
@@ -240,10 +251,6 @@ class ResourceClaimTemplateStrategyImpl final
     CheckCel(t, &old, &errors);
     return errors;
   }
-  std::vector<TableColumn> TableColumns() const override { return {NameColumn(), AgeColumn()}; }
-  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
-    return {MetaString(obj, "name"), AgeCell(obj, now)};
-  }
 };
 
 class DeviceTaintRuleStrategyImpl final : public TypedStrategy<rv1::DeviceTaintRule> {
@@ -252,6 +259,7 @@ class DeviceTaintRuleStrategyImpl final : public TypedStrategy<rv1::DeviceTaintR
     KeepAllButStatus(obj, old);
   }
 
+ protected:
   FieldErrorList Admit(rv1::DeviceTaintRule& rule) const override {
     return validation::ValidateDeviceTaintRule(rule);
   }
@@ -264,7 +272,6 @@ class DeviceTaintRuleStrategyImpl final : public TypedStrategy<rv1::DeviceTaintR
     return validation::ValidateDeviceTaintRuleStatusUpdate(rule, old);
   }
 
- protected:
   bool has_status() const override { return true; }
 };
 
@@ -275,20 +282,6 @@ class DeviceTaintRuleStrategyImpl final : public TypedStrategy<rv1::DeviceTaintR
 class ResourcePoolStatusRequestStrategyImpl final
     : public TypedStrategy<ra3::ResourcePoolStatusRequest> {
  public:
-  FieldErrorList Admit(ra3::ResourcePoolStatusRequest& request) const override {
-    validation::SetDefaults(&request);
-    return validation::ValidateResourcePoolStatusRequest(request);
-  }
-  FieldErrorList AdmitUpdate(ra3::ResourcePoolStatusRequest& request,
-                             const ra3::ResourcePoolStatusRequest& old) const override {
-    validation::SetDefaults(&request);
-    return validation::ValidateResourcePoolStatusRequestUpdate(request, old);
-  }
-  FieldErrorList AdmitStatusUpdate(ra3::ResourcePoolStatusRequest& request,
-                                   const ra3::ResourcePoolStatusRequest& old) const override {
-    return validation::ValidateResourcePoolStatusRequestStatusUpdate(request, old);
-  }
-
   std::vector<TableColumn> TableColumns() const override {
     return {NameColumn(),
             {"Driver", "string", "", "The driver whose pools were asked for.", 0},
@@ -347,6 +340,20 @@ class ResourcePoolStatusRequestStrategyImpl final
   }
 
  protected:
+  FieldErrorList Admit(ra3::ResourcePoolStatusRequest& request) const override {
+    validation::SetDefaults(&request);
+    return validation::ValidateResourcePoolStatusRequest(request);
+  }
+  FieldErrorList AdmitUpdate(ra3::ResourcePoolStatusRequest& request,
+                             const ra3::ResourcePoolStatusRequest& old) const override {
+    validation::SetDefaults(&request);
+    return validation::ValidateResourcePoolStatusRequestUpdate(request, old);
+  }
+  FieldErrorList AdmitStatusUpdate(ra3::ResourcePoolStatusRequest& request,
+                                   const ra3::ResourcePoolStatusRequest& old) const override {
+    return validation::ValidateResourcePoolStatusRequestStatusUpdate(request, old);
+  }
+
   bool has_status() const override { return true; }
 };
 
