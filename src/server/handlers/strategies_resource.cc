@@ -31,6 +31,12 @@ class DraTypedStrategy : public TypedStrategy<T> {
  public:
   explicit DraTypedStrategy(DraAdmission admission) : admission_(std::move(admission)) {}
 
+  // Name and Age, unless the kind prints more (upstream's resource.k8s.io printers).
+  std::vector<TableColumn> TableColumns() const override { return {NameColumn(), AgeColumn()}; }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    return {MetaString(obj, "name"), AgeCell(obj, now)};
+  }
+
  protected:
   // CEL selectors compiled as the API server compiles them (validateCELSelector): new or changed
   // expressions with the NewExpressions environment, unchanged ones (on update) with the
@@ -53,10 +59,6 @@ class DraTypedStrategy : public TypedStrategy<T> {
 class DeviceClassStrategyImpl final : public DraTypedStrategy<rv1::DeviceClass> {
  public:
   using DraTypedStrategy::DraTypedStrategy;
-  std::vector<TableColumn> TableColumns() const override { return {NameColumn(), AgeColumn()}; }
-  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
-    return {MetaString(obj, "name"), AgeCell(obj, now)};
-  }
 
  protected:
   FieldErrorList Admit(rv1::DeviceClass& c) const override {
@@ -229,10 +231,6 @@ class ResourceClaimTemplateStrategyImpl final
     : public DraTypedStrategy<rv1::ResourceClaimTemplate> {
  public:
   using DraTypedStrategy::DraTypedStrategy;
-  std::vector<TableColumn> TableColumns() const override { return {NameColumn(), AgeColumn()}; }
-  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
-    return {MetaString(obj, "name"), AgeCell(obj, now)};
-  }
 
  protected:
   FieldErrorList Admit(rv1::ResourceClaimTemplate& t) const override {
