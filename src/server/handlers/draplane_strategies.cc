@@ -5,6 +5,7 @@
 
 #include "api/gen/draplane_v1alpha1_codec.h"
 #include "api/validation/decision_validation.h"
+#include "server/handlers/strategies_internal.h"
 #include "server/handlers/strategy.h"
 #include "server/handlers/typed_json.h"
 
@@ -37,28 +38,8 @@ void OwnByClaims(d::AllocationDecision& decision) {
 
 // An AllocationDecision is written once by a scheduler and never rewritten: `spec` is
 // immutable, metadata (labels, annotations, finalizers, owners) may change. There is no status.
-class AllocationDecisionStrategyImpl final : public Strategy {
+class AllocationDecisionStrategyImpl final : public TypedStrategy<d::AllocationDecision> {
  public:
-  CheckResult Check(JsonObject& obj) const override {
-    CheckResult r;
-    auto typed = DecodeAs<d::AllocationDecision>(obj, &r.decode_errors);
-    if (!r.decode_errors.empty()) return r;
-    OwnByClaims(typed);
-    r.errors = validation::ValidateAllocationDecision(typed);
-    EncodeInto(typed, obj);
-    return r;
-  }
-  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
-    CheckResult r;
-    auto typed = DecodeAs<d::AllocationDecision>(obj, &r.decode_errors);
-    api::FieldErrorList ignored;
-    auto old_typed = DecodeAs<d::AllocationDecision>(old, &ignored);
-    if (!r.decode_errors.empty()) return r;
-    r.errors = validation::ValidateAllocationDecisionUpdate(typed, old_typed);
-    EncodeInto(typed, obj);
-    return r;
-  }
-
   // Selectable fields (spec.pod.name, spec.pod.uid, spec.nodeName, spec.outcome):
   // api/labels/field_selector.cc, shared with the in-memory API.
 
@@ -114,13 +95,22 @@ class AllocationDecisionStrategyImpl final : public Strategy {
             or_none(chosen),         AgeCell(obj, now), or_none(devices),        or_none(not_taken),
             or_none(policy),         or_none(scheduler)};
   }
+
+ protected:
+  api::FieldErrorList Admit(d::AllocationDecision& decision) const override {
+    OwnByClaims(decision);
+    return validation::ValidateAllocationDecision(decision);
+  }
+  api::FieldErrorList AdmitUpdate(d::AllocationDecision& decision,
+                                  const d::AllocationDecision& old) const override {
+    return validation::ValidateAllocationDecisionUpdate(decision, old);
+  }
 };
 
 }  // namespace
 
 const Strategy& AllocationDecisionStrategy() {
-  static const AllocationDecisionStrategyImpl* s = new AllocationDecisionStrategyImpl();
-  return *s;
+  return StrategyInstance<AllocationDecisionStrategyImpl>();
 }
 
 }  // namespace draplane::server::handlers

@@ -39,9 +39,9 @@ ResourceInfo CreateOnly(std::string group, std::string resource, std::string kin
 SubresourceInfo Status(const std::string& kind) { return {"status", kind, kStatusVerbs}; }
 
 // draplane.dev/v1alpha1, draplane's own kinds (their types in api/schema/draplane_v1alpha1.yaml).
-// A new kind is one entry here with its strategy (strategies.cc); discovery, OpenAPI, tables,
-// field selectors and the store follow from it. Listed in the category `draplane`, so `kubectl
-// get draplane` shows them all.
+// A new kind is one entry here with its strategy (draplane_strategies.cc); discovery, OpenAPI,
+// tables, field selectors and the store follow from it. Listed in the category `draplane`, so
+// `kubectl get draplane` shows them all.
 std::vector<ResourceInfo> DraplaneResources() {
   constexpr std::string_view kGroup = "draplane.dev";
   constexpr std::string_view kVersion = "v1alpha1";

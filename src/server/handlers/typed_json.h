@@ -1,6 +1,6 @@
 // Decoding a request's JSON object through the generated codec of a kind and writing the typed
-// (defaulted) object back, shared by the strategies of every typed kind (strategies.cc,
-// draplane_strategies.cc).
+// (defaulted) object back, shared by the strategies of every typed kind (TypedStrategy,
+// strategies_internal.h).
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -1,0 +1,35 @@
+// The strategy of coordination.k8s.io/v1 Lease (strategy.h).
+#include <vector>
+
+#include "api/gen/coordination_v1_codec.h"
+#include "api/validation/names.h"
+#include "server/handlers/strategies_internal.h"
+#include "server/handlers/strategy.h"
+
+namespace draplane::server::handlers {
+namespace {
+
+namespace validation = api::validation;
+
+class LeaseStrategyImpl final : public GenericStrategyOf<api::coordinationv1::Lease> {
+ public:
+  LeaseStrategyImpl() : GenericStrategyOf(true, validation::NameIsDNSSubdomain, false) {}
+  std::vector<TableColumn> TableColumns() const override {
+    return {NameColumn(),
+            {"Holder", "string", "",
+             "holderIdentity contains the identity of the holder of a "
+             "current lease.",
+             0},
+            AgeColumn()};
+  }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    return {MetaString(obj, "name"), GetPathString(obj, {"spec", "holderIdentity"}),
+            AgeCell(obj, now)};
+  }
+};
+
+}  // namespace
+
+const Strategy& LeaseStrategy() { return StrategyInstance<LeaseStrategyImpl>(); }
+
+}  // namespace draplane::server::handlers

@@ -1,0 +1,115 @@
+// The strategies of Event in the core group (v1) and in events.k8s.io (v1), which share their
+// printer columns (strategy.h).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "api/gen/core_v1_codec.h"
+#include "api/gen/events_v1_codec.h"
+#include "api/validation/names.h"
+#include "server/handlers/strategies_internal.h"
+#include "server/handlers/strategy.h"
+
+namespace draplane::server::handlers {
+namespace {
+
+namespace validation = api::validation;
+
+std::vector<TableColumn> EventColumns() {
+  return {{"Last Seen", "string", "",
+           "The time at which the most recent occurrence of this event "
+           "was recorded.",
+           0},
+          {"Type", "string", "",
+           "Type of this event (Normal, Warning), new types could be added "
+           "in the future",
+           0},
+          {"Reason", "string", "",
+           "This should be a short, machine understandable string that "
+           "gives the reason for the transition into the object's current status.",
+           0},
+          {"Object", "string", "", "The object that this event is about.", 0},
+          {"Subobject", "string", "", "The field of the object this event is about.", 1},
+          {"Source", "string", "", "The component reporting this event.", 1},
+          {"Message", "string", "",
+           "A human-readable description of the status of this "
+           "operation.",
+           0},
+          {"First Seen", "string", "", "The time at which the event was first recorded.", 1},
+          {"Count", "string", "", "The number of times this event has occurred.", 1},
+          {"Name", "string", "name", "Name must be unique within a namespace.", 1}};
+}
+
+class CoreEventStrategyImpl final : public GenericStrategyOf<api::corev1::Event> {
+ public:
+  CoreEventStrategyImpl() : GenericStrategyOf(true, validation::NameIsDNSSubdomain, false) {}
+  std::vector<TableColumn> TableColumns() const override { return EventColumns(); }
+  // printers.go printEvent
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    std::string_view last = GetString(obj, "lastTimestamp");
+    if (last.empty()) last = GetString(obj, "eventTime");
+    std::string_view first = GetString(obj, "firstTimestamp");
+    if (first.empty()) first = GetString(obj, "eventTime");
+    const JsonObject empty;
+    const JsonObject* involved = FindObject(obj, "involvedObject");
+    if (involved == nullptr) involved = &empty;
+    std::string kind(GetString(*involved, "kind"));
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    std::string source(GetPathString(obj, {"source", "component"}));
+    std::string host(GetPathString(obj, {"source", "host"}));
+    if (!host.empty()) source += ", " + host;
+    if (source.empty()) source = std::string(GetString(obj, "reportingComponent"));
+    int64_t count = 1;
+    if (auto it = obj.find("count"); it != obj.end() && it->value().is_int64()) {
+      count = it->value().get_int64();
+    }
+    return {SinceCell(last, now),
+            GetString(obj, "type"),
+            GetString(obj, "reason"),
+            kind + "/" + std::string(GetString(*involved, "name")),
+            GetString(*involved, "fieldPath"),
+            source,
+            GetString(obj, "message"),
+            SinceCell(first, now),
+            std::to_string(count),
+            MetaString(obj, "name")};
+  }
+};
+
+class EventsV1EventStrategyImpl final : public GenericStrategyOf<api::eventsv1::Event> {
+ public:
+  EventsV1EventStrategyImpl() : GenericStrategyOf(true, validation::NameIsDNSSubdomain, false) {}
+  std::vector<TableColumn> TableColumns() const override { return EventColumns(); }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    std::string_view last = GetString(obj, "deprecatedLastTimestamp");
+    if (last.empty()) last = GetString(obj, "eventTime");
+    std::string_view first = GetString(obj, "deprecatedFirstTimestamp");
+    if (first.empty()) first = GetString(obj, "eventTime");
+    const JsonObject empty;
+    const JsonObject* regarding = FindObject(obj, "regarding");
+    if (regarding == nullptr) regarding = &empty;
+    std::string kind(GetString(*regarding, "kind"));
+    std::transform(kind.begin(), kind.end(), kind.begin(), ::tolower);
+    int64_t count = 1;
+    if (auto it = obj.find("deprecatedCount"); it != obj.end() && it->value().is_int64()) {
+      count = it->value().get_int64();
+    }
+    return {SinceCell(last, now),
+            GetString(obj, "type"),
+            GetString(obj, "reason"),
+            kind + "/" + std::string(GetString(*regarding, "name")),
+            GetString(*regarding, "fieldPath"),
+            GetString(obj, "reportingController"),
+            GetString(obj, "note"),
+            SinceCell(first, now),
+            std::to_string(count),
+            MetaString(obj, "name")};
+  }
+};
+
+}  // namespace
+
+const Strategy& CoreEventStrategy() { return StrategyInstance<CoreEventStrategyImpl>(); }
+const Strategy& EventsV1EventStrategy() { return StrategyInstance<EventsV1EventStrategyImpl>(); }
+
+}  // namespace draplane::server::handlers
