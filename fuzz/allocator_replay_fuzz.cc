@@ -349,7 +349,7 @@ class Replay {
     Charge(plain, limit);
     if (!alloc::IsStepLimitExceeded(plain.status())) CheckSame(pruned, plain);
     if (pruned.ok() && explain) {
-      if (!pruned->explanation.has_value()) Violation("explain=true without explanation");
+      if (pruned->explanation == nullptr) Violation("explain=true without explanation");
       (void)pruned->explanation->ToText();
       (void)pruned->explanation->ToJson();
     }
