@@ -9,6 +9,7 @@
 #include "api/gen/events_v1_codec.h"
 #include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/gen/scheduling_v1_codec.h"
 #include "api/meta/codec_support.h"
 
 namespace draplane::api {

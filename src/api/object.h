@@ -28,6 +28,7 @@
 #include "api/gen/events_v1_types.h"
 #include "api/gen/meta_v1_types.h"
 #include "api/gen/resource_v1_types.h"
+#include "api/gen/scheduling_v1_types.h"
 #include "api/meta/raw_json.h"
 
 namespace draplane::api {
@@ -57,7 +58,8 @@ using Object =
                  resourcev1::ResourceClaimList, resourcev1::ResourceClaimTemplate,
                  resourcev1::ResourceClaimTemplateList, resourcev1::DeviceTaintRule,
                  resourcev1::DeviceTaintRuleList, corev1::ResourceQuota, corev1::ResourceQuotaList,
-                 draplanev1alpha1::AllocationDecision, draplanev1alpha1::AllocationDecisionList>;
+                 draplanev1alpha1::AllocationDecision, draplanev1alpha1::AllocationDecisionList,
+                 schedulingv1::PriorityClass, schedulingv1::PriorityClassList>;
 
 // True when `api_version` + `kind` name a modelled type (one of the Object alternatives other
 // than Unstructured).

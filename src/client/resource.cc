@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "client/resource_scheduling_v1.h"
 #include "client/resource_v1alpha3.h"
 
 namespace draplane::client {
@@ -27,6 +28,8 @@ constexpr ResourceType kResourceQuotas{"", "v1", "resourcequotas", "ResourceQuot
 constexpr ResourceType kResourcePoolStatusRequests{
     "resource.k8s.io",           "v1alpha3", "resourcepoolstatusrequests",
     "ResourcePoolStatusRequest", false,      true};
+constexpr ResourceType kPriorityClasses{"scheduling.k8s.io", "v1",  "priorityclasses",
+                                        "PriorityClass",     false, false};
 constexpr ResourceType kAllocationDecisions{"draplane.dev",       "v1alpha1", "allocationdecisions",
                                             "AllocationDecision", true,       false};
 
@@ -115,6 +118,10 @@ const ResourceType& ResourceOf<api::corev1::ResourceQuota>() {
   return kResourceQuotas;
 }
 template <>
+const ResourceType& ResourceOf<api::schedulingv1::PriorityClass>() {
+  return kPriorityClasses;
+}
+template <>
 const ResourceType& ResourceOf<api::draplanev1alpha1::AllocationDecision>() {
   return kAllocationDecisions;
 }
@@ -137,6 +144,7 @@ const std::vector<const ResourceType*>& KnownResources() {
                                                         &kResourceClaimTemplates,
                                                         &kDeviceTaintRules,
                                                         &kResourceQuotas,
+                                                        &kPriorityClasses,
                                                         &kAllocationDecisions,
                                                         &kResourcePoolStatusRequests};
   return kAll;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <thread>
 
+#include "api/gen/scheduling_v1_codec.h"
+#include "api/priority.h"
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/random.h"
@@ -351,7 +353,8 @@ class ServerImpl final : public Server {
     if (current.ok()) compaction_revision_ = *current;
   }
 
-  // Default namespaces and the bootstrap RBAC policy (authz/bootstrap.h).
+  // Default namespaces, the system PriorityClasses and the bootstrap RBAC policy
+  // (authz/bootstrap.h).
   Status Bootstrap() {
     const handlers::Registry& registry = handlers::Registry::For(options_.dra_admission);
     const handlers::ResourceInfo* namespaces = registry.Find("", "v1", "namespaces");
@@ -363,6 +366,16 @@ class ServerImpl final : public Server {
       meta["name"] = name;
       ns["metadata"] = std::move(meta);
       StatusOr<store::ObjectPtr> created = rest_->CreateInternal(*namespaces, std::move(ns));
+      if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+        return created.status();
+      }
+    }
+    // The system PriorityClasses (upstream's scheduling/bootstrap-system-priority-classes hook).
+    const handlers::ResourceInfo* priority_classes =
+        registry.Find("scheduling.k8s.io", "v1", "priorityclasses");
+    for (const api::schedulingv1::PriorityClass& pc : api::SystemPriorityClasses()) {
+      StatusOr<store::ObjectPtr> created =
+          rest_->CreateInternal(*priority_classes, api::schedulingv1::Encode(pc).as_object());
       if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
         return created.status();
       }

@@ -3,6 +3,7 @@
 #include <utility>
 #include <variant>
 
+#include "api/validation/priority_class_validation.h"
 #include "api/validation/quota_validation.h"
 
 namespace draplane::api::validation {
@@ -68,6 +69,16 @@ bool ValidateObject(Object& object, Object* old, const Features& features, Field
       add(ValidateResourceQuotaUpdate(*q, *o));
     } else {
       add(ValidateResourceQuota(*q));
+    }
+    return true;
+  }
+  if (auto* pc = std::get_if<schedulingv1::PriorityClass>(&object)) {
+    SetDefaults(pc);
+    if (auto* o = old ? std::get_if<schedulingv1::PriorityClass>(old) : nullptr) {
+      SetDefaults(o);
+      add(ValidatePriorityClassUpdate(*pc, *o));
+    } else {
+      add(ValidatePriorityClass(*pc));
     }
     return true;
   }

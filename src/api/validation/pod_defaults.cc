@@ -80,8 +80,6 @@ void SetPodDefaults(boost::json::object& pod) {
   set_default(spec, "schedulerName", "default-scheduler");
   set_default(spec, "securityContext", boost::json::object());
   set_default(spec, "enableServiceLinks", true);
-  set_default(spec, "priority", 0);
-  set_default(spec, "preemptionPolicy", "PreemptLowerPriority");
   for (std::string_view list_name : {"initContainers", "containers"}) {
     auto it = spec.find(list_name);
     if (it == spec.end() || !it->value().is_array()) continue;

@@ -1,7 +1,10 @@
 #include "server/admission/admission.h"
 
+#include "api/gen/scheduling_v1_codec.h"
 #include "api/labels/node_isolation.h"
+#include "api/priority.h"
 #include "common/mutex.h"
+#include "common/status_macros.h"
 #include "server/authz/node.h"
 
 namespace draplane::server::admission {
@@ -90,10 +93,87 @@ std::optional<ApiError> DeviceTaintRuleSelector(const Attributes& a) {
 
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kPriorityClasses = "scheduling.k8s.io/priorityclasses";
+
+bool IsPriorityClass(const handlers::ResourceInfo& r) {
+  return r.group == "scheduling.k8s.io" && r.resource == "priorityclasses";
+}
+
+}  // namespace
+
+StatusOr<std::vector<api::schedulingv1::PriorityClass>> Admission::PriorityClasses() const {
+  DRAPLANE_ASSIGN_OR_RETURN(store::ListResult list, store_->List(kPriorityClasses, {}));
+  std::vector<api::schedulingv1::PriorityClass> out;
+  out.reserve(list.objects.size());
+  for (const store::ObjectPtr& o : list.objects) {
+    StatusOr<JsonObject> parsed = handlers::ParseObject(o->value);
+    if (!parsed.ok()) return parsed.status();
+    api::FieldErrorList errors;
+    api::schedulingv1::PriorityClass pc;
+    api::schedulingv1::Decode(boost::json::value(std::move(*parsed)), &pc, &errors);
+    if (!errors.empty())
+      return InternalError("stored PriorityClass " + o->key.name + ": " +
+                           errors.front().ToString());
+    out.push_back(std::move(pc));
+  }
+  return out;
+}
+
+std::optional<ApiError> Admission::Mutate(const Attributes& a, JsonObject& object) const {
+  const handlers::ResourceInfo& r = *a.resource;
+  if (!r.group.empty() || r.resource != "pods" || !a.subresource.empty()) return std::nullopt;
+  if (a.operation == Operation::kUpdate) {
+    if (a.old_object != nullptr) api::KeepPodPriority(object, *a.old_object);
+    return std::nullopt;
+  }
+  if (a.operation != Operation::kCreate) return std::nullopt;
+  StatusOr<std::vector<api::schedulingv1::PriorityClass>> classes = PriorityClasses();
+  if (!classes.ok()) {
+    return handlers::FromStatus(
+        classes.status(),
+        {{"scheduling.k8s.io", "priorityclasses"}, "", "PriorityClass.scheduling.k8s.io"});
+  }
+  if (std::optional<std::string> refused = api::AdmitPodPriority(object, *classes)) {
+    return handlers::NewForbidden(r.Gr(), a.name, *refused);
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> Admission::PriorityClassRules(const Attributes& a) const {
+  const handlers::ResourceInfo& r = *a.resource;
+  if (!IsPriorityClass(r)) return std::nullopt;
+  if (a.operation == Operation::kDelete) {
+    if (api::FindSystemPriorityClass(a.name) != nullptr) {
+      return handlers::NewForbidden(r.Gr(), a.name,
+                                    "this is a system priority class and cannot be deleted");
+    }
+    return std::nullopt;
+  }
+  const boost::json::value* global =
+      a.object != nullptr ? a.object->if_contains("globalDefault") : nullptr;
+  if (global == nullptr || !global->is_bool() || !global->get_bool()) return std::nullopt;
+  StatusOr<std::vector<api::schedulingv1::PriorityClass>> classes = PriorityClasses();
+  if (!classes.ok()) {
+    return handlers::FromStatus(classes.status(), {r.Gr(), a.name, r.GroupKind()});
+  }
+  // A create, or an update that makes another class than the current default one the default.
+  const api::schedulingv1::PriorityClass* current = api::DefaultPriorityClass(*classes);
+  if (current != nullptr &&
+      (a.operation == Operation::kCreate || current->metadata.name != a.name)) {
+    return handlers::NewForbidden(r.Gr(), a.name,
+                                  "PriorityClass " + current->metadata.name +
+                                      " is already marked as default. Only one default can exist");
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> Admission::Admit(const Attributes& a) const {
   if (auto e = NamespaceLifecycle(a)) return e;
   if (auto e = NodeRestriction(a)) return e;
   if (auto e = DraAdminAccess(a)) return e;
+  if (auto e = PriorityClassRules(a)) return e;
   if (auto e = DeviceTaintRuleSelector(a)) return e;
   return std::nullopt;
 }

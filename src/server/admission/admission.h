@@ -13,6 +13,12 @@
 //                       `resource.kubernetes.io/admin-access: "true"` (pkg/registry/resource
 //                       AuthorizedForAdmin / AuthorizedForAdminStatus); failures are field
 //                       errors of the Invalid answer, with upstream's path and wording.
+//   Priority            (mutating, Mutate) a new Pod's spec.priorityClassName, or the global
+//                       default class, sets spec.priority and spec.preemptionPolicy; an unknown
+//                       class or a priority the Pod states itself is refused (403), and an update
+//                       keeps what admission set (api/priority.h). A PriorityClass may not become
+//                       a second global default, and the system classes may not be deleted
+//                       (plugin/pkg/admission/priority; pkg/registry/scheduling).
 //   DeviceTaintRule     draplane's guardrail: a DeviceTaintRule whose deviceSelector is missing
 //                       or empty is refused unless annotated `draplane.dev/select-all: "true"`
 //                       (docs/design/agent.md).
@@ -27,6 +33,7 @@
 #include <string>
 #include <utility>
 
+#include "api/gen/scheduling_v1_types.h"
 #include "common/mutex.h"
 #include "server/auth/authenticator.h"
 #include "server/handlers/errors.h"
@@ -53,6 +60,11 @@ class Admission {
  public:
   explicit Admission(store::Store* store) : store_(store) {}
 
+  // The mutating plugins (Priority), run before Admit on `object`, the new object of a create or
+  // update (`attributes.object` points to it). Returns the error that refuses the request.
+  std::optional<handlers::ApiError> Mutate(const Attributes& attributes,
+                                           handlers::JsonObject& object) const;
+
   // Returns the error that refuses the request, or std::nullopt to let it through.
   std::optional<handlers::ApiError> Admit(const Attributes& attributes) const;
 
@@ -60,6 +72,9 @@ class Admission {
   std::optional<handlers::ApiError> NamespaceLifecycle(const Attributes& a) const;
   std::optional<handlers::ApiError> NodeRestriction(const Attributes& a) const;
   std::optional<handlers::ApiError> DraAdminAccess(const Attributes& a) const;
+  std::optional<handlers::ApiError> PriorityClassRules(const Attributes& a) const;
+  // The PriorityClasses stored now.
+  StatusOr<std::vector<api::schedulingv1::PriorityClass>> PriorityClasses() const;
   // Whether `ns` (the namespace object just read) is being deleted: parsed once per revision.
   bool Terminating(const store::Object& ns) const;
 

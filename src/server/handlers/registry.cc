@@ -160,6 +160,14 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
     r.strategy = &RbacStrategy();
     out.push_back(std::move(r));
   }
+  // scheduling.k8s.io
+  {
+    ResourceInfo r =
+        Resource("scheduling.k8s.io", "priorityclasses", "PriorityClass", "priorityclass", false);
+    r.short_names = {"pc"};
+    r.strategy = &PriorityClassStrategy();
+    out.push_back(std::move(r));
+  }
   // coordination.k8s.io
   {
     ResourceInfo r = Resource("coordination.k8s.io", "leases", "Lease", "lease", true);

@@ -620,6 +620,7 @@ http::Response Rest::Create(const Scope& scope) {
   attributes.namespace_ = ns;
   attributes.name = name;
   attributes.object = &obj;
+  if (auto e = deps_.admission->Mutate(attributes, obj)) return ToResponse(*e);
   if (auto e = deps_.admission->Admit(attributes)) return ToResponse(*e);
   if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return ToResponse(*e);
   // ResourceQuota admission last, as upstream's validating plugin: it charges the quotas, so
@@ -796,6 +797,7 @@ http::Response Rest::UpdateWith(
       attributes.namespace_ = ns;
       attributes.name = name;
       attributes.object = &obj;
+      if (auto e = deps_.admission->Mutate(attributes, obj)) return fail(*e);
       if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
       if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return fail(*e);
       created = true;
@@ -842,6 +844,7 @@ http::Response Rest::UpdateWith(
     attributes.name = name;
     attributes.object = &obj;
     attributes.old_object = &old;
+    if (auto e = deps_.admission->Mutate(attributes, obj)) return fail(*e);
     if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
     CheckResult check =
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);

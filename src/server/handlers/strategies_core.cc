@@ -172,10 +172,14 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
   }
 
   // The parts of ValidatePodSpec that matter here: containers present with unique DNS-label
-  // names, resource claim names.
+  // names, resource claim names, the priority class name a DNS subdomain.
   static void ValidateSpec(const JsonObject& obj, FieldErrorList* errors) {
     const JsonObject* spec = FindObject(obj, "spec");
     FieldPath spec_path("spec");
+    if (spec != nullptr && !GetString(*spec, "priorityClassName").empty()) {
+      Append(*errors, validation::ValidateDNS1123Subdomain(GetString(*spec, "priorityClassName"),
+                                                           spec_path.Child("priorityClassName")));
+    }
     const boost::json::array* containers = spec ? FindArray(*spec, "containers") : nullptr;
     if (containers == nullptr || containers->empty()) {
       errors->push_back(api::Required(spec_path.Child("containers"), ""));

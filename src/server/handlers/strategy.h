@@ -77,6 +77,7 @@ const Strategy& RbacStrategy();
 const Strategy& ReviewStrategy();
 const Strategy& DeviceTaintRuleStrategy();
 const Strategy& ResourceQuotaStrategy();
+const Strategy& PriorityClassStrategy();
 // resource.k8s.io/v1alpha3 (served unless DRAResourcePoolStatus is off).
 const Strategy& ResourcePoolStatusRequestStrategy();
 // draplane.dev/v1alpha1 (draplane_strategies.cc).

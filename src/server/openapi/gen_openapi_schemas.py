@@ -31,6 +31,7 @@ PACKAGES = {
     "resource_v1alpha3": "io.k8s.api.resource.v1alpha3",
     "coordination_v1": "io.k8s.api.coordination.v1",
     "events_v1": "io.k8s.api.events.v1",
+    "scheduling_v1": "io.k8s.api.scheduling.v1",
     # draplane's own group, named as CRD schemas are (reversed group, version, kind).
     "draplane_v1alpha1": "dev.draplane.v1alpha1",
     "rbac_v1": "io.k8s.api.rbac.v1",
