@@ -459,6 +459,83 @@ claimTemplates:
   EXPECT_EQ(bad->conservation.double_allocations, 1);
 }
 
+// Issue 22: a trace's Pods resolve their priorityClassName through the trace's PriorityClasses
+// (and the system ones) as the API server's Priority admission does, and the real scheduler's
+// queue serves the higher band first: on a cluster saturated with a low band, the 1000 Pod that
+// arrives last takes the first device that frees up, before every Pod of the lower band.
+TEST(SimulationTest, APriorityClass1000PodIsScheduledBeforeAnyLowerBand) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: one-gpu}
+  spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}}
+policies:
+- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: urgent}, value: 1000}
+- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: batch}, value: 10,
+   globalDefault: true}
+arrivals:
+- at: 0s
+  namespace: team-a
+  count: 5
+  interval: 1s
+  duration: 1h
+  pod:
+    metadata: {name: first}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+- at: 10s
+  namespace: team-a
+  count: 5
+  interval: 1s
+  duration: 1h
+  pod:
+    metadata: {name: low}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+- at: 20s
+  namespace: team-b
+  duration: 1h
+  pod:
+    metadata: {name: urgent}
+    spec:
+      priorityClassName: urgent
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+- at: 20s
+  namespace: team-b
+  pod:
+    metadata: {name: unknown-class}
+    spec:
+      priorityClassName: gold
+      containers: [{name: c, image: x}]
+)");
+  StatusOr<Report> report = RunSimulation(cluster, trace, RunOptions{.placements = true});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  std::map<std::string, Placement> by_pod;
+  for (const Placement& p : report->placements) by_pod[p.pod] = p;
+  ASSERT_TRUE(by_pod.contains("team-b/urgent")) << Json(*report);
+  // first-0 frees the first device at 3600 s; the urgent Pod takes it.
+  EXPECT_DOUBLE_EQ(by_pod["team-b/urgent"].bound, 3600) << Json(*report);
+  for (int i = 0; i < 5; ++i) {
+    const Placement& low = by_pod["team-a/low-" + std::to_string(i)];
+    EXPECT_GT(low.bound, by_pod["team-b/urgent"].bound) << low.pod;
+  }
+  // An unknown class is refused at creation, with the API server's message.
+  std::map<std::string, std::string> reasons;
+  for (const UnscheduledReason& u : report->unscheduled_reasons) reasons[u.reason] = u.message;
+  ASSERT_TRUE(reasons.contains("RejectedByApi")) << Json(*report);
+  EXPECT_NE(reasons["RejectedByApi"].find("no PriorityClass with name gold was found"),
+            std::string::npos)
+      << reasons["RejectedByApi"];
+}
+
 TEST(ClusterChangeTest, ConvertsNodesAndComparesConfigurations) {
   Cluster cluster = TinyCluster();
   std::string change = WriteTemp("change.yaml", R"(

@@ -8,12 +8,15 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/gen/scheduling_v1_codec.h"
 #include "api/object.h"
+#include "api/priority.h"
 #include "api/validation/object_validation.h"
 #include "api/validation/pod_defaults.h"
 #include "api/validation/validation.h"
 #include "client/memory_api.h"
 #include "client/resource.h"
+#include "client/resource_scheduling_v1.h"
 #include "client/shared_informers.h"
 #include "client/typed.h"
 #include "common/log.h"
@@ -130,6 +133,7 @@ class Simulation {
   std::unordered_map<std::string, Duration> run_for_;
   // Pods a cluster dump holds pending: submitted at time zero (uid, duration).
   std::vector<std::pair<std::string, Duration>> collector_pending_;
+  std::vector<api::schedulingv1::PriorityClass> priority_classes_;
   int64_t decisions_ = 0;
   bool last_settle_wrote_ = false;
   int64_t bound_ = 0;  // the scheduler's bindings so far
@@ -322,6 +326,12 @@ Status Simulation::Load(Cluster cluster, Report* report) {
     DRAPLANE_RETURN_IF_ERROR(
         CreateOrReplace(trace_.claims[i], "claims[" + std::to_string(i) + "]"));
   }
+  // The system PriorityClasses every API server creates at start; the trace's own classes come
+  // with its policies.
+  for (const api::schedulingv1::PriorityClass& pc : api::SystemPriorityClasses()) {
+    DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(api::schedulingv1::Encode(pc).as_object(),
+                                             "PriorityClass " + pc.metadata.name));
+  }
   auto policy = [&](const json::object& o, const std::string& what) -> Status {
     const client::ResourceType* type =
         client::FindResourceByKind(Str(o, "apiVersion"), Str(o, "kind"));
@@ -362,6 +372,12 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   for (size_t i = 0; i < options_.policies.size(); ++i) {
     DRAPLANE_RETURN_IF_ERROR(policy(options_.policies[i], "--policy object " + std::to_string(i)));
   }
+
+  // The classes trace Pods resolve their priority through (the API server's Priority admission).
+  StatusOr<client::ObjectList<api::schedulingv1::PriorityClass>> classes =
+      client::List<api::schedulingv1::PriorityClass>(api_, "");
+  if (!classes.ok()) return classes.status();
+  priority_classes_ = std::move(classes->items);
 
   // The window: the horizon, else the end of the last arrival, else when the last Pod would end
   // if it ran at once.
@@ -429,8 +445,16 @@ Status Simulation::Load(Cluster cluster, Report* report) {
 }
 
 void Simulation::Arrive(const PodArrival& arrival) {
+  json::object pod = arrival.pod;
+  if (std::optional<std::string> refused = api::AdmitPodPriority(pod, priority_classes_)) {
+    collector_->Rejected(
+        arrival.namespace_ + "/" + arrival.name, arrival.at,
+        "pods \"" + (arrival.name.empty() ? MetaField(pod, "generateName") : arrival.name) +
+            "\" is forbidden: " + *refused);
+    return;
+  }
   json::value created;
-  Status s = Create(client::ResourceOf<Pod>(), arrival.pod, &created);
+  Status s = Create(client::ResourceOf<Pod>(), std::move(pod), &created);
   if (!s.ok()) {
     collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at, s.ToString());
     return;
