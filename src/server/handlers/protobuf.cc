@@ -129,10 +129,18 @@ const Message kTokenReview{{{1, "metadata", FieldType::kMessage, false, &kObject
                             {2, "spec", FieldType::kMessage, false, &kTokenReviewSpec}}};
 const Message kSelfSubjectReview{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta}}};
 
+// k8s.io/api/scheduling/v1 generated.proto (`kubectl create priorityclass` sends protobuf).
+const Message kPriorityClass{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
+                              {2, "value", FieldType::kInt32},
+                              {3, "globalDefault", FieldType::kBool},
+                              {4, "description", FieldType::kString},
+                              {5, "preemptionPolicy", FieldType::kString}}};
+
 const Message* MessageFor(std::string_view api_version, std::string_view kind) {
   static const std::map<std::pair<std::string, std::string>, const Message*> kinds = {
       {{"v1", "Namespace"}, &kNamespace},
       {{"v1", "ResourceQuota"}, &kResourceQuota},
+      {{"scheduling.k8s.io/v1", "PriorityClass"}, &kPriorityClass},
       {{"rbac.authorization.k8s.io/v1", "Role"}, &kRole},
       {{"rbac.authorization.k8s.io/v1", "ClusterRole"}, &kRole},
       {{"rbac.authorization.k8s.io/v1", "RoleBinding"}, &kRoleBinding},
