@@ -103,6 +103,12 @@ for i in 2 3 4; do wait_until 60 "low-$i attempted" has_pending_message -n team-
 pod urgent-0 urgent >/dev/null || fail "urgent-0"
 expect_eq "$(k -n team-a get pod urgent-0 -o jsonpath='{.spec.priority}')" 1000 "urgent-0's priority"
 wait_until 60 "urgent-0 attempted" has_pending_message -n team-a urgent-0
+# The bands are compared in the active queue only. A Pod moved out of the unschedulable pool by
+# an event while its backoff runs (1 s after its first attempt) waits in the backoff queue, so
+# freeing the device within that second would hand it to the low band, whose backoff expired
+# (upstream's requeuePodWithQueueingStrategy does the same). Let urgent-0's backoff expire
+# first, as on a saturated cluster where the band waits far longer than that.
+sleep 2
 k -n team-a delete pod low-0 --wait=false >/dev/null
 wait_until 60 "urgent-0 bound" pod_bound -n team-a urgent-0
 for i in 2 3 4; do
