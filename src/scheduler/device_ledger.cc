@@ -141,6 +141,7 @@ void DeviceLedger::SetClass(std::shared_ptr<const rv1::DeviceClass> device_class
     if (program.ok()) entry->programs.push_back(std::move(*program));
   }
   RebuildAll();
+  if (observer_ != nullptr) observer_->OnDevicesChanged();
 }
 
 void DeviceLedger::RemoveClass(std::string_view name) {
@@ -148,6 +149,7 @@ void DeviceLedger::RemoveClass(std::string_view name) {
   if (it == classes_.end()) return;
   classes_.erase(it);
   RebuildAll();
+  if (observer_ != nullptr) observer_->OnDevicesChanged();
 }
 
 void DeviceLedger::SetSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
@@ -160,6 +162,7 @@ void DeviceLedger::SetSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
   BuildSlice(*entry);
   Contribute(*entry, +1);
   Recharge(*entry->slice);
+  if (observer_ != nullptr) observer_->OnDevicesChanged();
 }
 
 void DeviceLedger::RemoveSlice(std::string_view name) {
@@ -170,6 +173,7 @@ void DeviceLedger::RemoveSlice(std::string_view name) {
   std::shared_ptr<const rv1::ResourceSlice> gone = std::move(it->second->slice);
   slices_.erase(it);
   Recharge(*gone);
+  if (observer_ != nullptr) observer_->OnDevicesChanged();
 }
 
 void DeviceLedger::Recharge(const rv1::ResourceSlice& slice) {
@@ -183,11 +187,11 @@ void DeviceLedger::Recharge(const rv1::ResourceSlice& slice) {
   }
   for (const std::string& uid : uids) {
     if (auto c = committed_.find(uid); c != committed_.end()) {
-      holdings_.Put(allocator::Holdings::Make(uid, *c->second.claim, c->second.result(), catalog_,
-                                              /*in_flight=*/false));
+      PutHolding(allocator::Holdings::Make(uid, *c->second.claim, c->second.result(), catalog_,
+                                           /*in_flight=*/false));
     } else if (auto f = in_flight_.find(uid); f != in_flight_.end()) {
-      holdings_.Put(allocator::Holdings::Make(uid, *f->second.spec, f->second.result(), catalog_,
-                                              /*in_flight=*/true));
+      PutHolding(allocator::Holdings::Make(uid, *f->second.spec, f->second.result(), catalog_,
+                                           /*in_flight=*/true));
     }
   }
 }
@@ -252,8 +256,8 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
   }
   AddResult(*claim->status.allocation);
   CountCommitted(*claim->status.allocation, +1);
-  holdings_.Put(allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
-                                          /*in_flight=*/false));
+  PutHolding(allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
+                                       /*in_flight=*/false));
   Record record;
   record.conflicting = conflict;
   record.claim = std::move(claim);
@@ -266,7 +270,7 @@ void DeviceLedger::Uncommit(std::string_view uid) {
   if (it == committed_.end()) return;
   RemoveResult(it->second.result());
   CountCommitted(it->second.result(), -1);
-  holdings_.Erase(uid);
+  EraseHolding(uid);
   committed_.erase(it);
 }
 
@@ -290,7 +294,7 @@ void DeviceLedger::AddInFlight(std::string uid, std::shared_ptr<const rv1::Resou
                                std::shared_ptr<const rv1::AllocationResult> allocation) {
   RemoveInFlight(uid);
   AddResult(*allocation);
-  holdings_.Put(allocator::Holdings::Make(uid, *claim, *allocation, catalog_, /*in_flight=*/true));
+  PutHolding(allocator::Holdings::Make(uid, *claim, *allocation, catalog_, /*in_flight=*/true));
   Record record;
   record.allocation = std::move(allocation);
   record.spec = std::move(claim);
@@ -302,9 +306,30 @@ bool DeviceLedger::RemoveInFlight(std::string_view uid) {
   if (it == in_flight_.end()) return false;
   RemoveResult(it->second.result());
   const allocator::Holdings::Holding* h = holdings_.Find(uid);
-  if (h != nullptr && h->in_flight) holdings_.Erase(uid);
+  if (h != nullptr && h->in_flight) EraseHolding(uid);
   in_flight_.erase(it);
   return true;
+}
+
+void DeviceLedger::PutHolding(allocator::Holdings::Holding holding) {
+  if (observer_ == nullptr) {
+    holdings_.Put(std::move(holding));
+    return;
+  }
+  if (const allocator::Holdings::Holding* before = holdings_.Find(holding.uid)) {
+    observer_->OnHoldingRemoved(*before);
+  }
+  std::string uid = holding.uid;
+  holdings_.Put(std::move(holding));
+  observer_->OnHoldingAdded(*holdings_.Find(uid));
+}
+
+void DeviceLedger::EraseHolding(std::string_view uid) {
+  if (observer_ != nullptr) {
+    if (const allocator::Holdings::Holding* h = holdings_.Find(uid))
+      observer_->OnHoldingRemoved(*h);
+  }
+  holdings_.Erase(uid);
 }
 
 const rv1::AllocationResult* DeviceLedger::Committed(std::string_view uid) const {
@@ -348,6 +373,10 @@ std::vector<allocator::HoldingsDifference> DeviceLedger::Recheck(
   }
   for (const auto& [uid, r] : in_flight_) {
     rebuilt.Put(allocator::Holdings::Make(uid, *r.spec, r.result(), catalog_, true));
+  }
+  if (observer_ != nullptr) {
+    for (const auto& [uid, h] : holdings_.all()) observer_->OnHoldingRemoved(h);
+    for (const auto& [uid, h] : rebuilt.all()) observer_->OnHoldingAdded(h);
   }
   holdings_ = std::move(rebuilt);
   return differences;

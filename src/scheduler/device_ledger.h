@@ -56,6 +56,19 @@ class DeviceInput;
 
 namespace draplane::scheduler {
 
+// Told of every change of a DeviceLedger's holdings and devices (the fair-share model,
+// fair_share.h, keeps its usage per tenant and domain from these, incrementally).
+class HoldingsObserver {
+ public:
+  virtual ~HoldingsObserver() = default;
+  // A holding was added or removed (a replaced one: removed, then its successor added). The
+  // reference is valid for the call only.
+  virtual void OnHoldingAdded(const allocator::Holdings::Holding& holding) = 0;
+  virtual void OnHoldingRemoved(const allocator::Holdings::Holding& holding) = 0;
+  // The ledger's slices or classes changed (what devices a class matches may have).
+  virtual void OnDevicesChanged() = 0;
+};
+
 class DeviceLedger {
  public:
   static constexpr int64_t kUnknown = std::numeric_limits<int64_t>::max();
@@ -106,6 +119,9 @@ class DeviceLedger {
                                const std::vector<std::vector<std::string_view>>& classes)>& fn)
       const;
 
+  // One observer (null: none); it is told of every later change.
+  void SetObserver(HoldingsObserver* observer) { observer_ = observer; }
+
   // Who holds what per tenant (allocator/holdings.h), committed and in flight.
   const allocator::Holdings& holdings() const { return holdings_; }
   // The devices of the slices the ledger was given, for charging.
@@ -152,6 +168,9 @@ class DeviceLedger {
   void Recharge(const api::resourcev1::ResourceSlice& slice);
   void Contribute(SliceEntry& entry, int sign);
   void RebuildAll();
+  // holdings_.Put / Erase, telling the observer.
+  void PutHolding(allocator::Holdings::Holding holding);
+  void EraseHolding(std::string_view uid);
   static std::string DeviceKey(std::string_view driver, std::string_view pool,
                                std::string_view device);
 
@@ -177,6 +196,7 @@ class DeviceLedger {
   std::unordered_map<std::string, int> committed_holders_;
   std::unordered_map<std::string, int> committed_exclusive_;
   std::map<std::string, Record, std::less<>> in_flight_;  // by claim uid
+  HoldingsObserver* observer_ = nullptr;
 };
 
 }  // namespace draplane::scheduler

@@ -5,8 +5,20 @@
 
 namespace draplane::scheduler {
 
-SchedulingQueue::SchedulingQueue(const Clock& clock, QueueOptions options, Gate gate)
-    : clock_(clock), options_(options), gate_(std::move(gate)) {}
+SchedulingQueue::SchedulingQueue(const Clock& clock, QueueOptions options, Gate gate,
+                                 std::unique_ptr<ActiveOrder> order)
+    : clock_(clock),
+      options_(options),
+      gate_(std::move(gate)),
+      order_(order != nullptr ? std::move(order) : std::make_unique<PrioritySortOrder>()) {}
+
+ActiveOrder::Entry SchedulingQueue::OrderEntry(const std::string& uid, const Entry& e) {
+  return {.uid = uid,
+          .pod = *e.pod.pod,
+          .enqueued_at = e.pod.enqueued_at,
+          .sequence = e.sequence,
+          .indebted = e.indebted};
+}
 
 int64_t SchedulingQueue::Priority(const api::corev1::Pod& pod) {
   return pod.spec.priority.value_or(0);
@@ -24,7 +36,8 @@ void SchedulingQueue::Unlink(const std::string& uid) {
   Entry& e = it->second;
   switch (e.where) {
     case Where::kActive:
-      active_.erase({-Priority(*e.pod.pod), e.indebted, e.sequence, uid});
+      order_->Remove(OrderEntry(uid, e));
+      --active_count_;
       break;
     case Where::kBackoff:
       backoff_.erase({e.ready_at, e.sequence, uid});
@@ -63,7 +76,8 @@ void SchedulingQueue::Place(const std::string& uid) {
 void SchedulingQueue::InsertActive(const std::string& uid, Entry& e) {
   e.where = Where::kActive;
   e.indebted = cost_debt_.contains(e.pod.pod->metadata.namespace_);
-  active_.insert({-Priority(*e.pod.pod), e.indebted, e.sequence, uid});
+  order_->Add(OrderEntry(uid, e));
+  ++active_count_;
 }
 
 void SchedulingQueue::RecordAttemptCost(const std::string& namespace_, bool spent) {
@@ -86,6 +100,7 @@ void SchedulingQueue::AddOrUpdate(std::shared_ptr<const api::corev1::Pod> pod) {
   if (it == pods_.end()) {
     Entry e;
     e.pod.pod = std::move(pod);
+    e.pod.enqueued_at = clock_.MonotonicNow();
     pods_.emplace(uid, std::move(e));
     Place(uid);
     return;
@@ -116,10 +131,11 @@ void SchedulingQueue::PromoteBackoff() {
 
 std::optional<QueuedPod> SchedulingQueue::Pop() {
   PromoteBackoff();
-  if (active_.empty()) return std::nullopt;
-  std::string uid = std::get<3>(*active_.begin());
-  active_.erase(active_.begin());
-  auto it = pods_.find(uid);
+  std::optional<std::string> uid = order_->Peek(clock_.MonotonicNow());
+  if (!uid) return std::nullopt;
+  auto it = pods_.find(*uid);
+  order_->Remove(OrderEntry(*uid, it->second));
+  --active_count_;
   QueuedPod out = std::move(it->second.pod);
   pods_.erase(it);
   return out;

@@ -1,8 +1,9 @@
 // The scheduling queue (upstream pkg/scheduler/backend/queue/scheduling_queue.go): pods waiting
 // for a scheduling attempt.
 //
-//   active         ready now; ordered by priority (higher first), then by when they entered the
-//                  queue (upstream PrioritySort)
+//   active         ready now; ordered by an ActiveOrder (queue_order.h): without a sharing policy
+//                  by priority (higher first), then by when they entered the active queue
+//                  (upstream PrioritySort); with one, by priority bands and weighted fair share
 //   backoff        failed recently with an error or were moved by an event before their backoff
 //                  expired; ready again at last attempt + backoff, where backoff is
 //                  `initial_backoff` · 2^(attempts−1), at most `max_backoff` (1 s and 10 s
@@ -19,8 +20,8 @@
 // the count is positive, the namespace's pods enter the active queue behind every pod of the same
 // priority from a namespace without such a debt, so one tenant's expensive pods cannot keep
 // another tenant's pod waiting: each of their attempts costs at most the budget and then backs
-// off, and the other tenant's pods go first. The order is otherwise unchanged; a weighted
-// fair-share queue (issue 22) replaces the order, and can take the account as one of its inputs.
+// off, and the other tenant's pods go first. The fair-share order (issue 22) keeps the account
+// as its tie-breaker within a band.
 //
 // Time comes from the injected clock; the scheduler asks NextReady() how long it may sleep.
 //
@@ -40,6 +41,7 @@
 #include "common/clock.h"
 #include "scheduler/framework/plugin.h"
 #include "scheduler/framework/types.h"
+#include "scheduler/queue_order.h"
 
 namespace draplane::scheduler {
 
@@ -56,6 +58,7 @@ struct QueuedPod {
   std::set<std::string> rejectors;
   Duration last_failure{0};  // monotonic
   Duration queued_at{0};     // monotonic: entered the unschedulable pool
+  Duration enqueued_at{0};   // monotonic: first entered the queue (kept across attempts)
 };
 
 class SchedulingQueue {
@@ -66,7 +69,9 @@ class SchedulingQueue {
   // Whether an event may make a pod rejected by `plugin` schedulable.
   using Interest = std::function<bool(const std::string& plugin, const api::corev1::Pod& pod)>;
 
-  SchedulingQueue(const Clock& clock, QueueOptions options, Gate gate);
+  // `order` null: PrioritySortOrder.
+  SchedulingQueue(const Clock& clock, QueueOptions options, Gate gate,
+                  std::unique_ptr<ActiveOrder> order = nullptr);
 
   // A new pending pod, or an update of one (its place is kept; whether the update makes a waiting
   // pod schedulable is for OnEvent to decide).
@@ -99,7 +104,7 @@ class SchedulingQueue {
   // Moves pods that waited longer than max_unschedulable.
   void FlushUnschedulable();
 
-  size_t active() const { return active_.size(); }
+  size_t active() const { return active_count_; }
   size_t backoff() const { return backoff_.size(); }
   size_t unschedulable() const { return unschedulable_.size(); }
   size_t gated() const { return gated_count_; }
@@ -114,8 +119,6 @@ class SchedulingQueue {
     bool gated = false;
     bool indebted = false;  // its namespace had a cost debt when it entered the active queue
   };
-  // -priority, indebted, sequence, uid
-  using ActiveKey = std::tuple<int64_t, bool, uint64_t, std::string>;
   using BackoffKey = std::tuple<Duration, uint64_t, std::string>;
 
   // Moves those of `uids` (sorted, unique) that wait in the unschedulable pool and interest
@@ -128,12 +131,14 @@ class SchedulingQueue {
   void InsertActive(const std::string& uid, Entry& e);
   Duration BackoffFor(const QueuedPod& pod) const;
   static int64_t Priority(const api::corev1::Pod& pod);
+  static ActiveOrder::Entry OrderEntry(const std::string& uid, const Entry& e);
 
   const Clock& clock_;
   const QueueOptions options_;
   Gate gate_;
   std::unordered_map<std::string, Entry> pods_;
-  std::set<ActiveKey> active_;
+  std::unique_ptr<ActiveOrder> order_;
+  size_t active_count_ = 0;
   std::set<BackoffKey> backoff_;
   std::map<std::string, Duration> unschedulable_;  // uid -> queued_at (sorted by uid)
   size_t gated_count_ = 0;

@@ -38,6 +38,8 @@ struct Scheduler::InboxItem {
     kBindingWaiting,
     kQuota,
     kQuotaDelete,
+    kNamespace,
+    kNamespaceDelete,
     kBindingDone,
     kQuotaRecount,      // a recount's reads are done (`recount`)
     kQuotaRecountDone,  // its writes are done (`recount->conflict`: one must be redone)
@@ -167,12 +169,20 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   dra.evaluation_budget = options_.evaluation_budget;
   dra.binding_timeout = options_.binding_timeout;
   AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
-  queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
-                                             [this](const Pod& pod) -> std::optional<std::string> {
-                                               PluginStatus s = framework_.RunPreEnqueue(pod);
-                                               if (s.ok()) return std::nullopt;
-                                               return s.plugin();
-                                             });
+  std::unique_ptr<ActiveOrder> order;
+  if (options_.fair_share.has_value()) {
+    fair_share_ = std::make_unique<FairShareModel>(*options_.fair_share, cluster_.ledger(), clock_);
+    order = std::make_unique<FairShareOrder>(
+        *fair_share_, [this](const Pod& pod) { return RequestedClasses(pod); });
+  }
+  queue_ = std::make_unique<SchedulingQueue>(
+      clock_, options_.queue,
+      [this](const Pod& pod) -> std::optional<std::string> {
+        PluginStatus s = framework_.RunPreEnqueue(pod);
+        if (s.ok()) return std::nullopt;
+        return s.plugin();
+      },
+      std::move(order));
   if (options_.decision_records) {
     decisions_ = std::make_unique<DecisionRecorder>(
         api_, DecisionRecorderOptions{.synchronous = options_.synchronous},
@@ -194,6 +204,29 @@ bool Scheduler::Ours(const Pod& pod) const {
   if (name.empty()) name = "default-scheduler";
   return std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(), name) !=
          options_.scheduler_names.end();
+}
+
+std::vector<std::string> Scheduler::RequestedClasses(const Pod& pod) const {
+  std::vector<std::string> out;
+  auto add = [&](const rv1::ResourceClaim& claim) {
+    for (const rv1::DeviceRequest& r : claim.spec.devices.requests) {
+      if (r.exactly.has_value()) out.push_back(r.exactly->device_class_name);
+      for (const rv1::DeviceSubRequest& sub : r.first_available) {
+        out.push_back(sub.device_class_name);
+      }
+    }
+  };
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    PodClaimName name = ClaimNameForPod(pod, entry);
+    if (name.name.empty()) continue;
+    if (ClusterState::ClaimPtr claim = cluster_.FindClaim(pod.metadata.namespace_, name.name)) {
+      add(*claim);
+    }
+  }
+  if (ClusterState::ClaimPtr special = cluster_.FindExtendedResourceClaim(pod.metadata.uid)) {
+    add(*special);
+  }
+  return out;
 }
 
 void Scheduler::Post(InboxItem item) {
@@ -222,6 +255,11 @@ Status Scheduler::Start() {
     return std::vector<std::string>{slice.spec.driver + "/" + slice.spec.pool.name};
   });
   quotas_ = &informers->Get<api::corev1::ResourceQuota>();
+  if (fair_share_ != nullptr &&
+      std::any_of(options_.fair_share->tenants.begin(), options_.fair_share->tenants.end(),
+                  [](const FairShareTenant& t) { return t.namespace_selector.has_value(); })) {
+    namespaces_ = &informers->Get<api::corev1::Namespace>();
+  }
   auto wire = [this](auto* informer, Kind kind, Kind deleted) {
     using Ptr = typename std::remove_reference_t<decltype(*informer)>::Ptr;
     client::InformerBase::HandlerId id = informer->AddHandlers(
@@ -237,6 +275,7 @@ Status Scheduler::Start() {
   wire(nodes_, Kind::kNode, Kind::kNodeDelete);
   wire(claims_, Kind::kClaim, Kind::kClaimDelete);
   wire(quotas_, Kind::kQuota, Kind::kQuotaDelete);
+  if (namespaces_ != nullptr) wire(namespaces_, Kind::kNamespace, Kind::kNamespaceDelete);
   wire(pods_, Kind::kPod, Kind::kPodDelete);
   informers->Start();
   if (!informers->WaitForSync())
@@ -643,6 +682,16 @@ void Scheduler::Apply(InboxItem& item) {
                    .actions = old ? kUpdate : kAdd,
                    .old_quota = old.get(),
                    .new_quota = quota.get()});
+      return;
+    }
+    case Kind::kNamespace: {
+      auto ns = std::static_pointer_cast<const api::corev1::Namespace>(item.new_object);
+      fair_share_->SetNamespaceLabels(ns->metadata.name, ns->metadata.labels);
+      return;
+    }
+    case Kind::kNamespaceDelete: {
+      auto ns = std::static_pointer_cast<const api::corev1::Namespace>(item.old_object);
+      fair_share_->RemoveNamespace(ns->metadata.name);
       return;
     }
     case Kind::kQuotaDelete: {

@@ -41,6 +41,7 @@
 #include "common/random.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/decision_recorder.h"
+#include "scheduler/fair_share.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/metrics.h"
 #include "scheduler/plugins/dynamic_resources.h"
@@ -94,6 +95,14 @@ struct SchedulerOptions {
   // How often the scheduler loop recomputes the device-state gauges (device_states.h); 0 turns
   // them off. Synchronous mode (RunUntilIdle: tests, the simulator) never computes them.
   Duration device_states_interval = std::chrono::seconds(30);
+  // Weighted fair share within priority bands (fair_share.h, queue_order.h; issue 22): set, the
+  // active queue is ordered by FairShareOrder over a FairShareModel of the ledger; unset, by
+  // PrioritySortOrder (upstream's order). A tenant entry with a namespace selector makes the
+  // scheduler watch Namespaces for their labels.
+  // The seam for the DeviceSharingPolicy API object (draplane.dev/v1alpha1, not served yet): its
+  // informer compiles the policy named `default` into this config. Until then the simulator and
+  // tests set it directly; `draplane scheduler` and `serve` run without one.
+  std::optional<FairShareConfig> fair_share{};
 };
 
 class Scheduler {
@@ -183,6 +192,9 @@ class Scheduler {
   void RunAsync(std::function<void()> work);
   void BinderLoop();
   bool Ours(const api::corev1::Pod& pod) const;
+  // The device classes the requests and firstAvailable subrequests of the pod's claims name (the
+  // claims the cache has): the pod's fair-share domains.
+  std::vector<std::string> RequestedClasses(const api::corev1::Pod& pod) const;
   void UpdateGauges();
   // The device-state gauges and the pending-Pod gauge by tenant and reason.
   void UpdateDeviceStates();
@@ -201,6 +213,8 @@ class Scheduler {
   QuotaCharger quota_charger_;
   std::unique_ptr<DecisionRecorder> decisions_;
   Framework framework_;
+  // Declared after cluster_ (it observes the ledger) and before queue_ (whose order reads it).
+  std::unique_ptr<FairShareModel> fair_share_;
   std::unique_ptr<SchedulingQueue> queue_;
   std::unique_ptr<client::EventRecorder> events_;
   size_t next_start_ = 0;
@@ -245,6 +259,7 @@ class Scheduler {
   client::Informer<api::resourcev1::DeviceClass>* classes_ = nullptr;
   client::Informer<api::resourcev1::ResourceSlice>* slices_ = nullptr;
   client::Informer<api::corev1::ResourceQuota>* quotas_ = nullptr;
+  client::Informer<api::corev1::Namespace>* namespaces_ = nullptr;  // fair share with selectors
   // The handlers registered by Start, removed by Stop: (informer, id).
   std::vector<std::pair<client::InformerBase*, client::InformerBase::HandlerId>> registrations_;
 

@@ -1065,5 +1065,61 @@ TEST(SynchronousSchedulerTest, RunsOnlyWhenDrivenAndFlushesOnTheClock) {
   informers.Stop();
 }
 
+// Issue 22: with a fair-share config the active queue orders tenants by weighted share within a
+// band; a tenant entry with a namespace selector takes its weight from the Namespace's labels,
+// which the scheduler then watches. Four GPUs, four pods each from team-x and team-y: with
+// team-x labelled into weight 3 it gets three GPUs (x, y, x, x), unlabelled two (x, y, x, y).
+TEST(SynchronousSchedulerTest, FairShareWeighsTenantsByTheirNamespaceLabels) {
+  for (bool labelled : {true, false}) {
+    SCOPED_TRACE(labelled ? "team-x labelled tier=gold" : "no labels");
+    Cluster cluster;
+    cluster.Class("gpu", kGpuClass);
+    cluster.Node("node-a");
+    cluster.Slice("node-a", "gpu.example.com", Gpus("gpu-", 4, "A100"));
+    std::unique_ptr<Random> random = NewSeededRandom(7);
+    client::MemoryApi memory(cluster.clock(), *random);
+    for (const char* ns : {"team-x", "team-y"}) {
+      cluster.Namespace(ns);
+      api::corev1::Namespace object;
+      object.metadata.name = ns;
+      if (labelled && ns == std::string("team-x")) object.metadata.labels["tier"] = "gold";
+      ASSERT_TRUE(client::Create(memory, object).ok());
+      cluster.ns = ns;
+      for (int i = 0; i < 4; ++i) {
+        std::string name = std::string(ns) + "-" + std::to_string(i);
+        cluster.Claim(cluster.ClaimSpec(name, "gpu"));
+        cluster.Pod(cluster.PodSpec(name, {name}));
+      }
+    }
+    CopyAll<rv1::DeviceClass>(cluster.api(), memory);
+    CopyAll<api::corev1::Node>(cluster.api(), memory);
+    CopyAll<rv1::ResourceSlice>(cluster.api(), memory);
+    CopyAll<rv1::ResourceClaim>(cluster.api(), memory);
+    CopyAll<api::corev1::Pod>(cluster.api(), memory);
+    client::SharedInformers informers(memory, {.manual = true});
+    FairShareConfig config;
+    config.domains = {{.name = "gpus", .device_classes = {"gpu"}}};
+    StatusOr<api::labels::Selector> gold = api::labels::Parse("tier=gold");
+    ASSERT_TRUE(gold.ok());
+    config.tenants = {{.namespace_selector = *gold, .weight = 3}};
+    Scheduler scheduler(
+        memory, cluster.clock(),
+        {.random_seed = 7, .synchronous = true, .informers = &informers, .fair_share = config});
+    ASSERT_TRUE(scheduler.Start().ok());
+    EXPECT_EQ(scheduler.RunUntilIdle(), 8);
+    std::map<std::string, int> bound;
+    StatusOr<client::ObjectList<api::corev1::Pod>> pods =
+        client::List<api::corev1::Pod>(memory, "");
+    ASSERT_TRUE(pods.ok());
+    for (const api::corev1::Pod& p : pods->items) {
+      if (!p.spec.node_name.empty()) ++bound[p.metadata.namespace_];
+    }
+    EXPECT_EQ(bound["team-x"], labelled ? 3 : 2);
+    EXPECT_EQ(bound["team-y"], labelled ? 1 : 2);
+    scheduler.Stop();
+    informers.Stop();
+  }
+}
+
 }  // namespace
 }  // namespace draplane::scheduler

@@ -435,6 +435,7 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   sched.random_seed = DeriveSeed(seed_, 2) | 1;  // nonzero: 0 would draw from the secure source
   sched.informers = &informers_;
   sched.identity = "draplane-sim";
+  sched.fair_share = options_.fair_share;
   scheduler_ = std::make_unique<scheduler::Scheduler>(api_, clock_, std::move(sched));
   DRAPLANE_RETURN_IF_ERROR(scheduler_->Start());
   claims_->Start();

@@ -1,0 +1,162 @@
+// Weighted, decayed shares of device domains per tenant (issue 22; docs/design/fair-share.md §2):
+// what the fair-share queue order (queue_order.h) ranks tenants by.
+//
+// Terms:
+//   domain          a set of device classes that compete (FairShareConfig::domains), each class
+//                   with a cost per held device; a class is in at most one domain.
+//   capacity units  Σ over the devices the ledger's free-device index matches with a domain
+//                   class, of the cost of that class (a device matched by several classes of the
+//                   domain counts once, at the highest of their costs).
+//   current         cur(t,d): the cost of what tenant t (a namespace) holds in d — committed and
+//                   in flight, read from the DeviceLedger's holdings through its observer hook,
+//                   never counted twice — divided by d's capacity units.
+//   decayed         hist(t,d) ← hist·2^(−Δ/h) + cur·(1 − 2^(−Δ/h)), Δ the time since the last
+//                   update on the injected clock, h the half-life. cur is constant between ledger
+//                   events, so advancing at each event and each read is exact (piecewise).
+//   fair share      fair(t,d) = w_t / Σ w over the tenants active in d (holding there, or with a
+//                   pod in the active queue whose requests name a class of d).
+//   effective       e(t,d) = ((1−φ)·cur + φ·hist) / fair(t,d), φ the history fraction: 1 means
+//                   "exactly at its fair share".
+//   pod share       the max of e over the domains its requests can use (DRF across domains).
+//
+// Weights: the first tenant entry naming the namespace, else the first whose selector matches
+// the namespace's labels (SetNamespaceLabels), in list order; else the default weight.
+//
+// The config is plain data: the DeviceSharingPolicy API object (draplane.dev/v1alpha1) compiles
+// to it (the policy's informer is the seam; scheduler.h, SchedulerOptions::fair_share).
+//
+// Thread-safety: not thread-safe; owned by the scheduler's loop thread (as the ledger it
+// observes).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "allocator/holdings.h"
+#include "api/labels/selector.h"
+#include "common/clock.h"
+#include "scheduler/device_ledger.h"
+
+namespace draplane::scheduler {
+
+// What one device of a class costs in its domain (exactly one kind).
+struct FairShareCost {
+  enum class Kind { kPerDevice, kPerCounter, kPerCapacity };
+  Kind kind = Kind::kPerDevice;
+  // kPerDevice: cost units per device.
+  double per_device = 1;
+  // kPerCounter / kPerCapacity: the counter (summed over the device's consumesCounters) or
+  // capacity named `name` costs `weight` units per `unit` of it.
+  std::string name{};
+  double unit = 1;
+  double weight = 1;
+};
+
+struct FairShareDomain {
+  std::string name;
+  std::vector<std::string> device_classes;
+  // Per class; a class without an entry costs one unit per device.
+  std::map<std::string, FairShareCost, std::less<>> cost{};
+};
+
+struct FairShareTenant {
+  // Exactly one of the two is used: namespaces when non-empty, else the selector.
+  std::vector<std::string> namespaces{};
+  std::optional<api::labels::Selector> namespace_selector{};
+  double weight = 1;
+};
+
+struct FairShareConfig {
+  std::vector<FairShareDomain> domains;
+  std::vector<FairShareTenant> tenants{};
+  double default_weight = 1;
+  Duration half_life = std::chrono::hours(24);
+  double history_fraction = 0.5;
+  // Aging: a pod's credit grows linearly to 1 after this wait (queue_order.h).
+  Duration full_credit_after = std::chrono::minutes(30);
+  // A pod waiting this long is starving: it goes before every other pod of its band.
+  Duration starvation_threshold = std::chrono::hours(2);
+};
+
+class FairShareModel final : public HoldingsObserver {
+ public:
+  // `ledger` and `clock` must outlive the model; the model observes the ledger from now on and
+  // takes its present holdings (call Detach, or destroy the model, before the ledger goes).
+  FairShareModel(FairShareConfig config, DeviceLedger& ledger, const Clock& clock);
+  ~FairShareModel() override;
+  FairShareModel(const FairShareModel&) = delete;
+  FairShareModel& operator=(const FairShareModel&) = delete;
+
+  const FairShareConfig& config() const { return config_; }
+
+  // Namespace labels, for tenant entries with a selector.
+  void SetNamespaceLabels(const std::string& namespace_, api::labels::LabelMap labels);
+  void RemoveNamespace(std::string_view namespace_);
+  double Weight(std::string_view namespace_) const;
+
+  // The domain of a class (an index into config().domains), or -1.
+  int DomainOf(std::string_view device_class) const;
+  // The domains of a set of classes: sorted, unique.
+  std::vector<int> DomainsOf(const std::vector<std::string>& device_classes) const;
+
+  // A pod of `namespace_` needing `domains` entered or left the active queue (active tenants).
+  void AddPending(const std::string& namespace_, const std::vector<int>& domains);
+  void RemovePending(const std::string& namespace_, const std::vector<int>& domains);
+
+  // The values of the header comment at the clock's present reading. Unknown tenants hold
+  // nothing (current 0, decayed 0, fair share as if they were active).
+  double CapacityUnits(int domain);
+  double Current(std::string_view namespace_, int domain);
+  double Decayed(std::string_view namespace_, int domain);
+  double FairShare(std::string_view namespace_, int domain);
+  double EffectiveShare(std::string_view namespace_, int domain);
+  // Max of EffectiveShare over `domains`; 0 for none.
+  double PodShare(std::string_view namespace_, const std::vector<int>& domains);
+
+  // HoldingsObserver.
+  void OnHoldingAdded(const allocator::Holdings::Holding& holding) override;
+  void OnHoldingRemoved(const allocator::Holdings::Holding& holding) override;
+  void OnDevicesChanged() override;
+
+ private:
+  struct Use {
+    double cost = 0;      // cost units held
+    int64_t devices = 0;  // devices held (whether the tenant holds anything: no float residue)
+    int64_t pending = 0;  // pods in the active queue needing the domain
+    double decayed = 0;
+    Duration updated{0};  // monotonic reading `decayed` is at
+  };
+  struct Tenant {
+    double weight = 1;
+    std::vector<Use> uses;  // by domain
+  };
+
+  Tenant& TenantOf(std::string_view namespace_);
+  double ComputeWeight(std::string_view namespace_) const;
+  // Brings capacity units up to date with the ledger's devices (lazily after OnDevicesChanged).
+  void RefreshCapacity();
+  // Advances one use's decayed value to `now` with the current share it had until now.
+  void Advance(Use& use, int domain, Duration now);
+  void AdvanceAll(Duration now);
+  // Adds (sign +1) or removes (-1) a holding's devices from its tenant's uses.
+  void Apply(const allocator::Holdings::Holding& holding, int sign);
+  double ActiveWeight(int domain);
+  double CostOf(const allocator::Holdings::HeldDevice& device, const FairShareCost& cost) const;
+
+  const FairShareConfig config_;
+  DeviceLedger* ledger_;
+  const Clock& clock_;
+  std::map<std::string, std::pair<int, FairShareCost>, std::less<>> class_domain_;
+  std::map<std::string, Tenant, std::less<>> tenants_;
+  std::map<std::string, api::labels::LabelMap, std::less<>> namespace_labels_;
+  std::vector<double> capacity_;
+  bool capacity_stale_ = true;
+  // Σ weight of the active tenants per domain; recomputed when `active_stale_`.
+  std::vector<double> active_weight_;
+  bool active_stale_ = true;
+};
+
+}  // namespace draplane::scheduler

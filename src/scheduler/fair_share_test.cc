@@ -1,0 +1,181 @@
+// The fair-share model over the device ledger (fair_share.h): capacity units, current usage from
+// the ledger's holdings, decay on the injected clock, weights, active tenants, DRF over domains.
+#include "scheduler/fair_share.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "scheduler/fair_share_testing.h"
+
+namespace draplane::scheduler {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+
+FairShareConfig Accelerators() {
+  FairShareConfig config;
+  config.domains.push_back({.name = "accelerators",
+                            .device_classes = {"h100", "a100"},
+                            .cost = {{"h100", {.per_device = 4}}, {"a100", {.per_device = 2}}}});
+  return config;
+}
+
+TEST(FairShareModelTest, CapacityAndCurrentShareFollowTheLedgersHoldings) {
+  FairShareWorld world{{"node-a", {"H100", "H100"}}, {"node-b", {"A100", "A100"}}};
+  FairShareModel model(Accelerators(), world.ledger, world.clock);
+  EXPECT_DOUBLE_EQ(model.CapacityUnits(0), 4 * 2 + 2 * 2);
+  EXPECT_EQ(model.DomainOf("h100"), 0);
+  EXPECT_EQ(model.DomainOf("cpu"), -1);
+  EXPECT_EQ(model.DomainsOf({"a100", "cpu", "h100"}), std::vector<int>{0});
+
+  world.Hold("team-a", "c1", "h100", "node-a", "gpu-0");
+  EXPECT_DOUBLE_EQ(model.Current("team-a", 0), 4.0 / 12);
+  // In flight counts as held (the ledger's holdings, committed and in flight).
+  world.HoldInFlight("team-b", "c2", "a100", "node-b", "gpu-0");
+  EXPECT_DOUBLE_EQ(model.Current("team-b", 0), 2.0 / 12);
+  world.ledger.RemoveInFlight("team-b/c2");
+  EXPECT_DOUBLE_EQ(model.Current("team-b", 0), 0);
+  world.ledger.Uncommit("team-a/c1");
+  EXPECT_DOUBLE_EQ(model.Current("team-a", 0), 0);
+
+  // A model built later takes the holdings the ledger has.
+  world.Hold("team-a", "c3", "h100", "node-a", "gpu-1");
+  FairShareWorld other{{"node-a", {"H100", "H100"}}};
+  other.Hold("team-a", "c3", "h100", "node-a", "gpu-1");
+  FairShareModel late(Accelerators(), other.ledger, other.clock);
+  EXPECT_DOUBLE_EQ(late.Current("team-a", 0), 4.0 / 8);
+
+  // New devices change the capacity (and so the share) at once.
+  other.AddNode("node-c", {"A100"});
+  EXPECT_DOUBLE_EQ(late.CapacityUnits(0), 10);
+  EXPECT_DOUBLE_EQ(late.Current("team-a", 0), 4.0 / 10);
+}
+
+TEST(FairShareModelTest, PerCounterAndPerCapacityCostsReadTheDevices) {
+  FairShareWorld world{{"node-a", {"H100", "A100"}}};
+  world.SetMemory("node-a", {80, 40});
+  FairShareConfig config;
+  config.domains.push_back(
+      {.name = "memory",
+       .device_classes = {"h100", "a100"},
+       .cost = {
+           {"h100",
+            {.kind = FairShareCost::Kind::kPerCapacity, .name = "memory", .unit = 10, .weight = 1}},
+           {"a100",
+            {.kind = FairShareCost::Kind::kPerCapacity,
+             .name = "memory",
+             .unit = 10,
+             .weight = 2}}}});
+  FairShareModel model(config, world.ledger, world.clock);
+  EXPECT_DOUBLE_EQ(model.CapacityUnits(0), 8 + 8);
+  world.Hold("team-a", "c1", "a100", "node-a", "gpu-1");
+  EXPECT_DOUBLE_EQ(model.Current("team-a", 0), 0.5);
+}
+
+// hist(T) = Σ cur_i · (2^(−(T−t_{i+1})/h) − 2^(−(T−t_i)/h)) over the intervals of constant cur.
+TEST(FairShareModelTest, DecayIsPiecewiseExactOnTheInjectedClock) {
+  FairShareConfig config = Accelerators();
+  config.half_life = hours(1);
+  FairShareWorld world{{"node-a", {"H100", "H100", "H100", "H100"}}};
+  FairShareWorld polled{{"node-a", {"H100", "H100", "H100", "H100"}}};
+  FairShareModel model(config, world.ledger, world.clock);
+  FairShareModel often(config, polled.ledger, polled.clock);
+  auto both = [&](auto&& fn) {
+    fn(world);
+    fn(polled);
+  };
+  both([](FairShareWorld& w) { w.Hold("team-a", "c1", "h100", "node-a", "gpu-0"); });
+  // One hour at 1/4, read once an hour by `model` and every minute by `often`.
+  for (int i = 0; i < 60; ++i) {
+    both([](FairShareWorld& w) { w.clock.Advance(minutes(1)); });
+    often.Decayed("team-a", 0);
+  }
+  EXPECT_NEAR(model.Decayed("team-a", 0), 0.25 * 0.5, 1e-12);
+  EXPECT_NEAR(often.Decayed("team-a", 0), 0.25 * 0.5, 1e-12);
+  // Then half an hour at 2/4, then an hour at nothing.
+  both([](FairShareWorld& w) { w.Hold("team-a", "c2", "h100", "node-a", "gpu-1"); });
+  both([](FairShareWorld& w) { w.clock.Advance(minutes(30)); });
+  both([](FairShareWorld& w) {
+    w.ledger.Uncommit("team-a/c1");
+    w.ledger.Uncommit("team-a/c2");
+  });
+  for (int i = 0; i < 4; ++i) {
+    both([](FairShareWorld& w) { w.clock.Advance(minutes(15)); });
+    often.Decayed("team-a", 0);
+  }
+  double t1 = 2.5;  // hours, now; intervals [0,1) at 0.25, [1,1.5) at 0.5, [1.5,2.5) at 0
+  auto at = [&](double t) { return std::exp2(-(t1 - t)); };
+  double expected = 0.25 * (at(1) - at(0)) + 0.5 * (at(1.5) - at(1));
+  EXPECT_NEAR(model.Decayed("team-a", 0), expected, 1e-12);
+  EXPECT_NEAR(often.Decayed("team-a", 0), expected, 1e-12);
+  EXPECT_DOUBLE_EQ(model.Current("team-a", 0), 0);
+}
+
+TEST(FairShareModelTest, WeightsByNamespaceBeforeSelectorThenDefault) {
+  FairShareConfig config = Accelerators();
+  StatusOr<api::labels::Selector> batch = api::labels::Parse("tier=batch");
+  ASSERT_TRUE(batch.ok());
+  config.tenants = {{.namespace_selector = *batch, .weight = 2},
+                    {.namespaces = {"team-a"}, .weight = 3},
+                    {.namespace_selector = *api::labels::Parse("tier"), .weight = 7}};
+  config.default_weight = 5;
+  FairShareWorld world{{"node-a", {"H100"}}};
+  FairShareModel model(config, world.ledger, world.clock);
+  model.SetNamespaceLabels("team-a", {{"tier", "batch"}});
+  model.SetNamespaceLabels("team-c", {{"tier", "batch"}});
+  model.SetNamespaceLabels("team-e", {{"tier", "gold"}});
+  EXPECT_EQ(model.Weight("team-a"), 3);  // named, although a selector entry comes first
+  EXPECT_EQ(model.Weight("team-c"), 2);  // the first matching selector in list order
+  EXPECT_EQ(model.Weight("team-e"), 7);
+  EXPECT_EQ(model.Weight("team-d"), 5);  // no entry
+  // Labels change: the weight follows, also for a tenant the model already tracks.
+  model.AddPending("team-c", {0});
+  model.SetNamespaceLabels("team-c", {});
+  EXPECT_EQ(model.Weight("team-c"), 5);
+  model.SetNamespaceLabels("team-c", {{"tier", "batch"}});
+  model.RemoveNamespace("team-c");
+  EXPECT_EQ(model.Weight("team-c"), 5);
+}
+
+TEST(FairShareModelTest, FairShareIsOverTheActiveTenantsOnly) {
+  FairShareConfig config = Accelerators();
+  config.tenants = {{.namespaces = {"team-a"}, .weight = 3}};
+  FairShareWorld world{{"node-a", {"H100", "H100"}}};
+  FairShareModel model(config, world.ledger, world.clock);
+  world.Hold("team-a", "c1", "h100", "node-a", "gpu-0");  // active: holds
+  model.AddPending("team-b", {0});                        // active: a pod in the active queue
+  EXPECT_DOUBLE_EQ(model.FairShare("team-a", 0), 0.75);
+  EXPECT_DOUBLE_EQ(model.FairShare("team-b", 0), 0.25);
+  EXPECT_DOUBLE_EQ(model.FairShare("team-c", 0), 1.0 / 5);  // as if it joined
+  model.RemovePending("team-b", {0});
+  EXPECT_DOUBLE_EQ(model.FairShare("team-a", 0), 1);
+  world.ledger.Uncommit("team-a/c1");
+  model.AddPending("team-b", {0});
+  EXPECT_DOUBLE_EQ(model.FairShare("team-b", 0), 1);
+}
+
+TEST(FairShareModelTest, EffectiveShareMixesHistoryAndPodShareIsTheMaxOverItsDomains) {
+  FairShareConfig config;
+  config.domains = {{.name = "big", .device_classes = {"h100"}},
+                    {.name = "small", .device_classes = {"a100"}}};
+  config.half_life = hours(1);
+  config.history_fraction = 0.5;
+  FairShareWorld world{{"node-a", {"H100", "H100"}}, {"node-b", {"A100", "A100", "A100", "A100"}}};
+  FairShareModel model(config, world.ledger, world.clock);
+  model.AddPending("team-b", {0, 1});
+  world.Hold("team-a", "c1", "h100", "node-a", "gpu-0");
+  world.Hold("team-a", "c2", "a100", "node-b", "gpu-0");
+  world.clock.Advance(hours(1));
+  // big: cur 1/2, hist 1/4, fair 1/2 → (0.25 + 0.125) / 0.5; small: cur 1/4, hist 1/8.
+  EXPECT_NEAR(model.EffectiveShare("team-a", 0), 0.75, 1e-12);
+  EXPECT_NEAR(model.EffectiveShare("team-a", 1), 0.375, 1e-12);
+  EXPECT_NEAR(model.PodShare("team-a", {0, 1}), 0.75, 1e-12);
+  EXPECT_NEAR(model.PodShare("team-a", {1}), 0.375, 1e-12);
+  EXPECT_EQ(model.PodShare("team-a", {}), 0);
+  EXPECT_EQ(model.EffectiveShare("team-b", 0), 0);
+}
+
+}  // namespace
+}  // namespace draplane::scheduler
