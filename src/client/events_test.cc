@@ -197,7 +197,7 @@ TEST_F(SeriesEventsTest, AnExpiredSeriesIsCreatedAgainWithItsCount) {
   EXPECT_EQ(again.message, first.message);
 }
 
-TEST_F(SeriesEventsTest, TheWorkerRunsTheTimersTicksAsk) {
+TEST_F(SeriesEventsTest, TheWorkerRunsTheTimersATickAsksFor) {
   EventRecorder recorder(api_, clock_, Options(/*synchronous=*/false));
   for (int i = 0; i < 5; ++i) Fail(recorder);
   recorder.Flush();
