@@ -138,6 +138,24 @@ void EventRecorder::Run() {
   cv_.NotifyAll();
 }
 
+api::corev1::Event EventRecorder::NewEvent(const Pending& event, Timestamp now) {
+  const api::corev1::ObjectReference& ref = event.object;
+  api::corev1::Event out;
+  out.metadata.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
+  char suffix[40];
+  std::snprintf(suffix, sizeof suffix, ".%llx",
+                static_cast<unsigned long long>(now.time_since_epoch().count()) +
+                    static_cast<unsigned long long>(sequence_++));
+  out.metadata.name = ref.name + suffix;
+  out.involved_object = ref;
+  out.reason = event.reason;
+  out.message = event.message;
+  out.type = event.type;
+  out.reporting_component = options_.component;
+  out.reporting_instance = options_.host;
+  return out;
+}
+
 void EventRecorder::Write(const Pending& event) {
   if (options_.series) {
     WriteSeriesEvent(event);
@@ -170,21 +188,9 @@ void EventRecorder::Write(const Pending& event) {
     correlated_.erase(found);
   }
 
-  api::corev1::Event out;
-  out.metadata.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
-  char suffix[40];
-  std::snprintf(suffix, sizeof suffix, ".%llx",
-                static_cast<unsigned long long>(clock_.Now().time_since_epoch().count()) +
-                    static_cast<unsigned long long>(sequence_++));
-  out.metadata.name = ref.name + suffix;
-  out.involved_object = ref;
-  out.reason = event.reason;
-  out.message = event.message;
-  out.type = event.type;
+  api::corev1::Event out = NewEvent(event, clock_.Now());
   out.source.component = options_.component;
   out.source.host = options_.host;
-  out.reporting_component = options_.component;
-  out.reporting_instance = options_.host;
   out.count = 1;
   StatusOr<api::Time> t = api::Time::Parse(now);
   if (t.ok()) {
@@ -230,21 +236,9 @@ void EventRecorder::WriteSeriesEvent(const Pending& event) {
     WriteSeries(entry);
     return;
   }
-  api::corev1::Event out;
-  out.metadata.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
-  char suffix[40];
-  std::snprintf(suffix, sizeof suffix, ".%llx",
-                static_cast<unsigned long long>(now.time_since_epoch().count()) +
-                    static_cast<unsigned long long>(sequence_++));
-  out.metadata.name = ref.name + suffix;
-  out.involved_object = ref;
-  out.reason = event.reason;
-  out.message = event.message;
-  out.type = event.type;
+  api::corev1::Event out = NewEvent(event, now);
   out.action = event.action;
   out.event_time = api::Time::MicroFromTimestamp(now);
-  out.reporting_component = options_.component;
-  out.reporting_instance = options_.host;
   // Cached before the write, as upstream does: a failed create is not retried by a repeat.
   Isomorphic& entry = isomorphic_[key];
   entry.event = out;

@@ -112,6 +112,8 @@ class EventRecorder {
   };
 
   void Run();
+  // A new Event about the object, named as client-go names them (name.hex-time), unwritten.
+  api::corev1::Event NewEvent(const Pending& event, Timestamp now) DRAPLANE_REQUIRES(write_mu_);
   void Write(const Pending& event) DRAPLANE_REQUIRES(write_mu_);
   void WriteSeriesEvent(const Pending& event) DRAPLANE_REQUIRES(write_mu_);
   // Patches the series (creates the event with it when gone); false when the write failed.
