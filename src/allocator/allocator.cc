@@ -190,6 +190,33 @@ std::string Fingerprint(const std::vector<ClaimSpec>& claims) {
   return out;
 }
 
+// The fingerprint id of `claims`, remembered by their uids and resourceVersions: a stored
+// claim's spec never changes within a version (as slices' verdicts are kept per version), so the
+// claims of a Pod retried again and again are serialised once, not on every attempt. Claims
+// without both (in-flight claims a caller builds) are serialised every time.
+uint64_t ClaimSetId(SnapshotState& state, const std::vector<ClaimSpec>& claims) {
+  std::string versions;
+  for (const ClaimSpec& c : claims) {
+    const auto& meta = c.claim->metadata;
+    if (meta.uid.empty() || meta.resource_version.empty()) {
+      return state.FingerprintId(Fingerprint(claims));
+    }
+    versions += meta.uid;
+    versions.push_back('/');
+    versions += meta.resource_version;
+    versions.push_back('\n');
+  }
+  if (auto it = state.claim_version_ids.find(versions); it != state.claim_version_ids.end()) {
+    return it->second;
+  }
+  // Versions of deleted claims are never asked for again: start over now and then.
+  constexpr size_t kRememberedClaimSets = 65536;
+  if (state.claim_version_ids.size() >= kRememberedClaimSets) state.claim_version_ids.clear();
+  uint64_t id = state.FingerprintId(Fingerprint(claims));
+  state.claim_version_ids.emplace(std::move(versions), id);
+  return id;
+}
+
 class AllocatorImpl final : public Allocator {
  public:
   AllocatorImpl(Snapshot& snapshot, std::vector<const rv1::ResourceClaim*> claims,
@@ -228,7 +255,7 @@ class AllocatorImpl final : public Allocator {
       }
       claims_.push_back(std::move(spec));
     }
-    fingerprint_ = state_.FingerprintId(Fingerprint(claims_));
+    fingerprint_ = ClaimSetId(state_, claims_);
   }
 
   StatusOr<Outcome> Allocate(const api::corev1::Node& node, const AllocatedState& allocated,

@@ -13,6 +13,10 @@ namespace draplane::client {
 namespace {
 
 constexpr size_t kMaxMessageBytes = 1024;
+// client-go tools/events: refreshExistingEventSeries and finishSeries periods; a series quiet
+// for kFinishTime is over.
+constexpr Duration kRefreshTime = std::chrono::minutes(30);
+constexpr Duration kFinishTime = std::chrono::minutes(6);
 
 std::string Truncate(std::string message) {
   if (message.size() <= kMaxMessageBytes) return message;
@@ -27,6 +31,13 @@ std::string Truncate(std::string message) {
 
 EventRecorder::EventRecorder(ApiClient& api, const Clock& clock, EventRecorderOptions options)
     : api_(api), clock_(clock), options_(std::move(options)) {
+  {
+    MutexLock write_lock(write_mu_);
+    // Upstream runs both timers once at start (a no-op: nothing is cached), then every period.
+    next_refresh_ = clock_.MonotonicNow() + kRefreshTime;
+    next_finish_ = clock_.MonotonicNow() + kFinishTime;
+    next_due_ = std::min(next_refresh_, next_finish_).count();
+  }
   if (!options_.synchronous) {
     worker_ = std::thread([this] {
       SetCurrentThreadName("event-recorder");
@@ -38,8 +49,9 @@ EventRecorder::EventRecorder(ApiClient& api, const Clock& clock, EventRecorderOp
 EventRecorder::~EventRecorder() { Stop(); }
 
 void EventRecorder::Record(const api::corev1::ObjectReference& object, std::string_view type,
-                           std::string_view reason, std::string message) {
-  Pending event{object, std::string(type), std::string(reason), Truncate(std::move(message))};
+                           std::string_view reason, std::string message, std::string_view action) {
+  Pending event{object, std::string(type), std::string(reason), Truncate(std::move(message)),
+                std::string(action)};
   if (options_.synchronous) {
     {
       MutexLock lock(mu_);
@@ -59,6 +71,24 @@ void EventRecorder::Record(const api::corev1::ObjectReference& object, std::stri
       return;
     }
     queue_.push_back(std::move(event));
+  }
+  cv_.NotifyAll();
+}
+
+void EventRecorder::Tick() {
+  if (!options_.series || clock_.MonotonicNow().count() < next_due_.load()) return;
+  if (options_.synchronous) {
+    MutexLock write_lock(write_mu_);
+    RunTimers();
+    return;
+  }
+  {
+    MutexLock lock(mu_);
+    if (stopping_ || tick_queued_) return;
+    tick_queued_ = true;
+    Pending tick;
+    tick.tick = true;
+    queue_.push_back(std::move(tick));
   }
   cv_.NotifyAll();
 }
@@ -90,11 +120,16 @@ void EventRecorder::Run() {
     if (queue_.empty() && stopping_) break;
     Pending event = std::move(queue_.front());
     queue_.pop_front();
+    if (event.tick) tick_queued_ = false;
     busy_ = true;
     lock.Unlock();
     {
       MutexLock write_lock(write_mu_);
-      Write(event);
+      if (event.tick) {
+        RunTimers();
+      } else {
+        Write(event);
+      }
     }
     lock.Lock();
     busy_ = false;
@@ -103,7 +138,29 @@ void EventRecorder::Run() {
   cv_.NotifyAll();
 }
 
+api::corev1::Event EventRecorder::NewEvent(const Pending& event, Timestamp now) {
+  const api::corev1::ObjectReference& ref = event.object;
+  api::corev1::Event out;
+  out.metadata.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
+  char suffix[40];
+  std::snprintf(suffix, sizeof suffix, ".%llx",
+                static_cast<unsigned long long>(now.time_since_epoch().count()) +
+                    static_cast<unsigned long long>(sequence_++));
+  out.metadata.name = ref.name + suffix;
+  out.involved_object = ref;
+  out.reason = event.reason;
+  out.message = event.message;
+  out.type = event.type;
+  out.reporting_component = options_.component;
+  out.reporting_instance = options_.host;
+  return out;
+}
+
 void EventRecorder::Write(const Pending& event) {
+  if (options_.series) {
+    WriteSeriesEvent(event);
+    return;
+  }
   const api::corev1::ObjectReference& ref = event.object;
   std::string key = ref.kind + "\x1f" + ref.namespace_ + "\x1f" + ref.name + "\x1f" + ref.uid +
                     "\x1f" + event.type + "\x1f" + event.reason + "\x1f" + event.message;
@@ -131,21 +188,9 @@ void EventRecorder::Write(const Pending& event) {
     correlated_.erase(found);
   }
 
-  api::corev1::Event out;
-  out.metadata.namespace_ = ref.namespace_.empty() ? "default" : ref.namespace_;
-  char suffix[40];
-  std::snprintf(suffix, sizeof suffix, ".%llx",
-                static_cast<unsigned long long>(clock_.Now().time_since_epoch().count()) +
-                    static_cast<unsigned long long>(sequence_++));
-  out.metadata.name = ref.name + suffix;
-  out.involved_object = ref;
-  out.reason = event.reason;
-  out.message = event.message;
-  out.type = event.type;
+  api::corev1::Event out = NewEvent(event, clock_.Now());
   out.source.component = options_.component;
   out.source.host = options_.host;
-  out.reporting_component = options_.component;
-  out.reporting_instance = options_.host;
   out.count = 1;
   StatusOr<api::Time> t = api::Time::Parse(now);
   if (t.ok()) {
@@ -164,6 +209,92 @@ void EventRecorder::Write(const Pending& event) {
     correlated_.erase(lru_.back());
     lru_.pop_back();
   }
+}
+
+// client-go tools/events recordToSink: the first of its kind is created, the second starts the
+// series and writes it, later ones only count.
+void EventRecorder::WriteSeriesEvent(const Pending& event) {
+  const api::corev1::ObjectReference& ref = event.object;
+  // getKey: type, action, reason, reporting controller and instance (this recorder's own), the
+  // regarding reference whole; no related object is ever recorded.
+  std::string key;
+  for (const std::string* part :
+       {&event.type, &event.action, &event.reason, &ref.kind, &ref.api_version, &ref.namespace_,
+        &ref.name, &ref.uid, &ref.resource_version, &ref.field_path}) {
+    key += *part;
+    key += '\x1f';
+  }
+  Timestamp now = clock_.Now();
+  if (auto found = isomorphic_.find(key); found != isomorphic_.end()) {
+    Isomorphic& entry = found->second;
+    entry.last_observed = now;
+    if (entry.count > 0) {
+      ++entry.count;
+      return;
+    }
+    entry.count = 2;
+    WriteSeries(entry);
+    return;
+  }
+  api::corev1::Event out = NewEvent(event, now);
+  out.action = event.action;
+  out.event_time = api::Time::MicroFromTimestamp(now);
+  // Cached before the write, as upstream does: a failed create is not retried by a repeat.
+  Isomorphic& entry = isomorphic_[key];
+  entry.event = out;
+  entry.last_observed = now;
+  StatusOr<api::corev1::Event> created = Create(api_, std::move(out));
+  if (!created.ok()) {
+    log::Debug("event for {}/{}: {}", ref.namespace_, ref.name, created.status().ToString());
+  }
+}
+
+bool EventRecorder::WriteSeries(const Isomorphic& entry) {
+  const api::corev1::Event& event = entry.event;
+  api::Time observed = api::Time::MicroFromTimestamp(entry.last_observed);
+  boost::json::object patch{{"series", boost::json::object{{"count", entry.count},
+                                                           {"lastObservedTime", observed.text()}}}};
+  StatusOr<api::corev1::Event> patched = Patch<api::corev1::Event>(
+      api_, event.metadata.namespace_, event.metadata.name, PatchType::kMerge, std::move(patch));
+  if (patched.ok()) return true;
+  if (patched.status().code() == StatusCode::kNotFound) {
+    // Expired (the API's event TTL): created again, series and all.
+    api::corev1::Event again = event;
+    api::corev1::EventSeries& series = again.series.emplace();
+    series.count = entry.count;
+    series.last_observed_time = observed;
+    StatusOr<api::corev1::Event> created = Create(api_, std::move(again));
+    if (created.ok()) return true;
+    patched = created.status();
+  }
+  log::Debug("event {}: {}", event.metadata.name, patched.status().ToString());
+  // As recordEvent: worth retrying only when the API could not be reached.
+  StatusCode code = patched.status().code();
+  return code != StatusCode::kUnavailable && code != StatusCode::kDeadlineExceeded;
+}
+
+void EventRecorder::RunTimers() {
+  Duration monotonic = clock_.MonotonicNow();
+  Timestamp now = clock_.Now();
+  if (monotonic >= next_refresh_) {
+    // refreshExistingEventSeries: every open series' count, which keeps the Event from expiring.
+    for (auto& [key, entry] : isomorphic_) {
+      if (entry.count > 0) WriteSeries(entry);
+    }
+    next_refresh_ = monotonic + kRefreshTime;
+  }
+  if (monotonic >= next_finish_) {
+    // finishSeries: a series quiet for kFinishTime is written a last time and forgotten (kept
+    // for the next round when the API could not be reached); a singleton that old is forgotten.
+    for (auto it = isomorphic_.begin(); it != isomorphic_.end();) {
+      const Isomorphic& entry = it->second;
+      bool over = entry.count > 0 ? entry.last_observed < now - kFinishTime && WriteSeries(entry)
+                                  : entry.event.event_time.ToTimestamp() < now - kFinishTime;
+      it = over ? isomorphic_.erase(it) : std::next(it);
+    }
+    next_finish_ = monotonic + kFinishTime;
+  }
+  next_due_ = std::min(next_refresh_, next_finish_).count();
 }
 
 }  // namespace draplane::client

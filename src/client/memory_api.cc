@@ -148,6 +148,9 @@ struct MemoryApi::State {
 
   const Clock& clock;
   Random& random;
+  // Events take their uids from a stream of their own: how many Events a recorder writes (its
+  // aggregation) must not shift the uids and generated names of the objects decisions order by.
+  std::unique_ptr<Random> event_random = NewSeededRandom(0x6576656e7473);
   const MemoryApiOptions options;
   // Events to expire: (monotonic expiry, resource, key), in creation order.
   struct Expiry {
@@ -298,7 +301,9 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
     return AlreadyExistsError(Qualified(type) + " \"" + name + "\" already exists");
   }
   json::object& root = object.as_object();
-  meta["uid"] = random.NewUuid();
+  const bool event =
+      &type == &ResourceOf<api::corev1::Event>() || &type == &ResourceOf<api::eventsv1::Event>();
+  meta["uid"] = event ? event_random->NewUuid() : random.NewUuid();
   meta["creationTimestamp"] = Now();
   meta.erase("deletionTimestamp");
   meta.erase("deletionGracePeriodSeconds");
@@ -319,8 +324,7 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
   }
   ++rv;
   SetRv(object);
-  if (options.event_ttl > Duration::zero() && (&type == &ResourceOf<api::corev1::Event>() ||
-                                               &type == &ResourceOf<api::eventsv1::Event>())) {
+  if (options.event_ttl > Duration::zero() && event) {
     event_expiry.push_back(
         {clock.MonotonicNow() + options.event_ttl, &type, key, MetaString(object, "uid")});
   }

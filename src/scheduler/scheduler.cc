@@ -193,7 +193,10 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
         api_, clock_,
         client::EventRecorderOptions{.component = options_.component,
                                      .host = options_.identity,
-                                     .synchronous = options_.synchronous});
+                                     .synchronous = options_.synchronous,
+                                     // kube-scheduler records through the events.k8s.io
+                                     // broadcaster (client-go tools/events).
+                                     .series = true});
   }
 }
 
@@ -358,6 +361,7 @@ void Scheduler::Loop() {
     }
     MaybeFlushUnschedulable();
     ExpireWaits();
+    if (events_) events_->Tick();
     Duration now = clock_.MonotonicNow();
     if (now - last_holdings_check_ >= options_.holdings_check_interval) {
       last_holdings_check_ = now;
@@ -420,6 +424,7 @@ int Scheduler::RunUntilIdle() {
     Drain();
     ExpireWaits();
     MaybeFlushUnschedulable();
+    if (events_) events_->Tick();
     std::optional<QueuedPod> next = queue_->Pop();
     if (!next) break;
     ScheduleOne(std::move(*next));
@@ -891,7 +896,8 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
     if (events_) {
       events_->Record(client::ReferenceTo(pod), "Normal", "Scheduled",
                       "Successfully assigned " + pod.metadata.namespace_ + "/" + pod.metadata.name +
-                          " to " + binding->node);
+                          " to " + binding->node,
+                      "Binding");
     }
     RecordDecision(*binding);
     if (auto f = first_seen_.find(uid); f != first_seen_.end()) {
@@ -961,7 +967,7 @@ void Scheduler::StartWaiting(std::shared_ptr<Binding> binding, const PluginStatu
   if (events_) {
     // upstream's BindingConditionsPending Event, naming the claims.
     events_->Record(client::ReferenceTo(pod), "Normal", "BindingConditionsPending",
-                    status.Message() + " on node " + binding->node);
+                    status.Message() + " on node " + binding->node, "Binding");
   }
   CheckWaiting(uid, /*timed_out=*/false);
 }
@@ -1084,7 +1090,8 @@ void Scheduler::RecordDecision(const Binding& binding) {
         .Increment();
   }
   if (events_ && !decision->quota_fallback.empty()) {
-    events_->Record(client::ReferenceTo(pod), "Normal", "QuotaFallback", decision->quota_fallback);
+    events_->Record(client::ReferenceTo(pod), "Normal", "QuotaFallback", decision->quota_fallback,
+                    "Binding");
   }
   if (!decisions_) return;
   // The policy inputs: the Allocation-mode quotas at the versions the search read, and the
@@ -1175,7 +1182,7 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
         api::quota::DriftCounter().WithLabels({r->ns, quota.metadata.name}).Increment();
         if (events_) {
           events_->Record(client::ReferenceTo(quota), "Warning", "QuotaUsageCorrected",
-                          "status.used recomputed from the allocations: " + changes);
+                          "status.used recomputed from the allocations: " + changes, "Recounting");
         }
       }
       auto updated = std::make_shared<api::corev1::ResourceQuota>(std::move(quota));
@@ -1219,7 +1226,8 @@ void Scheduler::CheckHoldings() {
         events_->Record(ref, "Warning", "LedgerDrift",
                         "the scheduler's holdings ledger differed from a recompute and was "
                         "corrected: " +
-                            texts);
+                            texts,
+                        "Recounting");
       }
     }
     log::Warning("scheduler: holdings ledger drift corrected ({} differences, first: {})",
@@ -1233,7 +1241,7 @@ void Scheduler::CheckHoldings() {
 void Scheduler::RecordFailure(const Pod& pod, const std::string& reason, const std::string& message,
                               bool clear_nomination) {
   if (!options_.record_events) return;
-  events_->Record(client::ReferenceTo(pod), "Warning", "FailedScheduling", message);
+  events_->Record(client::ReferenceTo(pod), "Warning", "FailedScheduling", message, "Scheduling");
   // PodScheduled=False with the explanation, unless the pod already says exactly that.
   std::vector<api::corev1::PodCondition> conditions = pod.status.conditions;
   bool found = false;

@@ -164,6 +164,8 @@ struct SnapshotState {
   std::unordered_map<std::string, uint32_t> derived_value_ids;
 
   std::unordered_map<std::string, uint64_t> fingerprint_ids;
+  // Fingerprint ids by the claims' uids and resourceVersions (ClaimSetId), bounded.
+  std::unordered_map<std::string, uint64_t> claim_version_ids;
   std::unordered_map<std::string, NodeEntry> nodes;
   // Node objects seen, by address: a scheduler passes the same (informer-cached) Node objects
   // over and over, so the entry is found without hashing the name. Checked against the name.

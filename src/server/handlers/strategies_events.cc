@@ -44,12 +44,14 @@ class CoreEventStrategyImpl final : public GenericStrategyOf<api::corev1::Event>
  public:
   CoreEventStrategyImpl() : GenericStrategyOf(true, validation::NameIsDNSSubdomain, false) {}
   std::vector<TableColumn> TableColumns() const override { return EventColumns(); }
-  // printers.go printEvent
+  // printers.go printEvent: an events.k8s.io-style Event (the scheduler's) has eventTime and a
+  // series instead of the legacy timestamps and count.
   boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
-    std::string_view last = GetString(obj, "lastTimestamp");
-    if (last.empty()) last = GetString(obj, "eventTime");
     std::string_view first = GetString(obj, "firstTimestamp");
     if (first.empty()) first = GetString(obj, "eventTime");
+    std::string_view last = GetString(obj, "lastTimestamp");
+    if (last.empty()) last = first;
+    const JsonObject* series = FindObject(obj, "series");
     const JsonObject empty;
     const JsonObject* involved = FindObject(obj, "involvedObject");
     if (involved == nullptr) involved = &empty;
@@ -59,9 +61,17 @@ class CoreEventStrategyImpl final : public GenericStrategyOf<api::corev1::Event>
     std::string host(GetPathString(obj, {"source", "host"}));
     if (!host.empty()) source += ", " + host;
     if (source.empty()) source = std::string(GetString(obj, "reportingComponent"));
-    int64_t count = 1;
+    int64_t count = 0;
     if (auto it = obj.find("count"); it != obj.end() && it->value().is_int64()) {
       count = it->value().get_int64();
+    }
+    if (series != nullptr) {
+      last = GetString(*series, "lastObservedTime");
+      if (auto it = series->find("count"); it != series->end() && it->value().is_int64()) {
+        count = it->value().get_int64();
+      }
+    } else if (count == 0) {
+      count = 1;
     }
     return {SinceCell(last, now),
             GetString(obj, "type"),
