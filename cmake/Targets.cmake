@@ -49,15 +49,33 @@ function(draplane_apply_flags target)
   target_include_directories(${target} PUBLIC ${CMAKE_SOURCE_DIR}/src)
 endfunction()
 
-# make test's tsan step must stay within minutes on 2 cores: parsing Boost.JSON and the standard
-# library is a third of each object's compile time there, so each library (and the test header,
-# which every test binary reuses) parses them once. The asan build keeps plain includes, so a
-# missing #include still fails there.
-function(draplane_tsan_precompile_headers target)
-  if(DRAPLANE_TSAN)
-    target_precompile_headers(${target} PRIVATE
-      <boost/json.hpp> <functional> <map> <memory> <optional> <string> <variant> <vector>
-      "${CMAKE_SOURCE_DIR}/src/common/status.h")
+# Every source parses the standard containers and Boost.JSON (a third of the library sources
+# include it) before its own code: each library of three or more sources (and the test header,
+# which every test binary reuses) parses them once, as a precompiled header. In every preset, so
+# that a source that compiles only because the header is there (a missing #include) compiles the
+# same way in the release build `make run` uses: the header is never a difference between builds.
+# GCC refuses a header built with other macros (CMake passes -Winvalid-pch), hence one per target,
+# and every user of one takes Boost.JSON's usage requirements (its BOOST_JSON_DYN_LINK macros).
+# Measured in docs/design/build.md.
+function(draplane_precompile_headers target)
+  target_precompile_headers(${target} PRIVATE
+    <boost/json.hpp> <functional> <map> <memory> <optional> <string> <variant> <vector>
+    "${CMAKE_SOURCE_DIR}/src/common/status.h")
+  target_link_libraries(${target} PRIVATE Boost::json)
+endfunction()
+
+# ccache caches a compile that uses a precompiled header only with this sloppiness (its manual,
+# "Precompiled headers"); every target gets the launcher.
+if(CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache$")
+  set(CMAKE_CXX_COMPILER_LAUNCHER env CCACHE_SLOPPINESS=pch_defines,time_macros
+      ${CMAKE_CXX_COMPILER_LAUNCHER})
+endif()
+
+function(draplane_library_precompile_headers target)
+  get_target_property(sources ${target} SOURCES)
+  list(LENGTH sources source_count)
+  if(source_count GREATER 2)
+    draplane_precompile_headers(${target})
   endif()
 endfunction()
 
@@ -67,7 +85,8 @@ function(draplane_library)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_library(${ARG_NAME} STATIC ${ARG_SRCS})
   draplane_apply_flags(${ARG_NAME})
-  draplane_tsan_precompile_headers(${ARG_NAME})
+  # Decided once the directory has added all its sources (target_sources after this call).
+  cmake_language(EVAL CODE "cmake_language(DEFER CALL draplane_library_precompile_headers ${ARG_NAME})")
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
 endfunction()
 
@@ -87,13 +106,7 @@ if(DRAPLANE_BUILD_TESTS)
     DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
     DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_precompile_headers(draplane_test_pch PRIVATE <gtest/gtest.h> <gmock/gmock.h>)
-  draplane_tsan_precompile_headers(draplane_test_pch)
-  set(DRAPLANE_TEST_LAUNCHER ${CMAKE_CXX_COMPILER_LAUNCHER})
-  if(CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache$")
-    set(DRAPLANE_TEST_LAUNCHER env CCACHE_SLOPPINESS=pch_defines,time_macros
-        ${CMAKE_CXX_COMPILER_LAUNCHER})
-  endif()
-  set_target_properties(draplane_test_pch PROPERTIES CXX_COMPILER_LAUNCHER "${DRAPLANE_TEST_LAUNCHER}")
+  draplane_precompile_headers(draplane_test_pch)
 endif()
 
 # draplane_test(NAME <target> SRCS ... [DEPS ...] [LABELS ...])
@@ -109,13 +122,14 @@ function(draplane_test)
   endif()
   add_executable(${ARG_NAME} ${ARG_SRCS})
   draplane_apply_flags(${ARG_NAME})
-  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  # Boost::json: the test header includes it (draplane_precompile_headers).
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
+                        Boost::json)
   target_compile_definitions(${ARG_NAME} PRIVATE
     DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
     DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_compile_options(${ARG_NAME} PRIVATE -pthread)
   target_precompile_headers(${ARG_NAME} REUSE_FROM draplane_test_pch)
-  set_target_properties(${ARG_NAME} PROPERTIES CXX_COMPILER_LAUNCHER "${DRAPLANE_TEST_LAUNCHER}")
   set(labels unit)
   if(ARG_LABELS)
     set(labels ${ARG_LABELS})
