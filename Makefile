@@ -4,6 +4,10 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 ARGS ?=
 
+# Prefix of a recipe line: bash's `time` prints the step's wall and CPU seconds (children
+# included), so CI's log shows where make test's time goes (docs/design/build.md).
+timed = TIMEFORMAT='make $@: $(1): %R s wall, %U s user, %S s sys'; time
+
 .PHONY: deps deps-unsanitized run test unit tsan fuzz bench build release format generate clean
 
 deps:
@@ -32,18 +36,18 @@ test: unit tsan fuzz
 
 unit: deps
 	cmake --preset asan >/dev/null
-	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan
+	$(call timed,asan build) cmake --build --preset asan -j $(JOBS)
+	$(call timed,asan ctest) ctest --preset asan
 
 tsan: deps
 	cmake --preset tsan >/dev/null
-	cmake --build --preset tsan -j $(JOBS)
-	ctest --preset tsan
+	$(call timed,tsan build) cmake --build --preset tsan -j $(JOBS)
+	$(call timed,tsan ctest) ctest --preset tsan
 
 fuzz: deps
 	cmake --preset fuzz >/dev/null
-	cmake --build --preset fuzz -j $(JOBS)
-	ctest --preset fuzz
+	$(call timed,fuzz build) cmake --build --preset fuzz -j $(JOBS)
+	$(call timed,fuzz ctest) ctest --preset fuzz
 
 bench: deps-unsanitized
 	cmake --preset release >/dev/null
