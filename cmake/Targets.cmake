@@ -123,14 +123,17 @@ if(DRAPLANE_BUILD_TESTS)
   draplane_precompile_headers(draplane_test_pch)
 endif()
 
-# draplane_test(NAME <target> SRCS ... [DEPS ...] [LABELS ...])
+# draplane_test(NAME <target> SRCS ... [DEPS ...] [LABELS ...] [ONE_PROCESS])
 # A GoogleTest binary registered with ctest; each TEST becomes its own ctest case. The label
 # `tsan` marks the concurrency-heavy suites the tsan preset builds and runs (only those).
+# ONE_PROCESS: the binary is one ctest case of the same name, running all its tests in one
+# process; for a data-driven suite of many small cases whose process start (loading every case
+# to register them) costs more than the cases themselves (docs/design/build.md).
 function(draplane_test)
   if(NOT DRAPLANE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "ONE_PROCESS" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
   if(DRAPLANE_TSAN AND NOT "tsan" IN_LIST ARG_LABELS)
     return()
   endif()
@@ -151,6 +154,15 @@ function(draplane_test)
   # The labels are set by a script ctest includes after the discovered cases: passed through
   # gtest_discover_tests' PROPERTIES, CMake 3.25 flattens a list, so LABELS "unit;tsan" came out
   # as the label unit plus a stray property and the tsan preset's label filter found no tests.
+  if(ARG_ONE_PROCESS)
+    add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} --gtest_brief=1
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${labels}")
+    if(DRAPLANE_TSAN)
+      add_dependencies(draplane_tsan_suites ${ARG_NAME})
+    endif()
+    return()
+  endif()
   gtest_discover_tests(${ARG_NAME}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
     TEST_LIST ${ARG_NAME}_CASES
