@@ -91,7 +91,8 @@ function(draplane_library)
   add_library(${ARG_NAME} STATIC ${ARG_SRCS})
   draplane_apply_flags(${ARG_NAME})
   # Decided once the directory has added all its sources (target_sources after this call).
-  cmake_language(EVAL CODE "cmake_language(DEFER CALL draplane_library_precompile_headers ${ARG_NAME})")
+  cmake_language(EVAL CODE
+    "cmake_language(DEFER CALL draplane_library_precompile_headers ${ARG_NAME})")
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
 endfunction()
 
