@@ -96,11 +96,6 @@ function(draplane_library)
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# Every test binary includes GoogleTest and GoogleMock, whose headers alone take ~2.5 CPU-s to parse
-# in each test source under -Og and the sanitizers; one precompiled header of them, built once here
-# and reused by every draplane_test target (same flags), saves ~2.9 CPU-s per test source
-# (docs/design/build.md). ccache caches such compiles only with the PCH sloppiness, which the
-# launcher passes to it.
 # DRAPLANE_TEST_OPTIONS: the compile options of every test source and of the test header.
 # -pthread defines _REENTRANT, and GCC refuses a precompiled header built without a macro the
 # using source has: every test gets it (most already do through their dependencies). Under ASan,
@@ -112,6 +107,12 @@ set(DRAPLANE_TEST_OPTIONS -pthread)
 if(DRAPLANE_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND DRAPLANE_TEST_OPTIONS --param=asan-instrumentation-with-call-threshold=0)
 endif()
+
+# Every test binary includes GoogleTest and GoogleMock, whose headers alone take ~2.5 CPU-s to parse
+# in each test source under -Og and the sanitizers; one precompiled header of them, built once here
+# and reused by every draplane_test target (same flags), saves ~2.9 CPU-s per test source
+# (docs/design/build.md). ccache caches such compiles only with the PCH sloppiness, which the
+# launcher passes to it.
 if(DRAPLANE_BUILD_TESTS)
   add_library(draplane_test_pch OBJECT ${CMAKE_SOURCE_DIR}/cmake/test_pch.cc)
   draplane_apply_flags(draplane_test_pch)
@@ -152,18 +153,18 @@ function(draplane_test)
   if(ARG_LABELS)
     set(labels ${ARG_LABELS})
   endif()
-  # The labels are set by a script ctest includes after the discovered cases: passed through
-  # gtest_discover_tests' PROPERTIES, CMake 3.25 flattens a list, so LABELS "unit;tsan" came out
-  # as the label unit plus a stray property and the tsan preset's label filter found no tests.
+  if(DRAPLANE_TSAN)
+    add_dependencies(draplane_tsan_suites ${ARG_NAME})
+  endif()
   if(ARG_ONE_PROCESS)
     add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} --gtest_brief=1
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
     set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${labels}")
-    if(DRAPLANE_TSAN)
-      add_dependencies(draplane_tsan_suites ${ARG_NAME})
-    endif()
     return()
   endif()
+  # The labels are set by a script ctest includes after the discovered cases: passed through
+  # gtest_discover_tests' PROPERTIES, CMake 3.25 flattens a list, so LABELS "unit;tsan" came out
+  # as the label unit plus a stray property and the tsan preset's label filter found no tests.
   gtest_discover_tests(${ARG_NAME}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
     TEST_LIST ${ARG_NAME}_CASES
@@ -174,9 +175,6 @@ function(draplane_test)
     "  set_tests_properties(\${${ARG_NAME}_CASES} PROPERTIES LABELS \"${labels}\")\n"
     "endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${label_script}")
-  if(DRAPLANE_TSAN)
-    add_dependencies(draplane_tsan_suites ${ARG_NAME})
-  endif()
 endfunction()
 
 # draplane_bench(NAME <target> SRCS ... [DEPS ...])
