@@ -56,6 +56,22 @@ class SeriesCache {
     return series;
   }
 
+  // Forgets the series for `values` and returns it (null when there is none).
+  void* Take(const std::vector<std::string>& values) {
+    std::string key;
+    for (const std::string& v : values) {
+      key.append(std::to_string(v.size()));
+      key.push_back(':');
+      key.append(v);
+    }
+    WriterLock lock(mu_);
+    auto it = series_.find(std::string_view(key));
+    if (it == series_.end()) return nullptr;
+    void* series = it->second;
+    series_.erase(it);
+    return series;
+  }
+
  private:
   SharedMutex mu_;
   std::unordered_map<std::string, void*, StringHash, std::equal_to<>> series_
@@ -186,6 +202,13 @@ Gauge GaugeFamily::WithLabels(std::initializer_list<std::string_view> label_valu
 }
 Gauge GaugeFamily::WithLabels(const std::vector<std::string>& label_values) const {
   return Gauge(GaugeSeries(family_, cache_, label_names_, label_values));
+}
+
+void GaugeFamily::Remove(const std::vector<std::string>& label_values) const {
+  DRAPLANE_CHECK_MSG(label_names_.size() == label_values.size(), "wrong number of label values");
+  if (void* series = cache_->Take(label_values)) {
+    family_->Remove(static_cast<prometheus::Gauge*>(series));
+  }
 }
 
 Histogram HistogramFamily::WithLabels(std::initializer_list<std::string_view> label_values) const {

@@ -93,6 +93,10 @@ class GaugeFamily {
  public:
   Gauge WithLabels(std::initializer_list<std::string_view> label_values) const;
   Gauge WithLabels(const std::vector<std::string>& label_values) const;
+  // Drops the series for `label_values` from the exposition (a gauge of an object that is gone);
+  // a no-op when there is none. Handles to it must not be used afterwards: only the one owner
+  // that sets a series may remove it.
+  void Remove(const std::vector<std::string>& label_values) const;
 
  private:
   friend GaugeFamily NewGaugeFamily(const std::string&, const std::string&,

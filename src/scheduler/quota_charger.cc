@@ -11,47 +11,70 @@ namespace draplane::scheduler {
 
 namespace corev1 = api::corev1;
 
-QuotaCharger::QuotaCharger(client::ApiClient& api, std::string field_manager, int conflict_retries)
-    : api_(api), field_manager_(std::move(field_manager)), conflict_retries_(conflict_retries) {}
+QuotaCharger::QuotaCharger(client::ApiClient& api, std::string field_manager, int conflict_retries,
+                           Executor executor)
+    : api_(api),
+      field_manager_(std::move(field_manager)),
+      conflict_retries_(conflict_retries),
+      executor_(std::move(executor)) {}
 
-Status QuotaCharger::Charge(const std::string& ns, const std::vector<std::string>& quotas,
-                            const allocator::ResourceList& increment) {
-  if (quotas.empty() || increment.empty()) return Status::Ok();
+void QuotaCharger::ChargeAsync(const std::string& ns, const std::vector<std::string>& quotas,
+                               const allocator::ResourceList& increment,
+                               std::function<void(Status)> done) {
+  if (quotas.empty() || increment.empty()) {
+    done(Status::Ok());
+    return;
+  }
   auto waiter = std::make_shared<Waiter>();
   waiter->quotas = quotas;
   waiter->increment = increment;
-  std::vector<std::shared_ptr<Waiter>> batch;
+  waiter->done = std::move(done);
   {
     MutexLock lock(mu_);
-    std::deque<std::shared_ptr<Waiter>>& queue = queued_[ns];
-    queue.push_back(waiter);
-    if (busy_.insert(ns).second) {
-      waiter->lead = true;
-    } else {
-      cv_.Wait(lock, [&] { return waiter->done || waiter->lead; });
-      if (waiter->done) return waiter->result;
-    }
-    // The leader takes everything queued, its own charge included.
-    batch.assign(queue.begin(), queue.end());
-    queue.clear();
+    queued_[ns].push_back(std::move(waiter));
+    // A batch of the namespace in flight takes this charge into its successor.
+    if (!busy_.insert(ns).second) return;
   }
-  RunBatch(ns, batch);
-  {
-    MutexLock lock(mu_);
-    for (const std::shared_ptr<Waiter>& w : batch) w->done = true;
-    // The next batch is led by its first waiter, so that no binder thread keeps leading (and
-    // its own Pod waiting) for as long as charges keep arriving.
-    auto it = queued_.find(ns);
-    if (it != queued_.end() && !it->second.empty()) {
-      it->second.front()->lead = true;
-    } else {
-      if (it != queued_.end()) queued_.erase(it);
-      busy_.erase(ns);
-    }
+  if (executor_) {
+    executor_([this, ns] { Drain(ns); });
+  } else {
+    Drain(ns);
   }
-  // Outside the lock: a waiter woken while it is held would only block on it again.
-  cv_.NotifyAll();
-  return waiter->result;
+}
+
+Status QuotaCharger::Charge(const std::string& ns, const std::vector<std::string>& quotas,
+                            const allocator::ResourceList& increment) {
+  Mutex mu;
+  CondVar cv;
+  std::optional<Status> result;
+  ChargeAsync(ns, quotas, increment, [&](Status s) {
+    MutexLock lock(mu);
+    result = std::move(s);
+    cv.NotifyAll();
+  });
+  MutexLock lock(mu);
+  cv.Wait(lock, [&] { return result.has_value(); });
+  return *result;
+}
+
+void QuotaCharger::Drain(const std::string& ns) {
+  while (true) {
+    std::vector<std::shared_ptr<Waiter>> batch;
+    {
+      MutexLock lock(mu_);
+      auto it = queued_.find(ns);
+      if (it == queued_.end() || it->second.empty()) {
+        if (it != queued_.end()) queued_.erase(it);
+        busy_.erase(ns);
+        return;
+      }
+      batch.assign(it->second.begin(), it->second.end());
+      it->second.clear();
+    }
+    RunBatch(ns, batch);
+    // Outside the lock: a callback may queue the next charge.
+    for (const std::shared_ptr<Waiter>& w : batch) w->done(w->result);
+  }
 }
 
 void QuotaCharger::RunBatch(const std::string& ns,

@@ -2,15 +2,16 @@
 // scheduler's half of the rule that two replicas never spend the last unit.
 //
 // Charge: after PreBind has written a Pod's claim allocations and learned that they won their
-// devices, the binder thread hands the Pod's increment (allocator::Holdings::Increment, committed
-// scope) to Charge and waits. Charges of one namespace are processed as a batch by one of the
-// waiting threads (the first one queued; it returns when its batch is written and hands the next
-// batch to the next waiter), as upstream's quota admission evaluator batches admission requests
-// (plugin/pkg/admission/resourcequota/controller.go, checkQuotas): per quota, it takes the quota
-// as this charger last wrote it (or reads it), accepts the increments that still fit in arrival
-// order and writes `status.used` once with that resourceVersion as precondition; a Conflict
-// means another writer (a replica, the recompute) got there first, so it reads again and redoes
-// the decisions. A refusal is only ever decided on a fresh read. An increment a quota refuses is
+// devices, it hands the Pod's increment (allocator::Holdings::Increment, committed scope) to
+// ChargeAsync and parks the binding until the charge is decided (no binder thread waits on the
+// write). Charges of one namespace form a pipeline, as upstream's quota admission evaluator
+// batches admission requests (plugin/pkg/admission/resourcequota/controller.go, checkQuotas):
+// one batch per namespace is written at a time, on a thread of the executor, and everything
+// queued while it is in flight is the next batch. Per quota, a batch takes the quota as this
+// charger last wrote it (or reads it), accepts the increments that still fit in arrival order
+// and writes `status.used` once with that resourceVersion as precondition; a Conflict means
+// another writer (a replica, the recompute) got there first, so it reads again and redoes the
+// decisions. A refusal is only ever decided on a fresh read. An increment a quota refuses is
 // given back to the quotas of the batch that had accepted it.
 //
 // Recompute: `used` of the limited device resources set to what the claims really hold. The
@@ -19,10 +20,11 @@
 // resourceVersion as precondition, so an allocation charged before the quota was read is always
 // among the claims (docs/design/holdings.md explains why the order matters).
 //
-// Thread-safety: Charge may be called from any number of threads at once.
+// Thread-safety: ChargeAsync and Charge may be called from any number of threads at once.
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,13 +42,22 @@ namespace draplane::scheduler {
 
 class QuotaCharger {
  public:
-  QuotaCharger(client::ApiClient& api, std::string field_manager, int conflict_retries = 5);
+  // Runs a namespace's batches off the caller's thread (the scheduler's binder pool); null:
+  // on the thread that queued the first charge of an idle namespace.
+  using Executor = std::function<void(std::function<void()>)>;
+
+  QuotaCharger(client::ApiClient& api, std::string field_manager, int conflict_retries = 5,
+               Executor executor = nullptr);
 
   // Adds `increment` to the status.used of the Allocation-mode quotas `quotas` of `ns` that
-  // limit one of its resources, all of them or none. Returns OK when charged; Conflict whose
-  // message is the quota's refusal ("quota team-a/devices ... 1/1") when one would go over its
-  // hard limit; another error when the API failed (then nothing stays charged either, as far
-  // as the API allowed).
+  // limit one of its resources, all of them or none, and then calls `done` (once, on the
+  // executor's thread or the caller's, never under a lock of this class) with: OK when charged;
+  // Conflict whose message is the quota's refusal ("quota team-a/devices ... 1/1") when one
+  // would go over its hard limit; another error when the API failed (then nothing stays charged
+  // either, as far as the API allowed).
+  void ChargeAsync(const std::string& ns, const std::vector<std::string>& quotas,
+                   const allocator::ResourceList& increment, std::function<void(Status)> done);
+  // ChargeAsync, waiting for the answer.
   Status Charge(const std::string& ns, const std::vector<std::string>& quotas,
                 const allocator::ResourceList& increment);
 
@@ -59,11 +70,12 @@ class QuotaCharger {
   struct Waiter {
     std::vector<std::string> quotas;
     allocator::ResourceList increment;
-    bool done = false;
-    bool lead = false;  // runs the namespace's next batch
+    std::function<void(Status)> done;
     Status result;
     std::vector<std::string> charged;  // quotas holding its increment
   };
+  // Writes the namespace's batches until nothing is queued for it.
+  void Drain(const std::string& ns);
   void RunBatch(const std::string& ns, const std::vector<std::shared_ptr<Waiter>>& batch);
   // Applies `accepted` increments to quota `name` (read, check, write, retry on Conflict);
   // refuses (sets result) those that do not fit. API errors refuse every waiter of the batch.
@@ -82,10 +94,11 @@ class QuotaCharger {
   client::ApiClient& api_;
   const std::string field_manager_;
   const int conflict_retries_;
+  const Executor executor_;
 
   Mutex mu_;
-  CondVar cv_;
   std::map<std::string, std::deque<std::shared_ptr<Waiter>>> queued_ DRAPLANE_GUARDED_BY(mu_);
+  // Namespaces whose batches are being written (by one Drain each).
   std::set<std::string> busy_ DRAPLANE_GUARDED_BY(mu_);
   // "namespace/name" -> the quota as last read or written here (only ever used for a write
   // conditioned on its resourceVersion).

@@ -43,6 +43,7 @@ struct Scheduler::InboxItem {
     kBindingDone,
     kQuotaRecount,      // a recount's reads are done (`recount`)
     kQuotaRecountDone,  // its writes are done (`recount->conflict`: one must be redone)
+    kChargeDecided,     // the quota charge of the binding of Pod `pod_uid` is decided
   };
   // The reads of a quota recount, made off the loop thread: the namespace's quotas, then its
   // claims (in that order: quota_charger.h).
@@ -60,6 +61,7 @@ struct Scheduler::InboxItem {
   std::shared_ptr<Binding> binding{};
   PluginStatus status{};
   std::shared_ptr<Recount> recount{};
+  std::string pod_uid{};
 };
 
 struct Scheduler::Binding {
@@ -74,9 +76,11 @@ struct Scheduler::Binding {
   // The binding cycle failed but the API shows the pod on a node: another scheduler (a replica
   // without leader election) bound it, using the claims this cycle wrote. Nothing is undone.
   bool bound_by_other = false;
-  // Waiting for binding conditions (loop thread): since when, until when (monotonic), and the
-  // "namespace/claim" keys of the pod's claims.
-  bool waiting = false;
+  // Waiting for binding conditions or a write of PreBind (loop thread): since when, until when
+  // (monotonic), and the "namespace/claim" keys of the pod's claims. `announced`: the wait is for
+  // binding conditions (an Event, the waiting gauge; the Pod was nominated), not only for a write
+  // in flight.
+  bool announced = false;
   Duration wait_started{0};
   Duration wait_deadline{0};
   std::vector<std::string> claim_keys;
@@ -140,7 +144,8 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
                                          : options_.scheduler_names.front())),
       random_(NewSeededRandom(options_.random_seed != 0 ? options_.random_seed
                                                         : SecureRandom().Next64())),
-      quota_charger_(api, "draplane-scheduler"),
+      quota_charger_(api, "draplane-scheduler", /*conflict_retries=*/5,
+                     [this](std::function<void()> work) { RunAsync(std::move(work), true); }),
       framework_(
           FrameworkOptions{.percentage_of_nodes_to_score = options_.percentage_of_nodes_to_score,
                            .diagnose = true}) {
@@ -150,6 +155,9 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   deps.api = &api_;
   deps.confirmations = &confirmations_;
   deps.quotas = &quota_charger_;
+  deps.charge_decided = [this](const std::string& pod_uid) {
+    Post({.kind = InboxItem::Kind::kChargeDecided, .pod_uid = pod_uid});
+  };
   deps.run_async = [this](std::function<void()> work) { RunAsync(std::move(work)); };
   deps.clock = &clock_;
   deps.random = random_.get();
@@ -326,14 +334,18 @@ void Scheduler::Stop() {
   if (events_) events_->Stop();
 }
 
-void Scheduler::RunAsync(std::function<void()> work) {
+void Scheduler::RunAsync(std::function<void()> work, bool first) {
   if (options_.synchronous) {
     work();
     return;
   }
   {
     MutexLock lock(mu_);
-    work_.push_back(std::move(work));
+    if (first) {
+      work_.push_front(std::move(work));
+    } else {
+      work_.push_back(std::move(work));
+    }
   }
   work_cv_.NotifyOne();
 }
@@ -710,6 +722,9 @@ void Scheduler::Apply(InboxItem& item) {
     case Kind::kQuotaRecount:
       FinishQuotaRecount(item);
       return;
+    case Kind::kChargeDecided:
+      CheckWaiting(item.pod_uid, /*timed_out=*/false);
+      return;
     case Kind::kQuotaRecountDone: {
       const InboxItem::Recount& r = *item.recount;
       recounting_.erase(r.ns);
@@ -936,10 +951,11 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
               status.Message());
   auto pending = pending_.find(uid);
   if (pending == pending_.end()) return;  // deleted or bound by someone else meanwhile
-  // A waiting binding nominated the pod (a newer version than the one that failed).
+  // A binding that waited for binding conditions nominated the pod (a newer version than the one
+  // that failed).
   if (!lost) {
-    RecordFailure(binding->waiting ? *pending->second : pod, "SchedulerError", status.Message(),
-                  binding->waiting);
+    RecordFailure(binding->announced ? *pending->second : pod, "SchedulerError", status.Message(),
+                  binding->announced);
   }
   binding->queued.pod = pending->second;
   queue_->RequeueAfterError(std::move(binding->queued));
@@ -949,7 +965,7 @@ void Scheduler::StartWaiting(std::shared_ptr<Binding> binding, const PluginStatu
   const Pod& pod = *binding->info.pod;
   const std::string uid = pod.metadata.uid;
   Duration now = clock_.MonotonicNow();
-  binding->waiting = true;
+  binding->announced = !status.waits_for_write();
   binding->wait_started = now;
   binding->wait_deadline = now + options_.binding_timeout;
   binding->claim_keys.clear();
@@ -963,8 +979,8 @@ void Scheduler::StartWaiting(std::shared_ptr<Binding> binding, const PluginStatu
   for (const std::string& key : binding->claim_keys) waiting_claims_[key].insert(uid);
   waiting_[uid] = binding;
   wait_deadlines_.emplace(binding->wait_deadline, uid);
-  metrics_.binding_conditions_waiting.Increment();
-  if (events_) {
+  if (binding->announced) metrics_.binding_conditions_waiting.Increment();
+  if (events_ && binding->announced) {
     // upstream's BindingConditionsPending Event, naming the claims.
     events_->Record(client::ReferenceTo(pod), "Normal", "BindingConditionsPending",
                     status.Message() + " on node " + binding->node, "Binding");
@@ -984,6 +1000,12 @@ void Scheduler::CheckWaiting(const std::string& uid, bool timed_out) {
   }
   EndWaiting(uid, s.ok() ? "ready" : (timed_out ? "timeout" : "failed"));
   if (!s.ok()) {
+    if (s.error().code() == StatusCode::kConflict && !options_.synchronous) {
+      // A lost race (a refused quota charge): ask the API whether another replica bound the Pod
+      // before undoing anything, as a binder thread's failure does.
+      RunAsync([this, binding, s] { ReportBinding(binding, s); });
+      return;
+    }
     FinishBinding(std::move(binding), std::move(s));
     return;
   }
@@ -1042,9 +1064,11 @@ void Scheduler::EndWaiting(const std::string& uid, std::string_view result) {
       break;
     }
   }
-  metrics_.binding_conditions_waiting.Decrement();
-  metrics_.binding_conditions_wait_seconds.WithLabels({result}).Observe(
-      std::chrono::duration<double>(clock_.MonotonicNow() - binding.wait_started).count());
+  if (binding.announced) {
+    metrics_.binding_conditions_waiting.Decrement();
+    metrics_.binding_conditions_wait_seconds.WithLabels({result}).Observe(
+        std::chrono::duration<double>(clock_.MonotonicNow() - binding.wait_started).count());
+  }
   waiting_.erase(it);
 }
 

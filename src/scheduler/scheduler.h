@@ -140,7 +140,7 @@ class Scheduler {
     size_t backoff = 0;
     size_t unschedulable_pods = 0;
     size_t binding = 0;
-    size_t waiting = 0;  // of `binding`: waiting for binding conditions
+    size_t waiting = 0;  // of `binding`: waiting for binding conditions or a quota charge
   };
   Stats stats() const;
 
@@ -189,7 +189,9 @@ class Scheduler {
   void FinishQuotaRecount(InboxItem& item);
   // The periodic holdings and quota check.
   void CheckHoldings();
-  void RunAsync(std::function<void()> work);
+  // Runs `work` on a binder thread; `first`: before the work already queued (a quota charge
+  // batch, which other bindings wait for).
+  void RunAsync(std::function<void()> work, bool first = false);
   void BinderLoop();
   bool Ours(const api::corev1::Pod& pod) const;
   // The device classes the requests and firstAvailable subrequests of the pod's claims name (the

@@ -583,6 +583,69 @@ TEST_F(QuotaSchedulerTest, ChargesAreAllOrNothingAcrossQuotasAndNeverOverspend) 
   EXPECT_EQ(Used("a-wide", kH100Devices), "5");
 }
 
+// The binding waits for its quota charge parked, like one waiting for binding conditions: while a
+// charge batch is in flight (one binder thread writing it), later charges queue behind it without
+// holding a binder thread each, and other Pods keep binding.
+TEST_F(QuotaSchedulerTest, AChargeInFlightHoldsNoBinderThreadPerPod) {
+  GpuNode();
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
+  cluster_.Claim(H100ElseA100Pair("c1"));
+  cluster_.Claim(H100ElseA100Pair("c2"));
+  // The first charge's write (used > 0) waits until the test lets it through.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool reached = false;
+  bool release = false;
+  cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
+    if (r.verb != client::Verb::kUpdate || r.resource->resource != "resourcequotas" ||
+        r.subresource != "status") {
+      return std::nullopt;
+    }
+    const boost::json::value* used = r.body.as_object().if_contains("status");
+    if (used != nullptr) used = used->as_object().if_contains("used");
+    if (used != nullptr) used = used->as_object().if_contains(kH100Devices);
+    if (used == nullptr || (used->is_string() && used->as_string() == "0")) {
+      return std::nullopt;  // the start's recount
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    if (!reached) {
+      reached = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }
+    return std::nullopt;
+  });
+  SchedulerOptions options;
+  options.binder_threads = 2;
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return reached; }));
+  }
+  // One binder writes p1's charge; p2's charge queues behind it, and a Pod without claims still
+  // finds a binder (with a binder per waiting charge, both would be taken).
+  cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return ReservedFor("c2", "p2"); }));
+  cluster_.Pod(cluster_.PodSpec("p3"));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p3"); }));
+  EXPECT_FALSE(Bound("p1"));
+  EXPECT_FALSE(Bound("p2"));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1") && Bound("p2"); }));
+  EXPECT_EQ(Used("devices", kH100Devices), "2");
+  std::string message;
+  EXPECT_FALSE(HasEvent("p1", "BindingConditionsPending", &message)) << message;
+  EXPECT_EQ(scheduler_->stats().errors, 0);
+  scheduler_->Stop();
+  cluster_.api().SetInterceptor(nullptr);
+}
+
 // The charger writes on the copy it last wrote (no read per batch), but never refuses on it: a
 // give-back by another writer is seen, and a charge by another writer makes the write conflict.
 TEST_F(QuotaSchedulerTest, TheChargerRefusesOnlyOnAFreshRead) {

@@ -250,7 +250,9 @@ PluginStatus Framework::RunPreBind(CycleState& state, const PodInfo& pod, const 
   for (PreBindPlugin* p : pre_bind_) {
     PluginStatus s = p->PreBind(state, pod, node);
     if (s.code() == Code::kWait) {
-      if (!wait) wait = s.WithPlugin(p->name());
+      // A wait the user should hear about goes before a write in flight.
+      if (!wait || (wait->waits_for_write() && !s.waits_for_write()))
+        wait = s.WithPlugin(p->name());
       continue;
     }
     if (!s.ok() && !s.skipped()) return s.WithPlugin(p->name());
@@ -264,7 +266,9 @@ PluginStatus Framework::CheckPreBindWait(CycleState& state, const PodInfo& pod,
   for (PreBindPlugin* p : pre_bind_) {
     PluginStatus s = p->CheckPreBindWait(state, pod, node, timed_out);
     if (s.code() == Code::kWait) {
-      if (!wait) wait = s.WithPlugin(p->name());
+      // A wait the user should hear about goes before a write in flight.
+      if (!wait || (wait->waits_for_write() && !s.waits_for_write()))
+        wait = s.WithPlugin(p->name());
       continue;
     }
     if (!s.ok() && !s.skipped()) return s.WithPlugin(p->name());

@@ -115,9 +115,10 @@ class ReservePlugin : public virtual Plugin {
 class PreBindPlugin : public virtual Plugin {
  public:
   // Success, Skip, an error, or Wait: the writes are done but the pod may only be bound once other
-  // components have done their part (KEP-5007 binding conditions). A waiting binding parks no
-  // thread: the scheduler asks CheckPreBindWait again whenever a cluster event may concern the
-  // pod and once the wait has lasted its limit.
+  // components have done their part (KEP-5007 binding conditions), or once a write the plugin
+  // started has been decided (WaitForWrite: a quota charge). A waiting binding parks no thread:
+  // the scheduler asks CheckPreBindWait again whenever a cluster event may concern the pod, when
+  // the plugin reports its write decided, and once the wait has lasted its limit.
   virtual PluginStatus PreBind(CycleState& state, const PodInfo& pod, const std::string& node) = 0;
   // Loop thread, after PreBind answered Wait: Success (binding may go on), Wait, or an error
   // saying why the binding failed. With `timed_out` the wait has lasted its limit: the answer is

@@ -55,6 +55,13 @@ class PluginStatus {
   static PluginStatus Wait(std::string reason) {
     return PluginStatus(Code::kWait, {std::move(reason)});
   }
+  // Wait for one of the plugin's own writes (not for the cluster): the binding is parked
+  // without holding a binder thread, and nothing is announced to the user.
+  static PluginStatus WaitForWrite(std::string reason) {
+    PluginStatus s(Code::kWait, {std::move(reason)});
+    s.waits_for_write_ = true;
+    return s;
+  }
 
   PluginStatus(Code code, std::vector<std::string> reasons)
       : code_(code), reasons_(std::move(reasons)) {}
@@ -76,9 +83,12 @@ class PluginStatus {
     return *this;
   }
   const Status& error() const { return error_; }
+  // A Wait made by WaitForWrite.
+  bool waits_for_write() const { return waits_for_write_; }
 
  private:
   Code code_ = Code::kSuccess;
+  bool waits_for_write_ = false;
   std::vector<std::string> reasons_;
   std::string plugin_;
   Status error_;

@@ -94,6 +94,14 @@ struct BindRecord {
   bool mark_charge = false;
 };
 
+// The Allocation-mode quota charge PreBind started (QuotaCharger::ChargeAsync): decided on a
+// charger thread while the binding waits, read by the loop thread.
+struct QuotaChargeTicket {
+  Mutex mu;
+  bool decided DRAPLANE_GUARDED_BY(mu) = false;
+  Status result DRAPLANE_GUARDED_BY(mu);
+};
+
 struct DraState {
   std::vector<ClaimEntry> claims;
   std::vector<size_t> to_allocate;
@@ -131,6 +139,8 @@ struct DraState {
   // Per node: devices or requests the quota refused in its Filter search.
   std::map<std::string, int64_t, std::less<>> quota_refusals;
   std::optional<DeviceDecision> decision;
+  // The quota charge of this attempt's allocations (null: nothing to charge).
+  std::shared_ptr<QuotaChargeTicket> charge;
 };
 
 std::string SpecialInFlightUid(std::string_view pod_uid) {
@@ -642,7 +652,13 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (s == nullptr) return;
     for (BindRecord& b : s->binds) {
       if (!b.in_flight_uid.empty()) deps_.cluster->ledger().RemoveInFlight(b.in_flight_uid);
+      // A charge not known to have landed may still be refused: undo the allocation as for a
+      // refusal. One that lands anyway is given back by the recount its deallocation starts.
+      if (s->charge != nullptr && b.allocation && !ChargeLanded(*s->charge)) {
+        b.quota_refused = true;
+      }
     }
+    s->charge.reset();
     const Pod& pod = *info.pod;
     for (const BindRecord& b : s->binds) {
       const ClaimEntry& e = s->claims[b.entry];
@@ -686,18 +702,11 @@ class DynamicResources final : public PreEnqueuePlugin,
       if (!written.ok()) return PluginStatus::Error(written);
     }
     // The allocations are written and won their devices: charge the Allocation-mode quotas
-    // (quota_charger.h). A refusal undoes them (Unreserve) and the Pod is tried again.
+    // (quota_charger.h). The binding waits for the answer without holding this thread; a
+    // refusal undoes the allocations (Unreserve) and the Pod is tried again.
     if (s->decision.has_value() && !s->decision->quotas.empty() && deps_.quotas != nullptr &&
         !s->decision->increment.empty()) {
-      std::vector<std::string> names;
-      for (const allocator::QuotaBudget& q : s->decision->quotas) names.push_back(q.name);
-      Status charged = deps_.quotas->Charge(pod.metadata.namespace_, names, s->decision->increment);
-      if (!charged.ok()) {
-        for (BindRecord& b : s->binds) {
-          if (b.allocation) b.quota_refused = true;
-        }
-        return PluginStatus::Error(charged);
-      }
+      StartCharge(*s, pod);
     }
     if (!special_name.empty() && s->reserved_variant != nullptr) {
       Status patched = RecordExtendedResourceClaim(pod, special_name, *s->reserved_variant);
@@ -717,13 +726,23 @@ class DynamicResources final : public PreEnqueuePlugin,
       s->release_allocations = true;
       return PluginStatus::Error(FailedPreconditionError(problem));
     }
-    return PluginStatus::Success();
+    return s->charge != nullptr ? ChargeOutcome(*s) : PluginStatus::Success();
   }
 
   PluginStatus CheckPreBindWait(CycleState& cycle, const PodInfo& info, const std::string&,
                                 bool timed_out) override {
     DraState* s = cycle.Get<DraState>();
-    if (s == nullptr || s->waited.empty()) return PluginStatus::Success();
+    if (s == nullptr) return PluginStatus::Success();
+    if (s->charge != nullptr) {
+      if (PluginStatus charged = ChargeOutcome(*s); !charged.ok()) return charged;
+      if (s->waited.empty()) {
+        // Only the charge was waited for: the devices are checked again right before binding.
+        std::string problem = DeviceProblem(*s, info.pod->metadata.namespace_);
+        if (!problem.empty()) return FailBinding(*s, problem);
+        return PluginStatus::Success();
+      }
+    }
+    if (s->waited.empty()) return PluginStatus::Success();
     std::string waiting;
     for (const DraState::Waited& w : s->waited) {
       ClusterState::ClaimPtr claim = deps_.cluster->FindClaim(w.namespace_, w.name);
@@ -759,6 +778,53 @@ class DynamicResources final : public PreEnqueuePlugin,
 
  private:
   bool BindingConditionsOn() const { return options_.features.device_binding_and_status; }
+
+  // Hands the Pod's increment to the charger; the answer lands in s.charge and wakes the
+  // binding (deps_.charge_decided). Without a wake-up hook the answer is awaited here.
+  void StartCharge(DraState& s, const Pod& pod) {
+    auto ticket = std::make_shared<QuotaChargeTicket>();
+    s.charge = ticket;
+    std::vector<std::string> names;
+    for (const allocator::QuotaBudget& q : s.decision->quotas) names.push_back(q.name);
+    if (!deps_.charge_decided) {
+      Status charged = deps_.quotas->Charge(pod.metadata.namespace_, names, s.decision->increment);
+      MutexLock lock(ticket->mu);
+      ticket->decided = true;
+      ticket->result = std::move(charged);
+      return;
+    }
+    deps_.quotas->ChargeAsync(
+        pod.metadata.namespace_, names, s.decision->increment,
+        [ticket, wake = deps_.charge_decided, uid = pod.metadata.uid](Status charged) {
+          {
+            MutexLock lock(ticket->mu);
+            ticket->decided = true;
+            ticket->result = std::move(charged);
+          }
+          wake(uid);
+        });
+  }
+
+  static bool ChargeLanded(QuotaChargeTicket& ticket) {
+    MutexLock lock(ticket.mu);
+    return ticket.decided && ticket.result.ok();
+  }
+
+  // Success when the charge landed; WaitForWrite while it is in flight; its error (a refusal
+  // is a Conflict, retried quietly) once refused, and the allocations are then undone.
+  PluginStatus ChargeOutcome(DraState& s) {
+    Status result;
+    {
+      MutexLock lock(s.charge->mu);
+      if (!s.charge->decided) return PluginStatus::WaitForWrite("quota charge in flight");
+      result = s.charge->result;
+    }
+    if (result.ok()) return PluginStatus::Success();
+    for (BindRecord& b : s.binds) {
+      if (b.allocation) b.quota_refused = true;
+    }
+    return PluginStatus::Error(std::move(result));
+  }
 
   // SummarizeDevices, remembered per explanation: the allocator hands the same explanation to
   // every Pod whose claims have its claims' specs while the node's devices stay as they were, and

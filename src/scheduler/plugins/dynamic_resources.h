@@ -140,6 +140,10 @@ struct DynamicResourcesDeps {
   AllocationConfirmations* confirmations = nullptr;
   // Charges Allocation-mode quotas in PreBind; null: quotas are enforced inside the search only.
   QuotaCharger* quotas = nullptr;
+  // Called (from any thread) with the Pod's uid when its charge is decided: PreBind answers
+  // WaitForWrite while a charge is in flight, and the scheduler asks CheckPreBindWait again.
+  // Null: PreBind waits for the charge itself.
+  std::function<void(const std::string& pod_uid)> charge_decided;
   // Runs API work off the loop thread (Unreserve, PostFilter).
   std::function<void(std::function<void()>)> run_async;
   const Clock* clock = nullptr;

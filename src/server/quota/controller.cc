@@ -167,6 +167,8 @@ StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_
       in_flight = accounting_->ChargedInFlight(ns);
     }
     bool conflict = false;
+    QuotaSeries used_series;
+    QuotaSeries hard_series;
     for (const std::shared_ptr<const StoredQuota>& stored : quotas) {
       const corev1::ResourceQuota& quota = stored->quota;
       DRAPLANE_ASSIGN_OR_RETURN(ResourceList used, accounting_->Recompute(quota, in_flight));
@@ -203,15 +205,36 @@ StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_
       }
       for (const auto& [key, value] : status.used) {
         UsedGauge().WithLabels({ns, quota.metadata.name, key}).Set(value.AsApproximateDouble());
+        used_series.emplace(quota.metadata.name, key);
       }
       for (const auto& [key, value] : status.hard) {
         HardGauge().WithLabels({ns, quota.metadata.name, key}).Set(value.AsApproximateDouble());
+        hard_series.emplace(quota.metadata.name, key);
       }
     }
-    if (!conflict) return drift;
+    if (!conflict) {
+      ForgetSeries(ns, std::move(used_series), std::move(hard_series));
+      return drift;
+    }
   }
   return ConflictError("resource quota status of namespace " + ns +
                        " kept changing while it was recomputed");
+}
+
+void QuotaController::ForgetSeries(const std::string& ns, QuotaSeries used, QuotaSeries hard) {
+  auto& [used_before, hard_before] = series_[ns];
+  for (const auto& [quota, key] : used_before) {
+    if (!used.contains({quota, key})) UsedGauge().Remove({ns, quota, key});
+  }
+  for (const auto& [quota, key] : hard_before) {
+    if (!hard.contains({quota, key})) HardGauge().Remove({ns, quota, key});
+  }
+  if (used.empty() && hard.empty()) {
+    series_.erase(ns);
+    return;
+  }
+  used_before = std::move(used);
+  hard_before = std::move(hard);
 }
 
 void QuotaController::RecordDrift(const StoredQuota& stored, const std::string& detail) {

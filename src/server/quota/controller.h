@@ -22,6 +22,7 @@
 // thread of its own.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -62,6 +63,10 @@ class QuotaController {
   // Marks the namespace of a changed object for a sync when the change can change usage.
   void Observe(const handlers::ResourceInfo& r, const store::WatchEvent& event);
   void RecordDrift(const StoredQuota& quota, const std::string& detail);
+  // (quota, resource) pairs with a draplane_quota_used / draplane_quota_hard series.
+  using QuotaSeries = std::set<std::pair<std::string, std::string>>;
+  // Drops the series of `ns` that its last sync no longer set (a deleted quota, a removed key).
+  void ForgetSeries(const std::string& ns, QuotaSeries used, QuotaSeries hard);
   StatusOr<std::set<std::string>> NamespacesWithQuotas();
 
   QuotaAccounting* accounting_;
@@ -78,6 +83,8 @@ class QuotaController {
   std::set<std::string> dirty_;
   Timestamp next_resync_{};
   uint64_t event_sequence_ = 0;  // makes Event names unique within the process
+  // Per namespace: the gauge series its last sync set (used, hard).
+  std::map<std::string, std::pair<QuotaSeries, QuotaSeries>> series_;
 };
 
 }  // namespace draplane::server::quota

@@ -279,6 +279,46 @@ TEST_F(QuotaServerTest, TheResyncCorrectsDriftAndSaysSo) {
             std::string::npos);
 }
 
+TEST_F(QuotaServerTest, ADeletedQuotaLeavesNoGaugeSeries) {
+  for (const char* name : {"kept", "gone"}) {
+    ASSERT_EQ(
+        Do("POST", "/api/v1/namespaces/team-a/resourcequotas",
+           std::string(R"({"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":")") + name +
+               R"("},"spec":{"hard":{"count/resourceclaims.resource.k8s.io":"2",
+                                           "count/pods":"3"}}})")
+            .status,
+        201);
+  }
+  auto metrics = [&] { return Do("GET", "/metrics").body; };
+  const std::string gone_used =
+      R"(draplane_quota_used{namespace="team-a",quota="gone",resource="count/pods"} 0)";
+  const std::string gone_hard =
+      R"(draplane_quota_hard{namespace="team-a",quota="gone",resource="count/resourceclaims.resource.k8s.io"} 2)";
+  ASSERT_TRUE(testing::Eventually([&] {
+    std::string m = metrics();
+    return m.find(gone_used) != std::string::npos && m.find(gone_hard) != std::string::npos;
+  }));
+  // A key taken out of a quota loses its series; the quota's other keys keep theirs.
+  std::string rv(Quota("kept").at("metadata").at("resourceVersion").as_string());
+  ASSERT_EQ(Do("PUT", "/api/v1/namespaces/team-a/resourcequotas/kept",
+               R"({"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"kept",
+                   "resourceVersion":")" +
+                   rv + R"("},"spec":{"hard":{"count/pods":"3"}}})")
+                .status,
+            200);
+  ASSERT_EQ(Do("DELETE", "/api/v1/namespaces/team-a/resourcequotas/gone").status, 200);
+  std::string m;
+  ASSERT_TRUE(testing::Eventually([&] {
+    m = metrics();
+    return m.find(R"(quota="gone")") == std::string::npos &&
+           m.find(R"(quota="kept",resource="count/resourceclaims)") == std::string::npos;
+  })) << m;
+  EXPECT_NE(
+      m.find(R"(draplane_quota_hard{namespace="team-a",quota="kept",resource="count/pods"} 3)"),
+      std::string::npos)
+      << m;
+}
+
 TEST_F(QuotaServerTest, DryRunChecksWithoutCharging) {
   ASSERT_EQ(Do("POST", "/api/v1/namespaces/team-a/resourcequotas",
                R"({"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"claims"},
