@@ -159,7 +159,7 @@ TEST(TraceTest, BadInputNamesTheField) {
   };
   const std::string head = "apiVersion: draplane.dev/v1alpha1\nkind: WorkloadTrace\n";
   EXPECT_EQ(error(head + "arrivals:\n- {at: 1x, namespace: a, pod: {metadata: {name: p}}}\n"),
-            "t.yaml: arrivals[0].at: invalid duration \"1x\" (e.g. 30s, 1m30s)");
+            "t.yaml: arrivals[0].at: time: unknown unit \"x\" in duration \"1x\"");
   EXPECT_EQ(error(head + "arrivals:\n- {at: 1s, namespace: a, pod: {spec: {}}}\n"),
             "t.yaml: arrivals[0].pod.metadata.name: Required value: name or generateName is "
             "required");
