@@ -9,6 +9,7 @@
 
 #include "api/codec/field_reader.h"
 #include "api/codec/yaml.h"
+#include "api/meta/duration.h"
 #include "api/validation/names.h"
 #include "common/status_macros.h"
 
@@ -63,7 +64,7 @@ MigProfileSpec ReadMigProfile(const boost::json::value& v, const std::string& pa
 std::optional<Duration> ReadDuration(FieldReader& r, std::string_view key) {
   std::optional<std::string> s = r.String(key);
   if (!s) return std::nullopt;
-  StatusOr<Duration> d = ParseDuration(*s);
+  StatusOr<Duration> d = api::ParseNonNegativeDuration(*s);
   if (d.ok()) return *d;
   r.Fail(key, d.status().message());
   return std::nullopt;
@@ -409,46 +410,6 @@ StatusOr<ProfileNode> FindNode(const ClusterProfile& profile, std::string_view n
     if (node.name == node_name) return node;
   }
   return NotFoundError("node " + std::string(node_name) + " is not in profile " + profile.name);
-}
-
-StatusOr<Duration> ParseDuration(std::string_view text) {
-  // Go's time.ParseDuration, for the units profiles use: ns, us, ms, s, m, h.
-  const std::string error = "invalid duration \"" + std::string(text) + "\" (e.g. 30s, 1m30s)";
-  if (text == "0") return Duration(0);
-  if (text.empty()) return InvalidArgumentError(error);
-  long double total_ns = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t start = i;
-    while (i < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
-      ++i;
-    }
-    if (i == start) return InvalidArgumentError(error);
-    long double number = std::strtold(std::string(text.substr(start, i - start)).c_str(), nullptr);
-    size_t unit_start = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
-    std::string_view unit = text.substr(unit_start, i - unit_start);
-    long double scale = 0;
-    if (unit == "ns") {
-      scale = 1;
-    } else if (unit == "us") {
-      scale = 1e3L;
-    } else if (unit == "ms") {
-      scale = 1e6L;
-    } else if (unit == "s") {
-      scale = 1e9L;
-    } else if (unit == "m") {
-      scale = 60e9L;
-    } else if (unit == "h") {
-      scale = 3600e9L;
-    } else {
-      return InvalidArgumentError(error);
-    }
-    total_ns += number * scale;
-  }
-  if (total_ns > 9.2e18L) return InvalidArgumentError(error);
-  return Duration(static_cast<int64_t>(total_ns));
 }
 
 StatusOr<std::string> NormalizeVersion(std::string_view text) {

@@ -214,9 +214,6 @@ StatusOr<std::vector<ProfileNode>> ExpandNodes(const ClusterProfile& profile,
 // Finds `node_name` among ExpandNodes(profile, node_name); NotFound when absent.
 StatusOr<ProfileNode> FindNode(const ClusterProfile& profile, std::string_view node_name);
 
-// Parses a Go-style duration ("300ms", "1.5s", "2m30s", "1h"); InvalidArgument otherwise.
-StatusOr<Duration> ParseDuration(std::string_view text);
-
 // Normalises a dotted version to semver: 1 to 3 numeric components, leading zeros dropped,
 // missing components zero ("550.90.07" -> "550.90.7", "9.0" -> "9.0.0"). InvalidArgument for
 // anything else.

@@ -188,17 +188,6 @@ faults:
   EXPECT_EQ(node.faults[0].times, 2);
 }
 
-TEST(ProfileTest, ParsesGoDurations) {
-  EXPECT_EQ(*ParseDuration("90s"), std::chrono::seconds(90));
-  EXPECT_EQ(*ParseDuration("1m30s"), std::chrono::seconds(90));
-  EXPECT_EQ(*ParseDuration("1.5s"), std::chrono::milliseconds(1500));
-  EXPECT_EQ(*ParseDuration("2h"), std::chrono::hours(2));
-  EXPECT_EQ(*ParseDuration("0"), Duration(0));
-  EXPECT_FALSE(ParseDuration("").ok());
-  EXPECT_FALSE(ParseDuration("5").ok());
-  EXPECT_FALSE(ParseDuration("5d").ok());
-}
-
 TEST(ProfileTest, NormalizesVersionsToSemver) {
   EXPECT_EQ(*NormalizeVersion("550.90.07"), "550.90.7");
   EXPECT_EQ(*NormalizeVersion("9.0"), "9.0.0");

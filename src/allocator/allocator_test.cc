@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator/hold.h"
 #include "allocator/holdings.h"
 #include "allocator/internal/testing_engine.h"
 #include "allocator/quota.h"
@@ -871,6 +872,87 @@ TEST(AllocatorTest, ExhaustedQuotaTakesTheNextSubrequestOnTheSameNode) {
   StatusOr<Outcome> o = f.Run({.policies = {&room}});
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"gpu/h100=gpu.example.com/node-1/h100-0"}));
+}
+
+// Starvation holds (hold.h, docs/design/fair-share.md §4): the H100 held for team-b/train.
+DeviceHold H100HeldForTrain(int32_t priority) {
+  DeviceHold hold;
+  hold.pod = "team-b/train";
+  hold.pod_uid = "uid-train";
+  hold.priority = priority;
+  hold.node = "node-1";
+  hold.since = "2026-12-02T12:03:00Z";
+  hold.starving = std::chrono::hours(2) + std::chrono::minutes(14);
+  hold.devices = {{"gpu.example.com", "node-1", "h100-0"}};
+  return hold;
+}
+
+TEST(AllocatorTest, AHeldDeviceIsRefusedToTheSameBandWithTheReason) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  HoldConstraint hold({H100HeldForTrain(100)}, "uid-other", 100);
+  ASSERT_FALSE(hold.empty());
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the constraint is unchanged by a call
+    StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&hold}});
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+    EXPECT_EQ(f.Devices(*o),
+              std::vector<std::string>({"gpu/a100-pair=gpu.example.com/node-1/a100-0",
+                                        "gpu/a100-pair=gpu.example.com/node-1/a100-1"}));
+    const RequestExplanation& h100 = o->explanation->claims[0].requests[0].subrequests[0];
+    EXPECT_EQ(h100.outcome, "unsatisfiable");
+    ASSERT_FALSE(h100.candidates.empty());
+    EXPECT_EQ(h100.candidates[0].status, CandidateStatus::kPolicy);
+    EXPECT_EQ(h100.candidates[0].policy_code, "held");
+    EXPECT_EQ(h100.candidates[0].detail,
+              "held for team-b/train since 2026-12-02T12:03:00Z (starving 2h14m)");
+  }
+}
+
+TEST(AllocatorTest, AHeldDeviceIsRefusedToALowerBand) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  HoldConstraint hold({H100HeldForTrain(100)}, "uid-other", -5);
+  StatusOr<Outcome> o = f.Run({.policies = {&hold}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o),
+            std::vector<std::string>({"gpu/a100-pair=gpu.example.com/node-1/a100-0",
+                                      "gpu/a100-pair=gpu.example.com/node-1/a100-1"}));
+}
+
+TEST(AllocatorTest, AHigherBandAndTheStarvingPodItselfTakeAHeldDevice) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  for (auto [uid, priority] : {std::pair<std::string, int32_t>{"uid-urgent", 1000},
+                               std::pair<std::string, int32_t>{"uid-train", 100}}) {
+    HoldConstraint hold({H100HeldForTrain(100)}, uid, priority);
+    EXPECT_TRUE(hold.empty()) << "no hold applies: the search keeps its policy-free shortcuts";
+    StatusOr<Outcome> o = f.Run({.policies = {&hold}});
+    ASSERT_TRUE(o.ok());
+    EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"gpu/h100=gpu.example.com/node-1/h100-0"}))
+        << uid;
+  }
+}
+
+TEST(AllocatorTest, EveryDeviceHeldLeavesTheClaimUnsatisfiableWithTheReason) {
+  Fixture f;
+  f.Load(kGpuClassesAndSlice);
+  f.Load(Claim(kH100ElseA100Pair));
+  DeviceHold all = H100HeldForTrain(0);
+  all.devices.push_back({"gpu.example.com", "node-1", "a100-1"});
+  HoldConstraint hold({all}, "uid-other", 0);
+  StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&hold}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  const RequestExplanation& pair = o->explanation->claims[0].requests[0].subrequests[1];
+  bool held = false;
+  for (const auto& c : pair.candidates) {
+    held = held || (c.status == CandidateStatus::kPolicy && c.policy_code == "held");
+  }
+  EXPECT_TRUE(held) << "the A100 pair's explanation names the hold";
 }
 
 TEST(AllocatorTest, QuotaRefusesASubrequestWhoseCountCannotFit) {

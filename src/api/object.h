@@ -59,7 +59,8 @@ using Object =
                  resourcev1::ResourceClaimTemplateList, resourcev1::DeviceTaintRule,
                  resourcev1::DeviceTaintRuleList, corev1::ResourceQuota, corev1::ResourceQuotaList,
                  draplanev1alpha1::AllocationDecision, draplanev1alpha1::AllocationDecisionList,
-                 schedulingv1::PriorityClass, schedulingv1::PriorityClassList>;
+                 schedulingv1::PriorityClass, schedulingv1::PriorityClassList,
+                 draplanev1alpha1::DeviceSharingPolicy, draplanev1alpha1::DeviceSharingPolicyList>;
 
 // True when `api_version` + `kind` name a modelled type (one of the Object alternatives other
 // than Unstructured).

@@ -28,6 +28,7 @@
 #include "agent/slice_plan.h"
 #include "api/codec/yaml.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/meta/duration.h"
 #include "api/validation/names.h"
 #include "api/validation/validation.h"
 #include "cli/commands.h"
@@ -223,12 +224,12 @@ int RunAgent(const AgentFlags& flags) {
     std::fprintf(stderr, "draplane agent: %s\n", s.ToString().c_str());
     return 1;
   };
-  StatusOr<Duration> heartbeat = agent::ParseDuration(flags.heartbeat);
-  StatusOr<Duration> discovery = agent::ParseDuration(flags.discovery);
+  StatusOr<Duration> heartbeat = api::ParseNonNegativeDuration(flags.heartbeat);
+  StatusOr<Duration> discovery = api::ParseNonNegativeDuration(flags.discovery);
   if (!heartbeat.ok()) return fail(heartbeat.status().WithPrefix("--heartbeat-interval"));
   if (!discovery.ok()) return fail(discovery.status().WithPrefix("--discovery-interval"));
-  StatusOr<Duration> isolation_backoff = agent::ParseDuration(flags.isolation_backoff);
-  StatusOr<Duration> isolation_max = agent::ParseDuration(flags.isolation_max_backoff);
+  StatusOr<Duration> isolation_backoff = api::ParseNonNegativeDuration(flags.isolation_backoff);
+  StatusOr<Duration> isolation_max = api::ParseNonNegativeDuration(flags.isolation_max_backoff);
   if (!isolation_backoff.ok()) {
     return fail(isolation_backoff.status().WithPrefix("--isolation-backoff"));
   }

@@ -16,6 +16,7 @@
 #include "agent/kubelet_plugin.h"
 #include "agent/profile.h"
 #include "agent/simulated.h"
+#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "client/kubeconfig.h"
@@ -86,14 +87,14 @@ int RunFakeKubelet(const FakeKubeletFlags& flags) {
       {"--registry-poll-interval", flags.registry_poll, &options.registry_poll_interval},
       {"--health-retry-interval", flags.health_retry, &options.health_retry_interval}};
   for (const auto& d : durations) {
-    StatusOr<Duration> parsed = agent::ParseDuration(d.text);
+    StatusOr<Duration> parsed = api::ParseNonNegativeDuration(d.text);
     if (!parsed.ok()) return fail(parsed.status().WithPrefix(d.flag));
     *d.into = *parsed;
   }
   if (flags.slice_wipe_delay.starts_with("-")) {
     options.slice_wipe_delay = Duration(-1);
   } else {
-    StatusOr<Duration> wipe = agent::ParseDuration(flags.slice_wipe_delay);
+    StatusOr<Duration> wipe = api::ParseDuration(flags.slice_wipe_delay);
     if (!wipe.ok()) return fail(wipe.status().WithPrefix("--slice-wipe-delay"));
     options.slice_wipe_delay = *wipe;
   }

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "agent/profile.h"
 #include "allocator/allocator.h"
 #include "allocator/features.h"
+#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -151,7 +151,7 @@ Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers>
 }
 
 StatusOr<Duration> ParseBindingTimeout(std::string_view text) {
-  DRAPLANE_ASSIGN_OR_RETURN(Duration d, agent::ParseDuration(text));
+  DRAPLANE_ASSIGN_OR_RETURN(Duration d, api::ParseDuration(text));
   if (d < std::chrono::seconds(1)) {
     return InvalidArgumentError("must be at least 1s, got " + std::string(text));
   }

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <memory>
 
-#include "agent/profile.h"
 #include "allocator/features.h"
+#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -133,7 +133,7 @@ Status ApplyDurations(const ServeFlags& flags, server::ServerOptions& options) {
         Flag{"--decision-max-age", &flags.decision_max_age, &options.decision_max_age, false},
         Flag{"--quota-resync-period", &flags.quota_resync_period, &options.quota_resync_period,
              false}}) {
-    StatusOr<Duration> parsed = agent::ParseDuration(*flag.text);
+    StatusOr<Duration> parsed = api::ParseDuration(*flag.text);
     if (!parsed.ok()) return parsed.status().WithPrefix(flag.name);
     if (*parsed < Duration(0) || (*parsed == Duration(0) && !flag.zero_allowed)) {
       return InvalidArgumentError(std::string(flag.name) + ": must be positive");

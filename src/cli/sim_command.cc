@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/profile.h"
 #include "allocator/features.h"
 #include "api/codec/json.h"
+#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "client/kubeconfig.h"
 #include "client/rest_client.h"
@@ -100,7 +100,7 @@ sim::RunOptions RunOptionsOrFail(const std::string& command, const SimFlags& fla
   options.placements = flags.placements || !flags.placements_file.empty();
   if (flags.seed >= 0) options.seed = static_cast<uint64_t>(flags.seed);
   if (!flags.until.empty()) {
-    StatusOr<Duration> until = agent::ParseDuration(flags.until);
+    StatusOr<Duration> until = api::ParseNonNegativeDuration(flags.until);
     if (!until.ok()) Fail(command, "--until: " + std::string(until.status().message()));
     options.until = *until;
   }

@@ -32,6 +32,8 @@ constexpr ResourceType kPriorityClasses{"scheduling.k8s.io", "v1",  "prioritycla
                                         "PriorityClass",     false, false};
 constexpr ResourceType kAllocationDecisions{"draplane.dev",       "v1alpha1", "allocationdecisions",
                                             "AllocationDecision", true,       false};
+constexpr ResourceType kDeviceSharingPolicies{
+    "draplane.dev", "v1alpha1", "devicesharingpolicies", "DeviceSharingPolicy", false, true};
 
 }  // namespace
 
@@ -125,6 +127,10 @@ template <>
 const ResourceType& ResourceOf<api::draplanev1alpha1::AllocationDecision>() {
   return kAllocationDecisions;
 }
+template <>
+const ResourceType& ResourceOf<api::draplanev1alpha1::DeviceSharingPolicy>() {
+  return kDeviceSharingPolicies;
+}
 
 template <>
 const ResourceType& ResourceOf<api::resourcev1alpha3::ResourcePoolStatusRequest>() {
@@ -146,6 +152,7 @@ const std::vector<const ResourceType*>& KnownResources() {
                                                         &kResourceQuotas,
                                                         &kPriorityClasses,
                                                         &kAllocationDecisions,
+                                                        &kDeviceSharingPolicies,
                                                         &kResourcePoolStatusRequests};
   return kAll;
 }

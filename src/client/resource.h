@@ -72,6 +72,8 @@ template <>
 const ResourceType& ResourceOf<api::corev1::ResourceQuota>();
 template <>
 const ResourceType& ResourceOf<api::draplanev1alpha1::AllocationDecision>();
+template <>
+const ResourceType& ResourceOf<api::draplanev1alpha1::DeviceSharingPolicy>();
 
 // Every resource above, in a fixed order (the in-memory API serves exactly these).
 const std::vector<const ResourceType*>& KnownResources();

@@ -159,7 +159,7 @@ TEST(TraceTest, BadInputNamesTheField) {
   };
   const std::string head = "apiVersion: draplane.dev/v1alpha1\nkind: WorkloadTrace\n";
   EXPECT_EQ(error(head + "arrivals:\n- {at: 1x, namespace: a, pod: {metadata: {name: p}}}\n"),
-            "t.yaml: arrivals[0].at: invalid duration \"1x\" (e.g. 30s, 1m30s)");
+            "t.yaml: arrivals[0].at: time: unknown unit \"x\" in duration \"1x\"");
   EXPECT_EQ(error(head + "arrivals:\n- {at: 1s, namespace: a, pod: {spec: {}}}\n"),
             "t.yaml: arrivals[0].pod.metadata.name: Required value: name or generateName is "
             "required");
@@ -457,6 +457,48 @@ claimTemplates:
   ASSERT_TRUE(bad.ok()) << bad.status().ToString();
   EXPECT_FALSE(bad->conservation.ok());
   EXPECT_EQ(bad->conservation.double_allocations, 1);
+}
+
+// Issue 22: a trace's DeviceSharingPolicy (the issue's example) is validated as the API server
+// would and created before the trace starts; a bad one fails the run with its field path.
+TEST(SimulationTest, SharingPoliciesAreValidatedAndApplied) {
+  Cluster cluster = TinyCluster();
+  const std::string policy = R"(policies:
+- apiVersion: draplane.dev/v1alpha1
+  kind: DeviceSharingPolicy
+  metadata: {name: default}
+  spec:
+    domains:
+    - name: accelerators
+      deviceClasses: [h100, a100]
+      cost: {h100: {perDevice: 4}, a100: {perDevice: 2}}
+    tenants:
+    - {namespaces: [team-a], weight: 3}
+    - {namespaceSelector: {matchLabels: {tier: batch}}, weight: 1}
+    defaultWeight: 1
+    usage: {halfLife: 24h, historyFraction: 0.5}
+    aging: {fullCreditAfter: 30m, starvationThreshold: 2h, maxHold: 15m}
+)";
+  auto with_policy = [](const std::string& policies) {
+    std::string text = std::string(kIssueTrace) + "horizon: 2h\n";
+    text.replace(text.find("policies: []\n"), 13, policies);
+    return ParseOrDie(text);
+  };
+  StatusOr<Report> report = RunSimulation(cluster, with_policy(policy));
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->policy_kinds.at("DeviceSharingPolicy"), 1);
+  EXPECT_EQ(report->configuration.back(), "DeviceSharingPolicy default");
+
+  std::string bad = policy;
+  bad.replace(bad.find("weight: 3"), 9, "weight: 0");
+  report = RunSimulation(cluster, with_policy(bad));
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(report.status().message().find("policies[0]: DeviceSharingPolicy//default: "
+                                           "spec.tenants[0].weight: Invalid value: 0: must be "
+                                           "greater than 0"),
+            std::string::npos)
+      << report.status().ToString();
 }
 
 // Issue 22: a trace's Pods resolve their priorityClassName through the trace's PriorityClasses

@@ -7,12 +7,12 @@
 #include <set>
 #include <sstream>
 
-#include "agent/profile.h"
 #include "api/codec/field_reader.h"
 #include "api/codec/manifest.h"
 #include "api/codec/yaml.h"
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
+#include "api/meta/duration.h"
 #include "api/validation/pod_defaults.h"
 #include "api/validation/validation.h"
 #include "common/status_macros.h"
@@ -31,7 +31,7 @@ Duration ToMillis(Duration d) { return std::chrono::duration_cast<std::chrono::m
 std::optional<Duration> ReadDuration(FieldReader& r, std::string_view key, bool positive) {
   std::optional<std::string> text = r.String(key);
   if (!text) return std::nullopt;
-  StatusOr<Duration> d = agent::ParseDuration(*text);
+  StatusOr<Duration> d = api::ParseDuration(*text);
   if (!d.ok()) {
     r.Fail(key, d.status().message());
     return std::nullopt;
@@ -417,25 +417,6 @@ Duration ArrivalsEnd(const Trace& trace) {
   for (const Arrival& a : trace.arrivals) end = std::max(end, a.at + a.interval * (a.count - 1));
   for (const Generator& g : trace.generators) end = std::max(end, g.start + g.length);
   return end;
-}
-
-std::string FormatDuration(Duration d) {
-  int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  if (ms == 0) return "0s";
-  std::string out;
-  if (ms < 0) {
-    out = "-";
-    ms = -ms;
-  }
-  int64_t h = ms / 3'600'000;
-  int64_t m = ms / 60'000 % 60;
-  int64_t s = ms / 1000 % 60;
-  int64_t rest = ms % 1000;
-  if (h > 0) out += std::to_string(h) + "h";
-  if (m > 0) out += std::to_string(m) + "m";
-  if (s > 0) out += std::to_string(s) + "s";
-  if (rest > 0) out += std::to_string(rest) + "ms";
-  return out;
 }
 
 std::string TraceToYaml(const Trace& trace) {

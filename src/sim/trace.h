@@ -50,6 +50,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/meta/duration.h"
 #include "common/clock.h"
 #include "common/random.h"
 #include "common/status.h"
@@ -116,8 +117,8 @@ struct Trace {
 };
 
 // Parses a trace; `source` prefixes messages (a file name). InvalidArgument naming the field
-// (`arrivals[1].duration: invalid duration "1x" (e.g. 30s, 1m30s)`) for anything malformed,
-// including Pods, templates and claims that do not decode as their kind.
+// (`arrivals[1].duration: time: unknown unit "x" in duration "1x"`, Go's wording) for anything
+// malformed, including Pods, templates and claims that do not decode as their kind.
 StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source = "");
 // Reads and parses a trace file; NotFound when it cannot be read.
 StatusOr<Trace> LoadTrace(const std::string& path);
@@ -146,8 +147,8 @@ Duration ArrivalsEnd(const Trace& trace);
 // Renders a trace as YAML (what `draplane sim record` writes); ParseTrace reads it back.
 std::string TraceToYaml(const Trace& trace);
 
-// Go-style rendering of a duration at millisecond resolution ("1h30m", "250ms", "0s").
-std::string FormatDuration(Duration d);
+// Durations are written as api::FormatDuration renders them ("1h30m", "250ms", "0s").
+using api::FormatDuration;
 
 // Virtual time zero as a wall-clock reading (2026-01-01T00:00:00Z): the simulated API stamps
 // creation times from here.

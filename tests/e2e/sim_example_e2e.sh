@@ -102,7 +102,7 @@ err=$("$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$e2e_work/bad
 code=$?
 set -e
 [ $code -eq 2 ] || fail "bad trace: exit code $code, want 2"
-expect_contains "$err" "bad.yaml: arrivals[0].at: invalid duration \"soon\"" "error"
+expect_contains "$err" "bad.yaml: arrivals[0].at: time: invalid duration \"soon\"" "error"
 cat >"$e2e_work/policy.yaml" <<'EOF'
 apiVersion: scheduling.example.com/v1
 kind: MadeUpPolicy

@@ -1179,6 +1179,1077 @@ boost::json::value EncodeValue(const AllocationDecisionList& in, const boost::js
   return boost::json::value(std::move(out));
 }
 
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingResourceCost* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "name") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "name"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->name);
+          continue;
+        }
+        if (key == "unit") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "unit"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeQuantity(v, child, ctx, &out->unit);
+          continue;
+        }
+        break;
+      case 6:
+        if (key == "weight") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "weight"};
+          out->present |= uint64_t{1} << 2;
+          api::internal::DecodeQuantity(v, child, ctx, &out->weight);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingResourceCost& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.unit.IsZero()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.weight.IsZero()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingResourceCost& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("name", api::internal::EncodeString(in.name, sp));
+  }
+  if (!(in.unit.IsZero()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("unit", api::internal::EncodeQuantity(in.unit, sp));
+  }
+  if (!(in.weight.IsZero()) || (in.present & (uint64_t{1} << 2)) != 0) {
+    out.emplace("weight", api::internal::EncodeQuantity(in.weight, sp));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingResourceCost& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingCost* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 9:
+        if (key == "perDevice") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "perDevice"};
+          out->per_device.emplace();
+          api::internal::DecodeQuantity(v, child, ctx, &*out->per_device);
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "perCounter") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "perCounter"};
+          out->per_counter.emplace();
+          internal::DecodeInto(v, child, ctx, &*out->per_counter);
+          continue;
+        }
+        break;
+      case 11:
+        if (key == "perCapacity") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "perCapacity"};
+          out->per_capacity.emplace();
+          internal::DecodeInto(v, child, ctx, &*out->per_capacity);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingCost& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.per_device.has_value() ? 1 : 0;
+  n += in.per_counter.has_value() ? 1 : 0;
+  n += in.per_capacity.has_value() ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingCost& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (in.per_device.has_value()) out.emplace("perDevice", api::internal::EncodeQuantity(*in.per_device, sp));
+  if (in.per_counter.has_value()) out.emplace("perCounter", internal::EncodeValue(*in.per_counter, sp));
+  if (in.per_capacity.has_value()) out.emplace("perCapacity", internal::EncodeValue(*in.per_capacity, sp));
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingCost& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingDomain* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "name") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "name"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->name);
+          continue;
+        }
+        if (key == "cost") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "cost"};
+          out->present |= uint64_t{1} << 2;
+          if (const boost::json::object* obj = api::internal::AsObject(v, child, ctx)) {
+            for (const boost::json::key_value_pair& entry : *obj) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kKey, entry.key()};
+              auto& slot = out->cost.try_emplace(std::string(entry.key())).first->second;
+              internal::DecodeInto(entry.value(), item, ctx, &slot);
+            }
+          }
+          continue;
+        }
+        break;
+      case 13:
+        if (key == "deviceClasses") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "deviceClasses"};
+          out->present |= uint64_t{1} << 1;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->device_classes.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              api::internal::DecodeString((*arr)[i], item, ctx, &out->device_classes[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingDomain& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.device_classes.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.cost.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingDomain& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("name", api::internal::EncodeString(in.name, sp));
+  }
+  if (!in.device_classes.empty() || (in.present & (uint64_t{1} << 1)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.device_classes.size());
+    for (const auto& x : in.device_classes) arr.push_back(api::internal::EncodeString(x, sp));
+    out.emplace("deviceClasses", std::move(arr));
+  }
+  if (!in.cost.empty() || (in.present & (uint64_t{1} << 2)) != 0) {
+    boost::json::object obj(sp);
+    obj.reserve(in.cost.size());
+    for (const auto& [k, x] : in.cost) obj.emplace(k, internal::EncodeValue(x, sp));
+    out.emplace("cost", std::move(obj));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingDomain& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingTenant* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 6:
+        if (key == "weight") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "weight"};
+          out->weight.emplace();
+          api::internal::DecodeInt32(v, child, ctx, &*out->weight);
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "namespaces") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "namespaces"};
+          out->present |= uint64_t{1} << 0;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->namespaces.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              api::internal::DecodeString((*arr)[i], item, ctx, &out->namespaces[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 17:
+        if (key == "namespaceSelector") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "namespaceSelector"};
+          out->namespace_selector.emplace();
+          metav1::internal::DecodeInto(v, child, ctx, &*out->namespace_selector);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingTenant& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.namespaces.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += in.namespace_selector.has_value() ? 1 : 0;
+  n += in.weight.has_value() ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingTenant& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!in.namespaces.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.namespaces.size());
+    for (const auto& x : in.namespaces) arr.push_back(api::internal::EncodeString(x, sp));
+    out.emplace("namespaces", std::move(arr));
+  }
+  if (in.namespace_selector.has_value()) out.emplace("namespaceSelector", metav1::internal::EncodeValue(*in.namespace_selector, sp));
+  if (in.weight.has_value()) out.emplace("weight", api::internal::EncodeInt(*in.weight, sp));
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingTenant& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingUsage* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 8:
+        if (key == "halfLife") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "halfLife"};
+          out->half_life.emplace();
+          api::internal::DecodeString(v, child, ctx, &*out->half_life);
+          continue;
+        }
+        break;
+      case 15:
+        if (key == "historyFraction") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "historyFraction"};
+          out->history_fraction.emplace();
+          api::internal::DecodeQuantity(v, child, ctx, &*out->history_fraction);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingUsage& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.half_life.has_value() ? 1 : 0;
+  n += in.history_fraction.has_value() ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingUsage& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (in.half_life.has_value()) out.emplace("halfLife", api::internal::EncodeString(*in.half_life, sp));
+  if (in.history_fraction.has_value()) out.emplace("historyFraction", api::internal::EncodeQuantity(*in.history_fraction, sp));
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingUsage& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingAging* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 5:
+        if (key == "holds") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "holds"};
+          out->holds.emplace();
+          api::internal::DecodeBool(v, child, ctx, &*out->holds);
+          continue;
+        }
+        break;
+      case 7:
+        if (key == "maxHold") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "maxHold"};
+          out->max_hold.emplace();
+          api::internal::DecodeString(v, child, ctx, &*out->max_hold);
+          continue;
+        }
+        break;
+      case 15:
+        if (key == "fullCreditAfter") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "fullCreditAfter"};
+          out->full_credit_after.emplace();
+          api::internal::DecodeString(v, child, ctx, &*out->full_credit_after);
+          continue;
+        }
+        break;
+      case 19:
+        if (key == "starvationThreshold") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "starvationThreshold"};
+          out->starvation_threshold.emplace();
+          api::internal::DecodeString(v, child, ctx, &*out->starvation_threshold);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingAging& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.full_credit_after.has_value() ? 1 : 0;
+  n += in.starvation_threshold.has_value() ? 1 : 0;
+  n += in.max_hold.has_value() ? 1 : 0;
+  n += in.holds.has_value() ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingAging& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (in.full_credit_after.has_value()) out.emplace("fullCreditAfter", api::internal::EncodeString(*in.full_credit_after, sp));
+  if (in.starvation_threshold.has_value()) out.emplace("starvationThreshold", api::internal::EncodeString(*in.starvation_threshold, sp));
+  if (in.max_hold.has_value()) out.emplace("maxHold", api::internal::EncodeString(*in.max_hold, sp));
+  if (in.holds.has_value()) out.emplace("holds", api::internal::EncodeBool(*in.holds, sp));
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingAging& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicySpec* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 5:
+        if (key == "usage") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "usage"};
+          out->usage.emplace();
+          internal::DecodeInto(v, child, ctx, &*out->usage);
+          continue;
+        }
+        if (key == "aging") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "aging"};
+          out->aging.emplace();
+          internal::DecodeInto(v, child, ctx, &*out->aging);
+          continue;
+        }
+        break;
+      case 7:
+        if (key == "domains") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "domains"};
+          out->present |= uint64_t{1} << 0;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->domains.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->domains[i]);
+            }
+          }
+          continue;
+        }
+        if (key == "tenants") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "tenants"};
+          out->present |= uint64_t{1} << 1;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->tenants.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->tenants[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "priority") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "priority"};
+          out->priority.emplace();
+          api::internal::DecodeString(v, child, ctx, &*out->priority);
+          continue;
+        }
+        break;
+      case 13:
+        if (key == "defaultWeight") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "defaultWeight"};
+          out->default_weight.emplace();
+          api::internal::DecodeInt32(v, child, ctx, &*out->default_weight);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceSharingPolicySpec& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.domains.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.tenants.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += in.default_weight.has_value() ? 1 : 0;
+  n += in.usage.has_value() ? 1 : 0;
+  n += in.aging.has_value() ? 1 : 0;
+  n += in.priority.has_value() ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const DeviceSharingPolicySpec& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!in.domains.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.domains.size());
+    for (const auto& x : in.domains) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("domains", std::move(arr));
+  }
+  if (!in.tenants.empty() || (in.present & (uint64_t{1} << 1)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.tenants.size());
+    for (const auto& x : in.tenants) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("tenants", std::move(arr));
+  }
+  if (in.default_weight.has_value()) out.emplace("defaultWeight", api::internal::EncodeInt(*in.default_weight, sp));
+  if (in.usage.has_value()) out.emplace("usage", internal::EncodeValue(*in.usage, sp));
+  if (in.aging.has_value()) out.emplace("aging", internal::EncodeValue(*in.aging, sp));
+  if (in.priority.has_value()) out.emplace("priority", api::internal::EncodeString(*in.priority, sp));
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const DeviceSharingPolicySpec& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingTenantStatus* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 6:
+        if (key == "weight") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "weight"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeInt32(v, child, ctx, &out->weight);
+          continue;
+        }
+        break;
+      case 7:
+        if (key == "current") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "current"};
+          out->present |= uint64_t{1} << 3;
+          api::internal::DecodeQuantity(v, child, ctx, &out->current);
+          continue;
+        }
+        if (key == "decayed") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "decayed"};
+          out->present |= uint64_t{1} << 4;
+          api::internal::DecodeQuantity(v, child, ctx, &out->decayed);
+          continue;
+        }
+        if (key == "pending") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "pending"};
+          out->present |= uint64_t{1} << 6;
+          api::internal::DecodeInt32(v, child, ctx, &out->pending);
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "starving") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "starving"};
+          out->present |= uint64_t{1} << 7;
+          api::internal::DecodeInt32(v, child, ctx, &out->starving);
+          continue;
+        }
+        break;
+      case 9:
+        if (key == "namespace") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "namespace"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->namespace_);
+          continue;
+        }
+        if (key == "fairShare") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "fairShare"};
+          out->present |= uint64_t{1} << 2;
+          api::internal::DecodeQuantity(v, child, ctx, &out->fair_share);
+          continue;
+        }
+        if (key == "effective") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "effective"};
+          out->present |= uint64_t{1} << 5;
+          api::internal::DecodeQuantity(v, child, ctx, &out->effective);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingTenantStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.namespace_.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.weight == 0) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!(in.fair_share.IsZero()) || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!(in.current.IsZero()) || (in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += (!(in.decayed.IsZero()) || (in.present & (uint64_t{1} << 4)) != 0) ? 1 : 0;
+  n += (!(in.effective.IsZero()) || (in.present & (uint64_t{1} << 5)) != 0) ? 1 : 0;
+  n += (!(in.pending == 0) || (in.present & (uint64_t{1} << 6)) != 0) ? 1 : 0;
+  n += (!(in.starving == 0) || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingTenantStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.namespace_.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("namespace", api::internal::EncodeString(in.namespace_, sp));
+  }
+  if (!(in.weight == 0) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("weight", api::internal::EncodeInt(in.weight, sp));
+  }
+  if (!(in.fair_share.IsZero()) || (in.present & (uint64_t{1} << 2)) != 0) {
+    out.emplace("fairShare", api::internal::EncodeQuantity(in.fair_share, sp));
+  }
+  if (!(in.current.IsZero()) || (in.present & (uint64_t{1} << 3)) != 0) {
+    out.emplace("current", api::internal::EncodeQuantity(in.current, sp));
+  }
+  if (!(in.decayed.IsZero()) || (in.present & (uint64_t{1} << 4)) != 0) {
+    out.emplace("decayed", api::internal::EncodeQuantity(in.decayed, sp));
+  }
+  if (!(in.effective.IsZero()) || (in.present & (uint64_t{1} << 5)) != 0) {
+    out.emplace("effective", api::internal::EncodeQuantity(in.effective, sp));
+  }
+  if (!(in.pending == 0) || (in.present & (uint64_t{1} << 6)) != 0) {
+    out.emplace("pending", api::internal::EncodeInt(in.pending, sp));
+  }
+  if (!(in.starving == 0) || (in.present & (uint64_t{1} << 7)) != 0) {
+    out.emplace("starving", api::internal::EncodeInt(in.starving, sp));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingTenantStatus& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingDomainStatus* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "name") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "name"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->name);
+          continue;
+        }
+        break;
+      case 7:
+        if (key == "tenants") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "tenants"};
+          out->present |= uint64_t{1} << 2;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->tenants.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->tenants[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 13:
+        if (key == "capacityUnits") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "capacityUnits"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeQuantity(v, child, ctx, &out->capacity_units);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const SharingDomainStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.capacity_units.IsZero()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.tenants.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const SharingDomainStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.name.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("name", api::internal::EncodeString(in.name, sp));
+  }
+  if (!(in.capacity_units.IsZero()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("capacityUnits", api::internal::EncodeQuantity(in.capacity_units, sp));
+  }
+  if (!in.tenants.empty() || (in.present & (uint64_t{1} << 2)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.tenants.size());
+    for (const auto& x : in.tenants) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("tenants", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const SharingDomainStatus& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicyStatus* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 7:
+        if (key == "domains") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "domains"};
+          out->present |= uint64_t{1} << 0;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->domains.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->domains[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "conditions") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "conditions"};
+          out->present |= uint64_t{1} << 1;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->conditions.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              metav1::internal::DecodeInto((*arr)[i], item, ctx, &out->conditions[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 18:
+        if (key == "observedGeneration") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "observedGeneration"};
+          out->observed_generation.emplace();
+          api::internal::DecodeInt64(v, child, ctx, &*out->observed_generation);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceSharingPolicyStatus& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += in.observed_generation.has_value() ? 1 : 0;
+  n += (!in.domains.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.conditions.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const DeviceSharingPolicyStatus& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (in.observed_generation.has_value()) out.emplace("observedGeneration", api::internal::EncodeInt(*in.observed_generation, sp));
+  if (!in.domains.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.domains.size());
+    for (const auto& x : in.domains) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("domains", std::move(arr));
+  }
+  if (!in.conditions.empty() || (in.present & (uint64_t{1} << 1)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.conditions.size());
+    for (const auto& x : in.conditions) arr.push_back(metav1::internal::EncodeValue(x, sp));
+    out.emplace("conditions", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const DeviceSharingPolicyStatus& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicy* out) {
+  out->api_version.clear();
+  out->kind.clear();
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "kind") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->kind);
+          continue;
+        }
+        if (key == "spec") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "spec"};
+          out->present |= uint64_t{1} << 3;
+          internal::DecodeInto(v, child, ctx, &out->spec);
+          continue;
+        }
+        break;
+      case 6:
+        if (key == "status") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "status"};
+          out->status.emplace();
+          internal::DecodeInto(v, child, ctx, &*out->status);
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "metadata") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "metadata"};
+          out->present |= uint64_t{1} << 2;
+          metav1::internal::DecodeInto(v, child, ctx, &out->metadata);
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "apiVersion") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeString(v, child, ctx, &out->api_version);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceSharingPolicy& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 3)) != 0) ? 1 : 0;
+  n += in.status.has_value() ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const DeviceSharingPolicy& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
+  }
+  {
+    boost::json::object sub(sp);
+    metav1::internal::EncodeInto(in.metadata, sub);
+    if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
+  }
+  {
+    boost::json::object sub(sp);
+    internal::EncodeInto(in.spec, sub);
+    if (!sub.empty() || (in.present & (uint64_t{1} << 3)) != 0) out.emplace("spec", std::move(sub));
+  }
+  if (in.status.has_value()) out.emplace("status", internal::EncodeValue(*in.status, sp));
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const DeviceSharingPolicy& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicyList* out) {
+  out->api_version.clear();
+  out->kind.clear();
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 4:
+        if (key == "kind") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "kind"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->kind);
+          continue;
+        }
+        break;
+      case 5:
+        if (key == "items") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "items"};
+          out->present |= uint64_t{1} << 3;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->items.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->items[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "metadata") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "metadata"};
+          out->present |= uint64_t{1} << 2;
+          metav1::internal::DecodeInto(v, child, ctx, &out->metadata);
+          continue;
+        }
+        break;
+      case 10:
+        if (key == "apiVersion") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "apiVersion"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeString(v, child, ctx, &out->api_version);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const DeviceSharingPolicyList& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += ((in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  n += (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const DeviceSharingPolicyList& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.kind.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("kind", api::internal::EncodeString(in.kind, sp));
+  }
+  if (!(in.api_version.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("apiVersion", api::internal::EncodeString(in.api_version, sp));
+  }
+  {
+    boost::json::object sub(sp);
+    metav1::internal::EncodeInto(in.metadata, sub);
+    if (!sub.empty() || (in.present & (uint64_t{1} << 2)) != 0) out.emplace("metadata", std::move(sub));
+  }
+  if (!in.items.empty() || (in.present & (uint64_t{1} << 3)) != 0 || (in.present & (uint64_t{1} << 63)) == 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.items.size());
+    for (const auto& x : in.items) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("items", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const DeviceSharingPolicyList& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
 }  // namespace internal
 
 void Decode(const boost::json::value& json, DecisionScheduler* out, FieldErrorList* errors) {
@@ -1320,6 +2391,150 @@ void Decode(const boost::json::value& json, AllocationDecisionList* out, FieldEr
 }
 
 boost::json::value Encode(const AllocationDecisionList& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingResourceCost* out, FieldErrorList* errors) {
+  *out = SharingResourceCost();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingResourceCost& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingCost* out, FieldErrorList* errors) {
+  *out = SharingCost();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingCost& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingDomain* out, FieldErrorList* errors) {
+  *out = SharingDomain();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingDomain& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingTenant* out, FieldErrorList* errors) {
+  *out = SharingTenant();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingTenant& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingUsage* out, FieldErrorList* errors) {
+  *out = SharingUsage();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingUsage& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingAging* out, FieldErrorList* errors) {
+  *out = SharingAging();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingAging& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, DeviceSharingPolicySpec* out, FieldErrorList* errors) {
+  *out = DeviceSharingPolicySpec();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const DeviceSharingPolicySpec& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingTenantStatus* out, FieldErrorList* errors) {
+  *out = SharingTenantStatus();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingTenantStatus& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, SharingDomainStatus* out, FieldErrorList* errors) {
+  *out = SharingDomainStatus();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const SharingDomainStatus& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, DeviceSharingPolicyStatus* out, FieldErrorList* errors) {
+  *out = DeviceSharingPolicyStatus();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const DeviceSharingPolicyStatus& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, DeviceSharingPolicy* out, FieldErrorList* errors) {
+  *out = DeviceSharingPolicy();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const DeviceSharingPolicy& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, DeviceSharingPolicyList* out, FieldErrorList* errors) {
+  *out = DeviceSharingPolicyList();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const DeviceSharingPolicyList& in, boost::json::storage_ptr sp) {
   boost::json::object out(std::move(sp));
   internal::EncodeInto(in, out);
   return boost::json::value(std::move(out));

@@ -43,6 +43,30 @@ void Decode(const boost::json::value& json, AllocationDecision* out, FieldErrorL
 boost::json::value Encode(const AllocationDecision& in, boost::json::storage_ptr sp = {});
 void Decode(const boost::json::value& json, AllocationDecisionList* out, FieldErrorList* errors);
 boost::json::value Encode(const AllocationDecisionList& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingResourceCost* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingResourceCost& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingCost* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingCost& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingDomain* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingDomain& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingTenant* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingTenant& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingUsage* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingUsage& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingAging* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingAging& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, DeviceSharingPolicySpec* out, FieldErrorList* errors);
+boost::json::value Encode(const DeviceSharingPolicySpec& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingTenantStatus* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingTenantStatus& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, SharingDomainStatus* out, FieldErrorList* errors);
+boost::json::value Encode(const SharingDomainStatus& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, DeviceSharingPolicyStatus* out, FieldErrorList* errors);
+boost::json::value Encode(const DeviceSharingPolicyStatus& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, DeviceSharingPolicy* out, FieldErrorList* errors);
+boost::json::value Encode(const DeviceSharingPolicy& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, DeviceSharingPolicyList* out, FieldErrorList* errors);
+boost::json::value Encode(const DeviceSharingPolicyList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {
 void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
@@ -93,6 +117,54 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, AllocationDecisionList* out);
 void EncodeInto(const AllocationDecisionList& in, boost::json::object& out);
 boost::json::value EncodeValue(const AllocationDecisionList& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingResourceCost* out);
+void EncodeInto(const SharingResourceCost& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingResourceCost& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingCost* out);
+void EncodeInto(const SharingCost& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingCost& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingDomain* out);
+void EncodeInto(const SharingDomain& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingDomain& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingTenant* out);
+void EncodeInto(const SharingTenant& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingTenant& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingUsage* out);
+void EncodeInto(const SharingUsage& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingUsage& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingAging* out);
+void EncodeInto(const SharingAging& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingAging& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicySpec* out);
+void EncodeInto(const DeviceSharingPolicySpec& in, boost::json::object& out);
+boost::json::value EncodeValue(const DeviceSharingPolicySpec& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingTenantStatus* out);
+void EncodeInto(const SharingTenantStatus& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingTenantStatus& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, SharingDomainStatus* out);
+void EncodeInto(const SharingDomainStatus& in, boost::json::object& out);
+boost::json::value EncodeValue(const SharingDomainStatus& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicyStatus* out);
+void EncodeInto(const DeviceSharingPolicyStatus& in, boost::json::object& out);
+boost::json::value EncodeValue(const DeviceSharingPolicyStatus& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicy* out);
+void EncodeInto(const DeviceSharingPolicy& in, boost::json::object& out);
+boost::json::value EncodeValue(const DeviceSharingPolicy& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, DeviceSharingPolicyList* out);
+void EncodeInto(const DeviceSharingPolicyList& in, boost::json::object& out);
+boost::json::value EncodeValue(const DeviceSharingPolicyList& in, const boost::json::storage_ptr& sp);
 }  // namespace internal
 
 }  // namespace draplane::api::draplanev1alpha1

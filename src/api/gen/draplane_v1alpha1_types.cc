@@ -94,4 +94,87 @@ bool operator==(const AllocationDecisionList& a, const AllocationDecisionList& b
          a.items == b.items;
 }
 
+bool operator==(const SharingResourceCost& a, const SharingResourceCost& b) {
+  return a.name == b.name &&
+         a.unit == b.unit &&
+         a.weight == b.weight;
+}
+
+bool operator==(const SharingCost& a, const SharingCost& b) {
+  return a.per_device == b.per_device &&
+         a.per_counter == b.per_counter &&
+         a.per_capacity == b.per_capacity;
+}
+
+bool operator==(const SharingDomain& a, const SharingDomain& b) {
+  return a.name == b.name &&
+         a.device_classes == b.device_classes &&
+         a.cost == b.cost;
+}
+
+bool operator==(const SharingTenant& a, const SharingTenant& b) {
+  return a.namespaces == b.namespaces &&
+         a.namespace_selector == b.namespace_selector &&
+         a.weight == b.weight;
+}
+
+bool operator==(const SharingUsage& a, const SharingUsage& b) {
+  return a.half_life == b.half_life &&
+         a.history_fraction == b.history_fraction;
+}
+
+bool operator==(const SharingAging& a, const SharingAging& b) {
+  return a.full_credit_after == b.full_credit_after &&
+         a.starvation_threshold == b.starvation_threshold &&
+         a.max_hold == b.max_hold &&
+         a.holds == b.holds;
+}
+
+bool operator==(const DeviceSharingPolicySpec& a, const DeviceSharingPolicySpec& b) {
+  return a.domains == b.domains &&
+         a.tenants == b.tenants &&
+         a.default_weight == b.default_weight &&
+         a.usage == b.usage &&
+         a.aging == b.aging &&
+         a.priority == b.priority;
+}
+
+bool operator==(const SharingTenantStatus& a, const SharingTenantStatus& b) {
+  return a.namespace_ == b.namespace_ &&
+         a.weight == b.weight &&
+         a.fair_share == b.fair_share &&
+         a.current == b.current &&
+         a.decayed == b.decayed &&
+         a.effective == b.effective &&
+         a.pending == b.pending &&
+         a.starving == b.starving;
+}
+
+bool operator==(const SharingDomainStatus& a, const SharingDomainStatus& b) {
+  return a.name == b.name &&
+         a.capacity_units == b.capacity_units &&
+         a.tenants == b.tenants;
+}
+
+bool operator==(const DeviceSharingPolicyStatus& a, const DeviceSharingPolicyStatus& b) {
+  return a.observed_generation == b.observed_generation &&
+         a.domains == b.domains &&
+         a.conditions == b.conditions;
+}
+
+bool operator==(const DeviceSharingPolicy& a, const DeviceSharingPolicy& b) {
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
+         a.metadata == b.metadata &&
+         a.spec == b.spec &&
+         a.status == b.status;
+}
+
+bool operator==(const DeviceSharingPolicyList& a, const DeviceSharingPolicyList& b) {
+  return a.kind == b.kind &&
+         a.api_version == b.api_version &&
+         a.metadata == b.metadata &&
+         a.items == b.items;
+}
+
 }  // namespace draplane::api::draplanev1alpha1

@@ -50,6 +50,9 @@ inline constexpr std::string_view kGroupVersion = "draplane.dev/v1alpha1";
 inline constexpr std::string_view kAllocationDecisionOutcomeAllocated = "Allocated";
 inline constexpr std::string_view kAllocationDecisionOutcomeUnschedulable = "Unschedulable";
 
+// Known values of SharingPriorityMode fields.
+inline constexpr std::string_view kSharingPriorityModeStrictBands = "StrictBands";
+
 // The scheduler that decided (its scheduler name and the replica's identity).
 struct DecisionScheduler {
   std::string name;
@@ -144,7 +147,7 @@ struct DecisionClaim {
   friend bool operator==(const DecisionClaim& a, const DecisionClaim& b);
 };
 
-// One policy object (a ResourceQuota, later a DeviceSharingPolicy) at the version used.
+// One policy object (a ResourceQuota, a DeviceSharingPolicy) at the version used.
 struct PolicyInput {
   std::string api_version;
   std::string kind;
@@ -226,6 +229,179 @@ struct AllocationDecisionList {
   uint64_t present = 0;
 
   friend bool operator==(const AllocationDecisionList& a, const AllocationDecisionList& b);
+};
+
+// A cost by a device's counter or capacity, weight per unit of it.
+struct SharingResourceCost {
+  std::string name;
+  Quantity unit;
+  Quantity weight;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingResourceCost& a, const SharingResourceCost& b);
+};
+
+// What one device of a class costs in its domain's units; exactly one of the three is set.
+struct SharingCost {
+  std::optional<Quantity> per_device;
+  std::optional<SharingResourceCost> per_counter;
+  std::optional<SharingResourceCost> per_capacity;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingCost& a, const SharingCost& b);
+};
+
+// A market of device classes whose devices are shared by weight; a class is in one domain only.
+struct SharingDomain {
+  std::string name;
+  std::vector<std::string> device_classes;
+  std::map<std::string, SharingCost, std::less<>> cost;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingDomain& a, const SharingDomain& b);
+};
+
+// The weight of the namespaces listed, or of the namespaces whose labels the selector matches.
+struct SharingTenant {
+  std::vector<std::string> namespaces;
+  std::optional<metav1::LabelSelector> namespace_selector;
+  std::optional<int32_t> weight;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingTenant& a, const SharingTenant& b);
+};
+
+// How usage history decays and how much of it counts against a tenant.
+struct SharingUsage {
+  std::optional<std::string> half_life;
+  std::optional<Quantity> history_fraction;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingUsage& a, const SharingUsage& b);
+};
+
+// Credit for waiting Pods, when a Pod starves, and how long devices may be held for it.
+struct SharingAging {
+  std::optional<std::string> full_credit_after;
+  std::optional<std::string> starvation_threshold;
+  std::optional<std::string> max_hold;
+  std::optional<bool> holds;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingAging& a, const SharingAging& b);
+};
+
+// Which device classes compete, what they cost, tenant weights, usage decay and aging.
+struct DeviceSharingPolicySpec {
+  std::vector<SharingDomain> domains;
+  std::vector<SharingTenant> tenants;
+  std::optional<int32_t> default_weight;
+  std::optional<SharingUsage> usage;
+  std::optional<SharingAging> aging;
+  std::optional<std::string> priority;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const DeviceSharingPolicySpec& a, const DeviceSharingPolicySpec& b);
+};
+
+// One tenant (namespace) in a domain; shares are fractions of the domain, effective is relative to fair.
+struct SharingTenantStatus {
+  std::string namespace_;
+  int32_t weight = 0;
+  Quantity fair_share;
+  Quantity current;
+  Quantity decayed;
+  Quantity effective;
+  int32_t pending = 0;
+  int32_t starving = 0;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingTenantStatus& a, const SharingTenantStatus& b);
+};
+
+// One domain's capacity in cost units and its active tenants.
+struct SharingDomainStatus {
+  std::string name;
+  Quantity capacity_units;
+  std::vector<SharingTenantStatus> tenants;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const SharingDomainStatus& a, const SharingDomainStatus& b);
+};
+
+// The shares the scheduler computed, per domain and tenant, and the policy's conditions.
+struct DeviceSharingPolicyStatus {
+  std::optional<int64_t> observed_generation;
+  std::vector<SharingDomainStatus> domains;
+  std::vector<metav1::Condition> conditions;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const DeviceSharingPolicyStatus& a, const DeviceSharingPolicyStatus& b);
+};
+
+// Fair sharing of devices across tenants, cluster scoped, admins only (docs/design/fair-share.md).
+struct DeviceSharingPolicy {
+  static constexpr std::string_view kApiVersion = "draplane.dev/v1alpha1";
+  static constexpr std::string_view kKind = "DeviceSharingPolicy";
+
+  std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
+  metav1::ObjectMeta metadata;
+  DeviceSharingPolicySpec spec;
+  std::optional<DeviceSharingPolicyStatus> status;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const DeviceSharingPolicy& a, const DeviceSharingPolicy& b);
+};
+
+// A list of DeviceSharingPolicy objects.
+struct DeviceSharingPolicyList {
+  static constexpr std::string_view kApiVersion = "draplane.dev/v1alpha1";
+  static constexpr std::string_view kKind = "DeviceSharingPolicyList";
+
+  std::string kind = std::string(kKind);
+  std::string api_version = std::string(kApiVersion);
+  metav1::ListMeta metadata;
+  std::vector<DeviceSharingPolicy> items;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const DeviceSharingPolicyList& a, const DeviceSharingPolicyList& b);
 };
 
 }  // namespace draplane::api::draplanev1alpha1

@@ -1062,6 +1062,171 @@ boost::json::value EncodeValue(const Condition& in, const boost::json::storage_p
   return boost::json::value(std::move(out));
 }
 
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, LabelSelectorRequirement* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 3:
+        if (key == "key") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "key"};
+          out->present |= uint64_t{1} << 0;
+          api::internal::DecodeString(v, child, ctx, &out->key);
+          continue;
+        }
+        break;
+      case 6:
+        if (key == "values") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "values"};
+          out->present |= uint64_t{1} << 2;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->values.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              api::internal::DecodeString((*arr)[i], item, ctx, &out->values[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      case 8:
+        if (key == "operator") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "operator"};
+          out->present |= uint64_t{1} << 1;
+          api::internal::DecodeString(v, child, ctx, &out->operator_);
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const LabelSelectorRequirement& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!(in.operator_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.values.empty() || (in.present & (uint64_t{1} << 2)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const LabelSelectorRequirement& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!(in.key.empty()) || (in.present & (uint64_t{1} << 0)) != 0) {
+    out.emplace("key", api::internal::EncodeString(in.key, sp));
+  }
+  if (!(in.operator_.empty()) || (in.present & (uint64_t{1} << 1)) != 0) {
+    out.emplace("operator", api::internal::EncodeString(in.operator_, sp));
+  }
+  if (!in.values.empty() || (in.present & (uint64_t{1} << 2)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.values.size());
+    for (const auto& x : in.values) arr.push_back(api::internal::EncodeString(x, sp));
+    out.emplace("values", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const LabelSelectorRequirement& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, LabelSelector* out) {
+  const boost::json::object* obj = api::internal::AsObject(json, path, ctx);
+  if (obj == nullptr) return;
+  out->present |= uint64_t{1} << 63;  // decoded
+  for (const boost::json::key_value_pair& kv : *obj) {
+    const std::string_view key = kv.key();
+    const boost::json::value& v = kv.value();
+    if (v.is_null()) {
+      out->unknown.Add(key, v);
+      continue;
+    }
+    switch (key.size()) {
+      case 11:
+        if (key == "matchLabels") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "matchLabels"};
+          out->present |= uint64_t{1} << 0;
+          if (const boost::json::object* obj = api::internal::AsObject(v, child, ctx)) {
+            for (const boost::json::key_value_pair& entry : *obj) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kKey, entry.key()};
+              auto& slot = out->match_labels.try_emplace(std::string(entry.key())).first->second;
+              api::internal::DecodeString(entry.value(), item, ctx, &slot);
+            }
+          }
+          continue;
+        }
+        break;
+      case 16:
+        if (key == "matchExpressions") {
+          api::internal::Path child{&path, api::internal::Path::Kind::kField, "matchExpressions"};
+          out->present |= uint64_t{1} << 1;
+          if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
+            out->match_expressions.resize(arr->size());
+            for (size_t i = 0; i < arr->size(); ++i) {
+              api::internal::Path item{&child, api::internal::Path::Kind::kIndex, {}, i};
+              internal::DecodeInto((*arr)[i], item, ctx, &out->match_expressions[i]);
+            }
+          }
+          continue;
+        }
+        break;
+      default:
+        break;
+    }
+    out->unknown.Add(key, v);
+  }
+}
+
+// How many members EncodeInto adds for `in` (at most; fewer for nested objects built
+// in code).
+static size_t EncodedMembers(const LabelSelector& in) {
+  size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
+  n += (!in.match_labels.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
+  n += (!in.match_expressions.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  return n;
+}
+
+void EncodeInto(const LabelSelector& in, boost::json::object& out) {
+  out.reserve(out.size() + EncodedMembers(in));
+  boost::json::storage_ptr sp = out.storage();
+  if (!in.match_labels.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+    boost::json::object obj(sp);
+    obj.reserve(in.match_labels.size());
+    for (const auto& [k, x] : in.match_labels) obj.emplace(k, api::internal::EncodeString(x, sp));
+    out.emplace("matchLabels", std::move(obj));
+  }
+  if (!in.match_expressions.empty() || (in.present & (uint64_t{1} << 1)) != 0) {
+    boost::json::array arr(sp);
+    arr.reserve(in.match_expressions.size());
+    for (const auto& x : in.match_expressions) arr.push_back(internal::EncodeValue(x, sp));
+    out.emplace("matchExpressions", std::move(arr));
+  }
+  api::internal::EncodeUnknown(in.unknown, out);
+}
+
+boost::json::value EncodeValue(const LabelSelector& in, const boost::json::storage_ptr& sp) {
+  boost::json::object out(sp);
+  EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
 }  // namespace internal
 
 void Decode(const boost::json::value& json, OwnerReference* out, FieldErrorList* errors) {
@@ -1167,6 +1332,30 @@ void Decode(const boost::json::value& json, Condition* out, FieldErrorList* erro
 }
 
 boost::json::value Encode(const Condition& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, LabelSelectorRequirement* out, FieldErrorList* errors) {
+  *out = LabelSelectorRequirement();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const LabelSelectorRequirement& in, boost::json::storage_ptr sp) {
+  boost::json::object out(std::move(sp));
+  internal::EncodeInto(in, out);
+  return boost::json::value(std::move(out));
+}
+
+void Decode(const boost::json::value& json, LabelSelector* out, FieldErrorList* errors) {
+  *out = LabelSelector();
+  api::internal::DecodeContext ctx(errors);
+  internal::DecodeInto(json, api::internal::Path(), ctx, out);
+}
+
+boost::json::value Encode(const LabelSelector& in, boost::json::storage_ptr sp) {
   boost::json::object out(std::move(sp));
   internal::EncodeInto(in, out);
   return boost::json::value(std::move(out));

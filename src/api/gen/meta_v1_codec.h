@@ -37,6 +37,10 @@ void Decode(const boost::json::value& json, Status* out, FieldErrorList* errors)
 boost::json::value Encode(const Status& in, boost::json::storage_ptr sp = {});
 void Decode(const boost::json::value& json, Condition* out, FieldErrorList* errors);
 boost::json::value Encode(const Condition& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, LabelSelectorRequirement* out, FieldErrorList* errors);
+boost::json::value Encode(const LabelSelectorRequirement& in, boost::json::storage_ptr sp = {});
+void Decode(const boost::json::value& json, LabelSelector* out, FieldErrorList* errors);
+boost::json::value Encode(const LabelSelector& in, boost::json::storage_ptr sp = {});
 
 namespace internal {
 void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
@@ -75,6 +79,14 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
                 api::internal::DecodeContext& ctx, Condition* out);
 void EncodeInto(const Condition& in, boost::json::object& out);
 boost::json::value EncodeValue(const Condition& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, LabelSelectorRequirement* out);
+void EncodeInto(const LabelSelectorRequirement& in, boost::json::object& out);
+boost::json::value EncodeValue(const LabelSelectorRequirement& in, const boost::json::storage_ptr& sp);
+void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
+                api::internal::DecodeContext& ctx, LabelSelector* out);
+void EncodeInto(const LabelSelector& in, boost::json::object& out);
+boost::json::value EncodeValue(const LabelSelector& in, const boost::json::storage_ptr& sp);
 }  // namespace internal
 
 }  // namespace draplane::api::metav1

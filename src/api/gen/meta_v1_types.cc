@@ -90,4 +90,15 @@ bool operator==(const Condition& a, const Condition& b) {
          a.message == b.message;
 }
 
+bool operator==(const LabelSelectorRequirement& a, const LabelSelectorRequirement& b) {
+  return a.key == b.key &&
+         a.operator_ == b.operator_ &&
+         a.values == b.values;
+}
+
+bool operator==(const LabelSelector& a, const LabelSelector& b) {
+  return a.match_labels == b.match_labels &&
+         a.match_expressions == b.match_expressions;
+}
+
 }  // namespace draplane::api::metav1

@@ -93,6 +93,12 @@ inline constexpr std::string_view kCauseTypeResourceVersionTooLarge = "ResourceV
 inline constexpr std::string_view kManagedFieldsOperationTypeApply = "Apply";
 inline constexpr std::string_view kManagedFieldsOperationTypeUpdate = "Update";
 
+// Known values of LabelSelectorOperator fields.
+inline constexpr std::string_view kLabelSelectorOperatorIn = "In";
+inline constexpr std::string_view kLabelSelectorOperatorNotIn = "NotIn";
+inline constexpr std::string_view kLabelSelectorOperatorExists = "Exists";
+inline constexpr std::string_view kLabelSelectorOperatorDoesNotExist = "DoesNotExist";
+
 // Names an owning object (metav1.OwnerReference).
 struct OwnerReference {
   std::string api_version;
@@ -241,6 +247,31 @@ struct Condition {
   uint64_t present = 0;
 
   friend bool operator==(const Condition& a, const Condition& b);
+};
+
+// One key/operator/values requirement (metav1.LabelSelectorRequirement).
+struct LabelSelectorRequirement {
+  std::string key;
+  std::string operator_;
+  std::vector<std::string> values;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const LabelSelectorRequirement& a, const LabelSelectorRequirement& b);
+};
+
+// A label query over a set of objects (metav1.LabelSelector); api/labels/selector.h matches it.
+struct LabelSelector {
+  std::map<std::string, std::string, std::less<>> match_labels;
+  std::vector<LabelSelectorRequirement> match_expressions;
+
+  // Codec bookkeeping (see the conventions above).
+  UnknownFields unknown;
+  uint64_t present = 0;
+
+  friend bool operator==(const LabelSelector& a, const LabelSelector& b);
 };
 
 }  // namespace draplane::api::metav1

@@ -360,23 +360,26 @@ FieldErrorList ValidateConditions(const std::vector<metav1::Condition>& conditio
 
 namespace {
 
-FieldErrorList ValidateNodeSelectorRequirement(const corev1::NodeSelectorRequirement& req,
-                                               const FieldPath& path) {
+// One requirement of a node selector (upstream ValidateNodeSelectorRequirement, `numeric`: Gt and
+// Lt allowed) or of a metav1.LabelSelector (ValidateLabelSelectorRequirement), with invalid label
+// values rejected: the operator's value count, the key a label name, each value a label value.
+FieldErrorList ValidateSelectorRequirement(std::string_view key, const std::string& op,
+                                           const std::vector<std::string>& values, bool numeric,
+                                           const FieldPath& path) {
   FieldErrorList errs;
-  const std::string& op = req.operator_;
   if (op == "In" || op == "NotIn") {
-    if (req.values.empty()) {
+    if (values.empty()) {
       errs.push_back(
           Required(path.Child("values"), "must be specified when `operator` is 'In' or 'NotIn'"));
     }
   } else if (op == "Exists" || op == "DoesNotExist") {
-    if (!req.values.empty()) {
+    if (!values.empty()) {
       errs.push_back(Forbidden(path.Child("values"),
                                "may not be specified when `operator` is 'Exists' or "
                                "'DoesNotExist'"));
     }
-  } else if (op == "Gt" || op == "Lt") {
-    if (req.values.size() != 1) {
+  } else if (numeric && (op == "Gt" || op == "Lt")) {
+    if (values.size() != 1) {
       errs.push_back(Required(path.Child("values"),
                               "must be specified single value when `operator` is 'Lt' or 'Gt'"));
     }
@@ -384,11 +387,11 @@ FieldErrorList ValidateNodeSelectorRequirement(const corev1::NodeSelectorRequire
     errs.push_back(
         Invalid(path.Child("operator"), RenderValue(op), "not a valid selector operator"));
   }
-  Append(errs, ValidateLabelName(req.key, path.Child("key")));
-  for (size_t i = 0; i < req.values.size(); ++i) {
-    for (const std::string& msg : IsLabelValue(req.values[i])) {
+  Append(errs, ValidateLabelName(key, path.Child("key")));
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (const std::string& msg : IsLabelValue(values[i])) {
       errs.push_back(Invalid(path.Child("values").Index(static_cast<int64_t>(i)),
-                             RenderValue(req.values[i]), msg));
+                             RenderValue(values[i]), msg));
     }
   }
   return errs;
@@ -434,8 +437,9 @@ FieldErrorList ValidateNodeSelector(const corev1::NodeSelector& selector, const 
     const corev1::NodeSelectorTerm& term = selector.node_selector_terms[i];
     FieldPath tp = terms.Index(static_cast<int64_t>(i));
     for (size_t j = 0; j < term.match_expressions.size(); ++j) {
-      Append(errs, ValidateNodeSelectorRequirement(
-                       term.match_expressions[j],
+      const corev1::NodeSelectorRequirement& req = term.match_expressions[j];
+      Append(errs, ValidateSelectorRequirement(
+                       req.key, req.operator_, req.values, /*numeric=*/true,
                        tp.Child("matchExpressions").Index(static_cast<int64_t>(j))));
     }
     for (size_t j = 0; j < term.match_fields.size(); ++j) {
@@ -443,6 +447,17 @@ FieldErrorList ValidateNodeSelector(const corev1::NodeSelector& selector, const 
              ValidateNodeFieldSelectorRequirement(
                  term.match_fields[j], tp.Child("matchFields").Index(static_cast<int64_t>(j))));
     }
+  }
+  return errs;
+}
+
+FieldErrorList ValidateLabelSelector(const metav1::LabelSelector& selector, const FieldPath& path) {
+  FieldErrorList errs = ValidateLabels(selector.match_labels, path.Child("matchLabels"));
+  for (size_t i = 0; i < selector.match_expressions.size(); ++i) {
+    const metav1::LabelSelectorRequirement& req = selector.match_expressions[i];
+    Append(errs, ValidateSelectorRequirement(
+                     req.key, req.operator_, req.values, /*numeric=*/false,
+                     path.Child("matchExpressions").Index(static_cast<int64_t>(i))));
   }
   return errs;
 }

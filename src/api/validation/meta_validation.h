@@ -1,12 +1,13 @@
 // Validation of the generic parts of Kubernetes objects: ObjectMeta on create and update, the
-// embedded metadata of templates, metav1.Conditions and core/v1 NodeSelectors.
+// embedded metadata of templates, metav1.Conditions, metav1.LabelSelectors and core/v1
+// NodeSelectors.
 //
 // Mirrors k8s.io/apimachinery/pkg/api/validation (ValidateObjectMeta, ValidateObjectMetaUpdate,
 // ValidateAnnotations, ValidateOwnerReferences, ValidateFinalizers), .../apis/meta/v1/validation
-// (ValidateLabels, ValidateManagedFields, ValidateConditions) and pkg/apis/core/validation
-// (ValidateNodeSelector, ValidateTemplateObjectMeta, the kube finalizer name check), with the
-// upstream field paths and wording. Where upstream iterates a Go map (random order) we iterate
-// the model's sorted map, so the order of errors is deterministic.
+// (ValidateLabels, ValidateManagedFields, ValidateConditions, ValidateLabelSelector) and
+// pkg/apis/core/validation (ValidateNodeSelector, ValidateTemplateObjectMeta, the kube finalizer
+// name check), with the upstream field paths and wording. Where upstream iterates a Go map (random
+// order) we iterate the model's sorted map, so the order of errors is deterministic.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -59,5 +60,11 @@ FieldErrorList ValidateConditions(const std::vector<metav1::Condition>& conditio
 // at least one term; each requirement's operator, values and key; matchFields only on
 // `metadata.name` with exactly one value for In / NotIn.
 FieldErrorList ValidateNodeSelector(const corev1::NodeSelector& selector, const FieldPath& path);
+
+// metav1validation.ValidateLabelSelector with invalid label values rejected (a stored selector
+// must also convert with labels::LabelSelectorAsSelector): matchLabels as labels; per
+// matchExpressions item an operator of In / NotIn (with values) or Exists / DoesNotExist
+// (without), the key a label name, each value a label value.
+FieldErrorList ValidateLabelSelector(const metav1::LabelSelector& selector, const FieldPath& path);
 
 }  // namespace draplane::api::validation

@@ -30,6 +30,14 @@ std::vector<std::string> Render(const FieldErrorList& errs) {
   return out;
 }
 
+metav1::LabelSelector Selector(std::string_view json) {
+  metav1::LabelSelector selector;
+  FieldErrorList errs;
+  metav1::Decode(boost::json::parse(json), &selector, &errs);
+  EXPECT_THAT(errs, IsEmpty());
+  return selector;
+}
+
 const FieldPath kMeta("metadata");
 
 TEST(MetaValidationTest, ValidMetadataHasNoErrors) {
@@ -148,6 +156,32 @@ TEST(MetaValidationTest, NodeSelectorFieldRequirements) {
                   "value when `operator` is 'In' or 'NotIn' for node field selector",
                   "s.nodeSelectorTerms[0].matchFields[1].operator: Invalid value: \"Exists\": not "
                   "a valid selector operator"));
+}
+
+// metav1validation.ValidateLabelSelector: labels as labels, In / NotIn with values, Exists /
+// DoesNotExist without, Gt / Lt not a label selector operator (only a node selector's).
+TEST(MetaValidationTest, LabelSelectorRequirements) {
+  metav1::LabelSelector selector = Selector(R"({"matchLabels":{"tier":"batch"},
+      "matchExpressions":[{"key":"zone","operator":"In","values":["a","b"]},
+                          {"key":"gpu","operator":"DoesNotExist"}]})");
+  EXPECT_THAT(ValidateLabelSelector(selector, FieldPath("s")), IsEmpty());
+  selector = Selector(R"({"matchLabels":{"tier":"no good"},
+      "matchExpressions":[{"key":"zone","operator":"NotIn"},
+                          {"key":"gpu","operator":"Exists","values":["x"]},
+                          {"key":"n","operator":"Gt","values":["1"]},
+                          {"key":"-bad","operator":"In","values":["ok"]}]})");
+  std::vector<std::string> errs = Render(ValidateLabelSelector(selector, FieldPath("s")));
+  ASSERT_EQ(errs.size(), 5u);
+  EXPECT_THAT(errs[0], StartsWith("s.matchLabels: Invalid value: \"no good\": a valid label must"));
+  EXPECT_EQ(errs[1],
+            "s.matchExpressions[0].values: Required value: must be specified when `operator` is "
+            "'In' or 'NotIn'");
+  EXPECT_EQ(errs[2],
+            "s.matchExpressions[1].values: Forbidden: may not be specified when `operator` is "
+            "'Exists' or 'DoesNotExist'");
+  EXPECT_EQ(errs[3],
+            "s.matchExpressions[2].operator: Invalid value: \"Gt\": not a valid selector operator");
+  EXPECT_THAT(errs[4], StartsWith("s.matchExpressions[3].key: Invalid value: \"-bad\""));
 }
 
 }  // namespace

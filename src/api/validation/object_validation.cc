@@ -5,6 +5,7 @@
 
 #include "api/validation/priority_class_validation.h"
 #include "api/validation/quota_validation.h"
+#include "api/validation/sharing_policy_validation.h"
 
 namespace draplane::api::validation {
 namespace {
@@ -79,6 +80,17 @@ bool ValidateObject(Object& object, Object* old, const Features& features, Field
       add(ValidatePriorityClassUpdate(*pc, *o));
     } else {
       add(ValidatePriorityClass(*pc));
+    }
+    return true;
+  }
+  if (auto* p = std::get_if<draplanev1alpha1::DeviceSharingPolicy>(&object)) {
+    SetDefaults(p);
+    if (auto* o = old ? std::get_if<draplanev1alpha1::DeviceSharingPolicy>(old) : nullptr) {
+      SetDefaults(o);
+      add(ValidateDeviceSharingPolicyUpdate(*p, *o));
+      add(ValidateDeviceSharingPolicyStatusUpdate(*p, *o));
+    } else {
+      add(ValidateDeviceSharingPolicy(*p));
     }
     return true;
   }

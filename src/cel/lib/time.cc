@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "api/meta/duration.h"
 #include "cel/lib/helpers.h"
 #include "cel/runtime/time_format.h"
 #include "common/mutex.h"
@@ -28,7 +29,6 @@ using internal::Error;
 using internal::Global;
 using internal::Member;
 
-__extension__ typedef unsigned __int128 U128;
 __extension__ typedef __int128 I128;
 
 // 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z (cel-go minUnixTime / maxUnixTime).
@@ -119,75 +119,6 @@ bool ParseRfc3339(std::string_view s, int64_t* seconds, int32_t* nanos) {
   int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   *seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset;
   *nanos = static_cast<int32_t>(frac);
-  return true;
-}
-
-// Go time.ParseDuration.
-bool ParseGoDuration(std::string_view s, int64_t* out) {
-  if (s.empty()) return false;
-  bool neg = false;
-  if (s[0] == '-' || s[0] == '+') {
-    neg = s[0] == '-';
-    s.remove_prefix(1);
-  }
-  if (s == "0") {
-    *out = 0;
-    return true;
-  }
-  if (s.empty()) return false;
-  U128 total = 0;
-  while (!s.empty()) {
-    // Integer part.
-    U128 whole = 0;
-    size_t i = 0;
-    bool any = false;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      whole = whole * 10 + static_cast<unsigned>(s[i] - '0');
-      if (whole > (static_cast<U128>(1) << 63)) return false;
-      any = true;
-      ++i;
-    }
-    U128 frac = 0, scale = 1;
-    if (i < s.size() && s[i] == '.') {
-      ++i;
-      while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-        if (scale < static_cast<U128>(1000000000000000000ULL)) {
-          frac = frac * 10 + static_cast<unsigned>(s[i] - '0');
-          scale *= 10;
-        }
-        any = true;
-        ++i;
-      }
-    }
-    if (!any) return false;
-    size_t u = i;
-    while (u < s.size() && !(s[u] == '.' || (s[u] >= '0' && s[u] <= '9'))) ++u;
-    std::string_view unit = s.substr(i, u - i);
-    uint64_t mult;
-    if (unit == "ns") {
-      mult = 1;
-    } else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") {
-      mult = 1000;
-    } else if (unit == "ms") {
-      mult = 1000000;
-    } else if (unit == "s") {
-      mult = 1000000000ULL;
-    } else if (unit == "m") {
-      mult = 60ULL * 1000000000ULL;
-    } else if (unit == "h") {
-      mult = 3600ULL * 1000000000ULL;
-    } else {
-      return false;
-    }
-    U128 v = whole * mult + frac * mult / scale;
-    total += v;
-    if (total > (static_cast<U128>(1) << 63)) return false;
-    s.remove_prefix(u);
-  }
-  if (!neg && total > static_cast<U128>(std::numeric_limits<int64_t>::max())) {
-    return false;
-  }
-  *out = neg ? static_cast<int64_t>(0 - static_cast<uint64_t>(total)) : static_cast<int64_t>(total);
   return true;
 }
 
@@ -422,11 +353,9 @@ Value TimestampToString(EvalContext& ctx, const Value* a) {
   return MakeString(ctx.arena, FormatTimestamp(a[0].seconds(), a[0].nanos()));
 }
 Value StringToDuration(EvalContext& ctx, const Value* a) {
-  int64_t d;
-  if (!ParseGoDuration(a[0].string_value(), &d)) {
-    return Error(ctx, "time: invalid duration \"" + std::string(a[0].string_value()) + "\"");
-  }
-  return Value::Duration(d);
+  StatusOr<Duration> d = api::ParseDuration(a[0].string_value());
+  if (!d.ok()) return Error(ctx, std::string(d.status().message()));
+  return Value::Duration(d->count());
 }
 Value IntToDuration(EvalContext&, const Value* a) { return Value::Duration(a[0].int_value()); }
 Value DurationToInt(EvalContext&, const Value* a) { return Value::Int(a[0].duration_nanos()); }

@@ -133,7 +133,12 @@ std::vector<BootstrapObject> BootstrapPolicy() {
             // Allocation-mode quotas: the scheduler charges device keys in status.used.
             Rule({""}, {"resourcequotas"}, kRead),
             Rule({""}, {"resourcequotas/status"}, {"get", "update", "patch"}),
-            Rule({"draplane.dev"}, {"allocationdecisions"}, {"get", "list", "watch", "create"})}));
+            Rule({"draplane.dev"}, {"allocationdecisions"}, {"get", "list", "watch", "create"}),
+            // Fair share (docs/design/fair-share.md): the scheduler reads the policies and
+            // reports shares in their status; only admins write the spec (weights are a
+            // privilege).
+            Rule({"draplane.dev"}, {"devicesharingpolicies"}, kRead),
+            Rule({"draplane.dev"}, {"devicesharingpolicies/status"}, {"get", "update", "patch"})}));
   out.push_back(ClusterRole(
       "draplane:controller-manager",
       array{Rule({"*"}, {"*"}, {"get", "list", "watch", "delete"}),

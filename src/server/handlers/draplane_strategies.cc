@@ -5,6 +5,7 @@
 
 #include "api/gen/draplane_v1alpha1_codec.h"
 #include "api/validation/decision_validation.h"
+#include "api/validation/sharing_policy_validation.h"
 #include "server/handlers/strategies_internal.h"
 #include "server/handlers/strategy.h"
 #include "server/handlers/typed_json.h"
@@ -107,7 +108,76 @@ class AllocationDecisionStrategyImpl final : public TypedStrategy<d::AllocationD
   }
 };
 
+// A DeviceSharingPolicy (docs/design/fair-share.md §1): defaulted and validated on every write of
+// the main resource (api/validation/sharing_policy_validation.h); its status is the scheduler's,
+// through the status subresource (reset on create, kept by updates of the main resource).
+class DeviceSharingPolicyStrategyImpl final : public TypedStrategy<d::DeviceSharingPolicy> {
+ public:
+  std::vector<TableColumn> TableColumns() const override {
+    return {
+        NameColumn(),
+        {"Domains", "string", "", "The device domains, each a set of competing classes.", 0},
+        {"Tenants", "integer", "", "The number of tenant entries (namespaces or selectors).", 0},
+        {"Default-Weight", "integer", "", "The weight of a namespace no entry names.", 0},
+        {"Ready", "string", "", "The status of the Ready condition the scheduler reports.", 0},
+        AgeColumn(),
+        {"Half-Life", "string", "", "The half-life of the decayed usage history.", 1},
+        {"Starvation", "string", "", "How long a Pod waits before it is starving.", 1},
+        {"Max-Hold", "string", "", "How long devices stay held for a starving Pod.", 1},
+        {"Holds", "boolean", "", "Whether devices are held for starving Pods.", 1}};
+  }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    api::FieldErrorList ignored;
+    auto policy = DecodeAs<d::DeviceSharingPolicy>(obj, &ignored);
+    const d::DeviceSharingPolicySpec& spec = policy.spec;
+    std::string domains;
+    for (const d::SharingDomain& domain : spec.domains) {
+      if (!domains.empty()) domains += ",";
+      domains += domain.name;
+    }
+    std::string ready = "<unknown>";
+    if (policy.status) {
+      for (const api::metav1::Condition& c : policy.status->conditions) {
+        if (c.type == "Ready") ready = c.status;
+      }
+    }
+    auto aging = [&](const std::optional<std::string> d::SharingAging::*field) {
+      return spec.aging && (*spec.aging).*field ? *((*spec.aging).*field) : std::string();
+    };
+    return {MetaString(obj, "name"),
+            domains,
+            static_cast<int64_t>(spec.tenants.size()),
+            spec.default_weight.value_or(api::validation::kSharingDefaultWeight),
+            ready,
+            AgeCell(obj, now),
+            spec.usage && spec.usage->half_life ? *spec.usage->half_life : std::string(),
+            aging(&d::SharingAging::starvation_threshold),
+            aging(&d::SharingAging::max_hold),
+            spec.aging && spec.aging->holds ? *spec.aging->holds : true};
+  }
+
+ protected:
+  api::FieldErrorList Admit(d::DeviceSharingPolicy& policy) const override {
+    validation::SetDefaults(&policy);
+    return validation::ValidateDeviceSharingPolicy(policy);
+  }
+  api::FieldErrorList AdmitUpdate(d::DeviceSharingPolicy& policy,
+                                  const d::DeviceSharingPolicy& old) const override {
+    validation::SetDefaults(&policy);
+    return validation::ValidateDeviceSharingPolicyUpdate(policy, old);
+  }
+  api::FieldErrorList AdmitStatusUpdate(d::DeviceSharingPolicy& policy,
+                                        const d::DeviceSharingPolicy& old) const override {
+    return validation::ValidateDeviceSharingPolicyStatusUpdate(policy, old);
+  }
+  bool has_status() const override { return true; }
+};
+
 }  // namespace
+
+const Strategy& DeviceSharingPolicyStrategy() {
+  return StrategyInstance<DeviceSharingPolicyStrategyImpl>();
+}
 
 const Strategy& AllocationDecisionStrategy() {
   return StrategyInstance<AllocationDecisionStrategyImpl>();

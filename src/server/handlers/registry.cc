@@ -54,6 +54,17 @@ std::vector<ResourceInfo> DraplaneResources() {
     out.push_back(std::move(r));
   }
   {
+    // Cluster scoped; written by admins, its status by the scheduler (authz/bootstrap.cc).
+    ResourceInfo r = Resource(std::string(kGroup), "devicesharingpolicies", "DeviceSharingPolicy",
+                              "devicesharingpolicy", false, std::string(kVersion));
+    r.short_names = {"dsp"};
+    r.categories = {"draplane"};
+    r.subresources = {Status("DeviceSharingPolicy")};
+    r.tracks_generation = true;
+    r.strategy = &DeviceSharingPolicyStrategy();
+    out.push_back(std::move(r));
+  }
+  {
     // Read-only, computed on request (handlers/pod_explanations.h); not in the category, since
     // `kubectl get draplane` lists and these cannot be listed.
     ResourceInfo r = Resource(std::string(kGroup), "podexplanations", "PodExplanation",

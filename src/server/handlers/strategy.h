@@ -82,6 +82,7 @@ const Strategy& PriorityClassStrategy();
 const Strategy& ResourcePoolStatusRequestStrategy();
 // draplane.dev/v1alpha1 (draplane_strategies.cc).
 const Strategy& AllocationDecisionStrategy();
+const Strategy& DeviceSharingPolicyStrategy();
 // The DRA kinds whose admission depends on the server's release and gates.
 const Strategy& DeviceClassStrategy(const DraAdmission& admission);
 const Strategy& ResourceClaimStrategy(const DraAdmission& admission);

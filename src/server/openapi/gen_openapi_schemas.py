@@ -68,7 +68,7 @@ class Generator:
             doc = yaml.safe_load(f)
         stem = doc.get("schema_file", doc["file"])
         if stem in self.files:
-            # Extra types for a package (meta_extra adds to meta_v1).
+            # Extra types for a package (a server schema file with `schema_file` naming it).
             self.files[stem]["types"].update(doc.get("types", {}))
         else:
             self.files[stem] = doc
