@@ -74,9 +74,15 @@ class HoldConstraint final : public PolicyConstraint {
  private:
   struct Less {
     using is_transparent = void;
+    // Both sides as string_views: clang with libstdc++ does not compare a tuple of strings with a
+    // tuple of string_views.
+    template <typename T>
+    static std::tuple<std::string_view, std::string_view, std::string_view> Key(const T& d) {
+      return {d.driver, d.pool, d.device};
+    }
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const {
-      return std::tie(a.driver, a.pool, a.device) < std::tie(b.driver, b.pool, b.device);
+      return Key(a) < Key(b);
     }
   };
   struct DeviceView {

@@ -484,14 +484,14 @@ TEST(SimulationTest, SharingPoliciesAreValidatedAndApplied) {
     text.replace(text.find("policies: []\n"), 13, policies);
     return ParseOrDie(text);
   };
-  StatusOr<Report> report = RunSimulation(cluster, with_policy(policy));
+  StatusOr<Report> report = RunSimulation(cluster, with_policy(policy), RunOptions{});
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->policy_kinds.at("DeviceSharingPolicy"), 1);
   EXPECT_EQ(report->configuration.back(), "DeviceSharingPolicy default");
 
   std::string bad = policy;
   bad.replace(bad.find("weight: 3"), 9, "weight: 0");
-  report = RunSimulation(cluster, with_policy(bad));
+  report = RunSimulation(cluster, with_policy(bad), RunOptions{});
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(report.status().message().find("policies[0]: DeviceSharingPolicy//default: "
