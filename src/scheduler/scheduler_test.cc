@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "api/object.h"
@@ -591,15 +592,34 @@ TEST_F(QuotaSchedulerTest, AChargeInFlightHoldsNoBinderThreadPerPod) {
   CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
   cluster_.Claim(H100ElseA100Pair("c1"));
   cluster_.Claim(H100ElseA100Pair("c2"));
-  // The first charge's write (used > 0) waits until the test lets it through.
+  // The first charge's write (used > 0) waits until the test lets it through. It is told from a
+  // recount's write (the start's correction recount may run after c1 is allocated and write
+  // used 1 too) by its thread: the charger reads the quota (GET) before its first write on the
+  // thread that writes, a recount lists quotas.
   std::mutex mu;
   std::condition_variable cv;
   bool reached = false;
   bool release = false;
+  const std::thread::id test_thread = std::this_thread::get_id();
+  std::set<std::thread::id> charger_threads;
+  int recount_reads = 0;  // the namespace's claims listed by a recount
   cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
-    if (r.verb != client::Verb::kUpdate || r.resource->resource != "resourcequotas" ||
-        r.subresource != "status") {
+    if (r.verb == client::Verb::kList && r.resource->resource == "resourceclaims" &&
+        r.namespace_ == "default") {
+      std::lock_guard<std::mutex> lock(mu);
+      ++recount_reads;
       return std::nullopt;
+    }
+    if (r.resource->resource != "resourcequotas") return std::nullopt;
+    if (r.verb == client::Verb::kGet && std::this_thread::get_id() != test_thread) {
+      std::lock_guard<std::mutex> lock(mu);
+      charger_threads.insert(std::this_thread::get_id());
+      return std::nullopt;
+    }
+    if (r.verb != client::Verb::kUpdate || r.subresource != "status") return std::nullopt;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!charger_threads.contains(std::this_thread::get_id())) return std::nullopt;
     }
     const boost::json::value* used = r.body.as_object().if_contains("status");
     if (used != nullptr) used = used->as_object().if_contains("used");
@@ -615,9 +635,22 @@ TEST_F(QuotaSchedulerTest, AChargeInFlightHoldsNoBinderThreadPerPod) {
     }
     return std::nullopt;
   });
+  // The server's quota controller has synced status.hard (so no start recount's write
+  // conflicts with it and is redone), and the scheduler's two start recounts (the quota's Add
+  // and the first holdings check, a correction) have read the claims before c1 is allocated: a
+  // recount that saw c1 allocated before its charge landed would count it twice.
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<api::corev1::ResourceQuota> q =
+        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+    return q.ok() && q->status.hard.contains(kH100Devices);
+  }));
   SchedulerOptions options;
   options.binder_threads = 2;
   StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return recount_reads >= 2;
+  }));
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
   cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
   {
@@ -655,12 +688,19 @@ TEST_F(QuotaSchedulerTest, TheChargerRefusesOnlyOnAFreshRead) {
   ASSERT_TRUE(charger.Charge("default", {"devices"}, one).ok());
   ASSERT_TRUE(charger.Charge("default", {"devices"}, one).ok());
   EXPECT_EQ(Used("devices", kH100Devices), "2");
+  // Read, modify, write; again on a Conflict (the server's quota controller writes
+  // status.hard concurrently after the create).
   auto set_used = [&](int64_t used) {
-    StatusOr<api::corev1::ResourceQuota> q =
-        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
-    ASSERT_TRUE(q.ok());
-    q->status.used[kH100Devices] = api::Quantity::FromInt64(used);
-    ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *q, "recount").ok());
+    Status written;
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      StatusOr<api::corev1::ResourceQuota> q =
+          client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+      ASSERT_TRUE(q.ok());
+      q->status.used[kH100Devices] = api::Quantity::FromInt64(used);
+      written = client::UpdateStatus(cluster_.api(), *q, "recount").status();
+      if (written.code() != StatusCode::kConflict) break;
+    }
+    ASSERT_TRUE(written.ok()) << written.ToString();
   };
   set_used(0);  // another writer gave both back: the stale copy says 2/2
   ASSERT_TRUE(charger.Charge("default", {"devices"}, one).ok());
