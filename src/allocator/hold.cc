@@ -1,7 +1,5 @@
 #include "allocator/hold.h"
 
-#include <tuple>
-
 #include "api/meta/duration.h"
 
 namespace draplane::allocator {
@@ -24,7 +22,6 @@ HoldConstraint::HoldConstraint(const std::vector<DeviceHold>& holds, std::string
 }
 
 std::optional<PolicyRejection> HoldConstraint::Add(const PolicyCandidate& candidate) {
-  if (refused_.empty()) return std::nullopt;
   auto it = refused_.find(DeviceView{candidate.driver, candidate.pool, candidate.device});
   if (it == refused_.end()) return std::nullopt;
   return it->second;

@@ -116,7 +116,6 @@ class EventRecorder {
   api::corev1::Event NewEvent(const Pending& event, Timestamp now) DRAPLANE_REQUIRES(write_mu_);
   void Write(const Pending& event) DRAPLANE_REQUIRES(write_mu_);
   void WriteSeriesEvent(const Pending& event) DRAPLANE_REQUIRES(write_mu_);
-  // Patches the series (creates the event with it when gone); false when the write failed.
   // Patches the series (creates the event with it when gone); false when worth retrying (the
   // API could not be reached).
   bool WriteSeries(const Isomorphic& entry) DRAPLANE_REQUIRES(write_mu_);

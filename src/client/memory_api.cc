@@ -307,8 +307,7 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
   meta["creationTimestamp"] = Now();
   meta.erase("deletionTimestamp");
   meta.erase("deletionGracePeriodSeconds");
-  if (&type != &ResourceOf<api::corev1::Event>() && &type != &ResourceOf<api::eventsv1::Event>() &&
-      &type != &ResourceOf<api::coordinationv1::Lease>()) {
+  if (!event && &type != &ResourceOf<api::coordinationv1::Lease>()) {
     meta["generation"] = 1;
   }
   if (&type == &ResourceOf<api::corev1::Pod>()) {

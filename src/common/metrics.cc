@@ -25,8 +25,8 @@ namespace internal {
 // here a series seen before costs one hash lookup of its values (encoded into a reused
 // thread-local buffer, so nothing is allocated) under a shared lock. New series still go
 // through `Family::Add`, which stays the only place series are created, so what is exported is
-// the same. prometheus-cpp only drops a series on `Family::Remove`, which is never called, so the
-// cached pointers stay valid.
+// the same. prometheus-cpp drops a series only on `Family::Remove`, called through `Take` by the
+// series' one owner (metrics.h), so no other holder of a cached pointer outlives it.
 class SeriesCache {
  public:
   // The series for `values` (one per label name, in order), created by `add(labels)` when new.
@@ -35,13 +35,7 @@ class SeriesCache {
     DRAPLANE_CHECK_MSG(names.size() == values.size(), "wrong number of label values");
     thread_local std::string key;
     key.clear();
-    for (const auto& value : values) {
-      // Length-prefixed, so that no two different tuples share a key.
-      std::string_view v(value);
-      key.append(std::to_string(v.size()));
-      key.push_back(':');
-      key.append(v);
-    }
+    AppendKey(values, key);
     {
       ReaderLock lock(mu_);
       auto it = series_.find(std::string_view(key));
@@ -59,11 +53,7 @@ class SeriesCache {
   // Forgets the series for `values` and returns it (null when there is none).
   void* Take(const std::vector<std::string>& values) {
     std::string key;
-    for (const std::string& v : values) {
-      key.append(std::to_string(v.size()));
-      key.push_back(':');
-      key.append(v);
-    }
+    AppendKey(values, key);
     WriterLock lock(mu_);
     auto it = series_.find(std::string_view(key));
     if (it == series_.end()) return nullptr;
@@ -73,6 +63,17 @@ class SeriesCache {
   }
 
  private:
+  // Length-prefixed values, so that no two different tuples share a key.
+  template <typename Values>
+  static void AppendKey(const Values& values, std::string& key) {
+    for (const auto& value : values) {
+      std::string_view v(value);
+      key.append(std::to_string(v.size()));
+      key.push_back(':');
+      key.append(v);
+    }
+  }
+
   SharedMutex mu_;
   std::unordered_map<std::string, void*, StringHash, std::equal_to<>> series_
       DRAPLANE_GUARDED_BY(mu_);

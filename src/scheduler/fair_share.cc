@@ -5,6 +5,17 @@
 #include <set>
 
 namespace draplane::scheduler {
+namespace {
+
+// A non-per-device cost of a device whose counters or capacities (as the cost's kind asks) are
+// `amounts`: 0 when it has none of the cost's name.
+double UnitsOf(const allocator::ResourceList& amounts, const FairShareCost& cost) {
+  auto amount = amounts.find(cost.name);
+  return amount == amounts.end() ? 0
+                                 : amount->second.AsApproximateDouble() / cost.unit * cost.weight;
+}
+
+}  // namespace
 
 FairShareModel::FairShareModel(FairShareConfig config, DeviceLedger& ledger, const Clock& clock)
     : config_(std::move(config)), ledger_(&ledger), clock_(clock) {
@@ -115,12 +126,9 @@ void FairShareModel::RefreshCapacity() {
         double units = cost.per_device;
         if (cost.kind != FairShareCost::Kind::kPerDevice) {
           if (!facts) facts = allocator::MakeDeviceFacts(spec.driver, spec.devices[i]);
-          const allocator::ResourceList& amounts =
-              cost.kind == FairShareCost::Kind::kPerCounter ? facts->counters : facts->capacity;
-          auto amount = amounts.find(cost.name);
-          units = amount == amounts.end()
-                      ? 0
-                      : amount->second.AsApproximateDouble() / cost.unit * cost.weight;
+          units = UnitsOf(
+              cost.kind == FairShareCost::Kind::kPerCounter ? facts->counters : facts->capacity,
+              cost);
         }
         best[static_cast<size_t>(domain)] = std::max(best[static_cast<size_t>(domain)], units);
         any = true;
@@ -135,13 +143,14 @@ void FairShareModel::RefreshCapacity() {
   });
 }
 
+double FairShareModel::CurrentOf(const Use& use, int domain) const {
+  double cap = capacity_[static_cast<size_t>(domain)];
+  return use.cost > 0 && cap > 0 ? use.cost / cap : 0;
+}
+
 void FairShareModel::Advance(Use& use, int domain, Duration now) {
   if (now <= use.updated) return;
-  double cur = 0;
-  if (use.cost > 0) {
-    double cap = capacity_[static_cast<size_t>(domain)];
-    cur = cap > 0 ? use.cost / cap : 0;
-  }
+  double cur = CurrentOf(use, domain);
   double keep = std::exp2(-std::chrono::duration<double>(now - use.updated).count() /
                           std::chrono::duration<double>(config_.half_life).count());
   use.decayed = use.decayed * keep + cur * (1 - keep);
@@ -164,10 +173,7 @@ double FairShareModel::CostOf(const allocator::Holdings::HeldDevice& device,
                  ledger_->catalog().Find(device.driver, device.pool, device.device)) {
     amounts = cost.kind == FairShareCost::Kind::kPerCounter ? &facts->counters : &facts->capacity;
   }
-  if (amounts == nullptr) return 0;
-  auto amount = amounts->find(cost.name);
-  return amount == amounts->end() ? 0
-                                  : amount->second.AsApproximateDouble() / cost.unit * cost.weight;
+  return amounts == nullptr ? 0 : UnitsOf(*amounts, cost);
 }
 
 void FairShareModel::Apply(const allocator::Holdings::Holding& holding, int sign) {
@@ -241,7 +247,7 @@ double FairShareModel::ActiveWeight(int domain) {
     std::fill(active_weight_.begin(), active_weight_.end(), 0.0);
     for (const auto& [ns, t] : tenants_) {
       for (size_t d = 0; d < t.uses.size(); ++d) {
-        if (t.uses[d].devices > 0 || t.uses[d].pending > 0) active_weight_[d] += t.weight;
+        if (t.uses[d].active()) active_weight_[d] += t.weight;
       }
     }
   }
@@ -256,9 +262,7 @@ double FairShareModel::CapacityUnits(int domain) {
 double FairShareModel::Current(std::string_view namespace_, int domain) {
   RefreshCapacity();
   auto it = tenants_.find(namespace_);
-  double cap = capacity_[static_cast<size_t>(domain)];
-  if (it == tenants_.end() || cap <= 0) return 0;
-  return it->second.uses[static_cast<size_t>(domain)].cost / cap;
+  return it == tenants_.end() ? 0 : CurrentOf(it->second.uses[static_cast<size_t>(domain)], domain);
 }
 
 double FairShareModel::Decayed(std::string_view namespace_, int domain) {
@@ -274,8 +278,7 @@ double FairShareModel::FairShare(std::string_view namespace_, int domain) {
   double w = Weight(namespace_);
   double total = ActiveWeight(domain);
   auto it = tenants_.find(namespace_);
-  bool active = it != tenants_.end() && (it->second.uses[static_cast<size_t>(domain)].devices > 0 ||
-                                         it->second.uses[static_cast<size_t>(domain)].pending > 0);
+  bool active = it != tenants_.end() && it->second.uses[static_cast<size_t>(domain)].active();
   if (!active) total += w;  // as if it joined
   return total > 0 ? w / total : 1;
 }

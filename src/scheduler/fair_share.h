@@ -128,6 +128,9 @@ class FairShareModel final : public HoldingsObserver {
     int64_t pending = 0;  // pods in the active queue needing the domain
     double decayed = 0;
     Duration updated{0};  // monotonic reading `decayed` is at
+
+    // Holding or waiting in the domain: counted in its fair shares.
+    bool active() const { return devices > 0 || pending > 0; }
   };
   struct Tenant {
     double weight = 1;
@@ -138,6 +141,8 @@ class FairShareModel final : public HoldingsObserver {
   double ComputeWeight(std::string_view namespace_) const;
   // Brings capacity units up to date with the ledger's devices (lazily after OnDevicesChanged).
   void RefreshCapacity();
+  // The current share `use` stands for in `domain` (0 without capacity).
+  double CurrentOf(const Use& use, int domain) const;
   // Advances one use's decayed value to `now` with the current share it had until now.
   void Advance(Use& use, int domain, Duration now);
   void AdvanceAll(Duration now);

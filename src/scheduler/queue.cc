@@ -37,7 +37,6 @@ void SchedulingQueue::Unlink(const std::string& uid) {
   switch (e.where) {
     case Where::kActive:
       order_->Remove(OrderEntry(uid, e));
-      --active_count_;
       break;
     case Where::kBackoff:
       backoff_.erase({e.ready_at, e.sequence, uid});
@@ -77,7 +76,6 @@ void SchedulingQueue::InsertActive(const std::string& uid, Entry& e) {
   e.where = Where::kActive;
   e.indebted = cost_debt_.contains(e.pod.pod->metadata.namespace_);
   order_->Add(OrderEntry(uid, e));
-  ++active_count_;
 }
 
 void SchedulingQueue::RecordAttemptCost(const std::string& namespace_, bool spent) {
@@ -135,7 +133,6 @@ std::optional<QueuedPod> SchedulingQueue::Pop() {
   if (!uid) return std::nullopt;
   auto it = pods_.find(*uid);
   order_->Remove(OrderEntry(*uid, it->second));
-  --active_count_;
   QueuedPod out = std::move(it->second.pod);
   pods_.erase(it);
   return out;

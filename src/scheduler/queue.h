@@ -104,7 +104,7 @@ class SchedulingQueue {
   // Moves pods that waited longer than max_unschedulable.
   void FlushUnschedulable();
 
-  size_t active() const { return active_count_; }
+  size_t active() const { return order_->size(); }
   size_t backoff() const { return backoff_.size(); }
   size_t unschedulable() const { return unschedulable_.size(); }
   size_t gated() const { return gated_count_; }
@@ -138,7 +138,6 @@ class SchedulingQueue {
   Gate gate_;
   std::unordered_map<std::string, Entry> pods_;
   std::unique_ptr<ActiveOrder> order_;
-  size_t active_count_ = 0;
   std::set<BackoffKey> backoff_;
   std::map<std::string, Duration> unschedulable_;  // uid -> queued_at (sorted by uid)
   size_t gated_count_ = 0;

@@ -59,6 +59,8 @@ class ActiveOrder {
   virtual void Remove(const Entry& entry) = 0;
   // The uid of the pod to pop at monotonic time `now`; nullopt when empty.
   virtual std::optional<std::string> Peek(Duration now) = 0;
+  // How many pods were added and not removed.
+  virtual size_t size() const = 0;
 };
 
 class PrioritySortOrder final : public ActiveOrder {
@@ -66,6 +68,7 @@ class PrioritySortOrder final : public ActiveOrder {
   void Add(const Entry& entry) override;
   void Remove(const Entry& entry) override;
   std::optional<std::string> Peek(Duration now) override;
+  size_t size() const override { return active_.size(); }
 
  private:
   // -priority, indebted, sequence, uid
@@ -83,8 +86,9 @@ class FairShareOrder final : public ActiveOrder {
   void Add(const Entry& entry) override;
   void Remove(const Entry& entry) override;
   std::optional<std::string> Peek(Duration now) override;
+  size_t size() const override { return pods_.size(); }
 
-  // Explanations (draplane queue, messages) and tests: a pod's domains, aging credit and key.
+  // The aging credit of a pod first enqueued at `enqueued_at` (explanations and tests).
   double Credit(Duration enqueued_at, Duration now) const;
 
  private:

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "api/meta/duration.h"
@@ -83,7 +84,7 @@ void ValidateDomains(const std::vector<d::SharingDomain>& domains, const FieldPa
     return;
   }
   if (internal::TooManyItems(domains, kSharingPolicyMaxDomains, path, errs)) return;
-  std::map<std::string, size_t, std::less<>> domain_of_name;
+  std::set<std::string, std::less<>> domain_names;
   std::map<std::string, std::string, std::less<>> domain_of_class;
   for (size_t i = 0; i < domains.size(); ++i) {
     const d::SharingDomain& domain = domains[i];
@@ -92,7 +93,7 @@ void ValidateDomains(const std::vector<d::SharingDomain>& domains, const FieldPa
       errs.push_back(Required(p.Child("name")));
     } else {
       Append(errs, ValidateDNS1123Label(domain.name, p.Child("name")));
-      if (!domain_of_name.emplace(domain.name, i).second) {
+      if (!domain_names.insert(domain.name).second) {
         errs.push_back(Duplicate(p.Child("name"), Quoted(domain.name)));
       }
     }

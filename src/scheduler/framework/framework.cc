@@ -245,12 +245,16 @@ void Framework::RunUnreserve(CycleState& state, const PodInfo& pod, const std::s
   for (size_t j = reserve_.size(); j-- > 0;) reserve_[j]->Unreserve(state, pod, node);
 }
 
-PluginStatus Framework::RunPreBind(CycleState& state, const PodInfo& pod, const std::string& node) {
+namespace {
+
+// Asks every PreBind plugin through `ask`: the first error, else the wait to report (the first,
+// but a wait the user should hear about goes before a write in flight), else Success.
+template <typename Ask>
+PluginStatus CollectPreBind(const std::vector<PreBindPlugin*>& plugins, Ask ask) {
   std::optional<PluginStatus> wait;
-  for (PreBindPlugin* p : pre_bind_) {
-    PluginStatus s = p->PreBind(state, pod, node);
+  for (PreBindPlugin* p : plugins) {
+    PluginStatus s = ask(*p);
     if (s.code() == Code::kWait) {
-      // A wait the user should hear about goes before a write in flight.
       if (!wait || (wait->waits_for_write() && !s.waits_for_write()))
         wait = s.WithPlugin(p->name());
       continue;
@@ -260,20 +264,16 @@ PluginStatus Framework::RunPreBind(CycleState& state, const PodInfo& pod, const 
   return wait ? *wait : PluginStatus::Success();
 }
 
+}  // namespace
+
+PluginStatus Framework::RunPreBind(CycleState& state, const PodInfo& pod, const std::string& node) {
+  return CollectPreBind(pre_bind_, [&](PreBindPlugin& p) { return p.PreBind(state, pod, node); });
+}
+
 PluginStatus Framework::CheckPreBindWait(CycleState& state, const PodInfo& pod,
                                          const std::string& node, bool timed_out) {
-  std::optional<PluginStatus> wait;
-  for (PreBindPlugin* p : pre_bind_) {
-    PluginStatus s = p->CheckPreBindWait(state, pod, node, timed_out);
-    if (s.code() == Code::kWait) {
-      // A wait the user should hear about goes before a write in flight.
-      if (!wait || (wait->waits_for_write() && !s.waits_for_write()))
-        wait = s.WithPlugin(p->name());
-      continue;
-    }
-    if (!s.ok() && !s.skipped()) return s.WithPlugin(p->name());
-  }
-  return wait ? *wait : PluginStatus::Success();
+  return CollectPreBind(
+      pre_bind_, [&](PreBindPlugin& p) { return p.CheckPreBindWait(state, pod, node, timed_out); });
 }
 
 PluginStatus Framework::RunBind(CycleState& state, const PodInfo& pod, const std::string& node) {

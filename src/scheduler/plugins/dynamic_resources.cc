@@ -650,13 +650,13 @@ class DynamicResources final : public PreEnqueuePlugin,
   void Unreserve(CycleState& cycle, const PodInfo& info, const std::string&) override {
     DraState* s = cycle.Get<DraState>();
     if (s == nullptr) return;
+    // A charge refused, or not known to have landed (it may still be refused): undo the
+    // allocations as for a refusal. One that lands anyway is given back by the recount the
+    // deallocation starts.
+    const bool charge_unlanded = s->charge != nullptr && !ChargeLanded(*s->charge);
     for (BindRecord& b : s->binds) {
       if (!b.in_flight_uid.empty()) deps_.cluster->ledger().RemoveInFlight(b.in_flight_uid);
-      // A charge not known to have landed may still be refused: undo the allocation as for a
-      // refusal. One that lands anyway is given back by the recount its deallocation starts.
-      if (s->charge != nullptr && b.allocation && !ChargeLanded(*s->charge)) {
-        b.quota_refused = true;
-      }
+      if (charge_unlanded && b.allocation) b.quota_refused = true;
     }
     s->charge.reset();
     const Pod& pod = *info.pod;
@@ -733,16 +733,13 @@ class DynamicResources final : public PreEnqueuePlugin,
                                 bool timed_out) override {
     DraState* s = cycle.Get<DraState>();
     if (s == nullptr) return PluginStatus::Success();
+    // With a charge the devices are checked again right before binding (below), even when only
+    // the charge was waited for.
     if (s->charge != nullptr) {
       if (PluginStatus charged = ChargeOutcome(*s); !charged.ok()) return charged;
-      if (s->waited.empty()) {
-        // Only the charge was waited for: the devices are checked again right before binding.
-        std::string problem = DeviceProblem(*s, info.pod->metadata.namespace_);
-        if (!problem.empty()) return FailBinding(*s, problem);
-        return PluginStatus::Success();
-      }
+    } else if (s->waited.empty()) {
+      return PluginStatus::Success();
     }
-    if (s->waited.empty()) return PluginStatus::Success();
     std::string waiting;
     for (const DraState::Waited& w : s->waited) {
       ClusterState::ClaimPtr claim = deps_.cluster->FindClaim(w.namespace_, w.name);
@@ -780,19 +777,12 @@ class DynamicResources final : public PreEnqueuePlugin,
   bool BindingConditionsOn() const { return options_.features.device_binding_and_status; }
 
   // Hands the Pod's increment to the charger; the answer lands in s.charge and wakes the
-  // binding (deps_.charge_decided). Without a wake-up hook the answer is awaited here.
+  // binding (deps_.charge_decided).
   void StartCharge(DraState& s, const Pod& pod) {
     auto ticket = std::make_shared<QuotaChargeTicket>();
     s.charge = ticket;
     std::vector<std::string> names;
     for (const allocator::QuotaBudget& q : s.decision->quotas) names.push_back(q.name);
-    if (!deps_.charge_decided) {
-      Status charged = deps_.quotas->Charge(pod.metadata.namespace_, names, s.decision->increment);
-      MutexLock lock(ticket->mu);
-      ticket->decided = true;
-      ticket->result = std::move(charged);
-      return;
-    }
     deps_.quotas->ChargeAsync(
         pod.metadata.namespace_, names, s.decision->increment,
         [ticket, wake = deps_.charge_decided, uid = pod.metadata.uid](Status charged) {
@@ -820,9 +810,6 @@ class DynamicResources final : public PreEnqueuePlugin,
       result = s.charge->result;
     }
     if (result.ok()) return PluginStatus::Success();
-    for (BindRecord& b : s.binds) {
-      if (b.allocation) b.quota_refused = true;
-    }
     return PluginStatus::Error(std::move(result));
   }
 

@@ -142,7 +142,7 @@ struct DynamicResourcesDeps {
   QuotaCharger* quotas = nullptr;
   // Called (from any thread) with the Pod's uid when its charge is decided: PreBind answers
   // WaitForWrite while a charge is in flight, and the scheduler asks CheckPreBindWait again.
-  // Null: PreBind waits for the charge itself.
+  // Required with `quotas`.
   std::function<void(const std::string& pod_uid)> charge_decided;
   // Runs API work off the loop thread (Unreserve, PostFilter).
   std::function<void(std::function<void()>)> run_async;

@@ -107,28 +107,37 @@ StatusOr<std::vector<api::schedulingv1::PriorityClass>> Admission::PriorityClass
   DRAPLANE_ASSIGN_OR_RETURN(store::ListResult list, store_->List(kPriorityClasses, {}));
   std::vector<api::schedulingv1::PriorityClass> out;
   out.reserve(list.objects.size());
+  std::map<std::string, std::pair<store::Revision, api::schedulingv1::PriorityClass>, std::less<>>
+      decoded;
+  MutexLock lock(mu_);
   for (const store::ObjectPtr& o : list.objects) {
-    StatusOr<JsonObject> parsed = handlers::ParseObject(o->value);
-    if (!parsed.ok()) return parsed.status();
-    api::FieldErrorList errors;
-    api::schedulingv1::PriorityClass pc;
-    api::schedulingv1::Decode(boost::json::value(std::move(*parsed)), &pc, &errors);
-    if (!errors.empty())
-      return InternalError("stored PriorityClass " + o->key.name + ": " +
-                           errors.front().ToString());
-    out.push_back(std::move(pc));
+    auto cached = priority_classes_.find(o->key.name);
+    if (cached != priority_classes_.end() && cached->second.first == o->revision) {
+      out.push_back(cached->second.second);
+    } else {
+      StatusOr<JsonObject> parsed = handlers::ParseObject(o->value);
+      if (!parsed.ok()) return parsed.status();
+      api::FieldErrorList errors;
+      api::schedulingv1::PriorityClass pc;
+      api::schedulingv1::Decode(boost::json::value(std::move(*parsed)), &pc, &errors);
+      if (!errors.empty())
+        return InternalError("stored PriorityClass " + o->key.name + ": " +
+                             errors.front().ToString());
+      out.push_back(std::move(pc));
+    }
+    decoded.emplace(o->key.name, std::make_pair(o->revision, out.back()));
   }
+  // Only the classes of this list: a deleted class leaves the cache.
+  priority_classes_ = std::move(decoded);
   return out;
 }
 
 std::optional<ApiError> Admission::Mutate(const Attributes& a, JsonObject& object) const {
   const handlers::ResourceInfo& r = *a.resource;
-  if (!r.group.empty() || r.resource != "pods" || !a.subresource.empty()) return std::nullopt;
-  if (a.operation == Operation::kUpdate) {
-    if (a.old_object != nullptr) api::KeepPodPriority(object, *a.old_object);
+  if (!r.group.empty() || r.resource != "pods" || !a.subresource.empty() ||
+      a.operation != Operation::kCreate) {
     return std::nullopt;
   }
-  if (a.operation != Operation::kCreate) return std::nullopt;
   StatusOr<std::vector<api::schedulingv1::PriorityClass>> classes = PriorityClasses();
   if (!classes.ok()) {
     return handlers::FromStatus(

@@ -15,10 +15,11 @@
 //                       errors of the Invalid answer, with upstream's path and wording.
 //   Priority            (mutating, Mutate) a new Pod's spec.priorityClassName, or the global
 //                       default class, sets spec.priority and spec.preemptionPolicy; an unknown
-//                       class or a priority the Pod states itself is refused (403), and an update
-//                       keeps what admission set (api/priority.h). A PriorityClass may not become
-//                       a second global default, and the system classes may not be deleted
-//                       (plugin/pkg/admission/priority; pkg/registry/scheduling).
+//                       class or a priority the Pod states itself is refused (403); an update
+//                       keeps what admission set (the Pod strategy's PrepareForUpdate). A
+//                       PriorityClass may not become a second global default, and the system
+//                       classes may not be deleted (plugin/pkg/admission/priority;
+//                       pkg/registry/scheduling).
 //   DeviceTaintRule     draplane's guardrail: a DeviceTaintRule whose deviceSelector is missing
 //                       or empty is refused unless annotated `draplane.dev/select-all: "true"`
 //                       (docs/design/agent.md).
@@ -73,7 +74,7 @@ class Admission {
   std::optional<handlers::ApiError> NodeRestriction(const Attributes& a) const;
   std::optional<handlers::ApiError> DraAdminAccess(const Attributes& a) const;
   std::optional<handlers::ApiError> PriorityClassRules(const Attributes& a) const;
-  // The PriorityClasses stored now.
+  // The PriorityClasses stored now, each decoded once per revision.
   StatusOr<std::vector<api::schedulingv1::PriorityClass>> PriorityClasses() const;
   // Whether `ns` (the namespace object just read) is being deleted: parsed once per revision.
   bool Terminating(const store::Object& ns) const;
@@ -83,6 +84,11 @@ class Admission {
   // Namespace name -> (revision read, terminating at that revision).
   mutable std::map<std::string, std::pair<store::Revision, bool>, std::less<>> terminating_
       DRAPLANE_GUARDED_BY(mu_);
+  // PriorityClass name -> (revision read, the class decoded at that revision), as of the last
+  // list: every Pod create reads the classes.
+  mutable std::map<std::string, std::pair<store::Revision, api::schedulingv1::PriorityClass>,
+                   std::less<>>
+      priority_classes_ DRAPLANE_GUARDED_BY(mu_);
 };
 
 // The namespace label that allows admin access to devices.

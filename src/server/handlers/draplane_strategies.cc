@@ -141,19 +141,18 @@ class DeviceSharingPolicyStrategyImpl final : public TypedStrategy<d::DeviceShar
         if (c.type == "Ready") ready = c.status;
       }
     }
-    auto aging = [&](const std::optional<std::string> d::SharingAging::*field) {
-      return spec.aging && (*spec.aging).*field ? *((*spec.aging).*field) : std::string();
-    };
+    const d::SharingUsage usage = spec.usage.value_or(d::SharingUsage{});
+    const d::SharingAging aging = spec.aging.value_or(d::SharingAging{});
     return {MetaString(obj, "name"),
             domains,
             static_cast<int64_t>(spec.tenants.size()),
             spec.default_weight.value_or(api::validation::kSharingDefaultWeight),
             ready,
             AgeCell(obj, now),
-            spec.usage && spec.usage->half_life ? *spec.usage->half_life : std::string(),
-            aging(&d::SharingAging::starvation_threshold),
-            aging(&d::SharingAging::max_hold),
-            spec.aging && spec.aging->holds ? *spec.aging->holds : true};
+            usage.half_life.value_or(""),
+            aging.starvation_threshold.value_or(""),
+            aging.max_hold.value_or(""),
+            aging.holds.value_or(true)};
   }
 
  protected:

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/gen/core_v1_codec.h"
+#include "api/priority.h"
 #include "api/resource_health.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
@@ -32,6 +33,13 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
     status["phase"] = "Pending";
     status["qosClass"] = validation::PodQosClass(obj);
     obj["status"] = std::move(status);
+  }
+
+  // The status is kept as for every kind; so are the priority and preemption policy the Priority
+  // admission set on create when the update leaves them out (before the generation is compared).
+  void PrepareForUpdate(JsonObject& obj, const JsonObject& old) const override {
+    GenericStrategyOf::PrepareForUpdate(obj, old);
+    api::KeepPodPriority(obj, old);
   }
 
   CheckResult Check(JsonObject& obj) const override {

@@ -66,12 +66,8 @@ class Generator:
     def load(self, path):
         with open(path) as f:
             doc = yaml.safe_load(f)
-        stem = doc.get("schema_file", doc["file"])
-        if stem in self.files:
-            # Extra types for a package (a server schema file with `schema_file` naming it).
-            self.files[stem]["types"].update(doc.get("types", {}))
-        else:
-            self.files[stem] = doc
+        stem = doc["file"]
+        self.files[stem] = doc
         if "namespace" in doc:
             self.aliases[doc["namespace"]] = stem
 
