@@ -28,7 +28,7 @@ struct ControllerManagerFlags {
   std::vector<std::string> metrics_tenants;
 };
 
-int Fail(const std::string& what, const Status& s) {
+int FailControllerManager(const std::string& what, const Status& s) {
   std::fprintf(stderr, "draplane controller-manager: %s: %s\n", what.c_str(), s.ToString().c_str());
   return 2;
 }
@@ -48,7 +48,8 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
     } else if (c == "resourcepoolstatusrequest") {
       options.resource_pool_status = true;
     } else {
-      return Fail("--controllers", InvalidArgumentError("unknown controller \"" + c +
+      return FailControllerManager("--controllers",
+                                   InvalidArgumentError("unknown controller \"" + c +
                                                         "\" (resourceclaim, garbagecollector, "
                                                         "namespace, resourcepoolstatusrequest)"));
     }
@@ -58,10 +59,10 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
-  if (!config.ok()) return Fail("kubeconfig", config.status());
+  if (!config.ok()) return FailControllerManager("kubeconfig", config.status());
   config->user_agent = "draplane-controller-manager";
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
-  if (!api.ok()) return Fail("client", api.status());
+  if (!api.ok()) return FailControllerManager("client", api.status());
   std::string identity = flags.identity;
   if (identity.empty()) {
     identity = "draplane-controller-manager-" + SecureRandom().NewUuid().substr(0, 8);

@@ -91,7 +91,7 @@ std::string Count(const RequestExplanation& r, bool matching) {
   return out;
 }
 
-std::string Alternative(const RequestExplanation& r) {
+std::string DescribeAlternative(const RequestExplanation& r) {
   int matching = 0;
   int blocked = 0;
   for (const CandidateExplanation& c : r.candidates) {
@@ -116,7 +116,7 @@ std::string Alternative(const RequestExplanation& r) {
 }
 
 std::string Request(const RequestExplanation& r) {
-  if (r.subrequests.empty()) return "request " + r.name + ": " + Alternative(r);
+  if (r.subrequests.empty()) return "request " + r.name + ": " + DescribeAlternative(r);
   std::string out = "request " + r.name + ": ";
   bool first = true;
   for (const RequestExplanation& sub : r.subrequests) {
@@ -124,7 +124,7 @@ std::string Request(const RequestExplanation& r) {
     if (!first) out += ", ";
     first = false;
     std::string short_name = sub.name.substr(sub.name.find('/') + 1);
-    out += "subrequest " + short_name + ": " + Alternative(sub);
+    out += "subrequest " + short_name + ": " + DescribeAlternative(sub);
   }
   if (first) out += "not tried";
   return out;

@@ -6,13 +6,14 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "api/codec/internal/json_space.h"
 #include "api/meta/codec_support.h"
 #include "common/status_macros.h"
 
 namespace draplane::api::codec {
 namespace {
 
-bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+using internal::IsJsonSpace;
 
 Status ParseError(std::string_view text, size_t offset, const boost::json::error_code& ec,
                   const ParseLimits& limits) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/codec/internal/documents.h"
+#include "api/codec/internal/json_space.h"
 #include "api/meta/codec_support.h"
 #include "common/status_macros.h"
 
@@ -292,7 +293,7 @@ class StreamHandler {
   bool skip_ = false;  // building a value only to discard it
 };
 
-bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+using internal::IsJsonSpace;
 
 // Tracks the line and column of the next byte to be consumed.
 struct Cursor {

@@ -27,8 +27,6 @@ bool IsTaintEffect(std::string_view effect) {
   return effect == "NoExecute" || effect == "NoSchedule" || effect == "None";
 }
 
-std::string QuotedKey(const std::string& key) { return RenderValue(key); }
-
 std::vector<std::string_view> Split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
   size_t start = 0;

@@ -6,25 +6,16 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/meta_v1_codec.h"
+#include "api/validation/internal/common.h"
 #include "api/validation/internal/render.h"
 #include "api/validation/names.h"
 
 namespace draplane::api::validation {
 namespace {
 
+using internal::Append;
 using internal::RenderJson;
-
-void Append(FieldErrorList& to, FieldErrorList from) {
-  for (FieldError& e : from) to.push_back(std::move(e));
-}
-
-std::string ToLowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
+using internal::ToLowerAscii;
 
 // A Time as json.Marshal writes a metav1.Time: its text quoted, or null for the zero time.
 std::string RenderTime(const Time& t) { return t.empty() ? "null" : RenderValue(t.text()); }

@@ -6,8 +6,13 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "api/validation/internal/common.h"
+
 namespace draplane::api::validation {
 namespace {
+
+using internal::Append;
+using internal::ToLowerAscii;
 
 // The regular expressions upstream prints in its messages. The checks below are hand-written
 // equivalents (no regex engine on this path); the strings are only quoted.
@@ -117,24 +122,12 @@ std::vector<std::string> DNSSubdomainMessages(std::string_view value, LengthUnit
   return errs;
 }
 
-std::string ToLowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 FieldErrorList InvalidEach(const std::vector<std::string>& messages, std::string_view value,
                            const FieldPath& path) {
   FieldErrorList errs;
   errs.reserve(messages.size());
   for (const std::string& msg : messages) errs.push_back(Invalid(path, RenderValue(value), msg));
   return errs;
-}
-
-void Append(FieldErrorList& to, FieldErrorList from) {
-  for (FieldError& e : from) to.push_back(std::move(e));
 }
 
 // google/uuid Validate: the accepted spellings and their error texts.

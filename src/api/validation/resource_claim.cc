@@ -18,9 +18,9 @@ namespace {
 
 using internal::Append;
 using internal::PresentBit;
+using internal::QuotedKey;
 using internal::RequestNames;
 
-std::string QuotedKey(const std::string& key) { return RenderValue(key); }
 std::string BareKey(const std::string& key) { return key; }
 
 // structured.SharedDeviceID's String(): driver/pool/device, plus /shareID when shared.

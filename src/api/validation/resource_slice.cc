@@ -19,14 +19,13 @@ namespace {
 
 using internal::Append;
 using internal::PresentBit;
+using internal::QuotedKey;
 using internal::RenderJson;
 using internal::RenderQuantity;
 
 // domain (63) + "/" + identifier (32): the length up to which map keys appear unshortened in
 // field paths.
 constexpr size_t kAttributeKeyMaxLength = kDeviceMaxDomainLength + 1 + kDeviceMaxIDLength;
-
-std::string QuotedKey(const std::string& key) { return RenderValue(key); }
 
 template <typename T>
 bool ListSet(const std::vector<T>& list, uint64_t present, int bit) {

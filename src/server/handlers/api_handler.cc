@@ -8,6 +8,7 @@
 #include "server/dashboard/dashboard.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
+#include "server/handlers/json_util.h"
 #include "server/openapi/openapi.h"
 
 namespace draplane::server::handlers {
@@ -63,12 +64,6 @@ http::Response MethodNotAllowed() {
   e.reason = "MethodNotAllowed";
   e.message = "the server does not allow this method on the requested resource";
   return ToResponse(e);
-}
-
-boost::json::array Strings(const std::vector<std::string>& values) {
-  boost::json::array out;
-  for (const std::string& v : values) out.emplace_back(v);
-  return out;
 }
 
 authz::Attributes AttributesOf(const auth::UserInfo& user, const RequestInfo& info,
@@ -386,7 +381,7 @@ http::Response ApiHandler::Review(const Scope& scope, const auth::UserInfo& user
     boost::json::object info;
     info["username"] = user.name;
     if (!user.uid.empty()) info["uid"] = user.uid;
-    info["groups"] = Strings(user.groups);
+    info["groups"] = StringArray(user.groups);
     boost::json::object status;
     status["userInfo"] = std::move(info);
     obj["status"] = std::move(status);
@@ -403,7 +398,7 @@ http::Response ApiHandler::Review(const Scope& scope, const auth::UserInfo& user
       boost::json::object u;
       u["username"] = who->name;
       u["uid"] = who->uid;
-      u["groups"] = Strings(who->groups);
+      u["groups"] = StringArray(who->groups);
       status["user"] = std::move(u);
     }
     obj["status"] = std::move(status);
@@ -434,16 +429,16 @@ http::Response ApiHandler::Review(const Scope& scope, const auth::UserInfo& user
     for (const authz::PolicyRule& rule : deps_.rbac->RulesFor(subject, ns)) {
       if (!rule.non_resource_urls.empty()) {
         boost::json::object nr;
-        nr["verbs"] = Strings(rule.verbs);
-        nr["nonResourceURLs"] = Strings(rule.non_resource_urls);
+        nr["verbs"] = StringArray(rule.verbs);
+        nr["nonResourceURLs"] = StringArray(rule.non_resource_urls);
         non_resource_rules.push_back(std::move(nr));
       }
       if (!rule.resources.empty()) {
         boost::json::object rr;
-        rr["verbs"] = Strings(rule.verbs);
-        rr["apiGroups"] = Strings(rule.api_groups);
-        rr["resources"] = Strings(rule.resources);
-        if (!rule.resource_names.empty()) rr["resourceNames"] = Strings(rule.resource_names);
+        rr["verbs"] = StringArray(rule.verbs);
+        rr["apiGroups"] = StringArray(rule.api_groups);
+        rr["resources"] = StringArray(rule.resources);
+        if (!rule.resource_names.empty()) rr["resourceNames"] = StringArray(rule.resource_names);
         resource_rules.push_back(std::move(rr));
       }
     }

@@ -2,30 +2,26 @@
 
 #include <boost/json.hpp>
 
+#include "server/handlers/json_util.h"
+
 namespace draplane::server::handlers {
 namespace {
 
 using boost::json::array;
 using boost::json::object;
 
-array Strings(const std::vector<std::string>& values) {
-  array out;
-  for (const std::string& v : values) out.emplace_back(v);
-  return out;
-}
-
 // metav1.APIResource entries of one group version, subresources as "<resource>/<sub>".
 array ResourceEntries(const GroupVersionInfo& gv) {
   array out;
   for (const ResourceInfo* info : gv.resources) {
     object r;
-    if (!info->categories.empty()) r["categories"] = Strings(info->categories);
+    if (!info->categories.empty()) r["categories"] = StringArray(info->categories);
     r["kind"] = info->kind;
     r["name"] = info->resource;
     r["namespaced"] = info->namespaced;
-    if (!info->short_names.empty()) r["shortNames"] = Strings(info->short_names);
+    if (!info->short_names.empty()) r["shortNames"] = StringArray(info->short_names);
     r["singularName"] = info->singular;
-    r["verbs"] = Strings(info->verbs);
+    r["verbs"] = StringArray(info->verbs);
     out.push_back(std::move(r));
     for (const SubresourceInfo& sub : info->subresources) {
       object s;
@@ -33,7 +29,7 @@ array ResourceEntries(const GroupVersionInfo& gv) {
       s["name"] = info->resource + "/" + sub.name;
       s["namespaced"] = info->namespaced;
       s["singularName"] = "";
-      s["verbs"] = Strings(sub.verbs);
+      s["verbs"] = StringArray(sub.verbs);
       out.push_back(std::move(s));
     }
   }
@@ -57,11 +53,11 @@ array AggregatedResources(const GroupVersionInfo& gv) {
   array out;
   for (const ResourceInfo* info : gv.resources) {
     object r;
-    if (!info->categories.empty()) r["categories"] = Strings(info->categories);
+    if (!info->categories.empty()) r["categories"] = StringArray(info->categories);
     r["resource"] = info->resource;
     r["responseKind"] = ResponseKind(info->kind);
     r["scope"] = info->namespaced ? "Namespaced" : "Cluster";
-    if (!info->short_names.empty()) r["shortNames"] = Strings(info->short_names);
+    if (!info->short_names.empty()) r["shortNames"] = StringArray(info->short_names);
     r["singularResource"] = info->singular;
     if (!info->subresources.empty()) {
       array subs;
@@ -69,12 +65,12 @@ array AggregatedResources(const GroupVersionInfo& gv) {
         object s;
         s["responseKind"] = ResponseKind(sub.kind);
         s["subresource"] = sub.name;
-        s["verbs"] = Strings(sub.verbs);
+        s["verbs"] = StringArray(sub.verbs);
         subs.push_back(std::move(s));
       }
       r["subresources"] = std::move(subs);
     }
-    r["verbs"] = Strings(info->verbs);
+    r["verbs"] = StringArray(info->verbs);
     out.push_back(std::move(r));
   }
   return out;

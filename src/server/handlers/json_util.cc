@@ -51,6 +51,12 @@ JsonObject& EnsureObject(JsonObject& obj, std::string_view key) {
   return v.get_object();
 }
 
+boost::json::array StringArray(const std::vector<std::string>& values) {
+  boost::json::array out;
+  for (const std::string& v : values) out.emplace_back(v);
+  return out;
+}
+
 std::string_view MetaString(const JsonObject& obj, std::string_view field) {
   const JsonObject* meta = FindObject(obj, "metadata");
   return meta == nullptr ? std::string_view() : GetString(*meta, field);

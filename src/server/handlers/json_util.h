@@ -34,6 +34,8 @@ std::string_view GetString(const JsonObject& obj, std::string_view key);
 std::string_view GetPathString(const JsonObject& obj, std::initializer_list<std::string_view> path);
 // The member `key`, made an empty object first if absent or not an object.
 JsonObject& EnsureObject(JsonObject& obj, std::string_view key);
+// A JSON array of the strings, in order.
+boost::json::array StringArray(const std::vector<std::string>& values);
 
 // metadata.<field> as a string; empty when absent.
 std::string_view MetaString(const JsonObject& obj, std::string_view field);

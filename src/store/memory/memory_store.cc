@@ -12,7 +12,7 @@
 namespace draplane::store {
 namespace {
 
-constexpr int64_t kDefaultRetainedRevisions = 10'000;
+constexpr int64_t kMemoryDefaultRetainedRevisions = 10'000;
 
 using internal::EncodeKey;
 
@@ -32,7 +32,7 @@ class MemoryStore final : public Store {
  public:
   explicit MemoryStore(const StoreOptions& options)
       : retained_(options.retained_revisions > 0 ? options.retained_revisions
-                                                 : kDefaultRetainedRevisions),
+                                                 : kMemoryDefaultRetainedRevisions),
         max_history_bytes_(options.max_history_bytes),
         hub_(internal::WatchHubOptions{.backend = "memory",
                                        .ring_limit = 0,

@@ -33,7 +33,7 @@
 namespace draplane::store {
 namespace {
 
-constexpr int64_t kDefaultRetainedRevisions = 100'000;
+constexpr int64_t kSqliteDefaultRetainedRevisions = 100'000;
 // How long the writer waits for the writers of its previous batch to queue again.
 constexpr auto kGatherWait = std::chrono::microseconds(200);
 // Events the in-memory watch ring holds; older resumes are replayed from the history table.
@@ -431,7 +431,7 @@ class SqliteStore final : public Store {
   SqliteStore(std::string path, const StoreOptions& options)
       : path_(std::move(path)),
         retained_(options.retained_revisions > 0 ? options.retained_revisions
-                                                 : kDefaultRetainedRevisions),
+                                                 : kSqliteDefaultRetainedRevisions),
         max_history_bytes_(options.max_history_bytes),
         hub_options_{.backend = "sqlite",
                      .ring_limit = kRingEvents,

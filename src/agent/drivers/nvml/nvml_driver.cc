@@ -7,6 +7,7 @@
 
 #include "agent/drivers/nvml/nvml_api.h"
 #include "agent/drivers/sysfs/sysfs_driver.h"
+#include "agent/internal/attributes.h"
 #include "agent/internal/opaque_config.h"
 #include "agent/profile.h"
 #include "common/log.h"
@@ -46,16 +47,8 @@ struct NvmlDriver::Api {
 
 namespace {
 
-rv1::DeviceAttribute Str(std::string v) {
-  rv1::DeviceAttribute a;
-  a.string_value = std::move(v);
-  return a;
-}
-rv1::DeviceAttribute Version(std::string v) {
-  rv1::DeviceAttribute a;
-  a.version_value = std::move(v);
-  return a;
-}
+using internal::StringAttr;
+using internal::VersionAttr;
 
 // nvmlDeviceArchitecture_t values (NVML_DEVICE_ARCH_*), named as go-nvlib's
 // GetArchitectureAsString names them.
@@ -234,17 +227,17 @@ StatusOr<std::vector<Inventory>> NvmlDriver::Discover() {
       continue;
     }
     std::map<std::string, rv1::DeviceAttribute, std::less<>> common;
-    common["productName"] = Str(name);
-    common["brand"] = Str(BrandName(brand));
-    common["architecture"] = Str(ArchitectureName(arch));
+    common["productName"] = StringAttr(name);
+    common["brand"] = StringAttr(BrandName(brand));
+    common["architecture"] = StringAttr(ArchitectureName(arch));
     common["cudaComputeCapability"] =
-        Version(std::to_string(cc_major) + "." + std::to_string(cc_minor) + ".0");
-    if (driver_version.ok()) common["driverVersion"] = Version(*driver_version);
-    common["cudaDriverVersion"] = Version(cuda_version);
+        VersionAttr(std::to_string(cc_major) + "." + std::to_string(cc_minor) + ".0");
+    if (driver_version.ok()) common["driverVersion"] = VersionAttr(*driver_version);
+    common["cudaDriverVersion"] = VersionAttr(cuda_version);
     if (pci.busId[0] != '\0') {
-      common["pcieBusID"] = Str(pci.busId);
+      common["pcieBusID"] = StringAttr(pci.busId);
       if (auto root = PcieRootOf(options_.sysfs_root, SysfsAddress(pci.busId))) {
-        common["resource.kubernetes.io/pcieRoot"] = Str(*root);
+        common["resource.kubernetes.io/pcieRoot"] = StringAttr(*root);
       }
     }
     DeviceHealth device_health;
@@ -266,8 +259,8 @@ StatusOr<std::vector<Inventory>> NvmlDriver::Discover() {
       d.cdi_class = "gpu";
       d.device.name = gpu_name;
       d.device.attributes = common;
-      d.device.attributes["type"] = Str("gpu");
-      d.device.attributes["uuid"] = Str(uuid);
+      d.device.attributes["type"] = StringAttr("gpu");
+      d.device.attributes["uuid"] = StringAttr(uuid);
       d.device.capacity["memory"].value = api::Quantity::FromInt64(
           static_cast<int64_t>(memory.total), api::Quantity::Format::kBinarySI);
       d.health = device_health;
@@ -296,11 +289,11 @@ StatusOr<std::vector<Inventory>> NvmlDriver::Discover() {
       d.cdi_class = "mig";
       d.device.name = gpu_name + "-mig-" + std::to_string(m);
       d.device.attributes = common;
-      d.device.attributes["type"] = Str("mig");
-      d.device.attributes["uuid"] = Str(mig_uuid);
-      d.device.attributes["parentUUID"] = Str(uuid);
-      d.device.attributes["profile"] =
-          Str(std::to_string(attrs.gpuInstanceSliceCount) + "g." + std::to_string(gib) + "gb");
+      d.device.attributes["type"] = StringAttr("mig");
+      d.device.attributes["uuid"] = StringAttr(mig_uuid);
+      d.device.attributes["parentUUID"] = StringAttr(uuid);
+      d.device.attributes["profile"] = StringAttr(std::to_string(attrs.gpuInstanceSliceCount) +
+                                                  "g." + std::to_string(gib) + "gb");
       d.device.capacity["memory"].value = api::Quantity::FromInt64(
           static_cast<int64_t>(attrs.memorySizeMB) * 1024 * 1024, api::Quantity::Format::kBinarySI);
       d.device.capacity["multiprocessors"].value =

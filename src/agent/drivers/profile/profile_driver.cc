@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "agent/internal/attributes.h"
 #include "agent/internal/files.h"
 #include "agent/internal/opaque_config.h"
 #include "api/codec/field_reader.h"
@@ -22,7 +23,11 @@ namespace rv1 = api::resourcev1;
 
 namespace {
 
-constexpr std::string_view kPcieRootAttribute = "resource.kubernetes.io/pcieRoot";
+using internal::BoolAttr;
+using internal::kPcieRootAttribute;
+using internal::StringAttr;
+using internal::VersionAttr;
+
 constexpr std::string_view kStateFile = "profile-devices.json";
 
 uint64_t Fnv1a(std::string_view text, uint64_t basis) {
@@ -32,22 +37,6 @@ uint64_t Fnv1a(std::string_view text, uint64_t basis) {
     h *= 1099511628211ULL;
   }
   return h;
-}
-
-rv1::DeviceAttribute StringAttr(std::string value) {
-  rv1::DeviceAttribute a;
-  a.string_value = std::move(value);
-  return a;
-}
-rv1::DeviceAttribute VersionAttr(std::string value) {
-  rv1::DeviceAttribute a;
-  a.version_value = std::move(value);
-  return a;
-}
-rv1::DeviceAttribute BoolAttr(bool value) {
-  rv1::DeviceAttribute a;
-  a.bool_value = value;
-  return a;
 }
 
 rv1::DeviceCapacity Capacity(const api::Quantity& q) {

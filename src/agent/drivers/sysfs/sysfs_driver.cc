@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "agent/internal/attributes.h"
 #include "agent/internal/files.h"
 #include "agent/internal/opaque_config.h"
 #include "common/status_macros.h"
@@ -20,7 +21,8 @@ namespace rv1 = api::resourcev1;
 
 namespace {
 
-constexpr std::string_view kPcieRootAttribute = "resource.kubernetes.io/pcieRoot";
+using internal::kPcieRootAttribute;
+using internal::StringAttr;
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
@@ -44,12 +46,6 @@ std::vector<std::string> ListDir(const std::string& dir) {
   ::closedir(d);
   std::sort(out.begin(), out.end());
   return out;
-}
-
-rv1::DeviceAttribute Str(std::string v) {
-  rv1::DeviceAttribute a;
-  a.string_value = std::move(v);
-  return a;
 }
 
 const SysfsRule* MatchRule(const std::vector<SysfsRule>& rules, const std::string& pci_class) {
@@ -133,20 +129,22 @@ StatusOr<std::vector<Inventory>> SysfsDriver::Discover() {
     DiscoveredDevice d;
     d.cdi_class = rule->cdi_class;
     d.device.name = PciDeviceName(address);
-    d.device.attributes["type"] = Str(rule->type);
-    d.device.attributes["pciAddress"] = Str(address);
-    if (auto vendor = ReadAttr(path + "/vendor")) d.device.attributes["vendorID"] = Str(*vendor);
-    if (auto device = ReadAttr(path + "/device")) d.device.attributes["deviceID"] = Str(*device);
+    d.device.attributes["type"] = StringAttr(rule->type);
+    d.device.attributes["pciAddress"] = StringAttr(address);
+    if (auto vendor = ReadAttr(path + "/vendor"))
+      d.device.attributes["vendorID"] = StringAttr(*vendor);
+    if (auto device = ReadAttr(path + "/device"))
+      d.device.attributes["deviceID"] = StringAttr(*device);
     if (auto numa = ReadAttr(path + "/numa_node")) {
       char* end = nullptr;
       long long node = std::strtoll(numa->c_str(), &end, 10);
       if (end != numa->c_str() && node >= 0) d.device.attributes["numaNode"].int_value = node;
     }
     if (auto root = PcieRootOf(options_.sysfs_root, address)) {
-      d.device.attributes[std::string(kPcieRootAttribute)] = Str(*root);
+      d.device.attributes[std::string(kPcieRootAttribute)] = StringAttr(*root);
     }
     if (auto iface = InterfaceOf(path)) {
-      d.device.attributes["interfaceName"] = Str(*iface);
+      d.device.attributes["interfaceName"] = StringAttr(*iface);
       if (auto speed = ReadAttr(path + "/net/" + *iface + "/speed")) {
         char* end = nullptr;
         long long mbps = std::strtoll(speed->c_str(), &end, 10);

@@ -27,6 +27,18 @@ inline void Append(FieldErrorList& to, FieldErrorList from) {
   for (FieldError& e : from) to.push_back(std::move(e));
 }
 
+// ASCII lower case, as strings.ToLower on the ASCII names Kubernetes validates.
+inline std::string ToLowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// A set key as a Duplicate error prints it: quoted and escaped.
+inline std::string QuotedKey(const std::string& key) { return RenderValue(key); }
+
 // True when the list is over `max` (a TooMany error was appended); the caller then skips the
 // items.
 template <typename T>
