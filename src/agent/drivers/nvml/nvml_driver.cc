@@ -47,6 +47,7 @@ struct NvmlDriver::Api {
 
 namespace {
 
+using internal::kPcieRootAttribute;
 using internal::StringAttr;
 using internal::VersionAttr;
 
@@ -237,7 +238,7 @@ StatusOr<std::vector<Inventory>> NvmlDriver::Discover() {
     if (pci.busId[0] != '\0') {
       common["pcieBusID"] = StringAttr(pci.busId);
       if (auto root = PcieRootOf(options_.sysfs_root, SysfsAddress(pci.busId))) {
-        common["resource.kubernetes.io/pcieRoot"] = StringAttr(*root);
+        common[std::string(kPcieRootAttribute)] = StringAttr(*root);
       }
     }
     DeviceHealth device_health;
