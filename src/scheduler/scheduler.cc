@@ -502,7 +502,7 @@ void Scheduler::SetPending(const std::string& uid, std::shared_ptr<const Pod> po
     if (!n.name.empty()) claim_users_[pod->metadata.namespace_ + "/" + n.name].insert(uid);
   }
   pending_[uid] = std::move(pod);
-  pending_reasons_dirty_ = true;
+  RecountPending(uid);
 }
 
 bool Scheduler::ErasePending(const std::string& uid) {
@@ -519,7 +519,7 @@ bool Scheduler::ErasePending(const std::string& uid) {
   }
   pending_.erase(it);
   pending_reasons_.erase(uid);
-  pending_reasons_dirty_ = true;
+  RecountPending(uid);
   return true;
 }
 
@@ -813,6 +813,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     binding->evaluated_nodes = result.evaluated_nodes;
     binding->feasible_nodes = result.feasible_nodes;
     binding_[uid] = binding;
+    RecountPending(uid);
     metrics_.attempts_scheduled.Increment();
     metrics_.attempt_scheduled_seconds.Observe(elapsed());
     if (options_.synchronous) {
@@ -834,7 +835,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     metrics_.attempt_error_seconds.Observe(elapsed());
     CountFailedRequests(*queued.pod, "error");
     pending_reasons_[uid] = "SchedulerError";
-    pending_reasons_dirty_ = true;
+    RecountPending(uid);
     RecordFailure(*queued.pod, "SchedulerError", result.status.Message());
     {
       MutexLock lock(mu_);
@@ -863,7 +864,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
       }
     }
     pending_reasons_[uid] = std::move(reason);
-    pending_reasons_dirty_ = true;
+    RecountPending(uid);
   }
   RecordFailure(*queued.pod, "Unschedulable", FailedSchedulingMessage(result.diagnosis));
   {
@@ -907,6 +908,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
   const Pod& pod = *binding->info.pod;
   const std::string& uid = pod.metadata.uid;
   binding_.erase(uid);
+  RecountPending(uid);
   if (status.ok()) {
     if (events_) {
       events_->Record(client::ReferenceTo(pod), "Normal", "Scheduled",
@@ -1345,22 +1347,33 @@ static void SetSeries(const metrics::GaugeFamily& family, const std::map<Key, do
   before = std::move(seen);
 }
 
-void Scheduler::UpdatePendingReasons() {
-  std::map<std::tuple<std::string, std::string>, double> counts;
-  for (const auto& [uid, pod] : pending_) {
-    std::string reason;
-    if (binding_.contains(uid)) {
-      reason = "Binding";
-    } else if (!pod->spec.scheduling_gates.empty()) {
-      reason = "Gated";
-    } else if (auto it = pending_reasons_.find(uid); it != pending_reasons_.end()) {
-      reason = it->second;
-    } else {
-      reason = "Queued";
-    }
-    ++counts[{std::string(tenants_.Of(pod->metadata.namespace_)), reason}];
+void Scheduler::RecountPending(const std::string& uid) {
+  if (auto counted = pending_series_.find(uid); counted != pending_series_.end()) {
+    auto count = pending_counts_.find(counted->second);
+    if (--count->second == 0) pending_counts_.erase(count);
+    pending_series_.erase(counted);
   }
-  SetSeries(metrics_.pending_pods, counts, reported_pending_);
+  pending_reasons_dirty_ = true;
+  auto it = pending_.find(uid);
+  if (it == pending_.end()) return;
+  const Pod& pod = *it->second;
+  std::string reason;
+  if (binding_.contains(uid)) {
+    reason = "Binding";
+  } else if (!pod.spec.scheduling_gates.empty()) {
+    reason = "Gated";
+  } else if (auto last = pending_reasons_.find(uid); last != pending_reasons_.end()) {
+    reason = last->second;
+  } else {
+    reason = "Queued";
+  }
+  PendingSeries series{std::string(tenants_.Of(pod.metadata.namespace_)), std::move(reason)};
+  ++pending_counts_[series];
+  pending_series_.emplace(uid, std::move(series));
+}
+
+void Scheduler::UpdatePendingReasons() {
+  SetSeries(metrics_.pending_pods, pending_counts_, reported_pending_);
   pending_reasons_dirty_ = false;
 }
 

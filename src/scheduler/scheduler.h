@@ -201,6 +201,9 @@ class Scheduler {
   // The device-state gauges and the pending-Pod gauge by tenant and reason.
   void UpdateDeviceStates();
   void UpdatePendingReasons();
+  // Counts `uid` under the (tenant, reason) it waits for now, or under none once it is no longer
+  // pending; called on every change of what the reason is made of.
+  void RecountPending(const std::string& uid);
   // Counts every request of the unallocated claims of `pod` in draplane_allocations_total with
   // `result` (an attempt that failed).
   void CountFailedRequests(const api::corev1::Pod& pod, std::string_view result);
@@ -240,8 +243,14 @@ class Scheduler {
   Duration last_holdings_check_{0};
   Duration last_device_states_{0};
   metrics::TenantLabels tenants_;
-  // Pending pod uid -> why it waits (draplane_pending_pods), and whether the gauge is stale.
+  // Pending pod uid -> the reason its last attempt failed; the (tenant, reason) series each
+  // pending pod is counted under in draplane_pending_pods (RecountPending keeps them, so a
+  // wake-up publishes the counts without a pass over the pending pods), and whether the gauge is
+  // stale.
+  using PendingSeries = std::tuple<std::string, std::string>;
   std::unordered_map<std::string, std::string> pending_reasons_;
+  std::unordered_map<std::string, PendingSeries> pending_series_;
+  std::map<PendingSeries, double> pending_counts_;
   bool pending_reasons_dirty_ = true;
   // Series set by the last update, so that series which vanished are set to 0.
   std::set<std::vector<std::string>> reported_pending_;

@@ -136,5 +136,54 @@ TEST_F(SchedulerMetricsTest, AllocationsPendingReasonsAndDeviceStates) {
   EXPECT_THAT(text, HasSubstr("draplane_device_states_shapes{outcome=\"evaluated\"} 1"));
 }
 
+// Every change of why a Pod waits moves it between series: gated Pods whose gates are lifted
+// are bound and leave the Gated series, an unschedulable Pod that is deleted leaves the
+// DynamicResources one (the counts are kept per change, not recounted at each wake-up).
+TEST_F(SchedulerMetricsTest, PendingSeriesFollowEveryChange) {
+  cluster_.Class("pending-gpu", R"(device.driver == "pending.example.com")");
+  cluster_.Node("node-a", {}, {{"pods", "100"}});
+  cluster_.Namespace("team-a");
+  cluster_.Slice("node-a", "pending.example.com", {DeviceSpec{"gpu-0", {}, "", 0}});
+  Start();
+  for (const std::string name : {"gated-0", "gated-1", "gated-2"}) {
+    api::corev1::Pod pod = PodIn("team-a", name);
+    pod.spec.scheduling_gates.emplace_back().name = "example.com/hold";
+    cluster_.Pod(pod);
+  }
+  api::resourcev1::ResourceClaim two = cluster_.ClaimSpec("two", "pending-gpu", 2);
+  two.metadata.namespace_ = "team-a";
+  cluster_.Claim(two);
+  cluster_.Pod(PodIn("team-a", "two", {"two"}));
+  std::string text = WaitForMetrics({
+      "draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 3",
+      "draplane_pending_pods{reason=\"DynamicResources\",tenant=\"team-a\"} 1",
+  });
+  ASSERT_THAT(text, HasSubstr("draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 3"));
+
+  for (const std::string name : {"gated-0", "gated-1"}) {
+    StatusOr<api::corev1::Pod> pod = client::Get<api::corev1::Pod>(cluster_.api(), "team-a", name);
+    ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+    pod->spec.scheduling_gates.clear();
+    ASSERT_TRUE(client::Update(cluster_.api(), *pod).ok());
+  }
+  ASSERT_TRUE(
+      client::Delete<api::corev1::Pod>(cluster_.api(), "team-a", "two", {.grace_period_seconds = 0})
+          .ok());
+  EXPECT_TRUE(cluster_.WaitUntil([&] {
+    int bound = 0;
+    for (const api::corev1::Pod& pod : cluster_.Pods()) {
+      if (pod.metadata.name.starts_with("gated-") && !pod.spec.node_name.empty()) ++bound;
+    }
+    return bound == 2;
+  }));
+  text = WaitForMetrics({
+      "draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 1\n",
+      "draplane_pending_pods{reason=\"DynamicResources\",tenant=\"team-a\"} 0\n",
+  });
+  EXPECT_THAT(text, HasSubstr("draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 1\n"));
+  EXPECT_THAT(
+      text, HasSubstr("draplane_pending_pods{reason=\"DynamicResources\",tenant=\"team-a\"} 0\n"));
+}
+
 }  // namespace
 }  // namespace draplane::scheduler
