@@ -28,8 +28,9 @@ if(DRAPLANE_SANITIZE)
   endif()
   # Without UBSan's alignment and null checks: on x86 a misaligned load is well defined and ASan
   # already reports a dereference of null (a SEGV with its stack); the two are half of UBSan's
-  # compile cost and nearly all of a sanitized binary's data (draplane 107 -> MB), which
-  # LeakSanitizer scans at every exit (docs/design/build.md, "UBSan's alignment and null checks").
+  # compile cost and nearly all of a sanitized binary's data (draplane 107 -> 37 MB), which
+  # LeakSanitizer scans at every exit (docs/design/build.md, "UBSan without its alignment and null
+  # checks").
   add_compile_options(-fsanitize=address,undefined -fno-sanitize=alignment,null
                       -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
