@@ -130,7 +130,8 @@ endfunction()
 # inline checks.
 #
 # UBSan checks the libraries and draplane, not the test sources' own code: a fifth of a test
-# source's compile CPU (docs/design/build.md, "UBSan in the libraries, not in the test sources").
+# source's compile CPU (docs/design/build.md, "UBSan in the libraries and draplane, not in the
+# test sources' own code").
 # What that gives up: a header's inline function instantiated in a test source as well as in a
 # library may be linked from the test source's unchecked copy into that test binary; draplane
 # itself, which the end-to-end, CLI and lint suites run, links no test source.
