@@ -148,6 +148,17 @@ if(DRAPLANE_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND DRAPLANE_TEST_OPTIONS --param=asan-instrumentation-with-call-threshold=0)
 endif()
 
+# The compile setup of every test source (the precompiled header below, test binaries, shared
+# test sources): one place, since a source compiled with other flags or macros cannot reuse the
+# header.
+function(draplane_test_compile_setup target)
+  draplane_apply_flags(${target})
+  target_compile_definitions(${target} PRIVATE
+    DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
+    DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  target_compile_options(${target} PRIVATE ${DRAPLANE_TEST_OPTIONS})
+endfunction()
+
 # Every test binary includes GoogleTest and GoogleMock, whose headers alone take ~2.5 CPU-s to parse
 # in each test source under -Og and the sanitizers; one precompiled header of them, built once here
 # and reused by every draplane_test target (same flags), saves ~2.9 CPU-s per test source
@@ -155,12 +166,8 @@ endif()
 # launcher passes to it.
 if(DRAPLANE_BUILD_TESTS)
   add_library(draplane_test_pch OBJECT ${CMAKE_SOURCE_DIR}/cmake/test_pch.cc)
-  draplane_apply_flags(draplane_test_pch)
+  draplane_test_compile_setup(draplane_test_pch)
   target_link_libraries(draplane_test_pch PRIVATE GTest::gtest GTest::gmock)
-  target_compile_options(draplane_test_pch PRIVATE ${DRAPLANE_TEST_OPTIONS})
-  target_compile_definitions(draplane_test_pch PRIVATE
-    DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
-    DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   target_precompile_headers(draplane_test_pch PRIVATE <gtest/gtest.h> <gmock/gmock.h>)
   draplane_precompile_headers(draplane_test_pch)
 endif()
@@ -180,14 +187,10 @@ function(draplane_test)
     return()
   endif()
   add_executable(${ARG_NAME} ${ARG_SRCS})
-  draplane_apply_flags(${ARG_NAME})
+  draplane_test_compile_setup(${ARG_NAME})
   # Boost::json: the test header includes it (draplane_precompile_headers).
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                         Boost::json)
-  target_compile_definitions(${ARG_NAME} PRIVATE
-    DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
-    DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-  target_compile_options(${ARG_NAME} PRIVATE ${DRAPLANE_TEST_OPTIONS})
   target_precompile_headers(${ARG_NAME} REUSE_FROM draplane_test_pch)
   set(labels unit)
   if(ARG_LABELS)
@@ -227,12 +230,8 @@ function(draplane_test_sources)
   endif()
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
   add_library(${ARG_NAME} OBJECT ${ARG_SRCS})
-  draplane_apply_flags(${ARG_NAME})
+  draplane_test_compile_setup(${ARG_NAME})
   target_link_libraries(${ARG_NAME} PUBLIC ${ARG_DEPS} GTest::gtest GTest::gmock Boost::json)
-  target_compile_definitions(${ARG_NAME} PRIVATE
-    DRAPLANE_SHARED_DIR="${DRAPLANE_SHARED_DIR}"
-    DRAPLANE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-  target_compile_options(${ARG_NAME} PRIVATE ${DRAPLANE_TEST_OPTIONS})
   target_precompile_headers(${ARG_NAME} REUSE_FROM draplane_test_pch)
 endfunction()
 
