@@ -188,6 +188,24 @@ class SchedulerReplicasTest : public ::testing::Test {
     return "";
   }
 
+  // The unbound Pods without a PodScheduled=False condition whose message contains `text`, with
+  // the condition they have: what a failed wait prints, to tell a lost update from a slow one.
+  std::string UnboundWithout(const std::string& text) {
+    std::string out;
+    for (const api::corev1::Pod& p : cluster_.Pods()) {
+      if (!p.spec.node_name.empty()) continue;
+      std::string scheduled = "no PodScheduled condition";
+      bool has = false;
+      for (const auto& c : p.status.conditions) {
+        if (c.type != "PodScheduled") continue;
+        scheduled = c.status + " " + c.reason + ": " + c.message;
+        has = has || (c.status == "False" && c.message.find(text) != std::string::npos);
+      }
+      if (!has) out += "\n  " + p.metadata.name + " (" + scheduled + ")";
+    }
+    return out;
+  }
+
   // Pods with PodScheduled=False whose message contains `text`.
   int PendingWith(const std::string& text) {
     int n = 0;
@@ -265,7 +283,8 @@ TEST_F(SchedulerReplicasTest, TwoReplicasNeverSpendAQuotaTwice) {
   ASSERT_TRUE(Settle([&] {
     return bound.now() == kQuota && PendingWith("refused by quota") == kPods - kQuota;
   })) << bound.now()
-      << " bound, " << PendingWith("refused by quota") << " pending on the quota";
+      << " bound, " << PendingWith("refused by quota") << " pending on the quota; the others:"
+      << UnboundWithout("refused by quota");
   std::string problem;
   ASSERT_TRUE(Settle([&] { return (problem = CheckClaims(kQuota)).empty(); })) << problem;
   ASSERT_TRUE(Settle([&] { return Used() == std::to_string(kQuota); })) << "used " << Used();
