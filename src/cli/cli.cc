@@ -8,6 +8,13 @@
 
 namespace draplane::cli {
 
+int ReportFailure(std::string_view command, std::string_view what, const Status& s,
+                  int not_found_exit) {
+  std::fprintf(stderr, "draplane %.*s: %.*s: %s\n", static_cast<int>(command.size()),
+               command.data(), static_cast<int>(what.size()), what.data(), s.ToString().c_str());
+  return s.code() == StatusCode::kNotFound ? not_found_exit : 2;
+}
+
 int Run(int argc, char** argv) {
   CLI::App app{"draplane: a Dynamic Resource Allocation control plane for accelerator clusters",
                "draplane"};

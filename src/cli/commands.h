@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "allocator/features.h"
 #include "client/api_client.h"
@@ -26,6 +27,13 @@ namespace draplane::cli {
 struct CommandExit {
   int code;
 };
+
+// Prints "draplane <command>: <what>: <status>" on standard error and returns the exit code of
+// the failed command: 2, or `not_found_exit` when `s` is NotFound.
+int ReportFailure(std::string_view command, std::string_view what, const Status& s,
+                  int not_found_exit = 2);
+// `draplane explain` exits 1 when what it was asked to explain does not exist (as `kubectl get`).
+inline constexpr int kExplainNotFoundExit = 1;
 
 void AddVersionCommand(CLI::App& app);
 void AddSchedulerCommand(CLI::App& app);

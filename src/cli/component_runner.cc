@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli/commands.h"
 #include "cli/object_ref.h"
 #include "client/leader_election.h"
 #include "common/clock.h"
@@ -26,9 +27,7 @@ sigset_t BlockTerminationSignals() {
 
 int RunComponent(client::ApiClient& api, const sigset_t& signals, const ComponentRun& run) {
   auto fail = [&](const std::string& what, const Status& s) {
-    std::fprintf(stderr, "draplane %s: %s: %s\n", run.command.c_str(), what.c_str(),
-                 s.ToString().c_str());
-    return 2;
+    return ReportFailure(run.command, what, s);
   };
   Mutex mu;
   CondVar cv;

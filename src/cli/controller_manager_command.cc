@@ -1,6 +1,5 @@
 // `draplane controller-manager`: runs the controllers (controllers/controller_manager.h) against
 // an API server until SIGINT or SIGTERM, optionally under leader election.
-#include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
@@ -28,11 +27,6 @@ struct ControllerManagerFlags {
   std::vector<std::string> metrics_tenants;
 };
 
-int FailControllerManager(const std::string& what, const Status& s) {
-  std::fprintf(stderr, "draplane controller-manager: %s: %s\n", what.c_str(), s.ToString().c_str());
-  return 2;
-}
-
 int RunControllerManager(const ControllerManagerFlags& flags) {
   sigset_t signals = BlockTerminationSignals();
 
@@ -48,10 +42,10 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
     } else if (c == "resourcepoolstatusrequest") {
       options.resource_pool_status = true;
     } else {
-      return FailControllerManager("--controllers",
-                                   InvalidArgumentError("unknown controller \"" + c +
-                                                        "\" (resourceclaim, garbagecollector, "
-                                                        "namespace, resourcepoolstatusrequest)"));
+      return ReportFailure("controller-manager", "--controllers",
+                           InvalidArgumentError("unknown controller \"" + c +
+                                                "\" (resourceclaim, garbagecollector, "
+                                                "namespace, resourcepoolstatusrequest)"));
     }
   }
   options.simulate_kubelet = flags.simulate_kubelet;
@@ -59,10 +53,10 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
-  if (!config.ok()) return FailControllerManager("kubeconfig", config.status());
+  if (!config.ok()) return ReportFailure("controller-manager", "kubeconfig", config.status());
   config->user_agent = "draplane-controller-manager";
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
-  if (!api.ok()) return FailControllerManager("client", api.status());
+  if (!api.ok()) return ReportFailure("controller-manager", "client", api.status());
   std::string identity = flags.identity;
   if (identity.empty()) {
     identity = "draplane-controller-manager-" + SecureRandom().NewUuid().substr(0, 8);

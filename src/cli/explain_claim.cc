@@ -62,11 +62,6 @@ void AppendRequest(const d::DecisionRequest& request, std::string* out) {
   }
 }
 
-int FailExplainClaim(const std::string& what, const Status& s) {
-  std::fprintf(stderr, "draplane explain claim: %s: %s\n", what.c_str(), s.ToString().c_str());
-  return s.code() == StatusCode::kNotFound ? 1 : 2;
-}
-
 struct ExplainClaimFlags {
   std::string kubeconfig;
   std::string context;
@@ -93,22 +88,25 @@ StatusOr<std::vector<d::AllocationDecision>> ListDecisions(client::ApiClient& ap
 }
 
 int RunExplainClaim(const ExplainClaimFlags& flags) {
+  auto fail = [](std::string_view what, const Status& s) {
+    return ReportFailure("explain claim", what, s, kExplainNotFoundExit);
+  };
   if (flags.output != "text" && flags.output != "json" && flags.output != "yaml") {
-    return FailExplainClaim("-o", InvalidArgumentError("output must be text, yaml or json"));
+    return fail("-o", InvalidArgumentError("output must be text, yaml or json"));
   }
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
-  if (!config.ok()) return FailExplainClaim("kubeconfig", config.status());
+  if (!config.ok()) return fail("kubeconfig", config.status());
   // The reference was checked when the arguments were parsed (NamespacedNameCheck).
   StatusOr<NamespacedName> ref =
       ParseNamespacedName(flags.claim, config->default_namespace, "claim");
-  if (!ref.ok()) return FailExplainClaim("claim", ref.status());
+  if (!ref.ok()) return fail("claim", ref.status());
   const std::string& ns = ref->ns;
   const std::string& name = ref->name;
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
-  if (!api.ok()) return FailExplainClaim("client", api.status());
+  if (!api.ok()) return fail("client", api.status());
   StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(**api, ns, name);
-  if (!claim.ok()) return FailExplainClaim("resourceclaim " + ns + "/" + name, claim.status());
+  if (!claim.ok()) return fail("resourceclaim " + ns + "/" + name, claim.status());
 
   // The Pods the claim is (or was) for narrow the search; without one every record of the
   // namespace is read (bounded by the retention cap).
@@ -117,21 +115,20 @@ int RunExplainClaim(const ExplainClaimFlags& flags) {
     std::string selector =
         pod_uid.empty() ? "spec.pod.name=" + pod_name : "spec.pod.uid=" + pod_uid;
     StatusOr<std::vector<d::AllocationDecision>> found = ListDecisions(**api, ns, selector);
-    if (!found.ok()) return FailExplainClaim("list allocationdecisions in " + ns, found.status());
+    if (!found.ok()) return fail("list allocationdecisions in " + ns, found.status());
     for (d::AllocationDecision& decision : *found) candidates.push_back(std::move(decision));
   }
   std::vector<d::AllocationDecision> decisions = DecisionsForClaim(*claim, std::move(candidates));
   if (decisions.empty()) {
     StatusOr<std::vector<d::AllocationDecision>> all = ListDecisions(**api, ns, "");
-    if (!all.ok()) return FailExplainClaim("list allocationdecisions in " + ns, all.status());
+    if (!all.ok()) return fail("list allocationdecisions in " + ns, all.status());
     decisions = DecisionsForClaim(*claim, std::move(all).value());
   }
   if (decisions.empty()) {
-    return FailExplainClaim(
-        "resourceclaim " + ns + "/" + name,
-        NotFoundError("no AllocationDecision names this claim (it was never allocated by "
-                      "draplane's scheduler, or its record has passed the retention "
-                      "bounds)"));
+    return fail("resourceclaim " + ns + "/" + name,
+                NotFoundError("no AllocationDecision names this claim (it was never allocated by "
+                              "draplane's scheduler, or its record has passed the retention "
+                              "bounds)"));
   }
   if (!flags.all) decisions.resize(1);
   std::string out;

@@ -27,34 +27,32 @@ struct ExplainFlags {
   bool brief = false;
 };
 
-int FailExplain(const std::string& what, const Status& s) {
-  std::fprintf(stderr, "draplane explain: %s: %s\n", what.c_str(), s.ToString().c_str());
-  return s.code() == StatusCode::kNotFound ? 1 : 2;
-}
-
 int RunExplainPod(const ExplainFlags& flags) {
+  auto fail = [](std::string_view what, const Status& s) {
+    return ReportFailure("explain", what, s, kExplainNotFoundExit);
+  };
   if (flags.output != "text" && flags.output != "json") {
-    return FailExplain("-o", InvalidArgumentError("output must be text or json"));
+    return fail("-o", InvalidArgumentError("output must be text or json"));
   }
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
-  if (!config.ok()) return FailExplain("kubeconfig", config.status());
+  if (!config.ok()) return fail("kubeconfig", config.status());
   // The reference was checked when the arguments were parsed (NamespacedNameCheck).
   StatusOr<NamespacedName> ref = ParseNamespacedName(flags.pod, config->default_namespace, "pod");
-  if (!ref.ok()) return FailExplain("pod", ref.status());
+  if (!ref.ok()) return fail("pod", ref.status());
   const std::string& ns = ref->ns;
   const std::string& name = ref->name;
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
-  if (!api.ok()) return FailExplain("client", api.status());
+  if (!api.ok()) return fail("client", api.status());
   StatusOr<allocator::Features> features = allocator::DefaultFeatures(flags.kubernetes_version);
-  if (!features.ok()) return FailExplain("--kubernetes-version", features.status());
+  if (!features.ok()) return fail("--kubernetes-version", features.status());
   if (!flags.feature_gates.empty()) {
     features = allocator::ApplyFeatureGates(flags.feature_gates, *features);
-    if (!features.ok()) return FailExplain("--feature-gates", features.status());
+    if (!features.ok()) return fail("--feature-gates", features.status());
   }
 
   StatusOr<scheduler::PodExplanation> e = scheduler::ExplainPodFromApi(**api, ns, name, *features);
-  if (!e.ok()) return FailExplain("pod " + ns + "/" + name, e.status());
+  if (!e.ok()) return fail("pod " + ns + "/" + name, e.status());
   std::string out = flags.output == "json" ? e->ToJson() + "\n" : e->ToText(!flags.brief);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

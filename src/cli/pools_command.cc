@@ -35,11 +35,6 @@ struct PoolsFlags {
   std::string output = "text";
 };
 
-int FailPools(const std::string& what, const Status& s) {
-  std::fprintf(stderr, "draplane pools: %s: %s\n", what.c_str(), s.ToString().c_str());
-  return 2;
-}
-
 std::string Or(const std::optional<int32_t>& v) { return v ? std::to_string(*v) : "-"; }
 
 // The partition and shareable summaries, or the validation error, in one cell.
@@ -63,7 +58,7 @@ std::string Details(const ra3::PoolStatus& p) {
 
 int RunPools(const PoolsFlags& flags) {
   if (flags.output != "text" && flags.output != "json" && flags.output != "yaml") {
-    return FailPools("-o", InvalidArgumentError("output must be text, yaml or json"));
+    return ReportFailure("pools", "-o", InvalidArgumentError("output must be text, yaml or json"));
   }
   // The same checks as a request's spec, so a bad flag reads like the API's answer.
   ra3::ResourcePoolStatusRequest probe;
@@ -78,20 +73,20 @@ int RunPools(const PoolsFlags& flags) {
       !errs.empty()) {
     std::string message;
     for (const api::FieldError& e : errs) message += (message.empty() ? "" : "; ") + e.ToString();
-    return FailPools("flags", InvalidArgumentError(message));
+    return ReportFailure("pools", "flags", InvalidArgumentError(message));
   }
 
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
-  if (!config.ok()) return FailPools("kubeconfig", config.status());
+  if (!config.ok()) return ReportFailure("pools", "kubeconfig", config.status());
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
-  if (!api.ok()) return FailPools("client", api.status());
+  if (!api.ok()) return ReportFailure("pools", "client", api.status());
   StatusOr<std::vector<rv1::ResourceSlice>> slices = client::ListAll<rv1::ResourceSlice>(**api);
-  if (!slices.ok()) return FailPools("list resourceslices", slices.status());
+  if (!slices.ok()) return ReportFailure("pools", "list resourceslices", slices.status());
   StatusOr<std::vector<rv1::ResourceClaim>> claims = client::ListAll<rv1::ResourceClaim>(**api);
-  if (!claims.ok()) return FailPools("list resourceclaims", claims.status());
+  if (!claims.ok()) return ReportFailure("pools", "list resourceclaims", claims.status());
   StatusOr<std::vector<rv1::DeviceTaintRule>> rules = client::ListAll<rv1::DeviceTaintRule>(**api);
-  if (!rules.ok()) return FailPools("list devicetaintrules", rules.status());
+  if (!rules.ok()) return ReportFailure("pools", "list devicetaintrules", rules.status());
   controllers::poolstatus::Inputs inputs;
   std::set<std::string> drivers;
   for (const rv1::ResourceSlice& s : *slices) {

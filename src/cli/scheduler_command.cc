@@ -1,7 +1,6 @@
 // `draplane scheduler`: runs the scheduler (scheduler/scheduler.h) against an API server until
 // SIGINT or SIGTERM. With --leader-elect (the default) several replicas can run; one, holding
 // the coordination.k8s.io Lease, schedules.
-#include <cstdio>
 #include <memory>
 
 #include "allocator/allocator.h"
@@ -42,29 +41,25 @@ struct SchedulerFlags {
   int device_states_interval_seconds = 30;
 };
 
-int FailScheduler(const std::string& what, const Status& s) {
-  std::fprintf(stderr, "draplane scheduler: %s: %s\n", what.c_str(), s.ToString().c_str());
-  return 2;
-}
-
 int RunScheduler(const SchedulerFlags& flags) {
   sigset_t signals = BlockTerminationSignals();
 
   std::string path = flags.kubeconfig.empty() ? client::DefaultKubeconfigPath() : flags.kubeconfig;
   StatusOr<client::RestConfig> config = client::LoadKubeconfig(path, flags.context);
-  if (!config.ok()) return FailScheduler("kubeconfig", config.status());
+  if (!config.ok()) return ReportFailure("scheduler", "kubeconfig", config.status());
   config->user_agent = "draplane-scheduler";
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
-  if (!api.ok()) return FailScheduler("client", api.status());
+  if (!api.ok()) return ReportFailure("scheduler", "client", api.status());
 
   StatusOr<allocator::Features> features = allocator::DefaultFeatures(flags.kubernetes_version);
-  if (!features.ok()) return FailScheduler("--kubernetes-version", features.status());
+  if (!features.ok()) return ReportFailure("scheduler", "--kubernetes-version", features.status());
   if (!flags.feature_gates.empty()) {
     features = allocator::ApplyFeatureGates(flags.feature_gates, *features);
-    if (!features.ok()) return FailScheduler("--feature-gates", features.status());
+    if (!features.ok()) return ReportFailure("scheduler", "--feature-gates", features.status());
   }
   StatusOr<Duration> binding_timeout = ParseBindingTimeout(flags.binding_timeout);
-  if (!binding_timeout.ok()) return FailScheduler("--binding-timeout", binding_timeout.status());
+  if (!binding_timeout.ok())
+    return ReportFailure("scheduler", "--binding-timeout", binding_timeout.status());
   std::string identity = flags.identity;
   if (identity.empty()) identity = "draplane-scheduler-" + SecureRandom().NewUuid().substr(0, 8);
 
