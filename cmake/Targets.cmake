@@ -250,26 +250,61 @@ function(draplane_bench)
 endfunction()
 
 # draplane_fuzz(NAME <target> SRCS ... [DEPS ...])
-# A libFuzzer target; `fuzz/corpus/<NAME>/` holds its seeds and every crash ever found.
-# ctest runs each target over its corpus and then fuzzes for a bounded time.
-# make test's budget for all bounded runs together is 60 s (fuzz/CMakeLists.txt checks it).
-set(DRAPLANE_FUZZ_SECONDS 7 CACHE STRING "Seconds each fuzz target runs in ctest")
-function(draplane_fuzz)
-  if(NOT DRAPLANE_FUZZ)
-    return()
+# A fuzz target (its LLVMFuzzerTestOneInput); `fuzz/corpus/<NAME>/` holds its seeds and every
+# crash ever found. In the fuzz preset it is a libFuzzer binary, and ctest (`make fuzz`) runs it
+# over its corpus and then fuzzes for DRAPLANE_FUZZ_SECONDS. In a build with tests (the asan
+# preset of make test, dev) it is <NAME>_corpus, the target linked with
+# fuzz/corpus_replay_main.cc, and the ctest case corpus.<NAME> replays the corpus: every seed and
+# past crash is a regression test of every change, and make test stays deterministic
+# (docs/design/build.md, "Fuzzing in make fuzz, corpora in make test").
+set(DRAPLANE_FUZZ_SECONDS 7 CACHE STRING "Seconds each fuzz target fuzzes under make fuzz")
+if(DRAPLANE_BUILD_TESTS AND NOT DRAPLANE_FUZZ AND NOT DRAPLANE_TSAN AND
+   NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  # libFuzzer's FuzzedDataProvider.h (header only) is on clang's include path, not GCC's, and
+  # that folder's other headers (stddef.h) are clang's own: the one header is copied aside.
+  file(GLOB fuzzer_header_candidates LIST_DIRECTORIES true /usr/lib/llvm-*/lib/clang/*/include)
+  find_path(DRAPLANE_CLANG_INCLUDE fuzzer/FuzzedDataProvider.h
+            PATHS ${fuzzer_header_candidates} NO_DEFAULT_PATH)
+  if(NOT DRAPLANE_CLANG_INCLUDE)
+    message(FATAL_ERROR "fuzzer/FuzzedDataProvider.h not found: install libclang-rt-14-dev "
+                        "(tools/install_deps.sh)")
   endif()
+  set(DRAPLANE_FUZZER_HEADERS ${CMAKE_BINARY_DIR}/fuzzer-headers)
+  file(COPY ${DRAPLANE_CLANG_INCLUDE}/fuzzer/FuzzedDataProvider.h
+       DESTINATION ${DRAPLANE_FUZZER_HEADERS}/fuzzer)
+endif()
+function(draplane_fuzz)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
-  add_executable(${ARG_NAME} ${ARG_SRCS})
-  draplane_apply_flags(${ARG_NAME})
-  target_compile_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
-  target_link_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
-  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
-  add_dependencies(draplane_fuzz_targets ${ARG_NAME})
   set(corpus ${CMAKE_SOURCE_DIR}/fuzz/corpus/${ARG_NAME})
-  set(work ${CMAKE_BINARY_DIR}/fuzz-work/${ARG_NAME})
-  add_test(NAME fuzz.${ARG_NAME}
-    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
-            ${CMAKE_SOURCE_DIR}/fuzz/run_fuzzer.sh $<TARGET_FILE:${ARG_NAME}> ${corpus} ${work}
-            ${DRAPLANE_FUZZ_SECONDS})
-  set_tests_properties(fuzz.${ARG_NAME} PROPERTIES LABELS fuzz TIMEOUT 300)
+  if(DRAPLANE_FUZZ)
+    add_executable(${ARG_NAME} ${ARG_SRCS})
+    draplane_apply_flags(${ARG_NAME})
+    target_compile_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
+    add_dependencies(draplane_fuzz_targets ${ARG_NAME})
+    set(work ${CMAKE_BINARY_DIR}/fuzz-work/${ARG_NAME})
+    add_test(NAME fuzz.${ARG_NAME}
+      COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+              ${CMAKE_SOURCE_DIR}/fuzz/run_fuzzer.sh $<TARGET_FILE:${ARG_NAME}> ${corpus} ${work}
+              ${DRAPLANE_FUZZ_SECONDS})
+    set_tests_properties(fuzz.${ARG_NAME} PROPERTIES LABELS fuzz TIMEOUT 300)
+  elseif(DRAPLANE_BUILD_TESTS AND NOT DRAPLANE_TSAN)
+    if(NOT TARGET draplane_corpus_replay_main)
+      add_library(draplane_corpus_replay_main OBJECT ${CMAKE_SOURCE_DIR}/fuzz/corpus_replay_main.cc)
+      draplane_apply_flags(draplane_corpus_replay_main)
+      target_compile_options(draplane_corpus_replay_main PRIVATE ${DRAPLANE_TEST_OPTIONS})
+    endif()
+    set(replay ${ARG_NAME}_corpus)
+    add_executable(${replay} ${ARG_SRCS})
+    target_link_libraries(${replay} PRIVATE draplane_corpus_replay_main)
+    draplane_apply_flags(${replay})
+    target_compile_options(${replay} PRIVATE ${DRAPLANE_TEST_OPTIONS})
+    if(DRAPLANE_FUZZER_HEADERS)
+      target_include_directories(${replay} SYSTEM PRIVATE ${DRAPLANE_FUZZER_HEADERS})
+    endif()
+    target_link_libraries(${replay} PRIVATE ${ARG_DEPS})
+    add_test(NAME corpus.${ARG_NAME} COMMAND ${replay} ${corpus})
+    set_tests_properties(corpus.${ARG_NAME} PROPERTIES LABELS corpus)
+  endif()
 endfunction()
