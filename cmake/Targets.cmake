@@ -149,8 +149,8 @@ if(DRAPLANE_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
 endif()
 
 # The compile setup of every test source (the precompiled header below, test binaries, shared
-# test sources): one place, since a source compiled with other flags or macros cannot reuse the
-# header.
+# test sources, fuzz corpus replays): one place, since a source compiled with other flags or
+# macros cannot reuse the header.
 function(draplane_test_compile_setup target)
   draplane_apply_flags(${target})
   target_compile_definitions(${target} PRIVATE
@@ -292,14 +292,12 @@ function(draplane_fuzz)
   elseif(DRAPLANE_BUILD_TESTS AND NOT DRAPLANE_TSAN)
     if(NOT TARGET draplane_corpus_replay_main)
       add_library(draplane_corpus_replay_main OBJECT ${CMAKE_SOURCE_DIR}/fuzz/corpus_replay_main.cc)
-      draplane_apply_flags(draplane_corpus_replay_main)
-      target_compile_options(draplane_corpus_replay_main PRIVATE ${DRAPLANE_TEST_OPTIONS})
+      draplane_test_compile_setup(draplane_corpus_replay_main)
     endif()
     set(replay ${ARG_NAME}_corpus)
     add_executable(${replay} ${ARG_SRCS})
     target_link_libraries(${replay} PRIVATE draplane_corpus_replay_main)
-    draplane_apply_flags(${replay})
-    target_compile_options(${replay} PRIVATE ${DRAPLANE_TEST_OPTIONS})
+    draplane_test_compile_setup(${replay})
     if(DRAPLANE_FUZZER_HEADERS)
       target_include_directories(${replay} SYSTEM PRIVATE ${DRAPLANE_FUZZER_HEADERS})
     endif()

@@ -1,7 +1,8 @@
 // Replays a fuzz target's corpus without libFuzzer: the asan build links each target's
 // LLVMFuzzerTestOneInput with this main, and make test runs it over fuzz/corpus/<target>/ (every
 // seed and every crash ever found), so the corpora are regression tests of every build while the
-// bounded fuzzing runs under `make fuzz` (docs/design/build.md, "Fuzzing outside make test").
+// bounded fuzzing runs under `make fuzz` (docs/design/build.md, "Fuzzing in make fuzz, corpora
+// in make test").
 //
 // Usage: <target>_corpus PATH...   (files, or directories whose files are replayed in name order)
 // Exit status: 0 when every input ran; 2 when an input could not be read or there was none. A
