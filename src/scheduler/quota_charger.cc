@@ -29,10 +29,48 @@ void QuotaCharger::ChargeAsync(const std::string& ns, const std::vector<std::str
   waiter->quotas = quotas;
   waiter->increment = increment;
   waiter->done = std::move(done);
+  Queue(ns, std::move(waiter));
+}
+
+void QuotaCharger::ChargeAsync(Expected& expected, const std::vector<std::string>& quotas,
+                               const allocator::ResourceList& increment,
+                               std::function<void(Status)> done) {
+  const bool nothing = quotas.empty() || increment.empty();
+  std::string ns;
+  auto waiter = std::make_shared<Waiter>();
+  {
+    MutexLock lock(mu_);
+    auto it = open_.find(expected.id_);
+    if (it == open_.end()) return;  // abandoned
+    if (nothing) {
+      open_.erase(it);
+    } else {
+      ns = it->second.ns;
+      waiter->expected = expected.id_;
+      it->second.queued = waiter;
+    }
+  }
+  if (nothing) {
+    done(Status::Ok());
+    return;
+  }
+  waiter->quotas = quotas;
+  waiter->increment = increment;
+  waiter->done = std::move(done);
+  Queue(ns, std::move(waiter));
+}
+
+void QuotaCharger::Hold(const std::string& ns, std::function<void()> work) {
+  auto waiter = std::make_shared<Waiter>();
+  waiter->hold = std::move(work);
+  Queue(ns, std::move(waiter));
+}
+
+void QuotaCharger::Queue(const std::string& ns, std::shared_ptr<Waiter> waiter) {
   {
     MutexLock lock(mu_);
     queued_[ns].push_back(std::move(waiter));
-    // A batch of the namespace in flight takes this charge into its successor.
+    // A batch of the namespace in flight, or a Hold, takes this one in its turn.
     if (!busy_.insert(ns).second) return;
   }
   if (executor_) {
@@ -40,6 +78,55 @@ void QuotaCharger::ChargeAsync(const std::string& ns, const std::vector<std::str
   } else {
     Drain(ns);
   }
+}
+
+void QuotaCharger::Release(const std::string& ns) {
+  if (executor_) {
+    executor_([this, ns] { Drain(ns); });
+  } else {
+    Drain(ns);
+  }
+}
+
+std::unique_ptr<QuotaCharger::Expected> QuotaCharger::Expect(const std::string& ns) {
+  MutexLock lock(mu_);
+  uint64_t id = next_expected_++;
+  open_[id].ns = ns;
+  return std::unique_ptr<Expected>(new Expected(*this, id));
+}
+
+QuotaCharger::Expected::~Expected() { charger_.Abandon(id_); }
+
+void QuotaCharger::Expected::AddClaim(const std::string& claim_uid) {
+  MutexLock lock(charger_.mu_);
+  auto it = charger_.open_.find(id_);
+  if (it != charger_.open_.end()) it->second.claims.push_back(claim_uid);
+}
+
+void QuotaCharger::Abandon(uint64_t id) {
+  MutexLock lock(mu_);
+  auto it = open_.find(id);
+  if (it == open_.end() || it->second.writing) return;  // decided, or when its batch ends
+  if (it->second.queued == nullptr) {
+    open_.erase(it);  // never queued
+    return;
+  }
+  // Still queued: never written.
+  auto queue = queued_.find(it->second.ns);
+  if (queue == queued_.end()) return;
+  auto w = std::find(queue->second.begin(), queue->second.end(), it->second.queued);
+  if (w == queue->second.end()) return;
+  queue->second.erase(w);
+  open_.erase(it);
+}
+
+std::set<std::string> QuotaCharger::ExpectedClaims(const std::string& ns) {
+  MutexLock lock(mu_);
+  std::set<std::string> claims;
+  for (const auto& [id, open] : open_) {
+    if (open.ns == ns) claims.insert(open.claims.begin(), open.claims.end());
+  }
+  return claims;
 }
 
 Status QuotaCharger::Charge(const std::string& ns, const std::vector<std::string>& quotas,
@@ -60,6 +147,7 @@ Status QuotaCharger::Charge(const std::string& ns, const std::vector<std::string
 void QuotaCharger::Drain(const std::string& ns) {
   while (true) {
     std::vector<std::shared_ptr<Waiter>> batch;
+    std::function<void()> hold;
     {
       MutexLock lock(mu_);
       auto it = queued_.find(ns);
@@ -68,10 +156,35 @@ void QuotaCharger::Drain(const std::string& ns) {
         busy_.erase(ns);
         return;
       }
-      batch.assign(it->second.begin(), it->second.end());
-      it->second.clear();
+      // The charges up to the first Hold; a Hold first keeps the namespace busy until Release.
+      std::deque<std::shared_ptr<Waiter>>& queue = it->second;
+      if (queue.front()->hold) {
+        hold = std::move(queue.front()->hold);
+        queue.pop_front();
+      } else {
+        while (!queue.empty() && !queue.front()->hold) {
+          if (queue.front()->expected != 0) {
+            if (auto open = open_.find(queue.front()->expected); open != open_.end()) {
+              open->second.queued = nullptr;
+              open->second.writing = true;
+            }
+          }
+          batch.push_back(std::move(queue.front()));
+          queue.pop_front();
+        }
+      }
+    }
+    if (hold) {
+      hold();
+      return;
     }
     RunBatch(ns, batch);
+    {
+      MutexLock lock(mu_);
+      for (const std::shared_ptr<Waiter>& w : batch) {
+        if (w->expected != 0) open_.erase(w->expected);
+      }
+    }
     // Outside the lock: a callback may queue the next charge.
     for (const std::shared_ptr<Waiter>& w : batch) w->done(w->result);
   }
@@ -189,6 +302,13 @@ void QuotaCharger::ChargeQuota(const std::string& ns, const std::string& name,
   for (const std::shared_ptr<Waiter>& w : waiters) {
     w->result = ConflictError("quota " + ns + "/" + name + ": too many conflicts");
   }
+}
+
+StatusOr<corev1::ResourceQuota> QuotaCharger::WriteRecount(const corev1::ResourceQuota& quota) {
+  StatusOr<corev1::ResourceQuota> written = client::UpdateStatus(api_, quota, field_manager_);
+  Remember(quota.metadata.namespace_, quota.metadata.name,
+           written.ok() ? std::optional(*written) : std::nullopt);
+  return written;
 }
 
 void QuotaCharger::GiveBack(const std::string& ns, const std::string& name,

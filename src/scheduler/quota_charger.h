@@ -18,11 +18,16 @@
 // scheduler runs it when it sees an allocation go away (the give-back) and at start; the claims
 // must come from a read made after the quota was read, and the write carries the quota's
 // resourceVersion as precondition, so an allocation charged before the quota was read is always
-// among the claims (docs/design/holdings.md explains why the order matters).
+// among the claims (docs/design/holdings.md explains why the order matters). A recount of a
+// namespace runs while its pipeline is held (Hold): no batch of this charger is being written, so
+// each of its charges has either landed or is still expected (Expect), and the recount leaves the
+// expected ones' claims out (ExpectedClaims): counting an allocation whose charge lands after the
+// recount's write would charge it twice.
 //
 // Thread-safety: ChargeAsync and Charge may be called from any number of threads at once.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -49,6 +54,27 @@ class QuotaCharger {
   QuotaCharger(client::ApiClient& api, std::string field_manager, int conflict_retries = 5,
                Executor executor = nullptr);
 
+  // One Pod's charge, open from before its first allocation is written until the charge is
+  // decided or abandoned. Destroying it abandons the charge: one still queued is never written
+  // (and `done` is not called); one being written is decided as usual.
+  class Expected {
+   public:
+    ~Expected();
+    Expected(const Expected&) = delete;
+    Expected& operator=(const Expected&) = delete;
+    // The claim's allocation is about to be written, and charged by this charge.
+    void AddClaim(const std::string& claim_uid);
+
+   private:
+    friend class QuotaCharger;
+    Expected(QuotaCharger& charger, uint64_t id) : charger_(charger), id_(id) {}
+    QuotaCharger& charger_;
+    const uint64_t id_;
+  };
+  std::unique_ptr<Expected> Expect(const std::string& ns);
+  // The claims of the charges of `ns` that are open and not yet decided.
+  std::set<std::string> ExpectedClaims(const std::string& ns);
+
   // Adds `increment` to the status.used of the Allocation-mode quotas `quotas` of `ns` that
   // limit one of its resources, all of them or none, and then calls `done` (once, on the
   // executor's thread or the caller's, never under a lock of this class) with: OK when charged;
@@ -57,9 +83,21 @@ class QuotaCharger {
   // either, as far as the API allowed).
   void ChargeAsync(const std::string& ns, const std::vector<std::string>& quotas,
                    const allocator::ResourceList& increment, std::function<void(Status)> done);
+  // ChargeAsync of the charge `expected` stands for: decided, it is no longer expected.
+  void ChargeAsync(Expected& expected, const std::vector<std::string>& quotas,
+                   const allocator::ResourceList& increment, std::function<void(Status)> done);
   // ChargeAsync, waiting for the answer.
   Status Charge(const std::string& ns, const std::vector<std::string>& quotas,
                 const allocator::ResourceList& increment);
+
+  // Holds the pipeline of `ns`: runs `work` (on the executor's thread, or the caller's) once no
+  // batch of `ns` is being written, and writes none until `work`, or whoever it hands its
+  // argument to, calls Release(ns) exactly once. Holds of a namespace queue with its charges.
+  void Hold(const std::string& ns, std::function<void()> work);
+  void Release(const std::string& ns);
+  // A recount's write of `quota`'s status (conditional on its resourceVersion); the charger's
+  // copy follows it, so the next batch does not conflict with it.
+  StatusOr<api::corev1::ResourceQuota> WriteRecount(const api::corev1::ResourceQuota& quota);
 
   // The usage a quota should show: `quota`'s status.used with every limited device resource
   // replaced by `usage` (what its namespace holds). Pure.
@@ -68,13 +106,23 @@ class QuotaCharger {
 
  private:
   struct Waiter {
+    uint64_t expected = 0;    // its Expected, or 0
+    std::function<void()> hold;  // set: not a charge but a Hold
     std::vector<std::string> quotas;
     allocator::ResourceList increment;
     std::function<void(Status)> done;
     Status result;
     std::vector<std::string> charged;  // quotas holding its increment
   };
-  // Writes the namespace's batches until nothing is queued for it.
+  struct Open {
+    std::string ns;
+    std::vector<std::string> claims;
+    std::shared_ptr<Waiter> queued;  // its charge, while queued (not yet taken into a batch)
+    bool writing = false;            // its charge is in the batch being written
+  };
+  void Queue(const std::string& ns, std::shared_ptr<Waiter> waiter);
+  void Abandon(uint64_t id);
+  // Writes the namespace's batches until nothing is queued for it or a Hold is reached.
   void Drain(const std::string& ns);
   void RunBatch(const std::string& ns, const std::vector<std::shared_ptr<Waiter>>& batch);
   // Applies `accepted` increments to quota `name` (read, check, write, retry on Conflict);
@@ -103,6 +151,9 @@ class QuotaCharger {
   // "namespace/name" -> the quota as last read or written here (only ever used for a write
   // conditioned on its resourceVersion).
   std::map<std::string, api::corev1::ResourceQuota> known_ DRAPLANE_GUARDED_BY(mu_);
+  // The open Expected charges by id.
+  std::map<uint64_t, Open> open_ DRAPLANE_GUARDED_BY(mu_);
+  uint64_t next_expected_ DRAPLANE_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace draplane::scheduler

@@ -54,6 +54,7 @@ struct Scheduler::InboxItem {
     Status error;
     std::vector<api::corev1::ResourceQuota> quotas;
     std::vector<rv1::ResourceClaim> claims;
+    std::set<std::string> expected;  // claims whose charge had not landed (left out)
   };
   Kind kind = Kind::kPod;
   std::shared_ptr<const void> old_object{};
@@ -1157,7 +1158,8 @@ void Scheduler::ScheduleQuotaRecount(const std::string& ns, bool correction) {
   recount->ns = ns;
   recount->correction = correction;
   client::ApiClient* api = &api_;
-  RunAsync([this, api, recount] {
+  // With the namespace's charges held (quota_charger.h): released once the writes are done.
+  quota_charger_.Hold(ns, [this, api, recount] {
     // Quotas first, then the claims: an allocation charged before the quota was read is among
     // the claims, and the write's precondition is the quota version read (quota_charger.h).
     StatusOr<client::ObjectList<api::corev1::ResourceQuota>> quotas =
@@ -1168,6 +1170,9 @@ void Scheduler::ScheduleQuotaRecount(const std::string& ns, bool correction) {
           client::List<rv1::ResourceClaim>(*api, recount->ns);
       if (claims.ok()) {
         recount->claims = std::move(claims->items);
+        // After the claims: a claim listed allocated whose charge was still expected then has
+        // not landed either (the namespace is held).
+        recount->expected = quota_charger_.ExpectedClaims(recount->ns);
       } else {
         recount->error = claims.status();
       }
@@ -1186,7 +1191,9 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
                  r->error.ToString());
   } else {
     std::vector<const rv1::ResourceClaim*> claims;
-    for (const rv1::ResourceClaim& c : r->claims) claims.push_back(&c);
+    for (const rv1::ResourceClaim& c : r->claims) {
+      if (!r->expected.contains(c.metadata.uid)) claims.push_back(&c);
+    }
     allocator::ResourceList usage =
         allocator::RecomputeHoldings(claims, cluster_.ledger().catalog()).Usage(r->ns);
     for (api::corev1::ResourceQuota& quota : r->quotas) {
@@ -1217,11 +1224,10 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
       writes.push_back(std::move(updated));
     }
   }
-  client::ApiClient* api = &api_;
-  RunAsync([this, api, r, writes = std::move(writes)] {
+  RunAsync([this, r, writes = std::move(writes)] {
     for (const auto& quota : writes) {
       // Conditional on the version read before the claims (quota_charger.h).
-      Status s = client::UpdateStatus(*api, *quota, "draplane-scheduler").status();
+      Status s = quota_charger_.WriteRecount(*quota).status();
       if (s.code() == StatusCode::kConflict) {
         r->conflict = true;
       } else if (!s.ok() && s.code() != StatusCode::kNotFound) {
@@ -1229,6 +1235,7 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
                      quota->metadata.name, s.ToString());
       }
     }
+    quota_charger_.Release(r->ns);
     Post({.kind = InboxItem::Kind::kQuotaRecountDone, .recount = r});
   });
 }

@@ -637,8 +637,8 @@ TEST_F(QuotaSchedulerTest, AChargeInFlightHoldsNoBinderThreadPerPod) {
   });
   // The server's quota controller has synced status.hard (so no start recount's write
   // conflicts with it and is redone), and the scheduler's two start recounts (the quota's Add
-  // and the first holdings check, a correction) have read the claims before c1 is allocated: a
-  // recount that saw c1 allocated before its charge landed would count it twice.
+  // and the first holdings check, a correction) have read the claims before c1 is allocated, so
+  // the write held here is p1's charge.
   ASSERT_TRUE(cluster_.WaitUntil([&] {
     StatusOr<api::corev1::ResourceQuota> q =
         client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
@@ -711,6 +711,145 @@ TEST_F(QuotaSchedulerTest, TheChargerRefusesOnlyOnAFreshRead) {
   EXPECT_EQ(refused.message(),
             "quota default/devices h100.deviceclass.resource.k8s.io/devices 2/2");
   EXPECT_EQ(Used("devices", kH100Devices), "2");
+}
+
+// A recount holds the namespace's charges (QuotaCharger::Hold) and leaves out the claims whose
+// charge is expected: it never counts an allocation whose charge lands after its write.
+TEST_F(QuotaSchedulerTest, ARecountNeverCountsAChargeThatHasNotLanded) {
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
+  QuotaCharger charger(cluster_.api(), "test");
+  allocator::ResourceList one{{kH100Devices, api::Quantity::FromInt64(1)}};
+  std::unique_ptr<QuotaCharger::Expected> first = charger.Expect("default");
+  first->AddClaim("uid-1");
+  EXPECT_EQ(charger.ExpectedClaims("default"), std::set<std::string>{"uid-1"});
+  EXPECT_TRUE(charger.ExpectedClaims("other").empty());
+  // No executor: the hold's work runs at once, and the charge queues behind it.
+  bool held = false;
+  charger.Hold("default", [&] { held = true; });
+  EXPECT_TRUE(held);
+  std::optional<Status> decided;
+  charger.ChargeAsync(*first, {"devices"}, one, [&](Status s) { decided = std::move(s); });
+  EXPECT_FALSE(decided.has_value());
+  EXPECT_NE(Used("devices", kH100Devices), "1");
+  EXPECT_EQ(charger.ExpectedClaims("default"), std::set<std::string>{"uid-1"});
+  charger.Release("default");
+  ASSERT_TRUE(decided.has_value());
+  EXPECT_TRUE(decided->ok()) << decided->ToString();
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+  EXPECT_TRUE(charger.ExpectedClaims("default").empty());  // landed: a recount counts it
+
+  // A charge abandoned while queued (its binding ended) is never written.
+  std::unique_ptr<QuotaCharger::Expected> second = charger.Expect("default");
+  second->AddClaim("uid-2");
+  charger.Hold("default", [] {});
+  bool called = false;
+  charger.ChargeAsync(*second, {"devices"}, one, [&](Status) { called = true; });
+  second.reset();
+  EXPECT_TRUE(charger.ExpectedClaims("default").empty());
+  charger.Release("default");
+  EXPECT_FALSE(called);
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+}
+
+// The scheduler's recount started while a Pod's charge is being written (here by a quota edit)
+// runs after that write: without the hold it counted the allocation, wrote used 1, and the
+// charge then conflicted, read 1 and wrote 2.
+TEST_F(QuotaSchedulerTest, ARecountDuringAChargeInFlightCountsTheAllocationOnce) {
+  GpuNode();
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
+  cluster_.Claim(H100ElseA100Pair("c1"));
+  // The charge's write (used > 0) waits until the test lets it through; it is told from a
+  // recount's by its thread, as in AChargeInFlightHoldsNoBinderThreadPerPod.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool reached = false;
+  bool release = false;
+  const std::thread::id test_thread = std::this_thread::get_id();
+  std::set<std::thread::id> charger_threads;
+  int recount_reads = 0;
+  cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
+    if (r.verb == client::Verb::kList && r.resource->resource == "resourceclaims" &&
+        r.namespace_ == "default") {
+      std::lock_guard<std::mutex> lock(mu);
+      ++recount_reads;
+      cv.notify_all();
+      return std::nullopt;
+    }
+    if (r.resource->resource != "resourcequotas") return std::nullopt;
+    if (r.verb == client::Verb::kGet && std::this_thread::get_id() != test_thread) {
+      std::lock_guard<std::mutex> lock(mu);
+      charger_threads.insert(std::this_thread::get_id());
+      return std::nullopt;
+    }
+    if (r.verb != client::Verb::kUpdate || r.subresource != "status") return std::nullopt;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!charger_threads.contains(std::this_thread::get_id())) return std::nullopt;
+    }
+    const boost::json::value* used = r.body.as_object().if_contains("status");
+    if (used != nullptr) used = used->as_object().if_contains("used");
+    if (used != nullptr) used = used->as_object().if_contains(kH100Devices);
+    if (used == nullptr || (used->is_string() && used->as_string() == "0")) return std::nullopt;
+    std::unique_lock<std::mutex> lock(mu);
+    if (!reached) {
+      reached = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }
+    return std::nullopt;
+  });
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<api::corev1::ResourceQuota> q =
+        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+    return q.ok() && q->status.hard.contains(kH100Devices);
+  }));
+  SchedulerOptions options;
+  options.binder_threads = 2;
+  StartScheduler(options);
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return recount_reads >= 2;  // the start's two recounts
+  }));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  int reads_before = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return reached; }));
+    reads_before = recount_reads;
+  }
+  // A quota edit starts a recount while c1 is allocated and its charge is in flight.
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    StatusOr<api::corev1::ResourceQuota> q =
+        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+    ASSERT_TRUE(q.ok());
+    q->spec.hard[kH100Devices] = api::Quantity::FromInt64(6);
+    Status updated = client::Update(cluster_.api(), *q, "test").status();
+    if (updated.code() != StatusCode::kConflict) {
+      ASSERT_TRUE(updated.ok()) << updated.ToString();
+      break;
+    }
+  }
+  // Long enough for a recount that does not wait for the charge to write used 1 (it did, before
+  // the hold); the held one reads the claims only after the charge lands.
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+       std::chrono::steady_clock::now() < until && Used("devices", kH100Devices) != "1";) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return recount_reads > reads_before;
+  }));
+  scheduler_->Stop();
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+  cluster_.api().SetInterceptor(nullptr);
 }
 
 TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {

@@ -139,7 +139,9 @@ struct DraState {
   // Per node: devices or requests the quota refused in its Filter search.
   std::map<std::string, int64_t, std::less<>> quota_refusals;
   std::optional<DeviceDecision> decision;
-  // The quota charge of this attempt's allocations (null: nothing to charge).
+  // The quota charge of this attempt's allocations (null: nothing to charge), open from Reserve
+  // (the charger's recounts leave its claims out until it is decided) and started in PreBind.
+  std::unique_ptr<QuotaCharger::Expected> expected;
   std::shared_ptr<QuotaChargeTicket> charge;
 };
 
@@ -618,6 +620,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       if (!v.claims.empty()) s->decision = MakeDecision(*s, pod, node, v, na->second.results);
       const bool charge = s->decision.has_value() && !s->decision->quotas.empty() &&
                           !s->decision->increment.empty() && deps_.quotas != nullptr;
+      if (charge) s->expected = deps_.quotas->Expect(pod.metadata.namespace_);
       for (size_t k = 0; k < v.claims.size(); ++k) {
         BindRecord b;
         b.entry = v.entries[k];
@@ -651,14 +654,15 @@ class DynamicResources final : public PreEnqueuePlugin,
     DraState* s = cycle.Get<DraState>();
     if (s == nullptr) return;
     // A charge refused, or not known to have landed (it may still be refused): undo the
-    // allocations as for a refusal. One that lands anyway is given back by the recount the
-    // deallocation starts.
+    // allocations as for a refusal. One still queued is dropped; one being written that lands
+    // anyway is given back by the recount the deallocation starts (it runs after that write).
     const bool charge_unlanded = s->charge != nullptr && !ChargeLanded(*s->charge);
     for (BindRecord& b : s->binds) {
       if (!b.in_flight_uid.empty()) deps_.cluster->ledger().RemoveInFlight(b.in_flight_uid);
       if (charge_unlanded && b.allocation) b.quota_refused = true;
     }
     s->charge.reset();
+    s->expected.reset();  // a charge still queued is never written
     const Pod& pod = *info.pod;
     for (const BindRecord& b : s->binds) {
       const ClaimEntry& e = s->claims[b.entry];
@@ -698,14 +702,14 @@ class DynamicResources final : public PreEnqueuePlugin,
         s->decision->claims[i].name = b.name;
         s->decision->claims[i].uid = b.uid;
       }
+      if (b.mark_charge && b.allocation && s->expected) s->expected->AddClaim(b.uid);
       Status written = WriteClaim(pod, *current, &b);
       if (!written.ok()) return PluginStatus::Error(written);
     }
     // The allocations are written and won their devices: charge the Allocation-mode quotas
     // (quota_charger.h). The binding waits for the answer without holding this thread; a
     // refusal undoes the allocations (Unreserve) and the Pod is tried again.
-    if (s->decision.has_value() && !s->decision->quotas.empty() && deps_.quotas != nullptr &&
-        !s->decision->increment.empty()) {
+    if (s->expected) {
       StartCharge(*s, pod);
     }
     if (!special_name.empty() && s->reserved_variant != nullptr) {
@@ -784,7 +788,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     std::vector<std::string> names;
     for (const allocator::QuotaBudget& q : s.decision->quotas) names.push_back(q.name);
     deps_.quotas->ChargeAsync(
-        pod.metadata.namespace_, names, s.decision->increment,
+        *s.expected, names, s.decision->increment,
         [ticket, wake = deps_.charge_decided, uid = pod.metadata.uid](Status charged) {
           {
             MutexLock lock(ticket->mu);
