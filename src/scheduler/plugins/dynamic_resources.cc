@@ -706,11 +706,16 @@ class DynamicResources final : public PreEnqueuePlugin,
       Status written = WriteClaim(pod, *current, &b);
       if (!written.ok()) return PluginStatus::Error(written);
     }
-    // The allocations are written and won their devices: charge the Allocation-mode quotas
-    // (quota_charger.h). The binding waits for the answer without holding this thread; a
-    // refusal undoes the allocations (Unreserve) and the Pod is tried again.
+    // The allocations are written: charge the Allocation-mode quotas (quota_charger.h) while the
+    // writes are confirmed. The binding waits for the answer without holding this thread; a
+    // refusal undoes the allocations (Unreserve) and the Pod is tried again. An allocation that
+    // lost its devices is undone the same way, and a recount gives back its charge if it landed.
     if (s->expected) {
       StartCharge(*s, pod);
+    }
+    for (BindRecord& b : s->binds) {
+      Status confirmed = ConfirmClaim(pod.metadata.namespace_, &b);
+      if (!confirmed.ok()) return PluginStatus::Error(confirmed);
     }
     if (!special_name.empty() && s->reserved_variant != nullptr) {
       Status patched = RecordExtendedResourceClaim(pod, special_name, *s->reserved_variant);
@@ -1317,30 +1322,38 @@ class DynamicResources final : public PreEnqueuePlugin,
         // What the claim holds now (with its allocationTimestamp): Unreserve undoes exactly this.
         b->allocation = std::make_shared<const rv1::AllocationResult>(*written->status.allocation);
       }
-      if (b->allocation && options_.confirm_allocations && deps_.confirmations != nullptr) {
-        int64_t rv = static_cast<int64_t>(b->written_version);
-        if (rv != 0) {
-          AllocationConfirmations::Outcome o =
-              deps_.confirmations->Await(b->uid, rv, options_.confirm_timeout);
-          deps_.confirmations->Forget(b->uid);
-          if (o == AllocationConfirmations::Outcome::kLost) {
-            b->lost = true;
-            return ConflictError("allocation of claim " + key +
-                                 " lost to a concurrent allocation of the same devices");
-          }
-          if (o == AllocationConfirmations::Outcome::kTimedOut) {
-            b->unconfirmed = true;
-            return ConflictError("allocation of claim " + key + " was not confirmed in time");
-          }
-          if (o == AllocationConfirmations::Outcome::kUnknown) {
-            b->unconfirmed = true;
-            return ConflictError("allocation of claim " + key + " changed before it was seen");
-          }
-        }
-      }
       return Status::Ok();
     }
     return ConflictError("claim " + key + ": too many conflicts");
+  }
+
+  // Waits to learn whether the allocation WriteClaim wrote won its devices (scheduler.md,
+  // "Replicas"); OK when there is nothing to confirm.
+  Status ConfirmClaim(const std::string& ns, BindRecord* b) {
+    if (!b->allocation || !b->reserved || !options_.confirm_allocations ||
+        deps_.confirmations == nullptr) {
+      return Status::Ok();
+    }
+    int64_t rv = static_cast<int64_t>(b->written_version);
+    if (rv == 0) return Status::Ok();
+    std::string key = ClaimKey(ns, b->name);
+    AllocationConfirmations::Outcome o =
+        deps_.confirmations->Await(b->uid, rv, options_.confirm_timeout);
+    deps_.confirmations->Forget(b->uid);
+    if (o == AllocationConfirmations::Outcome::kLost) {
+      b->lost = true;
+      return ConflictError("allocation of claim " + key +
+                           " lost to a concurrent allocation of the same devices");
+    }
+    if (o == AllocationConfirmations::Outcome::kTimedOut) {
+      b->unconfirmed = true;
+      return ConflictError("allocation of claim " + key + " was not confirmed in time");
+    }
+    if (o == AllocationConfirmations::Outcome::kUnknown) {
+      b->unconfirmed = true;
+      return ConflictError("allocation of claim " + key + " changed before it was seen");
+    }
+    return Status::Ok();
   }
 
   Status RecordExtendedResourceClaim(const Pod& pod, const std::string& claim_name,
