@@ -1,5 +1,6 @@
 #include "server/quota/admission.h"
 
+#include <algorithm>
 #include <set>
 
 namespace draplane::server::quota {
@@ -95,6 +96,14 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
   StatusOr<std::vector<std::shared_ptr<const StoredQuota>>> quotas = accounting_->QuotasOf(ns);
   if (!quotas.ok()) return handlers::NewInternalError(quotas.status().message());
   if (quotas->empty()) return Charge{};
+  // And before decoding the object: no quota may limit it (an Allocation-mode quota's device
+  // keys are the scheduler's, so a namespace with only those admits its claims and Pods as one
+  // without quotas).
+  if (std::none_of(quotas->begin(), quotas->end(), [&](const std::shared_ptr<const StoredQuota>& q) {
+        return !EnforcedKeys(q->quota, r.group, r.resource).empty();
+      })) {
+    return Charge{};
+  }
 
   std::optional<corev1::Pod> pod;
   ResourceList usage = accounting_->UsageOf(r, obj, &pod);
