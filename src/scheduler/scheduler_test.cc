@@ -350,6 +350,78 @@ api::corev1::ResourceQuota AllocationQuota(const std::string& name,
   return q;
 }
 
+constexpr char kH100Devices[] = "h100.deviceclass.resource.k8s.io/devices";
+
+// Holds the first Pod charge's write (a quota status update with used > 0 on a thread that read
+// the quota first: the charger's; a recount lists quotas, and the start's recounts write used 0)
+// until Release, and counts the lists of the namespace's claims (a recount's reads).
+class ChargeWriteGate {
+ public:
+  explicit ChargeWriteGate(Cluster& cluster) : cluster_(cluster) {
+    cluster_.api().SetInterceptor([this](const client::ApiRequest& r) { return Intercept(r); });
+  }
+  ~ChargeWriteGate() {
+    Release();
+    cluster_.api().SetInterceptor(nullptr);
+  }
+  bool WaitReached() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(60), [&] { return reached_; });
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      release_ = true;
+    }
+    cv_.notify_all();
+  }
+  int recount_reads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return recount_reads_;
+  }
+
+ private:
+  std::optional<Status> Intercept(const client::ApiRequest& r) {
+    if (r.verb == client::Verb::kList && r.resource->resource == "resourceclaims" &&
+        r.namespace_ == "default") {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++recount_reads_;
+      return std::nullopt;
+    }
+    if (r.resource->resource != "resourcequotas") return std::nullopt;
+    if (r.verb == client::Verb::kGet && std::this_thread::get_id() != test_thread_) {
+      std::lock_guard<std::mutex> lock(mu_);
+      charger_threads_.insert(std::this_thread::get_id());
+      return std::nullopt;
+    }
+    if (r.verb != client::Verb::kUpdate || r.subresource != "status") return std::nullopt;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!charger_threads_.contains(std::this_thread::get_id())) return std::nullopt;
+    }
+    const boost::json::value* used = r.body.as_object().if_contains("status");
+    if (used != nullptr) used = used->as_object().if_contains("used");
+    if (used != nullptr) used = used->as_object().if_contains(kH100Devices);
+    if (used == nullptr || (used->is_string() && used->as_string() == "0")) return std::nullopt;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!reached_) {
+      reached_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return release_; });
+    }
+    return std::nullopt;
+  }
+
+  Cluster& cluster_;
+  const std::thread::id test_thread_ = std::this_thread::get_id();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool reached_ = false;
+  bool release_ = false;
+  std::set<std::thread::id> charger_threads_;
+  int recount_reads_ = 0;
+};
+
 class QuotaSchedulerTest : public SchedulerTest {
  protected:
   // node-a: two H100s and four A100s; classes h100 and a100.
@@ -379,6 +451,22 @@ class QuotaSchedulerTest : public SchedulerTest {
     for (const auto& r : c->status.allocation->devices.results) out.push_back(r.request);
     return out;
   }
+  // Starts the scheduler (two binder threads) once the server's quota controller has synced
+  // status.hard of quota "devices" (so no start recount's write conflicts with it and is redone),
+  // and returns once its two start recounts (the quota's Add and the first holdings check) have
+  // read the claims and written used 0: a charge write the gate holds afterwards is a Pod's.
+  void StartAfterTheStartRecounts(ChargeWriteGate& gate) {
+    ASSERT_TRUE(cluster_.WaitUntil([&] {
+      StatusOr<api::corev1::ResourceQuota> q =
+          client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
+      return q.ok() && q->status.hard.contains(kH100Devices);
+    }));
+    SchedulerOptions options;
+    options.binder_threads = 2;
+    StartScheduler(options);
+    ASSERT_TRUE(cluster_.WaitUntil([&] { return gate.recount_reads() >= 2; }));
+    ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
+  }
   bool HasEvent(const std::string& pod, const std::string& reason, std::string* message) {
     for (const auto& e : cluster_.Events()) {
       if (e.reason == reason && e.involved_object.name == pod) {
@@ -389,8 +477,6 @@ class QuotaSchedulerTest : public SchedulerTest {
     return false;
   }
 };
-
-constexpr char kH100Devices[] = "h100.deviceclass.resource.k8s.io/devices";
 
 TEST_F(QuotaSchedulerTest, AnExhaustedQuotaMakesTheSameNodeFallBackAndDeallocationGivesItBack) {
   GpuNode();
@@ -592,71 +678,10 @@ TEST_F(QuotaSchedulerTest, AChargeInFlightHoldsNoBinderThreadPerPod) {
   CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
   cluster_.Claim(H100ElseA100Pair("c1"));
   cluster_.Claim(H100ElseA100Pair("c2"));
-  // The first charge's write (used > 0) waits until the test lets it through. It is told from a
-  // recount's write (the start's correction recount may run after c1 is allocated and write
-  // used 1 too) by its thread: the charger reads the quota (GET) before its first write on the
-  // thread that writes, a recount lists quotas.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool reached = false;
-  bool release = false;
-  const std::thread::id test_thread = std::this_thread::get_id();
-  std::set<std::thread::id> charger_threads;
-  int recount_reads = 0;  // the namespace's claims listed by a recount
-  cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
-    if (r.verb == client::Verb::kList && r.resource->resource == "resourceclaims" &&
-        r.namespace_ == "default") {
-      std::lock_guard<std::mutex> lock(mu);
-      ++recount_reads;
-      return std::nullopt;
-    }
-    if (r.resource->resource != "resourcequotas") return std::nullopt;
-    if (r.verb == client::Verb::kGet && std::this_thread::get_id() != test_thread) {
-      std::lock_guard<std::mutex> lock(mu);
-      charger_threads.insert(std::this_thread::get_id());
-      return std::nullopt;
-    }
-    if (r.verb != client::Verb::kUpdate || r.subresource != "status") return std::nullopt;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!charger_threads.contains(std::this_thread::get_id())) return std::nullopt;
-    }
-    const boost::json::value* used = r.body.as_object().if_contains("status");
-    if (used != nullptr) used = used->as_object().if_contains("used");
-    if (used != nullptr) used = used->as_object().if_contains(kH100Devices);
-    if (used == nullptr || (used->is_string() && used->as_string() == "0")) {
-      return std::nullopt;  // the start's recount
-    }
-    std::unique_lock<std::mutex> lock(mu);
-    if (!reached) {
-      reached = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return release; });
-    }
-    return std::nullopt;
-  });
-  // The server's quota controller has synced status.hard (so no start recount's write
-  // conflicts with it and is redone), and the scheduler's two start recounts (the quota's Add
-  // and the first holdings check, a correction) have read the claims before c1 is allocated, so
-  // the write held here is p1's charge.
-  ASSERT_TRUE(cluster_.WaitUntil([&] {
-    StatusOr<api::corev1::ResourceQuota> q =
-        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
-    return q.ok() && q->status.hard.contains(kH100Devices);
-  }));
-  SchedulerOptions options;
-  options.binder_threads = 2;
-  StartScheduler(options);
-  ASSERT_TRUE(cluster_.WaitUntil([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return recount_reads >= 2;
-  }));
-  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
+  ChargeWriteGate gate(cluster_);
+  StartAfterTheStartRecounts(gate);
   cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return reached; }));
-  }
+  ASSERT_TRUE(gate.WaitReached());
   // One binder writes p1's charge; p2's charge queues behind it, and a Pod without claims still
   // finds a binder (with a binder per waiting charge, both would be taken).
   cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
@@ -665,18 +690,13 @@ TEST_F(QuotaSchedulerTest, AChargeInFlightHoldsNoBinderThreadPerPod) {
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p3"); }));
   EXPECT_FALSE(Bound("p1"));
   EXPECT_FALSE(Bound("p2"));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.Release();
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1") && Bound("p2"); }));
   EXPECT_EQ(Used("devices", kH100Devices), "2");
   std::string message;
   EXPECT_FALSE(HasEvent("p1", "BindingConditionsPending", &message)) << message;
   EXPECT_EQ(scheduler_->stats().errors, 0);
   scheduler_->Stop();
-  cluster_.api().SetInterceptor(nullptr);
 }
 
 // The charger writes on the copy it last wrote (no read per batch), but never refuses on it: a
@@ -758,66 +778,11 @@ TEST_F(QuotaSchedulerTest, ARecountDuringAChargeInFlightCountsTheAllocationOnce)
   GpuNode();
   CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
   cluster_.Claim(H100ElseA100Pair("c1"));
-  // The charge's write (used > 0) waits until the test lets it through; it is told from a
-  // recount's by its thread, as in AChargeInFlightHoldsNoBinderThreadPerPod.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool reached = false;
-  bool release = false;
-  const std::thread::id test_thread = std::this_thread::get_id();
-  std::set<std::thread::id> charger_threads;
-  int recount_reads = 0;
-  cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
-    if (r.verb == client::Verb::kList && r.resource->resource == "resourceclaims" &&
-        r.namespace_ == "default") {
-      std::lock_guard<std::mutex> lock(mu);
-      ++recount_reads;
-      cv.notify_all();
-      return std::nullopt;
-    }
-    if (r.resource->resource != "resourcequotas") return std::nullopt;
-    if (r.verb == client::Verb::kGet && std::this_thread::get_id() != test_thread) {
-      std::lock_guard<std::mutex> lock(mu);
-      charger_threads.insert(std::this_thread::get_id());
-      return std::nullopt;
-    }
-    if (r.verb != client::Verb::kUpdate || r.subresource != "status") return std::nullopt;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!charger_threads.contains(std::this_thread::get_id())) return std::nullopt;
-    }
-    const boost::json::value* used = r.body.as_object().if_contains("status");
-    if (used != nullptr) used = used->as_object().if_contains("used");
-    if (used != nullptr) used = used->as_object().if_contains(kH100Devices);
-    if (used == nullptr || (used->is_string() && used->as_string() == "0")) return std::nullopt;
-    std::unique_lock<std::mutex> lock(mu);
-    if (!reached) {
-      reached = true;
-      cv.notify_all();
-      cv.wait(lock, [&] { return release; });
-    }
-    return std::nullopt;
-  });
-  ASSERT_TRUE(cluster_.WaitUntil([&] {
-    StatusOr<api::corev1::ResourceQuota> q =
-        client::Get<api::corev1::ResourceQuota>(cluster_.api(), "default", "devices");
-    return q.ok() && q->status.hard.contains(kH100Devices);
-  }));
-  SchedulerOptions options;
-  options.binder_threads = 2;
-  StartScheduler(options);
-  ASSERT_TRUE(cluster_.WaitUntil([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return recount_reads >= 2;  // the start's two recounts
-  }));
-  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
+  ChargeWriteGate gate(cluster_);
+  StartAfterTheStartRecounts(gate);
   cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
-  int reads_before = 0;
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return reached; }));
-    reads_before = recount_reads;
-  }
+  ASSERT_TRUE(gate.WaitReached());
+  const int reads_before = gate.recount_reads();
   // A quota edit starts a recount while c1 is allocated and its charge is in flight.
   for (int attempt = 0; attempt < 10; ++attempt) {
     StatusOr<api::corev1::ResourceQuota> q =
@@ -836,20 +801,12 @@ TEST_F(QuotaSchedulerTest, ARecountDuringAChargeInFlightCountsTheAllocationOnce)
        std::chrono::steady_clock::now() < until && Used("devices", kH100Devices) != "1";) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.Release();
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
   EXPECT_EQ(Used("devices", kH100Devices), "1");
-  ASSERT_TRUE(cluster_.WaitUntil([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return recount_reads > reads_before;
-  }));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return gate.recount_reads() > reads_before; }));
   scheduler_->Stop();
   EXPECT_EQ(Used("devices", kH100Devices), "1");
-  cluster_.api().SetInterceptor(nullptr);
 }
 
 TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {
