@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/thread_name.h"
+#include "common/thread_priority.h"
 
 namespace draplane::scheduler {
 
@@ -186,16 +187,26 @@ void DecisionRecorder::Stop() {
 }
 
 void DecisionRecorder::Loop() {
+  bool background = false;
   while (true) {
     std::vector<dv1::AllocationDecision> batch;
+    bool keeping_up = false;
     {
       MutexLock lock(mu_);
       cv_.Wait(lock, [&]() DRAPLANE_REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and drained
+      keeping_up = !stopping_ && queue_.size() < options_.queue_limit / 4;
       while (!queue_.empty() && batch.size() < options_.batch) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+    }
+    // Background work while the writer keeps up; once records pile up (or at Stop) it competes
+    // normally, so a machine that is never idle delays records but does not drop them.
+    if (keeping_up != background &&
+        SetCurrentThreadPriority(keeping_up ? ThreadPriority::kBackground
+                                            : ThreadPriority::kNormal)) {
+      background = keeping_up;
     }
     for (const dv1::AllocationDecision& d : batch) Write(d);
   }

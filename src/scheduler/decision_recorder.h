@@ -6,7 +6,11 @@
 // when.
 //
 // Writing is off the scheduling path: the loop thread only builds the object and queues it; a
-// writer thread creates queued records in batches (one wake-up per batch). The queue is bounded:
+// writer thread creates queued records in batches (one wake-up per batch). Creating a record
+// costs about as much CPU as a binding's writes, and in a burst of bindings it took that CPU
+// from them (about 5 % of the scheduler_perf template workload), so the writer runs as
+// background work (common/thread_priority.h: CPU nobody else wants) while it keeps up, and
+// competes normally once a quarter of the queue is full. The queue is bounded:
 // when it is full, records are dropped and counted (draplane_decisions_dropped_total) rather
 // than slowing scheduling down; a record that fails to write is dropped and counted too.
 //
