@@ -113,7 +113,29 @@ void QuotaController::Observe(const handlers::ResourceInfo& r, const store::Watc
   bool is_quota = r.group.empty() && r.resource == "resourcequotas";
   if (is_quota && event.type != store::WatchEvent::Type::kDeleted) quota_namespaces_.insert(ns);
   if (quota_namespaces_.count(ns) == 0) return;
-  if (ChangesUsage(r, event)) dirty_.insert(ns);
+  if (ChangesUsage(r, event)) {
+    dirty_.insert(ns);
+  } else if (is_quota) {
+    ObserveScheduledUsage(event);
+  }
+}
+
+void QuotaController::ObserveScheduledUsage(const store::WatchEvent& event) {
+  // A status write that changed no usage the server accounts: the scheduler's charge of an
+  // Allocation-mode quota (holdings.md). No sync follows, so the gauges of those keys follow
+  // the write here.
+  StatusOr<JsonObject> parsed = handlers::ParseObject(event.object->value);
+  if (!parsed.ok()) return;
+  corev1::ResourceQuota quota;
+  api::FieldErrorList errors;
+  Decode(boost::json::value(*parsed), &quota, &errors);
+  if (!errors.empty()) return;
+  const std::string& ns = event.object->key.ns;
+  for (const auto& [key, value] : quota.status.used) {
+    if (QuotaAccounting::ServerOwned(quota, key)) continue;
+    UsedGauge().WithLabels({ns, quota.metadata.name, key}).Set(value.AsApproximateDouble());
+    series_[ns].first.emplace(quota.metadata.name, key);
+  }
 }
 
 void QuotaController::Run() {

@@ -16,7 +16,9 @@
 // differs from what the objects use, although every change should have been accounted) counts
 // `draplane_quota_drift_total{namespace,quota}` and records a Warning Event
 // `QuotaUsageCorrected` on the quota naming the keys and both values. Every sync sets the gauges
-// `draplane_quota_used` and `draplane_quota_hard` {namespace,quota,resource}.
+// `draplane_quota_used` and `draplane_quota_hard` {namespace,quota,resource}; so does every
+// status write of the keys the server does not own (the scheduler's Allocation-mode charges),
+// for their used gauge.
 //
 // Thread-safety: Start/Stop/Tick may be called from any thread; the work runs on one
 // thread of its own.
@@ -62,6 +64,8 @@ class QuotaController {
   StatusOr<int> SyncNamespace(const std::string& ns, bool detect_drift);
   // Marks the namespace of a changed object for a sync when the change can change usage.
   void Observe(const handlers::ResourceInfo& r, const store::WatchEvent& event);
+  // Sets the used gauges of the keys of a quota's status write that the server does not own.
+  void ObserveScheduledUsage(const store::WatchEvent& event);
   void RecordDrift(const StoredQuota& quota, const std::string& detail);
   // (quota, resource) pairs with a draplane_quota_used / draplane_quota_hard series.
   using QuotaSeries = std::set<std::pair<std::string, std::string>>;

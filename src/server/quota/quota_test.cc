@@ -223,6 +223,14 @@ TEST_F(QuotaServerTest, AllocationModeLeavesDeviceKeysToTheScheduler) {
                "application/merge-patch+json")
                 .status,
             200);
+  // Its gauge follows the scheduler's write: no sync of the controller follows a charge.
+  const std::string charged_gauge =
+      R"(draplane_quota_used{namespace="team-a",quota="devices",resource="h100.deviceclass.resource.k8s.io/devices"} 1)";
+  std::string metrics;
+  ASSERT_TRUE(testing::Eventually([&] {
+    metrics = Do("GET", "/metrics").body;
+    return metrics.find(charged_gauge) != std::string::npos;
+  })) << metrics;
   ASSERT_EQ(
       Do("POST", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims", Claim("b", "h100", 1))
           .status,
