@@ -36,7 +36,8 @@ workloads=(
   "SchedulingWithResourceClaimTemplate/match_5000pods_500nodes|--workload template --variant match --nodes 500 --devices-per-node 20 --init-pods 2500 --measure-pods 2500 --target 1500"
 )
 
-# Paired comparisons, measured interleaved in one run (baseline, variant, baseline, ...):
+# Paired comparisons, measured interleaved in one run (DRAPLANE_PERF_REPEAT pairs, each pair's
+# order alternating) and judged by the median of the pairs' own ratios:
 # name | driver arguments | baseline serve arguments | variant serve arguments | variant driver
 # arguments | the variant's slowest acceptable ratio to the baseline
 comparisons=(
@@ -133,10 +134,15 @@ done
 for entry in "${comparisons[@]}"; do
   IFS='|' read -r name args base_serve variant_serve variant_args floor <<<"$entry"
   if [ -n "$filter" ] && [[ $name != *"$filter"* ]]; then continue; fi
-  base_rates=()
-  variant_rates=()
-  for _ in $(seq 1 "$repeat"); do
-    for side in base variant; do
+  # Pairs of runs, one of each side on fresh servers, the order alternating between pairs; the
+  # verdict is the median of the pairs' own ratios: the VM drifts by +-25 % over minutes, and a
+  # pair's two runs share its minute, where the medians of the two sides do not.
+  pairs=()
+  for i in $(seq 1 "$repeat"); do
+    if [ $((i % 2)) = 1 ]; then order="base variant"; else order="variant base"; fi
+    base_rate=""
+    variant_rate=""
+    for side in $order; do
       if [ $side = base ]; then
         # shellcheck disable=SC2206
         serve_extra=($base_serve)
@@ -149,22 +155,23 @@ for entry in "${comparisons[@]}"; do
       run_once "$name ($side)" "$run_args" > "$run_log" || status=1
       cat "$run_log"
       rate=$(sed -n 's/^{.*"pods_per_second":\([^,]*\),.*/\1/p' "$run_log")
-      if [ -n "$rate" ]; then
-        if [ $side = base ]; then base_rates+=("$rate"); else variant_rates+=("$rate"); fi
-      fi
+      if [ $side = base ]; then base_rate=$rate; else variant_rate=$rate; fi
     done
+    if [ -n "$base_rate" ] && [ -n "$variant_rate" ]; then pairs+=("$base_rate:$variant_rate"); fi
   done
   serve_extra=()
-  if [ ${#base_rates[@]} -gt 0 ] && [ ${#variant_rates[@]} -gt 0 ]; then
-    python3 - "$name" "$floor" "${base_rates[*]}" "${variant_rates[*]}" <<'PY'
+  if [ ${#pairs[@]} -gt 0 ]; then
+    python3 - "$name" "$floor" "${pairs[@]}" <<'PY'
 import statistics, sys
 name, floor = sys.argv[1], float(sys.argv[2])
-base = sorted(float(r) for r in sys.argv[3].split())
-variant = sorted(float(r) for r in sys.argv[4].split())
-b, v = statistics.median(base), statistics.median(variant)
-print(f"{name}: median {v:.0f} Pods/s against {b:.0f} without ({v / b:.3f}; runs "
-      f"{' '.join(f'{r:.0f}' for r in variant)} against {' '.join(f'{r:.0f}' for r in base)}), "
-      f"at least {floor:.2f}: {'met' if v / b >= floor else 'SHORT'}")
+pairs = [tuple(float(x) for x in p.split(":")) for p in sys.argv[3:]]
+ratios = sorted(v / b for b, v in pairs)
+ratio = statistics.median(ratios)
+b = statistics.median(p[0] for p in pairs)
+v = statistics.median(p[1] for p in pairs)
+print(f"{name}: median pair ratio {ratio:.3f} over {len(pairs)} pairs "
+      f"({' '.join(f'{r:.3f}' for r in ratios)}); medians {v:.0f} Pods/s against {b:.0f} "
+      f"without ({v / b:.3f}), at least {floor:.2f}: {'met' if ratio >= floor else 'SHORT'}")
 PY
   fi
   echo "   rerun: bench/scripts/scheduler_perf.sh $1 '$name'"
