@@ -20,6 +20,10 @@
 //                        NUMA node (each node has two NUMA nodes of devices-per-node/2 devices)
 //   --allocation-quota   an Allocation-mode ResourceQuota on the class (issue 20), never
 //                        exhausted: the quota constraint in every search and every Pod's charge
+//   --tenants N          the Pods spread round-robin over N namespaces perf-0 ... (default 1:
+//                        all in `perf`), each with its template (and quota)
+//   --sharing-policy     the DeviceSharingPolicy `default` (issue 22): the class in one domain,
+//                        tenant perf-i weighted i+1: the fair-share order in every pop
 //
 // Throughput is measured Pods / (last measured Pod bound - first measured Pod created); latency
 // is, per measured Pod, bound time - creation request time. Output: a human line and a JSON line.
@@ -70,15 +74,30 @@ struct Flags {
   // An Allocation-mode ResourceQuota on the class in the namespace (issue 20): every Pod is
   // charged by the scheduler; the limit is never reached.
   bool allocation_quota = false;
+  int tenants = 1;
+  bool sharing_policy = false;
 };
+
+// The namespace of the Pod numbered `i` (and of its claims).
+std::string NamespaceOf(const Flags& flags, int i) {
+  return flags.tenants <= 1 ? kNamespace : kNamespace + ("-" + std::to_string(i % flags.tenants));
+}
+
+// Every namespace Pods are created in.
+std::vector<std::string> Namespaces(const Flags& flags) {
+  std::vector<std::string> out;
+  for (int i = 0; i < std::max(flags.tenants, 1); ++i) out.push_back(NamespaceOf(flags, i));
+  return out;
+}
 
 double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
-// Watches the pods of the namespace and remembers when each got bound.
+// Watches the pods of the namespace (of every namespace with tenants) and remembers when each got
+// bound (Pod names are unique across the namespaces).
 class BoundTracker {
  public:
-  explicit BoundTracker(client::ApiClient& api)
-      : informer_(api, client::InformerOptions{.namespace_ = kNamespace}) {
+  BoundTracker(client::ApiClient& api, const Flags& flags)
+      : informer_(api, client::InformerOptions{.namespace_ = flags.tenants > 1 ? "" : kNamespace}) {
     informer_.AddHandlers({.on_add = [this](const auto& p) { Saw(*p); },
                            .on_update = [this](const auto&, const auto& p) { Saw(*p); }});
     informer_.Start();
@@ -177,29 +196,45 @@ rv1::ResourceClaimSpec ClaimSpec(const Flags& flags) {
 }
 
 Status Setup(client::ApiClient& api, const Flags& flags) {
-  api::corev1::Namespace ns;
-  ns.metadata.name = kNamespace;
-  DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, ns).status()));
   rv1::DeviceClass c;
   c.metadata.name = "test-class";
   c.spec.selectors.emplace_back();
   c.spec.selectors.back().cel.emplace();
   c.spec.selectors.back().cel->expression = R"(device.driver == "test-driver.cdi.k8s.io")";
   DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, c).status()));
-  if (flags.allocation_quota) {
-    api::corev1::ResourceQuota q;
-    q.metadata.name = "devices";
-    q.metadata.namespace_ = kNamespace;
-    q.metadata.annotations["draplane.dev/device-quota-mode"] = "Allocation";
-    q.spec.hard["test-class.deviceclass.resource.k8s.io/devices"] =
-        api::Quantity::FromInt64(1'000'000);
-    DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, q).status()));
+  for (const std::string& name : Namespaces(flags)) {
+    api::corev1::Namespace ns;
+    ns.metadata.name = name;
+    DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, ns).status()));
+    if (flags.allocation_quota) {
+      api::corev1::ResourceQuota q;
+      q.metadata.name = "devices";
+      q.metadata.namespace_ = name;
+      q.metadata.annotations["draplane.dev/device-quota-mode"] = "Allocation";
+      q.spec.hard["test-class.deviceclass.resource.k8s.io/devices"] =
+          api::Quantity::FromInt64(1'000'000);
+      DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, q).status()));
+    }
+    rv1::ResourceClaimTemplate t;
+    t.metadata.name = "test-claim-template";
+    t.metadata.namespace_ = name;
+    t.spec.spec = ClaimSpec(flags);
+    DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, t).status()));
   }
-  rv1::ResourceClaimTemplate t;
-  t.metadata.name = "test-claim-template";
-  t.metadata.namespace_ = kNamespace;
-  t.spec.spec = ClaimSpec(flags);
-  DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, t).status()));
+  if (flags.sharing_policy) {
+    api::draplanev1alpha1::DeviceSharingPolicy policy;
+    policy.metadata.name = "default";
+    api::draplanev1alpha1::SharingDomain& domain = policy.spec.domains.emplace_back();
+    domain.name = "devices";
+    domain.device_classes = {"test-class"};
+    std::vector<std::string> namespaces = Namespaces(flags);
+    for (size_t i = 0; i < namespaces.size(); ++i) {
+      api::draplanev1alpha1::SharingTenant& tenant = policy.spec.tenants.emplace_back();
+      tenant.namespaces = {namespaces[i]};
+      tenant.weight = static_cast<int32_t>(i + 1);
+    }
+    DRAPLANE_RETURN_IF_ERROR(CreateIgnoringExisting(client::Create(api, policy).status()));
+  }
   return Parallel(flags.nodes, flags.threads, [&](int i) -> Status {
     std::string name = "node-" + std::to_string(i);
     api::corev1::Node node;
@@ -228,10 +263,11 @@ Status Setup(client::ApiClient& api, const Flags& flags) {
   });
 }
 
-Pod MakePod(const std::string& name, const std::string& claim, bool from_template) {
+Pod MakePod(const std::string& namespace_, const std::string& name, const std::string& claim,
+            bool from_template) {
   Pod pod;
   pod.metadata.name = name;
-  pod.metadata.namespace_ = kNamespace;
+  pod.metadata.namespace_ = namespace_;
   api::corev1::PodResourceClaim entry;
   entry.name = "resource";
   if (from_template) {
@@ -260,7 +296,7 @@ StatusOr<std::vector<Duration>> CreatePods(client::ApiClient& api, const Flags& 
     DRAPLANE_RETURN_IF_ERROR(Parallel(claims, flags.threads, [&](int i) -> Status {
       rv1::ResourceClaim claim;
       claim.metadata.name = prefix + "-claim-" + std::to_string(i);
-      claim.metadata.namespace_ = kNamespace;
+      claim.metadata.namespace_ = NamespaceOf(flags, i * flags.pods_per_claim);
       claim.spec = ClaimSpec(flags);
       return CreateIgnoringExisting(client::Create(api, claim).status());
     }));
@@ -269,7 +305,11 @@ StatusOr<std::vector<Duration>> CreatePods(client::ApiClient& api, const Flags& 
     std::string claim = shared ? prefix + "-claim-" + std::to_string(i / flags.pods_per_claim)
                                : "test-claim-template";
     started[static_cast<size_t>(i)] = RealClock().MonotonicNow();
-    return client::Create(api, MakePod(prefix + "-" + std::to_string(i), claim, !shared)).status();
+    // A shared claim's Pods are in its namespace (that of its first Pod).
+    std::string ns =
+        NamespaceOf(flags, shared ? i / flags.pods_per_claim * flags.pods_per_claim : i);
+    return client::Create(api, MakePod(ns, prefix + "-" + std::to_string(i), claim, !shared))
+        .status();
   }));
   return started;
 }
@@ -298,7 +338,7 @@ int Run(const Flags& flags) {
     std::fprintf(stderr, "setup: %s\n", setup.ToString().c_str());
     return 2;
   }
-  BoundTracker tracker(**api);
+  BoundTracker tracker(**api, flags);
   const Duration limit = std::chrono::minutes(10);
 
   if (flags.init_pods > 0) {
@@ -317,11 +357,14 @@ int Run(const Flags& flags) {
   if (flags.workload == "steady") {
     // `concurrency` pods in flight; each bound pod is deleted and replaced.
     std::unordered_map<std::string, Duration> live;
+    std::unordered_map<std::string, std::string> namespace_of;  // live pod -> its namespace
     int next = 0;
     auto create = [&](int i) -> Status {
       std::string name = "steady-" + std::to_string(i);
       live[name] = RealClock().MonotonicNow();
-      return client::Create(**api, MakePod(name, "test-claim-template", true)).status();
+      namespace_of[name] = NamespaceOf(flags, i);
+      return client::Create(**api, MakePod(namespace_of[name], name, "test-claim-template", true))
+          .status();
     };
     for (; next < flags.concurrency; ++next) {
       if (Status s = create(next); !s.ok()) {
@@ -348,12 +391,17 @@ int Run(const Flags& flags) {
       for (size_t d = 0; d < done.size(); ++d) {
         live.erase(done[d]);
         ++measured;
-        std::string name = "steady-" + std::to_string(next++);
+        std::string old_namespace = namespace_of[done[d]];
+        namespace_of.erase(done[d]);
+        int index = next++;
+        std::string name = "steady-" + std::to_string(index);
         live[name] = RealClock().MonotonicNow();
-        replacing.emplace_back([&, d, old = done[d], name] {
-          client::Delete<Pod>(**api, kNamespace, old, {.grace_period_seconds = 0})
+        namespace_of[name] = NamespaceOf(flags, index);
+        replacing.emplace_back([&, d, old = done[d], old_namespace, name, ns = namespace_of[name]] {
+          client::Delete<Pod>(**api, old_namespace, old, {.grace_period_seconds = 0})
               .IgnoreError();  // a leftover pod only keeps its device
-          results[d] = client::Create(**api, MakePod(name, "test-claim-template", true)).status();
+          results[d] =
+              client::Create(**api, MakePod(ns, name, "test-claim-template", true)).status();
         });
       }
       for (std::thread& t : replacing) t.join();
@@ -430,6 +478,11 @@ int main(int argc, char** argv) {
   app.add_option("--target", flags.target, "Pods/s to report as met or SHORT");
   app.add_flag("--allocation-quota", flags.allocation_quota,
                "Create an Allocation-mode ResourceQuota for the class (never exhausted)");
+  app.add_option("--tenants", flags.tenants, "Spread the Pods over this many namespaces")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_flag("--sharing-policy", flags.sharing_policy,
+               "Create the DeviceSharingPolicy default over the tenants (weights 1, 2, ...)");
   CLI11_PARSE(app, argc, argv);
   return draplane::bench::Run(flags);
 }

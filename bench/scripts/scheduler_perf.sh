@@ -42,6 +42,7 @@ workloads=(
 # arguments | the variant's slowest acceptable ratio to the baseline
 comparisons=(
   "SchedulingWithResourceClaimTemplate/5000pods_500nodes quota+decisions|--workload template --nodes 500 --devices-per-node 10 --init-pods 2500 --measure-pods 2500|--no-decision-records||--allocation-quota|0.90"
+  "SchedulingWithResourceClaimTemplate/5000pods_500nodes fair-share|--workload template --nodes 500 --devices-per-node 10 --init-pods 2500 --measure-pods 2500 --tenants 4|||--sharing-policy|0.90"
 )
 
 pids=()
