@@ -46,6 +46,7 @@ int Run(int argc, char** argv) {
   AddFakeKubeletCommand(app);
   AddSimCommand(app);
   AddPoolsCommand(app);
+  AddQueueCommand(app);
 
   try {
     app.parse(argc, argv);

@@ -53,6 +53,8 @@ void AddFakeKubeletCommand(CLI::App& app);
 void AddSimCommand(CLI::App& app);
 // `draplane pools` (pools_command.cc).
 void AddPoolsCommand(CLI::App& app);
+// `draplane queue` (queue_command.cc).
+void AddQueueCommand(CLI::App& app);
 // Informers shared by the components `draplane serve` embeds, so that each object change is
 // watched, decoded and cached once (client/shared_informers.h). EmbedSharedInformers embeds
 // their owner first (it stops last, after every component using them) and fills `informers`.

@@ -87,6 +87,7 @@ void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
     auto& counts = nodes_[entry.node];
     for (uint32_t c : entry.classes[i]) {
       Counts& n = counts[c];
+      n.total += sign;
       if (!held) n.free += sign;
       if (shared) n.shared += sign;
     }
@@ -348,6 +349,41 @@ int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view 
   if (c == n->second.end()) return 0;
   if (c->second.shared > 0) return kUnknown;
   return c->second.free;
+}
+
+int64_t DeviceLedger::Devices(std::string_view class_name, std::string_view node) const {
+  auto cls = classes_.find(class_name);
+  if (cls == classes_.end()) return 0;
+  uint32_t id = cls->second->id;
+  if (auto nl = nonlocal_.find(id); nl != nonlocal_.end() && nl->second > 0) return kUnknown;
+  auto n = nodes_.find(node);
+  if (n == nodes_.end()) return 0;
+  auto c = n->second.find(id);
+  if (c == n->second.end()) return 0;
+  if (c->second.shared > 0) return kUnknown;
+  return c->second.total;
+}
+
+std::vector<allocator::HeldDeviceId> DeviceLedger::FreeDevicesOn(
+    std::string_view node, std::string_view class_name) const {
+  std::vector<allocator::HeldDeviceId> out;
+  auto cls = classes_.find(class_name);
+  if (cls == classes_.end()) return out;
+  uint32_t id = cls->second->id;
+  std::set<std::string> seen;
+  for (const auto& [name, entry] : slices_) {
+    if (!entry->local || entry->node != node) continue;
+    const rv1::ResourceSliceSpec& spec = entry->slice->spec;
+    for (size_t i = 0; i < spec.devices.size() && i < entry->classes.size(); ++i) {
+      const std::vector<uint32_t>& ids = entry->classes[i];
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) continue;
+      const std::string& device = spec.devices[i].name;
+      if (allocated_.IsAllocated(spec.driver, spec.pool.name, device)) continue;
+      if (!seen.insert(DeviceKey(spec.driver, spec.pool.name, device)).second) continue;
+      out.push_back({.driver = spec.driver, .pool = spec.pool.name, .device = device});
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> DeviceLedger::HoldersOf(std::string_view driver, std::string_view pool,

@@ -44,6 +44,7 @@
 
 #include "allocator/allocated_state.h"
 #include "allocator/charges.h"
+#include "allocator/hold.h"
 #include "allocator/holdings.h"
 #include "api/gen/resource_v1_types.h"
 #include "common/string_hash.h"
@@ -110,6 +111,12 @@ class DeviceLedger {
 
   // Devices of `class_name` on `node` that are not allocated, or kUnknown (see above).
   int64_t FreeDevices(std::string_view class_name, std::string_view node) const;
+  // Devices of `class_name` on `node`, allocated or not, or kUnknown (as FreeDevices).
+  int64_t Devices(std::string_view class_name, std::string_view node) const;
+  // The devices of `class_name` in slices local to `node` that nothing holds (committed or in
+  // flight), each once, in slice then device order: what a starvation hold on the node can take.
+  std::vector<allocator::HeldDeviceId> FreeDevicesOn(std::string_view node,
+                                                     std::string_view class_name) const;
 
   // Every slice, in name order, with the names of the classes whose selectors match each of
   // its devices as the free-device index computed them (sorted, per device): what the
@@ -121,6 +128,7 @@ class DeviceLedger {
 
   // One observer (null: none); it is told of every later change.
   void SetObserver(HoldingsObserver* observer) { observer_ = observer; }
+  HoldingsObserver* observer() const { return observer_; }
 
   // Who holds what per tenant (allocator/holdings.h), committed and in flight.
   const allocator::Holdings& holdings() const { return holdings_; }
@@ -139,6 +147,7 @@ class DeviceLedger {
   struct ClassEntry;
   struct SliceEntry;
   struct Counts {
+    int64_t total = 0;
     int64_t free = 0;
     int64_t shared = 0;  // multi-allocatable devices
   };

@@ -4,8 +4,22 @@
 #include <cmath>
 #include <set>
 
+#include "api/field_error.h"
+#include "api/meta/duration.h"
+#include "api/validation/sharing_policy_validation.h"
+#include "common/status_macros.h"
+
 namespace draplane::scheduler {
 namespace {
+
+namespace d = api::draplanev1alpha1;
+
+FairShareCost ResourceCost(FairShareCost::Kind kind, const d::SharingResourceCost& cost) {
+  return {.kind = kind,
+          .name = cost.name,
+          .unit = cost.unit.AsApproximateDouble(),
+          .weight = cost.weight.AsApproximateDouble()};
+}
 
 // A non-per-device cost of a device whose counters or capacities (as the cost's kind asks) are
 // `amounts`: 0 when it has none of the cost's name.
@@ -16,6 +30,52 @@ double UnitsOf(const allocator::ResourceList& amounts, const FairShareCost& cost
 }
 
 }  // namespace
+
+StatusOr<FairShareConfig> CompileSharingPolicy(const d::DeviceSharingPolicy& object) {
+  d::DeviceSharingPolicy policy = object;
+  api::validation::SetDefaults(&policy);
+  if (api::FieldErrorList errs = api::validation::ValidateDeviceSharingPolicy(policy);
+      !errs.empty()) {
+    return api::ToInvalidStatus("DeviceSharingPolicy.draplane.dev", policy.metadata.name, errs);
+  }
+  const d::DeviceSharingPolicySpec& spec = policy.spec;
+  FairShareConfig config;
+  for (const d::SharingDomain& domain : spec.domains) {
+    FairShareDomain& out = config.domains.emplace_back();
+    out.name = domain.name;
+    out.device_classes = domain.device_classes;
+    for (const auto& [device_class, cost] : domain.cost) {
+      if (cost.per_device) {
+        out.cost[device_class] = {.kind = FairShareCost::Kind::kPerDevice,
+                                  .per_device = cost.per_device->AsApproximateDouble()};
+      } else if (cost.per_counter) {
+        out.cost[device_class] = ResourceCost(FairShareCost::Kind::kPerCounter, *cost.per_counter);
+      } else if (cost.per_capacity) {
+        out.cost[device_class] =
+            ResourceCost(FairShareCost::Kind::kPerCapacity, *cost.per_capacity);
+      }
+    }
+  }
+  for (const d::SharingTenant& tenant : spec.tenants) {
+    FairShareTenant& out = config.tenants.emplace_back();
+    out.namespaces = tenant.namespaces;
+    if (tenant.namespaces.empty() && tenant.namespace_selector) {
+      DRAPLANE_ASSIGN_OR_RETURN(out.namespace_selector,
+                                api::labels::LabelSelectorAsSelector(*tenant.namespace_selector));
+    }
+    out.weight = tenant.weight.value_or(api::validation::kSharingDefaultWeight);
+  }
+  config.default_weight = *spec.default_weight;
+  DRAPLANE_ASSIGN_OR_RETURN(config.half_life, api::ParseDuration(*spec.usage->half_life));
+  config.history_fraction = spec.usage->history_fraction->AsApproximateDouble();
+  const d::SharingAging& aging = *spec.aging;
+  DRAPLANE_ASSIGN_OR_RETURN(config.full_credit_after, api::ParseDuration(*aging.full_credit_after));
+  DRAPLANE_ASSIGN_OR_RETURN(config.starvation_threshold,
+                            api::ParseDuration(*aging.starvation_threshold));
+  DRAPLANE_ASSIGN_OR_RETURN(config.max_hold, api::ParseDuration(*aging.max_hold));
+  config.holds = *aging.holds;
+  return config;
+}
 
 FairShareModel::FairShareModel(FairShareConfig config, DeviceLedger& ledger, const Clock& clock)
     : config_(std::move(config)), ledger_(&ledger), clock_(clock) {
@@ -34,7 +94,54 @@ FairShareModel::FairShareModel(FairShareConfig config, DeviceLedger& ledger, con
   for (const auto& [uid, holding] : ledger_->holdings().all()) OnHoldingAdded(holding);
 }
 
-FairShareModel::~FairShareModel() { ledger_->SetObserver(nullptr); }
+FairShareModel::~FairShareModel() {
+  // A model replacing this one (a policy edit) may already observe the ledger.
+  if (ledger_->observer() == this) ledger_->SetObserver(nullptr);
+}
+
+void FairShareModel::TakeHistory(FairShareModel& previous) {
+  Duration now = clock_.MonotonicNow();
+  for (auto& [ns, old] : previous.tenants_) {
+    for (size_t od = 0; od < previous.config_.domains.size(); ++od) {
+      double decayed = previous.Decayed(ns, static_cast<int>(od));
+      if (decayed <= 0) continue;
+      for (size_t d = 0; d < config_.domains.size(); ++d) {
+        if (config_.domains[d].name != previous.config_.domains[od].name) continue;
+        Use& use = TenantOf(ns).uses[d];
+        Advance(use, static_cast<int>(d), now);
+        use.decayed = decayed;
+      }
+    }
+  }
+}
+
+void FairShareModel::RestoreHistory(const d::DeviceSharingPolicyStatus& status) {
+  Duration now = clock_.MonotonicNow();
+  for (const d::SharingDomainStatus& domain : status.domains) {
+    for (size_t i = 0; i < config_.domains.size(); ++i) {
+      if (config_.domains[i].name != domain.name) continue;
+      for (const d::SharingTenantStatus& tenant : domain.tenants) {
+        double decayed = tenant.decayed.AsApproximateDouble();
+        if (decayed <= 0) continue;
+        Use& use = TenantOf(tenant.namespace_).uses[i];
+        Advance(use, static_cast<int>(i), now);
+        use.decayed = decayed;
+      }
+    }
+  }
+}
+
+std::vector<std::string> FairShareModel::Tenants() const {
+  std::vector<std::string> out;
+  out.reserve(tenants_.size());
+  for (const auto& [ns, t] : tenants_) out.push_back(ns);
+  return out;
+}
+
+bool FairShareModel::Active(std::string_view namespace_, int domain) const {
+  auto it = tenants_.find(namespace_);
+  return it != tenants_.end() && it->second.uses[static_cast<size_t>(domain)].active();
+}
 
 double FairShareModel::ComputeWeight(std::string_view namespace_) const {
   for (const FairShareTenant& t : config_.tenants) {
@@ -294,6 +401,77 @@ double FairShareModel::PodShare(std::string_view namespace_, const std::vector<i
   double share = 0;
   for (int d : domains) share = std::max(share, EffectiveShare(namespace_, d));
   return share;
+}
+
+std::vector<DomainShares> ComputeShares(FairShareModel& model,
+                                        const std::vector<PendingShare>& pending) {
+  const FairShareConfig& config = model.config();
+  // (domain, namespace) -> (pending, starving)
+  std::map<std::pair<int, std::string>, std::pair<int64_t, int64_t>> waiting;
+  for (const PendingShare& p : pending) {
+    for (int d : p.domains) {
+      auto& [count, starving] = waiting[{d, p.namespace_}];
+      ++count;
+      if (p.starving) ++starving;
+    }
+  }
+  std::vector<std::string> known = model.Tenants();
+  std::vector<DomainShares> out;
+  out.reserve(config.domains.size());
+  for (size_t d = 0; d < config.domains.size(); ++d) {
+    int domain = static_cast<int>(d);
+    DomainShares& shares = out.emplace_back();
+    shares.name = config.domains[d].name;
+    shares.capacity_units = model.CapacityUnits(domain);
+    std::set<std::string> tenants;
+    for (const std::string& ns : known) {
+      if (model.Active(ns, domain) || model.Decayed(ns, domain) > 0) tenants.insert(ns);
+    }
+    for (const auto& [key, counts] : waiting) {
+      if (key.first == domain) tenants.insert(key.second);
+    }
+    for (const std::string& ns : tenants) {
+      TenantShare& t = shares.tenants.emplace_back();
+      t.namespace_ = ns;
+      t.weight = model.Weight(ns);
+      t.fair = model.FairShare(ns, domain);
+      t.current = model.Current(ns, domain);
+      t.decayed = model.Decayed(ns, domain);
+      t.effective = model.EffectiveShare(ns, domain);
+      if (auto w = waiting.find({domain, ns}); w != waiting.end()) {
+        std::tie(t.pending, t.starving) = w->second;
+      }
+    }
+  }
+  return out;
+}
+
+d::DeviceSharingPolicyStatus SharingStatus(const std::vector<DomainShares>& shares,
+                                           int64_t generation, api::metav1::Condition ready) {
+  auto fraction = [](double value) {
+    return api::Quantity::FromMilli(static_cast<int64_t>(std::llround(value * 1000)));
+  };
+  d::DeviceSharingPolicyStatus status;
+  status.observed_generation = generation;
+  for (const DomainShares& domain : shares) {
+    d::SharingDomainStatus& out = status.domains.emplace_back();
+    out.name = domain.name;
+    out.capacity_units = fraction(domain.capacity_units);
+    for (const TenantShare& t : domain.tenants) {
+      d::SharingTenantStatus& tenant = out.tenants.emplace_back();
+      tenant.namespace_ = t.namespace_;
+      tenant.weight = static_cast<int32_t>(std::llround(t.weight));
+      tenant.fair_share = fraction(t.fair);
+      tenant.current = fraction(t.current);
+      tenant.decayed = fraction(t.decayed);
+      tenant.effective = fraction(t.effective);
+      tenant.pending = static_cast<int32_t>(t.pending);
+      tenant.starving = static_cast<int32_t>(t.starving);
+    }
+  }
+  ready.observed_generation = generation;
+  status.conditions.push_back(std::move(ready));
+  return status;
 }
 
 }  // namespace draplane::scheduler

@@ -23,7 +23,7 @@
 // the namespace's labels (SetNamespaceLabels), in list order; else the default weight.
 //
 // The config is plain data: the DeviceSharingPolicy API object (draplane.dev/v1alpha1) compiles
-// to it (the policy's informer is the seam; scheduler.h, SchedulerOptions::fair_share).
+// to it (CompileSharingPolicy); the scheduler follows the policy named `default` (scheduler.h).
 //
 // Thread-safety: not thread-safe; owned by the scheduler's loop thread (as the ledger it
 // observes).
@@ -36,8 +36,10 @@
 #include <vector>
 
 #include "allocator/holdings.h"
+#include "api/gen/draplane_v1alpha1_types.h"
 #include "api/labels/selector.h"
 #include "common/clock.h"
+#include "common/status.h"
 #include "scheduler/device_ledger.h"
 
 namespace draplane::scheduler {
@@ -79,7 +81,17 @@ struct FairShareConfig {
   Duration full_credit_after = std::chrono::minutes(30);
   // A pod waiting this long is starving: it goes before every other pod of its band.
   Duration starvation_threshold = std::chrono::hours(2);
+  // Starvation holds (docs/design/fair-share.md §4): whether they are taken, and how long a
+  // complete hold waits for its pod.
+  bool holds = true;
+  Duration max_hold = std::chrono::minutes(15);
 };
+
+// The config a DeviceSharingPolicy object stands for, its absent fields defaulted as the API
+// server defaults them (so objects that never passed the server, a simulator's or a test's, mean
+// the same). Errors name the field: a policy the server accepted compiles.
+StatusOr<FairShareConfig> CompileSharingPolicy(
+    const api::draplanev1alpha1::DeviceSharingPolicy& policy);
 
 class FairShareModel final : public HoldingsObserver {
  public:
@@ -91,6 +103,21 @@ class FairShareModel final : public HoldingsObserver {
   FairShareModel& operator=(const FairShareModel&) = delete;
 
   const FairShareConfig& config() const { return config_; }
+
+  // Continues `previous`'s decayed history (as of now) for every tenant and every domain of the
+  // same name: a policy edit changes weights, costs or classes, not what tenants used. Call right
+  // after construction, before the model sees pending pods.
+  void TakeHistory(FairShareModel& previous);
+
+  // Takes the decayed values a status reports (per domain name and tenant) as the history now:
+  // a scheduler's restart, or `draplane queue`, continues where the status writer left off (at
+  // most its interval ago). Call right after construction.
+  void RestoreHistory(const api::draplanev1alpha1::DeviceSharingPolicyStatus& status);
+
+  // The tenants the model knows (held or waited in a domain since it was built), sorted.
+  std::vector<std::string> Tenants() const;
+  // Whether `namespace_` holds in or waits for `domain` (so counts in its fair shares).
+  bool Active(std::string_view namespace_, int domain) const;
 
   // Namespace labels, for tenant entries with a selector.
   void SetNamespaceLabels(const std::string& namespace_, api::labels::LabelMap labels);
@@ -163,5 +190,41 @@ class FairShareModel final : public HoldingsObserver {
   std::vector<double> active_weight_;
   bool active_stale_ = true;
 };
+
+// A pending pod as the shares count it: its tenant, its domains (FairShareModel::DomainsOf), and
+// whether it waited past the starvation threshold.
+struct PendingShare {
+  std::string namespace_;
+  std::vector<int> domains;
+  bool starving = false;
+};
+
+// One tenant's standing in one domain (the header comment's values at one instant).
+struct TenantShare {
+  std::string namespace_;
+  double weight = 0;
+  double fair = 0;
+  double current = 0;
+  double decayed = 0;
+  double effective = 0;
+  int64_t pending = 0;
+  int64_t starving = 0;
+};
+
+struct DomainShares {
+  std::string name;
+  double capacity_units = 0;
+  // Tenants holding there, decaying there or with pending pods needing it; by namespace.
+  std::vector<TenantShare> tenants;
+};
+
+// Every domain's shares now: what the policy status, the metrics and `draplane queue` report.
+std::vector<DomainShares> ComputeShares(FairShareModel& model,
+                                        const std::vector<PendingShare>& pending);
+
+// The status the scheduler writes for the policy in force: observedGeneration, the shares
+// (fractions in thousandths) and `ready`.
+api::draplanev1alpha1::DeviceSharingPolicyStatus SharingStatus(
+    const std::vector<DomainShares>& shares, int64_t generation, api::metav1::Condition ready);
 
 }  // namespace draplane::scheduler

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "api/codec/json.h"
+#include "api/gen/draplane_v1alpha1_codec.h"
 #include "scheduler/fair_share_testing.h"
 
 namespace draplane::scheduler {
@@ -175,6 +177,93 @@ TEST(FairShareModelTest, EffectiveShareMixesHistoryAndPodShareIsTheMaxOverItsDom
   EXPECT_NEAR(model.PodShare("team-a", {1}), 0.375, 1e-12);
   EXPECT_EQ(model.PodShare("team-a", {}), 0);
   EXPECT_EQ(model.EffectiveShare("team-b", 0), 0);
+}
+
+// The issue's policy as written compiles to the model's config: costs of every kind, tenants by
+// namespace and by selector, the durations, the defaults where the policy is silent.
+TEST(CompileSharingPolicyTest, ThePolicyAsWrittenIsTheConfig) {
+  StatusOr<boost::json::value> json = api::codec::ParseJson(R"({
+    "apiVersion": "draplane.dev/v1alpha1", "kind": "DeviceSharingPolicy",
+    "metadata": {"name": "default"},
+    "spec": {
+      "domains": [
+        {"name": "accelerators", "deviceClasses": ["h100", "a100"],
+         "cost": {"h100": {"perDevice": "4"}, "a100": {"perDevice": "2"}}},
+        {"name": "partitions", "deviceClasses": ["mig"],
+         "cost": {"mig": {"perCounter": {"name": "memory", "unit": "10Gi", "weight": "1500m"}}}}],
+      "tenants": [{"namespaces": ["team-a"], "weight": 3},
+                  {"namespaceSelector": {"matchLabels": {"tier": "batch"}}, "weight": 1}],
+      "defaultWeight": 2,
+      "aging": {"starvationThreshold": "90m", "holds": false}}})");
+  ASSERT_TRUE(json.ok()) << json.status().ToString();
+  api::draplanev1alpha1::DeviceSharingPolicy policy;
+  api::FieldErrorList errors;
+  api::draplanev1alpha1::Decode(*json, &policy, &errors);
+  ASSERT_TRUE(errors.empty());
+  StatusOr<FairShareConfig> config = CompileSharingPolicy(policy);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_EQ(config->domains.size(), 2u);
+  EXPECT_EQ(config->domains[0].device_classes, (std::vector<std::string>{"h100", "a100"}));
+  EXPECT_DOUBLE_EQ(config->domains[0].cost.at("h100").per_device, 4);
+  const FairShareCost& mig = config->domains[1].cost.at("mig");
+  EXPECT_EQ(mig.kind, FairShareCost::Kind::kPerCounter);
+  EXPECT_EQ(mig.name, "memory");
+  EXPECT_DOUBLE_EQ(mig.unit, 10.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(mig.weight, 1.5);
+  ASSERT_EQ(config->tenants.size(), 2u);
+  EXPECT_EQ(config->tenants[0].namespaces, std::vector<std::string>{"team-a"});
+  EXPECT_DOUBLE_EQ(config->tenants[0].weight, 3);
+  ASSERT_TRUE(config->tenants[1].namespace_selector.has_value());
+  EXPECT_TRUE(
+      config->tenants[1].namespace_selector->Matches(api::labels::LabelMap{{"tier", "batch"}}));
+  EXPECT_FALSE(
+      config->tenants[1].namespace_selector->Matches(api::labels::LabelMap{{"tier", "gold"}}));
+  EXPECT_DOUBLE_EQ(config->default_weight, 2);
+  EXPECT_EQ(config->half_life, hours(24));
+  EXPECT_DOUBLE_EQ(config->history_fraction, 0.5);
+  EXPECT_EQ(config->full_credit_after, minutes(30));
+  EXPECT_EQ(config->starvation_threshold, minutes(90));
+  EXPECT_EQ(config->max_hold, minutes(15));
+  EXPECT_FALSE(config->holds);
+
+  // One the server would refuse is refused with the server's words.
+  policy.spec.tenants[0].weight = 0;
+  config = CompileSharingPolicy(policy);
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.status().message().find(
+                "spec.tenants[0].weight: Invalid value: 0: must be greater than 0"),
+            std::string::npos)
+      << config.status().message();
+}
+
+// A policy edit builds a new model; it continues the old one's decayed history for the domains
+// it keeps (by name), at the new model's capacity from then on.
+TEST(FairShareModelTest, ANewModelTakesTheDecayedHistoryOfTheDomainsItKeeps) {
+  FairShareWorld world{{"node-a", {"H100", "H100"}}, {"node-b", {"A100", "A100"}}};
+  FairShareConfig config = Accelerators();
+  config.half_life = hours(1);
+  auto old = std::make_unique<FairShareModel>(config, world.ledger, world.clock);
+  world.Hold("team-a", "c1", "h100", "node-a", "gpu-0");
+  world.clock.Advance(hours(1));
+  double decayed = old->Decayed("team-a", 0);
+  EXPECT_NEAR(decayed, 4.0 / 12 * 0.5, 1e-12);
+
+  FairShareConfig edited = config;
+  edited.domains[0].cost["h100"].per_device = 2;
+  edited.domains.push_back({.name = "other", .device_classes = {"none"}});
+  FairShareModel model(edited, world.ledger, world.clock);
+  model.TakeHistory(*old);
+  old.reset();  // the new model keeps observing the ledger
+  EXPECT_DOUBLE_EQ(model.Decayed("team-a", 0), decayed);
+  EXPECT_DOUBLE_EQ(model.Decayed("team-a", 1), 0);
+  EXPECT_DOUBLE_EQ(model.Current("team-a", 0), 2.0 / 8);
+  world.clock.Advance(hours(1));
+  EXPECT_NEAR(model.Decayed("team-a", 0), decayed * 0.5 + 2.0 / 8 * 0.5, 1e-12);
+  world.Hold("team-b", "c2", "a100", "node-b", "gpu-0");
+  EXPECT_DOUBLE_EQ(model.Current("team-b", 0), 2.0 / 8);
+  EXPECT_EQ(model.Tenants(), (std::vector<std::string>{"team-a", "team-b"}));
+  EXPECT_TRUE(model.Active("team-b", 0));
+  EXPECT_FALSE(model.Active("team-b", 1));
 }
 
 }  // namespace

@@ -129,6 +129,29 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
               "draplane_decisions_dropped_total",
               "AllocationDecision records not written: the queue was full or the write failed.", {})
               .WithLabels(std::vector<std::string>{}),
+      .tenant_share = metrics::NewGaugeFamily(
+          "draplane_tenant_share",
+          "Tenants' shares of the device domains of the DeviceSharingPolicy in force, as "
+          "fractions of the domain's capacity units: fair (weight over the active tenants' "
+          "weights), current (held now), decayed (usage history) and effective (their mix over "
+          "the fair share; 1 is exactly fair). Tenants not allowlisted are summed as other.",
+          {"tenant", "domain", "kind"}),
+      .starving_pods = metrics::NewGaugeFamily(
+          "draplane_starving_pods",
+          "Pending Pods that waited longer than the DeviceSharingPolicy's starvation threshold, "
+          "by tenant and domain.",
+          {"tenant", "domain"}),
+      .held_device_seconds = metrics::NewCounterFamily(
+          "draplane_held_device_seconds_total",
+          "Devices held free for starving Pods (DeviceSharingPolicy aging.holds) times seconds, "
+          "by domain: what holds cost in idle devices.",
+          {"domain"}),
+      .starving_overtakes = metrics::NewCounterFamily(
+          "draplane_starving_overtakes_total",
+          "Allocations to a Pod of the same or a lower priority that arrived after a starving "
+          "Pod, of a device of a class the starving Pod needs on its target node, while its hold "
+          "was incomplete (holds keep this at 0).",
+          {"domain"}),
   };
   return m;
 }

@@ -36,6 +36,15 @@
 //   draplane_ledger_drift_total{namespace}                     periodic rechecks that found the
 //                                                              holdings ledger off its recompute
 //   draplane_decisions_written_total, draplane_decisions_dropped_total  AllocationDecision records
+//   draplane_tenant_share{tenant,domain,kind}                  fair|current|decayed|effective
+//        shares of the DeviceSharingPolicy in force (fair-share.md §5), every 10 s; "other"
+//        sums the fractions of the namespaces not allowlisted (effective: of the sums)
+//   draplane_starving_pods{tenant,domain}                      Pending Pods past the policy's
+//                                                              starvation threshold
+//   draplane_held_device_seconds_total{domain}                 devices held for starving Pods
+//                                                              times seconds (the holds' price)
+//   draplane_starving_overtakes_total{domain}                  allocations that overtook a
+//                                                              starving Pod (holds keep it 0)
 //
 // Thread-safety: the handles are safe for concurrent use (common/metrics.h).
 #pragma once
@@ -76,6 +85,10 @@ struct SchedulerMetrics {
   metrics::CounterFamily ledger_drift;
   metrics::Counter decisions_written;
   metrics::Counter decisions_dropped;
+  metrics::GaugeFamily tenant_share;
+  metrics::GaugeFamily starving_pods;
+  metrics::CounterFamily held_device_seconds;
+  metrics::CounterFamily starving_overtakes;
 
   // The process-wide families for `profile` (the scheduler name).
   static SchedulerMetrics For(const std::string& profile);

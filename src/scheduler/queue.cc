@@ -12,6 +12,17 @@ SchedulingQueue::SchedulingQueue(const Clock& clock, QueueOptions options, Gate 
       gate_(std::move(gate)),
       order_(order != nullptr ? std::move(order) : std::make_unique<PrioritySortOrder>()) {}
 
+void SchedulingQueue::SetOrder(std::unique_ptr<ActiveOrder> order) {
+  if (order == nullptr) order = std::make_unique<PrioritySortOrder>();
+  // Both orders are keyed, not sequenced by insertion: the walk's order does not matter.
+  for (const auto& [uid, e] : pods_) {
+    if (e.where != Where::kActive) continue;
+    order_->Remove(OrderEntry(uid, e));
+    order->Add(OrderEntry(uid, e));
+  }
+  order_ = std::move(order);
+}
+
 ActiveOrder::Entry SchedulingQueue::OrderEntry(const std::string& uid, const Entry& e) {
   return {.uid = uid,
           .pod = *e.pod.pod,

@@ -73,6 +73,18 @@ class SchedulingQueue {
   SchedulingQueue(const Clock& clock, QueueOptions options, Gate gate,
                   std::unique_ptr<ActiveOrder> order = nullptr);
 
+  // Replaces the active order (a sharing policy came, changed or went); `order` null:
+  // PrioritySortOrder. The active pods move to it (each removed from the old order first, so an
+  // order's model sees them leave).
+  void SetOrder(std::unique_ptr<ActiveOrder> order);
+
+  // Every queued pod (active, backoff, unschedulable or gated), in no particular order; a popped
+  // pod in its attempt is not among them.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [uid, e] : pods_) fn(e.pod);
+  }
+
   // A new pending pod, or an update of one (its place is kept; whether the update makes a waiting
   // pod schedulable is for OnEvent to decide).
   void AddOrUpdate(std::shared_ptr<const api::corev1::Pod> pod);

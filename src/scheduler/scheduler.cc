@@ -6,10 +6,12 @@
 #include <tuple>
 
 #include "api/labels/node_isolation.h"
+#include "api/meta/duration.h"
 #include "api/meta/resource_version.h"
 #include "api/pods.h"
 #include "api/quota/metrics.h"
 #include "api/resource_claims.h"
+#include "api/validation/sharing_policy_validation.h"
 #include "client/typed.h"
 #include "common/log.h"
 #include "common/mutex.h"
@@ -40,6 +42,8 @@ struct Scheduler::InboxItem {
     kQuotaDelete,
     kNamespace,
     kNamespaceDelete,
+    kSharingPolicy,
+    kSharingPolicyDelete,
     kBindingDone,
     kQuotaRecount,      // a recount's reads are done (`recount`)
     kQuotaRecountDone,  // its writes are done (`recount->conflict`: one must be redone)
@@ -151,6 +155,7 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
           FrameworkOptions{.percentage_of_nodes_to_score = options_.percentage_of_nodes_to_score,
                            .diagnose = true}) {
   tenants_ = metrics::TenantLabels(options_.metrics_tenants);
+  holds_ = std::make_unique<StarvationHolds>(cluster_.ledger());
   DynamicResourcesDeps deps;
   deps.cluster = &cluster_;
   deps.api = &api_;
@@ -162,6 +167,10 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   deps.run_async = [this](std::function<void()> work) { RunAsync(std::move(work)); };
   deps.clock = &clock_;
   deps.random = random_.get();
+  deps.holds = [this] {
+    return HoldsEnforced() ? holds_->InForce(clock_.MonotonicNow())
+                           : std::vector<allocator::DeviceHold>{};
+  };
   deps.pool_slices = [this](std::string_view driver, std::string_view pool) {
     std::vector<std::shared_ptr<const rv1::ResourceSlice>> out;
     if (slices_ != nullptr) {
@@ -178,20 +187,12 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   dra.evaluation_budget = options_.evaluation_budget;
   dra.binding_timeout = options_.binding_timeout;
   AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
-  std::unique_ptr<ActiveOrder> order;
-  if (options_.fair_share.has_value()) {
-    fair_share_ = std::make_unique<FairShareModel>(*options_.fair_share, cluster_.ledger(), clock_);
-    order = std::make_unique<FairShareOrder>(
-        *fair_share_, [this](const Pod& pod) { return RequestedClasses(pod); });
-  }
-  queue_ = std::make_unique<SchedulingQueue>(
-      clock_, options_.queue,
-      [this](const Pod& pod) -> std::optional<std::string> {
-        PluginStatus s = framework_.RunPreEnqueue(pod);
-        if (s.ok()) return std::nullopt;
-        return s.plugin();
-      },
-      std::move(order));
+  queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
+                                             [this](const Pod& pod) -> std::optional<std::string> {
+                                               PluginStatus s = framework_.RunPreEnqueue(pod);
+                                               if (s.ok()) return std::nullopt;
+                                               return s.plugin();
+                                             });
   if (options_.decision_records) {
     decisions_ = std::make_unique<DecisionRecorder>(
         api_, DecisionRecorderOptions{.synchronous = options_.synchronous},
@@ -216,6 +217,390 @@ bool Scheduler::Ours(const Pod& pod) const {
   if (name.empty()) name = "default-scheduler";
   return std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(), name) !=
          options_.scheduler_names.end();
+}
+
+void Scheduler::OnSharingPolicy(const api::draplanev1alpha1::DeviceSharingPolicy* old_policy,
+                                const api::draplanev1alpha1::DeviceSharingPolicy* policy) {
+  const auto& named = policy != nullptr ? *policy : *old_policy;
+  if (policy == nullptr) {
+    written_sharing_.erase(named.metadata.name);
+  } else if (!policy->status ||
+             policy->status->observed_generation.value_or(0) != policy->metadata.generation) {
+    sharing_status_due_ = true;
+  }
+  if (named.metadata.name != api::validation::kDefaultSharingPolicyName) return;
+  if (policy == nullptr) {
+    log::Info("scheduler: DeviceSharingPolicy {} deleted: the queue orders by priority and arrival",
+              named.metadata.name);
+    sharing_error_.clear();
+    ApplySharingPolicy(std::nullopt, nullptr);
+    return;
+  }
+  // The scheduler's own status writes change nothing the order reads.
+  if (old_policy != nullptr && old_policy->spec == policy->spec) return;
+  StatusOr<FairShareConfig> config = CompileSharingPolicy(*policy);
+  if (!config.ok()) {
+    // The server validates what it stores; this is a policy written past it (a store edited by
+    // hand): the order in force stays, and the status says why.
+    sharing_error_ = config.status().message();
+    log::Warning("scheduler: DeviceSharingPolicy {} ignored: {}", policy->metadata.name,
+                 sharing_error_);
+    return;
+  }
+  sharing_error_.clear();
+  log::Info("scheduler: DeviceSharingPolicy {} (generation {}) in force", policy->metadata.name,
+            policy->metadata.generation);
+  ApplySharingPolicy(*std::move(config), policy->status ? &*policy->status : nullptr);
+}
+
+void Scheduler::ReportSharing() {
+  namespace d = api::draplanev1alpha1;
+  std::vector<DomainShares> shares;
+  if (fair_share_ != nullptr) {
+    std::vector<PendingShare> pending;
+    Duration now = clock_.MonotonicNow();
+    Duration threshold = fair_share_->config().starvation_threshold;
+    queue_->ForEach([&](const QueuedPod& queued) {
+      std::vector<int> domains = fair_share_->DomainsOf(RequestedClasses(*queued.pod));
+      if (domains.empty()) return;
+      pending.push_back({.namespace_ = queued.pod->metadata.namespace_,
+                         .domains = std::move(domains),
+                         .starving = now - queued.enqueued_at >= threshold});
+    });
+    shares = ComputeShares(*fair_share_, pending);
+  }
+  UpdateShareMetrics(shares);
+  for (const std::shared_ptr<const d::DeviceSharingPolicy>& policy : sharing_policies_->List()) {
+    const std::string& name = policy->metadata.name;
+    bool named_default = name == api::validation::kDefaultSharingPolicyName;
+    api::metav1::Condition ready;
+    ready.type = "Ready";
+    if (named_default && sharing_error_.empty() && fair_share_ != nullptr) {
+      ready.status = "True";
+      ready.reason = "InForce";
+      ready.message = "the scheduler orders its queue by this policy";
+    } else if (named_default) {
+      ready.status = "False";
+      ready.reason = "Invalid";
+      ready.message = sharing_error_;
+    } else {
+      ready.status = "False";
+      ready.reason = "NotDefault";
+      ready.message = "only the DeviceSharingPolicy named \"default\" is in force";
+    }
+    // The transition time moves only with the condition's status.
+    const api::metav1::Condition* before = nullptr;
+    if (auto w = written_sharing_.find(name); w != written_sharing_.end()) {
+      before = &w->second.first;
+    } else if (policy->status) {
+      for (const api::metav1::Condition& c : policy->status->conditions) {
+        if (c.type == ready.type) before = &c;
+      }
+    }
+    ready.last_transition_time = before != nullptr && before->status == ready.status
+                                     ? before->last_transition_time
+                                     : api::Time::FromTimestamp(clock_.Now());
+    d::DeviceSharingPolicyStatus status = SharingStatus(
+        named_default && fair_share_ != nullptr ? shares : std::vector<DomainShares>{},
+        policy->metadata.generation, ready);
+    boost::json::object patch;
+    patch["status"] = client::ToJson(status);
+    // A merge patch keeps what it omits: shares no longer reported are removed.
+    if (status.domains.empty()) patch["status"].as_object()["domains"] = nullptr;
+    std::string body = boost::json::serialize(patch);
+    auto& written = written_sharing_[name];
+    if (written.second == body) continue;
+    written = {ready, body};
+    RunAsync([this, name, patch = std::move(patch)]() mutable {
+      StatusOr<d::DeviceSharingPolicy> out = client::Patch<d::DeviceSharingPolicy>(
+          api_, "", name, client::PatchType::kMerge, std::move(patch), "status");
+      if (!out.ok() && out.status().code() != StatusCode::kNotFound) {
+        log::Warning("scheduler: DeviceSharingPolicy {} status: {}", name, out.status().ToString());
+      }
+    });
+  }
+}
+
+void Scheduler::UpdateShareMetrics(const std::vector<DomainShares>& shares) {
+  double phi = fair_share_ != nullptr ? fair_share_->config().history_fraction : 0;
+  // (tenant label, domain) -> summed fractions: fair, current, decayed; starving pods.
+  struct Sum {
+    double fair = 0, current = 0, decayed = 0;
+    int64_t starving = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Sum> sums;
+  for (const DomainShares& domain : shares) {
+    for (const TenantShare& t : domain.tenants) {
+      Sum& sum = sums[{std::string(tenants_.Of(t.namespace_)), domain.name}];
+      sum.fair += t.fair;
+      sum.current += t.current;
+      sum.decayed += t.decayed;
+      sum.starving += t.starving;
+    }
+  }
+  std::set<std::vector<std::string>> share_series, starving_series;
+  for (const auto& [key, sum] : sums) {
+    const auto& [tenant, domain] = key;
+    double used = (1 - phi) * sum.current + phi * sum.decayed;
+    for (const auto& [kind, value] : {std::pair<const char*, double>{"fair", sum.fair},
+                                      {"current", sum.current},
+                                      {"decayed", sum.decayed},
+                                      {"effective", sum.fair > 0 ? used / sum.fair : 0}}) {
+      std::vector<std::string> labels{tenant, domain, kind};
+      metrics_.tenant_share.WithLabels(labels).Set(value);
+      share_series.insert(std::move(labels));
+    }
+    std::vector<std::string> labels{tenant, domain};
+    metrics_.starving_pods.WithLabels(labels).Set(static_cast<double>(sum.starving));
+    starving_series.insert(std::move(labels));
+  }
+  for (const auto& labels : reported_shares_) {
+    if (!share_series.contains(labels)) metrics_.tenant_share.Remove(labels);
+  }
+  for (const auto& labels : reported_starving_) {
+    if (!starving_series.contains(labels)) metrics_.starving_pods.Remove(labels);
+  }
+  reported_shares_ = std::move(share_series);
+  reported_starving_ = std::move(starving_series);
+}
+
+void Scheduler::ApplySharingPolicy(std::optional<FairShareConfig> config,
+                                   const api::draplanev1alpha1::DeviceSharingPolicyStatus* status) {
+  // The active pods leave the old order (and so the old model's pending counts) first.
+  queue_->SetOrder(nullptr);
+  std::unique_ptr<FairShareModel> previous = std::move(fair_share_);
+  if (config.has_value()) {
+    fair_share_ = std::make_unique<FairShareModel>(*std::move(config), cluster_.ledger(), clock_);
+    if (previous != nullptr) {
+      fair_share_->TakeHistory(*previous);
+    } else if (status != nullptr) {
+      fair_share_->RestoreHistory(*status);
+    }
+    for (const auto& ns : namespaces_->List()) {
+      fair_share_->SetNamespaceLabels(ns->metadata.name, ns->metadata.labels);
+    }
+  }
+  previous.reset();
+  if (fair_share_ == nullptr || !fair_share_->config().holds) {
+    std::vector<std::string> held;
+    for (const auto& [uid, hold] : holds_->holds()) held.push_back(uid);
+    for (const std::string& uid : held) {
+      auto pod = pending_.find(uid);
+      ReleaseHold(uid, "PolicyChanged", pod != pending_.end() ? pod->second.get() : nullptr);
+    }
+  }
+  if (fair_share_ != nullptr) {
+    queue_->SetOrder(std::make_unique<FairShareOrder>(
+        *fair_share_, [this](const Pod& pod) { return RequestedClasses(pod); }));
+  }
+}
+
+bool Scheduler::HoldsEnforced() const {
+  return fair_share_ != nullptr && fair_share_->config().holds;
+}
+
+std::vector<HoldNeed> Scheduler::HoldNeeds(const Pod& pod) const {
+  std::vector<HoldNeed> out;
+  auto add = [&](const std::string& device_class, const std::string& mode,
+                 std::optional<int64_t> count) {
+    out.push_back({.device_class = device_class,
+                   .count = mode == "All" ? HoldNeed::kAllDevices : count.value_or(1)});
+  };
+  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
+    PodClaimName name = ClaimNameForPod(pod, entry);
+    if (name.name.empty()) continue;
+    ClusterState::ClaimPtr claim = cluster_.FindClaim(pod.metadata.namespace_, name.name);
+    if (claim == nullptr || claim->status.allocation.has_value()) continue;
+    for (const rv1::DeviceRequest& r : claim->spec.devices.requests) {
+      if (r.exactly.has_value()) {
+        add(r.exactly->device_class_name, r.exactly->allocation_mode, r.exactly->count);
+      } else if (!r.first_available.empty()) {
+        const rv1::DeviceSubRequest& first = r.first_available.front();
+        add(first.device_class_name, first.allocation_mode, first.count);
+      }
+    }
+  }
+  return out;
+}
+
+void Scheduler::MaybeStartHold(const Pod& pod, Duration enqueued_at) {
+  if (fair_share_ == nullptr) return;
+  const std::string& uid = pod.metadata.uid;
+  Duration now = clock_.MonotonicNow();
+  const FairShareConfig& config = fair_share_->config();
+  if (now - enqueued_at < config.starvation_threshold) {
+    // Not yet: a Pod waiting in the unschedulable pool may see no attempt when it crosses the
+    // threshold (no event moves it), so the crossing is a timer of its own.
+    starving_due_.emplace(enqueued_at + config.starvation_threshold, uid, enqueued_at);
+    return;
+  }
+  if (holds_->Has(uid) || holds_->CoolingDown(uid, now)) return;
+  std::vector<HoldNeed> needs = HoldNeeds(pod);
+  if (needs.empty()) return;
+  std::vector<std::string> nodes;
+  for (const NodeInfo* n : cluster_.nodes()) nodes.push_back(n->name());
+  std::optional<std::string> target = holds_->PickTarget(nodes, needs);
+  if (!target) return;
+  holds_->Start({.pod = pod.metadata.namespace_ + "/" + pod.metadata.name,
+                 .uid = uid,
+                 .priority = pod.spec.priority.value_or(0),
+                 .node = *target,
+                 .since = clock_.Now(),
+                 .enqueued = enqueued_at,
+                 .needs = std::move(needs)});
+  if (events_) {
+    events_->Record(client::ReferenceTo(pod), "Warning", "StarvationDetected",
+                    "waited " + api::FormatDuration(now - enqueued_at) +
+                        ", past the DeviceSharingPolicy's starvation threshold of " +
+                        api::FormatDuration(config.starvation_threshold) + "; target node " +
+                        *target +
+                        (config.holds ? ": its devices are held for this Pod as they free up"
+                                      : " (holds are off: nothing is held)"),
+                    "Scheduling");
+  }
+  GrowHolds();
+}
+
+void Scheduler::DetectStarvation() {
+  Duration now = clock_.MonotonicNow();
+  while (!starving_due_.empty() && std::get<0>(*starving_due_.begin()) <= now) {
+    auto [due, uid, enqueued_at] = *starving_due_.begin();
+    starving_due_.erase(starving_due_.begin());
+    auto pod = pending_.find(uid);
+    // Pods in their binding cycle got their devices; deleted or bound ones are gone.
+    if (pod == pending_.end() || binding_.contains(uid) || !queue_->Contains(uid)) continue;
+    MaybeStartHold(*pod->second, enqueued_at);
+  }
+}
+
+void Scheduler::GrowHolds() {
+  Duration now = clock_.MonotonicNow();
+  // The devices held until now are priced before the holds change.
+  std::map<std::string, double> held = holds_->TakeHeldDeviceSeconds(now);
+  if (holds_->holds().empty()) return;
+  double total = 0;
+  for (const auto& [device_class, seconds] : held) {
+    int domain = fair_share_ != nullptr ? fair_share_->DomainOf(device_class) : -1;
+    if (domain < 0 || seconds <= 0) continue;
+    metrics_.held_device_seconds
+        .WithLabels({fair_share_->config().domains[static_cast<size_t>(domain)].name})
+        .Increment(seconds);
+    total += seconds;
+  }
+  if (total > 0) {
+    MutexLock lock(mu_);
+    stats_.held_device_seconds += total;
+  }
+  if (!HoldsEnforced()) return;
+  for (const std::string& uid : holds_->Grow(now)) {
+    auto pod = pending_.find(uid);
+    const auto hold = holds_->holds().find(uid);
+    if (pod == pending_.end() || hold == holds_->holds().end()) continue;
+    PersistHold(*pod->second, &hold->second);
+    if (events_) {
+      events_->Record(client::ReferenceTo(*pod->second), "Normal", "DevicesHeld",
+                      "holding " + std::to_string(hold->second.devices.size()) +
+                          " devices on node " + hold->second.node + " for this Pod",
+                      "Scheduling");
+    }
+  }
+}
+
+void Scheduler::ExpireHolds() {
+  if (holds_->holds().empty() || !HoldsEnforced()) return;
+  for (StarvationHold& hold :
+       holds_->Expire(clock_.MonotonicNow(), fair_share_->config().max_hold)) {
+    auto pod = pending_.find(hold.uid);
+    if (pod == pending_.end()) continue;
+    PersistHold(*pod->second, nullptr);
+    if (events_) {
+      events_->Record(client::ReferenceTo(*pod->second), "Normal", "HoldReleased",
+                      "MaxHold: the devices held on node " + hold.node + " for " +
+                          api::FormatDuration(fair_share_->config().max_hold) +
+                          " were not used; no new hold for as long",
+                      "Scheduling");
+    }
+  }
+}
+
+void Scheduler::ReleaseHold(const std::string& uid, std::string_view reason, const Pod* pod) {
+  if (holds_->holds().empty()) return;
+  std::optional<StarvationHold> hold = holds_->Release(uid);
+  if (!hold || pod == nullptr) return;
+  if (!hold->devices.empty() || pod->metadata.annotations.contains(kHeldDevicesAnnotation)) {
+    PersistHold(*pod, nullptr);
+  }
+  if (events_) {
+    events_->Record(client::ReferenceTo(*pod), "Normal", "HoldReleased",
+                    std::string(reason) + ": the hold on node " + hold->node + " ended",
+                    "Scheduling");
+  }
+}
+
+void Scheduler::PersistHold(const Pod& pod, const StarvationHold* hold) {
+  boost::json::object annotations;
+  if (hold != nullptr) {
+    annotations[kHeldDevicesAnnotation] = StarvationHolds::AnnotationOf(*hold);
+  } else {
+    annotations[kHeldDevicesAnnotation] = nullptr;
+  }
+  boost::json::object patch{{"metadata", boost::json::object{{"annotations", annotations}}}};
+  RunAsync([this, ns = pod.metadata.namespace_, name = pod.metadata.name,
+            patch = std::move(patch)]() mutable {
+    StatusOr<Pod> out =
+        client::Patch<Pod>(api_, ns, name, client::PatchType::kMerge, std::move(patch));
+    if (!out.ok() && out.status().code() != StatusCode::kNotFound) {
+      log::Warning("scheduler: {}/{}: writing {}: {}", ns, name, kHeldDevicesAnnotation,
+                   out.status().ToString());
+    }
+  });
+}
+
+void Scheduler::RestoreHold(const Pod& pod) {
+  auto annotation = pod.metadata.annotations.find(kHeldDevicesAnnotation);
+  if (annotation == pod.metadata.annotations.end() || holds_->Has(pod.metadata.uid)) return;
+  StatusOr<StarvationHold> hold = StarvationHolds::ParseAnnotation(annotation->second);
+  if (!hold.ok()) {
+    log::Warning("scheduler: {}/{}: {}", pod.metadata.namespace_, pod.metadata.name,
+                 hold.status().ToString());
+    return;
+  }
+  hold->pod = pod.metadata.namespace_ + "/" + pod.metadata.name;
+  hold->uid = pod.metadata.uid;
+  hold->priority = pod.spec.priority.value_or(0);
+  // The Pod has waited since its creation as far as the restarted scheduler can tell.
+  Duration waited =
+      std::max(Duration(0), Duration(clock_.Now() - pod.metadata.creation_timestamp.ToTimestamp()));
+  hold->enqueued = clock_.MonotonicNow() - waited;
+  holds_->Start(*std::move(hold));
+}
+
+void Scheduler::CountOvertakes(const Binding& binding) {
+  if (holds_->holds().empty() || fair_share_ == nullptr) return;
+  const DeviceDecision* decision = DecisionOf(*binding.state);
+  if (decision == nullptr) return;
+  std::vector<StarvationHolds::Given> given;
+  for (const DeviceDecision::Claim& claim : decision->claims) {
+    for (const DeviceDecision::Request& request : claim.requests) {
+      for (const rv1::DeviceRequestAllocationResult& d : request.devices) {
+        given.push_back({.device_class = request.device_class,
+                         .device = {.driver = d.driver, .pool = d.pool, .device = d.device}});
+      }
+    }
+  }
+  const Pod& pod = *binding.info.pod;
+  for (const StarvationHold* hold :
+       holds_->Overtaken(pod.metadata.uid, pod.spec.priority.value_or(0),
+                         binding.queued.enqueued_at, binding.node, given)) {
+    int domain = hold->needs.empty() ? -1 : fair_share_->DomainOf(hold->needs.front().device_class);
+    if (domain >= 0) {
+      metrics_.starving_overtakes
+          .WithLabels({fair_share_->config().domains[static_cast<size_t>(domain)].name})
+          .Increment();
+    }
+    MutexLock lock(mu_);
+    ++stats_.overtakes;
+  }
 }
 
 std::vector<std::string> Scheduler::RequestedClasses(const Pod& pod) const {
@@ -267,11 +652,10 @@ Status Scheduler::Start() {
     return std::vector<std::string>{slice.spec.driver + "/" + slice.spec.pool.name};
   });
   quotas_ = &informers->Get<api::corev1::ResourceQuota>();
-  if (fair_share_ != nullptr &&
-      std::any_of(options_.fair_share->tenants.begin(), options_.fair_share->tenants.end(),
-                  [](const FairShareTenant& t) { return t.namespace_selector.has_value(); })) {
-    namespaces_ = &informers->Get<api::corev1::Namespace>();
-  }
+  // Fair share: the policy, and the namespaces' labels its tenant entries may select by (one
+  // small list each; the scheduler's role reads both).
+  namespaces_ = &informers->Get<api::corev1::Namespace>();
+  sharing_policies_ = &informers->Get<api::draplanev1alpha1::DeviceSharingPolicy>();
   auto wire = [this](auto* informer, Kind kind, Kind deleted) {
     using Ptr = typename std::remove_reference_t<decltype(*informer)>::Ptr;
     client::InformerBase::HandlerId id = informer->AddHandlers(
@@ -287,7 +671,8 @@ Status Scheduler::Start() {
   wire(nodes_, Kind::kNode, Kind::kNodeDelete);
   wire(claims_, Kind::kClaim, Kind::kClaimDelete);
   wire(quotas_, Kind::kQuota, Kind::kQuotaDelete);
-  if (namespaces_ != nullptr) wire(namespaces_, Kind::kNamespace, Kind::kNamespaceDelete);
+  wire(namespaces_, Kind::kNamespace, Kind::kNamespaceDelete);
+  wire(sharing_policies_, Kind::kSharingPolicy, Kind::kSharingPolicyDelete);
   wire(pods_, Kind::kPod, Kind::kPodDelete);
   informers->Start();
   if (!informers->WaitForSync())
@@ -374,6 +759,8 @@ void Scheduler::Loop() {
     }
     MaybeFlushUnschedulable();
     ExpireWaits();
+    DetectStarvation();
+    ExpireHolds();
     if (events_) events_->Tick();
     Duration now = clock_.MonotonicNow();
     if (now - last_holdings_check_ >= options_.holdings_check_interval) {
@@ -384,6 +771,12 @@ void Scheduler::Loop() {
         now - last_device_states_ >= options_.device_states_interval) {
       last_device_states_ = now;
       UpdateDeviceStates();
+    }
+    if (options_.sharing_status_interval > Duration(0) &&
+        (sharing_status_due_ || now - last_sharing_status_ >= options_.sharing_status_interval)) {
+      last_sharing_status_ = now;
+      sharing_status_due_ = false;
+      ReportSharing();
     }
     if (std::optional<QueuedPod> next = queue_->Pop()) {
       ScheduleOne(std::move(*next));
@@ -424,6 +817,18 @@ std::optional<Duration> Scheduler::NextWakeup() const {
     Duration flush = last_flush_ + kFlushInterval;
     if (!wakeup || flush < *wakeup) wakeup = flush;
   }
+  // A waiting Pod starts starving (its hold's target is picked).
+  if (!starving_due_.empty()) {
+    Duration due = std::get<0>(*starving_due_.begin());
+    if (!wakeup || due < *wakeup) wakeup = due;
+  }
+  // A complete hold ends at MaxHold.
+  if (HoldsEnforced()) {
+    if (std::optional<Duration> expiry = holds_->NextExpiry(fair_share_->config().max_hold);
+        expiry && (!wakeup || *expiry < *wakeup)) {
+      wakeup = expiry;
+    }
+  }
   // A binding waiting for binding conditions fails at its deadline.
   if (!wait_deadlines_.empty() && (!wakeup || wait_deadlines_.begin()->first < *wakeup)) {
     wakeup = wait_deadlines_.begin()->first;
@@ -438,6 +843,8 @@ int Scheduler::RunUntilIdle() {
     ExpireWaits();
     MaybeFlushUnschedulable();
     if (events_) events_->Tick();
+    DetectStarvation();
+    ExpireHolds();
     std::optional<QueuedPod> next = queue_->Pop();
     if (!next) break;
     ScheduleOne(std::move(*next));
@@ -533,6 +940,7 @@ void Scheduler::Apply(InboxItem& item) {
       auto old = std::static_pointer_cast<const Pod>(item.old_object);
       const std::string& uid = pod->metadata.uid;
       if (!pod->spec.node_name.empty()) {
+        ReleaseHold(uid, "Scheduled", pod.get());
         bool was_pending = ErasePending(uid);
         if (was_pending) queue_->Delete(uid);
         bool was_placed = old && !old->spec.node_name.empty() && !api::IsPodTerminal(*old);
@@ -546,6 +954,7 @@ void Scheduler::Apply(InboxItem& item) {
         return;
       }
       if (!Ours(*pod) || pod->metadata.deletion_timestamp.has_value() || api::IsPodTerminal(*pod)) {
+        ReleaseHold(uid, "Deleted", nullptr);
         if (ErasePending(uid)) queue_->Delete(uid);
         AbortWaiting(uid, "the pod is being deleted");
         return;
@@ -557,6 +966,7 @@ void Scheduler::Apply(InboxItem& item) {
       if (cluster_.IsAssumed(uid) && !binding_.contains(uid)) return;
       bool known = pending_.contains(uid);
       SetPending(uid, pod);
+      if (!known) RestoreHold(*pod);
       if (binding_.contains(uid)) return;
       if (!known) first_seen_.emplace(uid, now);
       queue_->AddOrUpdate(pod);
@@ -572,6 +982,7 @@ void Scheduler::Apply(InboxItem& item) {
     case Kind::kPodDelete: {
       auto pod = std::static_pointer_cast<const Pod>(item.old_object);
       const std::string& uid = pod->metadata.uid;
+      ReleaseHold(uid, "Deleted", nullptr);
       if (ErasePending(uid)) queue_->Delete(uid);
       AbortWaiting(uid, "the pod was deleted");
       first_seen_.erase(uid);
@@ -704,14 +1115,26 @@ void Scheduler::Apply(InboxItem& item) {
     }
     case Kind::kNamespace: {
       auto ns = std::static_pointer_cast<const api::corev1::Namespace>(item.new_object);
-      fair_share_->SetNamespaceLabels(ns->metadata.name, ns->metadata.labels);
+      if (fair_share_ != nullptr) {
+        fair_share_->SetNamespaceLabels(ns->metadata.name, ns->metadata.labels);
+      }
       return;
     }
     case Kind::kNamespaceDelete: {
       auto ns = std::static_pointer_cast<const api::corev1::Namespace>(item.old_object);
-      fair_share_->RemoveNamespace(ns->metadata.name);
+      if (fair_share_ != nullptr) fair_share_->RemoveNamespace(ns->metadata.name);
       return;
     }
+    case Kind::kSharingPolicy:
+      OnSharingPolicy(
+          static_cast<const api::draplanev1alpha1::DeviceSharingPolicy*>(item.old_object.get()),
+          static_cast<const api::draplanev1alpha1::DeviceSharingPolicy*>(item.new_object.get()));
+      return;
+    case Kind::kSharingPolicyDelete:
+      OnSharingPolicy(
+          static_cast<const api::draplanev1alpha1::DeviceSharingPolicy*>(item.old_object.get()),
+          nullptr);
+      return;
     case Kind::kQuotaDelete: {
       auto quota = std::static_pointer_cast<const api::corev1::ResourceQuota>(item.old_object);
       cluster_.RemoveQuota(*quota);
@@ -784,6 +1207,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
   binding->info.requests = ComputePodRequests(*queued.pod);
   binding->info.attempts = queued.attempts;
   binding->state = std::make_shared<CycleState>();
+  GrowHolds();
   ScheduleResult result =
       framework_.Schedule(*binding->state, binding->info, cluster_, &next_start_);
   const bool budget_spent = result.status.code() == Code::kError &&
@@ -810,6 +1234,8 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     cluster_.AssumePod(uid, result.node, binding->info.requests);
     binding->queued = std::move(queued);
     binding->node = result.node;
+    CountOvertakes(*binding);
+    ReleaseHold(uid, "Scheduled", binding->info.pod.get());
     binding->started = start;
     binding->evaluated_nodes = result.evaluated_nodes;
     binding->feasible_nodes = result.feasible_nodes;
@@ -872,6 +1298,7 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     MutexLock lock(mu_);
     ++stats_.unschedulable;
   }
+  MaybeStartHold(*queued.pod, queued.enqueued_at);
   queue_->RequeueUnschedulable(std::move(queued), result.diagnosis.rejectors);
 }
 

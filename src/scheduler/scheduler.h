@@ -47,6 +47,7 @@
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue.h"
 #include "scheduler/quota_charger.h"
+#include "scheduler/starvation_holds.h"
 
 namespace draplane::scheduler {
 
@@ -95,14 +96,10 @@ struct SchedulerOptions {
   // How often the scheduler loop recomputes the device-state gauges (device_states.h); 0 turns
   // them off. Synchronous mode (RunUntilIdle: tests, the simulator) never computes them.
   Duration device_states_interval = std::chrono::seconds(30);
-  // Weighted fair share within priority bands (fair_share.h, queue_order.h; issue 22): set, the
-  // active queue is ordered by FairShareOrder over a FairShareModel of the ledger; unset, by
-  // PrioritySortOrder (upstream's order). A tenant entry with a namespace selector makes the
-  // scheduler watch Namespaces for their labels.
-  // The seam for the DeviceSharingPolicy API object (draplane.dev/v1alpha1, not served yet): its
-  // informer compiles the policy named `default` into this config. Until then the simulator and
-  // tests set it directly; `draplane scheduler` and `serve` run without one.
-  std::optional<FairShareConfig> fair_share{};
+  // How often the shares of the DeviceSharingPolicy in force are written to its status and the
+  // share metrics (and at once when a policy's generation is not yet observed); 0 turns both
+  // off. Synchronous mode never writes them.
+  Duration sharing_status_interval = std::chrono::seconds(10);
 };
 
 class Scheduler {
@@ -141,6 +138,10 @@ class Scheduler {
     size_t unschedulable_pods = 0;
     size_t binding = 0;
     size_t waiting = 0;  // of `binding`: waiting for binding conditions or a quota charge
+    // Fair share (fair-share.md §4): allocations that overtook a starving Pod whose hold was
+    // incomplete, and devices held for starving Pods times seconds.
+    int64_t overtakes = 0;
+    double held_device_seconds = 0;
   };
   Stats stats() const;
 
@@ -198,6 +199,39 @@ class Scheduler {
   // claims the cache has): the pod's fair-share domains.
   std::vector<std::string> RequestedClasses(const api::corev1::Pod& pod) const;
   void UpdateGauges();
+  // A DeviceSharingPolicy event: the one named `default` (re)configures the fair-share order.
+  void OnSharingPolicy(const api::draplanev1alpha1::DeviceSharingPolicy* old_policy,
+                       const api::draplanev1alpha1::DeviceSharingPolicy* policy);
+  // Puts the fair-share order over a model of `config` in force (nullopt: upstream's order). The
+  // new model continues the model it replaces, or, at the first, `status`'s history.
+  void ApplySharingPolicy(std::optional<FairShareConfig> config,
+                          const api::draplanev1alpha1::DeviceSharingPolicyStatus* status);
+  // Writes every sharing policy's status (the shares for the one in force, Ready=False with the
+  // reason for the others) where it changed, and the share metrics.
+  void ReportSharing();
+  // Starvation holds (starvation_holds.h): targets are kept while a policy is in force (for the
+  // overtake count), devices are held only while its `aging.holds` is on.
+  bool HoldsEnforced() const;
+  // What a Pod's unallocated claims need a target node to have.
+  std::vector<HoldNeed> HoldNeeds(const api::corev1::Pod& pod) const;
+  // After a failed attempt, or when a waiting Pod crosses the starvation threshold: a target for
+  // a starving Pod that has none (not yet starving: the crossing is timed).
+  void MaybeStartHold(const api::corev1::Pod& pod, Duration enqueued_at);
+  // Waiting Pods whose starvation threshold passed get a target.
+  void DetectStarvation();
+  // Before an attempt: holds take what freed up on their nodes; the held-device seconds.
+  void GrowHolds();
+  void ExpireHolds();
+  // Ends the Pod's hold, if any, for `reason` (Scheduled, Deleted, MaxHold, PolicyChanged);
+  // `pod` null: the Pod is gone (no Event, no annotation to clear).
+  void ReleaseHold(const std::string& uid, std::string_view reason, const api::corev1::Pod* pod);
+  // Writes the hold's annotation on its Pod (null: removes it).
+  void PersistHold(const api::corev1::Pod& pod, const StarvationHold* hold);
+  // A Pod whose annotation says it had a hold when the scheduler (re)started.
+  void RestoreHold(const api::corev1::Pod& pod);
+  // Counts the starving Pods a reserved allocation overtook.
+  void CountOvertakes(const Binding& binding);
+  void UpdateShareMetrics(const std::vector<DomainShares>& shares);
   // The device-state gauges and the pending-Pod gauge by tenant and reason.
   void UpdateDeviceStates();
   void UpdatePendingReasons();
@@ -218,8 +252,16 @@ class Scheduler {
   QuotaCharger quota_charger_;
   std::unique_ptr<DecisionRecorder> decisions_;
   Framework framework_;
-  // Declared after cluster_ (it observes the ledger) and before queue_ (whose order reads it).
+  // Weighted fair share within priority bands (fair_share.h, queue_order.h; issue 22): the
+  // scheduler follows the DeviceSharingPolicy named `default` (draplane.dev/v1alpha1): while it
+  // exists the active queue is ordered by FairShareOrder over this model of the ledger, else by
+  // PrioritySortOrder (upstream's order). An edit rebuilds the model and keeps the tenants'
+  // decayed history (FairShareModel::TakeHistory). Declared after cluster_ (it observes the
+  // ledger) and before queue_ (whose order reads it).
   std::unique_ptr<FairShareModel> fair_share_;
+  std::unique_ptr<StarvationHolds> holds_;
+  // When waiting Pods cross the starvation threshold: (due, pod uid, first enqueue), in order.
+  std::set<std::tuple<Duration, std::string, Duration>> starving_due_;
   std::unique_ptr<SchedulingQueue> queue_;
   std::unique_ptr<client::EventRecorder> events_;
   size_t next_start_ = 0;
@@ -242,6 +284,15 @@ class Scheduler {
   Duration last_flush_{0};
   Duration last_holdings_check_{0};
   Duration last_device_states_{0};
+  Duration last_sharing_status_{0};
+  // A policy's generation is not observed in its status yet: report at the next loop turn.
+  bool sharing_status_due_ = false;
+  // Why the policy named `default` is not in force (it failed to compile); empty otherwise.
+  std::string sharing_error_;
+  // Per policy name, the Ready condition and the status body last written.
+  std::map<std::string, std::pair<api::metav1::Condition, std::string>> written_sharing_;
+  std::set<std::vector<std::string>> reported_shares_;
+  std::set<std::vector<std::string>> reported_starving_;
   metrics::TenantLabels tenants_;
   // Pending pod uid -> the reason its last attempt failed; the (tenant, reason) series each
   // pending pod is counted under in draplane_pending_pods (RecountPending keeps them, so a
@@ -270,7 +321,8 @@ class Scheduler {
   client::Informer<api::resourcev1::DeviceClass>* classes_ = nullptr;
   client::Informer<api::resourcev1::ResourceSlice>* slices_ = nullptr;
   client::Informer<api::corev1::ResourceQuota>* quotas_ = nullptr;
-  client::Informer<api::corev1::Namespace>* namespaces_ = nullptr;  // fair share with selectors
+  client::Informer<api::corev1::Namespace>* namespaces_ = nullptr;  // fair share's selectors
+  client::Informer<api::draplanev1alpha1::DeviceSharingPolicy>* sharing_policies_ = nullptr;
   // The handlers registered by Start, removed by Stop: (informer, id).
   std::vector<std::pair<client::InformerBase*, client::InformerBase::HandlerId>> registrations_;
 

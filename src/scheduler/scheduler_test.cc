@@ -1220,6 +1220,19 @@ void CopyAll(client::ApiClient& from, client::ApiClient& to) {
   }
 }
 
+// CopyAll of the objects `to` does not have yet (by namespace and name).
+template <typename T>
+void CopyMissing(client::ApiClient& from, client::ApiClient& to) {
+  StatusOr<client::ObjectList<T>> list = client::List<T>(from, "");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  for (T object : list->items) {
+    if (client::Get<T>(to, object.metadata.namespace_, object.metadata.name).ok()) continue;
+    object.metadata.resource_version.clear();
+    object.metadata.uid.clear();
+    ASSERT_TRUE(client::Create(to, object).ok());
+  }
+}
+
 // Synchronous mode on a manual clock and manual informers, over the simulator's in-memory API
 // (manual informers poll watches without blocking, which only it offers): the simulator's setup.
 // Nothing runs unless driven, and the queue's timers follow the clock.
@@ -1264,10 +1277,42 @@ TEST(SynchronousSchedulerTest, RunsOnlyWhenDrivenAndFlushesOnTheClock) {
   informers.Stop();
 }
 
-// Issue 22: with a fair-share config the active queue orders tenants by weighted share within a
-// band; a tenant entry with a namespace selector takes its weight from the Namespace's labels,
-// which the scheduler then watches. Four GPUs, four pods each from team-x and team-y: with
-// team-x labelled into weight 3 it gets three GPUs (x, y, x, x), unlabelled two (x, y, x, y).
+// A DeviceSharingPolicy named `default` with one domain "gpus" of class gpu, and `tenants`.
+api::draplanev1alpha1::DeviceSharingPolicy GpuSharingPolicy(
+    std::vector<api::draplanev1alpha1::SharingTenant> tenants) {
+  api::draplanev1alpha1::DeviceSharingPolicy policy;
+  policy.metadata.name = "default";
+  api::draplanev1alpha1::SharingDomain& domain = policy.spec.domains.emplace_back();
+  domain.name = "gpus";
+  domain.device_classes = {"gpu"};
+  policy.spec.tenants = std::move(tenants);
+  return policy;
+}
+
+api::draplanev1alpha1::SharingTenant NamespaceTenant(std::string ns, int32_t weight) {
+  api::draplanev1alpha1::SharingTenant tenant;
+  tenant.namespaces = {std::move(ns)};
+  tenant.weight = weight;
+  return tenant;
+}
+
+// How many of the Pods of each namespace are bound.
+std::map<std::string, int> BoundByNamespace(client::ApiClient& api) {
+  std::map<std::string, int> bound;
+  StatusOr<client::ObjectList<api::corev1::Pod>> pods = client::List<api::corev1::Pod>(api, "");
+  EXPECT_TRUE(pods.ok());
+  if (!pods.ok()) return bound;
+  for (const api::corev1::Pod& p : pods->items) {
+    if (!p.spec.node_name.empty()) ++bound[p.metadata.namespace_];
+  }
+  return bound;
+}
+
+// Issue 22: with the DeviceSharingPolicy `default` the active queue orders tenants by weighted
+// share within a band; a tenant entry with a namespace selector takes its weight from the
+// Namespace's labels, which the scheduler watches. Four GPUs, four pods each from team-x and
+// team-y: with team-x labelled into weight 3 it gets three GPUs (x, y, x, x), unlabelled two
+// (x, y, x, y).
 TEST(SynchronousSchedulerTest, FairShareWeighsTenantsByTheirNamespaceLabels) {
   for (bool labelled : {true, false}) {
     SCOPED_TRACE(labelled ? "team-x labelled tier=gold" : "no labels");
@@ -1295,28 +1340,228 @@ TEST(SynchronousSchedulerTest, FairShareWeighsTenantsByTheirNamespaceLabels) {
     CopyAll<rv1::ResourceSlice>(cluster.api(), memory);
     CopyAll<rv1::ResourceClaim>(cluster.api(), memory);
     CopyAll<api::corev1::Pod>(cluster.api(), memory);
+    api::draplanev1alpha1::SharingTenant gold;
+    gold.namespace_selector.emplace().match_labels["tier"] = "gold";
+    gold.weight = 3;
+    ASSERT_TRUE(client::Create(memory, GpuSharingPolicy({gold})).ok());
     client::SharedInformers informers(memory, {.manual = true});
-    FairShareConfig config;
-    config.domains = {{.name = "gpus", .device_classes = {"gpu"}}};
-    StatusOr<api::labels::Selector> gold = api::labels::Parse("tier=gold");
-    ASSERT_TRUE(gold.ok());
-    config.tenants = {{.namespace_selector = *gold, .weight = 3}};
-    Scheduler scheduler(
-        memory, cluster.clock(),
-        {.random_seed = 7, .synchronous = true, .informers = &informers, .fair_share = config});
+    Scheduler scheduler(memory, cluster.clock(),
+                        {.random_seed = 7, .synchronous = true, .informers = &informers});
     ASSERT_TRUE(scheduler.Start().ok());
     EXPECT_EQ(scheduler.RunUntilIdle(), 8);
-    std::map<std::string, int> bound;
-    StatusOr<client::ObjectList<api::corev1::Pod>> pods =
-        client::List<api::corev1::Pod>(memory, "");
-    ASSERT_TRUE(pods.ok());
-    for (const api::corev1::Pod& p : pods->items) {
-      if (!p.spec.node_name.empty()) ++bound[p.metadata.namespace_];
-    }
+    std::map<std::string, int> bound = BoundByNamespace(memory);
     EXPECT_EQ(bound["team-x"], labelled ? 3 : 2);
     EXPECT_EQ(bound["team-y"], labelled ? 1 : 2);
     scheduler.Stop();
     informers.Stop();
+  }
+}
+
+// Issue 22: the scheduler follows the policy as an admin creates, edits and deletes it. Created
+// after the scheduler started, weights x:3 give team-x three of node-a's four GPUs. Edited to
+// y:3, the two GPUs of node-b go to team-y (under x:3 the shares tie and team-x would take one
+// of them); without the edit it is 4:2. Deleted, the queue orders by arrival again and the next
+// GPU is still given.
+TEST(SynchronousSchedulerTest, FairShareFollowsThePolicyAsItIsCreatedEditedAndDeleted) {
+  for (bool edited : {true, false}) {
+    SCOPED_TRACE(edited ? "edited to y:3" : "left at x:3");
+    Cluster cluster;
+    cluster.Class("gpu", kGpuClass);
+    cluster.Node("node-a");
+    cluster.Slice("node-a", "gpu.example.com", Gpus("a-", 4, "A100"));
+    std::unique_ptr<Random> random = NewSeededRandom(7);
+    client::MemoryApi memory(cluster.clock(), *random);
+    CopyAll<rv1::DeviceClass>(cluster.api(), memory);
+    CopyAll<api::corev1::Node>(cluster.api(), memory);
+    CopyAll<rv1::ResourceSlice>(cluster.api(), memory);
+    client::SharedInformers informers(memory, {.manual = true});
+    Scheduler scheduler(memory, cluster.clock(),
+                        {.random_seed = 7, .synchronous = true, .informers = &informers});
+    ASSERT_TRUE(scheduler.Start().ok());
+    // Applies what the API has, then lets any backoff expire (new devices move waiting pods to
+    // the backoff queue first).
+    auto deliver = [&] {
+      ASSERT_TRUE(informers.DeliverPending().ok());
+      scheduler.RunUntilIdle();
+      cluster.clock().Advance(std::chrono::seconds(10));
+      ASSERT_TRUE(informers.DeliverPending().ok());
+      scheduler.RunUntilIdle();
+    };
+    StatusOr<api::draplanev1alpha1::DeviceSharingPolicy> policy = client::Create(
+        memory, GpuSharingPolicy({NamespaceTenant("team-x", 3), NamespaceTenant("team-y", 1)}));
+    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+    deliver();
+    for (const char* ns : {"team-x", "team-y"}) {
+      cluster.Namespace(ns);
+      cluster.ns = ns;
+      for (int i = 0; i < 4; ++i) {
+        std::string name = std::string(ns) + "-" + std::to_string(i);
+        cluster.Claim(cluster.ClaimSpec(name, "gpu"));
+        cluster.Pod(cluster.PodSpec(name, {name}));
+      }
+    }
+    CopyMissing<rv1::ResourceClaim>(cluster.api(), memory);
+    CopyMissing<api::corev1::Pod>(cluster.api(), memory);
+    deliver();
+    std::map<std::string, int> bound = BoundByNamespace(memory);
+    EXPECT_EQ(bound["team-x"], 3);
+    EXPECT_EQ(bound["team-y"], 1);
+
+    if (edited) {
+      policy->spec.tenants = {NamespaceTenant("team-x", 1), NamespaceTenant("team-y", 3)};
+      policy = client::Update(memory, *policy);
+      ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+      deliver();
+    }
+    cluster.Node("node-b");
+    cluster.Slice("node-b", "gpu.example.com", Gpus("b-", 2, "A100"));
+    CopyMissing<api::corev1::Node>(cluster.api(), memory);
+    CopyMissing<rv1::ResourceSlice>(cluster.api(), memory);
+    deliver();
+    bound = BoundByNamespace(memory);
+    EXPECT_EQ(bound["team-x"], edited ? 3 : 4);
+    EXPECT_EQ(bound["team-y"], edited ? 3 : 2);
+
+    ASSERT_TRUE(
+        client::Delete<api::draplanev1alpha1::DeviceSharingPolicy>(memory, "", "default").ok());
+    deliver();
+    cluster.Node("node-c");
+    cluster.Slice("node-c", "gpu.example.com", Gpus("c-", 1, "A100"));
+    CopyMissing<api::corev1::Node>(cluster.api(), memory);
+    CopyMissing<rv1::ResourceSlice>(cluster.api(), memory);
+    deliver();
+    bound = BoundByNamespace(memory);
+    EXPECT_EQ(bound["team-x"] + bound["team-y"], 7);
+    scheduler.Stop();
+    informers.Stop();
+  }
+}
+
+// Issue 22, starvation holds: a node of two GPUs held by team-a's 1-GPU Pods, team-b's 2-GPU Pod
+// waiting behind them and, two minutes later, another team-a Pod. Once team-b's Pod waited past
+// the threshold (1m; no attempt needed), the GPU freed next is held for it: team-a's Pod is refused
+// it ("held for team-b/big"), and the hold, persisted on the Pod, survives a scheduler restart; the
+// next GPU completes it and team-b's Pod binds (the hold released). With holds off the freed GPU
+// goes to team-a's Pod and counts as an overtake.
+TEST(SynchronousSchedulerTest, AStarvingPodGetsTheDevicesFreedOnItsTargetNodeHeld) {
+  for (bool holds : {true, false}) {
+    SCOPED_TRACE(holds ? "holds on" : "holds off");
+    Cluster cluster;
+    cluster.Class("gpu", kGpuClass);
+    cluster.Node("node-a");
+    cluster.Slice("node-a", "gpu.example.com", Gpus("gpu-", 2, "A100"));
+    std::unique_ptr<Random> random = NewSeededRandom(7);
+    client::MemoryApi memory(cluster.clock(), *random);
+    CopyAll<rv1::DeviceClass>(cluster.api(), memory);
+    CopyAll<api::corev1::Node>(cluster.api(), memory);
+    CopyAll<rv1::ResourceSlice>(cluster.api(), memory);
+    api::draplanev1alpha1::DeviceSharingPolicy policy =
+        GpuSharingPolicy({NamespaceTenant("team-a", 1), NamespaceTenant("team-b", 1)});
+    policy.spec.aging.emplace().starvation_threshold = "1m";
+    policy.spec.aging->holds = holds;
+    ASSERT_TRUE(client::Create(memory, policy).ok());
+    auto informers =
+        std::make_unique<client::SharedInformers>(memory, client::InformerOptions{.manual = true});
+    auto scheduler = std::make_unique<Scheduler>(
+        memory, cluster.clock(),
+        SchedulerOptions{.random_seed = 7, .synchronous = true, .informers = informers.get()});
+    ASSERT_TRUE(scheduler->Start().ok());
+    auto deliver = [&] {
+      for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(informers->DeliverPending().ok());
+        scheduler->RunUntilIdle();
+      }
+    };
+    cluster.Namespace("team-a");
+    cluster.Namespace("team-b");
+    auto pod = [&](const std::string& ns, const std::string& name, int64_t gpus) {
+      cluster.ns = ns;
+      cluster.Claim(cluster.ClaimSpec(name, "gpu", gpus));
+      cluster.Pod(cluster.PodSpec(name, {name}));
+      CopyMissing<rv1::ResourceClaim>(cluster.api(), memory);
+      CopyMissing<api::corev1::Pod>(cluster.api(), memory);
+      deliver();
+    };
+    auto bound = [&](const std::string& ns, const std::string& name) {
+      StatusOr<api::corev1::Pod> p = client::Get<api::corev1::Pod>(memory, ns, name);
+      return p.ok() && !p->spec.node_name.empty();
+    };
+    // Gives a Pod's GPU back, as the claim controller does once the Pod is gone.
+    auto free = [&](const std::string& ns, const std::string& name) {
+      ASSERT_TRUE(client::Delete<api::corev1::Pod>(memory, ns, name).ok());
+      StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(memory, ns, name);
+      ASSERT_TRUE(claim.ok());
+      claim->status.allocation.reset();
+      claim->status.reserved_for.clear();
+      ASSERT_TRUE(client::UpdateStatus(memory, *claim).ok());
+      cluster.clock().Advance(std::chrono::seconds(11));  // past every backoff
+      deliver();
+    };
+    pod("team-a", "a-0", 1);
+    pod("team-a", "a-1", 1);
+    ASSERT_TRUE(bound("team-a", "a-0") && bound("team-a", "a-1"));
+    pod("team-b", "big", 2);
+    cluster.clock().Advance(std::chrono::minutes(2));
+    pod("team-a", "a-2", 1);  // not starving itself
+    free("team-a", "a-0");
+    EXPECT_FALSE(bound("team-b", "big"));
+    EXPECT_NE(bound("team-a", "a-2"), holds);
+    EXPECT_EQ(scheduler->stats().overtakes, holds ? 0 : 1);
+    StatusOr<api::corev1::Pod> big = client::Get<api::corev1::Pod>(memory, "team-b", "big");
+    ASSERT_TRUE(big.ok());
+    EXPECT_EQ(big->metadata.annotations.contains(std::string(kHeldDevicesAnnotation)), holds);
+    if (!holds) {
+      scheduler->Stop();
+      informers->Stop();
+      continue;
+    }
+    EXPECT_NE(big->metadata.annotations[std::string(kHeldDevicesAnnotation)].find(
+                  R"("devices":[{"driver":"gpu.example.com","pool":"node-a","device":"gpu-0"}])"),
+              std::string::npos)
+        << big->metadata.annotations[std::string(kHeldDevicesAnnotation)];
+    StatusOr<api::corev1::Pod> a2 = client::Get<api::corev1::Pod>(memory, "team-a", "a-2");
+    ASSERT_TRUE(a2.ok());
+    std::string message;
+    for (const auto& c : a2->status.conditions) {
+      if (c.type == "PodScheduled") message = c.message;
+    }
+    EXPECT_NE(message.find("held for team-b/big"), std::string::npos) << message;
+    StatusOr<client::ObjectList<api::corev1::Event>> events =
+        client::List<api::corev1::Event>(memory, "");
+    ASSERT_TRUE(events.ok());
+    std::set<std::string> reasons;
+    for (const api::corev1::Event& e : events->items) reasons.insert(e.reason);
+    EXPECT_TRUE(reasons.contains("StarvationDetected"));
+    EXPECT_TRUE(reasons.contains("DevicesHeld"));
+
+    // A restarted scheduler reads the hold back from the Pod: team-a's Pod is still refused.
+    scheduler->Stop();
+    informers->Stop();
+    informers =
+        std::make_unique<client::SharedInformers>(memory, client::InformerOptions{.manual = true});
+    scheduler = std::make_unique<Scheduler>(
+        memory, cluster.clock(),
+        SchedulerOptions{.random_seed = 7, .synchronous = true, .informers = informers.get()});
+    ASSERT_TRUE(scheduler->Start().ok());
+    deliver();
+    EXPECT_FALSE(bound("team-a", "a-2"));
+    EXPECT_FALSE(bound("team-b", "big"));
+
+    // The second GPU completes the hold: team-b's Pod binds and the hold is released.
+    free("team-a", "a-1");
+    EXPECT_TRUE(bound("team-b", "big"));
+    EXPECT_FALSE(bound("team-a", "a-2"));
+    big = client::Get<api::corev1::Pod>(memory, "team-b", "big");
+    ASSERT_TRUE(big.ok());
+    EXPECT_FALSE(big->metadata.annotations.contains(std::string(kHeldDevicesAnnotation)));
+    events = client::List<api::corev1::Event>(memory, "team-b");
+    ASSERT_TRUE(events.ok());
+    reasons.clear();
+    for (const api::corev1::Event& e : events->items) reasons.insert(e.reason);
+    EXPECT_TRUE(reasons.contains("HoldReleased"));
+    EXPECT_EQ(scheduler->stats().overtakes, 0);
+    scheduler->Stop();
+    informers->Stop();
   }
 }
 

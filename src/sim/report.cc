@@ -208,6 +208,8 @@ json::value JsonReport(const Report& r, bool wall) {
   }
   out["tenants"] = std::move(tenants);
   out["jainIndex"] = Round(r.jain_index);
+  out["starvation"] = json::object{{"overtakes", r.starving_overtakes},
+                                   {"heldDeviceSeconds", Round(r.held_device_seconds)}};
   out["decisions"] = r.decisions;
   out["attempts"] = json::object{{"scheduled", r.attempts_scheduled},
                                  {"unschedulable", r.attempts_unschedulable},
@@ -295,6 +297,8 @@ std::string TextReport(const Report& r) {
   }
   line("fairness", "Jain's index " + Fixed(r.jain_index, 3) +
                        " (over each tenant's device-seconds / its fair share)");
+  line("starvation", std::to_string(r.starving_overtakes) + " overtakes of starving Pods, " +
+                         Fixed(r.held_device_seconds / 3600, 1) + " device-hours held");
   std::string decisions = std::to_string(r.decisions) + " scheduling attempts (" +
                           std::to_string(r.attempts_scheduled) + " bound, " +
                           std::to_string(r.attempts_unschedulable) + " unschedulable, " +

@@ -111,6 +111,10 @@ struct Report {
 
   std::map<std::string, TenantReport> tenants;
   double jain_index = 1;
+  // The DeviceSharingPolicy's starvation holds (docs/design/fair-share.md §4): allocations that
+  // overtook a starving Pod whose hold was incomplete, and device-seconds spent held.
+  int64_t starving_overtakes = 0;
+  double held_device_seconds = 0;
 
   int64_t decisions = 0;  // scheduling attempts (one Pod through one scheduling cycle)
   int64_t attempts_scheduled = 0;

@@ -629,11 +629,17 @@ claimTemplates:
 arrivals:
 )" + arrivals);
 
-  scheduler::FairShareConfig config;
-  config.domains = {{.name = "gpus", .device_classes = {"gpu"}}};
-  config.tenants = {{.namespaces = {"team-a"}, .weight = 3},
-                    {.namespaces = {"team-b"}, .weight = 1}};
-  StatusOr<Report> fair = RunSimulation(*cluster, trace, RunOptions{.fair_share = config});
+  // The sharing policy as a user writes it, given as `--policy` does.
+  StatusOr<Configuration> policy = LoadConfiguration({WriteTemp("sharing.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: DeviceSharingPolicy
+metadata: {name: default}
+spec:
+  domains: [{name: gpus, deviceClasses: [gpu]}]
+  tenants: [{namespaces: [team-a], weight: 3}, {namespaces: [team-b], weight: 1}]
+)")});
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  StatusOr<Report> fair = RunSimulation(*cluster, trace, RunOptions{.policies = policy->policies});
   ASSERT_TRUE(fair.ok()) << fair.status().ToString();
   EXPECT_TRUE(fair->conservation.ok()) << Json(*fair);
   ASSERT_EQ(fair->tenants.size(), 2u) << Json(*fair);

@@ -435,7 +435,6 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   sched.random_seed = DeriveSeed(seed_, 2) | 1;  // nonzero: 0 would draw from the secure source
   sched.informers = &informers_;
   sched.identity = "draplane-sim";
-  sched.fair_share = options_.fair_share;
   scheduler_ = std::make_unique<scheduler::Scheduler>(api_, clock_, std::move(sched));
   DRAPLANE_RETURN_IF_ERROR(scheduler_->Start());
   claims_->Start();
@@ -572,6 +571,8 @@ Status Simulation::Run(Report* report) {
   report->attempts_scheduled = stats.scheduled;
   report->attempts_unschedulable = stats.unschedulable;
   report->attempts_error = stats.errors;
+  report->starving_overtakes = stats.overtakes;
+  report->held_device_seconds = stats.held_device_seconds;
   report->api_writes = static_cast<int64_t>(api_.resource_version());
   return Status::Ok();
 }

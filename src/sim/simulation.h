@@ -56,9 +56,6 @@ struct RunOptions {
   bool placements = false;
   // Series and fragmentation are sampled this often (0: the window / 1,440, at most 60 s).
   Duration sample_step{0};
-  // The scheduler's fair-share order (scheduler/fair_share.h); unset: upstream's order. A
-  // DeviceSharingPolicy in the trace's policies will compile to this once the type is served.
-  std::optional<scheduler::FairShareConfig> fair_share{};
 };
 
 // Runs one simulation. InvalidArgument when the cluster, trace or configuration cannot be loaded

@@ -14,6 +14,8 @@ mkdir -p "$HOME"
 server_pid=""
 admin_kubeconfig=""
 component_pids=()
+# Extra flags of `draplane serve` (set before start_server / start_control_plane).
+serve_extra=()
 
 sched_cleanup() {
   local pid
@@ -51,7 +53,7 @@ start_server() {
   [ "${1:-}" != embedded ] || extra=(--simulate-kubelet)
   mkfifo "$fifo"
   "$DRAPLANE" serve --listen 127.0.0.1:0 --data-dir "$sched_work/data" --store memory:// \
-    "${extra[@]}" >"$fifo" 2>>"$sched_work/server.log" &
+    "${extra[@]}" "${serve_extra[@]}" >"$fifo" 2>>"$sched_work/server.log" &
   server_pid=$!
   exec {server_out}<"$fifo"
   local line=""

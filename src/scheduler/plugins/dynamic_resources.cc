@@ -136,7 +136,17 @@ struct DraState {
   allocator::EvaluationBudget budget;
   // The Allocation-mode quotas of the Pod's namespace, consulted inside every search.
   std::unique_ptr<allocator::QuotaConstraint> quota;
-  // Per node: devices or requests the quota refused in its Filter search.
+  // The starvation holds of other Pods this attempt must leave alone (null: none applies).
+  std::unique_ptr<allocator::HoldConstraint> hold;
+
+  // The policy constraints of every search of this attempt.
+  std::vector<allocator::PolicyConstraint*> Policies() const {
+    std::vector<allocator::PolicyConstraint*> out;
+    if (quota) out.push_back(quota.get());
+    if (hold) out.push_back(hold.get());
+    return out;
+  }
+  // Per node: devices or requests a policy (the quota, a hold) refused in its Filter search.
   std::map<std::string, int64_t, std::less<>> quota_refusals;
   std::optional<DeviceDecision> decision;
   // The quota charge of this attempt's allocations (null: nothing to charge), open from Reserve
@@ -457,6 +467,14 @@ class DynamicResources final : public PreEnqueuePlugin,
         state->quota = std::make_unique<allocator::QuotaConstraint>(
             pod.metadata.namespace_, budgets, cluster.ledger().holdings());
       }
+      if (deps_.holds) {
+        std::vector<allocator::DeviceHold> holds = deps_.holds();
+        if (!holds.empty()) {
+          auto hold = std::make_unique<allocator::HoldConstraint>(holds, pod.metadata.uid,
+                                                                  pod.spec.priority.value_or(0));
+          if (!hold->empty()) state->hold = std::move(hold);
+        }
+      }
     }
     state->explain_left = options_.explain_budget;
     state->budget.limit = options_.evaluation_budget;
@@ -509,7 +527,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
     options.evaluation_budget = &s->budget;
-    if (s->quota) options.policies = {s->quota.get()};
+    options.policies = s->Policies();
     StatusOr<allocator::Outcome> outcome =
         v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
     if (!outcome.ok()) {
@@ -1176,7 +1194,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     options.explain = true;
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
-    if (s.quota) options.policies = {s.quota.get()};
+    options.policies = s.Policies();
     StatusOr<allocator::Outcome> explained =
         v.allocator->Allocate(info->node(), ledger.allocated(), options);
     if (!explained.ok() || explained->explanation == nullptr) return d;
@@ -1193,13 +1211,14 @@ class DynamicResources final : public PreEnqueuePlugin,
         }
       }
     }
-    // Did the quota change the tier? Only a search that the quota refused something in can say
+    // Did the quota change the tier? Only a search that a policy refused something in can say
     // yes; compare with the same search without it.
     auto refusals = s.quota_refusals.find(node);
     if (!s.quota || refusals == s.quota_refusals.end()) return d;
     allocator::Options plain;
     plain.random = deps_.random;
     plain.max_search_steps = options_.allocation_step_limit;
+    if (s.hold) plain.policies = {s.hold.get()};  // without the quota only
     StatusOr<allocator::Outcome> without =
         v.allocator->Allocate(info->node(), ledger.allocated(), plain);
     if (!without.ok() || without->kind != allocator::Outcome::Kind::kAllocated) return d;

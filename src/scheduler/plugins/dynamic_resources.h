@@ -58,6 +58,7 @@
 #include "allocator/allocator.h"
 #include "allocator/explanation.h"
 #include "allocator/features.h"
+#include "allocator/hold.h"
 #include "client/api_client.h"
 #include "common/clock.h"
 #include "common/mutex.h"
@@ -155,6 +156,9 @@ struct DynamicResourcesDeps {
   std::function<std::vector<std::shared_ptr<const api::resourcev1::ResourceSlice>>(
       std::string_view driver, std::string_view pool)>
       pool_slices;
+  // The starvation holds in force (allocator/hold.h), read on the loop thread at each PreFilter;
+  // null: none. A hold that applies to the attempt is a policy constraint of every search.
+  std::function<std::vector<allocator::DeviceHold>()> holds;
 };
 
 std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
