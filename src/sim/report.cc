@@ -196,12 +196,15 @@ json::value JsonReport(const Report& r, bool wall) {
   for (const auto& [name, t] : r.tenants) {
     json::object reasons;
     for (const auto& [reason, count] : t.unscheduled_by_reason) reasons[reason] = count;
+    json::object by_class;
+    for (const auto& [c, seconds] : t.device_seconds_by_class) by_class[c] = Round(seconds);
     tenants[name] = json::object{{"submitted", t.submitted},
                                  {"scheduled", t.scheduled},
                                  {"unscheduled", t.unscheduled},
                                  {"unscheduledReasons", std::move(reasons)},
                                  {"waitSeconds", PercentileJson(t.wait, false)},
                                  {"deviceSeconds", Round(t.device_seconds)},
+                                 {"deviceSecondsByClass", std::move(by_class)},
                                  {"share", Round(t.share)},
                                  {"fairShare", Round(t.fair_share)},
                                  {"weight", Round(t.weight)}};

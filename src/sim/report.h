@@ -33,9 +33,10 @@ struct TenantReport {
   int64_t scheduled = 0;
   int64_t unscheduled = 0;
   Percentiles wait;
-  double device_seconds = 0;  // in the window
-  double share = 0;           // of all device-seconds allocated in the window
-  double fair_share = 0;      // weighted max-min share given the tenant's demand
+  double device_seconds = 0;                              // in the window
+  std::map<std::string, double> device_seconds_by_class;  // the same per device class
+  double share = 0;       // of all device-seconds allocated in the window
+  double fair_share = 0;  // weighted max-min share given the tenant's demand
   double weight = 1;
   // Unscheduled Pods by reason (as in Report::unscheduled_reasons): a tenant's quota or policy
   // rejections show here.

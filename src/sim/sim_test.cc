@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "api/codec/json.h"
 #include "api/codec/manifest.h"
@@ -659,6 +660,167 @@ spec:
   EXPECT_GT(std::abs(b.share / b.fair_share - 1), 0.2)
       << "share " << b.share << " fair " << b.fair_share;
   EXPECT_LT(fifo->jain_index, fair->jain_index);
+}
+
+// `jobs` jobs per tenant at t=0 in each tenant's order, alternately 8 and 12 minutes (mean 10),
+// each Pod using `template_of(tenant)`; a 100-minute window (10 mean durations).
+std::string SaturatingArrivals(const std::vector<std::string>& tenants, int jobs,
+                               const std::function<std::string(const std::string&)>& template_of) {
+  std::string arrivals;
+  for (int i = 0; i < jobs; ++i) {
+    for (const std::string& ns : tenants) {
+      char name[16];
+      std::snprintf(name, sizeof(name), "job-%02d", i);
+      arrivals += "- {at: 0s, namespace: " + ns + ", duration: " + (i % 2 == 0 ? "8m" : "12m") +
+                  ", pod: {metadata: {name: " + name +
+                  "}, spec: {containers: [{name: c, image: x}], resourceClaims: [{name: gpu, "
+                  "resourceClaimTemplateName: " +
+                  template_of(ns) + "}]}}}\n";
+    }
+  }
+  return arrivals;
+}
+
+// Issue 22 (c), equal weights: three tenants 1:1:1 flooding 9 GPUs share them equally.
+TEST(SimulationTest, FairShareGivesThreeEqualTenantsAThirdEach) {
+  StatusOr<Cluster> cluster = LoadCluster({WriteTemp("nine-gpus.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: nine-gpus}
+nodePools:
+- name: gpu
+  count: 3
+  devices:
+    gpus: [{count: 3, productName: NVIDIA A100-SXM4-40GB, architecture: Ampere, memory: 40Gi,
+            cudaComputeCapability: "8.0", driverVersion: 550.90.07}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.nvidia.com"'}
+)")});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  std::vector<std::string> tenants{"team-a", "team-b", "team-c"};
+  // team-a's jobs come first in arrival order, so upstream's order gives it everything first.
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+horizon: 100m
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: one-gpu}
+  spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}}
+arrivals:
+)" + SaturatingArrivals(tenants, 60, [](const std::string&) { return "one-gpu"; }));
+  StatusOr<Configuration> policy = LoadConfiguration({WriteTemp("equal.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: DeviceSharingPolicy
+metadata: {name: default}
+spec:
+  domains: [{name: gpus, deviceClasses: [gpu]}]
+)")});
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  StatusOr<Report> fair = RunSimulation(*cluster, trace, RunOptions{.policies = policy->policies});
+  ASSERT_TRUE(fair.ok()) << fair.status().ToString();
+  EXPECT_TRUE(fair->conservation.ok()) << Json(*fair);
+  ASSERT_EQ(fair->tenants.size(), 3u) << Json(*fair);
+  for (const auto& [ns, tenant] : fair->tenants) {
+    EXPECT_GT(tenant.unscheduled, 0) << ns << ": the cluster must stay saturated";
+    EXPECT_NEAR(tenant.share / tenant.fair_share, 1.0, 0.05)
+        << ns << " share " << tenant.share << " fair " << tenant.fair_share;
+  }
+  EXPECT_GE(fair->jain_index, 0.9);
+}
+
+// Issue 22 (b): team-a prefers an H100 and takes an A100 otherwise, team-b can use H100s only;
+// both flood a cluster of 8 H100s and 4 A100s in one domain where an H100 costs two A100s (40
+// units). Equal weights give each 20 units: team-b's fair share of the H100s is 5 of 8 (team-a's
+// 20 are its 4 A100s and 3 H100s). Over 10 mean job durations team-b holds within 5 % of that;
+// in arrival order (the tenants' jobs alternating) the split is another one (6 of 8 measured).
+TEST(SimulationTest, FairShareGivesTheTenantThatCanOnlyUseH100sItsFairShareOfThem) {
+  StatusOr<Cluster> cluster = LoadCluster({WriteTemp("h100-a100.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: h100-a100}
+nodePools:
+- name: h100
+  count: 2
+  devices:
+    gpus: [{count: 4, productName: NVIDIA H100 80GB HBM3, architecture: Hopper, memory: 80Gi,
+            cudaComputeCapability: "9.0", driverVersion: 550.90.07}]
+- name: a100
+  count: 1
+  devices:
+    gpus: [{count: 4, productName: NVIDIA A100-SXM4-40GB, architecture: Ampere, memory: 40Gi,
+            cudaComputeCapability: "8.0", driverVersion: 550.90.07}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: h100}
+spec:
+  selectors:
+  - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: a100}
+spec:
+  selectors:
+  - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA A100")'}
+)")});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+horizon: 100m
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: h100-else-a100}
+  spec:
+    spec:
+      devices:
+        requests:
+        - name: gpu
+          firstAvailable: [{name: h100, deviceClassName: h100}, {name: a100, deviceClassName: a100}]
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: h100-only}
+  spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: h100}}]}}}
+arrivals:
+)" + SaturatingArrivals({"team-a", "team-b"}, 70, [](const std::string& ns) {
+                             return ns == "team-a" ? "h100-else-a100" : "h100-only";
+                           }));
+  StatusOr<Configuration> policy = LoadConfiguration({WriteTemp("accelerators.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: DeviceSharingPolicy
+metadata: {name: default}
+spec:
+  domains:
+  - name: accelerators
+    deviceClasses: [h100, a100]
+    cost: {h100: {perDevice: 4}, a100: {perDevice: 2}}
+)")});
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  const double window = 100 * 60;
+  auto h100s = [&](const Report& r) {
+    auto t = r.tenants.find("team-b");
+    if (t == r.tenants.end()) return 0.0;
+    auto s = t->second.device_seconds_by_class.find("h100");
+    return s == t->second.device_seconds_by_class.end() ? 0.0 : s->second / window;
+  };
+  StatusOr<Report> fair = RunSimulation(*cluster, trace, RunOptions{.policies = policy->policies});
+  ASSERT_TRUE(fair.ok()) << fair.status().ToString();
+  EXPECT_TRUE(fair->conservation.ok()) << Json(*fair);
+  EXPECT_NEAR(h100s(*fair), 5, 0.25) << Json(*fair);
+  EXPECT_GT(fair->utilization, 0.95);
+
+  StatusOr<Report> fifo = RunSimulation(*cluster, trace, RunOptions{});
+  ASSERT_TRUE(fifo.ok()) << fifo.status().ToString();
+  EXPECT_GT(std::abs(h100s(*fifo) - 5), 0.5) << Json(*fifo);
 }
 
 TEST(ClusterChangeTest, ConvertsNodesAndComparesConfigurations) {

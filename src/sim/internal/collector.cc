@@ -620,6 +620,10 @@ void Collector::Close(ClaimState& state) {
   if (to > from) {
     tenant_closed_[static_cast<size_t>(state.tenant)] +=
         static_cast<api::Int128>(state.units) * (to - from);
+    for (const ClaimState::Held& held : state.held) {
+      tenant_class_closed_[{state.tenant, held.cls}] +=
+          static_cast<api::Int128>(held.units) * (to - from);
+    }
   }
   state.open = false;
   state.held.clear();
@@ -700,6 +704,10 @@ void Collector::Finish(Duration end, Report* report) {
     if (to > from) {
       tenant_closed_[static_cast<size_t>(claim->tenant)] +=
           static_cast<api::Int128>(claim->units) * (to - from);
+      for (const ClaimState::Held& held : claim->held) {
+        tenant_class_closed_[{claim->tenant, held.cls}] +=
+            static_cast<api::Int128>(held.units) * (to - from);
+      }
     }
   }
   const double window_ms = static_cast<double>(Millis(options_.window));
@@ -814,6 +822,13 @@ void Collector::Finish(Duration end, Report* report) {
     if (seconds == 0 && !report->tenants.contains(tenant_names_[t])) continue;
     TenantReport& tenant = report->tenants[tenant_names_[t]];
     tenant.device_seconds = seconds;
+    for (auto it = tenant_class_closed_.lower_bound({static_cast<int>(t), -1});
+         it != tenant_class_closed_.end() && it->first.first == static_cast<int>(t); ++it) {
+      if (it->first.second >= 0 && it->second > 0) {
+        tenant.device_seconds_by_class[class_names_[static_cast<size_t>(it->first.second)]] =
+            Seconds(it->second);
+      }
+    }
     tenant.share = total > 0 ? seconds / total : 0;
     auto w = options_.tenant_weights.find(tenant_names_[t]);
     tenant.weight = w != options_.tenant_weights.end() ? w->second : 1.0;

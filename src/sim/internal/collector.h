@@ -133,6 +133,8 @@ class Collector {
   api::Int128 integral_ = 0;
   std::vector<api::Int128> integral_by_class_;
   std::vector<api::Int128> tenant_closed_;  // from closed and clipped allocation intervals
+  // The same per (tenant, class) (fair-share proofs: a tenant's share of one class).
+  std::map<std::pair<int, int>, api::Int128> tenant_class_closed_;
 
   // Fallback tiers.
   std::map<int64_t, int64_t> tiers_;
