@@ -338,7 +338,8 @@ const rv1::AllocationResult* DeviceLedger::Committed(std::string_view uid) const
   return it == committed_.end() ? nullptr : &it->second.result();
 }
 
-int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view node) const {
+int64_t DeviceLedger::Count(std::string_view class_name, std::string_view node,
+                            int64_t Counts::*field) const {
   auto cls = classes_.find(class_name);
   if (cls == classes_.end()) return 0;
   uint32_t id = cls->second->id;
@@ -348,20 +349,15 @@ int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view 
   auto c = n->second.find(id);
   if (c == n->second.end()) return 0;
   if (c->second.shared > 0) return kUnknown;
-  return c->second.free;
+  return c->second.*field;
+}
+
+int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view node) const {
+  return Count(class_name, node, &Counts::free);
 }
 
 int64_t DeviceLedger::Devices(std::string_view class_name, std::string_view node) const {
-  auto cls = classes_.find(class_name);
-  if (cls == classes_.end()) return 0;
-  uint32_t id = cls->second->id;
-  if (auto nl = nonlocal_.find(id); nl != nonlocal_.end() && nl->second > 0) return kUnknown;
-  auto n = nodes_.find(node);
-  if (n == nodes_.end()) return 0;
-  auto c = n->second.find(id);
-  if (c == n->second.end()) return 0;
-  if (c->second.shared > 0) return kUnknown;
-  return c->second.total;
+  return Count(class_name, node, &Counts::total);
 }
 
 std::vector<allocator::HeldDeviceId> DeviceLedger::FreeDevicesOn(

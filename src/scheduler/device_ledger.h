@@ -165,6 +165,8 @@ class DeviceLedger {
     }
   };
 
+  // FreeDevices and Devices: `field` of the class's counts on the node, or kUnknown.
+  int64_t Count(std::string_view class_name, std::string_view node, int64_t Counts::*field) const;
   void AddResult(const api::resourcev1::AllocationResult& allocation);
   // Counts a committed allocation in committed_holders_ / committed_exclusive_ (sign +1 or -1).
   void CountCommitted(const api::resourcev1::AllocationResult& allocation, int sign);

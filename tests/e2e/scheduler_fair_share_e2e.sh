@@ -59,22 +59,7 @@ in_force() { [ "$(policy_reason)" = InForce ]; }
 wait_until 60 "the scheduler to report the policy in force" in_force
 
 # pod NS NAME [CLASS]: a Pod with one device from its namespace's template.
-pod() {
-  local class=""
-  [ -z "${3:-}" ] || class="priorityClassName: $3"
-  k apply -f - >/dev/null <<EOF || fail "pod $1/$2"
-apiVersion: v1
-kind: Pod
-metadata: {name: $2, namespace: $1}
-spec:
-  $class
-  resourceClaims: [{name: dev, resourceClaimTemplateName: one-device}]
-  containers:
-  - name: c
-    image: registry.example.com/job:1
-    resources: {claims: [{name: dev}]}
-EOF
-}
+pod() { template_pod "$@" >/dev/null || fail "pod $1/$2"; }
 
 step "team-a fills the node; then both tenants wait, team-a's Pods first"
 for i in 0 1 2 3; do pod team-a "a-$i"; done

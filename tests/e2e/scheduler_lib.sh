@@ -116,6 +116,25 @@ expect_contains() {
   grep -qF -- "$2" <<<"$1" || fail "${3:-output} does not contain \"$2\":"$'\n'"$1"
 }
 
+# template_pod NS NAME [PRIORITY_CLASS]: applies a Pod of NS using one device of NS's
+# ResourceClaimTemplate `one-device` (claim `dev`); prints kubectl's output.
+template_pod() {
+  local class=""
+  [ -z "${3:-}" ] || class="priorityClassName: $3"
+  k apply -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $2, namespace: $1}
+spec:
+  $class
+  resourceClaims: [{name: dev, resourceClaimTemplateName: one-device}]
+  containers:
+  - name: c
+    image: registry.example.com/job:1
+    resources: {claims: [{name: dev}]}
+EOF
+}
+
 # node NAME [LABELS_JSON] [EXTRA_ALLOCATABLE]: creates a Node with room for 110 pods;
 # EXTRA_ALLOCATABLE is a JSON fragment such as '"example.com/gpu":"2"'.
 node() {

@@ -68,22 +68,7 @@ k patch priorityclass urgent --type=merge -p '{"description":"paged"}' >/dev/nul
   fail "the description may change"
 
 # pod NAME [CLASS]: a Pod of team-a with one device from the template.
-pod() {
-  local class=""
-  [ -z "${2:-}" ] || class="priorityClassName: $2"
-  k apply -f - <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: team-a}
-spec:
-  $class
-  resourceClaims: [{name: dev, resourceClaimTemplateName: one-device}]
-  containers:
-  - name: c
-    image: registry.example.com/job:1
-    resources: {claims: [{name: dev}]}
-EOF
-}
+pod() { template_pod team-a "$@"; }
 
 step "Priority admission"
 refused "an unknown class" 'pods "gold-1" is forbidden: no PriorityClass with name gold was found' \
