@@ -403,6 +403,14 @@ double FairShareModel::PodShare(std::string_view namespace_, const std::vector<i
   return share;
 }
 
+double AgingCredit(const FairShareConfig& config, Duration enqueued_at, Duration now) {
+  Duration full = config.full_credit_after;
+  if (full <= Duration::zero()) return 1;
+  double wait =
+      std::chrono::duration<double>(std::max(now - enqueued_at, Duration::zero())).count();
+  return std::min(wait / std::chrono::duration<double>(full).count(), 1.0);
+}
+
 std::vector<DomainShares> ComputeShares(FairShareModel& model,
                                         const std::vector<PendingShare>& pending) {
   const FairShareConfig& config = model.config();

@@ -191,6 +191,9 @@ class FairShareModel final : public HoldingsObserver {
   bool active_stale_ = true;
 };
 
+// A pod's aging credit: min(wait / full_credit_after, 1) (queue_order.h).
+double AgingCredit(const FairShareConfig& config, Duration enqueued_at, Duration now);
+
 // A pending pod as the shares count it: its tenant, its domains (FairShareModel::DomainsOf), and
 // whether it waited past the starvation threshold.
 struct PendingShare {

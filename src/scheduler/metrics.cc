@@ -62,8 +62,8 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
       .wait_seconds = metrics::NewHistogramFamily(
           "draplane_pod_wait_duration_seconds",
           "Time from a Pod's first enqueue to its binding, by tenant (allowlisted namespace or "
-          "other).",
-          {"tenant"}, metrics::ExponentialBuckets(0.01, 2, 22)),
+          "other) and the device class of its first request (none without one).",
+          {"tenant", "device_class"}, metrics::ExponentialBuckets(0.01, 2, 22)),
       .devices = metrics::NewGaugeFamily(
           "draplane_devices",
           "Physical devices per driver and device class by state: idle, allocated, unavailable "

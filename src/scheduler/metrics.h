@@ -16,7 +16,8 @@
 //   draplane_pending_pods{tenant,reason}                       Pending Pods of this scheduler by
 //        tenant (allowlist, common/metrics.h TenantLabels) and why: Queued, Gated, Binding,
 //        SchedulerError, or the filter plugin that rejected the most nodes
-//   draplane_pod_wait_duration_seconds{tenant}                 first enqueue -> bound, by tenant
+//   draplane_pod_wait_duration_seconds{tenant,device_class}    first enqueue -> bound, by tenant
+//                                                              and the class of the first request
 //   draplane_devices{driver,device_class,state}                device states (device_states.h)
 //   draplane_counter_used_ratio{driver,pool,counter_set}       most-used counter of a counter set
 //   draplane_capacity_used_ratio{driver,pool,capacity}         shared capacity consumed

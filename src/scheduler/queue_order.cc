@@ -27,11 +27,7 @@ FairShareOrder::FairShareOrder(FairShareModel& model, ClassesOf classes_of)
     : model_(model), classes_of_(std::move(classes_of)) {}
 
 double FairShareOrder::Credit(Duration enqueued_at, Duration now) const {
-  Duration full = model_.config().full_credit_after;
-  if (full <= Duration::zero()) return 1;
-  double wait =
-      std::chrono::duration<double>(std::max(now - enqueued_at, Duration::zero())).count();
-  return std::min(wait / std::chrono::duration<double>(full).count(), 1.0);
+  return AgingCredit(model_.config(), enqueued_at, now);
 }
 
 void FairShareOrder::Add(const Entry& entry) {

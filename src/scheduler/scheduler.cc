@@ -603,6 +603,59 @@ void Scheduler::CountOvertakes(const Binding& binding) {
   }
 }
 
+std::string Scheduler::QueuePosition(const Pod& pod, Duration enqueued_at) const {
+  if (fair_share_ == nullptr) return "";
+  FairShareModel& model = *fair_share_;
+  const FairShareConfig& config = model.config();
+  Duration now = clock_.MonotonicNow();
+  const int64_t band = pod.spec.priority.value_or(0);
+  // The order's key of a waiting Pod: starving first (oldest first), then Pods in no domain
+  // (oldest first), then the tenants' Pods by share minus credit (FairShareOrder).
+  std::map<std::pair<std::string, std::vector<int>>, double> shares;  // per tenant and domains
+  auto share_of = [&](const std::string& ns, const std::vector<int>& domains) {
+    auto [it, fresh] = shares.try_emplace({ns, domains}, 0.0);
+    if (fresh) it->second = model.PodShare(ns, domains);
+    return it->second;
+  };
+  using Key = std::tuple<int, double, Duration>;
+  auto key_of = [&](const Pod& p, Duration enqueued) -> Key {
+    if (now - enqueued >= config.starvation_threshold) return {0, 0.0, enqueued};
+    std::vector<int> domains = model.DomainsOf(RequestedClasses(p));
+    if (domains.empty()) return {1, 0.0, enqueued};
+    return {2, share_of(p.metadata.namespace_, domains) - AgingCredit(config, enqueued, now),
+            enqueued};
+  };
+  const Key mine = key_of(pod, enqueued_at);
+  int64_t ahead = 0;
+  int64_t waiting = 1;
+  queue_->ForEach([&](const QueuedPod& q) {
+    if (q.pod->metadata.uid == pod.metadata.uid || q.pod->spec.priority.value_or(0) != band) return;
+    ++waiting;
+    if (key_of(*q.pod, q.enqueued_at) < mine) ++ahead;
+  });
+  std::vector<int> domains = model.DomainsOf(RequestedClasses(pod));
+  std::string out = "; queued: tenant " + pod.metadata.namespace_;
+  if (!domains.empty()) {
+    // The domain its share comes from: the one where it is furthest above its fair share.
+    int dominant = domains.front();
+    for (int d : domains) {
+      if (model.EffectiveShare(pod.metadata.namespace_, d) >
+          model.EffectiveShare(pod.metadata.namespace_, dominant)) {
+        dominant = d;
+      }
+    }
+    char shares_text[96];
+    std::snprintf(shares_text, sizeof(shares_text), " share %.2f of fair %.2f",
+                  model.EffectiveShare(pod.metadata.namespace_, dominant) *
+                      model.FairShare(pod.metadata.namespace_, dominant),
+                  model.FairShare(pod.metadata.namespace_, dominant));
+    out += shares_text;
+  }
+  out += ", position " + std::to_string(ahead + 1) + " of " + std::to_string(waiting) +
+         " in band " + std::to_string(band);
+  return out;
+}
+
 std::vector<std::string> Scheduler::RequestedClasses(const Pod& pod) const {
   std::vector<std::string> out;
   auto add = [&](const rv1::ResourceClaim& claim) {
@@ -1293,7 +1346,9 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     pending_reasons_[uid] = std::move(reason);
     RecountPending(uid);
   }
-  RecordFailure(*queued.pod, "Unschedulable", FailedSchedulingMessage(result.diagnosis));
+  RecordFailure(
+      *queued.pod, "Unschedulable",
+      FailedSchedulingMessage(result.diagnosis) + QueuePosition(*queued.pod, queued.enqueued_at));
   {
     MutexLock lock(mu_);
     ++stats_.unschedulable;
@@ -1350,7 +1405,11 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
           std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count();
       metrics_.sli_seconds.WithLabels({std::to_string(std::min(binding->info.attempts, 15))})
           .Observe(waited);
-      metrics_.wait_seconds.WithLabels({tenants_.Of(pod.metadata.namespace_)}).Observe(waited);
+      std::vector<std::string> classes = RequestedClasses(pod);
+      metrics_.wait_seconds
+          .WithLabels({tenants_.Of(pod.metadata.namespace_),
+                       classes.empty() ? std::string_view("none") : classes.front()})
+          .Observe(waited);
       first_seen_.erase(f);
     }
     // The informer confirms the assumed pod; the pod is no longer pending.

@@ -89,11 +89,14 @@ TEST_F(SchedulerMetricsTest, TenThousandNamespacesKeepTheTenantSeriesBounded) {
   std::string text = WaitForMetrics({
       "draplane_pending_pods{reason=\"Gated\",tenant=\"other\"} 9999",
       "draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 1",
-      "draplane_pod_wait_duration_seconds_count{tenant=\"other\"} 49",
-      "draplane_pod_wait_duration_seconds_count{tenant=\"team-a\"} 1",
+      "draplane_pod_wait_duration_seconds_count{device_class=\"none\",tenant=\"other\"} 49",
+      "draplane_pod_wait_duration_seconds_count{device_class=\"none\",tenant=\"team-a\"} 1",
   });
   EXPECT_THAT(text, HasSubstr("draplane_pending_pods{reason=\"Gated\",tenant=\"other\"} 9999"));
-  EXPECT_THAT(text, HasSubstr("draplane_pod_wait_duration_seconds_count{tenant=\"other\"} 49"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "draplane_pod_wait_duration_seconds_count{device_class=\"none\",tenant=\"other\"} 49"));
   EXPECT_EQ(LabelValues(text, "draplane_pending_pods", "tenant"),
             (std::set<std::string>{"other", "team-a"}));
   EXPECT_EQ(LabelValues(text, "draplane_pod_wait_duration_seconds_count", "tenant"),

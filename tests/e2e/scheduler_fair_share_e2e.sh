@@ -73,6 +73,16 @@ pod team-b b-1
 wait_until 60 "b-0 attempted" has_pending_message -n team-b b-0
 wait_until 60 "b-1 attempted" has_pending_message -n team-b b-1
 
+step "the waiting Pods' messages say their share and position"
+# a-5 failed before team-b had a Pod (team-a's fair share was all of it); b-1 after b-0 and
+# team-a's two, of which only b-0 goes before it.
+msg=$(pod_pending_message -n team-a a-5)
+expect_contains "$msg" "; queued: tenant team-a share 1.00 of fair 1.00, position 2 of 2 in band 0" \
+  "a-5's message"
+msg=$(pod_pending_message -n team-b b-1)
+expect_contains "$msg" "; queued: tenant team-b share 0.00 of fair 0.25, position 2 of 4 in band 0" \
+  "b-1's message"
+
 step "draplane queue: team-b (share 0 of fair 0.25) before team-a (1.00 of fair 0.75)"
 out=$(queue) || fail "draplane queue: $out"
 echo "$out"
