@@ -194,8 +194,9 @@ std::vector<const StarvationHold*> StarvationHolds::Overtaken(
     std::string_view pod_uid, int32_t priority, Duration enqueued, std::string_view node,
     const std::vector<Given>& devices) const {
   std::vector<const StarvationHold*> out;
-  for (const auto& [uid, hold] : holds_) {
-    if (uid == pod_uid || priority > hold.priority || enqueued <= hold.enqueued ||
+  for (const auto& entry : holds_) {
+    const StarvationHold& hold = entry.second;  // named: lambdas below use it
+    if (entry.first == pod_uid || priority > hold.priority || enqueued <= hold.enqueued ||
         node != hold.node || hold.complete_since) {
       continue;
     }
