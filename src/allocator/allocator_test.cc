@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator/contested.h"
 #include "allocator/hold.h"
 #include "allocator/holdings.h"
 #include "allocator/internal/testing_engine.h"
@@ -847,14 +848,19 @@ QuotaBudget Budget(std::string resource, int64_t hard, int64_t used) {
   return q;
 }
 
-TEST(AllocatorTest, ExhaustedQuotaTakesTheNextSubrequestOnTheSameNode) {
-  Fixture f;
+// Loads kGpuClassesAndSlice and kH100ElseA100Pair into `f`.
+void LoadH100ElseA100Pair(Fixture& f) {
   f.Load(kGpuClassesAndSlice);
   f.Load(Claim(kH100ElseA100Pair));
-  Holdings holdings;
-  QuotaConstraint quota("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 1, 1)}, holdings);
-  for (int attempt = 0; attempt < 2; ++attempt) {  // the constraint is unchanged by a call
-    StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&quota}});
+}
+
+// Runs LoadH100ElseA100Pair's claim twice under `policy` (a policy's state is the same after a
+// call): the search takes the A100 pair, and the H100 subrequest's explanation gives the policy's
+// refusal.
+void ExpectThePairWithTheH100Refused(Fixture& f, PolicyConstraint& policy, std::string_view code,
+                                     std::string_view detail) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&policy}});
     ASSERT_TRUE(o.ok()) << o.status().ToString();
     ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
     EXPECT_EQ(f.Devices(*o),
@@ -862,11 +868,20 @@ TEST(AllocatorTest, ExhaustedQuotaTakesTheNextSubrequestOnTheSameNode) {
                                         "gpu/a100-pair=gpu.example.com/node-1/a100-1"}));
     const RequestExplanation& h100 = o->explanation->claims[0].requests[0].subrequests[0];
     EXPECT_EQ(h100.outcome, "unsatisfiable");
+    ASSERT_FALSE(h100.candidates.empty());
     EXPECT_EQ(h100.candidates[0].status, CandidateStatus::kPolicy);
-    EXPECT_EQ(h100.candidates[0].policy_code, "quota");
-    EXPECT_EQ(h100.candidates[0].detail,
-              "quota ns/devices h100.deviceclass.resource.k8s.io/devices 1/1");
+    EXPECT_EQ(h100.candidates[0].policy_code, code);
+    EXPECT_EQ(h100.candidates[0].detail, detail);
   }
+}
+
+TEST(AllocatorTest, ExhaustedQuotaTakesTheNextSubrequestOnTheSameNode) {
+  Fixture f;
+  LoadH100ElseA100Pair(f);
+  Holdings holdings;
+  QuotaConstraint quota("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 1, 1)}, holdings);
+  ExpectThePairWithTheH100Refused(f, quota, "quota",
+                                  "quota ns/devices h100.deviceclass.resource.k8s.io/devices 1/1");
   // With room left the first choice wins, and the node cache of a policy-free run still applies.
   QuotaConstraint room("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 2, 1)}, holdings);
   StatusOr<Outcome> o = f.Run({.policies = {&room}});
@@ -889,31 +904,16 @@ DeviceHold H100HeldForTrain(int32_t priority) {
 
 TEST(AllocatorTest, AHeldDeviceIsRefusedToTheSameBandWithTheReason) {
   Fixture f;
-  f.Load(kGpuClassesAndSlice);
-  f.Load(Claim(kH100ElseA100Pair));
+  LoadH100ElseA100Pair(f);
   HoldConstraint hold({H100HeldForTrain(100)}, "uid-other", 100);
   ASSERT_FALSE(hold.empty());
-  for (int attempt = 0; attempt < 2; ++attempt) {  // the constraint is unchanged by a call
-    StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&hold}});
-    ASSERT_TRUE(o.ok()) << o.status().ToString();
-    ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
-    EXPECT_EQ(f.Devices(*o),
-              std::vector<std::string>({"gpu/a100-pair=gpu.example.com/node-1/a100-0",
-                                        "gpu/a100-pair=gpu.example.com/node-1/a100-1"}));
-    const RequestExplanation& h100 = o->explanation->claims[0].requests[0].subrequests[0];
-    EXPECT_EQ(h100.outcome, "unsatisfiable");
-    ASSERT_FALSE(h100.candidates.empty());
-    EXPECT_EQ(h100.candidates[0].status, CandidateStatus::kPolicy);
-    EXPECT_EQ(h100.candidates[0].policy_code, "held");
-    EXPECT_EQ(h100.candidates[0].detail,
-              "held for team-b/train since 2026-12-02T12:03:00Z (starving 2h14m)");
-  }
+  ExpectThePairWithTheH100Refused(
+      f, hold, "held", "held for team-b/train since 2026-12-02T12:03:00Z (starving 2h14m)");
 }
 
 TEST(AllocatorTest, AHeldDeviceIsRefusedToALowerBand) {
   Fixture f;
-  f.Load(kGpuClassesAndSlice);
-  f.Load(Claim(kH100ElseA100Pair));
+  LoadH100ElseA100Pair(f);
   HoldConstraint hold({H100HeldForTrain(100)}, "uid-other", -5);
   StatusOr<Outcome> o = f.Run({.policies = {&hold}});
   ASSERT_TRUE(o.ok());
@@ -924,8 +924,7 @@ TEST(AllocatorTest, AHeldDeviceIsRefusedToALowerBand) {
 
 TEST(AllocatorTest, AHigherBandAndTheStarvingPodItselfTakeAHeldDevice) {
   Fixture f;
-  f.Load(kGpuClassesAndSlice);
-  f.Load(Claim(kH100ElseA100Pair));
+  LoadH100ElseA100Pair(f);
   for (auto [uid, priority] : {std::pair<std::string, int32_t>{"uid-urgent", 1000},
                                std::pair<std::string, int32_t>{"uid-train", 100}}) {
     HoldConstraint hold({H100HeldForTrain(100)}, uid, priority);
@@ -939,8 +938,7 @@ TEST(AllocatorTest, AHigherBandAndTheStarvingPodItselfTakeAHeldDevice) {
 
 TEST(AllocatorTest, EveryDeviceHeldLeavesTheClaimUnsatisfiableWithTheReason) {
   Fixture f;
-  f.Load(kGpuClassesAndSlice);
-  f.Load(Claim(kH100ElseA100Pair));
+  LoadH100ElseA100Pair(f);
   DeviceHold all = H100HeldForTrain(0);
   all.devices.push_back({"gpu.example.com", "node-1", "a100-1"});
   HoldConstraint hold({all}, "uid-other", 0);
@@ -955,10 +953,34 @@ TEST(AllocatorTest, EveryDeviceHeldLeavesTheClaimUnsatisfiableWithTheReason) {
   EXPECT_TRUE(held) << "the A100 pair's explanation names the hold";
 }
 
-TEST(AllocatorTest, QuotaRefusesASubrequestWhoseCountCannotFit) {
+// The fair-share placement preference (contested.h): team-b, under its fair share, waits for
+// H100s; this Pod can fall back to the A100 pair, so it leaves the H100 alone.
+TEST(AllocatorTest, AContestedClassIsLeftForTheFallbackWithTheReason) {
+  Fixture f;
+  LoadH100ElseA100Pair(f);
+  ContestedClassesConstraint contested(ContestedClasses{{"h100", {"team-b"}}});
+  ExpectThePairWithTheH100Refused(
+      f, contested, "fair-share",
+      "left to team-b: under its fair share and waiting for class h100");
+  EXPECT_GT(contested.refusals(), 0);
+}
+
+TEST(AllocatorTest, AContestedClassStaysOpenToAnExactRequest) {
   Fixture f;
   f.Load(kGpuClassesAndSlice);
-  f.Load(Claim(kH100ElseA100Pair));
+  f.Load(
+      Claim("    - {name: gpu, exactly: {deviceClassName: h100, allocationMode: ExactCount, count: "
+            "1}}\n"));
+  ContestedClassesConstraint contested(ContestedClasses{{"h100", {"team-b", "team-c"}}});
+  StatusOr<Outcome> o = f.Run({.policies = {&contested}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"gpu=gpu.example.com/node-1/h100-0"}));
+  EXPECT_EQ(contested.refusals(), 0) << "an exact request has no fallback to take";
+}
+
+TEST(AllocatorTest, QuotaRefusesASubrequestWhoseCountCannotFit) {
+  Fixture f;
+  LoadH100ElseA100Pair(f);
   f.allocated.AddDevice("gpu.example.com", "node-1", "h100-0");
   Holdings holdings;
   QuotaConstraint quota("ns", {Budget("a100.deviceclass.resource.k8s.io/devices", 3, 2)}, holdings);
@@ -974,8 +996,7 @@ TEST(AllocatorTest, QuotaRefusesASubrequestWhoseCountCannotFit) {
 
 TEST(AllocatorTest, QuotaCountsDevicesTheNamespaceHoldsAndCounters) {
   Fixture f;
-  f.Load(kGpuClassesAndSlice);
-  f.Load(Claim(kH100ElseA100Pair));
+  LoadH100ElseA100Pair(f);
   // status.used lags: the ledger knows of an H100 the namespace holds (committed).
   rv1::ResourceClaim held = *f.Decode<rv1::ResourceClaim>(
       "metadata: {name: held, namespace: ns, uid: u1}\n"
@@ -1026,8 +1047,7 @@ TEST(AllocatorTest, QuotaCountsDevicesTheNamespaceHoldsAndCounters) {
 
 TEST(AllocatorTest, OnlyAPolicyFreeVerdictIsRememberedPerNode) {
   Fixture f;
-  f.Load(kGpuClassesAndSlice);
-  f.Load(Claim(kH100ElseA100Pair));
+  LoadH100ElseA100Pair(f);
   f.allocated.AddDevice("gpu.example.com", "node-1", "a100-0");
   Holdings holdings;
   // The H100 is refused by the quota, the pair finds one A100: unsatisfiable because of the quota.

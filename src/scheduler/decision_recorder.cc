@@ -56,9 +56,13 @@ dv1::AllocationDecision MakeAllocationDecision(const DecisionContext& c) {
   spec.node_name = d.node;
   spec.nodes_evaluated = c.nodes_evaluated;
   spec.nodes_feasible = c.nodes_feasible;
-  if (!d.quota_fallback.empty()) {
-    spec.message = Capped("QuotaFallback: " + d.quota_fallback, truncated);
+  std::string message;
+  if (!d.quota_fallback.empty()) message = "QuotaFallback: " + d.quota_fallback;
+  if (!d.fair_share_fallback.empty()) {
+    message +=
+        (message.empty() ? "" : "; ") + std::string("FairShareFallback: ") + d.fair_share_fallback;
   }
+  if (!message.empty()) spec.message = Capped(message, truncated);
   for (const DeviceDecision::Claim& claim : d.claims) {
     if (spec.claims.size() == kv::kDecisionMaxClaims) {
       truncated = true;

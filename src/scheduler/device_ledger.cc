@@ -142,7 +142,7 @@ void DeviceLedger::SetClass(std::shared_ptr<const rv1::DeviceClass> device_class
     if (program.ok()) entry->programs.push_back(std::move(*program));
   }
   RebuildAll();
-  if (observer_ != nullptr) observer_->OnDevicesChanged();
+  DevicesChanged();
 }
 
 void DeviceLedger::RemoveClass(std::string_view name) {
@@ -150,7 +150,7 @@ void DeviceLedger::RemoveClass(std::string_view name) {
   if (it == classes_.end()) return;
   classes_.erase(it);
   RebuildAll();
-  if (observer_ != nullptr) observer_->OnDevicesChanged();
+  DevicesChanged();
 }
 
 void DeviceLedger::SetSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
@@ -163,7 +163,7 @@ void DeviceLedger::SetSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
   BuildSlice(*entry);
   Contribute(*entry, +1);
   Recharge(*entry->slice);
-  if (observer_ != nullptr) observer_->OnDevicesChanged();
+  DevicesChanged();
 }
 
 void DeviceLedger::RemoveSlice(std::string_view name) {
@@ -174,7 +174,7 @@ void DeviceLedger::RemoveSlice(std::string_view name) {
   std::shared_ptr<const rv1::ResourceSlice> gone = std::move(it->second->slice);
   slices_.erase(it);
   Recharge(*gone);
-  if (observer_ != nullptr) observer_->OnDevicesChanged();
+  DevicesChanged();
 }
 
 void DeviceLedger::Recharge(const rv1::ResourceSlice& slice) {
@@ -207,7 +207,13 @@ void DeviceLedger::AdjustFree(std::string_view driver, std::string_view pool,
   }
 }
 
+void DeviceLedger::DevicesChanged() {
+  ++changes_;
+  if (observer_ != nullptr) observer_->OnDevicesChanged();
+}
+
 void DeviceLedger::AddResult(const rv1::AllocationResult& allocation) {
+  ++changes_;
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
     bool before = allocated_.IsAllocated(r.driver, r.pool, r.device);
     rv1::AllocationResult one;
@@ -220,6 +226,7 @@ void DeviceLedger::AddResult(const rv1::AllocationResult& allocation) {
 }
 
 void DeviceLedger::RemoveResult(const rv1::AllocationResult& allocation) {
+  ++changes_;
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
     bool before = allocated_.IsAllocated(r.driver, r.pool, r.device);
     rv1::AllocationResult one;

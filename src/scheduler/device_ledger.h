@@ -126,6 +126,10 @@ class DeviceLedger {
                                const std::vector<std::vector<std::string_view>>& classes)>& fn)
       const;
 
+  // Counts the changes of devices, classes and allocations (what FreeDevicesOn reads): equal
+  // counts mean equal answers.
+  uint64_t changes() const { return changes_; }
+
   // One observer (null: none); it is told of every later change.
   void SetObserver(HoldingsObserver* observer) { observer_ = observer; }
   HoldingsObserver* observer() const { return observer_; }
@@ -179,6 +183,8 @@ class DeviceLedger {
   void Recharge(const api::resourcev1::ResourceSlice& slice);
   void Contribute(SliceEntry& entry, int sign);
   void RebuildAll();
+  // Counts a change of slices or classes and tells the observer.
+  void DevicesChanged();
   // holdings_.Put / Erase, telling the observer.
   void PutHolding(allocator::Holdings::Holding holding);
   void EraseHolding(std::string_view uid);
@@ -208,6 +214,7 @@ class DeviceLedger {
   std::unordered_map<std::string, int> committed_exclusive_;
   std::map<std::string, Record, std::less<>> in_flight_;  // by claim uid
   HoldingsObserver* observer_ = nullptr;
+  uint64_t changes_ = 0;
 };
 
 }  // namespace draplane::scheduler

@@ -35,7 +35,11 @@ void FairShareOrder::Add(const Entry& entry) {
   p.band = BandOf(entry.pod);
   p.fifo = {entry.enqueued_at, entry.pod.metadata.namespace_, entry.pod.metadata.name, entry.uid};
   p.indebted = entry.indebted;
-  p.domains = model_.DomainsOf(classes_of_(entry.pod));
+  PodClasses classes = classes_of_(entry.pod);
+  p.domains = model_.DomainsOf(classes.all);
+  for (std::string& c : classes.preferred) {
+    if (model_.DomainOf(c) >= 0) p.preferred.push_back(std::move(c));
+  }
   Band& band = bands_[p.band];
   band.all.insert(p.fifo);
   if (p.domains.empty()) {
@@ -43,6 +47,10 @@ void FairShareOrder::Add(const Entry& entry) {
   } else {
     band.tenants[entry.pod.metadata.namespace_].insert({p.indebted, p.fifo});
     model_.AddPending(entry.pod.metadata.namespace_, p.domains);
+    if (!p.preferred.empty()) {
+      std::map<std::string, int64_t>& counts = band.preferred[entry.pod.metadata.namespace_];
+      for (const std::string& c : p.preferred) ++counts[c];
+    }
   }
   pods_.insert_or_assign(entry.uid, std::move(p));
 }
@@ -62,9 +70,38 @@ void FairShareOrder::Remove(const Entry& entry) {
     t->second.erase({p.indebted, p.fifo});
     if (t->second.empty()) band.tenants.erase(t);
     model_.RemovePending(ns, p.domains);
+    if (!p.preferred.empty()) {
+      auto counts = band.preferred.find(ns);
+      for (const std::string& c : p.preferred) {
+        auto n = counts->second.find(c);
+        if (--n->second == 0) counts->second.erase(n);
+      }
+      if (counts->second.empty()) band.preferred.erase(counts);
+    }
   }
   if (band.all.empty()) bands_.erase(b);
   pods_.erase(it);
+}
+
+allocator::ContestedClasses FairShareOrder::Contested(std::string_view namespace_,
+                                                      int32_t priority) {
+  allocator::ContestedClasses out;
+  for (const auto& [band_key, band] : bands_) {
+    if (band_key > -static_cast<int64_t>(priority)) break;  // lower priority from here on
+    for (const auto& [ns, counts] : band.preferred) {
+      if (ns == namespace_) continue;
+      for (const auto& [device_class, n] : counts) {
+        if (model_.EffectiveShare(ns, model_.DomainOf(device_class)) >= 1) continue;
+        std::vector<std::string>& tenants = out[device_class];
+        if (tenants.empty() || tenants.back() != ns) tenants.push_back(ns);
+      }
+    }
+  }
+  for (auto& [device_class, tenants] : out) {
+    std::sort(tenants.begin(), tenants.end());
+    tenants.erase(std::unique(tenants.begin(), tenants.end()), tenants.end());
+  }
+  return out;
 }
 
 std::optional<std::string> FairShareOrder::Peek(Duration now) {

@@ -22,6 +22,8 @@
 //                      The keys move with time and the ledger, so they are evaluated at each
 //                      Peek over the top band's tenants: O(T log n) for T tenants there. Peek is
 //                      a function of (the order's pods, the model's state, now) alone.
+//                      It also answers which classes a popped pod should leave to under-served
+//                      tenants while it has a fallback (Contested; fair-share.md §4b).
 //
 // Thread-safety: not thread-safe; owned by the queue (the scheduler's loop thread).
 #pragma once
@@ -36,9 +38,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "allocator/contested.h"
 #include "api/gen/core_v1_types.h"
 #include "common/clock.h"
 #include "scheduler/fair_share.h"
+#include "scheduler/requested_classes.h"
 
 namespace draplane::scheduler {
 
@@ -77,8 +81,8 @@ class PrioritySortOrder final : public ActiveOrder {
 
 class FairShareOrder final : public ActiveOrder {
  public:
-  // The device classes a pod's requests (and firstAvailable subrequests) name, from its claims.
-  using ClassesOf = std::function<std::vector<std::string>(const api::corev1::Pod&)>;
+  // The device classes a pod's claims request (requested_classes.h).
+  using ClassesOf = std::function<PodClasses(const api::corev1::Pod&)>;
 
   // `model` must outlive the order.
   FairShareOrder(FairShareModel& model, ClassesOf classes_of);
@@ -91,6 +95,13 @@ class FairShareOrder final : public ActiveOrder {
   // The aging credit of a pod first enqueued at `enqueued_at` (explanations and tests).
   double Credit(Duration enqueued_at, Duration now) const;
 
+  // The classes a pod of `namespace_` at `priority` should leave to others while it can fall
+  // back: each class that is the first choice (PodClasses::preferred) of an active pod of another
+  // tenant at the same or a higher priority, that tenant being under its fair share
+  // (EffectiveShare < 1) in the class's domain. Per class, those tenants (sorted). O(B·T·C) for
+  // B bands at or above `priority`, T tenants, C first-choice classes per tenant.
+  allocator::ContestedClasses Contested(std::string_view namespace_, int32_t priority);
+
  private:
   // first enqueue, namespace, name, uid
   using FifoKey = std::tuple<Duration, std::string, std::string, std::string>;
@@ -99,11 +110,14 @@ class FairShareOrder final : public ActiveOrder {
     FifoKey fifo;
     bool indebted = false;
     std::vector<int> domains;
+    std::vector<std::string> preferred;  // first-choice classes in a domain
   };
   struct Band {
     std::set<FifoKey> all;                              // starving ones are a prefix
     std::set<std::pair<bool, FifoKey>> without_domain;  // (indebted, ...)
     std::map<std::string, std::set<std::pair<bool, FifoKey>>> tenants;  // namespace ->
+    // namespace -> first-choice class -> active pods preferring it
+    std::map<std::string, std::map<std::string, int64_t>, std::less<>> preferred;
   };
 
   FairShareModel& model_;

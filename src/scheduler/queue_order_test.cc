@@ -242,8 +242,10 @@ struct FairShareSetup {
     world->clock.Advance(hours(3));
     model = std::make_unique<FairShareModel>(config, world->ledger, world->clock);
     for (const TestPod& p : pods) classes[p.uid()] = p.classes;
-    order = std::make_unique<FairShareOrder>(
-        *model, [this](const api::corev1::Pod& pod) { return classes.at(pod.metadata.uid); });
+    order = std::make_unique<FairShareOrder>(*model, [this](const api::corev1::Pod& pod) {
+      const std::vector<std::string>& c = classes.at(pod.metadata.uid);
+      return PodClasses{.all = c, .preferred = c};
+    });
   }
   FairShareConfig config;
   std::unique_ptr<FairShareWorld> world;
@@ -336,8 +338,9 @@ TEST(FairShareOrderTest, TenantsGoByWeightedShareAndAgingLetsAWaitingTenantCatch
   world.Hold("team-a", "a2", "h100", "node-0", "gpu-1");
   world.Hold("team-b", "b1", "h100", "node-0", "gpu-2");
   FairShareModel model(config, world.ledger, world.clock);
-  FairShareOrder order(model,
-                       [](const api::corev1::Pod&) { return std::vector<std::string>{"h100"}; });
+  FairShareOrder order(model, [](const api::corev1::Pod&) {
+    return PodClasses{.all = {"h100"}, .preferred = {"h100"}};
+  });
   world.clock.Advance(hours(1));
   Duration now = world.clock.MonotonicNow();
   TestPod a = MakePod("team-a", "a", 0);
@@ -362,6 +365,43 @@ TEST(FairShareOrderTest, TenantsGoByWeightedShareAndAgingLetsAWaitingTenantCatch
   urgent.enqueued_at = now;
   order.Add(urgent.entry());
   EXPECT_EQ(*order.Peek(now), urgent.uid());
+}
+
+// Contested: the first choices of other tenants' active pods, at the same or a higher priority,
+// while those tenants are under their fair share in the class's domain.
+TEST(FairShareOrderTest, ContestedClassesAreUnderServedTenantsFirstChoices) {
+  FairShareConfig config;
+  config.domains = {{.name = "accelerators", .device_classes = {"h100", "a100"}}};
+  config.history_fraction = 0;
+  FairShareWorld world{{"node-0", {"H100", "H100", "A100", "A100"}}};
+  world.Hold("team-a", "a1", "a100", "node-0", "gpu-2");
+  FairShareModel model(config, world.ledger, world.clock);
+  // team-a's pods prefer H100s and fall back to A100s; team-b's and team-c's want H100s only.
+  std::map<std::string, PodClasses> classes = {
+      {"team-a", {.all = {"a100", "h100"}, .preferred = {"h100"}}},
+      {"team-b", {.all = {"h100"}, .preferred = {"h100"}}},
+      {"team-c", {.all = {"h100"}, .preferred = {"h100"}}}};
+  FairShareOrder order(
+      model, [&](const api::corev1::Pod& pod) { return classes.at(pod.metadata.namespace_); });
+  TestPod a = MakePod("team-a", "a", 0);
+  TestPod b = MakePod("team-b", "b", 0);
+  order.Add(a.entry());
+  order.Add(b.entry());
+  using Contested = allocator::ContestedClasses;
+  EXPECT_EQ(order.Contested("team-a", 0), (Contested{{"h100", {"team-b"}}}));
+  EXPECT_EQ(order.Contested("team-b", 0), (Contested{{"h100", {"team-a"}}}))
+      << "team-a holds 1 of 4 devices for a fair 2: under its share too";
+  // team-b at its fair share (2 of 4) no longer contests.
+  world.Hold("team-b", "b1", "h100", "node-0", "gpu-0");
+  world.Hold("team-b", "b2", "h100", "node-0", "gpu-1");
+  EXPECT_EQ(order.Contested("team-a", 0), Contested{});
+  // A lower band's pods do not contest a higher band's placement; the same or higher do.
+  TestPod c = MakePod("team-c", "c", -10);
+  order.Add(c.entry());
+  EXPECT_EQ(order.Contested("team-a", 0), Contested{});
+  EXPECT_EQ(order.Contested("team-a", -10), (Contested{{"h100", {"team-c"}}}));
+  order.Remove(c.entry());
+  EXPECT_EQ(order.Contested("team-a", -10), Contested{});
 }
 
 }  // namespace

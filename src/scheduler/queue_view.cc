@@ -8,6 +8,7 @@
 #include "scheduler/device_ledger.h"
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue_order.h"
+#include "scheduler/requested_classes.h"
 
 namespace draplane::scheduler {
 namespace {
@@ -74,22 +75,12 @@ QueueView ComputeQueueView(const QueueViewInputs& inputs) {
     }
   }
 
-  // The classes a Pod's claims name (the scheduler's RequestedClasses, from the listed claims).
+  // The classes a Pod's claims request (as the scheduler reads them, from the listed claims).
   auto classes_of = [&](const api::corev1::Pod& pod) {
-    std::vector<std::string> out;
-    for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
-      PodClaimName name = ClaimNameForPod(pod, entry);
-      if (name.name.empty()) continue;
-      auto claim = claims.find({pod.metadata.namespace_, name.name});
-      if (claim == claims.end()) continue;
-      for (const rv1::DeviceRequest& r : claim->second->spec.devices.requests) {
-        if (r.exactly.has_value()) out.push_back(r.exactly->device_class_name);
-        for (const rv1::DeviceSubRequest& sub : r.first_available) {
-          out.push_back(sub.device_class_name);
-        }
-      }
-    }
-    return out;
+    return ClassesOfPod(pod, [&](std::string_view name) -> const rv1::ResourceClaim* {
+      auto claim = claims.find({pod.metadata.namespace_, std::string(name)});
+      return claim == claims.end() ? nullptr : claim->second;
+    });
   };
   std::unique_ptr<ActiveOrder> order;
   FairShareOrder* fair_order = nullptr;
@@ -134,7 +125,7 @@ QueueView ComputeQueueView(const QueueViewInputs& inputs) {
     out.priority = pod.spec.priority.value_or(0);
     out.waiting_since = WaitingSince(pod);
     if (model == nullptr) continue;
-    std::vector<int> domains = model->DomainsOf(classes_of(pod));
+    std::vector<int> domains = model->DomainsOf(classes_of(pod).all);
     const FairShareConfig& config = model->config();
     for (int d : domains) {
       out.domains.push_back(config.domains[static_cast<size_t>(d)].name);

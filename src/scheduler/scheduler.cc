@@ -167,6 +167,11 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   deps.run_async = [this](std::function<void()> work) { RunAsync(std::move(work)); };
   deps.clock = &clock_;
   deps.random = random_.get();
+  deps.contested = [this](const Pod& pod) {
+    return fair_order_ == nullptr
+               ? allocator::ContestedClasses{}
+               : fair_order_->Contested(pod.metadata.namespace_, pod.spec.priority.value_or(0));
+  };
   deps.holds = [this] {
     return HoldsEnforced() ? holds_->InForce(clock_.MonotonicNow())
                            : std::vector<allocator::DeviceHold>{};
@@ -261,10 +266,10 @@ void Scheduler::ReportSharing() {
     Duration now = clock_.MonotonicNow();
     Duration threshold = fair_share_->config().starvation_threshold;
     queue_->ForEach([&](const QueuedPod& queued) {
-      std::vector<int> domains = fair_share_->DomainsOf(RequestedClasses(*queued.pod));
+      const std::vector<int>& domains = QueuedDomains(*queued.pod);
       if (domains.empty()) return;
       pending.push_back({.namespace_ = queued.pod->metadata.namespace_,
-                         .domains = std::move(domains),
+                         .domains = domains,
                          .starving = now - queued.enqueued_at >= threshold});
     });
     shares = ComputeShares(*fair_share_, pending);
@@ -368,6 +373,8 @@ void Scheduler::ApplySharingPolicy(std::optional<FairShareConfig> config,
                                    const api::draplanev1alpha1::DeviceSharingPolicyStatus* status) {
   // The active pods leave the old order (and so the old model's pending counts) first.
   queue_->SetOrder(nullptr);
+  fair_order_ = nullptr;
+  queued_domains_.clear();
   std::unique_ptr<FairShareModel> previous = std::move(fair_share_);
   if (config.has_value()) {
     fair_share_ = std::make_unique<FairShareModel>(*std::move(config), cluster_.ledger(), clock_);
@@ -390,8 +397,10 @@ void Scheduler::ApplySharingPolicy(std::optional<FairShareConfig> config,
     }
   }
   if (fair_share_ != nullptr) {
-    queue_->SetOrder(std::make_unique<FairShareOrder>(
-        *fair_share_, [this](const Pod& pod) { return RequestedClasses(pod); }));
+    auto order = std::make_unique<FairShareOrder>(
+        *fair_share_, [this](const Pod& pod) { return RequestedClasses(pod); });
+    fair_order_ = order.get();
+    queue_->SetOrder(std::move(order));
   }
 }
 
@@ -411,14 +420,9 @@ std::vector<HoldNeed> Scheduler::HoldNeeds(const Pod& pod) const {
     if (name.name.empty()) continue;
     ClusterState::ClaimPtr claim = cluster_.FindClaim(pod.metadata.namespace_, name.name);
     if (claim == nullptr || claim->status.allocation.has_value()) continue;
-    for (const rv1::DeviceRequest& r : claim->spec.devices.requests) {
-      if (r.exactly.has_value()) {
-        add(r.exactly->device_class_name, r.exactly->allocation_mode, r.exactly->count);
-      } else if (!r.first_available.empty()) {
-        const rv1::DeviceSubRequest& first = r.first_available.front();
-        add(first.device_class_name, first.allocation_mode, first.count);
-      }
-    }
+    ForEachRequestedClass(*claim, [&](const RequestedClass& c) {
+      if (c.tier == 0) add(c.device_class, c.allocation_mode, c.count);
+    });
   }
   return out;
 }
@@ -620,7 +624,7 @@ std::string Scheduler::QueuePosition(const Pod& pod, Duration enqueued_at) const
   using Key = std::tuple<int, double, Duration>;
   auto key_of = [&](const Pod& p, Duration enqueued) -> Key {
     if (now - enqueued >= config.starvation_threshold) return {0, 0.0, enqueued};
-    std::vector<int> domains = model.DomainsOf(RequestedClasses(p));
+    const std::vector<int>& domains = QueuedDomains(p);
     if (domains.empty()) return {1, 0.0, enqueued};
     return {2, share_of(p.metadata.namespace_, domains) - AgingCredit(config, enqueued, now),
             enqueued};
@@ -633,7 +637,7 @@ std::string Scheduler::QueuePosition(const Pod& pod, Duration enqueued_at) const
     ++waiting;
     if (key_of(*q.pod, q.enqueued_at) < mine) ++ahead;
   });
-  std::vector<int> domains = model.DomainsOf(RequestedClasses(pod));
+  const std::vector<int>& domains = QueuedDomains(pod);
   std::string out = "; queued: tenant " + pod.metadata.namespace_;
   if (!domains.empty()) {
     // The domain its share comes from: the one where it is furthest above its fair share.
@@ -656,27 +660,14 @@ std::string Scheduler::QueuePosition(const Pod& pod, Duration enqueued_at) const
   return out;
 }
 
-std::vector<std::string> Scheduler::RequestedClasses(const Pod& pod) const {
-  std::vector<std::string> out;
-  auto add = [&](const rv1::ResourceClaim& claim) {
-    for (const rv1::DeviceRequest& r : claim.spec.devices.requests) {
-      if (r.exactly.has_value()) out.push_back(r.exactly->device_class_name);
-      for (const rv1::DeviceSubRequest& sub : r.first_available) {
-        out.push_back(sub.device_class_name);
-      }
-    }
-  };
-  for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
-    PodClaimName name = ClaimNameForPod(pod, entry);
-    if (name.name.empty()) continue;
-    if (ClusterState::ClaimPtr claim = cluster_.FindClaim(pod.metadata.namespace_, name.name)) {
-      add(*claim);
-    }
-  }
-  if (ClusterState::ClaimPtr special = cluster_.FindExtendedResourceClaim(pod.metadata.uid)) {
-    add(*special);
-  }
-  return out;
+PodClasses Scheduler::RequestedClasses(const Pod& pod) const {
+  ClusterState::ClaimPtr special = cluster_.FindExtendedResourceClaim(pod.metadata.uid);
+  return ClassesOfPod(
+      pod,
+      [&](std::string_view name) {
+        return cluster_.FindClaim(pod.metadata.namespace_, name).get();
+      },
+      special.get());
 }
 
 void Scheduler::Post(InboxItem item) {
@@ -980,8 +971,31 @@ bool Scheduler::ErasePending(const std::string& uid) {
   }
   pending_.erase(it);
   pending_reasons_.erase(uid);
+  queued_domains_.erase(uid);
   RecountPending(uid);
   return true;
+}
+
+std::vector<std::string> Scheduler::ClaimUsers(const rv1::ResourceClaim& claim) const {
+  std::vector<std::string> users;
+  for (const api::metav1::OwnerReference& o : claim.metadata.owner_references) {
+    if (o.controller.value_or(false)) users.push_back(o.uid);
+  }
+  if (auto u = claim_users_.find(claim.metadata.namespace_ + "/" + claim.metadata.name);
+      u != claim_users_.end()) {
+    users.insert(users.end(), u->second.begin(), u->second.end());
+  }
+  return users;
+}
+
+const std::vector<int>& Scheduler::QueuedDomains(const Pod& pod) const {
+  auto it = queued_domains_.find(pod.metadata.uid);
+  if (it == queued_domains_.end()) {
+    it =
+        queued_domains_.emplace(pod.metadata.uid, fair_share_->DomainsOf(RequestedClasses(pod).all))
+            .first;
+  }
+  return it->second;
 }
 
 void Scheduler::Apply(InboxItem& item) {
@@ -1127,19 +1141,16 @@ void Scheduler::Apply(InboxItem& item) {
       }
       // Otherwise only the claim's users can care (DynamicResources.IsSchedulableAfter): its
       // controlling owner (a generated or extended-resource claim) and the pods naming it.
-      std::vector<std::string> users;
-      for (const api::metav1::OwnerReference& o : claim->metadata.owner_references) {
-        if (o.controller.value_or(false)) users.push_back(o.uid);
-      }
-      if (auto u = claim_users_.find(claim->metadata.namespace_ + "/" + claim->metadata.name);
-          u != claim_users_.end()) {
-        users.insert(users.end(), u->second.begin(), u->second.end());
+      std::vector<std::string> users = ClaimUsers(*claim);
+      if (!old) {
+        for (const std::string& user : users) queued_domains_.erase(user);
       }
       MoveOnEventFor(event, std::move(users));
       return;
     }
     case Kind::kClaimDelete: {
       auto claim = std::static_pointer_cast<const rv1::ResourceClaim>(item.old_object);
+      for (const std::string& user : ClaimUsers(*claim)) queued_domains_.erase(user);
       claim_first_seen_.erase(claim->metadata.uid);
       confirmations_.Forget(claim->metadata.uid);
       cluster_.RemoveClaim(*claim);
@@ -1405,10 +1416,10 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
           std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count();
       metrics_.sli_seconds.WithLabels({std::to_string(std::min(binding->info.attempts, 15))})
           .Observe(waited);
-      std::vector<std::string> classes = RequestedClasses(pod);
+      std::string first_class = RequestedClasses(pod).first;
       metrics_.wait_seconds
           .WithLabels({tenants_.Of(pod.metadata.namespace_),
-                       classes.empty() ? std::string_view("none") : classes.front()})
+                       first_class.empty() ? std::string_view("none") : first_class})
           .Observe(waited);
       first_seen_.erase(f);
     }
@@ -1610,6 +1621,10 @@ void Scheduler::RecordDecision(const Binding& binding) {
   if (events_ && !decision->quota_fallback.empty()) {
     events_->Record(client::ReferenceTo(pod), "Normal", "QuotaFallback", decision->quota_fallback,
                     "Binding");
+  }
+  if (events_ && !decision->fair_share_fallback.empty()) {
+    events_->Record(client::ReferenceTo(pod), "Normal", "FairShareFallback",
+                    decision->fair_share_fallback, "Binding");
   }
   if (!decisions_) return;
   // The policy inputs: the Allocation-mode quotas at the versions the search read, and the

@@ -47,6 +47,7 @@
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue.h"
 #include "scheduler/quota_charger.h"
+#include "scheduler/requested_classes.h"
 #include "scheduler/starvation_holds.h"
 
 namespace draplane::scheduler {
@@ -195,9 +196,13 @@ class Scheduler {
   void RunAsync(std::function<void()> work, bool first = false);
   void BinderLoop();
   bool Ours(const api::corev1::Pod& pod) const;
-  // The device classes the requests and firstAvailable subrequests of the pod's claims name (the
-  // claims the cache has): the pod's fair-share domains.
-  std::vector<std::string> RequestedClasses(const api::corev1::Pod& pod) const;
+  // The device classes the pod's claims (those the cache has) request.
+  PodClasses RequestedClasses(const api::corev1::Pod& pod) const;
+  // The fair-share domains of a pending pod's RequestedClasses (a policy is in force), cached in
+  // `queued_domains_`.
+  const std::vector<int>& QueuedDomains(const api::corev1::Pod& pod) const;
+  // The pods a claim concerns: its controlling owner and the pending pods naming it.
+  std::vector<std::string> ClaimUsers(const api::resourcev1::ResourceClaim& claim) const;
   void UpdateGauges();
   // A DeviceSharingPolicy event: the one named `default` (re)configures the fair-share order.
   void OnSharingPolicy(const api::draplanev1alpha1::DeviceSharingPolicy* old_policy,
@@ -264,6 +269,12 @@ class Scheduler {
   // decayed history (FairShareModel::TakeHistory). Declared after cluster_ (it observes the
   // ledger) and before queue_ (whose order reads it).
   std::unique_ptr<FairShareModel> fair_share_;
+  // The queue's order over `fair_share_` (owned by the queue), or null.
+  FairShareOrder* fair_order_ = nullptr;
+  // Per pending pod (uid), its domains under `fair_share_` (QueuedDomains): the queue position
+  // and the status walk every waiting pod. Dropped when the pod changes or goes, when one of its
+  // claims is created or deleted (a claim's spec is immutable), and when the policy changes.
+  mutable std::map<std::string, std::vector<int>, std::less<>> queued_domains_;
   std::unique_ptr<StarvationHolds> holds_;
   // When waiting Pods cross the starvation threshold: (due, pod uid, first enqueue), in order.
   std::set<std::tuple<Duration, std::string, Duration>> starving_due_;

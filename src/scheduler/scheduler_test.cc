@@ -1565,5 +1565,85 @@ TEST(SynchronousSchedulerTest, AStarvingPodGetsTheDevicesFreedOnItsTargetNodeHel
   }
 }
 
+// Fair-share placement (allocator/contested.h, docs/design/fair-share.md §4b): team-a's Pod goes
+// first (equal shares, earlier) and prefers the H100 but can take two A100s; team-b's Pod can use
+// the H100 only and team-b is under its fair share. Under the policy team-a's Pod leaves the H100
+// to team-b and its decision record says why; in upstream's order it takes the H100 and team-b's
+// Pod waits.
+TEST(SynchronousSchedulerTest, APodThatCanFallBackLeavesAnUnderServedTenantTheClassItWaitsFor) {
+  for (bool policy : {true, false}) {
+    SCOPED_TRACE(policy ? "under the policy" : "upstream's order");
+    Cluster cluster;
+    cluster.Class("h100", R"(device.attributes["gpu.example.com"].model == "H100")");
+    cluster.Class("a100", R"(device.attributes["gpu.example.com"].model == "A100")");
+    cluster.Node("node-a100");
+    cluster.Slice("node-a100", "gpu.example.com", Gpus("a100-", 2, "A100"));
+    cluster.Node("node-h100");
+    cluster.Slice("node-h100", "gpu.example.com", Gpus("h100-", 1, "H100"));
+    std::unique_ptr<Random> random = NewSeededRandom(7);
+    client::MemoryApi memory(cluster.clock(), *random);
+    CopyAll<rv1::DeviceClass>(cluster.api(), memory);
+    CopyAll<api::corev1::Node>(cluster.api(), memory);
+    CopyAll<rv1::ResourceSlice>(cluster.api(), memory);
+    if (policy) {
+      api::draplanev1alpha1::DeviceSharingPolicy sharing = GpuSharingPolicy({});
+      sharing.spec.domains[0].device_classes = {"h100", "a100"};
+      ASSERT_TRUE(client::Create(memory, sharing).ok());
+    }
+    auto informers =
+        std::make_unique<client::SharedInformers>(memory, client::InformerOptions{.manual = true});
+    Scheduler scheduler(
+        memory, cluster.clock(),
+        SchedulerOptions{.random_seed = 7, .synchronous = true, .informers = informers.get()});
+    ASSERT_TRUE(scheduler.Start().ok());
+    cluster.Namespace("team-a");
+    cluster.Namespace("team-b");
+    cluster.ns = "team-a";
+    rv1::ResourceClaim fallback = H100ElseA100Pair("job");
+    fallback.metadata.namespace_ = "team-a";
+    cluster.Claim(fallback);
+    cluster.Pod(cluster.PodSpec("job", {"job"}));
+    cluster.ns = "team-b";
+    cluster.Claim(cluster.ClaimSpec("job", "h100", 1));
+    cluster.Pod(cluster.PodSpec("job", {"job"}));
+    CopyMissing<rv1::ResourceClaim>(cluster.api(), memory);
+    CopyMissing<api::corev1::Pod>(cluster.api(), memory);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(informers->DeliverPending().ok());
+      scheduler.RunUntilIdle();
+    }
+    auto node_of = [&](const std::string& ns) {
+      StatusOr<api::corev1::Pod> p = client::Get<api::corev1::Pod>(memory, ns, "job");
+      return p.ok() ? p->spec.node_name : "";
+    };
+    EXPECT_EQ(node_of("team-a"), policy ? "node-a100" : "node-h100");
+    EXPECT_EQ(node_of("team-b"), policy ? "node-h100" : "");
+    if (policy) {
+      StatusOr<client::ObjectList<api::draplanev1alpha1::AllocationDecision>> decisions =
+          client::List<api::draplanev1alpha1::AllocationDecision>(memory, "team-a");
+      ASSERT_TRUE(decisions.ok());
+      ASSERT_EQ(decisions->items.size(), 1u);
+      const auto& claims = decisions->items[0].spec.claims;
+      ASSERT_EQ(claims.size(), 1u);
+      ASSERT_EQ(claims[0].requests.size(), 1u);
+      EXPECT_EQ(claims[0].requests[0].subrequest, "a100-pair");
+      const std::string fallback =
+          "request gpu: subrequest h100 left to team-b: under its fair share and waiting for "
+          "class h100, allocated subrequest a100-pair";
+      EXPECT_EQ(decisions->items[0].spec.message, "FairShareFallback: " + fallback);
+      StatusOr<client::ObjectList<api::corev1::Event>> events =
+          client::List<api::corev1::Event>(memory, "team-a");
+      ASSERT_TRUE(events.ok());
+      bool event = false;
+      for (const api::corev1::Event& e : events->items) {
+        event = event || (e.reason == "FairShareFallback" && e.message == fallback);
+      }
+      EXPECT_TRUE(event) << "the Pod's FairShareFallback Event";
+    }
+    scheduler.Stop();
+    informers->Stop();
+  }
+}
+
 }  // namespace
 }  // namespace draplane::scheduler

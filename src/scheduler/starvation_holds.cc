@@ -67,11 +67,14 @@ void StarvationHolds::Start(StarvationHold hold) {
   cooldown_.erase(hold.uid);
   std::string uid = hold.uid;
   holds_.insert_or_assign(std::move(uid), std::move(hold));
+  grown_ = false;
 }
 
 std::vector<std::string> StarvationHolds::Grow(Duration now) {
   std::vector<std::string> changed;
-  if (holds_.empty()) return changed;
+  if (holds_.empty() || (grown_ && grown_at_ == ledger_->changes())) return changed;
+  grown_ = true;
+  grown_at_ = ledger_->changes();
   std::set<allocator::HeldDeviceId> taken;  // by any hold
   // The Pods that started waiting first take what frees up first (as the queue serves them).
   std::vector<std::pair<Duration, StarvationHold*>> by_arrival;
@@ -134,6 +137,7 @@ std::vector<StarvationHold> StarvationHolds::Expire(Duration now, Duration max_h
       cooldown_[it->first] = now + max_hold;
       out.push_back(std::move(it->second));
       it = holds_.erase(it);
+      grown_ = false;
     } else {
       ++it;
     }
@@ -148,6 +152,7 @@ std::optional<StarvationHold> StarvationHolds::Release(std::string_view uid) {
   if (it == holds_.end()) return std::nullopt;
   StarvationHold out = std::move(it->second);
   holds_.erase(it);
+  grown_ = false;
   return out;
 }
 

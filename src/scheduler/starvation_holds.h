@@ -121,6 +121,10 @@ class StarvationHolds {
   std::map<std::string, Duration, std::less<>> cooldown_;     // pod uid -> until
   Duration accounted_{0};
   bool accounting_ = false;
+  // Grow's answer is a function of the holds and the ledger: it is not computed again (before
+  // every attempt) until one of them changed. `grown_` false: the holds changed since.
+  bool grown_ = false;
+  uint64_t grown_at_ = 0;  // the ledger's changes() then
 };
 
 }  // namespace draplane::scheduler

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "allocator/allocator.h"
+#include "allocator/contested.h"
 #include "allocator/quota.h"
 #include "api/labels/node_selector.h"
 #include "api/labels/taints.h"
@@ -68,6 +69,9 @@ struct Variant {
 struct NodeAllocation {
   const Variant* variant = nullptr;
   std::vector<rv1::AllocationResult> results;  // aligned with variant->claims
+  // The search kept the fair-share placement preference (DraState::contested); false when the
+  // node fit only without it (the node then scores below every node that kept it).
+  bool preference_kept = true;
 };
 
 // What PreBind writes and Unreserve undoes, per claim.
@@ -138,12 +142,17 @@ struct DraState {
   std::unique_ptr<allocator::QuotaConstraint> quota;
   // The starvation holds of other Pods this attempt must leave alone (null: none applies).
   std::unique_ptr<allocator::HoldConstraint> hold;
+  // The classes this Pod leaves to under-served tenants while it can fall back (null: none, or
+  // the Pod has no fallback outside them). A preference: Filter drops it where it fits nothing.
+  std::unique_ptr<allocator::ContestedClassesConstraint> contested;
 
-  // The policy constraints of every search of this attempt.
-  std::vector<allocator::PolicyConstraint*> Policies() const {
+  // The policy constraints of the searches of this attempt; `with_preference`: the fair-share
+  // placement preference too.
+  std::vector<allocator::PolicyConstraint*> Policies(bool with_preference = true) const {
     std::vector<allocator::PolicyConstraint*> out;
     if (quota) out.push_back(quota.get());
     if (hold) out.push_back(hold.get());
+    if (contested && with_preference) out.push_back(contested.get());
     return out;
   }
   // Per node: devices or requests a policy (the quota, a hold) refused in its Filter search.
@@ -154,6 +163,28 @@ struct DraState {
   std::unique_ptr<QuotaCharger::Expected> expected;
   std::shared_ptr<QuotaChargeTicket> charge;
 };
+
+// Whether a claim the attempt allocates has a firstAvailable request that can leave a contested
+// class for a later subrequest of a class nobody contests: only then is the preference worth its
+// searches.
+bool HasUncontestedFallback(const DraState& state,
+                            const allocator::ContestedClassesConstraint& contested) {
+  for (size_t i : state.to_allocate) {
+    const ClaimEntry& e = state.claims[i];
+    if (e.claim == nullptr) continue;
+    for (const rv1::DeviceRequest& r : e.claim->spec.devices.requests) {
+      bool contested_before = false;
+      for (const rv1::DeviceSubRequest& sub : r.first_available) {
+        if (contested.Contests(sub.device_class_name)) {
+          contested_before = true;
+        } else if (contested_before) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
 
 std::string SpecialInFlightUid(std::string_view pod_uid) {
   return std::string(pod_uid) + "/extended-resources";
@@ -475,6 +506,15 @@ class DynamicResources final : public PreEnqueuePlugin,
           if (!hold->empty()) state->hold = std::move(hold);
         }
       }
+      if (deps_.contested && state->any_first_available) {  // else nothing to fall back to
+        auto contested = deps_.contested(pod);
+        if (!contested.empty()) {
+          auto constraint = std::make_unique<allocator::ContestedClassesConstraint>(contested);
+          if (HasUncontestedFallback(*state, *constraint)) {
+            state->contested = std::move(constraint);
+          }
+        }
+      }
     }
     state->explain_left = options_.explain_budget;
     state->budget.limit = options_.evaluation_budget;
@@ -528,8 +568,20 @@ class DynamicResources final : public PreEnqueuePlugin,
     options.max_search_steps = options_.allocation_step_limit;
     options.evaluation_budget = &s->budget;
     options.policies = s->Policies();
+    const int64_t preference_refusals = s->contested ? s->contested->refusals() : 0;
     StatusOr<allocator::Outcome> outcome =
         v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
+    bool preference_kept = true;
+    if (outcome.ok() && s->contested) {
+      const int64_t refused = s->contested->refusals() - preference_refusals;
+      outcome->stats.policy_rejections -= refused;  // the others' refusals (quota, holds)
+      if (refused > 0 && outcome->kind == allocator::Outcome::Kind::kUnsatisfiable) {
+        // A preference never leaves a node idle: without it, does the Pod fit here?
+        options.policies = s->Policies(/*with_preference=*/false);
+        outcome = v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
+        preference_kept = false;
+      }
+    }
     if (!outcome.ok()) {
       if (explain) return PluginStatus::Unresolvable(std::string(outcome.status().message()));
       return PluginStatus::Error(outcome.status());
@@ -542,6 +594,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         NodeAllocation& na = s->node_allocations[node.name()];
         na.variant = v;
         na.results = std::move(outcome->results);
+        na.preference_kept = preference_kept;
         return PluginStatus::Success();
       }
       case allocator::Outcome::Kind::kNodeError:
@@ -594,7 +647,8 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (s == nullptr || !options_.features.prioritized_list || !s->any_first_available) {
       return std::nullopt;
     }
-    return s->max_score;
+    // Under the fair-share preference the nodes that kept it score max_score + 1 more (Score).
+    return s->contested ? 2 * s->max_score + 1 : s->max_score;
   }
 
   int64_t Score(CycleState& cycle, const PodInfo&, const NodeInfo& node) override {
@@ -613,6 +667,11 @@ class DynamicResources final : public PreEnqueuePlugin,
           if (v.entries[k] == i) score += ScoreAllocation(*e.claim, na->second.results[k]);
         }
       }
+    }
+    // Every node that kept the fair-share preference before every node that did not; upstream's
+    // tier score orders each group.
+    if (s->contested && na != s->node_allocations.end() && na->second.preference_kept) {
+      score += s->max_score + 1;
     }
     return score;
   }
@@ -635,7 +694,10 @@ class DynamicResources final : public PreEnqueuePlugin,
       const Variant& v = *na->second.variant;
       s->reserved_variant = &v;
       // Before the in-flight records: the decision's searches must not see the Pod's own devices.
-      if (!v.claims.empty()) s->decision = MakeDecision(*s, pod, node, v, na->second.results);
+      if (!v.claims.empty()) {
+        s->decision =
+            MakeDecision(*s, pod, node, v, na->second.results, na->second.preference_kept);
+      }
       const bool charge = s->decision.has_value() && !s->decision->quotas.empty() &&
                           !s->decision->increment.empty() && deps_.quotas != nullptr;
       if (charge) s->expected = deps_.quotas->Expect(pod.metadata.namespace_);
@@ -1141,7 +1203,8 @@ class DynamicResources final : public PreEnqueuePlugin,
   // fell back, why the earlier tiers were not taken and whether the quota made the difference.
   // The extra searches run only for a Pod that fell back.
   DeviceDecision MakeDecision(DraState& s, const Pod& pod, const std::string& node,
-                              const Variant& v, const std::vector<rv1::AllocationResult>& results) {
+                              const Variant& v, const std::vector<rv1::AllocationResult>& results,
+                              bool preference_kept) {
     const DeviceLedger& ledger = deps_.cluster->ledger();
     DeviceDecision d;
     d.node = node;
@@ -1188,13 +1251,32 @@ class DynamicResources final : public PreEnqueuePlugin,
       d.increment = ledger.holdings().Increment(pod.metadata.namespace_, pointers,
                                                 allocator::Holdings::Scope::kCommitted);
     }
+    if (fell_back && s.contested && preference_kept && s.contested->refusals() > 0) {
+      for (size_t k = 0; k < v.claims.size(); ++k) {
+        for (size_t i = 0; i < chosen[k].size(); ++i) {
+          const rv1::DeviceRequest& req = v.claims[k]->spec.devices.requests[i];
+          for (int j = 0; j < chosen[k][i]; ++j) {
+            const rv1::DeviceSubRequest& tier = req.first_available[static_cast<size_t>(j)];
+            const allocator::PolicyRejection* refusal =
+                s.contested->RefusalOf(tier.device_class_name);
+            if (refusal == nullptr) continue;
+            if (!d.fair_share_fallback.empty()) d.fair_share_fallback += "; ";
+            if (v.claims.size() > 1) d.fair_share_fallback += "claim " + d.claims[k].name + " ";
+            d.fair_share_fallback += "request " + req.name + ": subrequest " + tier.name + " " +
+                                     refusal->message + ", allocated subrequest " +
+                                     d.claims[k].requests[i].subrequest;
+            break;
+          }
+        }
+      }
+    }
     const NodeInfo* info = deps_.cluster->FindNode(node);
     if (!fell_back || info == nullptr) return d;
     allocator::Options options;
     options.explain = true;
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
-    options.policies = s.Policies();
+    options.policies = s.Policies(preference_kept);
     StatusOr<allocator::Outcome> explained =
         v.allocator->Allocate(info->node(), ledger.allocated(), options);
     if (!explained.ok() || explained->explanation == nullptr) return d;
@@ -1218,7 +1300,8 @@ class DynamicResources final : public PreEnqueuePlugin,
     allocator::Options plain;
     plain.random = deps_.random;
     plain.max_search_steps = options_.allocation_step_limit;
-    if (s.hold) plain.policies = {s.hold.get()};  // without the quota only
+    plain.policies = s.Policies(preference_kept);  // without the quota only
+    std::erase(plain.policies, s.quota.get());
     StatusOr<allocator::Outcome> without =
         v.allocator->Allocate(info->node(), ledger.allocated(), plain);
     if (!without.ok() || without->kind != allocator::Outcome::Kind::kAllocated) return d;

@@ -56,6 +56,7 @@
 #include <string>
 
 #include "allocator/allocator.h"
+#include "allocator/contested.h"
 #include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "allocator/hold.h"
@@ -159,6 +160,9 @@ struct DynamicResourcesDeps {
   // The starvation holds in force (allocator/hold.h), read on the loop thread at each PreFilter;
   // null: none. A hold that applies to the attempt is a policy constraint of every search.
   std::function<std::vector<allocator::DeviceHold>()> holds;
+  // The fair-share placement preference (allocator/contested.h), read on the loop thread at each
+  // PreFilter: per class the Pod should leave to under-served tenants, those tenants. Null: none.
+  std::function<allocator::ContestedClasses(const api::corev1::Pod& pod)> contested;
 };
 
 std::shared_ptr<Plugin> NewDynamicResourcesPlugin(DynamicResourcesDeps deps,
@@ -205,6 +209,9 @@ struct DeviceDecision {
   // Set when a quota made a request take a later subrequest than it would have without it:
   // the message of the Pod's QuotaFallback Event, and (request, from, to) per such request.
   std::string quota_fallback;
+  // Set when the fair-share placement preference (allocator/contested.h) refused this attempt a
+  // tier that a request then did not take: the message of the Pod's FairShareFallback Event.
+  std::string fair_share_fallback;
   struct Fallback {
     std::string request;
     int from = 0;
