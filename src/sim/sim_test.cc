@@ -9,6 +9,7 @@
 #include "api/codec/manifest.h"
 #include "client/memory_api.h"
 #include "client/typed.h"
+#include "common/status_macros.h"
 #include "sim/cluster.h"
 #include "sim/compare.h"
 #include "sim/record.h"
@@ -598,48 +599,6 @@ std::string SaturatingArrivals(const std::vector<std::string>& tenants, int jobs
   return arrivals;
 }
 
-// `nodes` nodes of `gpus` A100s each and the DeviceClass `gpu` that selects them.
-Cluster A100Cluster(int nodes, int gpus) {
-  StatusOr<Cluster> cluster = LoadCluster({WriteTemp("a100s.yaml", R"(
-apiVersion: draplane.dev/v1alpha1
-kind: ClusterProfile
-metadata: {name: a100s}
-nodePools:
-- name: a100
-  count: )" + std::to_string(nodes) + R"(
-  devices:
-    gpus: [{count: )" + std::to_string(gpus) + R"(, productName: NVIDIA A100-SXM4-40GB,
-            architecture: Ampere, memory: 40Gi, cudaComputeCapability: "8.0",
-            driverVersion: 550.90.07}]
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu}
-spec:
-  selectors:
-  - cel: {expression: 'device.driver == "gpu.nvidia.com" && device.attributes["gpu.nvidia.com"].type == "gpu"'}
-)")});
-  EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
-  return *std::move(cluster);
-}
-
-// SaturatingArrivals of one-GPU jobs (template `one-gpu` of class `gpu`), `header` (e.g. the
-// trace's tenants) before them.
-Trace OneGpuFlood(const std::string& header, const std::vector<std::string>& tenants, int jobs) {
-  return ParseOrDie(R"(
-apiVersion: draplane.dev/v1alpha1
-kind: WorkloadTrace
-horizon: 100m
-)" + header + R"(
-claimTemplates:
-- apiVersion: resource.k8s.io/v1
-  kind: ResourceClaimTemplate
-  metadata: {name: one-gpu}
-  spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}}
-arrivals:
-)" + SaturatingArrivals(tenants, jobs, [](const std::string&) { return "one-gpu"; }));
-}
-
 // Runs `trace` with the DeviceSharingPolicy `spec` (YAML under `spec:`) given as `--policy`.
 StatusOr<Report> RunWithSharingPolicy(const Cluster& cluster, const Trace& trace,
                                       const std::string& spec) {
@@ -666,29 +625,40 @@ void ExpectFairShares(const Report& report, size_t tenants) {
   EXPECT_GE(report.jain_index, 0.9);
 }
 
-// Issue 22 (c): two tenants with weights 3:1 flood a saturated cluster of 8 GPUs with jobs of
-// 8 and 12 minutes (mean 10). With the fair-share order each tenant's time-averaged share of the
-// device-seconds over 10 mean durations is within 5 % of its weighted fair share and Jain's index
-// is at least 0.9; with upstream's order (arrival) the shares are nowhere near the weights.
-TEST(SimulationTest, FairShareGivesTenantsWeighted3To1SharesOnASaturatedCluster) {
-  StatusOr<Cluster> cluster = A100Cluster(4, 2);
-  // Both tenants submit 70 jobs at once (a saturated cluster from the start).
-  Trace trace =
-      OneGpuFlood("tenants: [{namespace: team-a, weight: 3}, {namespace: team-b, weight: 1}]",
-                  {"team-a", "team-b"}, 70);
+// An example of examples/sim/ by file name.
+std::string Example(const std::string& name) {
+  return std::string(DRAPLANE_SOURCE_DIR) + "/examples/sim/" + name;
+}
 
-  // The sharing policy as a user writes it, given as `--policy` does.
-  StatusOr<Report> fair = RunWithSharingPolicy(*cluster, trace, R"(
-  domains: [{name: gpus, deviceClasses: [gpu]}]
-  tenants: [{namespaces: [team-a], weight: 3}, {namespaces: [team-b], weight: 1}]
-)");
+// Runs the examples `trace` and `policy` on examples/sim/fair-share-weights-cluster.yaml, as
+// `draplane sim run --policy` does; `policy` empty: upstream's order.
+StatusOr<Report> RunWeightsExample(const std::string& trace, const std::string& policy) {
+  DRAPLANE_ASSIGN_OR_RETURN(Cluster cluster,
+                            LoadCluster({Example("fair-share-weights-cluster.yaml")}));
+  DRAPLANE_ASSIGN_OR_RETURN(Trace workload, LoadTrace(Example(trace)));
+  RunOptions options;
+  if (!policy.empty()) {
+    DRAPLANE_ASSIGN_OR_RETURN(Configuration config, LoadConfiguration({Example(policy)}));
+    options.policies = config.policies;
+  }
+  return RunSimulation(cluster, workload, options);
+}
+
+// Issue 22 (c), examples/sim/fair-share-weights-*.yaml: two tenants with weights 3:1 flood a
+// saturated cluster of 8 GPUs with jobs of 8 and 12 minutes (mean 10). With the fair-share order
+// each tenant's time-averaged share of the device-seconds over 10 mean durations is within 5 % of
+// its weighted fair share and Jain's index is at least 0.9; with upstream's order (arrival) the
+// shares are nowhere near the weights.
+TEST(SimulationTest, FairShareGivesTenantsWeighted3To1SharesOnASaturatedCluster) {
+  StatusOr<Report> fair =
+      RunWeightsExample("fair-share-weights-trace.yaml", "fair-share-weights-policy.yaml");
   ASSERT_TRUE(fair.ok()) << fair.status().ToString();
   ExpectFairShares(*fair, 2);
   EXPECT_NEAR(fair->tenants["team-a"].fair_share, 0.75, 1e-9);
   EXPECT_GT(fair->utilization, 0.95);
 
   // The same trace in arrival order: the weights are not met (the test can fail).
-  StatusOr<Report> fifo = RunSimulation(*cluster, trace, RunOptions{});
+  StatusOr<Report> fifo = RunWeightsExample("fair-share-weights-trace.yaml", "");
   ASSERT_TRUE(fifo.ok()) << fifo.status().ToString();
   const TenantReport& b = fifo->tenants["team-b"];
   EXPECT_GT(std::abs(b.share / b.fair_share - 1), 0.2)
@@ -696,12 +666,11 @@ TEST(SimulationTest, FairShareGivesTenantsWeighted3To1SharesOnASaturatedCluster)
   EXPECT_LT(fifo->jain_index, fair->jain_index);
 }
 
-// Issue 22 (c), equal weights: three tenants 1:1:1 flooding 9 GPUs share them equally.
+// Issue 22 (c), equal weights (examples/sim/fair-share-equal-*.yaml): three tenants 1:1:1
+// flooding the same 8 GPUs share them equally.
 TEST(SimulationTest, FairShareGivesThreeEqualTenantsAThirdEach) {
-  StatusOr<Cluster> cluster = A100Cluster(3, 3);
-  Trace trace = OneGpuFlood("", {"team-a", "team-b", "team-c"}, 60);
   StatusOr<Report> fair =
-      RunWithSharingPolicy(*cluster, trace, "  domains: [{name: gpus, deviceClasses: [gpu]}]\n");
+      RunWeightsExample("fair-share-equal-trace.yaml", "fair-share-equal-policy.yaml");
   ASSERT_TRUE(fair.ok()) << fair.status().ToString();
   ExpectFairShares(*fair, 3);
 }
