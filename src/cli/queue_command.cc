@@ -1,8 +1,9 @@
 // `draplane queue [-n NS] [--domain D] [-o text|wide|json]`: the scheduling queue's order now,
-// with each pending Pod's band, its tenant's share and fair share, its aging credit and since
-// when it starves, then the shares per domain and tenant (the `sprio` / `sshare` of this world;
-// docs/design/fair-share.md §5). Computed from the server's objects with the scheduler's own
-// order (scheduler/queue_view.h, which says what the API cannot show and how it stands in).
+// with each pending Pod's band, its tenant's share and fair share, its aging credit, since when
+// it starves and its starvation hold, then the shares per domain and tenant (the `sprio` / `sshare`
+// of this world; docs/design/fair-share.md §5). Computed from the server's objects with the
+// scheduler's own order (scheduler/queue_view.h, which says what the API cannot show and how it
+// stands in).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -81,7 +82,7 @@ std::string Text(const scheduler::QueueView& view, const QueueFlags& flags, Time
     rows.push_back({"POSITION", "PRIORITY", "NAMESPACE", "POD", "WAITING"});
   } else {
     rows.push_back({"POSITION", "PRIORITY", "NAMESPACE", "POD", "SHARE", "FAIR", "CREDIT",
-                    "WAITING", "STARVING-SINCE"});
+                    "WAITING", "STARVING-SINCE", "HOLD"});
     if (wide) {
       rows.back().push_back("WEIGHT");
       rows.back().push_back("DOMAINS");
@@ -102,6 +103,10 @@ std::string Text(const scheduler::QueueView& view, const QueueFlags& flags, Time
       row.push_back(Fixed(pod.credit));
       row.push_back(waiting);
       row.push_back(pod.starving_since ? Rfc3339(*pod.starving_since) : "-");
+      // "node-3 5/8": devices held on the target node of those the Pod needs there.
+      row.push_back(pod.hold ? pod.hold->node + " " + std::to_string(pod.hold->devices.size()) +
+                                   "/" + std::to_string(pod.hold->needed)
+                             : "-");
       if (wide) {
         row.push_back(Fixed(pod.weight, 0));
         std::string domains;
@@ -154,6 +159,17 @@ json::object Json(const scheduler::QueueView& view, const QueueFlags& flags) {
       p["fairShare"] = pod.fair;
       p["credit"] = pod.credit;
       if (pod.starving_since) p["starvingSince"] = Rfc3339(*pod.starving_since);
+      if (pod.hold) {
+        json::array devices;
+        for (const allocator::HeldDeviceId& d : pod.hold->devices) {
+          devices.push_back(
+              json::object{{"driver", d.driver}, {"pool", d.pool}, {"device", d.device}});
+        }
+        p["hold"] = json::object{{"node", pod.hold->node},
+                                 {"since", Rfc3339(pod.hold->since)},
+                                 {"needed", pod.hold->needed},
+                                 {"devices", std::move(devices)}};
+      }
     }
     pods.push_back(std::move(p));
   }

@@ -152,6 +152,12 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
           "Pod, of a device of a class the starving Pod needs on its target node, while its hold "
           "was incomplete (holds keep this at 0).",
           {"domain"}),
+      .fair_share_fallbacks = metrics::NewCounterFamily(
+          "draplane_fair_share_fallbacks_total",
+          "Bindings whose firstAvailable request took a later subrequest because the "
+          "DeviceSharingPolicy's placement preference left an earlier tier's class to under-served "
+          "tenants (each with a FairShareFallback Event), by tenant.",
+          {"tenant"}),
   };
   return m;
 }

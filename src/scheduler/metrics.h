@@ -42,6 +42,8 @@
 //        sums the fractions of the namespaces not allowlisted (effective: of the sums)
 //   draplane_starving_pods{tenant,domain}                      Pending Pods past the policy's
 //                                                              starvation threshold
+//   draplane_fair_share_fallbacks_total{tenant}                bindings the fair-share placement
+//                                                              preference moved to a later tier
 //   draplane_held_device_seconds_total{domain}                 devices held for starving Pods
 //                                                              times seconds (the holds' price)
 //   draplane_starving_overtakes_total{domain}                  allocations that overtook a
@@ -90,6 +92,7 @@ struct SchedulerMetrics {
   metrics::GaugeFamily starving_pods;
   metrics::CounterFamily held_device_seconds;
   metrics::CounterFamily starving_overtakes;
+  metrics::CounterFamily fair_share_fallbacks;
 
   // The process-wide families for `profile` (the scheduler name).
   static SchedulerMetrics For(const std::string& profile);

@@ -9,6 +9,7 @@
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue_order.h"
 #include "scheduler/requested_classes.h"
+#include "scheduler/starvation_holds.h"
 
 namespace draplane::scheduler {
 namespace {
@@ -124,6 +125,22 @@ QueueView ComputeQueueView(const QueueViewInputs& inputs) {
     out.name = pod.metadata.name;
     out.priority = pod.spec.priority.value_or(0);
     out.waiting_since = WaitingSince(pod);
+    if (auto held = pod.metadata.annotations.find(std::string(kHeldDevicesAnnotation));
+        held != pod.metadata.annotations.end()) {
+      // One the scheduler could not have written is not shown (the scheduler ignores it too).
+      if (StatusOr<StarvationHold> hold = StarvationHolds::ParseAnnotation(held->second);
+          hold.ok()) {
+        QueuedPodView::Hold& h = out.hold.emplace();
+        h.node = hold->node;
+        h.since = hold->since;
+        h.devices = hold->devices;
+        for (const HoldNeed& need : hold->needs) {
+          h.needed += need.count == HoldNeed::kAllDevices
+                          ? ledger.Devices(need.device_class, hold->node)
+                          : need.count;
+        }
+      }
+    }
     if (model == nullptr) continue;
     std::vector<int> domains = model->DomainsOf(classes_of(pod).all);
     const FairShareConfig& config = model->config();

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "allocator/hold.h"
 #include "api/gen/core_v1_types.h"
 #include "api/gen/draplane_v1alpha1_types.h"
 #include "api/gen/resource_v1_types.h"
@@ -59,6 +60,16 @@ struct QueuedPodView {
   double fair = 0;
   double credit = 0;
   std::optional<Timestamp> starving_since{};
+  // Its starvation hold, read from the annotation the scheduler keeps on the Pod
+  // (kHeldDevicesAnnotation): the target node, since when, the devices held so far and how
+  // many it needs there.
+  struct Hold {
+    std::string node;
+    Timestamp since{};
+    std::vector<allocator::HeldDeviceId> devices;
+    int64_t needed = 0;
+  };
+  std::optional<Hold> hold{};
 };
 
 struct QueueView {

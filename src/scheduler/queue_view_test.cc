@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "scheduler/fair_share_testing.h"
+#include "scheduler/starvation_holds.h"
 
 namespace draplane::scheduler {
 namespace {
@@ -144,6 +145,38 @@ TEST(QueueViewTest, BandsFirstThenStarvingPodsThenShares) {
       << view.policy_error;
   ASSERT_EQ(view.pods.size(), 2u);
   EXPECT_EQ(view.pods[1].name, "a-starving");
+}
+
+TEST(QueueViewTest, AStarvingPodShowsItsHold) {
+  QueueWorld world;
+  world.Policy();
+  world.Pending("team-b", "big", hours(3));
+  world.Pending("team-b", "all", hours(3));
+  StarvationHold hold{.pod = "team-b/big",
+                      .uid = "pod-team-b-big",
+                      .node = "node-a",
+                      .since = world.inputs.now - minutes(20),
+                      .needs = {{.device_class = "h100", .count = 2}},
+                      .devices = {{"gpu.example.com", "node-a", "gpu-3"}}};
+  world.inputs.pods[0].metadata.annotations[std::string(kHeldDevicesAnnotation)] =
+      StarvationHolds::AnnotationOf(hold);
+  // Every H100 of the node: the view counts them from the slices.
+  hold.needs = {{.device_class = "h100", .count = HoldNeed::kAllDevices}};
+  world.inputs.pods[1].metadata.annotations[std::string(kHeldDevicesAnnotation)] =
+      StarvationHolds::AnnotationOf(hold);
+  QueueView view = ComputeQueueView(world.inputs);
+  ASSERT_EQ(view.pods.size(), 2u);
+  for (const QueuedPodView& p : view.pods) {
+    ASSERT_TRUE(p.hold.has_value()) << p.name;
+    EXPECT_EQ(p.hold->node, "node-a");
+    EXPECT_EQ(p.hold->since, world.inputs.now - minutes(20));
+    EXPECT_EQ(p.hold->devices, hold.devices);
+    EXPECT_EQ(p.hold->needed, p.name == "big" ? 2 : 4) << p.name;
+  }
+  // An annotation the scheduler could not have written is not shown.
+  world.inputs.pods[0].metadata.annotations[std::string(kHeldDevicesAnnotation)] = "{";
+  view = ComputeQueueView(world.inputs);
+  for (const QueuedPodView& p : view.pods) EXPECT_EQ(p.hold.has_value(), p.name == "all");
 }
 
 }  // namespace

@@ -1622,9 +1622,12 @@ void Scheduler::RecordDecision(const Binding& binding) {
     events_->Record(client::ReferenceTo(pod), "Normal", "QuotaFallback", decision->quota_fallback,
                     "Binding");
   }
-  if (events_ && !decision->fair_share_fallback.empty()) {
-    events_->Record(client::ReferenceTo(pod), "Normal", "FairShareFallback",
-                    decision->fair_share_fallback, "Binding");
+  if (!decision->fair_share_fallback.empty()) {
+    metrics_.fair_share_fallbacks.WithLabels({tenants_.Of(ns)}).Increment();
+    if (events_) {
+      events_->Record(client::ReferenceTo(pod), "Normal", "FairShareFallback",
+                      decision->fair_share_fallback, "Binding");
+    }
   }
   if (!decisions_) return;
   // The policy inputs: the Allocation-mode quotas at the versions the search read, and the

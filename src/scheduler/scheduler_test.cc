@@ -14,6 +14,7 @@
 #include "client/memory_api.h"
 #include "client/shared_informers.h"
 #include "client/typed.h"
+#include "common/metrics.h"
 #include "common/random.h"
 #include "testing/cluster.h"
 
@@ -1639,6 +1640,8 @@ TEST(SynchronousSchedulerTest, APodThatCanFallBackLeavesAnUnderServedTenantTheCl
         event = event || (e.reason == "FairShareFallback" && e.message == fallback);
       }
       EXPECT_TRUE(event) << "the Pod's FairShareFallback Event";
+      EXPECT_NE(metrics::RenderText().find("draplane_fair_share_fallbacks_total{"),
+                std::string::npos);
     }
     scheduler.Stop();
     informers->Stop();
