@@ -130,7 +130,7 @@ QueueView ComputeQueueView(const QueueViewInputs& inputs) {
       // One the scheduler could not have written is not shown (the scheduler ignores it too).
       if (StatusOr<StarvationHold> hold = StarvationHolds::ParseAnnotation(held->second);
           hold.ok()) {
-        QueuedPodView::Hold& h = out.hold.emplace();
+        QueuedHold& h = out.hold.emplace();
         h.node = hold->node;
         h.since = hold->since;
         h.devices = hold->devices;

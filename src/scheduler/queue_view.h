@@ -45,6 +45,15 @@ struct QueueViewInputs {
   Timestamp now;
 };
 
+// A waiting Pod's starvation hold: the target node, since when, the devices held so far and how
+// many it needs there.
+struct QueuedHold {
+  std::string node;
+  Timestamp since{};
+  std::vector<allocator::HeldDeviceId> devices{};
+  int64_t needed = 0;
+};
+
 struct QueuedPodView {
   int64_t position = 0;  // 1-based, over every pending Pod
   std::string namespace_;
@@ -61,15 +70,8 @@ struct QueuedPodView {
   double credit = 0;
   std::optional<Timestamp> starving_since{};
   // Its starvation hold, read from the annotation the scheduler keeps on the Pod
-  // (kHeldDevicesAnnotation): the target node, since when, the devices held so far and how
-  // many it needs there.
-  struct Hold {
-    std::string node;
-    Timestamp since{};
-    std::vector<allocator::HeldDeviceId> devices;
-    int64_t needed = 0;
-  };
-  std::optional<Hold> hold{};
+  // (kHeldDevicesAnnotation).
+  std::optional<QueuedHold> hold{};
 };
 
 struct QueueView {
