@@ -66,6 +66,9 @@ struct ApiRequest {
   std::string field_manager{};
   // The object (kCreate, kUpdate) or the patch document (kPatch).
   boost::json::value body{};
+  // The caller reads only whether the request succeeded: a client may return null instead of the
+  // object, and skip parsing the answer (a record writer's creates).
+  bool discard_response = false;
 };
 
 struct WatchEvent {

@@ -200,14 +200,14 @@ class RestClient final : public ApiClient {
     }
     StatusOr<HttpResponse> response = transport_->RoundTrip(http);
     if (!response.ok()) return response.status();
-    std::string what = http.method + " " + http.target;
     if (response->status < 200 || response->status >= 300) {
       boost::system::error_code ec;
       boost::json::value body = boost::json::parse(response->body, ec);
       if (ec) body = boost::json::string(response->body);
       return StatusFromApiError(response->status, body);
     }
-    return ParseBody(*response, what);
+    if (request.discard_response) return boost::json::value();
+    return ParseBody(*response, http.method + " " + http.target);
   }
 
   StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) override {

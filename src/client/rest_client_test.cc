@@ -119,6 +119,29 @@ TEST(RestClientTest, ErrorResponsesMapToStatusCodes) {
   EXPECT_EQ(Get<api::corev1::Pod>(*api, "ns", "dup").status().code(), StatusCode::kAlreadyExists);
 }
 
+TEST(RestClientTest, ADiscardedResponseIsNotParsedButErrorsStillAre) {
+  TestServer server([](const TestRequest& r) {
+    if (r.body.find(R"("name":"dup")") != std::string::npos) {
+      return TestResponse{.status = 409, .body = R"({"kind":"Status","reason":"AlreadyExists",
+        "message":"pods \"dup\" already exists","code":409})"};
+    }
+    return TestResponse{.status = 201, .body = "not json"};
+  });
+  auto api = ClientFor(server.url());
+  ApiRequest request;
+  request.verb = Verb::kCreate;
+  request.resource = &ResourceOf<api::corev1::Pod>();
+  request.namespace_ = "ns";
+  request.body = boost::json::parse(kPod);
+  EXPECT_EQ(api->Do(request).status().code(), StatusCode::kInternal);  // the answer is read
+  request.discard_response = true;
+  StatusOr<boost::json::value> discarded = api->Do(request);
+  ASSERT_TRUE(discarded.ok()) << discarded.status().ToString();
+  EXPECT_TRUE(discarded->is_null());
+  request.body.as_object()["metadata"].as_object()["name"] = "dup";
+  EXPECT_EQ(api->Do(request).status().code(), StatusCode::kAlreadyExists);
+}
+
 TEST(RestClientTest, KeepAliveReusesOneConnection) {
   TestServer server([](const TestRequest&) { return TestResponse{.body = kPod}; });
   auto api = ClientFor(server.url());
