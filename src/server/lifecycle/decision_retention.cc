@@ -5,6 +5,7 @@
 #include "common/mutex.h"
 #include "common/status_macros.h"
 #include "server/handlers/json_util.h"
+#include "server/lifecycle/stored_metadata.h"
 
 namespace draplane::server::lifecycle {
 namespace {
@@ -42,12 +43,12 @@ void DecisionRetention::Index(const store::WatchEvent& event) {
   Record record;
   record.name = key.name;
   record.revision = event.object->revision;
-  StatusOr<handlers::JsonObject> parsed = handlers::ParseObject(event.object->value);
-  if (parsed.ok()) {
-    std::optional<Timestamp> created =
-        handlers::ParseTime(handlers::MetaString(*parsed, "creationTimestamp"));
+  // Every record written passes here: its metadata alone, without a DOM.
+  StoredMetadata meta;
+  if (ReadStoredMetadata(event.object->value, &meta)) {
+    std::optional<Timestamp> created = handlers::ParseTime(meta.creation_timestamp);
     if (created) record.created = *created;
-    record.finalizers = !handlers::Finalizers(*parsed).empty();
+    record.finalizers = !meta.finalizers.empty();
   }
   index_[key.ns][event.object->create_revision] = record;
   by_name_[{key.ns, key.name}] = event.object->create_revision;

@@ -35,6 +35,7 @@
 #include "common/status.h"
 #include "server/handlers/registry.h"
 #include "server/internal/watch_worker.h"
+#include "server/lifecycle/stored_metadata.h"
 #include "store/store.h"
 
 namespace draplane::server::lifecycle {
@@ -51,13 +52,7 @@ class LifecycleController {
   // Wakes the worker for time-based work (pod grace periods); called about once a second.
   void Tick();
 
-  struct OwnerRef {
-    std::string api_version;
-    std::string kind;
-    std::string name;
-    std::string uid;
-    bool operator==(const OwnerRef&) const = default;
-  };
+  using OwnerRef = lifecycle::OwnerRef;
   // What the index keeps of a stored object.
   struct Entry {
     std::string uid;

@@ -40,6 +40,19 @@ TEST(LifecycleParseEntryTest, ReadsTheMetadataTheIndexKeeps) {
   EXPECT_EQ(entry, Oracle(json));
 }
 
+TEST(StoredMetadataTest, ReadsTheCreationTimestampAndStopsAfterMetadata) {
+  StoredMetadata meta;
+  // What follows metadata is not read: not even its validity matters.
+  ASSERT_TRUE(ReadStoredMetadata(R"({"kind":"AllocationDecision","metadata":{"name":"d",
+    "labels":{"creationTimestamp":"no"},"creationTimestamp":"2026-12-04T01:02:03Z",
+    "finalizers":["keep"]},"spec":{"time":)",
+                                 &meta));
+  EXPECT_EQ(meta.creation_timestamp, "2026-12-04T01:02:03Z");
+  EXPECT_EQ(meta.finalizers, std::vector<std::string>{"keep"});
+  EXPECT_FALSE(ReadStoredMetadata(R"({"metadata":{"creationTimestamp":)", &meta));
+  EXPECT_FALSE(ReadStoredMetadata("[]", &meta));
+}
+
 TEST(LifecycleParseEntryTest, AgreesWithTheDomReaderOnOddShapes) {
   const std::vector<std::string> cases = {
       // metadata after spec and status: read to the end
