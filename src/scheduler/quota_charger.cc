@@ -97,10 +97,10 @@ std::unique_ptr<QuotaCharger::Expected> QuotaCharger::Expect(const std::string& 
 
 QuotaCharger::Expected::~Expected() { charger_.Abandon(id_); }
 
-void QuotaCharger::Expected::AddClaim(const std::string& claim_uid) {
+void QuotaCharger::Expected::AddClaim(const std::string& claim_uid, const std::string& marker) {
   MutexLock lock(charger_.mu_);
   auto it = charger_.open_.find(id_);
-  if (it != charger_.open_.end()) it->second.claims.push_back(claim_uid);
+  if (it != charger_.open_.end()) it->second.claims.insert_or_assign(claim_uid, marker);
 }
 
 void QuotaCharger::Abandon(uint64_t id) {
@@ -120,9 +120,9 @@ void QuotaCharger::Abandon(uint64_t id) {
   open_.erase(it);
 }
 
-std::set<std::string> QuotaCharger::ExpectedClaims(const std::string& ns) {
+std::map<std::string, std::string> QuotaCharger::ExpectedClaims(const std::string& ns) {
   MutexLock lock(mu_);
-  std::set<std::string> claims;
+  std::map<std::string, std::string> claims;
   for (const auto& [id, open] : open_) {
     if (open.ns == ns) claims.insert(open.claims.begin(), open.claims.end());
   }

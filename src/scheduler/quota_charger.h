@@ -22,7 +22,9 @@
 // namespace runs while its pipeline is held (Hold): no batch of this charger is being written, so
 // each of its charges has either landed or is still expected (Expect), and the recount leaves the
 // expected ones' claims out (ExpectedClaims): counting an allocation whose charge lands after the
-// recount's write would charge it twice.
+// recount's write would charge it twice. Only the allocation this charge stands for is left out:
+// the recount compares the claim's charge marker with the one its writer recorded (AddClaim), so
+// a replica's allocation of the same claim, written instead of ours, is counted.
 //
 // Thread-safety: ChargeAsync and Charge may be called from any number of threads at once.
 #pragma once
@@ -62,8 +64,9 @@ class QuotaCharger {
     ~Expected();
     Expected(const Expected&) = delete;
     Expected& operator=(const Expected&) = delete;
-    // The claim's allocation is about to be written, and charged by this charge.
-    void AddClaim(const std::string& claim_uid);
+    // The claim's allocation is about to be written, with `marker` as its charge marker
+    // (dynamic_resources.h, kQuotaChargeAnnotation), and charged by this charge.
+    void AddClaim(const std::string& claim_uid, const std::string& marker);
 
    private:
     friend class QuotaCharger;
@@ -72,8 +75,9 @@ class QuotaCharger {
     const uint64_t id_;
   };
   std::unique_ptr<Expected> Expect(const std::string& ns);
-  // The claims of the charges of `ns` that are open and not yet decided.
-  std::set<std::string> ExpectedClaims(const std::string& ns);
+  // The claims of the charges of `ns` that are open and not yet decided: claim uid -> the charge
+  // marker its allocation is written with.
+  std::map<std::string, std::string> ExpectedClaims(const std::string& ns);
 
   // Adds `increment` to the status.used of the Allocation-mode quotas `quotas` of `ns` that
   // limit one of its resources, all of them or none, and then calls `done` (once, on the
@@ -106,7 +110,7 @@ class QuotaCharger {
 
  private:
   struct Waiter {
-    uint64_t expected = 0;    // its Expected, or 0
+    uint64_t expected = 0;       // its Expected, or 0
     std::function<void()> hold;  // set: not a charge but a Hold
     std::vector<std::string> quotas;
     allocator::ResourceList increment;
@@ -116,7 +120,7 @@ class QuotaCharger {
   };
   struct Open {
     std::string ns;
-    std::vector<std::string> claims;
+    std::map<std::string, std::string> claims;  // uid -> charge marker
     std::shared_ptr<Waiter> queued;  // its charge, while queued (not yet taken into a batch)
     bool writing = false;            // its charge is in the batch being written
   };

@@ -58,7 +58,9 @@ struct Scheduler::InboxItem {
     Status error;
     std::vector<api::corev1::ResourceQuota> quotas;
     std::vector<rv1::ResourceClaim> claims;
-    std::set<std::string> expected;  // claims whose charge had not landed (left out)
+    // Claims whose charge had not landed: uid -> the charge marker of our allocation (left out
+    // when the claim carries it: another replica's allocation of the claim is counted).
+    std::map<std::string, std::string> expected;
   };
   Kind kind = Kind::kPod;
   std::shared_ptr<const void> old_object{};
@@ -1701,7 +1703,11 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
   } else {
     std::vector<const rv1::ResourceClaim*> claims;
     for (const rv1::ResourceClaim& c : r->claims) {
-      if (!r->expected.contains(c.metadata.uid)) claims.push_back(&c);
+      auto ours = r->expected.find(c.metadata.uid);
+      auto marker = c.metadata.annotations.find(std::string(kQuotaChargeAnnotation));
+      bool uncharged = ours != r->expected.end() && marker != c.metadata.annotations.end() &&
+                       marker->second == ours->second;
+      if (!uncharged) claims.push_back(&c);
     }
     allocator::ResourceList usage =
         allocator::RecomputeHoldings(claims, cluster_.ledger().catalog()).Usage(r->ns);

@@ -741,8 +741,9 @@ TEST_F(QuotaSchedulerTest, ARecountNeverCountsAChargeThatHasNotLanded) {
   QuotaCharger charger(cluster_.api(), "test");
   allocator::ResourceList one{{kH100Devices, api::Quantity::FromInt64(1)}};
   std::unique_ptr<QuotaCharger::Expected> first = charger.Expect("default");
-  first->AddClaim("uid-1");
-  EXPECT_EQ(charger.ExpectedClaims("default"), std::set<std::string>{"uid-1"});
+  first->AddClaim("uid-1", "pod-1 100 w1");
+  using Expected = std::map<std::string, std::string>;
+  EXPECT_EQ(charger.ExpectedClaims("default"), (Expected{{"uid-1", "pod-1 100 w1"}}));
   EXPECT_TRUE(charger.ExpectedClaims("other").empty());
   // No executor: the hold's work runs at once, and the charge queues behind it.
   bool held = false;
@@ -752,7 +753,7 @@ TEST_F(QuotaSchedulerTest, ARecountNeverCountsAChargeThatHasNotLanded) {
   charger.ChargeAsync(*first, {"devices"}, one, [&](Status s) { decided = std::move(s); });
   EXPECT_FALSE(decided.has_value());
   EXPECT_NE(Used("devices", kH100Devices), "1");
-  EXPECT_EQ(charger.ExpectedClaims("default"), std::set<std::string>{"uid-1"});
+  EXPECT_EQ(charger.ExpectedClaims("default"), (Expected{{"uid-1", "pod-1 100 w1"}}));
   charger.Release("default");
   ASSERT_TRUE(decided.has_value());
   EXPECT_TRUE(decided->ok()) << decided->ToString();
@@ -761,7 +762,7 @@ TEST_F(QuotaSchedulerTest, ARecountNeverCountsAChargeThatHasNotLanded) {
 
   // A charge abandoned while queued (its binding ended) is never written.
   std::unique_ptr<QuotaCharger::Expected> second = charger.Expect("default");
-  second->AddClaim("uid-2");
+  second->AddClaim("uid-2", "pod-2 100 w1");
   charger.Hold("default", [] {});
   bool called = false;
   charger.ChargeAsync(*second, {"devices"}, one, [&](Status) { called = true; });

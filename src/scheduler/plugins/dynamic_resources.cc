@@ -18,6 +18,7 @@
 #include "client/typed.h"
 #include "common/log.h"
 #include "common/mutex.h"
+#include "common/random.h"
 #include "scheduler/explain.h"
 
 namespace draplane::scheduler {
@@ -96,6 +97,7 @@ struct BindRecord {
   bool quota_refused = false;
   // The allocation is charged to quotas after it is written: mark it (kQuotaChargeAnnotation).
   bool mark_charge = false;
+  std::string charge_marker;  // the mark, set by PreBind
 };
 
 // The Allocation-mode quota charge PreBind started (QuotaCharger::ChargeAsync): decided on a
@@ -782,7 +784,10 @@ class DynamicResources final : public PreEnqueuePlugin,
         s->decision->claims[i].name = b.name;
         s->decision->claims[i].uid = b.uid;
       }
-      if (b.mark_charge && b.allocation && s->expected) s->expected->AddClaim(b.uid);
+      if (b.mark_charge && b.allocation) {
+        b.charge_marker = ChargeMarker(pod);
+        if (s->expected) s->expected->AddClaim(b.uid, b.charge_marker);
+      }
       Status written = WriteClaim(pod, *current, &b);
       if (!written.ok()) return PluginStatus::Error(written);
     }
@@ -1374,11 +1379,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         bool update = api::AddClaimFinalizer(&current);
         if (b->mark_charge) {
           // In the finalizer's write when there is one: no extra round trip.
-          std::string marker = pod.metadata.uid + " " +
-                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                  deps_.clock->Now().time_since_epoch())
-                                                  .count());
-          current.metadata.annotations[std::string(kQuotaChargeAnnotation)] = marker;
+          current.metadata.annotations[std::string(kQuotaChargeAnnotation)] = b->charge_marker;
           update = true;
         }
         if (update) {
@@ -1561,8 +1562,19 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
   }
 
+  // kQuotaChargeAnnotation's value for an allocation written now for `pod`.
+  std::string ChargeMarker(const Pod& pod) const {
+    int64_t seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(deps_.clock->Now().time_since_epoch())
+            .count();
+    return pod.metadata.uid + " " + std::to_string(seconds) + " " + writer_token_;
+  }
+
   DynamicResourcesDeps deps_;
   DynamicResourcesOptions options_;
+  // Tells this scheduler's charge markers from a replica's (a quota recount leaves out only its
+  // own uncharged allocations). Not a decision input: only ever compared for equality.
+  const std::string writer_token_ = SecureRandom().NewUuid().substr(0, 8);
   // Loop thread: claims (uid) whose allocation this scheduler releases because a device failed its
   // binding, until the cache shows the claim without that allocation; PreFilter must not reuse
   // it meanwhile.

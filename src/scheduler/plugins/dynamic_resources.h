@@ -71,7 +71,8 @@
 namespace draplane::scheduler {
 
 // Set on a claim, in the same write that adds the finalizer, when the scheduler allocates it in a
-// namespace whose Allocation-mode quotas it must charge: "<pod uid> <unix seconds>". Until that
+// namespace whose Allocation-mode quotas it must charge: "<pod uid> <unix seconds> <writer>", the
+// writer a token of the scheduler instance (which replica's allocation it is). Until that
 // Pod is bound, nobody else may use the allocation (its charge may still be refused; quota
 // replicas, docs/design/holdings.md).
 inline constexpr std::string_view kQuotaChargeAnnotation = "draplane.dev/quota-charge";
