@@ -117,16 +117,29 @@ StatusOr<ObjectList<T>> List(ApiClient& api, std::string_view namespace_,
 }
 
 template <typename T>
-StatusOr<T> Create(ApiClient& api, const T& object, std::string_view field_manager = "") {
+ApiRequest CreateRequest(const T& object, std::string_view field_manager) {
   ApiRequest request;
   request.verb = Verb::kCreate;
   request.resource = &ResourceOf<T>();
   request.namespace_ = object.metadata.namespace_;
   request.field_manager = std::string(field_manager);
   request.body = ToJson(object);
-  StatusOr<boost::json::value> json = api.Do(request);
+  return request;
+}
+
+template <typename T>
+StatusOr<T> Create(ApiClient& api, const T& object, std::string_view field_manager = "") {
+  StatusOr<boost::json::value> json = api.Do(CreateRequest(object, field_manager));
   if (!json.ok()) return json.status();
   return DecodeAs<T>(*json);
+}
+
+// Create for a caller that needs only success or failure: the stored object is not parsed.
+template <typename T>
+Status CreateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
+  ApiRequest request = CreateRequest(object, field_manager);
+  request.discard_response = true;
+  return api.Do(request).status();
 }
 
 // Replaces the object (its `metadata.resourceVersion` must be current: Conflict otherwise).

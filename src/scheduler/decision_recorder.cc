@@ -217,14 +217,8 @@ void DecisionRecorder::Loop() {
 }
 
 void DecisionRecorder::Write(const dv1::AllocationDecision& decision) {
-  client::ApiRequest request;
-  request.verb = client::Verb::kCreate;
-  request.resource = &client::ResourceOf<dv1::AllocationDecision>();
-  request.namespace_ = decision.metadata.namespace_;
-  request.field_manager = "draplane-scheduler";
-  request.body = client::ToJson(decision);
-  request.discard_response = true;  // the record as stored is of no use here
-  Status s = api_.Do(request).status();
+  // The record as stored is of no use here.
+  Status s = client::CreateOnly(api_, decision, "draplane-scheduler");
   if (s.ok() || s.code() == StatusCode::kAlreadyExists) {
     written_.Increment();
     return;

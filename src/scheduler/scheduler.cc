@@ -1702,9 +1702,10 @@ void Scheduler::FinishQuotaRecount(InboxItem& item) {
                  r->error.ToString());
   } else {
     std::vector<const rv1::ResourceClaim*> claims;
+    const std::string marker_key(kQuotaChargeAnnotation);
     for (const rv1::ResourceClaim& c : r->claims) {
       auto ours = r->expected.find(c.metadata.uid);
-      auto marker = c.metadata.annotations.find(std::string(kQuotaChargeAnnotation));
+      auto marker = c.metadata.annotations.find(marker_key);
       bool uncharged = ours != r->expected.end() && marker != c.metadata.annotations.end() &&
                        marker->second == ours->second;
       if (!uncharged) claims.push_back(&c);
