@@ -811,6 +811,44 @@ TEST_F(QuotaSchedulerTest, ARecountDuringAChargeInFlightCountsTheAllocationOnce)
   EXPECT_EQ(Used("devices", kH100Devices), "1");
 }
 
+// An attempt that fails after its charge landed (here: the Pod's binding fails once) undoes its
+// marked allocation whole: left allocated, its marker (naming the unbound Pod) kept every
+// attempt, the Pod's own next one included, off the claim until the marker went stale.
+TEST_F(QuotaSchedulerTest, AnAttemptFailingAfterItsChargeLandedReleasesItsAllocation) {
+  GpuNode();
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "5"}}));
+  cluster_.Claim(cluster_.ClaimSpec("c1", "h100"));
+  std::mutex mu;
+  bool bind_failed = false;
+  bool released_after = false;
+  cluster_.api().SetInterceptor([&](const client::ApiRequest& r) -> std::optional<Status> {
+    std::lock_guard<std::mutex> lock(mu);
+    if (r.resource->resource == "pods" && r.subresource == "binding" && !bind_failed) {
+      bind_failed = true;
+      return UnavailableError("injected: binding failed once");
+    }
+    if (bind_failed && r.verb == client::Verb::kUpdate &&
+        r.resource->resource == "resourceclaims" && r.subresource == "status") {
+      const boost::json::value* status = r.body.as_object().if_contains("status");
+      if (status == nullptr || !status->as_object().contains("allocation")) released_after = true;
+    }
+    return std::nullopt;
+  });
+  StartScheduler();
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  cluster_.api().SetInterceptor(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(bind_failed);
+    EXPECT_TRUE(released_after);
+  }
+  // The landed charge was given back by the recount and charged again: one device, once.
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+  scheduler_->Stop();
+  EXPECT_EQ(Used("devices", kH100Devices), "1");
+}
+
 TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {
   cluster_.Class("gpu", kGpuClass);
   cluster_.Node("node-a");

@@ -88,13 +88,13 @@ struct BindRecord {
   uint64_t written_version = 0;
   bool lost = false;
   // The write was not seen back in time: whether it won is not known yet, and another replica
-  // may already use it if it did, so nothing is undone. Observers clear it if it lost
-  // (Scheduler::Apply).
+  // may already use it if it did, so nothing is undone (unless release_marked). Observers clear
+  // it if it lost (Scheduler::Apply).
   bool unconfirmed = false;
   bool created = false;
-  // An Allocation-mode quota refused the Pod's charge after the allocation was written: undo it
-  // (reservation and allocation) unless the Pod got bound meanwhile.
-  bool quota_refused = false;
+  // Written with a charge marker: an attempt that fails undoes it whole (reservation and
+  // allocation) unless the Pod got bound meanwhile.
+  bool release_marked = false;
   // The allocation is charged to quotas after it is written: mark it (kQuotaChargeAnnotation).
   bool mark_charge = false;
   std::string charge_marker;  // the mark, set by PreBind
@@ -735,13 +735,15 @@ class DynamicResources final : public PreEnqueuePlugin,
   void Unreserve(CycleState& cycle, const PodInfo& info, const std::string&) override {
     DraState* s = cycle.Get<DraState>();
     if (s == nullptr) return;
-    // A charge refused, or not known to have landed (it may still be refused): undo the
-    // allocations as for a refusal. One still queued is dropped; one being written that lands
-    // anyway is given back by the recount the deallocation starts (it runs after that write).
-    const bool charge_unlanded = s->charge != nullptr && !ChargeLanded(*s->charge);
+    // An allocation written with a charge marker is undone whole, whatever became of its
+    // charge: left allocated, its marker (naming a Pod that is not bound) would keep everyone,
+    // this Pod's next attempt included, from using it until it went stale (ChargePending). A
+    // charge still queued is dropped; one that landed, or lands anyway, is given back by the
+    // recount the deallocation starts (it runs after that write). Unconfirmed too: nobody else
+    // can have used a marked allocation, and the release checks it is still the one written.
     for (BindRecord& b : s->binds) {
       if (!b.in_flight_uid.empty()) deps_.cluster->ledger().RemoveInFlight(b.in_flight_uid);
-      if (charge_unlanded && b.allocation) b.quota_refused = true;
+      if (b.allocation && !b.charge_marker.empty()) b.release_marked = true;
     }
     s->charge.reset();
     s->expected.reset();  // a charge still queued is never written
@@ -749,7 +751,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     for (const BindRecord& b : s->binds) {
       const ClaimEntry& e = s->claims[b.entry];
       std::string ns = pod.metadata.namespace_;
-      if (b.unconfirmed) continue;
+      if (b.unconfirmed && !b.release_marked) continue;
       if (e.special && b.created) {
         DeleteClaimAsync(ns, b.name, b.uid);
       } else if (b.lost || (s->release_allocations && b.reserved && b.allocation != nullptr)) {
@@ -757,7 +759,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         DeallocateAsync(ns, b.name, b.uid, "", "", b.allocation);
       } else if (b.reserved) {
         DeallocateAsync(ns, b.name, b.uid, pod.metadata.name, pod.metadata.uid, b.allocation,
-                        /*release_allocation=*/b.quota_refused);
+                        /*release_allocation=*/b.release_marked);
       }
     }
     s->binds.clear();
@@ -887,11 +889,6 @@ class DynamicResources final : public PreEnqueuePlugin,
           }
           wake(uid);
         });
-  }
-
-  static bool ChargeLanded(QuotaChargeTicket& ticket) {
-    MutexLock lock(ticket.mu);
-    return ticket.decided && ticket.result.ok();
   }
 
   // Success when the charge landed; WaitForWrite while it is in flight; its error (a refusal
