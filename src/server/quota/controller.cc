@@ -1,10 +1,12 @@
 #include "server/quota/controller.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
 #include "api/gen/core_v1_codec.h"
 #include "api/quota/metrics.h"
+#include "api/quota/usage.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
@@ -113,11 +115,21 @@ void QuotaController::Observe(const handlers::ResourceInfo& r, const store::Watc
   bool is_quota = r.group.empty() && r.resource == "resourcequotas";
   if (is_quota && event.type != store::WatchEvent::Type::kDeleted) quota_namespaces_.insert(ns);
   if (quota_namespaces_.count(ns) == 0) return;
+  if (!is_quota && !CountedByServer(ns, r)) return;
   if (ChangesUsage(r, event)) {
     dirty_.insert(ns);
   } else if (is_quota) {
     ObserveScheduledUsage(event);
   }
+}
+
+bool QuotaController::CountedByServer(const std::string& ns,
+                                      const handlers::ResourceInfo& r) const {
+  auto keys = server_keys_.find(ns);
+  if (keys == server_keys_.end()) return true;
+  return std::any_of(keys->second.begin(), keys->second.end(), [&](const std::string& key) {
+    return api::quota::EvaluatorMatches(r.group, r.resource, key);
+  });
 }
 
 void QuotaController::ObserveScheduledUsage(const store::WatchEvent& event) {
@@ -187,6 +199,13 @@ StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_
       WriterLock lock(accounting_->charge_mutex());
       DRAPLANE_ASSIGN_OR_RETURN(quotas, accounting_->QuotasOf(ns));
       in_flight = accounting_->ChargedInFlight(ns);
+    }
+    std::vector<std::string>& server_keys = server_keys_[ns];
+    server_keys.clear();
+    for (const std::shared_ptr<const StoredQuota>& stored : quotas) {
+      for (const auto& [key, hard] : stored->quota.spec.hard) {
+        if (QuotaAccounting::ServerOwned(stored->quota, key)) server_keys.push_back(key);
+      }
     }
     bool conflict = false;
     QuotaSeries used_series;

@@ -8,7 +8,8 @@
 //   - at start: every namespace with a quota (a full resync);
 //   - on changes: a quota created or its spec / annotations changed; an object of the namespace
 //     deleted (replenishment: admission only ever adds); a Pod whose usage changed (it turned
-//     terminal, or started terminating);
+//     terminal, or started terminating) — of the resources a quota of the namespace counts with
+//     a key the server owns;
 //   - periodically: every namespace with a quota, every `resync_period` of the injected clock
 //     (upstream's --resource-quota-sync-period, 5 minutes).
 //
@@ -27,6 +28,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -64,6 +66,9 @@ class QuotaController {
   StatusOr<int> SyncNamespace(const std::string& ns, bool detect_drift);
   // Marks the namespace of a changed object for a sync when the change can change usage.
   void Observe(const handlers::ResourceInfo& r, const store::WatchEvent& event);
+  // Whether a quota of `ns` counts objects of `r` with a key the server owns, as its last sync
+  // read the quotas (true before its first sync).
+  bool CountedByServer(const std::string& ns, const handlers::ResourceInfo& r) const;
   // Sets the used gauges of the keys of a quota's status write that the server does not own.
   void ObserveScheduledUsage(const store::WatchEvent& event);
   void RecordDrift(const StoredQuota& quota, const std::string& detail);
@@ -84,6 +89,12 @@ class QuotaController {
   // Owned by the worker thread (and by Start before it runs).
   internal::ResourceWatches watches_;
   std::set<std::string> quota_namespaces_;
+  // Per synced namespace: the hard keys of its quotas that the server owns. A change of a
+  // resource none of them counts is not looked at (an Allocation-mode quota of device keys
+  // alone counts nothing here: parsing every Pod update of its namespace was most of the
+  // controller's work under scheduling load). A quota change syncs the namespace, which
+  // refreshes its keys.
+  std::map<std::string, std::vector<std::string>> server_keys_;
   std::set<std::string> dirty_;
   Timestamp next_resync_{};
   uint64_t event_sequence_ = 0;  // makes Event names unique within the process

@@ -383,5 +383,36 @@ TEST_F(QuotaServerTest, PodsAreChargedTheirComputeAndMustStateIt) {
   EXPECT_EQ(Used(quota, "requests.cpu"), "3");
 }
 
+// The controller looks only at changes of resources a quota of the namespace counts on the server
+// (controller.h): a quota that starts counting Pods must make it see their changes from then on.
+TEST_F(QuotaServerTest, AQuotaThatStartsCountingPodsSeesTheirChanges) {
+  ASSERT_EQ(Do("POST", "/api/v1/namespaces/team-a/resourcequotas",
+               R"({"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"devices",
+                   "annotations":{"draplane.dev/device-quota-mode":"Allocation"}},
+                   "spec":{"hard":{"h100.deviceclass.resource.k8s.io/devices":"4"}}})")
+                .status,
+            201);
+  const std::string pod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},)"
+                          R"("spec":{"containers":[{"name":"c","image":"x"}]}})";
+  ASSERT_EQ(Do("POST", "/api/v1/namespaces/team-a/pods", pod).status, 201);
+  // Nothing counts Pods yet; then the quota does, and its sync counts the Pod.
+  boost::json::object quota = Quota("devices");
+  quota["spec"].as_object()["hard"].as_object()["pods"] = "5";
+  ASSERT_EQ(
+      Do("PUT", "/api/v1/namespaces/team-a/resourcequotas/devices", boost::json::serialize(quota))
+          .status,
+      200);
+  ASSERT_TRUE(testing::Eventually([&] { return Used(Quota("devices"), "pods") == "1"; }));
+  // The Pod turns terminal: it no longer counts.
+  TestResponse current = Do("GET", "/api/v1/namespaces/team-a/pods/p1");
+  ASSERT_EQ(current.status, 200);
+  boost::json::object p1 = boost::json::parse(current.body).as_object();
+  p1["status"] = boost::json::object{{"phase", "Succeeded"}};
+  ASSERT_EQ(
+      Do("PUT", "/api/v1/namespaces/team-a/pods/p1/status", boost::json::serialize(p1)).status,
+      200);
+  ASSERT_TRUE(testing::Eventually([&] { return Used(Quota("devices"), "pods") == "0"; }));
+}
+
 }  // namespace
 }  // namespace draplane::server::quota
