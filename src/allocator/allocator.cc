@@ -271,6 +271,9 @@ class AllocatorImpl final : public Allocator {
     // An explanation is cached with the verdict, and read, only without policies (a policy's
     // refusals are part of the explanation, and not the node's).
     const bool use_cache = options.use_node_cache && (!options.explain || options.policies.empty());
+    // A remembered allocation is the policy-free search's first solution: it answers only callers
+    // that search without policies and want no explanation (an explanation needs the search).
+    const bool use_allocated = use_cache && options.policies.empty() && !options.explain;
     NodeEntry::Unsatisfiable* unexplained = nullptr;
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
@@ -281,15 +284,7 @@ class AllocatorImpl final : public Allocator {
         }
       }
       for (NodeEntry::Unsatisfiable& u : entry.unsatisfiable) {
-        if (u.claims != fingerprint_ || u.state_id != allocated.id() ||
-            !(u.features == features_)) {
-          continue;
-        }
-        bool same = true;
-        for (size_t i = 0; i < entry.records.size() && same; ++i) {
-          same = u.versions[i] == entry.records[i]->version;
-        }
-        if (!same) continue;
+        if (!Current(u.key, entry, allocated)) continue;
         if (options.explain && u.explanation == nullptr) {
           unexplained = &u;
           break;
@@ -299,6 +294,23 @@ class AllocatorImpl final : public Allocator {
         out.stats.node_cache_hit = true;
         if (options.explain) out.explanation = Named(u.explanation, options);
         return out;
+      }
+      if (use_allocated) {
+        for (const NodeEntry::Allocated& a : entry.allocated) {
+          if (!Current(a.key, entry, allocated)) continue;
+          Outcome out;
+          out.kind = Outcome::Kind::kAllocated;
+          out.results = a.results;
+          // Drawn as Results draws them: one per shared device, in result order.
+          Random& random = options.random != nullptr ? *options.random : SecureRandom();
+          for (rv1::AllocationResult& ar : out.results) {
+            for (rv1::DeviceRequestAllocationResult& r : ar.devices.results) {
+              if (r.share_id.has_value()) r.share_id = random.NewUuid();
+            }
+          }
+          out.stats.node_cache_hit = true;
+          return out;
+        }
       }
     }
 
@@ -342,6 +354,7 @@ class AllocatorImpl final : public Allocator {
     if (result.solved) {
       DRAPLANE_ASSIGN_OR_RETURN(out.results, Results(builder, result, node, options));
       out.kind = Outcome::Kind::kAllocated;
+      if (use_allocated) Remember(entry.allocated, {Key(entry, allocated), out.results});
     } else {
       bool invalid = false;
       for (const GatheredPool& p : entry.pools) invalid = invalid || p.invalid;
@@ -352,15 +365,7 @@ class AllocatorImpl final : public Allocator {
       } else {
         out.kind = Outcome::Kind::kUnsatisfiable;
         if (use_cache && unexplained == nullptr && result.stats.policy_rejections == 0) {
-          constexpr size_t kRemembered = 4;
-          if (entry.unsatisfiable.size() >= kRemembered) {
-            entry.unsatisfiable.erase(entry.unsatisfiable.begin());
-          }
-          std::vector<uint64_t> versions;
-          versions.reserve(entry.records.size());
-          for (const AllocatedState::PoolRecord* r : entry.records) versions.push_back(r->version);
-          entry.unsatisfiable.push_back(
-              {fingerprint_, features_, allocated.id(), std::move(versions), nullptr});
+          Remember(entry.unsatisfiable, {Key(entry, allocated), nullptr});
         }
       }
     }
@@ -382,6 +387,36 @@ class AllocatorImpl final : public Allocator {
   }
 
  private:
+  // The key of a verdict searched now on `entry`'s node (its records are current).
+  NodeEntry::VerdictKey Key(const NodeEntry& entry, const AllocatedState& allocated) const {
+    NodeEntry::VerdictKey key{fingerprint_, features_, allocated.id(), {}};
+    key.versions.reserve(entry.records.size());
+    for (const AllocatedState::PoolRecord* r : entry.records) key.versions.push_back(r->version);
+    return key;
+  }
+
+  // Whether a verdict remembered under `key` answers this call now.
+  bool Current(const NodeEntry::VerdictKey& key, const NodeEntry& entry,
+               const AllocatedState& allocated) const {
+    if (key.claims != fingerprint_ || key.state_id != allocated.id() ||
+        !(key.features == features_) || key.versions.size() != entry.records.size()) {
+      return false;
+    }
+    for (size_t i = 0; i < entry.records.size(); ++i) {
+      if (key.versions[i] != entry.records[i]->version) return false;
+    }
+    return true;
+  }
+
+  // Appends a verdict, forgetting the oldest beyond a few per node: a node is asked about the
+  // claim shapes of the Pods pending at one time, rarely more than a handful.
+  template <typename Verdict>
+  static void Remember(std::vector<Verdict>& verdicts, Verdict verdict) {
+    constexpr size_t kRemembered = 4;
+    if (verdicts.size() >= kRemembered) verdicts.erase(verdicts.begin());
+    verdicts.push_back(std::move(verdict));
+  }
+
   // A remembered explanation for this call: as it is when it names these claims or the caller
   // does not need the names, else a copy renamed to them.
   std::shared_ptr<const Explanation> Named(const std::shared_ptr<const Explanation>& remembered,

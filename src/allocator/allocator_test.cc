@@ -1128,6 +1128,68 @@ TEST(AllocatorTest, NodeCacheRemembersUnsatisfiableClaimsUntilTheStateChanges) {
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}));
 }
 
+TEST(AllocatorTest, NodeCacheRemembersAnAllocationForPolicyFreeCallersUntilTheStateChanges) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "1}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  const std::string first = boost::json::serialize(rv1::Encode(o->results[0]));
+  // Another claim with the same spec (another Pod) gets the remembered first solution.
+  f.claims[0].metadata.name = "claim-1";
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  EXPECT_TRUE(o->stats.node_cache_hit);
+  EXPECT_EQ(boost::json::serialize(rv1::Encode(o->results[0])), first);
+  // A policy may refuse what the node allows, and an explanation needs the search: both search.
+  Holdings holdings;
+  QuotaConstraint idle("ns", {Budget("class-a.deviceclass.resource.k8s.io/devices", 9, 0)},
+                       holdings);
+  o = f.Run({.policies = {&idle}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  ASSERT_NE(o->explanation, nullptr);
+  // Once the device is allocated the node is searched again.
+  f.allocated.AddDevice("driver-a", "pool-1", "device-1");
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}));
+}
+
+TEST(AllocatorTest, ARememberedAllocationDrawsItsShareIdsAgain) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kSharedNic);
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"
+            "        capacity: {requests: {bandwidth: 2G}}\n"));
+  std::unique_ptr<Random> seven = NewSeededRandom(7);
+  StatusOr<Outcome> searched = f.Run({.random = seven.get()});
+  ASSERT_TRUE(searched.ok());
+  ASSERT_EQ(searched->kind, Outcome::Kind::kAllocated);
+  ASSERT_FALSE(searched->stats.node_cache_hit);
+  std::unique_ptr<Random> eight = NewSeededRandom(8);
+  StatusOr<Outcome> remembered = f.Run({.random = eight.get()});
+  ASSERT_TRUE(remembered.ok());
+  ASSERT_TRUE(remembered->stats.node_cache_hit);
+  std::unique_ptr<Random> expected = NewSeededRandom(8);
+  EXPECT_EQ(remembered->results[0].devices.results[0].share_id, expected->NewUuid())
+      << "drawn from the caller's generator as a search would";
+  EXPECT_NE(remembered->results[0].devices.results[0].share_id,
+            searched->results[0].devices.results[0].share_id);
+}
+
 TEST(AllocatorTest, AdminAccessNeedsTheFeatureAndIgnoresAllocations) {
   Fixture f;
   f.Load(kClassA);

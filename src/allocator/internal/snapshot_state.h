@@ -114,18 +114,31 @@ struct NodeEntry {
   uint64_t state_id = 0;
   std::vector<const AllocatedState::PoolRecord*> records;
 
-  // Claim sets known to be unsatisfiable on this node.
-  struct Unsatisfiable {
+  // What a remembered verdict was searched for: the claim specs, the features and everything
+  // the node can see of the allocated state. The slices are fixed by `epoch`.
+  struct VerdictKey {
     uint64_t claims = 0;  // claim-set fingerprint id
     Features features;
     uint64_t state_id = 0;
     std::vector<uint64_t> versions;  // pool record versions, aligned with `pools`
+  };
+  // Claim sets known to be unsatisfiable on this node.
+  struct Unsatisfiable {
+    VerdictKey key;
     // The explanation of this verdict once one was asked for (without policies), so that a Pod
     // retried after a change elsewhere is not re-explained on every unchanged node. Its claim
     // names are those of the claims that asked first (the fingerprint is of the specs).
     std::shared_ptr<const Explanation> explanation;
   };
   std::vector<Unsatisfiable> unsatisfiable;  // most recent last, bounded
+  // Claim sets allocated on this node by a policy-free search, with the search's first solution
+  // (share IDs are drawn again for each caller): the Pods that try the node after it changed
+  // elsewhere in the cluster find it here.
+  struct Allocated {
+    VerdictKey key;
+    std::vector<api::resourcev1::AllocationResult> results;
+  };
+  std::vector<Allocated> allocated;  // most recent last, bounded
 };
 
 struct CompiledExpression {
