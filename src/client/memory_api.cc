@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <deque>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "api/labels/field_selector.h"
@@ -139,9 +140,14 @@ struct LogEntry {
   uint64_t rv = 0;
   const ResourceType* resource = nullptr;
   std::string type;
+  // Shared with the object's bucket while it is the stored version: never modified.
   std::shared_ptr<const json::value> object;
   std::shared_ptr<const json::value> old;  // MODIFIED only
 };
+
+// A stored object. Immutable once stored: a write stores a new value, so the watch log can share
+// it with the bucket instead of copying it.
+using Stored = std::shared_ptr<const json::value>;
 
 struct MemoryApi::State {
   State(const Clock& c, Random& r, MemoryApiOptions o) : clock(c), random(r), options(o) {}
@@ -162,7 +168,7 @@ struct MemoryApi::State {
   mutable Mutex mu;
   std::deque<Expiry> event_expiry DRAPLANE_GUARDED_BY(mu);
   uint64_t rv DRAPLANE_GUARDED_BY(mu) = 1;
-  std::map<const ResourceType*, std::map<std::string, json::value>> objects DRAPLANE_GUARDED_BY(mu);
+  std::map<const ResourceType*, std::map<std::string, Stored>> objects DRAPLANE_GUARDED_BY(mu);
   std::deque<LogEntry> log DRAPLANE_GUARDED_BY(mu);
   // Watches from rv >= log_floor - 1 can be served from the log.
   uint64_t log_floor DRAPLANE_GUARDED_BY(mu) = 1;
@@ -184,14 +190,14 @@ struct MemoryApi::State {
   }
 
   // Records an event and hands it to matching watchers.
-  void Emit(const ResourceType* type, std::string event_type, const json::value& object,
-            const json::value* old) DRAPLANE_REQUIRES(mu) {
+  void Emit(const ResourceType* type, std::string event_type, Stored object, Stored old)
+      DRAPLANE_REQUIRES(mu) {
     LogEntry entry;
     entry.rv = rv;
     entry.resource = type;
     entry.type = std::move(event_type);
-    entry.object = std::make_shared<const json::value>(object);
-    if (old != nullptr) entry.old = std::make_shared<const json::value>(*old);
+    entry.object = std::move(object);
+    entry.old = std::move(old);
     std::erase_if(watchers, [this](const std::shared_ptr<Watcher>& w) DRAPLANE_REQUIRES(mu) {
       AssertGuards(*w);
       return w->closed;
@@ -239,6 +245,7 @@ struct MemoryApi::State {
   StatusOr<json::value> List(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   // Deletes Events whose TTL passed.
   void ExpireEvents() DRAPLANE_REQUIRES(mu);
+  // `candidate`: the whole object, or for a subresource at least its metadata and that part.
   StatusOr<json::value> Commit(const ResourceType& type, const std::string& key,
                                json::value candidate, const std::string& subresource, bool check_rv)
       DRAPLANE_REQUIRES(mu);
@@ -249,8 +256,8 @@ bool MemoryApi::State::NamespaceTerminating(std::string_view ns) const {
   auto it = objects.find(&ResourceOf<api::corev1::Namespace>());
   if (it == objects.end()) return false;
   auto found = it->second.find(std::string(ns));
-  return found != it->second.end() && MetaOf(found->second) != nullptr &&
-         MetaOf(found->second)->if_contains("deletionTimestamp") != nullptr;
+  return found != it->second.end() && MetaOf(*found->second) != nullptr &&
+         MetaOf(*found->second)->if_contains("deletionTimestamp") != nullptr;
 }
 
 StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
@@ -327,9 +334,9 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
     event_expiry.push_back(
         {clock.MonotonicNow() + options.event_ttl, &type, key, MetaString(object, "uid")});
   }
-  auto [it, inserted] = bucket.emplace(key, std::move(object));
+  auto [it, inserted] = bucket.emplace(key, std::make_shared<const json::value>(std::move(object)));
   Emit(&type, "ADDED", it->second, nullptr);
-  return it->second;
+  return *it->second;
 }
 
 void MemoryApi::State::ExpireEvents() {
@@ -339,12 +346,12 @@ void MemoryApi::State::ExpireEvents() {
     event_expiry.pop_front();
     auto& bucket = objects[e.type];
     auto it = bucket.find(e.key);
-    if (it == bucket.end() || MetaString(it->second, "uid") != e.uid) continue;
+    if (it == bucket.end() || MetaString(*it->second, "uid") != e.uid) continue;
     ++rv;
-    SetRv(it->second);
-    json::value removed = std::move(it->second);
+    json::value removed = *it->second;
+    SetRv(removed);
     bucket.erase(it);
-    Emit(e.type, "DELETED", removed, nullptr);
+    Emit(e.type, "DELETED", std::make_shared<const json::value>(std::move(removed)), nullptr);
   }
 }
 
@@ -353,15 +360,15 @@ StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
   auto& bucket = objects[&type];
   auto it = bucket.find(ObjectKey(request.namespace_, request.name));
   if (it == bucket.end()) return NotFound(type, request.name);
-  json::value& pod = it->second;
+  const json::value& stored = *it->second;
   std::string binding_uid = MetaString(request.body, "uid");
   std::string pod_name = request.namespace_ + "/" + request.name;
-  if (!binding_uid.empty() && binding_uid != MetaString(pod, "uid")) {
+  if (!binding_uid.empty() && binding_uid != MetaString(stored, "uid")) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
                          "\": Precondition failed: UID in precondition: " + binding_uid +
-                         ", UID in object meta: " + MetaString(pod, "uid"));
+                         ", UID in object meta: " + MetaString(stored, "uid"));
   }
-  if (MetaOf(pod)->if_contains("deletionTimestamp") != nullptr) {
+  if (MetaOf(stored)->if_contains("deletionTimestamp") != nullptr) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
                          "\": pod " + request.name +
                          " is being deleted, cannot be assigned to a host");
@@ -369,15 +376,14 @@ StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
   const json::object* target = Child(request.body, "target");
   std::string node = Str(target, "name");
   if (node.empty()) return InvalidArgumentError("target.name: Required value");
-  json::object& spec = EnsureObject(pod.as_object()["spec"]);
-  std::string current = Str(&spec, "nodeName");
+  std::string current = Str(Child(stored, "spec"), "nodeName");
   if (!current.empty()) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
                          "\": pod " + request.name + " is already assigned to node \"" + current +
                          "\"");
   }
-  json::value old = pod;
-  spec["nodeName"] = node;
+  json::value pod = stored;
+  EnsureObject(pod.as_object()["spec"])["nodeName"] = node;
   json::object& status = EnsureObject(pod.as_object()["status"]);
   json::value& condition_list = status["conditions"];
   if (!condition_list.is_array()) condition_list = json::array();
@@ -396,7 +402,8 @@ StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
   if (!replaced) conditions.push_back(scheduled);
   ++rv;
   SetRv(pod);
-  Emit(&type, "MODIFIED", pod, &old);
+  Stored old = std::exchange(it->second, std::make_shared<const json::value>(std::move(pod)));
+  Emit(&type, "MODIFIED", it->second, std::move(old));
   return json::value(
       json::object{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
 }
@@ -406,7 +413,7 @@ StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const s
                                                const std::string& subresource, bool check_rv) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
-  json::value& old = it->second;
+  const json::value& old = *it->second;
   std::string name = MetaString(old, "name");
   if (!candidate.is_object()) return InvalidArgumentError("the body must be a JSON object");
   std::string body_rv = MetaString(candidate, "resourceVersion");
@@ -423,11 +430,26 @@ StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const s
   }
   json::value next;
   if (subresource == "status") {
-    next = old;
-    const json::value* status = candidate.as_object().if_contains("status");
-    if (status != nullptr) {
-      next.as_object()["status"] = *status;
+    json::value* status = candidate.as_object().if_contains("status");
+    if (status != nullptr && old.is_object()) {
+      // The old object but its status, which is replaced in place (as `next["status"] = ...`
+      // would, without copying the old status first).
+      const json::object& old_root = old.as_object();
+      json::object root(old_root.storage());
+      root.reserve(old_root.size() + 1);
+      bool replaced = false;
+      for (const json::key_value_pair& member : old_root) {
+        if (member.key() == "status") {
+          root.emplace(member.key(), std::move(*status));
+          replaced = true;
+        } else {
+          root.emplace(member.key(), member.value());
+        }
+      }
+      if (!replaced) root.emplace("status", std::move(*status));
+      next = std::move(root);
     } else {
+      next = old;
       next.as_object().erase("status");
     }
   } else if (subresource == "finalize") {
@@ -486,15 +508,14 @@ StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const s
     finalizers = finalizers || HasNonEmptyArray(Child(next, "spec"), "finalizers");
   }
   if (deleting && !finalizers) {
-    json::value removed = std::move(next);
+    auto removed = std::make_shared<const json::value>(std::move(next));
     bucket.erase(it);
     Emit(&type, "DELETED", removed, nullptr);
-    return removed;
+    return *removed;
   }
-  json::value previous = std::move(old);
-  it->second = std::move(next);
-  Emit(&type, "MODIFIED", it->second, &previous);
-  return it->second;
+  Stored previous = std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
+  Emit(&type, "MODIFIED", it->second, std::move(previous));
+  return *it->second;
 }
 
 StatusOr<json::value> MemoryApi::State::Update(const ApiRequest& request) {
@@ -502,6 +523,16 @@ StatusOr<json::value> MemoryApi::State::Update(const ApiRequest& request) {
   std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
   auto& bucket = objects[&type];
   if (!bucket.contains(key)) return NotFound(type, request.name);
+  if (request.subresource == "status" && request.body.is_object()) {
+    // The status subresource reads the metadata and the status only: copy no more.
+    json::object candidate;
+    for (std::string_view part : {"metadata", "status"}) {
+      if (const json::value* v = request.body.as_object().if_contains(part)) {
+        candidate.emplace(part, *v);
+      }
+    }
+    return Commit(type, key, std::move(candidate), request.subresource, /*check_rv=*/true);
+  }
   return Commit(type, key, request.body, request.subresource, /*check_rv=*/true);
 }
 
@@ -514,9 +545,9 @@ StatusOr<json::value> MemoryApi::State::Patch(const ApiRequest& request) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   if (it == bucket.end()) return NotFound(type, request.name);
-  std::string old_rv = MetaString(it->second, "resourceVersion");
+  std::string old_rv = MetaString(*it->second, "resourceVersion");
   StatusOr<json::value> patched =
-      api::patch::ApplyPatch(it->second, request.body, format, type.kind);
+      api::patch::ApplyPatch(*it->second, request.body, format, type.kind);
   if (!patched.ok()) return api::patch::AsClientError(patched.status());
   json::value candidate = std::move(*patched);
   // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
@@ -531,7 +562,7 @@ StatusOr<json::value> MemoryApi::State::Delete(const ApiRequest& request) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   if (it == bucket.end()) return NotFound(type, request.name);
-  json::value& object = it->second;
+  const json::value& object = *it->second;
   const DeleteOptions& options = request.delete_options;
   if (!options.precondition_uid.empty() && options.precondition_uid != MetaString(object, "uid")) {
     return ConflictError(
@@ -572,25 +603,27 @@ StatusOr<json::value> MemoryApi::State::Delete(const ApiRequest& request) {
   }
   if (finalizers || graceful) {
     if (already_deleting) return object;
-    json::value old = object;
-    json::object& m = Meta(object);
+    json::value next = object;
+    json::object& m = Meta(next);
     m["deletionTimestamp"] =
         api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(grace)).text();
     m["deletionGracePeriodSeconds"] = grace;
     if (&type == &ResourceOf<api::corev1::Namespace>()) {
-      EnsureObject(object.as_object()["status"])["phase"] = "Terminating";
+      EnsureObject(next.as_object()["status"])["phase"] = "Terminating";
     }
     ++rv;
-    SetRv(object);
-    Emit(&type, "MODIFIED", object, &old);
-    return object;
+    SetRv(next);
+    Stored old = std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
+    Emit(&type, "MODIFIED", it->second, std::move(old));
+    return *it->second;
   }
   ++rv;
-  SetRv(object);
-  json::value removed = std::move(object);
+  json::value removed = object;
+  SetRv(removed);
   bucket.erase(it);
-  Emit(&type, "DELETED", removed, nullptr);
-  return removed;
+  auto shared = std::make_shared<const json::value>(std::move(removed));
+  Emit(&type, "DELETED", shared, nullptr);
+  return *shared;
 }
 
 StatusOr<json::value> MemoryApi::State::List(const ApiRequest& request) {
@@ -604,12 +637,12 @@ StatusOr<json::value> MemoryApi::State::List(const ApiRequest& request) {
   auto it = request.list.continue_token.empty() ? bucket.begin()
                                                 : bucket.upper_bound(request.list.continue_token);
   for (; it != bucket.end(); ++it) {
-    if (!filter->Matches(it->second)) continue;
+    if (!filter->Matches(*it->second)) continue;
     if (request.list.limit > 0 && static_cast<int64_t>(items.size()) >= request.list.limit) {
       next = last_key;
       break;
     }
-    items.push_back(it->second);
+    items.push_back(*it->second);
     last_key = it->first;
   }
   json::object meta{{"resourceVersion", std::to_string(rv)}};
@@ -697,7 +730,7 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
       auto& bucket = state_->objects[&type];
       auto it = bucket.find(ObjectKey(type.namespaced ? request.namespace_ : "", request.name));
       if (it == bucket.end()) return state_->NotFound(type, request.name);
-      return it->second;
+      return *it->second;
     }
     case Verb::kList:
       return state_->List(request);
@@ -734,7 +767,7 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
   const std::string& from = request.list.resource_version;
   if (from.empty() || from == "0") {
     for (const auto& [key, object] : state_->objects[request.resource]) {
-      if (watcher->filter.Matches(object)) watcher->queue.push_back(WatchEvent{"ADDED", object});
+      if (watcher->filter.Matches(*object)) watcher->queue.push_back(WatchEvent{"ADDED", *object});
     }
   } else {
     StatusOr<int64_t> parsed = api::ParseResourceVersion(from);
