@@ -273,7 +273,8 @@ class AllocatorImpl final : public Allocator {
     const bool use_cache = options.use_node_cache && (!options.explain || options.policies.empty());
     // A remembered allocation is the policy-free search's first solution: it answers only callers
     // that search without policies and want no explanation (an explanation needs the search).
-    const bool use_allocated = use_cache && options.policies.empty() && !options.explain;
+    const bool use_allocated =
+        options.use_node_cache && options.policies.empty() && !options.explain;
     NodeEntry::Unsatisfiable* unexplained = nullptr;
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {

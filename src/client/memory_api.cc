@@ -237,6 +237,26 @@ struct MemoryApi::State {
     Meta(object)["resourceVersion"] = std::to_string(rv);
   }
 
+  // Stores `next` as the new version of the object at `it` and emits MODIFIED with the previous
+  // version as it was. Returns the stored value.
+  const json::value& Replace(const ResourceType& type, std::map<std::string, Stored>::iterator it,
+                             json::value next) DRAPLANE_REQUIRES(mu) {
+    Stored previous =
+        std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
+    Emit(&type, "MODIFIED", it->second, std::move(previous));
+    return *it->second;
+  }
+
+  // Erases the object at `it` and emits DELETED with `removed`, its last version.
+  Stored Erase(const ResourceType& type, std::map<std::string, Stored>& bucket,
+               std::map<std::string, Stored>::iterator it, json::value removed)
+      DRAPLANE_REQUIRES(mu) {
+    bucket.erase(it);
+    auto last = std::make_shared<const json::value>(std::move(removed));
+    Emit(&type, "DELETED", last, nullptr);
+    return last;
+  }
+
   StatusOr<json::value> Create(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   StatusOr<json::value> Bind(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   StatusOr<json::value> Update(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
@@ -350,8 +370,7 @@ void MemoryApi::State::ExpireEvents() {
     ++rv;
     json::value removed = *it->second;
     SetRv(removed);
-    bucket.erase(it);
-    Emit(e.type, "DELETED", std::make_shared<const json::value>(std::move(removed)), nullptr);
+    Erase(*e.type, bucket, it, std::move(removed));
   }
 }
 
@@ -402,8 +421,7 @@ StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
   if (!replaced) conditions.push_back(scheduled);
   ++rv;
   SetRv(pod);
-  Stored old = std::exchange(it->second, std::make_shared<const json::value>(std::move(pod)));
-  Emit(&type, "MODIFIED", it->second, std::move(old));
+  Replace(type, it, std::move(pod));
   return json::value(
       json::object{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
 }
@@ -507,15 +525,8 @@ StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const s
   if (&type == &ResourceOf<api::corev1::Namespace>()) {
     finalizers = finalizers || HasNonEmptyArray(Child(next, "spec"), "finalizers");
   }
-  if (deleting && !finalizers) {
-    auto removed = std::make_shared<const json::value>(std::move(next));
-    bucket.erase(it);
-    Emit(&type, "DELETED", removed, nullptr);
-    return *removed;
-  }
-  Stored previous = std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
-  Emit(&type, "MODIFIED", it->second, std::move(previous));
-  return *it->second;
+  if (deleting && !finalizers) return *Erase(type, bucket, it, std::move(next));
+  return Replace(type, it, std::move(next));
 }
 
 StatusOr<json::value> MemoryApi::State::Update(const ApiRequest& request) {
@@ -613,17 +624,12 @@ StatusOr<json::value> MemoryApi::State::Delete(const ApiRequest& request) {
     }
     ++rv;
     SetRv(next);
-    Stored old = std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
-    Emit(&type, "MODIFIED", it->second, std::move(old));
-    return *it->second;
+    return Replace(type, it, std::move(next));
   }
   ++rv;
   json::value removed = object;
   SetRv(removed);
-  bucket.erase(it);
-  auto shared = std::make_shared<const json::value>(std::move(removed));
-  Emit(&type, "DELETED", shared, nullptr);
-  return *shared;
+  return *Erase(type, bucket, it, std::move(removed));
 }
 
 StatusOr<json::value> MemoryApi::State::List(const ApiRequest& request) {
