@@ -354,9 +354,9 @@ class Replay {
       (void)pruned->explanation->ToJson();
     }
     if (!pruned.ok() || pruned->kind != alloc::Outcome::Kind::kAllocated) return;
-    if (pruned->results.size() != claims.size()) Violation("one result per claim");
-    if (claims.size() == 2) CheckPersisted(claims[1], pruned->results[0], node);
-    for (const rv1::AllocationResult& result : pruned->results) {
+    if (pruned->results->size() != claims.size()) Violation("one result per claim");
+    if (claims.size() == 2) CheckPersisted(claims[1], (*pruned->results)[0], node);
+    for (const rv1::AllocationResult& result : *pruned->results) {
       Persist(state_, result, +1, upstream_recording_);
       held_.push_back(result);
       Record(result, +1);
@@ -434,7 +434,8 @@ class Replay {
   static std::string Render(const StatusOr<alloc::Outcome>& o) {
     if (!o.ok()) return "error: " + std::string(o.status().message());
     std::string out = std::to_string(static_cast<int>(o->kind)) + " " + o->message;
-    for (const rv1::AllocationResult& r : o->results) {
+    if (o->results == nullptr) return out;  // not allocated
+    for (const rv1::AllocationResult& r : *o->results) {
       out += "\n" + boost::json::serialize(rv1::Encode(r));
     }
     return out;

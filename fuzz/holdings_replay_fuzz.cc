@@ -290,8 +290,8 @@ class Replay {
     std::vector<alloc::Holdings::Holding> holdings;
     std::vector<const alloc::ClaimCharge*> charges;
     for (size_t i = 0; i < claims.size(); ++i) {
-      claims[i].status.allocation = o->results[i];
-      holdings.push_back(alloc::Holdings::Make(claims[i].metadata.uid, claims[i], o->results[i],
+      claims[i].status.allocation = (*o->results)[i];
+      holdings.push_back(alloc::Holdings::Make(claims[i].metadata.uid, claims[i], (*o->results)[i],
                                                catalog_, /*in_flight=*/true));
     }
     for (const auto& h : holdings) charges.push_back(&h.charge);

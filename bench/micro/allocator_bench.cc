@@ -146,7 +146,7 @@ void BM_FillCluster(benchmark::State& state, Shape shape) {
         StatusOr<Outcome> o = alloc->Allocate(nodes[n], allocated, options);
         if (!o.ok()) state.SkipWithError(std::string(o.status().message()).c_str());
         if (o.ok() && o->kind == Outcome::Kind::kAllocated) {
-          allocated.AddAllocation(o->results[0]);
+          allocated.AddAllocation((*o->results)[0]);
           done = true;
           if (n > first_free) first_free = n;
         }

@@ -301,14 +301,7 @@ class AllocatorImpl final : public Allocator {
           if (!Current(a.key, entry, allocated)) continue;
           Outcome out;
           out.kind = Outcome::Kind::kAllocated;
-          out.results = a.results;
-          // Drawn as Results draws them: one per shared device, in result order.
-          Random& random = options.random != nullptr ? *options.random : SecureRandom();
-          for (rv1::AllocationResult& ar : out.results) {
-            for (rv1::DeviceRequestAllocationResult& r : ar.devices.results) {
-              if (r.share_id.has_value()) r.share_id = random.NewUuid();
-            }
-          }
+          out.results = WithNewShareIds(a.results, options);
           out.stats.node_cache_hit = true;
           return out;
         }
@@ -353,7 +346,9 @@ class AllocatorImpl final : public Allocator {
     out.stats.memo_hits = result.stats.memo_hits;
     out.stats.policy_rejections = result.stats.policy_rejections;
     if (result.solved) {
-      DRAPLANE_ASSIGN_OR_RETURN(out.results, Results(builder, result, node, options));
+      DRAPLANE_ASSIGN_OR_RETURN(std::vector<rv1::AllocationResult> results,
+                                Results(builder, result, node, options));
+      out.results = std::make_shared<const std::vector<rv1::AllocationResult>>(std::move(results));
       out.kind = Outcome::Kind::kAllocated;
       if (use_allocated) Remember(entry.allocated, {Key(entry, allocated), out.results});
     } else {
@@ -416,6 +411,29 @@ class AllocatorImpl final : public Allocator {
     constexpr size_t kRemembered = 4;
     if (verdicts.size() >= kRemembered) verdicts.erase(verdicts.begin());
     verdicts.push_back(std::move(verdict));
+  }
+
+  // A remembered allocation for this call: as it is when no device in it is shared, else a copy
+  // with share IDs drawn as Results draws them (one per shared device, in result order), so a
+  // seeded caller draws the same sequence whether or not the node was remembered.
+  static std::shared_ptr<const std::vector<rv1::AllocationResult>> WithNewShareIds(
+      const std::shared_ptr<const std::vector<rv1::AllocationResult>>& remembered,
+      const Options& options) {
+    bool shared = false;
+    for (const rv1::AllocationResult& ar : *remembered) {
+      for (const rv1::DeviceRequestAllocationResult& r : ar.devices.results) {
+        shared = shared || r.share_id.has_value();
+      }
+    }
+    if (!shared) return remembered;
+    auto copy = std::make_shared<std::vector<rv1::AllocationResult>>(*remembered);
+    Random& random = options.random != nullptr ? *options.random : SecureRandom();
+    for (rv1::AllocationResult& ar : *copy) {
+      for (rv1::DeviceRequestAllocationResult& r : ar.devices.results) {
+        if (r.share_id.has_value()) r.share_id = random.NewUuid();
+      }
+    }
+    return copy;
   }
 
   // A remembered explanation for this call: as it is when it names these claims or the caller

@@ -14,7 +14,7 @@
 //   for (const Node& node : nodes) {
 //     StatusOr<Outcome> o = a->Allocate(node, allocated, {.explain = false});
 //     if (!o.ok()) break;           // fatal: abort the Pod's attempt (upstream "other error")
-//     if (o->kind == Outcome::Kind::kAllocated) ...   // o->results: one per claim
+//     if (o->kind == Outcome::Kind::kAllocated) ...   // *o->results: one per claim
 //   }
 //   ...after binding: allocated.AddAllocation(result) for each claim.
 //
@@ -104,7 +104,9 @@ struct Outcome {
                      // (upstream ErrFailedAllocationOnNode; the scheduler rejects only this node)
   };
   Kind kind = Kind::kUnsatisfiable;
-  std::vector<api::resourcev1::AllocationResult> results;
+  // Set for kAllocated. Shared with the per-node cache (a node asked again in the same state
+  // hands out the same results): never modified once handed out.
+  std::shared_ptr<const std::vector<api::resourcev1::AllocationResult>> results;
   std::string message;
   // Shared with the per-node cache: never modified once handed out.
   std::shared_ptr<const Explanation> explanation;

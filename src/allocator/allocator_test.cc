@@ -76,7 +76,7 @@ class Fixture {
   // "driver/pool/device" of every result of claim `c`, in result order.
   std::vector<std::string> Devices(const Outcome& o, size_t c = 0) {
     std::vector<std::string> out;
-    for (const auto& r : o.results.at(c).devices.results) {
+    for (const auto& r : o.results->at(c).devices.results) {
       out.push_back(r.request + "=" + r.driver + "/" + r.pool + "/" + r.device);
     }
     return out;
@@ -133,7 +133,7 @@ TEST(AllocatorTest, AllocatesFirstDeviceAndPinsTheNode) {
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1"}));
-  const auto& selector = o->results[0].node_selector;
+  const auto& selector = (*o->results)[0].node_selector;
   ASSERT_TRUE(selector.has_value());
   ASSERT_EQ(selector->node_selector_terms.size(), 1u);
   ASSERT_EQ(selector->node_selector_terms[0].match_fields.size(), 1u);
@@ -181,7 +181,7 @@ spec:
   StatusOr<Outcome> o = f.Run();
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
-  const auto& config = o->results[0].devices.config;
+  const auto& config = (*o->results)[0].devices.config;
   ASSERT_EQ(config.size(), 4u);
   EXPECT_EQ(config[0].source, "FromClass");
   EXPECT_TRUE(config[0].requests.empty())
@@ -236,7 +236,7 @@ spec:
   StatusOr<Outcome> o = f.Run();
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
-  const auto& selector = o->results[0].node_selector;
+  const auto& selector = (*o->results)[0].node_selector;
   ASSERT_TRUE(selector.has_value());
   ASSERT_EQ(selector->node_selector_terms.size(), 1u);
   const auto& term = selector->node_selector_terms[0];
@@ -264,13 +264,13 @@ spec:
       "1}}\n"));
   StatusOr<Outcome> o = f.Run();
   ASSERT_TRUE(o.ok());
-  EXPECT_FALSE(o->results[0].node_selector.has_value());
+  EXPECT_FALSE((*o->results)[0].node_selector.has_value());
   // A device that binds to the node pins the allocation even on an allNodes slice.
   f.allocated.AddDevice("driver-a", "pool-all", "any-1");
   o = f.Run();
   ASSERT_TRUE(o.ok());
-  ASSERT_TRUE(o->results[0].node_selector.has_value());
-  EXPECT_EQ(o->results[0].node_selector->node_selector_terms[0].match_fields[0].values,
+  ASSERT_TRUE((*o->results)[0].node_selector.has_value());
+  EXPECT_EQ((*o->results)[0].node_selector->node_selector_terms[0].match_fields[0].values,
             std::vector<std::string>({"node-1"}));
 }
 
@@ -309,7 +309,7 @@ TEST(AllocatorTest, TaintsBlockUnlessToleratedAndNoneIsIgnored) {
   o = f.Run();
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1"}));
-  ASSERT_EQ(o->results[0].devices.results[0].tolerations.size(), 1u)
+  ASSERT_EQ((*o->results)[0].devices.results[0].tolerations.size(), 1u)
       << "tolerations are copied into the result";
 
   f.features.device_taints = false;
@@ -354,7 +354,7 @@ TEST(AllocatorTest, ConsumableCapacityRoundsUpAndNeverOversells) {
   StatusOr<Outcome> o = f.Run();
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
-  const auto& r = o->results[0].devices.results[0];
+  const auto& r = (*o->results)[0].devices.results[0];
   ASSERT_TRUE(r.share_id.has_value());
   EXPECT_EQ(r.consumed_capacity.at("bandwidth"), api::Quantity::Parse("3G").value())
       << "2G rounds up to min 1G + one step of 2G";
@@ -364,7 +364,7 @@ TEST(AllocatorTest, ConsumableCapacityRoundsUpAndNeverOversells) {
   // The same seed gives the same share ID.
   StatusOr<Outcome> again = f.Run();
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->results[0].devices.results[0].share_id, r.share_id);
+  EXPECT_EQ((*again->results)[0].devices.results[0].share_id, r.share_id);
 
   // 3G + 3G + 3G fit into 10G, a fourth share does not.
   AllocatedState::Capacity used{{"bandwidth", api::Quantity::Parse("9G").value()},
@@ -1139,14 +1139,17 @@ TEST(AllocatorTest, NodeCacheRemembersAnAllocationForPolicyFreeCallersUntilTheSt
   ASSERT_TRUE(o.ok());
   ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
   EXPECT_FALSE(o->stats.node_cache_hit);
-  const std::string first = boost::json::serialize(rv1::Encode(o->results[0]));
-  // Another claim with the same spec (another Pod) gets the remembered first solution.
+  const std::string first = boost::json::serialize(rv1::Encode((*o->results)[0]));
+  const auto searched = o->results;
+  // Another claim with the same spec (another Pod) gets the remembered first solution, shared
+  // rather than copied (no device in it is shared, so there is no share ID to draw again).
   f.claims[0].metadata.name = "claim-1";
   o = f.Run();
   ASSERT_TRUE(o.ok());
   ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
   EXPECT_TRUE(o->stats.node_cache_hit);
-  EXPECT_EQ(boost::json::serialize(rv1::Encode(o->results[0])), first);
+  EXPECT_EQ(boost::json::serialize(rv1::Encode((*o->results)[0])), first);
+  EXPECT_EQ(o->results, searched);
   // A policy may refuse what the node allows, and an explanation needs the search: both search.
   Holdings holdings;
   QuotaConstraint idle("ns", {Budget("class-a.deviceclass.resource.k8s.io/devices", 9, 0)},
@@ -1179,15 +1182,19 @@ TEST(AllocatorTest, ARememberedAllocationDrawsItsShareIdsAgain) {
   ASSERT_TRUE(searched.ok());
   ASSERT_EQ(searched->kind, Outcome::Kind::kAllocated);
   ASSERT_FALSE(searched->stats.node_cache_hit);
+  const std::optional<std::string> searched_id =
+      (*searched->results)[0].devices.results[0].share_id;
   std::unique_ptr<Random> eight = NewSeededRandom(8);
   StatusOr<Outcome> remembered = f.Run({.random = eight.get()});
   ASSERT_TRUE(remembered.ok());
   ASSERT_TRUE(remembered->stats.node_cache_hit);
   std::unique_ptr<Random> expected = NewSeededRandom(8);
-  EXPECT_EQ(remembered->results[0].devices.results[0].share_id, expected->NewUuid())
+  EXPECT_EQ((*remembered->results)[0].devices.results[0].share_id, expected->NewUuid())
       << "drawn from the caller's generator as a search would";
-  EXPECT_NE(remembered->results[0].devices.results[0].share_id,
-            searched->results[0].devices.results[0].share_id);
+  EXPECT_NE((*remembered->results)[0].devices.results[0].share_id,
+            (*searched->results)[0].devices.results[0].share_id);
+  EXPECT_EQ((*searched->results)[0].devices.results[0].share_id, searched_id)
+      << "the results handed out before are not changed by the hit";
 }
 
 TEST(AllocatorTest, AdminAccessNeedsTheFeatureAndIgnoresAllocations) {
@@ -1201,7 +1208,7 @@ TEST(AllocatorTest, AdminAccessNeedsTheFeatureAndIgnoresAllocations) {
   StatusOr<Outcome> o = f.Run();
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-1"}));
-  EXPECT_EQ(o->results[0].devices.results[0].admin_access, true);
+  EXPECT_EQ((*o->results)[0].devices.results[0].admin_access, true);
   f.features.admin_access = false;
   o = f.Run();
   ASSERT_FALSE(o.ok());

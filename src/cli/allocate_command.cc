@@ -220,7 +220,7 @@ json::object NodeJson(const std::string& node, const StatusOr<Outcome>& o,
     for (size_t c = 0; c < claims.size(); ++c) {
       json::object entry;
       entry["claim"] = ClaimRef(claims[c]);
-      entry["allocation"] = rv1::Encode(o->results[c]);
+      entry["allocation"] = rv1::Encode((*o->results)[c]);
       list.push_back(std::move(entry));
     }
     out["claims"] = std::move(list);
@@ -247,7 +247,7 @@ void PrintText(const std::string& node, const StatusOr<Outcome>& o,
       if (!detail) return;
       for (size_t c = 0; c < claims.size(); ++c) {
         std::printf("  claim %s:\n", ClaimRef(claims[c]).c_str());
-        for (const auto& r : o->results[c].devices.results) {
+        for (const auto& r : (*o->results)[c].devices.results) {
           std::printf("    %s: %s/%s/%s%s\n", r.request.c_str(), r.driver.c_str(), r.pool.c_str(),
                       r.device.c_str(),
                       r.share_id.has_value() ? (" (share " + *r.share_id + ")").c_str() : "");

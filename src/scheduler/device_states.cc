@@ -242,13 +242,13 @@ DeviceStates ComputeDeviceStates(ClusterState& cluster,
         }
         if (!outcome.ok() || outcome->kind != allocator::Outcome::Kind::kAllocated) break;
         for (const rv1::DeviceRequestAllocationResult& r :
-             outcome->results.front().devices.results) {
+             outcome->results->front().devices.results) {
           auto it = physical_of.find(Key(r.driver, r.pool, r.device));
           if (it != physical_of.end())
             physicals[it->second].usable_by.insert(shape.device_class_name);
         }
-        scratch.AddAllocation(outcome->results.front());
-        added.push_back(std::move(outcome->results.front()));
+        scratch.AddAllocation(outcome->results->front());
+        added.push_back(outcome->results->front());
       }
     }
     for (const rv1::AllocationResult& a : added) scratch.RemoveAllocation(a);

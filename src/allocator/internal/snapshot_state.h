@@ -136,7 +136,7 @@ struct NodeEntry {
   // elsewhere in the cluster find it here.
   struct Allocated {
     VerdictKey key;
-    std::vector<api::resourcev1::AllocationResult> results;
+    std::shared_ptr<const std::vector<api::resourcev1::AllocationResult>> results;
   };
   std::vector<Allocated> allocated;  // most recent last, bounded
 };

@@ -480,7 +480,7 @@ RunResult RunScenario(const Scenario& s) {
     out.failure = fmt::format("outcome: expected {}{}, got {}{}", expected_kind,
                               s.expect.error.empty() ? "" : " (" + s.expect.error + ")",
                               actual_kind, actual_error.empty() ? "" : " (" + actual_error + ")");
-    if (actual_kind == "success") out.failure += "\n" + Diff("", Yaml(outcome->results));
+    if (actual_kind == "success") out.failure += "\n" + Diff("", Yaml(*outcome->results));
     return out;
   }
   if (actual_kind == "error") {
@@ -519,9 +519,9 @@ RunResult RunScenario(const Scenario& s) {
   auto equal = [&](const rv1::AllocationResult& e, const rv1::AllocationResult& a) {
     return ResultEqual(e, a, s.exact);
   };
-  if (!SameMultiset(s.expect.results, outcome->results, equal)) {
+  if (!SameMultiset(s.expect.results, *outcome->results, equal)) {
     out.failure = fmt::format("results differ ({} comparison)\n{}", s.exact ? "exact" : "unordered",
-                              Diff(Yaml(s.expect.results), Yaml(outcome->results)));
+                              Diff(Yaml(s.expect.results), Yaml(*outcome->results)));
     return out;
   }
   if (s.expect.charges.has_value()) {
@@ -529,7 +529,7 @@ RunResult RunScenario(const Scenario& s) {
     for (const rv1::ResourceSlice& sl : s.slices) catalog.SetSlice(sl);
     std::vector<ClaimCharge> charges;
     for (size_t i = 0; i < s.claims.size(); ++i) {
-      charges.push_back(ChargeAllocation(s.claims[i], outcome->results[i], catalog));
+      charges.push_back(ChargeAllocation(s.claims[i], (*outcome->results)[i], catalog));
     }
     std::vector<const ClaimCharge*> pointers;
     for (const ClaimCharge& c : charges) pointers.push_back(&c);

@@ -69,7 +69,8 @@ struct Variant {
 
 struct NodeAllocation {
   const Variant* variant = nullptr;
-  std::vector<rv1::AllocationResult> results;  // aligned with variant->claims
+  // Aligned with variant->claims; shared with the allocator's per-node cache.
+  std::shared_ptr<const std::vector<rv1::AllocationResult>> results;
   // The search kept the fair-share placement preference (DraState::contested); false when the
   // node fit only without it (the node then scores below every node that kept it).
   bool preference_kept = true;
@@ -272,19 +273,30 @@ void AddDemands(const rv1::ResourceClaim& claim, Variant* v) {
   }
 }
 
-int64_t ScoreAllocation(const rv1::ResourceClaim& claim, const rv1::AllocationResult& allocation) {
-  std::set<std::string, std::less<>> chosen;
+// The index of the subrequest a claim's allocation chose for each request (-1: none).
+std::vector<int> ChosenSubrequests(const rv1::ResourceClaim& claim,
+                                   const rv1::AllocationResult& allocation) {
+  std::vector<int> out(claim.spec.devices.requests.size(), -1);
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
-    if (r.request.find('/') != std::string::npos) chosen.insert(r.request);
-  }
-  int64_t score = 0;
-  for (const rv1::DeviceRequest& req : claim.spec.devices.requests) {
-    if (req.exactly.has_value()) continue;
-    for (size_t i = 0; i < req.first_available.size(); ++i) {
-      if (chosen.contains(req.name + "/" + req.first_available[i].name)) {
-        score += kFirstAvailableMaxSize - static_cast<int64_t>(i);
+    size_t slash = r.request.find('/');
+    if (slash == std::string::npos) continue;
+    std::string_view parent = std::string_view(r.request).substr(0, slash);
+    std::string_view sub = std::string_view(r.request).substr(slash + 1);
+    for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
+      const rv1::DeviceRequest& req = claim.spec.devices.requests[i];
+      if (req.name != parent) continue;
+      for (size_t j = 0; j < req.first_available.size(); ++j) {
+        if (req.first_available[j].name == sub) out[i] = static_cast<int>(j);
       }
     }
+  }
+  return out;
+}
+
+int64_t ScoreAllocation(const rv1::ResourceClaim& claim, const rv1::AllocationResult& allocation) {
+  int64_t score = 0;
+  for (int chosen : ChosenSubrequests(claim, allocation)) {
+    if (chosen >= 0) score += kFirstAvailableMaxSize - chosen;
   }
   return score;
 }
@@ -666,7 +678,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       } else if (na != s->node_allocations.end()) {
         const Variant& v = *na->second.variant;
         for (size_t k = 0; k < v.entries.size(); ++k) {
-          if (v.entries[k] == i) score += ScoreAllocation(*e.claim, na->second.results[k]);
+          if (v.entries[k] == i) score += ScoreAllocation(*e.claim, (*na->second.results)[k]);
         }
       }
     }
@@ -698,7 +710,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       // Before the in-flight records: the decision's searches must not see the Pod's own devices.
       if (!v.claims.empty()) {
         s->decision =
-            MakeDecision(*s, pod, node, v, na->second.results, na->second.preference_kept);
+            MakeDecision(*s, pod, node, v, *na->second.results, na->second.preference_kept);
       }
       const bool charge = s->decision.has_value() && !s->decision->quotas.empty() &&
                           !s->decision->increment.empty() && deps_.quotas != nullptr;
@@ -706,7 +718,9 @@ class DynamicResources final : public PreEnqueuePlugin,
       for (size_t k = 0; k < v.claims.size(); ++k) {
         BindRecord b;
         b.entry = v.entries[k];
-        b.allocation = std::make_shared<const rv1::AllocationResult>(na->second.results[k]);
+        // Shares the node's results (aliasing: no copy).
+        b.allocation = std::shared_ptr<const rv1::AllocationResult>(na->second.results,
+                                                                    &(*na->second.results)[k]);
         b.mark_charge = charge;
         const ClaimEntry& e = s->claims[b.entry];
         if (e.special) {
@@ -1154,26 +1168,6 @@ class DynamicResources final : public PreEnqueuePlugin,
     return true;
   }
 
-  // The index of the subrequest a claim's allocation chose for each request (-1: none).
-  static std::vector<int> ChosenSubrequests(const rv1::ResourceClaim& claim,
-                                            const rv1::AllocationResult& allocation) {
-    std::vector<int> out(claim.spec.devices.requests.size(), -1);
-    for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
-      size_t slash = r.request.find('/');
-      if (slash == std::string::npos) continue;
-      std::string_view parent = std::string_view(r.request).substr(0, slash);
-      std::string_view sub = std::string_view(r.request).substr(slash + 1);
-      for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
-        const rv1::DeviceRequest& req = claim.spec.devices.requests[i];
-        if (req.name != parent) continue;
-        for (size_t j = 0; j < req.first_available.size(); ++j) {
-          if (req.first_available[j].name == sub) out[i] = static_cast<int>(j);
-        }
-      }
-    }
-    return out;
-  }
-
   // Why a tier was not taken, from the allocator's explanation of its subrequest: one reason per
   // candidate status (per refusal text for policies), most devices first, capped.
   static std::vector<DeviceDecision::Reason> TierReasons(const allocator::RequestExplanation& sub) {
@@ -1308,7 +1302,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         v.allocator->Allocate(info->node(), ledger.allocated(), plain);
     if (!without.ok() || without->kind != allocator::Outcome::Kind::kAllocated) return d;
     for (size_t k = 0; k < v.claims.size(); ++k) {
-      std::vector<int> free_choice = ChosenSubrequests(*v.claims[k], without->results[k]);
+      std::vector<int> free_choice = ChosenSubrequests(*v.claims[k], (*without->results)[k]);
       for (size_t i = 0; i < chosen[k].size(); ++i) {
         if (free_choice[i] < 0 || free_choice[i] >= chosen[k][i]) continue;
         const DeviceDecision::Request& r = d.claims[k].requests[i];
