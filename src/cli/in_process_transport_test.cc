@@ -223,7 +223,7 @@ TEST_F(InProcessTransportTest, AWatchDeliversEventsUntilCancelledFromAnotherThre
     ASSERT_TRUE(event.ok()) << event.status().ToString();
     ASSERT_TRUE(event->has_value());
     EXPECT_EQ((*event)->type, "ADDED");
-    EXPECT_EQ(NameOf((*event)->object), name);
+    EXPECT_EQ(NameOf(*(*event)->object), name);
   }
   // An event was delivered, so the server has registered the watcher.
   EXPECT_EQ(ClaimWatchers(), watchers_before + 1);
@@ -251,7 +251,7 @@ TEST_F(InProcessTransportTest, ServerShutdownEndsOpenWatchesAndLaterRequests) {
                   .ok());
   StatusOr<std::optional<client::WatchEvent>> event = (*watch)->Next();
   ASSERT_TRUE(event.ok() && event->has_value()) << event.status().ToString();
-  EXPECT_EQ(NameOf((*event)->object), "s");
+  EXPECT_EQ(NameOf(*(*event)->object), "s");
 
   server_->Shutdown();
   event = (*watch)->Next();

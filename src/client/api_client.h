@@ -74,7 +74,9 @@ struct ApiRequest {
 struct WatchEvent {
   // "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (object: a metav1.Status).
   std::string type{};
-  boost::json::value object{};
+  // Never null in an event a stream returns. Immutable and shared: the in-memory API hands every
+  // watcher the stored version itself rather than a copy per watcher.
+  std::shared_ptr<const boost::json::value> object{};
 };
 
 class WatchStream {

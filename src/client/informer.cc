@@ -291,9 +291,9 @@ StatusOr<std::unique_ptr<WatchStream>> InformerBase::OpenWatch() {
 }
 
 Status InformerBase::ApplyEvent(WatchEvent& event) {
-  if (event.type == "ERROR") return StatusFromWatchError(event.object);
+  if (event.type == "ERROR") return StatusFromWatchError(*event.object);
   if (event.type == "BOOKMARK") {
-    const boost::json::object* object = event.object.if_object();
+    const boost::json::object* object = event.object->if_object();
     const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
     const boost::json::value* rv =
         meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
@@ -303,7 +303,7 @@ Status InformerBase::ApplyEvent(WatchEvent& event) {
     }
     return Status::Ok();
   }
-  StatusOr<Decoded> decoded = DecodeEntry(event.object);
+  StatusOr<Decoded> decoded = DecodeEntry(*event.object);
   if (!decoded.ok()) {
     log::Warning("informer {}: skipping undecodable {} event: {}", type_.resource, event.type,
                  decoded.status().message());
@@ -400,13 +400,13 @@ StatusOr<std::optional<uint64_t>> InformerBase::PeekManual() {
     } else if (!polled->has_value()) {
       return std::optional<uint64_t>();
     } else if ((*polled)->type == "ERROR") {
-      failure = StatusFromWatchError((*polled)->object);
+      failure = StatusFromWatchError(*(*polled)->object);
     } else if ((*polled)->type == "BOOKMARK") {
       ApplyEvent(**polled).IgnoreError();  // only advances the resourceVersion
       continue;
     } else {
       uint64_t rv = 0;
-      const boost::json::object* object = (*polled)->object.if_object();
+      const boost::json::object* object = (*polled)->object->if_object();
       const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
       const boost::json::value* text =
           meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/codec/json.h"
 #include "api/labels/field_selector.h"
 #include "api/labels/selector.h"
 #include "api/meta/resource_version.h"
@@ -149,6 +150,18 @@ struct LogEntry {
 // it with the bucket instead of copying it.
 using Stored = std::shared_ptr<const json::value>;
 
+namespace {
+
+// A write's answer: a copy of the stored object, or nothing for a caller that reads only whether
+// the write succeeded (ApiRequest::discard_response).
+StatusOr<json::value> Answer(const ApiRequest& request, StatusOr<Stored> written) {
+  if (!written.ok()) return written.status();
+  if (request.discard_response) return json::value();
+  return **written;
+}
+
+}  // namespace
+
 struct MemoryApi::State {
   State(const Clock& c, Random& r, MemoryApiOptions o) : clock(c), random(r), options(o) {}
 
@@ -229,7 +242,7 @@ struct MemoryApi::State {
     } else if (!w.filter.Matches(*entry.object)) {
       return;
     }
-    w.queue.push_back(WatchEvent{std::move(type), *entry.object});
+    w.queue.push_back(WatchEvent{std::move(type), entry.object});
     w.cv.NotifyAll();
   }
 
@@ -239,12 +252,12 @@ struct MemoryApi::State {
 
   // Stores `next` as the new version of the object at `it` and emits MODIFIED with the previous
   // version as it was. Returns the stored value.
-  const json::value& Replace(const ResourceType& type, std::map<std::string, Stored>::iterator it,
-                             json::value next) DRAPLANE_REQUIRES(mu) {
+  const Stored& Replace(const ResourceType& type, std::map<std::string, Stored>::iterator it,
+                        json::value next) DRAPLANE_REQUIRES(mu) {
     Stored previous =
         std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
     Emit(&type, "MODIFIED", it->second, std::move(previous));
-    return *it->second;
+    return it->second;
   }
 
   // Erases the object at `it` and emits DELETED with `removed`, its last version.
@@ -257,18 +270,19 @@ struct MemoryApi::State {
     return last;
   }
 
-  StatusOr<json::value> Create(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
-  StatusOr<json::value> Bind(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
-  StatusOr<json::value> Update(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
-  StatusOr<json::value> Patch(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
-  StatusOr<json::value> Delete(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  // The writes answer with the stored object (shared: Do copies it out only for a caller that
+  // reads the answer).
+  StatusOr<Stored> Create(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> Bind(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> Update(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> Patch(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> Delete(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   StatusOr<json::value> List(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   // Deletes Events whose TTL passed.
   void ExpireEvents() DRAPLANE_REQUIRES(mu);
   // `candidate`: the whole object, or for a subresource at least its metadata and that part.
-  StatusOr<json::value> Commit(const ResourceType& type, const std::string& key,
-                               json::value candidate, const std::string& subresource, bool check_rv)
-      DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> Commit(const ResourceType& type, const std::string& key, json::value candidate,
+                          const std::string& subresource, bool check_rv) DRAPLANE_REQUIRES(mu);
   bool NamespaceTerminating(std::string_view ns) const DRAPLANE_REQUIRES(mu);
 };
 
@@ -280,7 +294,7 @@ bool MemoryApi::State::NamespaceTerminating(std::string_view ns) const {
          MetaOf(*found->second)->if_contains("deletionTimestamp") != nullptr;
 }
 
-StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request) {
   const ResourceType& type = *request.resource;
   if (!request.subresource.empty()) {
     if (&type == &ResourceOf<api::corev1::Pod>() && request.subresource == "binding") {
@@ -356,7 +370,7 @@ StatusOr<json::value> MemoryApi::State::Create(const ApiRequest& request) {
   }
   auto [it, inserted] = bucket.emplace(key, std::make_shared<const json::value>(std::move(object)));
   Emit(&type, "ADDED", it->second, nullptr);
-  return *it->second;
+  return it->second;
 }
 
 void MemoryApi::State::ExpireEvents() {
@@ -374,7 +388,7 @@ void MemoryApi::State::ExpireEvents() {
   }
 }
 
-StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request) {
   const ResourceType& type = *request.resource;
   auto& bucket = objects[&type];
   auto it = bucket.find(ObjectKey(request.namespace_, request.name));
@@ -422,13 +436,13 @@ StatusOr<json::value> MemoryApi::State::Bind(const ApiRequest& request) {
   ++rv;
   SetRv(pod);
   Replace(type, it, std::move(pod));
-  return json::value(
+  return std::make_shared<const json::value>(
       json::object{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
 }
 
-StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const std::string& key,
-                                               json::value candidate,
-                                               const std::string& subresource, bool check_rv) {
+StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::string& key,
+                                          json::value candidate, const std::string& subresource,
+                                          bool check_rv) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   const json::value& old = *it->second;
@@ -505,7 +519,7 @@ StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const s
     const json::value* old_spec = old.as_object().if_contains("spec");
     const json::value* new_spec = root.if_contains("spec");
     bool spec_changed = (old_spec == nullptr) != (new_spec == nullptr) ||
-                        (old_spec != nullptr && *old_spec != *new_spec);
+                        (old_spec != nullptr && !api::codec::JsonEqual(*old_spec, *new_spec));
     if (spec_changed && meta.if_contains("generation") != nullptr &&
         meta["generation"].is_int64()) {
       meta["generation"] = meta["generation"].as_int64() + 1;
@@ -515,7 +529,7 @@ StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const s
   }
   // A no-op write leaves the object (and its resourceVersion) alone, as the API server does.
   Meta(next)["resourceVersion"] = MetaString(old, "resourceVersion");
-  if (next == old) return old;
+  if (api::codec::JsonEqual(next, old)) return it->second;
 
   ++rv;
   SetRv(next);
@@ -525,11 +539,11 @@ StatusOr<json::value> MemoryApi::State::Commit(const ResourceType& type, const s
   if (&type == &ResourceOf<api::corev1::Namespace>()) {
     finalizers = finalizers || HasNonEmptyArray(Child(next, "spec"), "finalizers");
   }
-  if (deleting && !finalizers) return *Erase(type, bucket, it, std::move(next));
+  if (deleting && !finalizers) return Erase(type, bucket, it, std::move(next));
   return Replace(type, it, std::move(next));
 }
 
-StatusOr<json::value> MemoryApi::State::Update(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Update(const ApiRequest& request) {
   const ResourceType& type = *request.resource;
   std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
   auto& bucket = objects[&type];
@@ -547,7 +561,7 @@ StatusOr<json::value> MemoryApi::State::Update(const ApiRequest& request) {
   return Commit(type, key, request.body, request.subresource, /*check_rv=*/true);
 }
 
-StatusOr<json::value> MemoryApi::State::Patch(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Patch(const ApiRequest& request) {
   const ResourceType& type = *request.resource;
   const api::patch::PatchFormat format = PatchFormatOf(request.patch_type);
   // As the server: the patch's shape is checked before the object is looked up.
@@ -567,7 +581,7 @@ StatusOr<json::value> MemoryApi::State::Patch(const ApiRequest& request) {
   return Commit(type, key, std::move(candidate), request.subresource, check);
 }
 
-StatusOr<json::value> MemoryApi::State::Delete(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
   const ResourceType& type = *request.resource;
   std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
   auto& bucket = objects[&type];
@@ -613,7 +627,7 @@ StatusOr<json::value> MemoryApi::State::Delete(const ApiRequest& request) {
     graceful = bound && phase != "Succeeded" && phase != "Failed" && grace > 0;
   }
   if (finalizers || graceful) {
-    if (already_deleting) return object;
+    if (already_deleting) return it->second;
     json::value next = object;
     json::object& m = Meta(next);
     m["deletionTimestamp"] =
@@ -629,7 +643,7 @@ StatusOr<json::value> MemoryApi::State::Delete(const ApiRequest& request) {
   ++rv;
   json::value removed = object;
   SetRv(removed);
-  return *Erase(type, bucket, it, std::move(removed));
+  return Erase(type, bucket, it, std::move(removed));
 }
 
 StatusOr<json::value> MemoryApi::State::List(const ApiRequest& request) {
@@ -741,13 +755,13 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
     case Verb::kList:
       return state_->List(request);
     case Verb::kCreate:
-      return state_->Create(request);
+      return Answer(request, state_->Create(request));
     case Verb::kUpdate:
-      return state_->Update(request);
+      return Answer(request, state_->Update(request));
     case Verb::kPatch:
-      return state_->Patch(request);
+      return Answer(request, state_->Patch(request));
     case Verb::kDelete:
-      return state_->Delete(request);
+      return Answer(request, state_->Delete(request));
   }
   return InternalError("unknown verb");
 }
@@ -773,7 +787,7 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
   const std::string& from = request.list.resource_version;
   if (from.empty() || from == "0") {
     for (const auto& [key, object] : state_->objects[request.resource]) {
-      if (watcher->filter.Matches(*object)) watcher->queue.push_back(WatchEvent{"ADDED", *object});
+      if (watcher->filter.Matches(*object)) watcher->queue.push_back(WatchEvent{"ADDED", object});
     }
   } else {
     StatusOr<int64_t> parsed = api::ParseResourceVersion(from);
@@ -806,7 +820,8 @@ void MemoryApi::SendBookmarks() {
         {"kind", w->resource->kind},
         {"apiVersion", w->resource->ApiVersion()},
         {"metadata", json::object{{"resourceVersion", std::to_string(state_->rv)}}}};
-    w->queue.push_back(WatchEvent{"BOOKMARK", std::move(object)});
+    w->queue.push_back(
+        WatchEvent{"BOOKMARK", std::make_shared<const json::value>(std::move(object))});
     w->cv.NotifyAll();
   }
 }

@@ -205,6 +205,38 @@ TEST_F(MemoryApiTest, WatchResumesFromAVersionAndReportsSelectorTransitions) {
   EXPECT_EQ(api_.Watch(request).status().code(), StatusCode::kExpired);
 }
 
+TEST_F(MemoryApiTest, WatchersShareOneStoredVersion) {
+  ApiRequest request;
+  request.resource = &ResourceOf<Pod>();
+  StatusOr<std::unique_ptr<WatchStream>> first = api_.Watch(request);
+  StatusOr<std::unique_ptr<WatchStream>> second = api_.Watch(request);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE(Create(api_, MakePod("a")).ok());
+  StatusOr<std::optional<WatchEvent>> one = (*first)->Next();
+  StatusOr<std::optional<WatchEvent>> two = (*second)->Next();
+  ASSERT_TRUE(one.ok() && one->has_value() && two.ok() && two->has_value());
+  ASSERT_NE((*one)->object, nullptr);
+  EXPECT_EQ((*one)->object, (*two)->object) << "one immutable value, not a copy per watcher";
+  EXPECT_EQ((*one)->object->at("metadata").at("name"), "a");
+}
+
+TEST_F(MemoryApiTest, AWriteWhoseAnswerIsDiscardedStillHappens) {
+  ApiRequest create = CreateRequest(MakePod("a"), "");
+  create.discard_response = true;
+  StatusOr<boost::json::value> answer = api_.Do(create);
+  ASSERT_TRUE(answer.ok()) << answer.status().ToString();
+  EXPECT_TRUE(answer->is_null()) << "nothing copied out for a caller that does not read it";
+  EXPECT_TRUE(Get<Pod>(api_, "ns", "a").ok());
+  // Without the flag the answer is the stored object.
+  create = CreateRequest(MakePod("b"), "");
+  answer = api_.Do(create);
+  ASSERT_TRUE(answer.ok());
+  EXPECT_EQ(answer->at("metadata").at("name"), "b");
+  // A failed write is a failure either way.
+  create.discard_response = true;
+  EXPECT_EQ(api_.Do(create).status().code(), StatusCode::kAlreadyExists);
+}
+
 TEST_F(MemoryApiTest, NamespacesTerminateThroughTheirFinalizer) {
   Namespace ns;
   ns.metadata.name = "team";
@@ -294,7 +326,7 @@ TEST(MemoryApiOptionsTest, TheEventLogKeepsItsCapacity) {
   ASSERT_TRUE(stream.ok());
   StatusOr<std::optional<WatchEvent>> first = (*stream)->Poll();
   ASSERT_TRUE(first.ok() && first->has_value());
-  EXPECT_EQ((*first)->object.at("metadata").at("name"), "b");
+  EXPECT_EQ((*first)->object->at("metadata").at("name"), "b");
 }
 
 }  // namespace

@@ -132,7 +132,8 @@ class RestWatchStream final : public WatchStream {
     // Move-constructed, so that the object keeps the arena rather than being copied out of it.
     return std::optional<WatchEvent>(WatchEvent{
         .type = std::string(type->as_string()),
-        .object = obj != nullptr ? boost::json::value(std::move(*obj)) : boost::json::value()});
+        .object = std::make_shared<const boost::json::value>(
+            obj != nullptr ? boost::json::value(std::move(*obj)) : boost::json::value())});
   }
 
   // The first block of an event's arena: most objects' events fit (it grows when not).

@@ -79,7 +79,7 @@ TEST(TestApiTest, WatchesEndBookmarkAndExpire) {
     if (event.ok()) {
       ASSERT_TRUE(event->has_value());
       ASSERT_EQ((*event)->type, "ERROR");
-      expired = client::StatusFromWatchError((*event)->object);
+      expired = client::StatusFromWatchError(*(*event)->object);
     }
   }
   EXPECT_EQ(expired.code(), StatusCode::kExpired) << expired.ToString();

@@ -18,6 +18,26 @@ TEST(JsonTest, ParsesOneValueWithSurroundingSpace) {
   EXPECT_EQ(*v, boost::json::parse(R"({"a":[1,2.5,"x",null,true]})"));
 }
 
+TEST(JsonTest, JsonEqualIsEqualityWhateverTheOrderOfMembers) {
+  auto equal = [](std::string_view a, std::string_view b) {
+    return JsonEqual(boost::json::parse(a), boost::json::parse(b));
+  };
+  EXPECT_TRUE(equal(R"({"a":1,"b":{"c":[1,{"d":null}]}})", R"({"a":1,"b":{"c":[1,{"d":null}]}})"));
+  // Members in another order, at the top and nested after equal members.
+  EXPECT_TRUE(equal(R"({"a":1,"b":2})", R"({"b":2,"a":1})"));
+  EXPECT_TRUE(equal(R"({"m":{"x":1,"y":[true]},"s":"v"})", R"({"m":{"y":[true],"x":1},"s":"v"})"));
+  // Differences anywhere, and in the order of array elements.
+  EXPECT_FALSE(equal(R"({"a":1,"b":{"c":[1,2]}})", R"({"a":1,"b":{"c":[2,1]}})"));
+  EXPECT_FALSE(equal(R"({"a":1,"b":2})", R"({"b":2,"a":3})"));
+  EXPECT_FALSE(equal(R"({"a":1})", R"({"a":1,"b":2})"));
+  EXPECT_FALSE(equal(R"({"a":"1"})", R"({"a":1})"));
+  EXPECT_FALSE(equal(R"([{"a":1}])", R"({"a":1})"));
+  // Numbers as boost::json compares them.
+  EXPECT_EQ(equal("1", "1.0"), boost::json::parse("1") == boost::json::parse("1.0"));
+  const boost::json::value signed_five(std::int64_t{5}), unsigned_five(std::uint64_t{5});
+  EXPECT_EQ(JsonEqual(signed_five, unsigned_five), signed_five == unsigned_five);
+}
+
 TEST(JsonTest, DuplicateKeysKeepTheLastValue) {
   StatusOr<boost::json::value> v = ParseJson(R"({"a": 1, "a": 2})");
   ASSERT_TRUE(v.ok());
