@@ -130,26 +130,30 @@ void AllocatedState::RemoveConsumedCapacity(std::string_view driver, std::string
 }
 
 void AllocatedState::AddAllocation(const api::resourcev1::AllocationResult& allocation) {
-  for (const auto& r : allocation.devices.results) {
-    if (r.admin_access.value_or(false)) continue;
-    if (r.share_id.has_value()) {
-      AddShare(r.driver, r.pool, r.device, *r.share_id);
-      AddConsumedCapacity(r.driver, r.pool, r.device, FromResult(r));
-    } else {
-      AddDevice(r.driver, r.pool, r.device);
-    }
-  }
+  for (const auto& r : allocation.devices.results) AddResult(r);
 }
 
 void AllocatedState::RemoveAllocation(const api::resourcev1::AllocationResult& allocation) {
-  for (const auto& r : allocation.devices.results) {
-    if (r.admin_access.value_or(false)) continue;
-    if (r.share_id.has_value()) {
-      RemoveShare(r.driver, r.pool, r.device, *r.share_id);
-      RemoveConsumedCapacity(r.driver, r.pool, r.device, FromResult(r));
-    } else {
-      RemoveDevice(r.driver, r.pool, r.device);
-    }
+  for (const auto& r : allocation.devices.results) RemoveResult(r);
+}
+
+void AllocatedState::AddResult(const api::resourcev1::DeviceRequestAllocationResult& r) {
+  if (r.admin_access.value_or(false)) return;
+  if (r.share_id.has_value()) {
+    AddShare(r.driver, r.pool, r.device, *r.share_id);
+    AddConsumedCapacity(r.driver, r.pool, r.device, FromResult(r));
+  } else {
+    AddDevice(r.driver, r.pool, r.device);
+  }
+}
+
+void AllocatedState::RemoveResult(const api::resourcev1::DeviceRequestAllocationResult& r) {
+  if (r.admin_access.value_or(false)) return;
+  if (r.share_id.has_value()) {
+    RemoveShare(r.driver, r.pool, r.device, *r.share_id);
+    RemoveConsumedCapacity(r.driver, r.pool, r.device, FromResult(r));
+  } else {
+    RemoveDevice(r.driver, r.pool, r.device);
   }
 }
 

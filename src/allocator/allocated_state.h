@@ -76,6 +76,9 @@ class AllocatedState {
   // (an entry even when empty); the others are exclusive.
   void AddAllocation(const api::resourcev1::AllocationResult& allocation);
   void RemoveAllocation(const api::resourcev1::AllocationResult& allocation);
+  // One device result of an allocation, counted as AddAllocation counts it.
+  void AddResult(const api::resourcev1::DeviceRequestAllocationResult& result);
+  void RemoveResult(const api::resourcev1::DeviceRequestAllocationResult& result);
 
   // Queries. A device never mentioned is free.
   bool IsExclusivelyAllocated(std::string_view driver, std::string_view pool,

@@ -216,9 +216,7 @@ void DeviceLedger::AddResult(const rv1::AllocationResult& allocation) {
   ++changes_;
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
     bool before = allocated_.IsAllocated(r.driver, r.pool, r.device);
-    rv1::AllocationResult one;
-    one.devices.results.push_back(r);
-    allocated_.AddAllocation(one);
+    allocated_.AddResult(r);
     if (!before && allocated_.IsAllocated(r.driver, r.pool, r.device)) {
       AdjustFree(r.driver, r.pool, r.device, -1);
     }
@@ -229,9 +227,7 @@ void DeviceLedger::RemoveResult(const rv1::AllocationResult& allocation) {
   ++changes_;
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
     bool before = allocated_.IsAllocated(r.driver, r.pool, r.device);
-    rv1::AllocationResult one;
-    one.devices.results.push_back(r);
-    allocated_.RemoveAllocation(one);
+    allocated_.RemoveResult(r);
     if (before && !allocated_.IsAllocated(r.driver, r.pool, r.device)) {
       AdjustFree(r.driver, r.pool, r.device, +1);
     }
