@@ -101,6 +101,11 @@ class ApiClient {
   // list object with `items` and `metadata.resourceVersion`; for kDelete, the deleted object or
   // the object now carrying a deletionTimestamp, or a Status).
   virtual StatusOr<boost::json::value> Do(const ApiRequest& request) = 0;
+  // As Do, for a caller that gives the request away and only reads the answer: the client may
+  // take the body (the in-memory API stores it without a copy) and answers with a shared,
+  // immutable object (the in-memory API's stored version itself; null where Do answers null
+  // for `discard_response`). The typed helpers (typed.h) write through it.
+  virtual StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest request);
   // Starts a watch on the collection (`request.verb` is ignored). Expired when
   // `list.resource_version` is too old (410 Gone).
   virtual StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) = 0;

@@ -243,9 +243,9 @@ void EventRecorder::WriteSeriesEvent(const Pending& event) {
   Isomorphic& entry = isomorphic_[key];
   entry.event = out;
   entry.last_observed = now;
-  StatusOr<api::corev1::Event> created = Create(api_, std::move(out));
+  Status created = CreateOnly(api_, out);
   if (!created.ok()) {
-    log::Debug("event for {}/{}: {}", ref.namespace_, ref.name, created.status().ToString());
+    log::Debug("event for {}/{}: {}", ref.namespace_, ref.name, created.ToString());
   }
 }
 
@@ -254,22 +254,22 @@ bool EventRecorder::WriteSeries(const Isomorphic& entry) {
   api::Time observed = api::Time::MicroFromTimestamp(entry.last_observed);
   boost::json::object patch{{"series", boost::json::object{{"count", entry.count},
                                                            {"lastObservedTime", observed.text()}}}};
-  StatusOr<api::corev1::Event> patched = Patch<api::corev1::Event>(
+  Status patched = PatchOnly<api::corev1::Event>(
       api_, event.metadata.namespace_, event.metadata.name, PatchType::kMerge, std::move(patch));
   if (patched.ok()) return true;
-  if (patched.status().code() == StatusCode::kNotFound) {
+  if (patched.code() == StatusCode::kNotFound) {
     // Expired (the API's event TTL): created again, series and all.
     api::corev1::Event again = event;
     api::corev1::EventSeries& series = again.series.emplace();
     series.count = entry.count;
     series.last_observed_time = observed;
-    StatusOr<api::corev1::Event> created = Create(api_, std::move(again));
+    Status created = CreateOnly(api_, again);
     if (created.ok()) return true;
-    patched = created.status();
+    patched = created;
   }
-  log::Debug("event {}: {}", event.metadata.name, patched.status().ToString());
+  log::Debug("event {}: {}", event.metadata.name, patched.ToString());
   // As recordEvent: worth retrying only when the API could not be reached.
-  StatusCode code = patched.status().code();
+  StatusCode code = patched.code();
   return code != StatusCode::kUnavailable && code != StatusCode::kDeadlineExceeded;
 }
 

@@ -243,12 +243,12 @@ class Informer final : public InformerBase {
   }
 
   StatusOr<Decoded> DecodeEntry(const boost::json::value& json) const override {
-    StatusOr<T> object = DecodeAs<T>(json);
+    StatusOr<std::shared_ptr<T>> object = DecodeShared<T>(json);
     if (!object.ok()) return object.status();
     Decoded out;
-    out.key = ObjectKey(object->metadata.namespace_, object->metadata.name);
-    out.resource_version = object->metadata.resource_version;
-    out.entry = std::make_shared<const T>(std::move(*object));
+    out.key = ObjectKey((*object)->metadata.namespace_, (*object)->metadata.name);
+    out.resource_version = (*object)->metadata.resource_version;
+    out.entry = std::move(*object);
     return out;
   }
 };

@@ -152,13 +152,8 @@ using Stored = std::shared_ptr<const json::value>;
 
 namespace {
 
-// A write's answer: a copy of the stored object, or nothing for a caller that reads only whether
-// the write succeeded (ApiRequest::discard_response).
-StatusOr<json::value> Answer(const ApiRequest& request, StatusOr<Stored> written) {
-  if (!written.ok()) return written.status();
-  if (request.discard_response) return json::value();
-  return **written;
-}
+// Whether a request of `verb` stores its body (and so may keep the caller's).
+bool StoresBody(Verb verb) { return verb == Verb::kCreate || verb == Verb::kUpdate; }
 
 }  // namespace
 
@@ -189,7 +184,18 @@ struct MemoryApi::State {
   Interceptor interceptor DRAPLANE_GUARDED_BY(mu);
   std::array<std::atomic<int64_t>, 6> counts{};
 
-  std::string Now() const { return api::Time::FromTimestamp(clock.Now()).text(); }
+  // The current time as written into objects; formatted once per instant (the simulator's
+  // clock stands still while it writes many objects).
+  const std::string& Now() DRAPLANE_REQUIRES(mu) {
+    const Timestamp now = clock.Now();
+    if (now_text.empty() || now != now_at) {
+      now_at = now;
+      now_text = api::Time::FromTimestamp(now).text();
+    }
+    return now_text;
+  }
+  Timestamp now_at DRAPLANE_GUARDED_BY(mu){};
+  std::string now_text DRAPLANE_GUARDED_BY(mu);
 
   std::string NewName(std::string prefix) {
     static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -271,12 +277,29 @@ struct MemoryApi::State {
   }
 
   // The writes answer with the stored object (shared: Do copies it out only for a caller that
-  // reads the answer).
-  StatusOr<Stored> Create(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
-  StatusOr<Stored> Bind(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
-  StatusOr<Stored> Update(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  // reads the answer). Create and Update read the body from `body`, which they may keep.
+  StatusOr<Stored> Create(const ApiRequest& request, json::value body) DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> Bind(const ApiRequest& request, const json::value& body) DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> Update(const ApiRequest& request, json::value body) DRAPLANE_REQUIRES(mu);
   StatusOr<Stored> Patch(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   StatusOr<Stored> Delete(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
+  // Create, Update, Patch or Delete, by the request's verb.
+  StatusOr<Stored> Write(const ApiRequest& request, json::value body) DRAPLANE_REQUIRES(mu) {
+    switch (request.verb) {
+      case Verb::kCreate:
+        return Create(request, std::move(body));
+      case Verb::kUpdate:
+        return Update(request, std::move(body));
+      case Verb::kPatch:
+        return Patch(request);
+      case Verb::kDelete:
+        return Delete(request);
+      case Verb::kGet:
+      case Verb::kList:
+        break;
+    }
+    return InternalError("not a write");
+  }
   StatusOr<json::value> List(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   // Deletes Events whose TTL passed.
   void ExpireEvents() DRAPLANE_REQUIRES(mu);
@@ -294,17 +317,17 @@ bool MemoryApi::State::NamespaceTerminating(std::string_view ns) const {
          MetaOf(*found->second)->if_contains("deletionTimestamp") != nullptr;
 }
 
-StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value body) {
   const ResourceType& type = *request.resource;
   if (!request.subresource.empty()) {
     if (&type == &ResourceOf<api::corev1::Pod>() && request.subresource == "binding") {
-      return Bind(request);
+      return Bind(request, body);
     }
     return InvalidArgumentError("create on subresource " + request.subresource +
                                 " is not supported");
   }
-  if (!request.body.is_object()) return InvalidArgumentError("the body must be a JSON object");
-  json::value object = request.body;
+  if (!body.is_object()) return InvalidArgumentError("the body must be a JSON object");
+  json::value object = std::move(body);
   // The type fields first: adding keys to the root may move its members, `meta` among them.
   object.as_object()["apiVersion"] = type.ApiVersion();
   object.as_object()["kind"] = type.kind;
@@ -388,13 +411,13 @@ void MemoryApi::State::ExpireEvents() {
   }
 }
 
-StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::value& body) {
   const ResourceType& type = *request.resource;
   auto& bucket = objects[&type];
   auto it = bucket.find(ObjectKey(request.namespace_, request.name));
   if (it == bucket.end()) return NotFound(type, request.name);
   const json::value& stored = *it->second;
-  std::string binding_uid = MetaString(request.body, "uid");
+  std::string binding_uid = MetaString(body, "uid");
   std::string pod_name = request.namespace_ + "/" + request.name;
   if (!binding_uid.empty() && binding_uid != MetaString(stored, "uid")) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
@@ -406,7 +429,7 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request) {
                          "\": pod " + request.name +
                          " is being deleted, cannot be assigned to a host");
   }
-  const json::object* target = Child(request.body, "target");
+  const json::object* target = Child(body, "target");
   std::string node = Str(target, "name");
   if (node.empty()) return InvalidArgumentError("target.name: Required value");
   std::string current = Str(Child(stored, "spec"), "nodeName");
@@ -543,22 +566,22 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
   return Replace(type, it, std::move(next));
 }
 
-StatusOr<Stored> MemoryApi::State::Update(const ApiRequest& request) {
+StatusOr<Stored> MemoryApi::State::Update(const ApiRequest& request, json::value body) {
   const ResourceType& type = *request.resource;
   std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
   auto& bucket = objects[&type];
   if (!bucket.contains(key)) return NotFound(type, request.name);
-  if (request.subresource == "status" && request.body.is_object()) {
-    // The status subresource reads the metadata and the status only: copy no more.
+  if (request.subresource == "status" && body.is_object()) {
+    // The status subresource reads the metadata and the status only: keep no more.
     json::object candidate;
     for (std::string_view part : {"metadata", "status"}) {
-      if (const json::value* v = request.body.as_object().if_contains(part)) {
-        candidate.emplace(part, *v);
+      if (json::value* v = body.as_object().if_contains(part)) {
+        candidate.emplace(part, std::move(*v));
       }
     }
     return Commit(type, key, std::move(candidate), request.subresource, /*check_rv=*/true);
   }
-  return Commit(type, key, request.body, request.subresource, /*check_rv=*/true);
+  return Commit(type, key, std::move(body), request.subresource, /*check_rv=*/true);
 }
 
 StatusOr<Stored> MemoryApi::State::Patch(const ApiRequest& request) {
@@ -727,7 +750,7 @@ MemoryApi::MemoryApi(const Clock& clock, Random& random, MemoryApiOptions option
 
 MemoryApi::~MemoryApi() { CloseWatches(); }
 
-StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
+Status MemoryApi::Admit(const ApiRequest& request) const {
   if (request.resource == nullptr) return InvalidArgumentError("request without a resource");
   Interceptor interceptor;
   {
@@ -737,6 +760,10 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
   if (interceptor) {
     if (std::optional<Status> failure = interceptor(request)) return *failure;
   }
+  return Status::Ok();
+}
+
+StatusOr<MemoryApi::Answer> MemoryApi::Execute(const ApiRequest& request, json::value body) {
   state_->counts[static_cast<size_t>(request.verb)].fetch_add(1);
   MutexLock lock(state_->mu);
   if (!state_->event_expiry.empty()) state_->ExpireEvents();
@@ -745,25 +772,43 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
       request.verb != Verb::kCreate) {
     return InvalidArgumentError("a namespace is required for " + Qualified(type));
   }
-  switch (request.verb) {
-    case Verb::kGet: {
-      auto& bucket = state_->objects[&type];
-      auto it = bucket.find(ObjectKey(type.namespaced ? request.namespace_ : "", request.name));
-      if (it == bucket.end()) return state_->NotFound(type, request.name);
-      return *it->second;
-    }
-    case Verb::kList:
-      return state_->List(request);
-    case Verb::kCreate:
-      return Answer(request, state_->Create(request));
-    case Verb::kUpdate:
-      return Answer(request, state_->Update(request));
-    case Verb::kPatch:
-      return Answer(request, state_->Patch(request));
-    case Verb::kDelete:
-      return Answer(request, state_->Delete(request));
+  if (request.verb == Verb::kGet) {
+    auto& bucket = state_->objects[&type];
+    auto it = bucket.find(ObjectKey(type.namespaced ? request.namespace_ : "", request.name));
+    if (it == bucket.end()) return state_->NotFound(type, request.name);
+    return Answer{.stored = it->second};
   }
-  return InternalError("unknown verb");
+  if (request.verb == Verb::kList) {
+    StatusOr<json::value> list = state_->List(request);
+    if (!list.ok()) return list.status();
+    return Answer{.list = std::move(*list)};
+  }
+  StatusOr<Stored> stored = state_->Write(request, std::move(body));
+  if (!stored.ok()) return stored.status();
+  // A caller that reads only whether the write succeeded gets no object.
+  if (request.discard_response) return Answer{};
+  return Answer{.stored = std::move(*stored)};
+}
+
+StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
+  DRAPLANE_RETURN_IF_ERROR(Admit(request));
+  StatusOr<Answer> answer =
+      Execute(request, StoresBody(request.verb) ? request.body : json::value());
+  if (!answer.ok()) return answer.status();
+  if (answer->stored == nullptr) return std::move(answer->list);
+  return *answer->stored;
+}
+
+StatusOr<Stored> MemoryApi::DoShared(ApiRequest request) {
+  DRAPLANE_RETURN_IF_ERROR(Admit(request));  // an interceptor may read the body: not taken yet
+  json::value body;
+  if (StoresBody(request.verb)) body = std::move(request.body);
+  StatusOr<Answer> answer = Execute(request, std::move(body));
+  if (!answer.ok()) return answer.status();
+  if (answer->stored == nullptr && request.verb == Verb::kList) {
+    return std::make_shared<const json::value>(std::move(answer->list));
+  }
+  return std::move(answer->stored);
 }
 
 StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& request) {

@@ -82,6 +82,8 @@ class MemoryApi : public ApiClient {
   ~MemoryApi() override;
 
   StatusOr<boost::json::value> Do(const ApiRequest& request) override;
+  // Stores a create's or update's body as it is, and answers with the stored version itself.
+  StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest request) override;
   StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) override;
 
   void SetInterceptor(Interceptor interceptor);
@@ -98,6 +100,18 @@ class MemoryApi : public ApiClient {
 
  private:
   struct State;
+  // What a request read or wrote: the stored version (null for a discarded answer), or for a
+  // list the new list object.
+  struct Answer {
+    std::shared_ptr<const boost::json::value> stored{};
+    boost::json::value list{};
+  };
+  // Whether `request` may run: it names a resource and the interceptor lets it through.
+  Status Admit(const ApiRequest& request) const;
+  // Counts and runs an admitted `request`; `body` is its body for a create or update (kept as
+  // the stored object where it can be).
+  StatusOr<Answer> Execute(const ApiRequest& request, boost::json::value body);
+
   std::shared_ptr<State> state_;
 };
 

@@ -237,6 +237,78 @@ TEST_F(MemoryApiTest, AWriteWhoseAnswerIsDiscardedStillHappens) {
   EXPECT_EQ(api_.Do(create).status().code(), StatusCode::kAlreadyExists);
 }
 
+TEST_F(MemoryApiTest, DoSharedAnswersWithTheStoredVersionItself) {
+  ApiRequest watch;
+  watch.resource = &ResourceOf<Pod>();
+  StatusOr<std::unique_ptr<WatchStream>> stream = api_.Watch(watch);
+  ASSERT_TRUE(stream.ok());
+  StatusOr<std::shared_ptr<const boost::json::value>> created =
+      api_.DoShared(CreateRequest(MakePod("a"), ""));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_NE(*created, nullptr);
+  EXPECT_EQ((*created)->at("metadata").at("name"), "a");
+  EXPECT_FALSE((*created)->at("metadata").at("uid").as_string().empty());
+  StatusOr<std::optional<WatchEvent>> added = (*stream)->Next();
+  ASSERT_TRUE(added.ok() && added->has_value());
+  EXPECT_EQ((*added)->object, *created) << "the answer is the stored version, not a copy";
+
+  ApiRequest get;
+  get.resource = &ResourceOf<Pod>();
+  get.namespace_ = "ns";
+  get.name = "a";
+  StatusOr<std::shared_ptr<const boost::json::value>> read = api_.DoShared(get);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, *created);
+
+  // An update keeps the body it was given as the new version; a discarded answer is null.
+  StatusOr<Pod> current = DecodeAs<Pod>(**created);
+  ASSERT_TRUE(current.ok());
+  current->metadata.labels["tier"] = "gold";
+  ApiRequest update = UpdateRequest(*current, "", "");
+  update.discard_response = true;
+  StatusOr<std::shared_ptr<const boost::json::value>> updated = api_.DoShared(std::move(update));
+  ASSERT_TRUE(updated.ok()) << updated.status().ToString();
+  EXPECT_EQ(*updated, nullptr);
+  StatusOr<Pod> stored = Get<Pod>(api_, "ns", "a");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->metadata.labels.at("tier"), "gold");
+  EXPECT_NE(stored->metadata.resource_version, current->metadata.resource_version);
+  EXPECT_EQ(api_.DoShared(CreateRequest(MakePod("a"), "")).status().code(),
+            StatusCode::kAlreadyExists);
+}
+
+TEST_F(MemoryApiTest, AnInterceptorSeesTheBodyOfAWriteThatGivesItAway) {
+  std::string seen;
+  api_.SetInterceptor([&](const ApiRequest& r) -> std::optional<Status> {
+    if (r.verb == Verb::kCreate && r.body.is_object()) {
+      seen = std::string(r.body.at("metadata").at("name").as_string());
+    }
+    return std::nullopt;
+  });
+  ASSERT_TRUE(api_.DoShared(CreateRequest(MakePod("a"), "")).ok());
+  EXPECT_EQ(seen, "a");
+  api_.SetInterceptor(nullptr);
+}
+
+TEST_F(MemoryApiTest, WritersThatReadNoAnswerStillWrite) {
+  StatusOr<Pod> pod = Create(api_, MakePod("a"));
+  ASSERT_TRUE(pod.ok());
+  pod->metadata.labels["tier"] = "gold";
+  ASSERT_TRUE(UpdateOnly(api_, *pod).ok());
+  EXPECT_EQ(UpdateOnly(api_, *pod).code(), StatusCode::kConflict) << "the version moved on";
+  ASSERT_TRUE(PatchOnly<Pod>(api_, "ns", "a", PatchType::kMerge,
+                             boost::json::object{{"status", {{"phase", "Running"}}}}, "status")
+                  .ok());
+  StatusOr<Pod> stored = Get<Pod>(api_, "ns", "a");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->metadata.labels.at("tier"), "gold");
+  EXPECT_EQ(stored->status.phase, "Running");
+  EXPECT_EQ(PatchOnly<Pod>(api_, "ns", "b", PatchType::kMerge, boost::json::object{}).code(),
+            StatusCode::kNotFound);
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "a", {.grace_period_seconds = 0}).ok());
+  EXPECT_EQ(Get<Pod>(api_, "ns", "a").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(MemoryApiTest, NamespacesTerminateThroughTheirFinalizer) {
   Namespace ns;
   ns.metadata.name = "team";

@@ -247,6 +247,13 @@ std::string StringAt(const boost::json::object& object, std::string_view key) {
 
 }  // namespace
 
+StatusOr<std::shared_ptr<const boost::json::value>> ApiClient::DoShared(ApiRequest request) {
+  StatusOr<boost::json::value> answer = Do(request);
+  if (!answer.ok()) return answer.status();
+  if (request.discard_response) return std::shared_ptr<const boost::json::value>();
+  return std::make_shared<const boost::json::value>(std::move(*answer));
+}
+
 Status StatusFromApiError(int http_code, const boost::json::value& body) {
   std::string message;
   std::string reason;

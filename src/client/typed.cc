@@ -19,7 +19,8 @@ Status BindPod(ApiClient& api, std::string_view namespace_, std::string_view nam
       {"kind", "Binding"},
       {"metadata", std::move(metadata)},
       {"target", boost::json::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
-  return api.Do(request).status();
+  request.discard_response = true;  // the answer is a Status
+  return api.DoShared(std::move(request)).status();
 }
 
 }  // namespace draplane::client

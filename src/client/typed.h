@@ -32,18 +32,31 @@ namespace draplane::client {
 
 // Decodes `json` as a `T`. Internal with the first field errors when it does not decode.
 template <typename T>
+Status DecodeError(const api::FieldErrorList& errors) {
+  std::string message = "cannot decode " + std::string(ResourceOf<T>().kind) + ": ";
+  for (size_t i = 0; i < errors.size() && i < 3; ++i) {
+    if (i > 0) message += "; ";
+    message += errors[i].ToString();
+  }
+  return InternalError(std::move(message));
+}
+
+template <typename T>
 StatusOr<T> DecodeAs(const boost::json::value& json) {
   T out;
   api::FieldErrorList errors;
   Decode(json, &out, &errors);  // the generated codec, found by argument-dependent lookup
-  if (!errors.empty()) {
-    std::string message = "cannot decode " + std::string(ResourceOf<T>().kind) + ": ";
-    for (size_t i = 0; i < errors.size() && i < 3; ++i) {
-      if (i > 0) message += "; ";
-      message += errors[i].ToString();
-    }
-    return InternalError(std::move(message));
-  }
+  if (!errors.empty()) return DecodeError<T>(errors);
+  return out;
+}
+
+// DecodeAs into a new shared object (no moves of the decoded object: the informers' cache entry).
+template <typename T>
+StatusOr<std::shared_ptr<T>> DecodeShared(const boost::json::value& json) {
+  auto out = std::make_shared<T>();
+  api::FieldErrorList errors;
+  Decode(json, out.get(), &errors);
+  if (!errors.empty()) return DecodeError<T>(errors);
   return out;
 }
 
@@ -89,6 +102,15 @@ StatusOr<ObjectList<T>> DecodeList(const boost::json::value& json) {
   return out;
 }
 
+// Sends `request` (given away: ApiClient::DoShared) and decodes the object it answers with.
+template <typename T>
+StatusOr<T> DoAndDecode(ApiClient& api, ApiRequest request) {
+  StatusOr<std::shared_ptr<const boost::json::value>> json = api.DoShared(std::move(request));
+  if (!json.ok()) return json.status();
+  if (*json == nullptr) return InternalError("the API answered without an object");
+  return DecodeAs<T>(**json);
+}
+
 template <typename T>
 StatusOr<T> Get(ApiClient& api, std::string_view namespace_, std::string_view name) {
   ApiRequest request;
@@ -96,9 +118,7 @@ StatusOr<T> Get(ApiClient& api, std::string_view namespace_, std::string_view na
   request.resource = &ResourceOf<T>();
   request.namespace_ = std::string(namespace_);
   request.name = std::string(name);
-  StatusOr<boost::json::value> json = api.Do(request);
-  if (!json.ok()) return json.status();
-  return DecodeAs<T>(*json);
+  return DoAndDecode<T>(api, std::move(request));
 }
 
 // One page (or everything, when options.limit is 0) of the collection; `namespace_` empty lists
@@ -111,9 +131,10 @@ StatusOr<ObjectList<T>> List(ApiClient& api, std::string_view namespace_,
   request.resource = &ResourceOf<T>();
   request.namespace_ = std::string(namespace_);
   request.list = options;
-  StatusOr<boost::json::value> json = api.Do(request);
+  StatusOr<std::shared_ptr<const boost::json::value>> json = api.DoShared(std::move(request));
   if (!json.ok()) return json.status();
-  return DecodeList<T>(*json);
+  if (*json == nullptr) return InternalError("the API answered without a list");
+  return DecodeList<T>(**json);
 }
 
 template <typename T>
@@ -129,9 +150,7 @@ ApiRequest CreateRequest(const T& object, std::string_view field_manager) {
 
 template <typename T>
 StatusOr<T> Create(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  StatusOr<boost::json::value> json = api.Do(CreateRequest(object, field_manager));
-  if (!json.ok()) return json.status();
-  return DecodeAs<T>(*json);
+  return DoAndDecode<T>(api, CreateRequest(object, field_manager));
 }
 
 // Create for a caller that needs only success or failure: the stored object is not parsed.
@@ -139,44 +158,47 @@ template <typename T>
 Status CreateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
   ApiRequest request = CreateRequest(object, field_manager);
   request.discard_response = true;
-  return api.Do(request).status();
+  return api.DoShared(std::move(request)).status();
+}
+
+template <typename T>
+ApiRequest UpdateRequest(const T& object, std::string_view subresource,
+                         std::string_view field_manager) {
+  ApiRequest request;
+  request.verb = Verb::kUpdate;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = object.metadata.namespace_;
+  request.name = object.metadata.name;
+  request.subresource = std::string(subresource);
+  request.field_manager = std::string(field_manager);
+  request.body = ToJson(object);
+  return request;
 }
 
 // Replaces the object (its `metadata.resourceVersion` must be current: Conflict otherwise).
 template <typename T>
 StatusOr<T> Update(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  ApiRequest request;
-  request.verb = Verb::kUpdate;
-  request.resource = &ResourceOf<T>();
-  request.namespace_ = object.metadata.namespace_;
-  request.name = object.metadata.name;
-  request.field_manager = std::string(field_manager);
-  request.body = ToJson(object);
-  StatusOr<boost::json::value> json = api.Do(request);
-  if (!json.ok()) return json.status();
-  return DecodeAs<T>(*json);
+  return DoAndDecode<T>(api, UpdateRequest(object, "", field_manager));
+}
+
+// Update for a caller that needs only success or failure: the stored object is not parsed.
+template <typename T>
+Status UpdateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
+  ApiRequest request = UpdateRequest(object, "", field_manager);
+  request.discard_response = true;
+  return api.DoShared(std::move(request)).status();
 }
 
 // Replaces the object's status through the `status` subresource.
 template <typename T>
 StatusOr<T> UpdateStatus(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  ApiRequest request;
-  request.verb = Verb::kUpdate;
-  request.resource = &ResourceOf<T>();
-  request.namespace_ = object.metadata.namespace_;
-  request.name = object.metadata.name;
-  request.subresource = "status";
-  request.field_manager = std::string(field_manager);
-  request.body = ToJson(object);
-  StatusOr<boost::json::value> json = api.Do(request);
-  if (!json.ok()) return json.status();
-  return DecodeAs<T>(*json);
+  return DoAndDecode<T>(api, UpdateRequest(object, "status", field_manager));
 }
 
 template <typename T>
-StatusOr<T> Patch(ApiClient& api, std::string_view namespace_, std::string_view name,
-                  PatchType type, boost::json::value patch, std::string_view subresource = "",
-                  std::string_view field_manager = "") {
+ApiRequest PatchRequest(std::string_view namespace_, std::string_view name, PatchType type,
+                        boost::json::value patch, std::string_view subresource,
+                        std::string_view field_manager) {
   ApiRequest request;
   request.verb = Verb::kPatch;
   request.resource = &ResourceOf<T>();
@@ -186,9 +208,26 @@ StatusOr<T> Patch(ApiClient& api, std::string_view namespace_, std::string_view 
   request.patch_type = type;
   request.field_manager = std::string(field_manager);
   request.body = std::move(patch);
-  StatusOr<boost::json::value> json = api.Do(request);
-  if (!json.ok()) return json.status();
-  return DecodeAs<T>(*json);
+  return request;
+}
+
+template <typename T>
+StatusOr<T> Patch(ApiClient& api, std::string_view namespace_, std::string_view name,
+                  PatchType type, boost::json::value patch, std::string_view subresource = "",
+                  std::string_view field_manager = "") {
+  return DoAndDecode<T>(
+      api, PatchRequest<T>(namespace_, name, type, std::move(patch), subresource, field_manager));
+}
+
+// Patch for a caller that needs only success or failure: the patched object is not parsed.
+template <typename T>
+Status PatchOnly(ApiClient& api, std::string_view namespace_, std::string_view name, PatchType type,
+                 boost::json::value patch, std::string_view subresource = "",
+                 std::string_view field_manager = "") {
+  ApiRequest request =
+      PatchRequest<T>(namespace_, name, type, std::move(patch), subresource, field_manager);
+  request.discard_response = true;
+  return api.DoShared(std::move(request)).status();
 }
 
 template <typename T>
@@ -200,8 +239,8 @@ Status Delete(ApiClient& api, std::string_view namespace_, std::string_view name
   request.namespace_ = std::string(namespace_);
   request.name = std::string(name);
   request.delete_options = options;
-  StatusOr<boost::json::value> json = api.Do(request);
-  return json.status();
+  request.discard_response = true;  // the deleted object is not returned
+  return api.DoShared(std::move(request)).status();
 }
 
 // Binds a pod to a node (POST pods/<name>/binding). `uid` (optional) guards against binding a

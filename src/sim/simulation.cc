@@ -106,10 +106,13 @@ class Simulation {
     event.sequence = next_sequence_++;
     events_.push(std::move(event));
   }
-  Status Create(const client::ResourceType& type, json::object object, json::value* created);
+  // `created` (optional): the stored object.
+  Status Create(const client::ResourceType& type, json::object object,
+                std::shared_ptr<const json::value>* created);
   Status CreateOrReplace(const json::object& object, const std::string& what);
   Status Settle();
-  void Arrive(const PodArrival& arrival);
+  // Each arrival arrives once: its Pod manifest is moved into the API.
+  void Arrive(PodArrival& arrival);
   void Complete(const Event& event);
   void GiveUp(const Event& event);
   std::optional<Duration> NextInstant() const;
@@ -142,13 +145,14 @@ class Simulation {
 };
 
 Status Simulation::Create(const client::ResourceType& type, json::object object,
-                          json::value* created) {
+                          std::shared_ptr<const json::value>* created) {
   client::ApiRequest request;
   request.verb = client::Verb::kCreate;
   request.resource = &type;
   request.namespace_ = type.namespaced ? MetaField(object, "namespace") : "";
   request.body = std::move(object);
-  StatusOr<json::value> result = api_.Do(request);
+  request.discard_response = created == nullptr;
+  StatusOr<std::shared_ptr<const json::value>> result = api_.DoShared(std::move(request));
   if (!result.ok()) return result.status();
   if (created != nullptr) *created = std::move(*result);
   return Status::Ok();
@@ -246,10 +250,10 @@ Status Simulation::Load(Cluster cluster, Report* report) {
       std::string old_uid = MetaField(object, "uid");
       StripServerFields(object);
       api::validation::SetPodDefaults(object);
-      json::value created;
+      std::shared_ptr<const json::value> created;
       Status s = Create(*type, std::move(object), &created);
       if (!s.ok()) return s.WithPrefix(what);
-      const json::object& pod = created.as_object();
+      const json::object& pod = created->as_object();
       std::string uid = MetaField(pod, "uid");
       if (!old_uid.empty()) pod_uids[old_uid] = uid;
       std::string key = MetaField(pod, "namespace") + "/" + MetaField(pod, "name");
@@ -287,11 +291,11 @@ Status Simulation::Load(Cluster cluster, Report* report) {
       rv1::ResourceClaimStatus status = claim.status;
       json::object body = rv1::Encode(claim).as_object();
       StripServerFields(body);
-      json::value created;
+      std::shared_ptr<const json::value> created;
       Status s = Create(*type, std::move(body), &created);
       if (!s.ok()) return s.WithPrefix(what);
       if (status.allocation.has_value() || !status.reserved_for.empty()) {
-        StatusOr<rv1::ResourceClaim> written = client::DecodeAs<rv1::ResourceClaim>(created);
+        StatusOr<rv1::ResourceClaim> written = client::DecodeAs<rv1::ResourceClaim>(*created);
         if (!written.ok()) return written.status().WithPrefix(what);
         written->status = std::move(status);
         StatusOr<rv1::ResourceClaim> updated = client::UpdateStatus(api_, *written);
@@ -444,8 +448,8 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   return Status::Ok();
 }
 
-void Simulation::Arrive(const PodArrival& arrival) {
-  json::object pod = arrival.pod;
+void Simulation::Arrive(PodArrival& arrival) {
+  json::object pod = std::move(arrival.pod);
   if (std::optional<std::string> refused = api::AdmitPodPriority(pod, priority_classes_)) {
     collector_->Rejected(
         arrival.namespace_ + "/" + arrival.name, arrival.at,
@@ -453,13 +457,13 @@ void Simulation::Arrive(const PodArrival& arrival) {
             "\" is forbidden: " + *refused);
     return;
   }
-  json::value created;
+  std::shared_ptr<const json::value> created;
   Status s = Create(client::ResourceOf<Pod>(), std::move(pod), &created);
   if (!s.ok()) {
     collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at, s.ToString());
     return;
   }
-  std::string uid = MetaField(created.as_object(), "uid");
+  std::string uid = MetaField(created->as_object(), "uid");
   collector_->Submitted(uid, arrival.at, arrival.duration);
   run_for_[uid] = arrival.duration;
   if (arrival.delete_after) {
@@ -468,7 +472,7 @@ void Simulation::Arrive(const PodArrival& arrival) {
           .kind = EventKind::kGiveUp,
           .uid = uid,
           .namespace_ = arrival.namespace_,
-          .name = MetaField(created.as_object(), "name")});
+          .name = MetaField(created->as_object(), "name")});
   }
 }
 
@@ -477,9 +481,9 @@ void Simulation::Complete(const Event& event) {
   // collector, or its owner).
   json::object patch{{"metadata", json::object{{"uid", event.uid}}},
                      {"status", json::object{{"phase", "Succeeded"}}}};
-  StatusOr<Pod> done =
-      client::Patch<Pod>(api_, event.namespace_, event.name, client::PatchType::kMerge,
-                         std::move(patch), "status", "draplane-sim-kubelet");
+  Status done =
+      client::PatchOnly<Pod>(api_, event.namespace_, event.name, client::PatchType::kMerge,
+                             std::move(patch), "status", "draplane-sim-kubelet");
   if (!done.ok()) return;  // deleted or replaced meanwhile
   client::DeleteOptions options{.grace_period_seconds = 0, .precondition_uid = event.uid};
   client::Delete<Pod>(api_, event.namespace_, event.name, options).IgnoreError();

@@ -299,9 +299,9 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
     for (const auto& s : statuses) list.push_back(api::corev1::Encode(s));
     boost::json::object patch{
         {"status", boost::json::object{{"resourceClaimStatuses", std::move(list)}}}};
-    StatusOr<Pod> patched = client::Patch<Pod>(api_, ns, name, client::PatchType::kMerge,
-                                               std::move(patch), "status", options_.field_manager);
-    if (!patched.ok()) return patched.status().WithPrefix("update pod claim statuses");
+    Status patched = client::PatchOnly<Pod>(api_, ns, name, client::PatchType::kMerge,
+                                            std::move(patch), "status", options_.field_manager);
+    if (!patched.ok()) return patched.WithPrefix("update pod claim statuses");
   }
   // Pods placed without the scheduler: reserve their allocated claims.
   if (!pod->spec.node_name.empty()) {
@@ -361,9 +361,8 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
     if (finalizer && !written->status.allocation) {
       rv1::ResourceClaim unfinalized = *written;
       api::RemoveClaimFinalizer(&unfinalized);
-      StatusOr<rv1::ResourceClaim> updated =
-          client::Update(api_, unfinalized, options_.field_manager);
-      if (!updated.ok()) return updated.status().WithPrefix("remove claim finalizer");
+      Status updated = client::UpdateOnly(api_, unfinalized, options_.field_manager);
+      if (!updated.ok()) return updated.WithPrefix("remove claim finalizer");
     }
   } else if (finalizer && valid.empty() &&
              (claim.metadata.deletion_timestamp.has_value() ||
@@ -380,8 +379,8 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
       next = std::move(*written);
     }
     api::RemoveClaimFinalizer(&next);
-    StatusOr<rv1::ResourceClaim> updated = client::Update(api_, next, options_.field_manager);
-    if (!updated.ok()) return updated.status().WithPrefix("remove claim finalizer");
+    Status updated = client::UpdateOnly(api_, next, options_.field_manager);
+    if (!updated.ok()) return updated.WithPrefix("remove claim finalizer");
   }
 
   // 6. Generated claims of pods that will not run.
