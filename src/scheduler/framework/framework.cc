@@ -41,7 +41,10 @@ const Plugin* Framework::FindPlugin(std::string_view name) const {
 PluginStatus Framework::RunPreEnqueue(const api::corev1::Pod& pod) {
   for (PreEnqueuePlugin* p : pre_enqueue_) {
     PluginStatus s = p->PreEnqueue(pod);
-    if (!s.ok()) return s.WithPlugin(p->name());
+    if (!s.ok()) {
+      s.WithPlugin(p->name());
+      return s;
+    }
   }
   return PluginStatus::Success();
 }
@@ -225,7 +228,8 @@ PluginStatus Framework::FilterNode(CycleState& state, const PodInfo& pod, const 
     FilterPlugin* p = filter_[i];
     PluginStatus s = p->Filter(state, pod, node, explain);
     if (s.ok() || s.skipped()) continue;
-    return s.WithPlugin(p->name());
+    s.WithPlugin(p->name());
+    return s;
   }
   return PluginStatus::Success();
 }
@@ -235,7 +239,8 @@ PluginStatus Framework::RunReserve(CycleState& state, const PodInfo& pod, const 
     PluginStatus s = reserve_[i]->Reserve(state, pod, node);
     if (!s.ok()) {
       for (size_t j = i + 1; j-- > 0;) reserve_[j]->Unreserve(state, pod, node);
-      return s.WithPlugin(reserve_[i]->name());
+      s.WithPlugin(reserve_[i]->name());
+      return s;
     }
   }
   return PluginStatus::Success();
@@ -259,7 +264,10 @@ PluginStatus CollectPreBind(const std::vector<PreBindPlugin*>& plugins, Ask ask)
         wait = s.WithPlugin(p->name());
       continue;
     }
-    if (!s.ok() && !s.skipped()) return s.WithPlugin(p->name());
+    if (!s.ok() && !s.skipped()) {
+      s.WithPlugin(p->name());
+      return s;
+    }
   }
   return wait ? *wait : PluginStatus::Success();
 }
@@ -280,7 +288,8 @@ PluginStatus Framework::RunBind(CycleState& state, const PodInfo& pod, const std
   for (BindPlugin* p : bind_) {
     PluginStatus s = p->Bind(state, pod, node);
     if (s.skipped()) continue;
-    return s.WithPlugin(p->name());
+    s.WithPlugin(p->name());
+    return s;
   }
   return PluginStatus::Error(InternalError("no bind plugin bound the pod"));
 }

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 #include <typeindex>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "api/gen/core_v1_types.h"
@@ -43,22 +43,22 @@ class PluginStatus {
   static PluginStatus Success() { return PluginStatus(); }
   static PluginStatus Skip() { return PluginStatus(Code::kSkip, {}); }
   static PluginStatus Unschedulable(std::string reason) {
-    return PluginStatus(Code::kUnschedulable, {std::move(reason)});
+    return WithReason(Code::kUnschedulable, std::move(reason));
   }
   static PluginStatus Unresolvable(std::string reason) {
-    return PluginStatus(Code::kUnschedulableAndUnresolvable, {std::move(reason)});
+    return WithReason(Code::kUnschedulableAndUnresolvable, std::move(reason));
   }
   static PluginStatus Error(Status error);
   static PluginStatus Pending(std::string reason) {
-    return PluginStatus(Code::kPending, {std::move(reason)});
+    return WithReason(Code::kPending, std::move(reason));
   }
   static PluginStatus Wait(std::string reason) {
-    return PluginStatus(Code::kWait, {std::move(reason)});
+    return WithReason(Code::kWait, std::move(reason));
   }
   // Wait for one of the plugin's own writes (not for the cluster): the binding is parked
   // without holding a binder thread, and nothing is announced to the user.
   static PluginStatus WaitForWrite(std::string reason) {
-    PluginStatus s(Code::kWait, {std::move(reason)});
+    PluginStatus s = WithReason(Code::kWait, std::move(reason));
     s.waits_for_write_ = true;
     return s;
   }
@@ -78,6 +78,8 @@ class PluginStatus {
   // The reasons joined with ", " (upstream Status.Message).
   std::string Message() const;
   const std::string& plugin() const { return plugin_; }
+  // Returns *this, so `return s.WithPlugin(name);` copies the status: on hot paths set the
+  // plugin, then `return s;`.
   PluginStatus& WithPlugin(std::string_view plugin) {
     plugin_ = std::string(plugin);
     return *this;
@@ -87,6 +89,14 @@ class PluginStatus {
   bool waits_for_write() const { return waits_for_write_; }
 
  private:
+  // One reason, moved in (a braced list would copy it: an initializer_list's elements are const).
+  static PluginStatus WithReason(Code code, std::string reason) {
+    PluginStatus s;
+    s.code_ = code;
+    s.reasons_.push_back(std::move(reason));
+    return s;
+  }
+
   Code code_ = Code::kSuccess;
   bool waits_for_write_ = false;
   std::vector<std::string> reasons_;
@@ -99,18 +109,28 @@ class CycleState {
  public:
   template <typename T>
   T* Get() const {
-    auto it = data_.find(std::type_index(typeid(T)));
-    return it == data_.end() ? nullptr : static_cast<T*>(it->second.get());
+    for (const auto& [type, value] : data_) {
+      if (type == typeid(T)) return static_cast<T*>(value.get());
+    }
+    return nullptr;
   }
   template <typename T>
   T* Set(std::shared_ptr<T> value) {
     T* raw = value.get();
-    data_[std::type_index(typeid(T))] = std::move(value);
+    for (auto& [type, stored] : data_) {
+      if (type == typeid(T)) {
+        stored = std::move(value);
+        return raw;
+      }
+    }
+    data_.emplace_back(std::type_index(typeid(T)), std::move(value));
     return raw;
   }
 
  private:
-  std::unordered_map<std::type_index, std::shared_ptr<void>> data_;
+  // A handful of entries, read by every plugin at every node: a linear scan comparing type
+  // identities beats hashing the type's name.
+  std::vector<std::pair<std::type_index, std::shared_ptr<void>>> data_;
 };
 
 // Resource amounts in the units the scheduler compares (upstream framework.Resource): CPU in

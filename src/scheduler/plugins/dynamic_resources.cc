@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <set>
+#include <unordered_map>
 
 #include "allocator/allocator.h"
 #include "allocator/contested.h"
@@ -19,6 +20,7 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/random.h"
+#include "common/string_hash.h"
 #include "scheduler/explain.h"
 
 namespace draplane::scheduler {
@@ -115,7 +117,8 @@ struct DraState {
   std::optional<size_t> special_index;
   std::map<std::string, int64_t, std::less<>> extended;  // DRA-mappable resource -> amount
   std::map<std::string, std::unique_ptr<Variant>> variants;
-  std::map<std::string, NodeAllocation, std::less<>> node_allocations;
+  // Looked up for every node Filter and Score see, never iterated.
+  std::unordered_map<std::string, NodeAllocation, StringHash, std::equal_to<>> node_allocations;
   std::set<size_t> unavailable;
   std::map<std::string, std::string> claim_names;
   int explain_left = 0;
@@ -1542,7 +1545,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         // Without an allocation the claim needs no protection; the claim controller removes
         // the finalizer when this write loses a race.
         if (clear && api::RemoveClaimFinalizer(&next)) {
-          client::Update(api, next, manager).status().IgnoreError();
+          client::UpdateOnly(api, next, manager).IgnoreError();
         }
         return;
       }
