@@ -395,13 +395,15 @@ TEST_F(QuotaServerTest, AQuotaThatStartsCountingPodsSeesTheirChanges) {
   const std::string pod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},)"
                           R"("spec":{"containers":[{"name":"c","image":"x"}]}})";
   ASSERT_EQ(Do("POST", "/api/v1/namespaces/team-a/pods", pod).status, 201);
-  // Nothing counts Pods yet; then the quota does, and its sync counts the Pod.
-  boost::json::object quota = Quota("devices");
-  quota["spec"].as_object()["hard"].as_object()["pods"] = "5";
-  ASSERT_EQ(
-      Do("PUT", "/api/v1/namespaces/team-a/resourcequotas/devices", boost::json::serialize(quota))
-          .status,
-      200);
+  // Nothing counts Pods yet; then the quota does, and its sync counts the Pod. The controller
+  // may write the quota's status between the read and the write: read again on a conflict.
+  ASSERT_TRUE(testing::Eventually([&] {
+    boost::json::object quota = Quota("devices");
+    quota["spec"].as_object()["hard"].as_object()["pods"] = "5";
+    return Do("PUT", "/api/v1/namespaces/team-a/resourcequotas/devices",
+              boost::json::serialize(quota))
+               .status == 200;
+  }));
   ASSERT_TRUE(testing::Eventually([&] { return Used(Quota("devices"), "pods") == "1"; }));
   // The Pod turns terminal: it no longer counts.
   TestResponse current = Do("GET", "/api/v1/namespaces/team-a/pods/p1");
