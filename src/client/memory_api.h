@@ -40,8 +40,9 @@
 //     into ADDED / DELETED as the API server does; bookmarks on request (SendBookmarks).
 //
 // Stored objects are immutable, shared values: the watch log and every watcher's event hold the
-// stored version itself, and a write's answer is a copy of it only for a caller that reads it
-// (not under ApiRequest::discard_response).
+// stored version itself. DoShared answers with it too (and a create or update keeps its body as
+// the new version); Do copies it out, only for a caller that reads it (not under
+// ApiRequest::discard_response).
 //
 // Options: how many events the log keeps for watches resuming from a resourceVersion, and an
 // event TTL (kube-apiserver's --event-ttl, one hour by default there): core/v1 and events.k8s.io

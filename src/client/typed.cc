@@ -19,8 +19,7 @@ Status BindPod(ApiClient& api, std::string_view namespace_, std::string_view nam
       {"kind", "Binding"},
       {"metadata", std::move(metadata)},
       {"target", boost::json::object{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
-  request.discard_response = true;  // the answer is a Status
-  return api.DoShared(std::move(request)).status();
+  return DoWithoutAnswer(api, std::move(request));  // the answer is a Status
 }
 
 }  // namespace draplane::client

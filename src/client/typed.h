@@ -30,7 +30,7 @@
 
 namespace draplane::client {
 
-// Decodes `json` as a `T`. Internal with the first field errors when it does not decode.
+// Why `json` did not decode as a `T`: Internal with the first field errors.
 template <typename T>
 Status DecodeError(const api::FieldErrorList& errors) {
   std::string message = "cannot decode " + std::string(ResourceOf<T>().kind) + ": ";
@@ -41,6 +41,7 @@ Status DecodeError(const api::FieldErrorList& errors) {
   return InternalError(std::move(message));
 }
 
+// Decodes `json` as a `T`. Internal with the first field errors when it does not decode.
 template <typename T>
 StatusOr<T> DecodeAs(const boost::json::value& json) {
   T out;
@@ -111,6 +112,12 @@ StatusOr<T> DoAndDecode(ApiClient& api, ApiRequest request) {
   return DecodeAs<T>(**json);
 }
 
+// Sends `request` for a caller that reads only whether it succeeded: no object is answered.
+inline Status DoWithoutAnswer(ApiClient& api, ApiRequest request) {
+  request.discard_response = true;
+  return api.DoShared(std::move(request)).status();
+}
+
 template <typename T>
 StatusOr<T> Get(ApiClient& api, std::string_view namespace_, std::string_view name) {
   ApiRequest request;
@@ -156,9 +163,7 @@ StatusOr<T> Create(ApiClient& api, const T& object, std::string_view field_manag
 // Create for a caller that needs only success or failure: the stored object is not parsed.
 template <typename T>
 Status CreateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  ApiRequest request = CreateRequest(object, field_manager);
-  request.discard_response = true;
-  return api.DoShared(std::move(request)).status();
+  return DoWithoutAnswer(api, CreateRequest(object, field_manager));
 }
 
 template <typename T>
@@ -184,9 +189,7 @@ StatusOr<T> Update(ApiClient& api, const T& object, std::string_view field_manag
 // Update for a caller that needs only success or failure: the stored object is not parsed.
 template <typename T>
 Status UpdateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  ApiRequest request = UpdateRequest(object, "", field_manager);
-  request.discard_response = true;
-  return api.DoShared(std::move(request)).status();
+  return DoWithoutAnswer(api, UpdateRequest(object, "", field_manager));
 }
 
 // Replaces the object's status through the `status` subresource.
@@ -224,10 +227,8 @@ template <typename T>
 Status PatchOnly(ApiClient& api, std::string_view namespace_, std::string_view name, PatchType type,
                  boost::json::value patch, std::string_view subresource = "",
                  std::string_view field_manager = "") {
-  ApiRequest request =
-      PatchRequest<T>(namespace_, name, type, std::move(patch), subresource, field_manager);
-  request.discard_response = true;
-  return api.DoShared(std::move(request)).status();
+  return DoWithoutAnswer(
+      api, PatchRequest<T>(namespace_, name, type, std::move(patch), subresource, field_manager));
 }
 
 template <typename T>
@@ -239,8 +240,7 @@ Status Delete(ApiClient& api, std::string_view namespace_, std::string_view name
   request.namespace_ = std::string(namespace_);
   request.name = std::string(name);
   request.delete_options = options;
-  request.discard_response = true;  // the deleted object is not returned
-  return api.DoShared(std::move(request)).status();
+  return DoWithoutAnswer(api, std::move(request));  // the deleted object is not returned
 }
 
 // Binds a pod to a node (POST pods/<name>/binding). `uid` (optional) guards against binding a
