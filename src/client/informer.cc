@@ -1,6 +1,8 @@
 #include "client/informer.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <utility>
 
 #include "common/check.h"
 #include "common/log.h"
@@ -138,16 +140,27 @@ void InformerBase::IndexErase(const std::string& key, const Entry& entry) {
 
 InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& entry) {
   MutexLock lock(mu_);
-  Entry old;
   auto it = cache_.find(key);
-  if (it != cache_.end()) {
-    old = it->second;
-    IndexErase(key, old);
-    it->second = entry;
-  } else {
+  if (it == cache_.end()) {
     cache_.emplace(key, entry);
+    IndexInsert(key, entry);
+    return nullptr;
   }
-  IndexInsert(key, entry);
+  Entry old = std::exchange(it->second, entry);
+  // Most updates keep an object's index values (a status change): the entry is replaced where it
+  // is instead of erased and inserted again.
+  for (auto& [name, index] : indexes_) {
+    std::vector<std::string> before = index.fn(old);
+    std::vector<std::string> after = index.fn(entry);
+    for (const std::string& value : before) {
+      if (std::find(after.begin(), after.end(), value) != after.end()) continue;
+      auto values = index.values.find(value);
+      if (values == index.values.end()) continue;
+      values->second.erase(key);
+      if (values->second.empty()) index.values.erase(values);
+    }
+    for (const std::string& value : after) index.values[value][key] = entry;
+  }
   return old;
 }
 

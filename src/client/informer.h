@@ -45,6 +45,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "client/api_client.h"
@@ -53,6 +54,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/status.h"
+#include "common/string_hash.h"
 
 namespace draplane::client {
 
@@ -126,7 +128,9 @@ class InformerBase {
  private:
   struct Index {
     std::function<std::vector<std::string>(const Entry&)> fn;
-    std::map<std::string, std::map<std::string, Entry>> values;  // value -> key -> entry
+    // value -> key -> entry; only looked up by value (an object's keys are listed in order).
+    std::unordered_map<std::string, std::map<std::string, Entry>, StringHash, std::equal_to<>>
+        values;
   };
 
   void Run();

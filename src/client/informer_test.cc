@@ -191,6 +191,51 @@ TEST_F(InformerTest, IndexesFollowTheCache) {
   EXPECT_TRUE(informer.ByIndex("node", "n3").empty());
 }
 
+TEST_F(InformerTest, AnUpdateMovesAnObjectBetweenIndexValuesOrReplacesItInPlace) {
+  StatusOr<Pod> a = CreatePod("a");
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(CreatePod("b").ok());
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  informer.AddIndex("team", [](const Pod& p) {
+    std::vector<std::string> out;
+    if (auto it = p.metadata.labels.find("team"); it != p.metadata.labels.end()) {
+      out.push_back(it->second);
+    }
+    if (p.metadata.labels.contains("shared")) out.push_back("shared");
+    return out;
+  });
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  recorder.WaitFor(2);
+  auto update = [&](const std::map<std::string, std::string, std::less<>>& labels) {
+    Pod pod = *informer.Get("ns", "a");
+    pod.metadata.labels = labels;
+    ASSERT_TRUE(Update(api_, pod).ok());
+  };
+  auto names = [&](const std::string& value) {
+    std::vector<std::string> out;
+    for (const auto& p : informer.ByIndex("team", value)) out.push_back(p->metadata.name);
+    return out;
+  };
+  update({{"team", "x"}, {"shared", "1"}});
+  recorder.WaitFor(3);
+  EXPECT_EQ(names("x"), std::vector<std::string>{"a"});
+  EXPECT_EQ(names("shared"), std::vector<std::string>{"a"});
+  // Same values, new version: the index hands out the new one.
+  update({{"team", "x"}, {"shared", "1"}, {"other", "2"}});
+  recorder.WaitFor(4);
+  ASSERT_EQ(informer.ByIndex("team", "x").size(), 1u);
+  EXPECT_EQ(informer.ByIndex("team", "x")[0]->metadata.labels.size(), 3u);
+  // One value replaced, one dropped.
+  update({{"team", "y"}});
+  recorder.WaitFor(5);
+  EXPECT_TRUE(names("x").empty());
+  EXPECT_TRUE(names("shared").empty());
+  EXPECT_EQ(names("y"), std::vector<std::string>{"a"});
+}
+
 TEST_F(InformerTest, ResyncReannouncesEveryObject) {
   ASSERT_TRUE(CreatePod("a").ok());
   Recorder recorder;
