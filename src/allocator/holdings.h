@@ -22,10 +22,12 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "allocator/charges.h"
 #include "api/gen/resource_v1_types.h"
+#include "common/string_hash.h"
 
 namespace draplane::allocator {
 
@@ -111,7 +113,8 @@ class Holdings {
 
   std::map<std::string, Holding, std::less<>> holdings_;
   std::map<std::string, Tenant, std::less<>> tenants_;
-  std::map<std::string, std::vector<std::string>, std::less<>> holders_;  // device key -> uids
+  // device key -> uids, sorted; only looked up by key.
+  std::unordered_map<std::string, std::vector<std::string>, StringHash, std::equal_to<>> holders_;
 };
 
 // The committed holdings of every allocated claim in `claims` (a store read), charged with
