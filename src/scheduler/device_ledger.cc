@@ -250,7 +250,20 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
     CountCommitted(existing->second.result(), -1);
     committed_.erase(existing);
   }
-  RemoveInFlight(uid);
+  // The allocation this scheduler reserved, now written: its devices are held already, only
+  // the holding moves from in flight to committed. Removing and adding them again would bump
+  // their pools' versions, and so forget the allocator's verdicts for the node
+  // (allocated_state.h) for nothing.
+  auto in_flight = in_flight_.find(uid);
+  const bool held = in_flight != in_flight_.end() && in_flight->second.result().devices.results ==
+                                                         claim->status.allocation->devices.results;
+  if (held) {
+    const allocator::Holdings::Holding* h = holdings_.Find(uid);
+    if (h != nullptr && h->in_flight) EraseHolding(uid);
+    in_flight_.erase(in_flight);
+  } else {
+    RemoveInFlight(uid);
+  }
   bool conflict = false;
   for (const rv1::DeviceRequestAllocationResult& r : claim->status.allocation->devices.results) {
     if (r.admin_access.value_or(false)) continue;
@@ -258,7 +271,11 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
     auto h = holders.find(DeviceKey(r.driver, r.pool, r.device));
     conflict = conflict || (h != holders.end() && h->second > 0);
   }
-  AddResult(*claim->status.allocation);
+  if (held) {
+    ++changes_;
+  } else {
+    AddResult(*claim->status.allocation);
+  }
   CountCommitted(*claim->status.allocation, +1);
   PutHolding(allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
                                        /*in_flight=*/false));

@@ -128,6 +128,39 @@ TEST(DeviceLedgerTest, ALaterOverlappingAllocationIsAConflict) {
   EXPECT_EQ(ledger.holdings().DevicesOf("team-a").size(), 1u);
 }
 
+TEST(DeviceLedgerTest, CommittingTheReservedAllocationKeepsItsPoolsVersions) {
+  // The allocator's per-node verdicts stay valid while a pool's version stays (allocated_state.h):
+  // the claim the scheduler reserved, written as reserved, changes nothing a node can see.
+  DeviceLedger ledger;
+  ledger.SetClass(Class("any", R"(device.driver == "gpu.example.com")"));
+  ledger.SetSlice(Slice("node-a", {"H100", "H100", "H100"}));
+  auto claim = AllocatedClaim("c1", "u1", "node-a", "gpu-0");
+  ledger.AddInFlight("u1", claim,
+                     std::make_shared<rv1::AllocationResult>(*claim->status.allocation));
+  const allocator::AllocatedState::PoolRecord* pool =
+      ledger.allocated().PoolFor("gpu.example.com", "node-a");
+  const uint64_t reserved = pool->version;
+  EXPECT_FALSE(ledger.Commit(claim));
+  EXPECT_EQ(pool->version, reserved);
+  EXPECT_FALSE(ledger.IsInFlight("u1"));
+  EXPECT_FALSE(ledger.holdings().Find("u1")->in_flight);
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
+  ledger.Uncommit("u1");
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 3);
+  EXPECT_FALSE(ledger.allocated().IsAllocated("gpu.example.com", "node-a", "gpu-0"));
+
+  // Written with other devices than reserved: the reserved ones are free again.
+  ledger.AddInFlight("u2", claim,
+                     std::make_shared<rv1::AllocationResult>(*claim->status.allocation));
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("c1", "u2", "node-a", "gpu-1")));
+  EXPECT_GT(pool->version, reserved);
+  EXPECT_FALSE(ledger.allocated().IsAllocated("gpu.example.com", "node-a", "gpu-0"));
+  EXPECT_TRUE(ledger.allocated().IsAllocated("gpu.example.com", "node-a", "gpu-1"));
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
+  EXPECT_EQ(ledger.holdings().DevicesOf("team-a"),
+            (std::map<std::string, int, std::less<>>{{"gpu.example.com/node-a/gpu-1", 1}}));
+}
+
 TEST(DeviceLedgerTest, HoldingsChargeTenantsAndRecheckHealsStaleCharges) {
   DeviceLedger ledger;
   auto slice = Slice("node-a", {"H100", "H100"});
