@@ -206,13 +206,15 @@ class DeviceLedger {
   allocator::AllocatedState allocated_;
   allocator::DeviceCatalog catalog_;
   allocator::Holdings holdings_;
-  std::map<std::string, Record, std::less<>> committed_;  // by claim uid
+  // By claim uid; only looked up (Recheck rebuilds holdings from them in any order).
+  std::unordered_map<std::string, Record, StringHash, std::equal_to<>> committed_;
   // Committed holders per device key (DeviceKey), all and exclusive (no share ID): conflicts are
   // judged against these alone, in the API's write order; this scheduler's in-flight allocations
   // have no place in that order.
   std::unordered_map<std::string, int> committed_holders_;
   std::unordered_map<std::string, int> committed_exclusive_;
-  std::map<std::string, Record, std::less<>> in_flight_;  // by claim uid
+  // By claim uid; only looked up (Recheck rebuilds holdings from them in any order).
+  std::unordered_map<std::string, Record, StringHash, std::equal_to<>> in_flight_;
   HoldingsObserver* observer_ = nullptr;
   uint64_t changes_ = 0;
 };

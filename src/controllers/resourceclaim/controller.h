@@ -26,8 +26,8 @@
 
 #include <deque>
 #include <memory>
-#include <set>
 #include <string>
+#include <unordered_set>
 
 #include "client/api_client.h"
 #include "client/shared_informers.h"
@@ -110,7 +110,8 @@ class ResourceClaimController {
   client::WorkQueue queue_;
   internal::QueueWorkers workers_;
   Mutex mu_;
-  std::set<std::string> deleted_ DRAPLANE_GUARDED_BY(mu_);  // recently deleted pod uids (bounded)
+  // Recently deleted pod uids (bounded); only looked up.
+  std::unordered_set<std::string> deleted_ DRAPLANE_GUARDED_BY(mu_);
   std::deque<std::string> deleted_order_ DRAPLANE_GUARDED_BY(mu_);
 };
 

@@ -54,6 +54,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "allocator/allocator.h"
 #include "allocator/contested.h"
@@ -64,6 +65,7 @@
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/random.h"
+#include "common/string_hash.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/framework/plugin.h"
 #include "scheduler/quota_charger.h"
@@ -103,8 +105,9 @@ class AllocationConfirmations {
   };
 
   Mutex mu_;
-  // uid -> version -> lost
-  std::map<std::string, std::map<int64_t, bool>> verdicts_ DRAPLANE_GUARDED_BY(mu_);
+  // uid -> version -> lost; only looked up by uid.
+  std::unordered_map<std::string, std::map<int64_t, bool>, StringHash, std::equal_to<>> verdicts_
+      DRAPLANE_GUARDED_BY(mu_);
   // uid -> waiting binders
   std::multimap<std::string, std::shared_ptr<Waiter>> waiters_ DRAPLANE_GUARDED_BY(mu_);
 };
