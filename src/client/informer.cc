@@ -11,6 +11,18 @@
 #include "common/thread_name.h"
 
 namespace draplane::client {
+namespace {
+
+// Removes `key` from the objects an index lists under `value`, and the value once it lists none.
+template <typename Values>
+void EraseFromValue(Values& values, const std::string& value, const std::string& key) {
+  auto it = values.find(value);
+  if (it == values.end()) return;
+  it->second.erase(key);
+  if (it->second.empty()) values.erase(it);
+}
+
+}  // namespace
 
 InformerBase::InformerBase(ApiClient& api, const ResourceType& type, InformerOptions options)
     : api_(api), type_(type), options_(std::move(options)), backoff_(options_.initial_backoff) {}
@@ -129,12 +141,7 @@ void InformerBase::IndexInsert(const std::string& key, const Entry& entry) {
 
 void InformerBase::IndexErase(const std::string& key, const Entry& entry) {
   for (auto& [name, index] : indexes_) {
-    for (const std::string& value : index.fn(entry)) {
-      auto it = index.values.find(value);
-      if (it == index.values.end()) continue;
-      it->second.erase(key);
-      if (it->second.empty()) index.values.erase(it);
-    }
+    for (const std::string& value : index.fn(entry)) EraseFromValue(index.values, value, key);
   }
 }
 
@@ -153,11 +160,9 @@ InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& en
     std::vector<std::string> before = index.fn(old);
     std::vector<std::string> after = index.fn(entry);
     for (const std::string& value : before) {
-      if (std::find(after.begin(), after.end(), value) != after.end()) continue;
-      auto values = index.values.find(value);
-      if (values == index.values.end()) continue;
-      values->second.erase(key);
-      if (values->second.empty()) index.values.erase(values);
+      if (std::find(after.begin(), after.end(), value) == after.end()) {
+        EraseFromValue(index.values, value, key);
+      }
     }
     for (const std::string& value : after) index.values[value][key] = entry;
   }

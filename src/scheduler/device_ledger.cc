@@ -250,20 +250,6 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
     CountCommitted(existing->second.result(), -1);
     committed_.erase(existing);
   }
-  // The allocation this scheduler reserved, now written: its devices are held already, only
-  // the holding moves from in flight to committed. Removing and adding them again would bump
-  // their pools' versions, and so forget the allocator's verdicts for the node
-  // (allocated_state.h) for nothing.
-  auto in_flight = in_flight_.find(uid);
-  const bool held = in_flight != in_flight_.end() && in_flight->second.result().devices.results ==
-                                                         claim->status.allocation->devices.results;
-  if (held) {
-    const allocator::Holdings::Holding* h = holdings_.Find(uid);
-    if (h != nullptr && h->in_flight) EraseHolding(uid);
-    in_flight_.erase(in_flight);
-  } else {
-    RemoveInFlight(uid);
-  }
   bool conflict = false;
   for (const rv1::DeviceRequestAllocationResult& r : claim->status.allocation->devices.results) {
     if (r.admin_access.value_or(false)) continue;
@@ -271,9 +257,17 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
     auto h = holders.find(DeviceKey(r.driver, r.pool, r.device));
     conflict = conflict || (h != holders.end() && h->second > 0);
   }
-  if (held) {
+  // The allocation this scheduler reserved, now written: its devices are held already, only
+  // the holding moves from in flight to committed. Removing and adding them again would bump
+  // their pools' versions, and so forget the allocator's verdicts for the node
+  // (allocated_state.h) for nothing.
+  auto in_flight = in_flight_.find(uid);
+  if (in_flight != in_flight_.end() &&
+      in_flight->second.result().devices.results == claim->status.allocation->devices.results) {
+    ForgetInFlight(in_flight);
     ++changes_;
   } else {
+    RemoveInFlight(uid);
     AddResult(*claim->status.allocation);
   }
   CountCommitted(*claim->status.allocation, +1);
@@ -326,10 +320,14 @@ bool DeviceLedger::RemoveInFlight(std::string_view uid) {
   auto it = in_flight_.find(uid);
   if (it == in_flight_.end()) return false;
   RemoveResult(it->second.result());
-  const allocator::Holdings::Holding* h = holdings_.Find(uid);
-  if (h != nullptr && h->in_flight) EraseHolding(uid);
-  in_flight_.erase(it);
+  ForgetInFlight(it);
   return true;
+}
+
+void DeviceLedger::ForgetInFlight(InFlight::iterator it) {
+  const allocator::Holdings::Holding* h = holdings_.Find(it->first);
+  if (h != nullptr && h->in_flight) EraseHolding(it->first);
+  in_flight_.erase(it);
 }
 
 void DeviceLedger::PutHolding(allocator::Holdings::Holding holding) {

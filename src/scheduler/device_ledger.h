@@ -190,6 +190,9 @@ class DeviceLedger {
   void EraseHolding(std::string_view uid);
   static std::string DeviceKey(std::string_view driver, std::string_view pool,
                                std::string_view device);
+  using InFlight = std::unordered_map<std::string, Record, StringHash, std::equal_to<>>;
+  // Drops an in-flight record and its holding; its devices stay counted (the caller's part).
+  void ForgetInFlight(InFlight::iterator it);
 
   std::shared_ptr<const cel::Environment> env_;
   std::map<std::string, std::unique_ptr<ClassEntry>, std::less<>> classes_;
@@ -214,7 +217,7 @@ class DeviceLedger {
   std::unordered_map<std::string, int> committed_holders_;
   std::unordered_map<std::string, int> committed_exclusive_;
   // By claim uid; only looked up (Recheck rebuilds holdings from them in any order).
-  std::unordered_map<std::string, Record, StringHash, std::equal_to<>> in_flight_;
+  InFlight in_flight_;
   HoldingsObserver* observer_ = nullptr;
   uint64_t changes_ = 0;
 };
