@@ -69,6 +69,15 @@ bool HasNonEmptyArray(const json::object* object, std::string_view key) {
   return v != nullptr && v->is_array() && !v->as_array().empty();
 }
 
+// What a write that keeps the old version's `key` stores there: the body's value when it is
+// the same (moved out of the body), else a copy of `old`. Writers mostly send back what they
+// read, and comparing costs less than copying the old value and freeing the body's.
+json::value KeepOrCopy(json::object& body, std::string_view key, const json::value& old) {
+  json::value* mine = body.if_contains(key);
+  if (mine != nullptr && api::codec::JsonIdentical(*mine, old)) return std::move(*mine);
+  return old;
+}
+
 const json::object* Child(const json::value& object, std::string_view key) {
   if (!object.is_object()) return nullptr;
   const json::value* v = object.as_object().if_contains(key);
@@ -485,7 +494,8 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
   }
   json::value next;
   if (subresource == "status") {
-    json::value* status = candidate.as_object().if_contains("status");
+    json::object& body = candidate.as_object();
+    json::value* status = body.if_contains("status");
     if (status != nullptr && old.is_object()) {
       // The old object but its status, which is replaced in place (as `next["status"] = ...`
       // would, without copying the old status first).
@@ -498,7 +508,7 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
           root.emplace(member.key(), std::move(*status));
           replaced = true;
         } else {
-          root.emplace(member.key(), member.value());
+          root.emplace(member.key(), KeepOrCopy(body, member.key(), member.value()));
         }
       }
       if (!replaced) root.emplace("status", std::move(*status));
@@ -523,7 +533,8 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
     root["kind"] = type.kind;
     if (type.has_status) {
       if (const json::value* s = old.as_object().if_contains("status")) {
-        root["status"] = *s;
+        json::value* mine = root.if_contains("status");
+        if (mine == nullptr || !api::codec::JsonIdentical(*mine, *s)) root["status"] = *s;
       } else {
         root.erase("status");
       }
@@ -571,16 +582,6 @@ StatusOr<Stored> MemoryApi::State::Update(const ApiRequest& request, json::value
   std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
   auto& bucket = objects[&type];
   if (!bucket.contains(key)) return NotFound(type, request.name);
-  if (request.subresource == "status" && body.is_object()) {
-    // The status subresource reads the metadata and the status only: keep no more.
-    json::object candidate;
-    for (std::string_view part : {"metadata", "status"}) {
-      if (json::value* v = body.as_object().if_contains(part)) {
-        candidate.emplace(part, std::move(*v));
-      }
-    }
-    return Commit(type, key, std::move(candidate), request.subresource, /*check_rv=*/true);
-  }
   return Commit(type, key, std::move(body), request.subresource, /*check_rv=*/true);
 }
 

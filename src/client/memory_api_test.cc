@@ -84,6 +84,28 @@ TEST_F(MemoryApiTest, UpdateChecksResourceVersionAndSplitsStatus) {
   StatusOr<ResourceClaim> noop = Update(api_, *main_updated);
   ASSERT_TRUE(noop.ok());
   EXPECT_EQ(noop->metadata.resource_version, main_updated->metadata.resource_version);
+
+  // A status write that also changes the spec and the labels changes only the status; one that
+  // sends them back as they are stores the same object as one that leaves them out.
+  ResourceClaim changed_spec = *noop;
+  changed_spec.spec.devices.requests.emplace_back();
+  changed_spec.spec.devices.requests.back().name = "gpu";
+  changed_spec.metadata.labels["team"] = "a";
+  changed_spec.status.reserved_for.clear();
+  StatusOr<ResourceClaim> spec_ignored = UpdateStatus(api_, changed_spec);
+  ASSERT_TRUE(spec_ignored.ok()) << spec_ignored.status().ToString();
+  EXPECT_TRUE(spec_ignored->spec.devices.requests.empty()) << "status writes ignore spec";
+  EXPECT_TRUE(spec_ignored->metadata.labels.empty());
+  EXPECT_TRUE(spec_ignored->status.reserved_for.empty());
+  EXPECT_EQ(spec_ignored->metadata.finalizers, std::vector<std::string>{"f"});
+  // The main resource, likewise, keeps the stored status when the body's differs.
+  ResourceClaim changed_status = *spec_ignored;
+  changed_status.status.reserved_for.emplace_back();
+  changed_status.metadata.labels["team"] = "b";
+  StatusOr<ResourceClaim> status_ignored = Update(api_, changed_status);
+  ASSERT_TRUE(status_ignored.ok()) << status_ignored.status().ToString();
+  EXPECT_TRUE(status_ignored->status.reserved_for.empty()) << "main writes ignore status";
+  EXPECT_EQ(status_ignored->metadata.labels.at("team"), "b");
 }
 
 TEST_F(MemoryApiTest, FinalizersDelayDeletionUntilRemoved) {

@@ -280,6 +280,30 @@ bool JsonEqual(const boost::json::value& a, const boost::json::value& b) {
   return a == b;
 }
 
+bool JsonIdentical(const boost::json::value& a, const boost::json::value& b) {
+  if (a.kind() != b.kind()) return false;
+  if (a.is_object()) {
+    const boost::json::object& x = a.get_object();
+    const boost::json::object& y = b.get_object();
+    if (x.size() != y.size()) return false;
+    auto yi = y.begin();
+    for (auto xi = x.begin(); xi != x.end(); ++xi, ++yi) {
+      if (xi->key() != yi->key() || !JsonIdentical(xi->value(), yi->value())) return false;
+    }
+    return true;
+  }
+  if (a.is_array()) {
+    const boost::json::array& x = a.get_array();
+    const boost::json::array& y = b.get_array();
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!JsonIdentical(x[i], y[i])) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
 void LineColumn(std::string_view text, size_t offset, int* line, int* column) {
   *line = 1;
   *column = 1;

@@ -56,6 +56,10 @@ void AppendJson(const boost::json::value& value, const JsonWriteOptions& options
 // and only an object whose keys differ in order falls back to looking each member up. Stops at
 // the first difference.
 bool JsonEqual(const boost::json::value& a, const boost::json::value& b);
+// Whether `a` and `b` serialise to the same text: JsonEqual with members in the same order and
+// numbers of the same kind (1, 1u and 1.0 are JsonEqual, not identical). A writer that may keep
+// either of two values asks this one, so that what it stores does not depend on its choice.
+bool JsonIdentical(const boost::json::value& a, const boost::json::value& b);
 
 // Line and column (both 1-based) of byte `offset` of `text`.
 void LineColumn(std::string_view text, size_t offset, int* line, int* column);

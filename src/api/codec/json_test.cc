@@ -38,6 +38,25 @@ TEST(JsonTest, JsonEqualIsEqualityWhateverTheOrderOfMembers) {
   EXPECT_EQ(JsonEqual(signed_five, unsigned_five), signed_five == unsigned_five);
 }
 
+TEST(JsonTest, JsonIdenticalIsTheSameSerialisation) {
+  auto identical = [](std::string_view a, std::string_view b) {
+    return JsonIdentical(boost::json::parse(a), boost::json::parse(b));
+  };
+  EXPECT_TRUE(
+      identical(R"({"a":1,"b":{"c":[1,{"d":null}]}})", R"({"a":1,"b":{"c":[1,{"d":null}]}})"));
+  // JsonEqual, not identical: members in another order, numbers of another kind.
+  EXPECT_FALSE(identical(R"({"a":1,"b":2})", R"({"b":2,"a":1})"));
+  EXPECT_FALSE(identical(R"({"m":{"x":1,"y":[true]}})", R"({"m":{"y":[true],"x":1}})"));
+  EXPECT_FALSE(
+      JsonIdentical(boost::json::value(std::int64_t{5}), boost::json::value(std::uint64_t{5})));
+  EXPECT_FALSE(identical("1", "1.0"));
+  // Differences anywhere.
+  EXPECT_FALSE(identical(R"({"a":1,"b":{"c":[1,2]}})", R"({"a":1,"b":{"c":[2,1]}})"));
+  EXPECT_FALSE(identical(R"({"a":1})", R"({"a":1,"b":2})"));
+  EXPECT_FALSE(identical(R"({"a":"1"})", R"({"a":1})"));
+  EXPECT_FALSE(identical(R"([{"a":1}])", R"({"a":1})"));
+}
+
 TEST(JsonTest, DuplicateKeysKeepTheLastValue) {
   StatusOr<boost::json::value> v = ParseJson(R"({"a": 1, "a": 2})");
   ASSERT_TRUE(v.ok());
