@@ -42,7 +42,8 @@ void Holdings::Apply(const Holding& h, int sign) {
   std::set<std::string> keys;
   for (const HeldDevice& d : h.devices) keys.insert(DeviceKey(d.driver, d.pool, d.device));
   for (const std::string& key : keys) {
-    if ((t.devices[key] += sign) <= 0) t.devices.erase(key);
+    auto held = t.devices.try_emplace(key, 0).first;
+    if ((held->second += sign) <= 0) t.devices.erase(held);
     std::vector<std::string>& uids = holders_[key];
     if (sign > 0) {
       uids.insert(std::lower_bound(uids.begin(), uids.end(), h.uid), h.uid);
@@ -125,7 +126,10 @@ std::vector<std::string> Holdings::Namespaces() const {
 
 std::map<std::string, int, std::less<>> Holdings::DevicesOf(std::string_view namespace_) const {
   auto it = tenants_.find(namespace_);
-  return it == tenants_.end() ? std::map<std::string, int, std::less<>>() : it->second.devices;
+  std::map<std::string, int, std::less<>> out;
+  if (it == tenants_.end()) return out;
+  for (const auto& [key, holdings] : it->second.devices) out.emplace_hint(out.end(), key, holdings);
+  return out;
 }
 
 std::vector<const Holdings::Holding*> Holdings::HoldersOf(std::string_view device_key) const {

@@ -27,6 +27,7 @@
 
 #include "allocator/charges.h"
 #include "api/gen/resource_v1_types.h"
+#include "common/sorted_string_map.h"
 #include "common/string_hash.h"
 
 namespace draplane::allocator {
@@ -107,7 +108,7 @@ class Holdings {
     ResourceList committed;  // additive charges
     ResourceList in_flight;
     std::map<std::string, SharedCounters, std::less<>> shares;  // by device key
-    std::map<std::string, int, std::less<>> devices;            // device key -> holdings
+    SortedStringMap<int> devices;                               // device key -> holdings
   };
   void Apply(const Holding& h, int sign);
 

@@ -18,8 +18,16 @@ template <typename Values>
 void EraseFromValue(Values& values, const std::string& value, const std::string& key) {
   auto it = values.find(value);
   if (it == values.end()) return;
-  it->second.erase(key);
+  if (auto k = it->second.find(key); k != it->second.end()) it->second.erase(k);
   if (it->second.empty()) values.erase(it);
+}
+
+// Lists `entry` under `value` as the object at `key`, in place of its older version.
+template <typename Values, typename Entry>
+void PutInValue(Values& values, const std::string& value, const std::string& key,
+                const Entry& entry) {
+  auto [it, inserted] = values[value].try_emplace(key, entry);
+  if (!inserted) it->second = entry;
 }
 
 }  // namespace
@@ -53,7 +61,7 @@ void InformerBase::AddRawIndex(std::string name,
   index.fn = std::move(fn);
   index.values.clear();
   for (const auto& [key, entry] : cache_) {
-    for (const std::string& value : index.fn(entry)) index.values[value][key] = entry;
+    for (const std::string& value : index.fn(entry)) PutInValue(index.values, value, key, entry);
   }
 }
 
@@ -135,7 +143,7 @@ std::vector<InformerBase::Entry> InformerBase::EntriesByIndex(const std::string&
 
 void InformerBase::IndexInsert(const std::string& key, const Entry& entry) {
   for (auto& [name, index] : indexes_) {
-    for (const std::string& value : index.fn(entry)) index.values[value][key] = entry;
+    for (const std::string& value : index.fn(entry)) PutInValue(index.values, value, key, entry);
   }
 }
 
@@ -149,7 +157,7 @@ InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& en
   MutexLock lock(mu_);
   auto it = cache_.find(key);
   if (it == cache_.end()) {
-    cache_.emplace(key, entry);
+    cache_.try_emplace(key, entry);
     IndexInsert(key, entry);
     return nullptr;
   }
@@ -164,7 +172,7 @@ InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& en
         EraseFromValue(index.values, value, key);
       }
     }
-    for (const std::string& value : after) index.values[value][key] = entry;
+    for (const std::string& value : after) PutInValue(index.values, value, key, entry);
   }
   return old;
 }

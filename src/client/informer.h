@@ -53,6 +53,7 @@
 #include "client/typed.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/sorted_string_map.h"
 #include "common/status.h"
 #include "common/string_hash.h"
 
@@ -129,8 +130,7 @@ class InformerBase {
   struct Index {
     std::function<std::vector<std::string>(const Entry&)> fn;
     // value -> key -> entry; only looked up by value (an object's keys are listed in order).
-    std::unordered_map<std::string, std::map<std::string, Entry>, StringHash, std::equal_to<>>
-        values;
+    std::unordered_map<std::string, SortedStringMap<Entry>, StringHash, std::equal_to<>> values;
   };
 
   void Run();
@@ -169,7 +169,7 @@ class InformerBase {
 
   mutable Mutex mu_;
   CondVar cv_;
-  std::map<std::string, Entry> cache_ DRAPLANE_GUARDED_BY(mu_);
+  SortedStringMap<Entry> cache_ DRAPLANE_GUARDED_BY(mu_);
   std::map<std::string, Index> indexes_ DRAPLANE_GUARDED_BY(mu_);
   std::string resource_version_ DRAPLANE_GUARDED_BY(mu_);
   std::unique_ptr<WatchStream> watch_ DRAPLANE_GUARDED_BY(mu_);  // the stream to cancel on Stop

@@ -16,6 +16,7 @@
 #include "api/patch/patch.h"
 #include "common/check.h"
 #include "common/mutex.h"
+#include "common/sorted_string_map.h"
 #include "common/status_macros.h"
 
 namespace draplane::client {
@@ -158,6 +159,8 @@ struct LogEntry {
 // A stored object. Immutable once stored: a write stores a new value, so the watch log can share
 // it with the bucket instead of copying it.
 using Stored = std::shared_ptr<const json::value>;
+// One resource's stored objects by "namespace/name" (or name), listed in that order.
+using Bucket = SortedStringMap<Stored>;
 
 namespace {
 
@@ -185,7 +188,7 @@ struct MemoryApi::State {
   mutable Mutex mu;
   std::deque<Expiry> event_expiry DRAPLANE_GUARDED_BY(mu);
   uint64_t rv DRAPLANE_GUARDED_BY(mu) = 1;
-  std::map<const ResourceType*, std::map<std::string, Stored>> objects DRAPLANE_GUARDED_BY(mu);
+  std::map<const ResourceType*, Bucket> objects DRAPLANE_GUARDED_BY(mu);
   std::deque<LogEntry> log DRAPLANE_GUARDED_BY(mu);
   // Watches from rv >= log_floor - 1 can be served from the log.
   uint64_t log_floor DRAPLANE_GUARDED_BY(mu) = 1;
@@ -267,8 +270,8 @@ struct MemoryApi::State {
 
   // Stores `next` as the new version of the object at `it` and emits MODIFIED with the previous
   // version as it was. Returns the stored value.
-  const Stored& Replace(const ResourceType& type, std::map<std::string, Stored>::iterator it,
-                        json::value next) DRAPLANE_REQUIRES(mu) {
+  const Stored& Replace(const ResourceType& type, Bucket::iterator it, json::value next)
+      DRAPLANE_REQUIRES(mu) {
     Stored previous =
         std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
     Emit(&type, "MODIFIED", it->second, std::move(previous));
@@ -276,8 +279,7 @@ struct MemoryApi::State {
   }
 
   // Erases the object at `it` and emits DELETED with `removed`, its last version.
-  Stored Erase(const ResourceType& type, std::map<std::string, Stored>& bucket,
-               std::map<std::string, Stored>::iterator it, json::value removed)
+  Stored Erase(const ResourceType& type, Bucket& bucket, Bucket::iterator it, json::value removed)
       DRAPLANE_REQUIRES(mu) {
     bucket.erase(it);
     auto last = std::make_shared<const json::value>(std::move(removed));
@@ -400,7 +402,8 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
     event_expiry.push_back(
         {clock.MonotonicNow() + options.event_ttl, &type, key, MetaString(object, "uid")});
   }
-  auto [it, inserted] = bucket.emplace(key, std::make_shared<const json::value>(std::move(object)));
+  auto [it, inserted] =
+      bucket.try_emplace(key, std::make_shared<const json::value>(std::move(object)));
   Emit(&type, "ADDED", it->second, nullptr);
   return it->second;
 }
