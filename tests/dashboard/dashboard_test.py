@@ -246,13 +246,34 @@ try:
         f"the nodes of {k}'s explanation")
     check(sorted(shown) == sorted(n["node"] for n in expected["nodes"]),
           f"{k}: every node's verdict is listed ({len(shown)})")
-    n0 = next(n for n in expected["nodes"] if n.get("devices", {}).get("claims"))
-    c0 = n0["devices"]["claims"][0]
-    r0 = c0["requests"][0]
-    node_id = f"{k}/node/{n0['node']}"
-    claim_id = f"{node_id}/claim/{c0['claim']}"
-    request_id = f"{claim_id}/{r0['name']}"
-    for tree_id in [node_id, claim_id, request_id]:
+    # The first request with candidate devices, and the branches down to it: a firstAvailable
+    # request lists its candidates under its subrequests (which Pod is Pending, and so which
+    # requests it has, depends on the order the demo's Pods met the agents' slices).
+    def with_candidates(request, request_id):
+        if request.get("candidates"):
+            return request, [request_id]
+        for sub in request.get("subrequests", []):
+            found, ids = with_candidates(sub, f"{request_id}/{sub['name']}")
+            if found:
+                return found, [request_id] + ids
+        return None, []
+    r0, branch_ids = None, []
+    for n in expected["nodes"]:
+        node_id = f"{k}/node/{n['node']}"
+        for c in n.get("devices", {}).get("claims", []):
+            claim_id = f"{node_id}/claim/{c['claim']}"
+            for r in c.get("requests", []):
+                r0, ids = with_candidates(r, f"{claim_id}/{r['name']}")
+                if r0:
+                    branch_ids = [node_id, claim_id] + ids
+                    break
+            if r0:
+                break
+        if r0:
+            break
+    check(r0, f"{k}: some request of its explanation has candidate devices")
+    request_id = branch_ids[-1]
+    for tree_id in branch_ids:
         browser.wait_for(admin, by_id(tree_id) + " !== null", f"the branch {tree_id}")
         press_enter_on(by_id(tree_id))
     # `open` is set at once, the children once the toggle event has re-rendered the page.
