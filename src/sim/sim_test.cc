@@ -287,6 +287,76 @@ generators:
   EXPECT_GT(a->scheduled, 30);
 }
 
+// A completed Pod's generated claim is deleted by the garbage collector, as in a cluster; a claim
+// left behind would count as a pending request and make the free H100 look stranded while an
+// A100 pair waits.
+TEST(SimulationTest, ClaimsOfCompletedPodsAreCollectedAndNotCountedAsPending) {
+  StatusOr<Cluster> cluster = LoadCluster({WriteTemp("two-classes.yaml", std::string(kCluster) + R"(
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: h100}
+spec:
+  selectors:
+  - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")'}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: a100}
+spec:
+  selectors:
+  - cel: {expression: 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA A100")'}
+)")});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+horizon: 3h
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: one-h100}
+  spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: h100}}]}}}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: a100-pair}
+  spec: {spec: {devices: {requests: [{name: gpus, exactly: {deviceClassName: a100, count: 2}}]}}}
+arrivals:
+- at: 0s
+  namespace: team-a
+  duration: 1m
+  pod:
+    metadata: {name: short}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-h100}]
+- at: 0s
+  namespace: team-a
+  count: 2
+  duration: 2h
+  pod:
+    metadata: {name: long}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: a100-pair}]
+- at: 2m
+  namespace: team-a
+  duration: 1h
+  pod:
+    metadata: {name: waiting}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: a100-pair}]
+)");
+  StatusOr<Report> report = RunSimulation(*cluster, trace, RunOptions{});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  EXPECT_EQ(report->scheduled, 4);
+  EXPECT_DOUBLE_EQ(report->wait.max, 7200 - 120);
+  // While "waiting" waits for an A100 pair, only the H100 is free: no pending request asks for it.
+  EXPECT_DOUBLE_EQ(report->fragmentation_devices, 0) << Json(*report);
+}
+
 TEST(SimulationTest, UnschedulablePodsSayWhy) {
   Cluster cluster = TinyCluster();
   Trace trace = ParseOrDie(R"(

@@ -21,6 +21,7 @@
 #include "client/typed.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "controllers/gc/garbage_collector.h"
 #include "controllers/resourceclaim/controller.h"
 #include "scheduler/scheduler.h"
 #include "sim/internal/collector.h"
@@ -81,6 +82,7 @@ class Simulation {
   ~Simulation() {
     if (scheduler_) scheduler_->Stop();
     if (claims_) claims_->Stop();
+    if (garbage_collector_) garbage_collector_->Stop();
     informers_.Stop();
   }
 
@@ -127,6 +129,7 @@ class Simulation {
   client::SharedInformers informers_;
   std::unique_ptr<internal::Collector> collector_;
   std::unique_ptr<controllers::ResourceClaimController> claims_;
+  std::unique_ptr<controllers::GarbageCollector> garbage_collector_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
 
   std::vector<PodArrival> arrivals_;
@@ -447,6 +450,12 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   scheduler_ = std::make_unique<scheduler::Scheduler>(api_, clock_, std::move(sched));
   DRAPLANE_RETURN_IF_ERROR(scheduler_->Start());
   claims_->Start();
+  // Generated claims outlive their Pod unless the garbage collector deletes them, as it does in
+  // a cluster: the claim controller leaves a claim whose Pod is already gone to it (upstream
+  // does the same), and the simulator's kubelet deletes a Pod as soon as it completes.
+  garbage_collector_ = std::make_unique<controllers::GarbageCollector>(
+      api_, informers_, clock_, controllers::GarbageCollectorOptions{.workers = 0});
+  garbage_collector_->Start();
   for (size_t i = 0; i < arrivals_.size(); ++i) {
     Push({.at = arrivals_[i].at, .sequence = 0, .kind = EventKind::kArrive, .arrival = i});
   }
@@ -505,7 +514,7 @@ Status Simulation::Settle() {
   uint64_t before = api_.resource_version();
   while (true) {
     DRAPLANE_ASSIGN_OR_RETURN(size_t delivered, informers_.DeliverPending());
-    int synced = claims_->ProcessReady();
+    int synced = claims_->ProcessReady() + garbage_collector_->ProcessReady();
     if (synced > 0) continue;  // let the controller see its own writes first
     int attempts = scheduler_->RunUntilIdle();
     decisions_ += attempts;
@@ -537,7 +546,10 @@ std::optional<Duration> Simulation::NextInstant() const {
   }
   // Controller retries, unless the last settle changed nothing (a retry that keeps failing
   // against a cluster that no longer changes would keep the run going for ever).
-  if (!events_.empty() || last_settle_wrote_) consider(claims_->NextRetry());
+  if (!events_.empty() || last_settle_wrote_) {
+    consider(claims_->NextRetry());
+    consider(garbage_collector_->NextRetry());
+  }
   return next;
 }
 

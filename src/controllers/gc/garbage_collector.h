@@ -12,6 +12,7 @@
 // Thread-safety: Start/Stop from the owner; syncs run on the worker threads.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "client/api_client.h"
@@ -23,6 +24,7 @@
 namespace draplane::controllers {
 
 struct GarbageCollectorOptions {
+  // Worker threads; none with 0 (the simulator): the owner calls ProcessReady.
   int workers = 2;
   client::RateLimiterOptions rate_limits{};
 };
@@ -35,6 +37,11 @@ class GarbageCollector {
 
   void Start();
   void Stop();
+  // Without workers (the simulator): syncs every queued key that is ready, on the calling thread;
+  // returns the number of syncs.
+  int ProcessReady() { return workers_.ProcessReady(); }
+  // When the next rate-limited retry becomes ready (monotonic), nullopt when none waits.
+  std::optional<Duration> NextRetry() const { return queue_.NextDeadline(); }
   // Syncs one key ("<resource>:<ns>/<name>", resource one of pods, resourceclaims,
   // resourceslices) on the calling thread.
   Status Sync(const std::string& key);
