@@ -155,9 +155,8 @@ void InformerBase::IndexErase(const std::string& key, const Entry& entry) {
 
 InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& entry) {
   MutexLock lock(mu_);
-  auto it = cache_.find(key);
-  if (it == cache_.end()) {
-    cache_.try_emplace(key, entry);
+  auto [it, inserted] = cache_.try_emplace(key, entry);
+  if (inserted) {
     IndexInsert(key, entry);
     return nullptr;
   }

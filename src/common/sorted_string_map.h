@@ -55,10 +55,11 @@ class SortedStringMap {
   bool contains(std::string_view key) const { return index_.contains(key); }
 
   // Inserts `key` with a value made from `args` unless it is there; as std::map::try_emplace.
+  // The key is copied only when inserted.
   template <typename... Args>
-  std::pair<iterator, bool> try_emplace(std::string key, Args&&... args) {
+  std::pair<iterator, bool> try_emplace(std::string_view key, Args&&... args) {
     if (auto it = index_.find(key); it != index_.end()) return {it->second, false};
-    auto it = ordered_.try_emplace(std::move(key), std::forward<Args>(args)...).first;
+    auto it = ordered_.try_emplace(std::string(key), std::forward<Args>(args)...).first;
     index_.emplace(std::string_view(it->first), it);
     return {it, true};
   }

@@ -515,7 +515,7 @@ Status Simulation::Settle() {
   while (true) {
     DRAPLANE_ASSIGN_OR_RETURN(size_t delivered, informers_.DeliverPending());
     int synced = claims_->ProcessReady() + garbage_collector_->ProcessReady();
-    if (synced > 0) continue;  // let the controller see its own writes first
+    if (synced > 0) continue;  // let the controllers see their own writes first
     int attempts = scheduler_->RunUntilIdle();
     decisions_ += attempts;
     if (delivered == 0 && attempts == 0) break;
