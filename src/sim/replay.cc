@@ -140,7 +140,7 @@ StatusOr<ReplayResult> ReplayTrace(client::ApiClient& api, const Clock& clock, c
       create.verb = client::Verb::kCreate;
       create.resource = &client::ResourceOf<Pod>();
       create.namespace_ = a.namespace_;
-      create.body = a.pod;
+      create.body = a.Manifest();
       StatusOr<json::value> created = api.Do(create);
       Placement& p = result.placements[next];
       p.arrived = std::chrono::duration<double>(a.at).count();

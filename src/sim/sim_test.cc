@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +137,20 @@ TEST(TraceTest, ParsesTheIssueTraceAsWritten) {
   EXPECT_GT(generated, 2880 - 322);
   EXPECT_LT(generated, 2880 + 322);
   EXPECT_EQ((*pods)[0].name, "job-0");
+  // Copies share their arrival's or generator's manifest; each builds its own with its name.
+  EXPECT_EQ((*pods)[0].manifest, (*pods)[1].manifest);
+  boost::json::object first = (*pods)[0].Manifest();
+  EXPECT_EQ(first.at("metadata").at("name"), "job-0");
+  EXPECT_EQ((*pods)[1].Manifest().at("metadata").at("name"), "job-1");
+  EXPECT_EQ(first.at("spec").at("schedulerName"), "default-scheduler");
+  EXPECT_EQ((*pods)[0].manifest->at("metadata").at("name"), "job");  // the shared one unchanged
+  auto generated_pod = std::find_if(pods->begin(), pods->end(),
+                                    [](const PodArrival& p) { return p.namespace_ == "team-b"; });
+  ASSERT_NE(generated_pod, pods->end());
+  EXPECT_TRUE(generated_pod->name.empty());
+  boost::json::object from_generator = generated_pod->Manifest();
+  EXPECT_EQ(from_generator.at("metadata").at("generateName"), "gen-");
+  EXPECT_EQ(from_generator.at("metadata").as_object().if_contains("name"), nullptr);
 }
 
 TEST(TraceTest, ExpansionIsDeterministicPerSeed) {

@@ -114,7 +114,7 @@ class Simulation {
   Status CreateOrReplace(const json::object& object, const std::string& what);
   Status Settle();
   // Each arrival arrives once: its Pod manifest is moved into the API.
-  void Arrive(PodArrival& arrival);
+  void Arrive(const PodArrival& arrival);
   void Complete(const Event& event);
   void GiveUp(const Event& event);
   std::optional<Duration> NextInstant() const;
@@ -462,8 +462,8 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   return Status::Ok();
 }
 
-void Simulation::Arrive(PodArrival& arrival) {
-  json::object pod = std::move(arrival.pod);
+void Simulation::Arrive(const PodArrival& arrival) {
+  json::object pod = arrival.Manifest();
   if (std::optional<std::string> refused = api::AdmitPodPriority(pod, priority_classes_)) {
     collector_->Rejected(
         arrival.namespace_ + "/" + arrival.name, arrival.at,

@@ -190,21 +190,27 @@ Duration Draw(const DurationSpec& spec, Random& random) {
   return ToMillis(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds)));
 }
 
-// The Pod of copy `index` (a suffix when `suffix`).
-PodArrival MakeArrival(const json::object& pod, const std::string& ns, bool suffix, int64_t index) {
+// The Pod of copy `index` (a suffix when `suffix`) of `manifest`, whose name is `name`.
+PodArrival MakeArrival(const std::shared_ptr<const json::object>& manifest, const std::string& name,
+                       const std::string& ns, bool suffix, int64_t index) {
   PodArrival out;
   out.namespace_ = ns;
-  out.pod = pod;
-  std::string name = internal::MetaField(pod, "name");
-  if (!name.empty()) {
-    out.name = suffix ? name + "-" + std::to_string(index) : name;
-    out.pod["metadata"].as_object()["name"] = out.name;
-    out.pod["metadata"].as_object().erase("generateName");
-  }
+  out.manifest = manifest;
+  if (!name.empty()) out.name = suffix ? name + "-" + std::to_string(index) : name;
   return out;
 }
 
 }  // namespace
+
+json::object PodArrival::Manifest() const {
+  json::object pod = *manifest;
+  if (!name.empty()) {
+    json::object& metadata = pod["metadata"].as_object();
+    metadata["name"] = name;
+    metadata.erase("generateName");
+  }
+  return pod;
+}
 
 Timestamp StartTime() { return Timestamp(std::chrono::seconds(1'767'225'600)); }
 
@@ -373,8 +379,10 @@ StatusOr<Trace> LoadTrace(const std::string& path) {
 StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed) {
   std::vector<PodArrival> out;
   for (const Arrival& a : trace.arrivals) {
+    auto manifest = std::make_shared<const json::object>(a.pod);
+    const std::string name = internal::MetaField(a.pod, "name");
     for (int64_t i = 0; i < a.count; ++i) {
-      PodArrival p = MakeArrival(a.pod, a.namespace_, a.count > 1, i);
+      PodArrival p = MakeArrival(manifest, name, a.namespace_, a.count > 1, i);
       p.at = a.at + a.interval * i;
       p.duration = a.duration.value_or(trace.default_duration);
       p.delete_after = a.delete_after;
@@ -388,10 +396,12 @@ StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed)
     double mean_seconds = 60.0 / gen.rate_per_minute;
     double t = std::chrono::duration<double>(gen.start).count();
     double end = std::chrono::duration<double>(gen.start + gen.length).count();
+    auto manifest = std::make_shared<const json::object>(gen.pod);
+    const std::string name = internal::MetaField(gen.pod, "name");
     for (int64_t i = 0;; ++i) {
       t += -std::log(1.0 - random->UniformDouble()) * mean_seconds;
       if (t >= end) break;
-      PodArrival p = MakeArrival(gen.pod, gen.namespace_, true, i);
+      PodArrival p = MakeArrival(manifest, name, gen.namespace_, true, i);
       p.at = ToMillis(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
       p.duration = gen.duration ? Draw(*gen.duration, *random) : trace.default_duration;
       p.delete_after = gen.delete_after;

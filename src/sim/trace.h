@@ -45,6 +45,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -127,11 +128,18 @@ StatusOr<Trace> LoadTrace(const std::string& path);
 struct PodArrival {
   Duration at{0};  // virtual time since the start of the run
   std::string namespace_;
-  std::string name;         // empty when the API generates it
-  boost::json::object pod;  // the manifest to create (name or generateName set)
-  Duration duration{0};     // run time once bound
+  std::string name;  // empty when the API generates it
+  // The trace's manifest for this arrival or generator, shared by all its copies: a day's trace
+  // has ~10^5 Pods, whose manifests built up front held most of a run's memory. Manifest()
+  // builds the one to create.
+  std::shared_ptr<const boost::json::object> manifest;
+  Duration duration{0};  // run time once bound
   std::optional<Duration> delete_after;
   std::string source;  // "arrivals[0]", "generators[1]"
+
+  // The manifest to create: the shared one with `name` set in place of any generateName when
+  // the copy has a name.
+  boost::json::object Manifest() const;
 };
 
 // The Pods of a trace, ordered by time, then by their place in the trace (arrivals before
