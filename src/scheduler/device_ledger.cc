@@ -71,7 +71,10 @@ void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     const rv1::Device& device = spec.devices[i];
     if (!entry.local) {
-      for (uint32_t c : entry.classes[i]) nonlocal_[c] += sign;
+      for (uint32_t c : entry.classes[i]) {
+        if (c >= nonlocal_.size()) nonlocal_.resize(c + 1, 0);
+        nonlocal_[c] += sign;
+      }
       continue;
     }
     std::string key = DeviceKey(spec.driver, spec.pool.name, device.name);
@@ -84,9 +87,9 @@ void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
     }
     bool held = allocated_.IsAllocated(spec.driver, spec.pool.name, device.name);
     bool shared = device.allow_multiple_allocations.value_or(false);
-    auto& counts = nodes_[entry.node];
+    NodeCounts& counts = nodes_[entry.node];
     for (uint32_t c : entry.classes[i]) {
-      Counts& n = counts[c];
+      Counts& n = CountsOf(counts, c);
       n.total += sign;
       if (!held) n.free += sign;
       if (shared) n.shared += sign;
@@ -202,9 +205,14 @@ void DeviceLedger::AdjustFree(std::string_view driver, std::string_view pool,
   auto it = locations_.find(DeviceKey(driver, pool, device));
   if (it == locations_.end()) return;
   for (const Location& l : it->second) {
-    auto& counts = nodes_[l.slice->node];
-    for (uint32_t c : l.slice->classes[l.device]) counts[c].free += delta;
+    NodeCounts& counts = nodes_[l.slice->node];
+    for (uint32_t c : l.slice->classes[l.device]) CountsOf(counts, c).free += delta;
   }
+}
+
+DeviceLedger::Counts& DeviceLedger::CountsOf(NodeCounts& counts, uint32_t id) {
+  if (id >= counts.size()) counts.resize(id + 1);
+  return counts[id];
 }
 
 void DeviceLedger::DevicesChanged() {
@@ -361,13 +369,12 @@ int64_t DeviceLedger::Count(std::string_view class_name, std::string_view node,
   auto cls = classes_.find(class_name);
   if (cls == classes_.end()) return 0;
   uint32_t id = cls->second->id;
-  if (auto nl = nonlocal_.find(id); nl != nonlocal_.end() && nl->second > 0) return kUnknown;
+  if (id < nonlocal_.size() && nonlocal_[id] > 0) return kUnknown;
   auto n = nodes_.find(node);
-  if (n == nodes_.end()) return 0;
-  auto c = n->second.find(id);
-  if (c == n->second.end()) return 0;
-  if (c->second.shared > 0) return kUnknown;
-  return c->second.*field;
+  if (n == nodes_.end() || id >= n->second.size()) return 0;
+  const Counts& c = n->second[id];
+  if (c.shared > 0) return kUnknown;
+  return c.*field;
 }
 
 int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view node) const {

@@ -155,6 +155,11 @@ class DeviceLedger {
     int64_t free = 0;
     int64_t shared = 0;  // multi-allocatable devices
   };
+  // One node's counts by class id (ids are dense: next_class_id_): FreeDevices, asked for every
+  // candidate node, indexes instead of hashing into a map per node.
+  using NodeCounts = std::vector<Counts>;
+  // counts[id], grown to hold it.
+  static Counts& CountsOf(NodeCounts& counts, uint32_t id);
   struct Location {
     SliceEntry* slice = nullptr;
     size_t device = 0;
@@ -198,12 +203,11 @@ class DeviceLedger {
   std::map<std::string, std::unique_ptr<ClassEntry>, std::less<>> classes_;
   uint32_t next_class_id_ = 0;
   std::map<std::string, std::unique_ptr<SliceEntry>, std::less<>> slices_;
-  // node -> class id -> counts; the transparent hash lets FreeDevices, asked once per candidate
+  // node -> counts by class id; the transparent hash lets FreeDevices, asked once per candidate
   // node, look a node up without building a string.
-  std::unordered_map<std::string, std::unordered_map<uint32_t, Counts>, StringHash, std::equal_to<>>
-      nodes_;
+  std::unordered_map<std::string, NodeCounts, StringHash, std::equal_to<>> nodes_;
   // class id -> number of matching devices visible to more than one node
-  std::unordered_map<uint32_t, int64_t> nonlocal_;
+  std::vector<int64_t> nonlocal_;
   std::unordered_map<std::string, std::vector<Location>> locations_;
 
   allocator::AllocatedState allocated_;

@@ -90,6 +90,14 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   // A class change re-evaluates every device.
   ledger.SetClass(Class("h100", R"(device.attributes["gpu.example.com"].model != "H100")"));
   EXPECT_EQ(ledger.FreeDevices("h100", "node-a"), 2);
+  // A class added later has an id beyond those the nodes' counts were kept for.
+  ledger.SetClass(Class("a100", R"(device.attributes["gpu.example.com"].model == "A100")"));
+  EXPECT_EQ(ledger.FreeDevices("a100", "node-a"), 2);
+  EXPECT_EQ(ledger.Devices("a100", "node-a"), 2);
+  EXPECT_EQ(ledger.FreeDevices("a100", "node-b"), 0);
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("c3", "u3", "node-a", "gpu-2")));
+  EXPECT_EQ(ledger.FreeDevices("a100", "node-a"), 1);
+  EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
 }
 
 TEST(DeviceLedgerTest, BoundsAreUnknownWhereCountingProvesNothing) {
