@@ -26,6 +26,18 @@ struct DeviceLedger::SliceEntry {
   bool contributed = false;
 };
 
+namespace {
+
+// The entry of class `id` in a vector by class id (NodeCounts, the non-local counts), grown to
+// hold it: ids are dense, handed out by SetClass.
+template <typename T>
+T& ById(std::vector<T>& by_class, uint32_t id) {
+  if (id >= by_class.size()) by_class.resize(id + 1);
+  return by_class[id];
+}
+
+}  // namespace
+
 DeviceLedger::DeviceLedger() : env_(cel::Environment::NewDra({})) {}
 DeviceLedger::~DeviceLedger() = default;
 
@@ -71,10 +83,7 @@ void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     const rv1::Device& device = spec.devices[i];
     if (!entry.local) {
-      for (uint32_t c : entry.classes[i]) {
-        if (c >= nonlocal_.size()) nonlocal_.resize(c + 1, 0);
-        nonlocal_[c] += sign;
-      }
+      for (uint32_t c : entry.classes[i]) ById(nonlocal_, c) += sign;
       continue;
     }
     std::string key = DeviceKey(spec.driver, spec.pool.name, device.name);
@@ -89,7 +98,7 @@ void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
     bool shared = device.allow_multiple_allocations.value_or(false);
     NodeCounts& counts = nodes_[entry.node];
     for (uint32_t c : entry.classes[i]) {
-      Counts& n = CountsOf(counts, c);
+      Counts& n = ById(counts, c);
       n.total += sign;
       if (!held) n.free += sign;
       if (shared) n.shared += sign;
@@ -206,13 +215,8 @@ void DeviceLedger::AdjustFree(std::string_view driver, std::string_view pool,
   if (it == locations_.end()) return;
   for (const Location& l : it->second) {
     NodeCounts& counts = nodes_[l.slice->node];
-    for (uint32_t c : l.slice->classes[l.device]) CountsOf(counts, c).free += delta;
+    for (uint32_t c : l.slice->classes[l.device]) ById(counts, c).free += delta;
   }
-}
-
-DeviceLedger::Counts& DeviceLedger::CountsOf(NodeCounts& counts, uint32_t id) {
-  if (id >= counts.size()) counts.resize(id + 1);
-  return counts[id];
 }
 
 void DeviceLedger::DevicesChanged() {

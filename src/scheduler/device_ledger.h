@@ -158,8 +158,6 @@ class DeviceLedger {
   // One node's counts by class id (ids are dense: next_class_id_): FreeDevices, asked for every
   // candidate node, indexes instead of hashing into a map per node.
   using NodeCounts = std::vector<Counts>;
-  // counts[id], grown to hold it.
-  static Counts& CountsOf(NodeCounts& counts, uint32_t id);
   struct Location {
     SliceEntry* slice = nullptr;
     size_t device = 0;

@@ -113,7 +113,7 @@ class Simulation {
                 std::shared_ptr<const json::value>* created);
   Status CreateOrReplace(const json::object& object, const std::string& what);
   Status Settle();
-  // Each arrival arrives once: its Pod manifest is moved into the API.
+  // Creates the arrival's Pod from its manifest (PodArrival::Manifest).
   void Arrive(const PodArrival& arrival);
   void Complete(const Event& event);
   void GiveUp(const Event& event);

@@ -409,23 +409,17 @@ StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed)
       out.push_back(std::move(p));
     }
   }
-  // Sorted through their positions: a PodArrival is large, and a day's trace has ~10^5 of them.
-  std::vector<size_t> order(out.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&out](size_t a, size_t b) { return out[a].at < out[b].at; });
-  std::vector<PodArrival> sorted;
-  sorted.reserve(out.size());
-  for (size_t i : order) sorted.push_back(std::move(out[i]));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PodArrival& a, const PodArrival& b) { return a.at < b.at; });
   std::set<std::string> names;
-  for (const PodArrival& p : sorted) {
+  for (const PodArrival& p : out) {
     if (p.name.empty()) continue;
     if (!names.insert(p.namespace_ + "/" + p.name).second) {
       return InvalidArgumentError(p.source + ": Pod " + p.namespace_ + "/" + p.name +
                                   " arrives twice (names must be unique in a namespace)");
     }
   }
-  return sorted;
+  return out;
 }
 
 Duration ArrivalsEnd(const Trace& trace) {
