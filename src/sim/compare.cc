@@ -1,10 +1,15 @@
 #include "sim/compare.h"
 
+#include <algorithm>
+#include <atomic>
 #include <boost/json.hpp>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <system_error>
+#include <thread>
 
+#include "common/clock.h"
 #include "sim/report.h"
 
 namespace draplane::sim {
@@ -45,6 +50,59 @@ std::string Format(double x) {
 }
 
 std::string Signed(double x) { return (x > 0 ? "+" : "") + Format(x); }
+
+// What the comparison keeps of one run.
+struct RunResult {
+  Status status;
+  std::vector<std::pair<std::string, double>> metrics;
+  std::string violation;  // the first conservation violation; empty when the checks held
+};
+
+// Run i is seed first_seed + i / 2 under A (even i) or B (odd i): the order the comparison reads
+// them in. Workers take runs in that order, so every run before a failed one has been run, and
+// after a failure none starts.
+std::vector<RunResult> RunAll(const Cluster& cluster, const Trace& trace,
+                              const CompareOptions& options) {
+  const size_t runs = 2 * static_cast<size_t>(options.seeds);
+  std::vector<RunResult> results(runs);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto work = [&] {
+    while (!failed.load()) {
+      const size_t i = next.fetch_add(1);
+      if (i >= runs) return;
+      RunOptions run = i % 2 == 0 ? options.a : options.b;
+      run.seed = options.first_seed + i / 2;
+      StatusOr<Report> report = RunSimulation(cluster, trace, run);
+      RunResult& result = results[i];
+      if (!report.ok()) {
+        result.status = report.status();
+        failed.store(true);
+        continue;
+      }
+      if (!report->conservation.ok()) {
+        result.violation = report->conservation.violations.empty()
+                               ? std::string("conservation failed")
+                               : report->conservation.violations.front();
+      }
+      result.metrics = ComparedMetrics(JsonReport(*report, false));
+    }
+  };
+  const size_t threads =
+      std::clamp<size_t>(static_cast<size_t>(std::max(options.jobs, 1)), 1, runs);
+  std::vector<std::thread> helpers;
+  helpers.reserve(threads - 1);
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      helpers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no thread to be had: the runs go to those that started
+    }
+  }
+  work();
+  for (std::thread& helper : helpers) helper.join();
+  return results;
+}
 
 }  // namespace
 
@@ -102,9 +160,12 @@ std::vector<std::pair<std::string, double>> ComparedMetrics(const json::value& r
 StatusOr<Comparison> CompareConfigurations(const Cluster& cluster, const Trace& trace,
                                            const CompareOptions& options) {
   if (options.seeds < 1) return InvalidArgumentError("--seeds must be at least 1");
+  const Duration started = RealClock().MonotonicNow();
+  std::vector<RunResult> results = RunAll(cluster, trace, options);
   Comparison out;
   out.a_name = options.a_name;
   out.b_name = options.b_name;
+  out.wall_seconds = std::chrono::duration<double>(RealClock().MonotonicNow() - started).count();
   // metric -> per seed (A, B); the order of first appearance is kept.
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::pair<double, double>>> values;
@@ -113,21 +174,15 @@ StatusOr<Comparison> CompareConfigurations(const Cluster& cluster, const Trace& 
     out.seeds.push_back(seed);
     std::map<std::string, double> side[2];
     for (int s = 0; s < 2; ++s) {
-      RunOptions run = s == 0 ? options.a : options.b;
-      run.seed = seed;
-      StatusOr<Report> report = RunSimulation(cluster, trace, run);
+      const RunResult& result = results[2 * static_cast<size_t>(i) + static_cast<size_t>(s)];
       const std::string& name = s == 0 ? options.a_name : options.b_name;
-      if (!report.ok()) {
-        return report.status().WithPrefix(name + " seed " + std::to_string(seed));
+      if (!result.status.ok()) {
+        return result.status.WithPrefix(name + " seed " + std::to_string(seed));
       }
-      out.wall_seconds += report->wall_seconds;
-      if (!report->conservation.ok()) {
-        std::string first = report->conservation.violations.empty()
-                                ? std::string("conservation failed")
-                                : report->conservation.violations.front();
-        out.failures.push_back(name + " seed " + std::to_string(seed) + ": " + first);
+      if (!result.violation.empty()) {
+        out.failures.push_back(name + " seed " + std::to_string(seed) + ": " + result.violation);
       }
-      for (const auto& [metric, value] : ComparedMetrics(JsonReport(*report, false))) {
+      for (const auto& [metric, value] : result.metrics) {
         if (!values.contains(metric)) order.push_back(metric);
         side[s][metric] = value;
         values[metric];

@@ -6,7 +6,12 @@
 // the interval is the paired Student-t interval of the per-seed differences B - A:
 // mean(d) ± t(0.975, K-1) · sd(d) / √K. With K = 1 there is no interval.
 //
-// Thread-safety: runs the simulations on the calling thread.
+// The 2K runs are independent (simulation.h): `jobs` of them run at once, each on a thread of its
+// own, and the comparison is the same whatever `jobs` is (each run's result has its place; the
+// aggregation reads them in seed order).
+//
+// Thread-safety: CompareConfigurations starts and joins its own threads; the cluster and trace
+// are only read, by all of them.
 #pragma once
 
 #include <boost/json/value.hpp>
@@ -27,6 +32,9 @@ struct CompareOptions {
   RunOptions b;
   std::string a_name = "A";
   std::string b_name = "B";
+  // Simulations run at once (at least 1; more than 2 · seeds is the same as 2 · seeds). Each
+  // holds its own API, caches and scheduler: memory grows with it.
+  int jobs = 1;
 };
 
 struct MetricComparison {
@@ -46,10 +54,12 @@ struct Comparison {
   std::vector<MetricComparison> metrics;
   // Runs whose conservation checks failed ("A seed 3: ...").
   std::vector<std::string> failures;
+  // Wall time of the whole comparison (its runs overlap when jobs > 1).
   double wall_seconds = 0;
 };
 
-// Runs 2 · seeds simulations. The first run's error when one fails.
+// Runs 2 · seeds simulations. The first run's error (in seed order, A before B) when one fails;
+// no run starts after a failure.
 StatusOr<Comparison> CompareConfigurations(const Cluster& cluster, const Trace& trace,
                                            const CompareOptions& options);
 

@@ -912,6 +912,49 @@ changes:
   EXPECT_NE(ComparisonText(*comparison).find("utilization.overall"), std::string::npos);
 }
 
+TEST(CompareTest, TheComparisonDoesNotDependOnHowManyRunsRunAtOnce) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(kFallbackTrace);
+  CompareOptions options;
+  options.seeds = 3;
+  StatusOr<Configuration> no_h100 = LoadConfiguration({WriteTemp("no-h100.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterChange
+changes:
+- removeNodes: {nodes: {names: [h100-0]}}
+)")});
+  ASSERT_TRUE(no_h100.ok()) << no_h100.status().ToString();
+  options.b.changes = no_h100->changes;
+  auto without_wall = [](const Comparison& c) {
+    json::value j = ComparisonJson(c);
+    j.as_object().erase("wallSeconds");
+    return json::serialize(j);
+  };
+  StatusOr<Comparison> one = CompareConfigurations(cluster, trace, options);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  for (int jobs : {2, 6, 64}) {
+    options.jobs = jobs;
+    StatusOr<Comparison> many = CompareConfigurations(cluster, trace, options);
+    ASSERT_TRUE(many.ok()) << many.status().ToString();
+    EXPECT_EQ(without_wall(*many), without_wall(*one)) << "jobs " << jobs;
+  }
+  bool differs = false;
+  for (const MetricComparison& m : one->metrics) differs = differs || m.delta != 0;
+  EXPECT_TRUE(differs) << "A and B are different configurations";
+
+  // A run that fails is reported as the first failing run in seed order, however many ran.
+  options.b.policies = {json::parse(R"({"apiVersion": "example.com/v1", "kind": "Nope",
+                                        "metadata": {"name": "x"}})")
+                            .as_object()};
+  for (int jobs : {1, 4}) {
+    options.jobs = jobs;
+    StatusOr<Comparison> failed = CompareConfigurations(cluster, trace, options);
+    ASSERT_FALSE(failed.ok());
+    EXPECT_TRUE(failed.status().message().starts_with("B seed 1: ")) << failed.status().ToString();
+    EXPECT_NE(failed.status().message().find("Nope"), std::string::npos);
+  }
+}
+
 TEST(CompareTest, StudentQuantiles) {
   EXPECT_DOUBLE_EQ(StudentT975(1), 12.706);
   EXPECT_DOUBLE_EQ(StudentT975(4), 2.776);

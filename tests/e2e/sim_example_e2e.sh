@@ -87,6 +87,27 @@ assert metrics["fallback.rate"]["b"] > 0
 assert not c["failures"], c["failures"]
 print("ok: utilization", metrics["utilization.overall"])
 EOF
+# The runs are independent: run one at a time or three at once, the comparison is the same.
+for jobs in 1 3; do
+  "$DRAPLANE" sim compare --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" --seeds 2 \
+    --until 1h --policy "$ex/policy-fallback.yaml" --b "$ex/change-a100-to-mig.yaml" -o json \
+    --jobs "$jobs" >"$e2e_work/compare-jobs-$jobs.json"
+done
+python3 - "$e2e_work/compare.json" "$e2e_work"/compare-jobs-{1,3}.json <<'EOF' ||
+import json, sys
+runs = [json.load(open(path)) for path in sys.argv[1:]]
+for r in runs:
+    del r["wallSeconds"]
+assert runs[0] == runs[1] == runs[2], "the comparison depends on --jobs"
+print("ok: the same comparison with --jobs 1 and 3")
+EOF
+  fail "compare --jobs check failed"
+set +e
+err=$("$DRAPLANE" sim compare --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" --jobs -1 2>&1)
+code=$?
+set -e
+[ $code -eq 2 ] || fail "--jobs -1: exit code $code, want 2"
+expect_contains "$err" "--jobs must be at least 1" "--jobs -1"
 
 step "bad input: exit code 2, the file, the field, the reason"
 cat >"$e2e_work/bad.yaml" <<'EOF'
