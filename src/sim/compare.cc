@@ -78,7 +78,7 @@ std::vector<RunResult> RunAll(const Cluster& cluster, const Trace& trace,
       if (!report.ok()) {
         result.status = report.status();
         failed.store(true);
-        continue;
+        return;
       }
       if (!report->conservation.ok()) {
         result.violation = report->conservation.violations.empty()
@@ -88,8 +88,7 @@ std::vector<RunResult> RunAll(const Cluster& cluster, const Trace& trace,
       result.metrics = ComparedMetrics(JsonReport(*report, false));
     }
   };
-  const size_t threads =
-      std::clamp<size_t>(static_cast<size_t>(std::max(options.jobs, 1)), 1, runs);
+  const size_t threads = std::min(static_cast<size_t>(std::max(options.jobs, 1)), runs);
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);
   for (size_t t = 1; t < threads; ++t) {
