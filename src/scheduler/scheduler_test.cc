@@ -537,18 +537,23 @@ TEST_F(QuotaSchedulerTest, AnExhaustedQuotaMakesTheSameNodeFallBackAndDeallocati
   EXPECT_EQ(p2->spec.policy_version.inputs[0].mode, "Allocation");
   EXPECT_FALSE(p2->spec.policy_version.inputs[0].resource_version.empty());
 
-  // The claim controller deallocates c1 when p1 goes away: the quota gets its H100 back and the
-  // next Pod takes an H100.
+  // A Pod that takes only an H100 waits for the quota. The claim controller deallocates c1 when
+  // p1 goes away: the quota gets its H100 back and the waiting Pod takes it. (It waits first so
+  // that the outcome does not depend on when the scheduler's quota informer delivers the
+  // give-back: it retries on that event.)
+  cluster_.Claim(cluster_.ClaimSpec("c3", "h100"));
+  cluster_.Pod(cluster_.PodSpec("p3", {"c3"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    return PendingMessage("p3").find("refused by quota default/devices") != std::string::npos;
+  }));
   StatusOr<rv1::ResourceClaim> c1 = cluster_.GetClaim("c1");
   ASSERT_TRUE(c1.ok());
   c1->status.allocation.reset();
   c1->status.reserved_for.clear();
   ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c1).ok());
-  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
-  cluster_.Claim(H100ElseA100Pair("c3"));
-  cluster_.Pod(cluster_.PodSpec("p3", {"c3"}));
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p3"); }));
-  EXPECT_EQ(Requests("c3"), std::vector<std::string>({"gpu/h100"}));
+  EXPECT_EQ(NodeOf("p3"), "node-a");
+  EXPECT_EQ(Requests("c3"), std::vector<std::string>({"req"}));
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
 }
 
