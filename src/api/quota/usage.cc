@@ -241,6 +241,13 @@ bool PodEvaluatorMatches(std::string_view key) {
          validation::IsExtendedResourceName(key.substr(std::string_view("requests.").size()));
 }
 
+ResourceList ObjectCountUsage(std::string_view group, std::string_view resource) {
+  ResourceList usage;
+  usage.emplace(ObjectCountResourceName(group, resource), Count(1));
+  if (group.empty() && resource == "resourcequotas") usage.emplace("resourcequotas", Count(1));
+  return usage;
+}
+
 Evaluator EvaluatorFor(std::string_view group, std::string_view resource) {
   if (group == "resource.k8s.io" && resource == "resourceclaims") return Evaluator::kResourceClaims;
   if (group.empty() && resource == "pods") return Evaluator::kPods;

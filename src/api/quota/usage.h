@@ -73,6 +73,10 @@ bool ResourceClaimEvaluatorMatches(std::string_view key);
 ResourceList PodUsage(const corev1::Pod& pod, Timestamp now);
 bool PodEvaluatorMatches(std::string_view key);
 
+// The object-count evaluator's usage of one object of (group, resource): 1 of
+// `count/<resource>.<group>`, and of the legacy `resourcequotas` for a ResourceQuota.
+ResourceList ObjectCountUsage(std::string_view group, std::string_view resource);
+
 // Which evaluator applies to objects of a resource.
 enum class Evaluator { kResourceClaims, kPods, kObjectCount };
 Evaluator EvaluatorFor(std::string_view group, std::string_view resource);

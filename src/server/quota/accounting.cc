@@ -70,11 +70,6 @@ StatusOr<std::vector<std::shared_ptr<const StoredQuota>>> QuotaAccounting::Quota
   return out;
 }
 
-bool QuotaAccounting::ServerOwned(const corev1::ResourceQuota& quota, std::string_view key) {
-  return api::quota::ModeOf(quota) == api::quota::DeviceQuotaMode::kAdmission ||
-         !api::quota::IsAllocationChargedKey(key);
-}
-
 ResourceList QuotaAccounting::UsageOf(const handlers::ResourceInfo& r, const JsonObject& obj,
                                       std::optional<corev1::Pod>* pod) const {
   pod->reset();
@@ -94,13 +89,7 @@ ResourceList QuotaAccounting::UsageOf(const handlers::ResourceInfo& r, const Jso
     case api::quota::Evaluator::kObjectCount:
       break;
   }
-  ResourceList usage;
-  usage.emplace(api::quota::ObjectCountResourceName(r.group, r.resource),
-                api::Quantity::FromInt64(1));
-  if (r.group.empty() && r.resource == "resourcequotas") {
-    usage.emplace("resourcequotas", api::Quantity::FromInt64(1));
-  }
-  return usage;
+  return api::quota::ObjectCountUsage(r.group, r.resource);
 }
 
 StatusOr<ResourceList> QuotaAccounting::Recompute(const corev1::ResourceQuota& quota,
@@ -109,7 +98,7 @@ StatusOr<ResourceList> QuotaAccounting::Recompute(const corev1::ResourceQuota& q
   ResourceList used;
   std::vector<std::string> owned;
   for (const auto& [key, hard] : quota.spec.hard) {
-    if (!ServerOwned(quota, key)) continue;
+    if (!api::quota::ServerOwned(quota, key)) continue;
     owned.push_back(key);
     used.emplace(key, api::Quantity::FromInt64(0));
   }
@@ -152,33 +141,6 @@ StatusOr<ResourceList> QuotaAccounting::Recompute(const corev1::ResourceQuota& q
         api::quota::Add(used, api::quota::Mask(entry.usage, owned_by(entry.group, entry.resource)));
   }
   return used;
-}
-
-corev1::ResourceQuotaStatus QuotaAccounting::SyncedStatus(const corev1::ResourceQuota& quota,
-                                                          const ResourceList& owned_used) {
-  corev1::ResourceQuotaStatus status = quota.status;
-  status.hard = quota.spec.hard;
-  ResourceList used;
-  for (const auto& [key, hard] : quota.spec.hard) {
-    if (ServerOwned(quota, key)) {
-      auto it = owned_used.find(key);
-      used.emplace(key, it != owned_used.end() ? it->second : api::Quantity::FromInt64(0));
-    } else {
-      auto it = quota.status.used.find(key);
-      used.emplace(key, it != quota.status.used.end() ? it->second : api::Quantity::FromInt64(0));
-    }
-  }
-  status.used = std::move(used);
-  return status;
-}
-
-bool QuotaAccounting::Synced(const corev1::ResourceQuota& quota,
-                             const std::vector<std::string>& keys) {
-  if (!(quota.status.hard == quota.spec.hard)) return false;
-  for (const std::string& key : keys) {
-    if (quota.status.used.count(key) == 0) return false;
-  }
-  return true;
 }
 
 StatusOr<store::ObjectPtr> QuotaAccounting::WriteStatus(const StoredQuota& quota,

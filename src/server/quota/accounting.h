@@ -3,9 +3,10 @@
 // accounts, usage recomputed from the stored objects, and the creates admitted but not yet
 // written (docs/design/quota.md).
 //
-// Ownership of `status.used`: every key of an Admission-mode quota, and the non-device keys of
-// an Allocation-mode quota (`count/...`, `pods`, `requests.cpu`, ...), are charged by admission
-// and recomputed by the controller. The device keys of an Allocation-mode quota
+// Ownership of `status.used` (api::quota::ServerOwned): every key of an Admission-mode quota, and
+// the non-device keys of an Allocation-mode quota (`count/...`, `pods`, `requests.cpu`, ...), are
+// charged by admission and recomputed by the controller. The device keys of an Allocation-mode
+// quota
 // (`api::quota::IsAllocationChargedKey`) belong to the scheduler, which charges them from the
 // allocation with conditional status writes; the server never changes their values (it only
 // adds a missing key as 0 so that `kubectl describe quota` shows every key).
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "api/gen/core_v1_types.h"
+#include "api/quota/admission.h"
 #include "api/quota/usage.h"
 #include "common/clock.h"
 #include "common/mutex.h"
@@ -58,9 +60,6 @@ class QuotaAccounting {
   // The quotas of `ns`, in name order. Decoded once per revision.
   StatusOr<std::vector<std::shared_ptr<const StoredQuota>>> QuotasOf(std::string_view ns);
 
-  // Whether the API server accounts `key` of `quota` (see the ownership rule above).
-  static bool ServerOwned(const api::corev1::ResourceQuota& quota, std::string_view key);
-
   // The usage of an object of resource `r` (JSON in its served form); `pod` receives the decoded
   // Pod when `r` is pods (for scope matching), else it is reset.
   ResourceList UsageOf(const handlers::ResourceInfo& r, const handlers::JsonObject& obj,
@@ -81,15 +80,6 @@ class QuotaAccounting {
   // counted twice). Every owned key is present (0 when nothing uses it).
   StatusOr<ResourceList> Recompute(const api::corev1::ResourceQuota& quota,
                                    const std::vector<InFlight>& in_flight);
-
-  // The status `quota` should have given the usage of its owned keys: `hard` = spec.hard, `used`
-  // = `owned_used` for owned keys, the current value (else 0) for the others, nothing for keys
-  // no longer in spec.hard.
-  static api::corev1::ResourceQuotaStatus SyncedStatus(const api::corev1::ResourceQuota& quota,
-                                                       const ResourceList& owned_used);
-  // Whether the status has been synced for `keys`: status.hard equals spec.hard and every key
-  // has a used value.
-  static bool Synced(const api::corev1::ResourceQuota& quota, const std::vector<std::string>& keys);
 
   // Writes `status` into the stored quota if its revision is still `revision`. Conflict when it
   // changed; NotFound when it is gone.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "api/quota/admission.h"
+
 namespace draplane::server::quota {
 namespace {
 
@@ -10,72 +12,6 @@ namespace corev1 = api::corev1;
 using handlers::ApiError;
 
 constexpr int kMaxAttempts = 16;
-
-// The keys of `quota` the server enforces for objects of (group, resource).
-std::vector<std::string> EnforcedKeys(const corev1::ResourceQuota& quota, std::string_view group,
-                                      std::string_view resource) {
-  std::vector<std::string> keys;
-  for (const auto& [key, hard] : quota.spec.hard) {
-    if (QuotaAccounting::ServerOwned(quota, key) &&
-        api::quota::EvaluatorMatches(group, resource, key)) {
-      keys.push_back(key);
-    }
-  }
-  return keys;
-}
-
-// The pod evaluator's Constraints: when a quota limits cpu or memory, every container must
-// state it (upstream keeps this "for backward compatibility"). Empty when satisfied, else
-// "must specify <resource> for: <containers>; ...".
-std::string PodConstraints(const corev1::Pod& pod, const std::vector<std::string>& keys) {
-  static constexpr std::string_view kValidated[] = {
-      "cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory"};
-  std::set<std::string> required;
-  for (const std::string& key : keys) {
-    for (std::string_view v : kValidated) {
-      if (key == v) required.insert(key);
-    }
-  }
-  if (required.empty()) return "";
-  std::map<std::string, std::set<std::string>> missing;
-  for (const auto* list : {&pod.spec.containers, &pod.spec.init_containers}) {
-    for (const corev1::Container& c : *list) {
-      std::set<std::string> has;
-      // podComputeUsageHelper over the container's (defaulted) requests and limits.
-      for (const auto& [name, q] : c.resources.limits) {
-        if (name == "cpu" || name == "memory") {
-          has.insert(name);
-          has.insert("requests." + name);
-          has.insert("limits." + name);
-        }
-      }
-      for (const auto& [name, q] : c.resources.requests) {
-        if (name == "cpu" || name == "memory") {
-          has.insert(name);
-          has.insert("requests." + name);
-        }
-      }
-      for (const std::string& r : required) {
-        if (has.count(r) == 0) missing[r].insert(c.name);
-      }
-    }
-  }
-  if (missing.empty()) return "";
-  std::string out = "must specify ";
-  bool first = true;
-  for (const auto& [resource, containers] : missing) {
-    if (!first) out += "; ";
-    first = false;
-    out += resource + " for: ";
-    bool first_container = true;
-    for (const std::string& c : containers) {
-      if (!first_container) out += ",";
-      first_container = false;
-      out += c;
-    }
-  }
-  return out;
-}
 
 struct Plan {
   std::shared_ptr<const StoredQuota> quota;
@@ -99,9 +35,10 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
   // And before decoding the object: no quota may limit it (an Allocation-mode quota's device
   // keys are the scheduler's, so a namespace with only those admits its claims and Pods as one
   // without quotas).
-  if (std::none_of(quotas->begin(), quotas->end(), [&](const std::shared_ptr<const StoredQuota>& q) {
-        return !EnforcedKeys(q->quota, r.group, r.resource).empty();
-      })) {
+  if (std::none_of(quotas->begin(), quotas->end(),
+                   [&](const std::shared_ptr<const StoredQuota>& q) {
+                     return !api::quota::EnforcedKeys(q->quota, r.group, r.resource).empty();
+                   })) {
     return Charge{};
   }
 
@@ -124,10 +61,10 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
       if (!api::quota::QuotaMatches(q->quota, r.group, r.resource, pod ? &*pod : nullptr)) {
         continue;
       }
-      std::vector<std::string> keys = EnforcedKeys(q->quota, r.group, r.resource);
+      std::vector<std::string> keys = api::quota::EnforcedKeys(q->quota, r.group, r.resource);
       if (keys.empty()) continue;
       if (pod.has_value()) {
-        std::string violation = PodConstraints(*pod, keys);
+        std::string violation = api::quota::PodConstraintViolation(*pod, keys);
         if (!violation.empty()) {
           return give_up(handlers::NewForbidden(
               r.Gr(), name, "failed quota: " + q->quota.metadata.name + ": " + violation));
@@ -144,7 +81,7 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
     // controller-style write).
     bool resynced = false;
     for (const Plan& plan : plans) {
-      if (QuotaAccounting::Synced(plan.quota->quota, plan.keys)) continue;
+      if (api::quota::Synced(plan.quota->quota, plan.keys)) continue;
       WriterLock lock(accounting_->charge_mutex());
       std::vector<QuotaAccounting::InFlight> in_flight = accounting_->ChargedInFlight(ns);
       StatusOr<ResourceList> used = accounting_->Recompute(plan.quota->quota, in_flight);
@@ -154,8 +91,8 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
       for (const auto& [k, v] : plan.quota->quota.status.used) {
         if (owned.count(k) > 0) owned[k] = v;
       }
-      StatusOr<store::ObjectPtr> written = accounting_->WriteStatus(
-          *plan.quota, QuotaAccounting::SyncedStatus(plan.quota->quota, owned));
+      StatusOr<store::ObjectPtr> written =
+          accounting_->WriteStatus(*plan.quota, api::quota::SyncedStatus(plan.quota->quota, owned));
       if (!written.ok() && written.status().code() != StatusCode::kConflict &&
           written.status().code() != StatusCode::kNotFound) {
         return give_up(handlers::NewInternalError(written.status().message()));
@@ -167,24 +104,10 @@ std::variant<QuotaAdmission::Charge, ApiError> QuotaAdmission::Admit(
 
     // Every quota must admit the request.
     for (const Plan& plan : plans) {
-      const corev1::ResourceQuotaStatus& status = plan.quota->quota.status;
-      ResourceList new_used = api::quota::Add(
-          api::quota::Mask(status.used,
-                           [&](std::string_view k) { return plan.requested.count(k) > 0; }),
-          plan.requested);
-      std::set<std::string, std::less<>> exceeded;
-      for (const auto& [k, value] : new_used) {
-        auto hard = status.hard.find(k);
-        if (hard != status.hard.end() && value.Compare(hard->second) > 0) exceeded.insert(k);
+      if (std::optional<std::string> refusal =
+              api::quota::ExceededQuota(plan.quota->quota, plan.requested)) {
+        return give_up(handlers::NewForbidden(r.Gr(), name, *refusal));
       }
-      if (exceeded.empty()) continue;
-      auto in_exceeded = [&](std::string_view k) { return exceeded.count(k) > 0; };
-      return give_up(handlers::NewForbidden(
-          r.Gr(), name,
-          "exceeded quota: " + plan.quota->quota.metadata.name + ", requested: " +
-              api::quota::PrettyPrint(api::quota::Mask(plan.requested, in_exceeded)) +
-              ", used: " + api::quota::PrettyPrint(api::quota::Mask(status.used, in_exceeded)) +
-              ", limited: " + api::quota::PrettyPrint(api::quota::Mask(status.hard, in_exceeded))));
     }
     if (dry_run) return Charge{};
 

@@ -144,7 +144,7 @@ void QuotaController::ObserveScheduledUsage(const store::WatchEvent& event) {
   if (!errors.empty()) return;
   const std::string& ns = event.object->key.ns;
   for (const auto& [key, value] : quota.status.used) {
-    if (QuotaAccounting::ServerOwned(quota, key)) continue;
+    if (api::quota::ServerOwned(quota, key)) continue;
     UsedGauge().WithLabels({ns, quota.metadata.name, key}).Set(value.AsApproximateDouble());
     series_[ns].first.emplace(quota.metadata.name, key);
   }
@@ -204,7 +204,7 @@ StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_
     server_keys.clear();
     for (const std::shared_ptr<const StoredQuota>& stored : quotas) {
       for (const auto& [key, hard] : stored->quota.spec.hard) {
-        if (QuotaAccounting::ServerOwned(stored->quota, key)) server_keys.push_back(key);
+        if (api::quota::ServerOwned(stored->quota, key)) server_keys.push_back(key);
       }
     }
     bool conflict = false;
@@ -213,11 +213,11 @@ StatusOr<int> QuotaController::SyncNamespace(const std::string& ns, bool detect_
     for (const std::shared_ptr<const StoredQuota>& stored : quotas) {
       const corev1::ResourceQuota& quota = stored->quota;
       DRAPLANE_ASSIGN_OR_RETURN(ResourceList used, accounting_->Recompute(quota, in_flight));
-      corev1::ResourceQuotaStatus status = QuotaAccounting::SyncedStatus(quota, used);
+      corev1::ResourceQuotaStatus status = api::quota::SyncedStatus(quota, used);
       std::string detail;
       if (detect_drift) {
         for (const auto& [key, value] : status.used) {
-          if (!QuotaAccounting::ServerOwned(quota, key)) continue;
+          if (!api::quota::ServerOwned(quota, key)) continue;
           auto old_used = quota.status.used.find(key);
           auto old_hard = quota.status.hard.find(key);
           auto spec_hard = quota.spec.hard.find(key);
