@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "api/codec/json.h"
+#include "api/gen/core_v1_codec.h"
 #include "api/labels/field_selector.h"
 #include "api/labels/selector.h"
 #include "api/meta/resource_version.h"
 #include "api/meta/time.h"
 #include "api/patch/patch.h"
+#include "client/memory_quota.h"
 #include "common/check.h"
 #include "common/mutex.h"
 #include "common/sorted_string_map.h"
@@ -194,6 +196,10 @@ struct MemoryApi::State {
   uint64_t log_floor DRAPLANE_GUARDED_BY(mu) = 1;
   std::vector<std::shared_ptr<Watcher>> watchers DRAPLANE_GUARDED_BY(mu);
   Interceptor interceptor DRAPLANE_GUARDED_BY(mu);
+  // Quota admission and status (memory_quota.h); called with `mu` held.
+  MemoryQuotas quotas DRAPLANE_GUARDED_BY(mu){
+      clock, [this](std::string_view ns, const MemoryQuotas::ObjectVisitor& visit)
+                 DRAPLANE_REQUIRES(mu) { ForEachObjectIn(ns, visit); }};
   std::array<std::atomic<int64_t>, 6> counts{};
 
   // The current time as written into objects; formatted once per instant (the simulator's
@@ -269,22 +275,67 @@ struct MemoryApi::State {
   }
 
   // Stores `next` as the new version of the object at `it` and emits MODIFIED with the previous
-  // version as it was. Returns the stored value.
-  const Stored& Replace(const ResourceType& type, Bucket::iterator it, json::value next)
+  // version as it was; then the quota writes that follow from it. Returns the stored value.
+  Stored Replace(const ResourceType& type, Bucket::iterator it, json::value next)
       DRAPLANE_REQUIRES(mu) {
     Stored previous =
         std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
-    Emit(&type, "MODIFIED", it->second, std::move(previous));
-    return it->second;
+    Stored stored = it->second;
+    Emit(&type, "MODIFIED", stored, previous);
+    if (&type == &ResourceOf<api::corev1::ResourceQuota>()) {
+      WriteQuotas(quotas.QuotaStored(*stored, previous.get()));
+    } else if (std::string_view ns = NamespaceOfKey(type, it->first); quotas.Tracks(ns)) {
+      WriteQuotas(quotas.Replaced(type, std::string(ns), it->first, *previous, *stored));
+    }
+    return stored;
   }
 
-  // Erases the object at `it` and emits DELETED with `removed`, its last version.
+  // Erases the object at `it` and emits DELETED with `removed`, its last version; then the
+  // quotas take back what it used.
   Stored Erase(const ResourceType& type, Bucket& bucket, Bucket::iterator it, json::value removed)
       DRAPLANE_REQUIRES(mu) {
+    std::string key = it->first;
     bucket.erase(it);
     auto last = std::make_shared<const json::value>(std::move(removed));
     Emit(&type, "DELETED", last, nullptr);
+    if (&type == &ResourceOf<api::corev1::ResourceQuota>()) quotas.QuotaRemoved(*last);
+    if (std::string_view ns = NamespaceOfKey(type, key); quotas.Tracks(ns)) {
+      WriteQuotas(quotas.Removed(type, std::string(ns), key, *last));
+    }
     return last;
+  }
+
+  // The namespace part of a stored object's key ("" for a cluster-scoped resource).
+  static std::string_view NamespaceOfKey(const ResourceType& type, std::string_view key) {
+    return type.namespaced ? key.substr(0, key.find('/')) : std::string_view();
+  }
+
+  // Writes quota statuses (memory_quota.h), each as a new version of its quota.
+  void WriteQuotas(std::vector<MemoryQuotas::StatusWrite> writes) DRAPLANE_REQUIRES(mu) {
+    const ResourceType& type = ResourceOf<api::corev1::ResourceQuota>();
+    for (MemoryQuotas::StatusWrite& w : writes) {
+      auto& bucket = objects[&type];
+      auto it = bucket.find(ObjectKey(w.namespace_, w.name));
+      if (it == bucket.end()) continue;
+      json::value next = *it->second;
+      next.as_object()["status"] = api::corev1::Encode(w.status);
+      ++rv;
+      SetRv(next);
+      Replace(type, it, std::move(next));
+    }
+  }
+
+  // Every stored object of namespace `ns` (the quotas' recounts).
+  void ForEachObjectIn(std::string_view ns, const MemoryQuotas::ObjectVisitor& visit)
+      DRAPLANE_REQUIRES(mu) {
+    std::string prefix = std::string(ns) + "/";
+    for (auto& [type, bucket] : objects) {
+      if (!type->namespaced) continue;
+      for (auto it = bucket.lower_bound(prefix);
+           it != bucket.end() && std::string_view(it->first).starts_with(prefix); ++it) {
+        visit(*type, it->first, *it->second);
+      }
+    }
   }
 
   // The writes answer with the stored object (shared: Do copies it out only for a caller that
@@ -396,6 +447,14 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
     if (!HasNonEmptyArray(&spec, "finalizers")) spec["finalizers"] = json::array{"kubernetes"};
     EnsureObject(root["status"])["phase"] = "Active";
   }
+  if (type.namespaced && quotas.Tracks(ns)) {
+    StatusOr<std::vector<MemoryQuotas::StatusWrite>> charges = quotas.Admit(type, ns, name, object);
+    if (!charges.ok()) {
+      return FailedPreconditionError(Qualified(type) + " \"" + name +
+                                     "\" is forbidden: " + std::string(charges.status().message()));
+    }
+    WriteQuotas(std::move(*charges));
+  }
   ++rv;
   SetRv(object);
   if (options.event_ttl > Duration::zero() && event) {
@@ -404,8 +463,12 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
   }
   auto [it, inserted] =
       bucket.try_emplace(key, std::make_shared<const json::value>(std::move(object)));
-  Emit(&type, "ADDED", it->second, nullptr);
-  return it->second;
+  Stored stored = it->second;
+  Emit(&type, "ADDED", stored, nullptr);
+  if (&type == &ResourceOf<api::corev1::ResourceQuota>()) {
+    WriteQuotas(quotas.QuotaStored(*stored, nullptr));
+  }
+  return stored;
 }
 
 void MemoryApi::State::ExpireEvents() {

@@ -7,8 +7,9 @@
 // tools/check_layering.sh; docs/architecture.md, "client").
 //
 // Left out on purpose (the server has them; the simulator's components need none of them):
-// authentication and authorization, admission, defaulting and validation of objects, strategic
-// details of kinds beyond those listed below, tables and protobuf.
+// authentication and authorization, admission other than ResourceQuota's, defaulting and
+// validation of objects, strategic details of kinds beyond those listed below, tables and
+// protobuf.
 //
 // Semantics (kube-apiserver's generic registry, reduced to what draplane's components use):
 //   - every resource of KnownResources(); namespaced resources need a namespace;
@@ -35,6 +36,12 @@
 //   - list: label selectors (api/labels/selector.h) and field selectors with the server's
 //     parser, selectable fields and messages (api/labels/field_selector.h), paging with `limit`
 //     / `continue`;
+//   - ResourceQuota (memory_quota.h): creates a quota tracks are refused as the server's quota
+//     admission refuses them (403 Forbidden, "exceeded quota: ...") or charged to status.used
+//     first; removed objects and Pods that turn terminal give their usage back; a quota's status
+//     is synced (status.hard, status.used of the keys the server owns) when it is created or its
+//     spec changes. Deletion, termination and spec changes take effect at once, where the
+//     server's quota controller takes a moment;
 //   - watch: from a resourceVersion (events kept in a bounded log; Expired when it is older than
 //     the log), or from "" / "0" with synthetic ADDED events first; selector transitions turn
 //     into ADDED / DELETED as the API server does; bookmarks on request (SendBookmarks).

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "api/quota/usage.h"
 #include "client/typed.h"
 
 namespace draplane::client {
@@ -11,6 +12,7 @@ namespace {
 
 using api::corev1::Namespace;
 using api::corev1::Pod;
+using api::corev1::ResourceQuota;
 using api::resourcev1::ResourceClaim;
 
 class MemoryApiTest : public ::testing::Test {
@@ -364,6 +366,133 @@ TEST_F(MemoryApiTest, InterceptorInjectsFailures) {
   });
   EXPECT_EQ(Create(api_, MakePod("p")).status().code(), StatusCode::kConflict);
   EXPECT_EQ(api_.RequestCount(Verb::kCreate), 0);
+}
+
+// Quota admission (memory_quota.h; ParityTest.QuotaAdmissionAndReplenishment compares the
+// messages and values with the server's).
+class MemoryQuotaTest : public MemoryApiTest {
+ protected:
+  static constexpr std::string_view kDevices = "gpu.deviceclass.resource.k8s.io/devices";
+
+  static ResourceClaim Claim(const std::string& name, int64_t count) {
+    ResourceClaim c;
+    c.metadata.name = name;
+    c.metadata.namespace_ = "ns";
+    api::resourcev1::DeviceRequest r;
+    r.name = "gpus";
+    r.exactly.emplace();
+    r.exactly->device_class_name = "gpu";
+    r.exactly->allocation_mode = "ExactCount";
+    r.exactly->count = count;
+    c.spec.devices.requests.push_back(r);
+    return c;
+  }
+  static ResourceQuota Quota(const std::string& name, const std::map<std::string, int64_t>& hard) {
+    ResourceQuota q;
+    q.metadata.name = name;
+    q.metadata.namespace_ = "ns";
+    for (const auto& [key, value] : hard) q.spec.hard[key] = api::Quantity::FromInt64(value);
+    return q;
+  }
+  // status.used of a quota, "key=value,..." ("" when unset).
+  std::string Used(const std::string& quota) {
+    StatusOr<ResourceQuota> q = Get<ResourceQuota>(api_, "ns", quota);
+    return q.ok() ? api::quota::PrettyPrint(q->status.used) : q.status().ToString();
+  }
+};
+
+TEST_F(MemoryQuotaTest, AnAllocationModeQuotaLeavesItsDeviceKeysToTheScheduler) {
+  ResourceQuota q =
+      Quota("devices", {{std::string(kDevices), 1}, {"count/resourceclaims.resource.k8s.io", 2}});
+  q.metadata.annotations["draplane.dev/device-quota-mode"] = "Allocation";
+  ASSERT_TRUE(Create(api_, q).ok());
+  // The server adds the scheduler's key as 0 and never changes it.
+  EXPECT_EQ(Used("devices"),
+            "count/resourceclaims.resource.k8s.io=0," + std::string(kDevices) + "=0");
+  ASSERT_TRUE(Create(api_, Claim("c1", 4)).ok()) << "the scheduler charges devices, not admission";
+  ASSERT_TRUE(Create(api_, Claim("c2", 4)).ok());
+  EXPECT_EQ(Used("devices"),
+            "count/resourceclaims.resource.k8s.io=2," + std::string(kDevices) + "=0");
+  Status third = Create(api_, Claim("c3", 1)).status();
+  EXPECT_EQ(third.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(third.message(),
+            "resourceclaims.resource.k8s.io \"c3\" is forbidden: exceeded quota: devices, "
+            "requested: count/resourceclaims.resource.k8s.io=1, used: "
+            "count/resourceclaims.resource.k8s.io=2, limited: "
+            "count/resourceclaims.resource.k8s.io=2");
+}
+
+TEST_F(MemoryQuotaTest, ChangingAQuotaRecountsItAndDeletingItAdmitsEverything) {
+  ASSERT_TRUE(Create(api_, Claim("c1", 2)).ok());
+  ASSERT_TRUE(Create(api_, Quota("devices", {{std::string(kDevices), 2}})).ok());
+  EXPECT_EQ(Used("devices"), std::string(kDevices) + "=2") << "claims made before the quota count";
+  EXPECT_EQ(Create(api_, Claim("c2", 1)).status().code(), StatusCode::kFailedPrecondition);
+
+  // A larger limit and a new key: status.hard follows spec.hard, the new key is counted.
+  StatusOr<ResourceQuota> q = Get<ResourceQuota>(api_, "ns", "devices");
+  ASSERT_TRUE(q.ok());
+  q->spec.hard[std::string(kDevices)] = api::Quantity::FromInt64(4);
+  q->spec.hard["count/resourceclaims.resource.k8s.io"] = api::Quantity::FromInt64(10);
+  ASSERT_TRUE(Update(api_, *q).ok());
+  StatusOr<ResourceQuota> synced = Get<ResourceQuota>(api_, "ns", "devices");
+  ASSERT_TRUE(synced.ok());
+  EXPECT_TRUE(synced->status.hard == synced->spec.hard);
+  EXPECT_EQ(Used("devices"),
+            "count/resourceclaims.resource.k8s.io=1," + std::string(kDevices) + "=2");
+  ASSERT_TRUE(Create(api_, Claim("c2", 1)).ok());
+  EXPECT_EQ(Used("devices"),
+            "count/resourceclaims.resource.k8s.io=2," + std::string(kDevices) + "=3");
+
+  ASSERT_TRUE(Delete<ResourceQuota>(api_, "ns", "devices").ok());
+  EXPECT_TRUE(Create(api_, Claim("c3", 32)).ok());
+}
+
+TEST_F(MemoryQuotaTest, AScopedQuotaCountsOnlyThePodsInItsScope) {
+  ResourceQuota q = Quota("best-effort", {{"pods", 1}});
+  q.spec.scopes = {"BestEffort"};
+  ASSERT_TRUE(Create(api_, q).ok());
+  Pod guaranteed = MakePod("g");
+  api::corev1::Container c;
+  c.name = "main";
+  c.resources.requests["cpu"] = api::Quantity::FromInt64(1);
+  guaranteed.spec.containers.push_back(c);
+  ASSERT_TRUE(Create(api_, guaranteed).ok());
+  Pod best_effort = MakePod("b");
+  api::corev1::Container plain;
+  plain.name = "main";
+  best_effort.spec.containers.push_back(plain);
+  ASSERT_TRUE(Create(api_, best_effort).ok());
+  EXPECT_EQ(Used("best-effort"), "pods=1");
+  EXPECT_EQ(Create(api_, MakePod("b2")).status().code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "g").ok());
+  EXPECT_EQ(Used("best-effort"), "pods=1") << "g was not in the scope";
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "b").ok());
+  EXPECT_EQ(Used("best-effort"), "pods=0");
+  EXPECT_TRUE(Create(api_, MakePod("b2")).ok());
+}
+
+TEST_F(MemoryQuotaTest, TheChargeIsWrittenBeforeTheObjectAndGivenBackAfterIt) {
+  ASSERT_TRUE(Create(api_, Quota("devices", {{std::string(kDevices), 4}})).ok());
+  ApiRequest request;
+  request.resource = &ResourceOf<ResourceQuota>();
+  request.list.resource_version = std::to_string(api_.resource_version());
+  StatusOr<std::unique_ptr<WatchStream>> quotas = api_.Watch(request);
+  ASSERT_TRUE(quotas.ok());
+  StatusOr<ResourceClaim> created = Create(api_, Claim("c1", 3));
+  ASSERT_TRUE(created.ok());
+  StatusOr<std::optional<WatchEvent>> charged = (*quotas)->Next();
+  ASSERT_TRUE(charged.ok() && charged->has_value());
+  StatusOr<ResourceQuota> after = DecodeAs<ResourceQuota>(*(*charged)->object);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status.used.at(std::string(kDevices)).ToString(), "3");
+  EXPECT_LT(std::stoll(after->metadata.resource_version),
+            std::stoll(created->metadata.resource_version));
+  ASSERT_TRUE(Delete<ResourceClaim>(api_, "ns", "c1").ok());
+  StatusOr<std::optional<WatchEvent>> given_back = (*quotas)->Next();
+  ASSERT_TRUE(given_back.ok() && given_back->has_value());
+  after = DecodeAs<ResourceQuota>(*(*given_back)->object);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->status.used.at(std::string(kDevices)).ToString(), "0");
 }
 
 TEST(MemoryApiOptionsTest, EventsExpireAfterTheirTtl) {

@@ -72,6 +72,9 @@ class SortedStringMap {
     ordered_.clear();
   }
 
+  // The first key not before `key`, in key order (a range of keys sharing a prefix).
+  iterator lower_bound(std::string_view key) { return ordered_.lower_bound(key); }
+  const_iterator lower_bound(std::string_view key) const { return ordered_.lower_bound(key); }
   // The first key after `key`, in key order (paging).
   iterator upper_bound(std::string_view key) { return ordered_.upper_bound(key); }
   const_iterator upper_bound(std::string_view key) const { return ordered_.upper_bound(key); }

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <chrono>
+#include <thread>
 
+#include "api/quota/usage.h"
 #include "client/memory_api.h"
 #include "client/typed.h"
 #include "common/random.h"
@@ -237,6 +240,117 @@ TEST_F(ParityTest, CommonErrors) {
     answers.push_back(std::move(a));
   }
   EXPECT_EQ(answers[0], answers[1]);
+}
+
+// ResourceQuota admission and replenishment (client/memory_quota.h against server/quota/): the
+// same creates are refused with the same messages, and the quotas show the same status.used
+// after every change. The server's quota controller replenishes after a change, not during it:
+// its values are waited for (a guard of 60 s, not a timing assertion).
+TEST_F(ParityTest, QuotaAdmissionAndReplenishment) {
+  const std::string kDevices = "gpu.deviceclass.resource.k8s.io/devices";
+  auto claim = [](const std::string& name, int64_t count) {
+    api::resourcev1::ResourceClaim c;
+    c.metadata.name = name;
+    c.metadata.namespace_ = "ns";
+    api::resourcev1::DeviceRequest r;
+    r.name = "gpus";
+    r.exactly.emplace();
+    r.exactly->device_class_name = "gpu";
+    r.exactly->allocation_mode = "ExactCount";
+    r.exactly->count = count;
+    c.spec.devices.requests.push_back(r);
+    return c;
+  };
+  // A Pod of its own (no finalizers, unbound), its containers asking for `cpu` each when set.
+  auto pod = [](const std::string& name, const std::string& cpu) {
+    Pod p = MakePod(name, "");
+    p.metadata.finalizers.clear();
+    if (!cpu.empty()) {
+      for (auto& c : p.spec.containers)
+        c.resources.requests["cpu"] = api::Quantity::Parse(cpu).value();
+    }
+    return p;
+  };
+  std::vector<std::vector<std::string>> transcripts;
+  for (client::ApiClient* api : apis()) {
+    std::vector<std::string>& t = transcripts.emplace_back();
+    auto step = [&](const std::string& what, const Status& s) {
+      t.push_back(
+          what + ": " +
+          (s.ok() ? "OK" : std::string(StatusCodeName(s.code())) + " " + std::string(s.message())));
+    };
+    auto used = [&](const std::string& quota) {
+      StatusOr<api::corev1::ResourceQuota> q =
+          client::Get<api::corev1::ResourceQuota>(*api, "ns", quota);
+      return q.ok() ? api::quota::PrettyPrint(q->status.used) : q.status().ToString();
+    };
+    auto settle = [&](const std::string& quota, const std::string& expected) {
+      for (int i = 0; i < 6000 && used(quota) != expected; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      t.push_back(quota + " used " + used(quota));
+    };
+    api::corev1::ResourceQuota devices;
+    devices.metadata.name = "devices";
+    devices.metadata.namespace_ = "ns";
+    devices.spec.hard[kDevices] = api::Quantity::FromInt64(2);
+    devices.spec.hard["count/resourceclaims.resource.k8s.io"] = api::Quantity::FromInt64(5);
+    step("create quota devices", client::Create(*api, devices).status());
+    api::corev1::ResourceQuota pods;
+    pods.metadata.name = "pods";
+    pods.metadata.namespace_ = "ns";
+    pods.spec.hard["pods"] = api::Quantity::FromInt64(3);
+    pods.spec.hard["count/pods"] = api::Quantity::FromInt64(3);
+    pods.spec.hard["requests.cpu"] = api::Quantity::FromInt64(2);
+    step("create quota pods", client::Create(*api, pods).status());
+    settle("devices", "count/resourceclaims.resource.k8s.io=0," + kDevices + "=0");
+    settle("pods", "count/pods=2,pods=2,requests.cpu=0");  // the fixture's p and q
+
+    step("create c1", client::Create(*api, claim("c1", 1)).status());
+    step("create c2", client::Create(*api, claim("c2", 2)).status());
+    step("create c3", client::Create(*api, claim("c3", 1)).status());
+    settle("devices", "count/resourceclaims.resource.k8s.io=2," + kDevices + "=2");
+    step("delete c1", client::Delete<api::resourcev1::ResourceClaim>(*api, "ns", "c1"));
+    settle("devices", "count/resourceclaims.resource.k8s.io=1," + kDevices + "=1");
+    step("create c2 again", client::Create(*api, claim("c2", 2)).status());
+    step("create c4", client::Create(*api, claim("c4", 1)).status());
+    settle("devices", "count/resourceclaims.resource.k8s.io=2," + kDevices + "=2");
+
+    step("create p1 without cpu", client::Create(*api, pod("p1", "")).status());
+    step("create p1", client::Create(*api, pod("p1", "500m")).status());
+    settle("pods", "count/pods=3,pods=3,requests.cpu=1");
+    step("create p2", client::Create(*api, pod("p2", "500m")).status());
+    StatusOr<Pod> p1 = client::Get<Pod>(*api, "ns", "p1");
+    ASSERT_TRUE(p1.ok());
+    p1->status.phase = "Succeeded";
+    step("p1 succeeded", client::UpdateStatus(*api, *p1).status());
+    settle("pods", "count/pods=3,pods=2,requests.cpu=0");
+    step("create p2 after p1 succeeded", client::Create(*api, pod("p2", "500m")).status());
+    step("delete p1", client::Delete<Pod>(*api, "ns", "p1"));
+    settle("pods", "count/pods=2,pods=2,requests.cpu=0");
+    step("create p2 after p1 is gone", client::Create(*api, pod("p2", "500m")).status());
+    settle("pods", "count/pods=3,pods=3,requests.cpu=1");
+  }
+  EXPECT_EQ(transcripts[0], transcripts[1]) << "memory vs server";
+  // What both must say (the comparison alone would pass if both admitted everything).
+  const std::vector<std::string>& memory = transcripts[0];
+  ASSERT_EQ(memory.size(), 24u);
+  EXPECT_EQ(memory[5],
+            "create c2: FAILED_PRECONDITION resourceclaims.resource.k8s.io \"c2\" is forbidden: "
+            "exceeded quota: devices, requested: " +
+                kDevices + "=2, used: " + kDevices + "=1, limited: " + kDevices + "=2");
+  EXPECT_EQ(memory[13],
+            "create p1 without cpu: FAILED_PRECONDITION pods \"p1\" is forbidden: failed quota: "
+            "pods: must specify requests.cpu for: main,sidecar");
+  EXPECT_EQ(memory[16],
+            "create p2: FAILED_PRECONDITION pods \"p2\" is forbidden: exceeded quota: pods, "
+            "requested: count/pods=1,pods=1, used: count/pods=3,pods=3, limited: "
+            "count/pods=3,pods=3");
+  EXPECT_EQ(memory[19],
+            "create p2 after p1 succeeded: FAILED_PRECONDITION pods \"p2\" is forbidden: "
+            "exceeded quota: pods, requested: count/pods=1, used: count/pods=3, limited: "
+            "count/pods=3");
+  EXPECT_EQ(memory[23], "pods used count/pods=3,pods=3,requests.cpu=1");
 }
 
 }  // namespace
