@@ -239,6 +239,63 @@ TEST_F(ControllersTest, APlacedPodIsReservedWhenItsSharedClaimGetsAllocated) {
   EXPECT_EQ(c->status.reserved_for[1].uid, placed->metadata.uid);
 }
 
+// A claim the API refuses (a ResourceQuota in the default mode: its admission charges a claim's
+// devices at create) is retried, and the Pod shows why, as upstream records it; once the quota
+// has room again the claim is made.
+TEST_F(ControllersTest, AClaimTheQuotaRefusesIsRetriedAndRecordedOnThePod) {
+  rv1::ResourceClaimTemplate t;
+  t.metadata.name = "gpu";
+  t.metadata.namespace_ = "default";
+  t.spec.spec = cluster_.ClaimSpec("x", "gpu").spec;
+  ASSERT_TRUE(client::Create(cluster_.api(), t).ok());
+  api::corev1::ResourceQuota quota;
+  quota.metadata.name = "devices";
+  quota.metadata.namespace_ = "default";
+  quota.spec.hard["gpu.deviceclass.resource.k8s.io/devices"] = api::Quantity::FromInt64(1);
+  ASSERT_TRUE(client::Create(cluster_.api(), quota).ok());
+  cluster_.Pod(cluster_.PodSpec("first", {"tmpl:gpu"}));
+  cluster_.Pod(cluster_.PodSpec("second", {"tmpl:gpu"}));
+  Start();
+  auto claim_of = [&](const std::string& pod) -> std::string {
+    StatusOr<Pod> p = cluster_.GetPod(pod);
+    if (!p.ok() || p->status.resource_claim_statuses.empty()) return "";
+    return p->status.resource_claim_statuses[0].resource_claim_name.value_or("");
+  };
+  // Whichever Pod is synced first gets the quota's one device.
+  std::string refused_pod;
+  std::string message;
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    for (const api::corev1::Event& e : cluster_.Events()) {
+      if (e.reason != "FailedResourceClaimCreation") continue;
+      refused_pod = e.involved_object.name;
+      message = e.message;
+      EXPECT_EQ(e.type, "Warning");
+      EXPECT_EQ(e.source.component, "resource_claim");
+      return true;
+    }
+    return false;
+  }));
+  std::string admitted_pod = refused_pod == "first" ? "second" : "first";
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !claim_of(admitted_pod).empty(); }));
+  EXPECT_EQ(claim_of(refused_pod), "");
+  EXPECT_TRUE(
+      message.starts_with("PodResourceClaim gpu: create ResourceClaim gpu: "
+                          "resourceclaims.resource.k8s.io \"" +
+                          refused_pod + "-gpu-"))
+      << message;
+  EXPECT_NE(message.find("is forbidden: exceeded quota: devices, requested: "
+                         "gpu.deviceclass.resource.k8s.io/devices=1, used: "
+                         "gpu.deviceclass.resource.k8s.io/devices=1, limited: "
+                         "gpu.deviceclass.resource.k8s.io/devices=1"),
+            std::string::npos)
+      << message;
+  // The admitted Pod's claim goes away: the quota's controller gives the device back, and the
+  // retry makes the refused Pod's claim.
+  ASSERT_TRUE(
+      client::Delete<rv1::ResourceClaim>(cluster_.api(), "default", claim_of(admitted_pod)).ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !claim_of(refused_pod).empty(); }));
+}
+
 TEST_F(ControllersTest, OrphanedObjectsAreCollected) {
   rv1::ResourceClaim claim = cluster_.ClaimSpec("orphan", "gpu");
   api::metav1::OwnerReference owner;

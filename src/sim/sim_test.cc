@@ -415,12 +415,85 @@ arrivals:
   ASSERT_TRUE(reasons.contains("Unschedulable")) << Json(*report);
   EXPECT_EQ(reasons["Unschedulable"].rfind("0/3 nodes are available", 0), 0u)
       << reasons["Unschedulable"];
-  EXPECT_TRUE(reasons.contains("NeverAttempted"));
+  // The resourceclaim controller could not make the claim from a missing template; it says so on
+  // the Pod (FailedResourceClaimCreation), as upstream does.
+  EXPECT_EQ(reasons["ClaimNotCreated"],
+            "PodResourceClaim r: resource claim template \"missing\": "
+            "resourceclaimtemplates.resource.k8s.io \"missing\" not found");
   EXPECT_TRUE(reasons.contains("DeletedWhilePending"));
   // The same reasons per tenant (where a tenant's quota rejections show).
   EXPECT_EQ(report->tenants.at("ns").unscheduled_by_reason,
             (std::map<std::string, int64_t>{
-                {"DeletedWhilePending", 1}, {"NeverAttempted", 1}, {"Unschedulable", 1}}));
+                {"ClaimNotCreated", 1}, {"DeletedWhilePending", 1}, {"Unschedulable", 1}}));
+}
+
+// A ResourceQuota in the default mode is the API server's admission: a claim the quota has no
+// room for is refused when the resourceclaim controller creates it, the controller retries, and
+// the devices of finished Pods' claims come back to the quota.
+TEST(SimulationTest, ADefaultModeQuotaRefusesClaimsUntilFinishedPodsGiveTheirDevicesBack) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: one-gpu}
+  spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu}}]}}}
+arrivals:
+- at: 0s
+  namespace: team-a
+  count: 4
+  duration: 20m
+  pod:
+    metadata: {name: job}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+)");
+  StatusOr<Configuration> quota = LoadConfiguration({WriteTemp("quota-admission.yaml", R"(
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus, namespace: team-a}
+spec:
+  hard: {gpu.deviceclass.resource.k8s.io/devices: "2"}
+)")});
+  ASSERT_TRUE(quota.ok()) << quota.status().ToString();
+
+  // Without the quota the cluster's five GPUs take all four at once.
+  StatusOr<Report> free = RunSimulation(cluster, trace, RunOptions{.until = std::chrono::hours(1)});
+  ASSERT_TRUE(free.ok()) << free.status().ToString();
+  EXPECT_EQ(free->scheduled, 4);
+  EXPECT_EQ(free->wait.max, 0);
+
+  // With it, two wait: refused while the first two run, then made and scheduled.
+  StatusOr<Report> early = RunSimulation(
+      cluster, trace, RunOptions{.policies = quota->policies, .until = std::chrono::minutes(10)});
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  EXPECT_EQ(early->scheduled, 2) << Json(*early);
+  ASSERT_EQ(early->unscheduled_reasons.size(), 1u) << Json(*early);
+  EXPECT_EQ(early->unscheduled_reasons[0].reason, "ClaimNotCreated");
+  EXPECT_EQ(early->unscheduled_reasons[0].count, 2);
+  const std::string& message = early->unscheduled_reasons[0].message;
+  EXPECT_TRUE(
+      message.starts_with("PodResourceClaim gpu: create ResourceClaim gpu: "
+                          "resourceclaims.resource.k8s.io \"job-"))
+      << message;
+  EXPECT_TRUE(
+      message.ends_with("\" is forbidden: exceeded quota: gpus, requested: "
+                        "gpu.deviceclass.resource.k8s.io/devices=1, used: "
+                        "gpu.deviceclass.resource.k8s.io/devices=2, limited: "
+                        "gpu.deviceclass.resource.k8s.io/devices=2"))
+      << message;
+
+  StatusOr<Report> later = RunSimulation(
+      cluster, trace, RunOptions{.policies = quota->policies, .until = std::chrono::hours(1)});
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_TRUE(later->conservation.ok()) << Json(*later);
+  EXPECT_EQ(later->scheduled, 4) << Json(*later);
+  // The first two ran 20 minutes; the retries' backoff adds at most 1000 s.
+  EXPECT_GE(later->wait.max, 20 * 60);
+  EXPECT_LE(later->wait.max, 20 * 60 + 1000);
 }
 
 // Every policy kind the API serves is accepted and created before the trace starts — a

@@ -6,7 +6,9 @@
 #   3. the HTML report is one self-contained page: inline SVG, no script, no external reference;
 #   4. `sim compare` of the two policies and the MIG conversion prints every metric with a delta
 #      and a 95 % interval;
-#   5. bad input fails with exit code 2 and names the file, the field and the reason.
+#   5. bad input fails with exit code 2 and names the file, the field and the reason;
+#   6. a ResourceQuota in the default mode (policy-quota.yaml) refuses claims at creation: Pods
+#      wait as ClaimNotCreated with the API's "exceeded quota" message.
 #
 # The runs stop early (--until): the whole eight hours take minutes per run in a sanitizer build
 # (docs/design/sim.md, "Performance"); what is checked does not need them.
@@ -56,6 +58,24 @@ assert 0 < r["jainIndex"] <= 1
 shares = sum(t["share"] for t in r["tenants"].values())
 assert abs(shares - 1) < 1e-5, shares
 print("ok:", p, "utilization", r["utilization"]["overall"], "decisions", r["decisions"])
+EOF
+
+step "a default-mode quota refuses team-research's claims when they are made"
+run_json --seed 7 --policy "$ex/policy-quota.yaml" >"$e2e_work/quota.json"
+python3 - "$e2e_work/a.json" "$e2e_work/quota.json" <<'EOF' || fail "quota check failed"
+import json, sys
+free, quota = (json.load(open(path)) for path in sys.argv[1:])
+assert quota["conservation"]["ok"], quota["conservation"]
+research = quota["tenants"]["team-research"]
+assert research["unscheduledReasons"].get("ClaimNotCreated", 0) >= 1, research
+assert research["scheduled"] < free["tenants"]["team-research"]["scheduled"], (research, free)
+assert any(u["reason"] == "ClaimNotCreated" and
+           "is forbidden: exceeded quota: gpus, requested: "
+           "gpu.nvidia.com.deviceclass.resource.k8s.io/devices=2, used: "
+           "gpu.nvidia.com.deviceclass.resource.k8s.io/devices=8" in u["message"]
+           for u in quota["unscheduledReasons"]), quota["unscheduledReasons"]
+print("ok: team-research", research["scheduled"], "scheduled with the quota,",
+      free["tenants"]["team-research"]["scheduled"], "without")
 EOF
 
 step "the HTML report is self-contained"

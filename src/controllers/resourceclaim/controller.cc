@@ -74,6 +74,10 @@ ResourceClaimController::ResourceClaimController(client::ApiClient& api,
       pods_(informers.Get<Pod>()),
       claims_(informers.Get<rv1::ResourceClaim>()),
       templates_(informers.Get<rv1::ResourceClaimTemplate>()),
+      events_(api, clock,
+              client::EventRecorderOptions{.component = "resource_claim",  // upstream's source
+                                           .host = "",
+                                           .synchronous = options_.workers == 0}),
       queue_(clock, options_.rate_limits),
       workers_("resourceclaim-controller", queue_,
                [this](const std::string& key) { return Sync(key); }) {
@@ -133,7 +137,10 @@ ResourceClaimController::~ResourceClaimController() { Stop(); }
 
 void ResourceClaimController::Start() { workers_.Start(options_.workers); }
 
-void ResourceClaimController::Stop() { workers_.Stop(); }
+void ResourceClaimController::Stop() {
+  workers_.Stop();
+  events_.Stop();
+}
 
 void ResourceClaimController::EnqueuePod(const Pod& pod) {
   if (IsPodDone(pod) || pod.metadata.deletion_timestamp.has_value()) {
@@ -271,8 +278,10 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
         StatusOr<rv1::ResourceClaimTemplate> fetched =
             client::Get<rv1::ResourceClaimTemplate>(api_, ns, *entry.resource_claim_template_name);
         if (!fetched.ok()) {
-          return fetched.status().WithPrefix("resource claim template \"" +
-                                             *entry.resource_claim_template_name + "\"");
+          return ClaimCreationFailed(
+              *pod, entry.name,
+              fetched.status().WithPrefix("resource claim template \"" +
+                                          *entry.resource_claim_template_name + "\""));
         }
         tmpl = std::make_shared<const rv1::ResourceClaimTemplate>(std::move(*fetched));
       }
@@ -285,7 +294,10 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
       claim.metadata.owner_references.push_back(api::NewControllerRef(*pod));
       claim.spec = tmpl->spec.spec;
       StatusOr<rv1::ResourceClaim> created = client::Create(api_, claim, options_.field_manager);
-      if (!created.ok()) return created.status().WithPrefix("create ResourceClaim " + entry.name);
+      if (!created.ok()) {
+        return ClaimCreationFailed(
+            *pod, entry.name, created.status().WithPrefix("create ResourceClaim " + entry.name));
+      }
       claim_name = created->metadata.name;
     }
     api::corev1::PodResourceClaimStatus status;
@@ -320,6 +332,14 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
     }
   }
   return Status::Ok();
+}
+
+Status ResourceClaimController::ClaimCreationFailed(const Pod& pod, const std::string& entry,
+                                                    Status error) {
+  events_.Record(client::ReferenceTo(pod), api::corev1::kEventTypeWarning,
+                 "FailedResourceClaimCreation",
+                 "PodResourceClaim " + entry + ": " + std::string(error.message()));
+  return error;
 }
 
 Status ResourceClaimController::SyncClaim(const std::string& ns, const std::string& name) {

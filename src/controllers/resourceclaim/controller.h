@@ -8,6 +8,10 @@
 //      else create one from the template: generateName `<pod>-<entry>-` (both parts cut
 //      proportionally when longer than 57 characters, as upstream), the pod as controlling owner
 //      with blockOwnerDeletion, the annotation, the template's labels and annotations, its spec.
+//      A claim that cannot be made (its template missing, the create refused: a ResourceQuota's
+//      "exceeded quota") is retried with the queue's backoff, and recorded as upstream does: a
+//      Warning Event `FailedResourceClaimCreation` on the Pod, "PodResourceClaim <entry>:
+//      <error>".
 //   2. Record the new names in pod.status.resourceClaimStatuses.
 //   3. A pod bound to a node without the scheduler (spec.nodeName at creation) gets its
 //      allocated claims reserved.
@@ -30,6 +34,7 @@
 #include <unordered_set>
 
 #include "client/api_client.h"
+#include "client/events.h"
 #include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
@@ -100,6 +105,8 @@ class ResourceClaimController {
   void EnqueueClaim(const api::resourcev1::ResourceClaim& claim);
   void EnqueuePodClaims(const api::corev1::Pod& pod);
   void RememberDeleted(const std::string& uid);
+  // Records the failure to make the claim of `pod`'s entry `entry` (step 1) and returns it.
+  Status ClaimCreationFailed(const api::corev1::Pod& pod, const std::string& entry, Status error);
   bool WasDeleted(const std::string& uid);
 
   client::ApiClient& api_;
@@ -107,6 +114,8 @@ class ResourceClaimController {
   client::Informer<api::corev1::Pod>& pods_;
   client::Informer<api::resourcev1::ResourceClaim>& claims_;
   client::Informer<api::resourcev1::ResourceClaimTemplate>& templates_;
+  // Synchronous without workers (the simulator writes nothing from a thread of its own).
+  client::EventRecorder events_;
   client::WorkQueue queue_;
   internal::QueueWorkers workers_;
   Mutex mu_;

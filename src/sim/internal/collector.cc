@@ -102,6 +102,7 @@ struct Collector::PodState {
   bool gave_up = false;
   std::string reason;
   std::string message;
+  std::string claim_failure;  // ClaimNotCreated
   int64_t units = 0;
   int64_t estimate = 0;  // first-tier size of its claims while it waits, micro-units
   std::vector<std::string> claim_names;
@@ -338,6 +339,11 @@ void Collector::Rejected(const std::string& pod, Duration at, const std::string&
   state->message = message;
   pod_order_.push_back(state.get());
   pods_.emplace(state->uid, std::move(state));
+}
+
+void Collector::ClaimNotCreated(const std::string& uid, std::string message) {
+  auto it = pods_.find(uid);
+  if (it != pods_.end()) it->second->claim_failure = std::move(message);
 }
 
 void Collector::GaveUp(const std::string& uid) {
@@ -789,6 +795,9 @@ void Collector::Finish(Duration end, Report* report) {
       std::string message = pod->message;
       if (pod->gave_up) {
         reason = "DeletedWhilePending";
+      } else if (reason.empty() && !pod->claim_failure.empty()) {
+        reason = "ClaimNotCreated";
+        message = pod->claim_failure;
       } else if (reason.empty()) {
         bool ours = pod->scheduler_name.empty() || pod->scheduler_name == "default-scheduler" ||
                     pod->scheduler_name == "draplane";

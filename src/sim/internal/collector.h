@@ -57,6 +57,11 @@ class Collector {
   void Submitted(const std::string& uid, Duration at, Duration duration);
   // A trace Pod the API refused to create (unscheduled, reason RejectedByApi).
   void Rejected(const std::string& pod, Duration at, const std::string& message);
+  // A submitted Pod whose claim the resourceclaim controller could not make (its
+  // FailedResourceClaimCreation Event: a template missing, a ResourceQuota refusing the claim).
+  // Left unscheduled without a scheduling attempt, it is reported with reason ClaimNotCreated and
+  // `message` (the latest such Event's) instead of NeverAttempted.
+  void ClaimNotCreated(const std::string& uid, std::string message);
   // A pending Pod the engine deleted because its `deleteAfter` passed.
   void GaveUp(const std::string& uid);
   // The state settled at `from` holds until `to`: integrates it and samples the grid points in
