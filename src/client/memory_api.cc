@@ -440,7 +440,9 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
     json::object& status = EnsureObject(root["status"]);
     if (Str(&status, "phase").empty()) status["phase"] = "Pending";
   } else if (&type == &ResourceOf<api::resourcev1::ResourceClaim>() ||
-             &type == &ResourceOf<api::resourcev1::DeviceTaintRule>()) {
+             &type == &ResourceOf<api::resourcev1::DeviceTaintRule>() ||
+             &type == &ResourceOf<api::corev1::ResourceQuota>()) {
+    // (A quota's status is then synced from the objects here, not taken from a dump.)
     root.erase("status");
   } else if (&type == &ResourceOf<api::corev1::Namespace>()) {
     json::object& spec = EnsureObject(root["spec"]);

@@ -41,6 +41,9 @@ int KindRank(std::string_view kind) {
   if (kind == "ResourceClaimTemplate") return 5;
   if (kind == "Pod") return 6;
   if (kind == "ResourceClaim") return 7;
+  // Last: the dump's objects exist already; a quota created after them counts them, as the quota
+  // controller counts a cluster's objects, where one created first would refuse them.
+  if (kind == "ResourceQuota") return 8;
   return 4;  // DeviceTaintRules, policies
 }
 

@@ -486,6 +486,57 @@ spec:
                         "gpu.deviceclass.resource.k8s.io/devices=2"))
       << message;
 
+  // A quota of Pods refuses the trace's Pods themselves: RejectedByApi, with the API's message.
+  StatusOr<Configuration> pods = LoadConfiguration({WriteTemp("quota-pods.yaml", R"(
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: pods, namespace: team-a}
+spec:
+  hard: {count/pods: "3"}
+)")});
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  StatusOr<Report> capped = RunSimulation(
+      cluster, trace, RunOptions{.policies = pods->policies, .until = std::chrono::hours(1)});
+  ASSERT_TRUE(capped.ok()) << capped.status().ToString();
+  EXPECT_EQ(capped->scheduled, 3);
+  ASSERT_EQ(capped->unscheduled_reasons.size(), 1u) << Json(*capped);
+  EXPECT_EQ(capped->unscheduled_reasons[0].reason, "RejectedByApi");
+  EXPECT_EQ(capped->unscheduled_reasons[0].message,
+            "pods \"job-3\" is forbidden: exceeded quota: pods, requested: count/pods=1, used: "
+            "count/pods=3, limited: count/pods=3");
+
+  // A dump's quota counts the dump's claims (created first, never refused, even over the limit)
+  // and limits what the trace adds.
+  StatusOr<Cluster> dumped =
+      LoadCluster({WriteTemp("cluster.yaml", kCluster), WriteTemp("dump.yaml", R"(
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ResourceQuota
+  metadata: {name: gpus, namespace: team-a}
+  spec: {hard: {gpu.deviceclass.resource.k8s.io/devices: "1"}}
+  status:
+    hard: {gpu.deviceclass.resource.k8s.io/devices: "1"}
+    used: {gpu.deviceclass.resource.k8s.io/devices: "0"}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaim
+  metadata: {name: held, namespace: team-a}
+  spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu, count: 2}}]}}
+)")});
+  ASSERT_TRUE(dumped.ok()) << dumped.status().ToString();
+  StatusOr<Report> over =
+      RunSimulation(*dumped, trace, RunOptions{.until = std::chrono::minutes(10)});
+  ASSERT_TRUE(over.ok()) << over.status().ToString();
+  EXPECT_EQ(over->scheduled, 0) << Json(*over);
+  ASSERT_EQ(over->unscheduled_reasons.size(), 1u) << Json(*over);
+  EXPECT_EQ(over->unscheduled_reasons[0].reason, "ClaimNotCreated");
+  EXPECT_TRUE(over->unscheduled_reasons[0].message.ends_with(
+      "exceeded quota: gpus, requested: gpu.deviceclass.resource.k8s.io/devices=1, used: "
+      "gpu.deviceclass.resource.k8s.io/devices=2, limited: "
+      "gpu.deviceclass.resource.k8s.io/devices=1"))
+      << over->unscheduled_reasons[0].message;
+
   StatusOr<Report> later = RunSimulation(
       cluster, trace, RunOptions{.policies = quota->policies, .until = std::chrono::hours(1)});
   ASSERT_TRUE(later.ok()) << later.status().ToString();

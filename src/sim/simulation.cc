@@ -474,7 +474,9 @@ void Simulation::Arrive(const PodArrival& arrival) {
   std::shared_ptr<const json::value> created;
   Status s = Create(client::ResourceOf<Pod>(), std::move(pod), &created);
   if (!s.ok()) {
-    collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at, s.ToString());
+    // The API's message, as the Priority admission's above ("pods \"x\" is forbidden: ...").
+    collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at,
+                         std::string(s.message()));
     return;
   }
   std::string uid = MetaField(created->as_object(), "uid");
