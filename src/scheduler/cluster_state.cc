@@ -102,30 +102,57 @@ bool ClusterState::IsBound(std::string_view uid) const {
   return it != placements_.end() && !it->second.assumed;
 }
 
+template <typename Release>
+auto ClusterState::GivingBack(std::string_view ns, Release&& release) {
+  auto quotas = quotas_.find(ns);
+  if (quotas == quotas_.end() || quotas->second.allocation.empty()) return release();
+  const allocator::Holdings& holdings = ledger_.holdings();
+  allocator::ResourceList before = holdings.Usage(ns, allocator::Holdings::Scope::kCommitted);
+  auto result = release();
+  allocator::ResourceList after = holdings.Usage(ns, allocator::Holdings::Scope::kCommitted);
+  for (allocator::QuotaBudget& budget : quotas->second.allocation) {
+    for (auto& [key, used] : budget.used) {
+      auto was = before.find(key);
+      if (was == before.end()) continue;
+      auto now = after.find(key);
+      api::Quantity released = now == after.end() ? was->second : was->second.Sub(now->second);
+      if (released.Sign() <= 0) continue;
+      used = used.Sub(released);
+      if (used.Sign() < 0) used = api::Quantity::FromInt64(0);
+    }
+  }
+  return result;
+}
+
 bool ClusterState::UpsertClaim(const ClaimPtr& claim) {
   std::string key = ClaimKey(claim->metadata.namespace_, claim->metadata.name);
   auto it = claims_.find(key);
-  if (it != claims_.end() && it->second->metadata.uid != claim->metadata.uid) {
-    // Replaced by a new object with the same name.
-    ledger_.Uncommit(it->second->metadata.uid);
-  }
-  claims_[key] = claim;
-  auto annotation = claim->metadata.annotations.find(kExtendedResourceClaimAnnotation);
-  if (annotation != claim->metadata.annotations.end() && annotation->second == "true") {
-    for (const api::metav1::OwnerReference& owner : claim->metadata.owner_references) {
-      if (owner.kind == "Pod" && owner.controller.value_or(false)) {
-        extended_claim_by_pod_[owner.uid] = key;
+  return GivingBack(claim->metadata.namespace_, [&] {
+    if (it != claims_.end() && it->second->metadata.uid != claim->metadata.uid) {
+      // Replaced by a new object with the same name.
+      ledger_.Uncommit(it->second->metadata.uid);
+    }
+    claims_[key] = claim;
+    auto annotation = claim->metadata.annotations.find(kExtendedResourceClaimAnnotation);
+    if (annotation != claim->metadata.annotations.end() && annotation->second == "true") {
+      for (const api::metav1::OwnerReference& owner : claim->metadata.owner_references) {
+        if (owner.kind == "Pod" && owner.controller.value_or(false)) {
+          extended_claim_by_pod_[owner.uid] = key;
+        }
       }
     }
-  }
-  return ledger_.Commit(claim);
+    return ledger_.Commit(claim);
+  });
 }
 
 void ClusterState::RemoveClaim(const rv1::ResourceClaim& claim) {
   std::string key = ClaimKey(claim.metadata.namespace_, claim.metadata.name);
   auto it = claims_.find(key);
   if (it != claims_.end() && it->second->metadata.uid == claim.metadata.uid) claims_.erase(it);
-  ledger_.Uncommit(claim.metadata.uid);
+  GivingBack(claim.metadata.namespace_, [&] {
+    ledger_.Uncommit(claim.metadata.uid);
+    return true;
+  });
   for (const api::metav1::OwnerReference& owner : claim.metadata.owner_references) {
     auto e = extended_claim_by_pod_.find(owner.uid);
     if (e != extended_claim_by_pod_.end() && e->second == key) extended_claim_by_pod_.erase(e);

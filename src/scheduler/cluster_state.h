@@ -67,7 +67,11 @@ class ClusterState {
   bool IsBound(std::string_view uid) const;
 
   // Claims. Returns true when the claim's allocation conflicts with an earlier one
-  // (DeviceLedger::Commit).
+  // (DeviceLedger::Commit). A claim that loses its allocation (deallocated, replaced, removed)
+  // gives what its namespace's committed holdings lose back to the status.used of the
+  // namespace's Allocation-mode budgets at once, never below 0, until the next version of each
+  // quota replaces its budget (the recount the deallocation starts writes that version): without
+  // it the first attempts after a deallocation see the quota still full and fall back needlessly.
   bool UpsertClaim(const ClaimPtr& claim);
   void RemoveClaim(const api::resourcev1::ResourceClaim& claim);
   ClaimPtr FindClaim(std::string_view namespace_, std::string_view name) const;
@@ -116,6 +120,10 @@ class ClusterState {
     Resources requests;
   };
   void RebuildExtendedResourceClasses();
+  // Runs `release` (ledger changes of namespace `ns`'s claims) and gives what the namespace's
+  // committed holdings lost back to its Allocation-mode budgets (UpsertClaim).
+  template <typename Release>
+  auto GivingBack(std::string_view ns, Release&& release);
   void PlacePod(const std::string& uid, const std::string& node, const Resources& requests,
                 bool assumed);
 
