@@ -181,11 +181,14 @@ struct MemoryApi::State {
   std::unique_ptr<Random> event_random = NewSeededRandom(0x6576656e7473);
   const MemoryApiOptions options;
   // Events to expire: (monotonic expiry, resource, key), in creation order.
+  // An Event's lease: every write of an Event gives it a new one (kube-apiserver's event storage
+  // returns the TTL for creates and updates alike), so only the newest version's expiry removes
+  // it.
   struct Expiry {
     Duration at;
     const ResourceType* type;
     std::string key;
-    std::string uid;
+    std::string resource_version;
   };
   mutable Mutex mu;
   std::deque<Expiry> event_expiry DRAPLANE_GUARDED_BY(mu);
@@ -282,6 +285,7 @@ struct MemoryApi::State {
         std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
     Stored stored = it->second;
     Emit(&type, "MODIFIED", stored, previous);
+    if (options.event_ttl > Duration::zero() && IsEvent(type)) RenewLease(type, it->first, *stored);
     if (&type == &ResourceOf<api::corev1::ResourceQuota>()) {
       WriteQuotas(quotas.QuotaStored(*stored, previous.get()));
     } else if (std::string_view ns = NamespaceOfKey(type, it->first); quotas.Tracks(ns)) {
@@ -303,6 +307,17 @@ struct MemoryApi::State {
       WriteQuotas(quotas.Removed(type, std::string(ns), key, *last));
     }
     return last;
+  }
+
+  static bool IsEvent(const ResourceType& type) {
+    return &type == &ResourceOf<api::corev1::Event>() ||
+           &type == &ResourceOf<api::eventsv1::Event>();
+  }
+  // The Event stored at `key` (version `object`) expires one TTL from now (Expiry).
+  void RenewLease(const ResourceType& type, const std::string& key, const json::value& object)
+      DRAPLANE_REQUIRES(mu) {
+    event_expiry.push_back({clock.MonotonicNow() + options.event_ttl, &type, key,
+                            MetaString(object, "resourceVersion")});
   }
 
   // The namespace part of a stored object's key ("" for a cluster-scoped resource).
@@ -427,8 +442,7 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
     return AlreadyExistsError(Qualified(type) + " \"" + name + "\" already exists");
   }
   json::object& root = object.as_object();
-  const bool event =
-      &type == &ResourceOf<api::corev1::Event>() || &type == &ResourceOf<api::eventsv1::Event>();
+  const bool event = IsEvent(type);
   meta["uid"] = event ? event_random->NewUuid() : random.NewUuid();
   meta["creationTimestamp"] = Now();
   meta.erase("deletionTimestamp");
@@ -459,10 +473,7 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
   }
   ++rv;
   SetRv(object);
-  if (options.event_ttl > Duration::zero() && event) {
-    event_expiry.push_back(
-        {clock.MonotonicNow() + options.event_ttl, &type, key, MetaString(object, "uid")});
-  }
+  if (options.event_ttl > Duration::zero() && event) RenewLease(type, key, object);
   auto [it, inserted] =
       bucket.try_emplace(key, std::make_shared<const json::value>(std::move(object)));
   Stored stored = it->second;
@@ -480,7 +491,9 @@ void MemoryApi::State::ExpireEvents() {
     event_expiry.pop_front();
     auto& bucket = objects[e.type];
     auto it = bucket.find(e.key);
-    if (it == bucket.end() || MetaString(*it->second, "uid") != e.uid) continue;
+    if (it == bucket.end() || MetaString(*it->second, "resourceVersion") != e.resource_version) {
+      continue;  // gone, or written since: a later lease decides
+    }
     ++rv;
     json::value removed = *it->second;
     SetRv(removed);

@@ -53,7 +53,8 @@
 //
 // Options: how many events the log keeps for watches resuming from a resourceVersion, and an
 // event TTL (kube-apiserver's --event-ttl, one hour by default there): core/v1 and events.k8s.io
-// Events older than it are deleted, as their etcd lease expiry deletes them.
+// Events not written for that long are deleted, as the expiry of their etcd lease (which every
+// create and update of an Event renews) deletes them.
 //
 // Hooks for a driver of the simulation: an interceptor that can fail requests (injected
 // conflicts and outages), closing every watch, compacting the event log, and per-verb request

@@ -534,6 +534,30 @@ TEST(MemoryApiOptionsTest, EventsExpireAfterTheirTtl) {
   EXPECT_TRUE(Get<Pod>(api, "ns", "p").ok());
 }
 
+// Every write of an Event renews its lease: an aggregated Event (its count patched) lives one TTL
+// from its last update, not from its creation.
+TEST(MemoryApiOptionsTest, AnUpdatedEventLivesATtlFromItsLastWrite) {
+  ManualClock clock;
+  std::unique_ptr<Random> random = NewSeededRandom(1);
+  MemoryApi api(clock, *random, {.event_ttl = std::chrono::hours(1)});
+  api::corev1::Event event;
+  event.metadata.name = "e1";
+  event.metadata.namespace_ = "ns";
+  event.reason = "FailedScheduling";
+  event.count = 1;
+  ASSERT_TRUE(Create(api, event).ok());
+  clock.Advance(std::chrono::minutes(50));
+  ASSERT_TRUE(Patch<api::corev1::Event>(api, "ns", "e1", PatchType::kMerge,
+                                        boost::json::object{{"count", 2}})
+                  .ok());
+  clock.Advance(std::chrono::minutes(20));  // 70 minutes after its creation
+  StatusOr<api::corev1::Event> kept = Get<api::corev1::Event>(api, "ns", "e1");
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(kept->count, 2);
+  clock.Advance(std::chrono::minutes(40));  // one hour after the update
+  EXPECT_EQ(Get<api::corev1::Event>(api, "ns", "e1").status().code(), StatusCode::kNotFound);
+}
+
 TEST(MemoryApiOptionsTest, TheEventLogKeepsItsCapacity) {
   ManualClock clock;
   std::unique_ptr<Random> random = NewSeededRandom(1);
