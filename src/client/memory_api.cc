@@ -302,7 +302,7 @@ struct MemoryApi::State {
     bucket.erase(it);
     auto last = std::make_shared<const json::value>(std::move(removed));
     Emit(&type, "DELETED", last, nullptr);
-    if (&type == &ResourceOf<api::corev1::ResourceQuota>()) quotas.QuotaRemoved(*last);
+    if (&type == &ResourceOf<api::corev1::ResourceQuota>()) quotas.QuotaRemoved(key);
     if (std::string_view ns = NamespaceOfKey(type, key); quotas.Tracks(ns)) {
       WriteQuotas(quotas.Removed(type, std::string(ns), key, *last));
     }

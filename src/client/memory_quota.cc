@@ -232,16 +232,13 @@ std::vector<MemoryQuotas::StatusWrite> MemoryQuotas::QuotaStored(const json::val
   return Sync(ns_name, ns);
 }
 
-void MemoryQuotas::QuotaRemoved(const json::value& object) {
-  const json::object* meta = MemberObject(object, "metadata");
-  if (meta == nullptr) return;
-  auto text = [&](std::string_view field) -> std::string {
-    const json::value* v = meta->if_contains(field);
-    return v != nullptr && v->is_string() ? std::string(v->as_string()) : "";
-  };
-  auto found = namespaces_.find(text("namespace"));
+void MemoryQuotas::QuotaRemoved(std::string_view key) {
+  std::string ns;
+  std::string name;
+  SplitObjectKey(key, &ns, &name);
+  auto found = namespaces_.find(ns);
   if (found == namespaces_.end()) return;
-  found->second.quotas.erase(text("name"));
+  found->second.quotas.erase(name);
   if (found->second.quotas.empty()) namespaces_.erase(found);
 }
 

@@ -77,7 +77,8 @@ class MemoryQuotas {
   // the quotas of its namespace are recounted from the objects: the statuses that differ.
   std::vector<StatusWrite> QuotaStored(const boost::json::value& quota,
                                        const boost::json::value* before);
-  void QuotaRemoved(const boost::json::value& quota);
+  // The quota stored at `key` ("namespace/name") removed.
+  void QuotaRemoved(std::string_view key);
 
  private:
   struct Namespace {

@@ -468,6 +468,17 @@ class QuotaSchedulerTest : public SchedulerTest {
     ASSERT_TRUE(cluster_.WaitUntil([&] { return gate.recount_reads() >= 2; }));
     ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "0"; }));
   }
+  // node-a, quota "devices" of one H100 (Allocation mode), Pod p1 bound with claim c1 (an H100,
+  // else an A100 pair), and the quota charged 1.
+  void QuotaOfOneH100TakenByP1() {
+    GpuNode();
+    CreateQuota(AllocationQuota("devices", {{kH100Devices, "1"}}));
+    cluster_.Claim(H100ElseA100Pair("c1"));
+    cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+    StartScheduler();
+    ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+    ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+  }
   bool HasEvent(const std::string& pod, const std::string& reason, std::string* message) {
     for (const auto& e : cluster_.Events()) {
       if (e.reason == reason && e.involved_object.name == pod) {
@@ -480,14 +491,8 @@ class QuotaSchedulerTest : public SchedulerTest {
 };
 
 TEST_F(QuotaSchedulerTest, AnExhaustedQuotaMakesTheSameNodeFallBackAndDeallocationGivesItBack) {
-  GpuNode();
-  CreateQuota(AllocationQuota("devices", {{kH100Devices, "1"}}));
-  cluster_.Claim(H100ElseA100Pair("c1"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
-  StartScheduler();
-  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  ASSERT_NO_FATAL_FAILURE(QuotaOfOneH100TakenByP1());
   EXPECT_EQ(Requests("c1"), std::vector<std::string>({"gpu/h100"}));
-  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
 
   // An H100 is still free, but the quota is used up: the same node's A100 pair.
   cluster_.Claim(H100ElseA100Pair("c2"));
@@ -563,13 +568,7 @@ TEST_F(QuotaSchedulerTest, AnExhaustedQuotaMakesTheSameNodeFallBackAndDeallocati
 // quota said 1/1 until the recount's write reached its informer, and a Pod attempted in between
 // fell back to the A100 pair.)
 TEST_F(QuotaSchedulerTest, ADeallocationGivesTheQuotaBackBeforeItsStatusShowsIt) {
-  GpuNode();
-  CreateQuota(AllocationQuota("devices", {{kH100Devices, "1"}}));
-  cluster_.Claim(H100ElseA100Pair("c1"));
-  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
-  StartScheduler();
-  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
-  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+  ASSERT_NO_FATAL_FAILURE(QuotaOfOneH100TakenByP1());
 
   // Holds the give-back's write (status.used of the H100 key back to 0) until released.
   std::mutex mu;
