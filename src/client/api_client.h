@@ -23,6 +23,7 @@
 #include <string>
 
 #include "client/resource.h"
+#include "client/typed_kind.h"
 #include "common/status.h"
 
 namespace draplane::client {
@@ -45,6 +46,8 @@ struct ListOptions {
   // Watches: ask the server to end the stream after this many seconds (0: server default).
   int64_t timeout_seconds = 0;
   bool allow_watch_bookmarks = false;
+  // Watches: the caller takes events whose object is typed (WatchEvent::typed) without its JSON.
+  bool typed_events = false;
 };
 
 struct DeleteOptions {
@@ -76,7 +79,13 @@ struct WatchEvent {
   std::string type{};
   // Never null in an event a stream returns. Immutable and shared: the in-memory API hands every
   // watcher the stored version itself rather than a copy per watcher.
+  // Null in an event a stream returns only when it sets `typed` and the watch asked for typed
+  // events (ListOptions::typed_events).
   std::shared_ptr<const boost::json::value> object{};
+  // The object as the watched kind's `T` (TypedKindOf<T>()), where the client keeps it typed (the
+  // in-memory API); then it is the object `object` encodes. Immutable and shared.
+  std::shared_ptr<const void> typed{};
+  const TypedKind* typed_kind = nullptr;  // set with `typed`
 };
 
 class WatchStream {
@@ -106,6 +115,13 @@ class ApiClient {
   // immutable object (the in-memory API's stored version itself; null where Do answers null
   // for `discard_response`). The typed helpers (typed.h) write through it.
   virtual StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest request);
+  // As DoShared for a create or update whose body is `object`, a `T` of `kind` (given away, in
+  // place of `request.body`), answered with the stored object as a `T` (null where DoShared
+  // answers null). By default the object is encoded and the answer decoded; the in-memory API
+  // stores and answers it typed (JSON is made only for a caller that asks for it).
+  virtual StatusOr<std::shared_ptr<const void>> DoTyped(ApiRequest request,
+                                                        std::shared_ptr<void> object,
+                                                        const TypedKind& kind);
   // Starts a watch on the collection (`request.verb` is ignored). Expired when
   // `list.resource_version` is too old (410 Gone).
   virtual StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) = 0;

@@ -309,6 +309,7 @@ StatusOr<std::unique_ptr<WatchStream>> InformerBase::OpenWatch() {
   request.list.field_selector = options_.field_selector;
   request.list.resource_version = resource_version();
   request.list.allow_watch_bookmarks = true;
+  request.list.typed_events = true;
   request.list.timeout_seconds = options_.watch_timeout_seconds;
   StatusOr<std::unique_ptr<WatchStream>> stream = api_.Watch(request);
   if (stream.ok()) watch_count_.fetch_add(1);
@@ -328,7 +329,11 @@ Status InformerBase::ApplyEvent(WatchEvent& event) {
     }
     return Status::Ok();
   }
-  StatusOr<Decoded> decoded = DecodeEntry(*event.object);
+  std::optional<Decoded> typed = TypedEntry(event);
+  StatusOr<Decoded> decoded = typed.has_value() ? StatusOr<Decoded>(std::move(*typed))
+                              : event.object != nullptr
+                                  ? DecodeEntry(*event.object)
+                                  : StatusOr<Decoded>(InternalError("an event without an object"));
   if (!decoded.ok()) {
     log::Warning("informer {}: skipping undecodable {} event: {}", type_.resource, event.type,
                  decoded.status().message());
@@ -430,16 +435,21 @@ StatusOr<std::optional<uint64_t>> InformerBase::PeekManual() {
       ApplyEvent(**polled).IgnoreError();  // only advances the resourceVersion
       continue;
     } else {
+      std::string_view text;
+      std::optional<Decoded> typed = TypedEntry(**polled);
+      if (typed.has_value()) {
+        text = typed->resource_version;
+      } else if ((*polled)->object != nullptr) {
+        const boost::json::object* object = (*polled)->object->if_object();
+        const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
+        const boost::json::value* rv_value =
+            meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
+        if (rv_value != nullptr && rv_value->is_string()) text = rv_value->as_string();
+      }
       uint64_t rv = 0;
-      const boost::json::object* object = (*polled)->object->if_object();
-      const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
-      const boost::json::value* text =
-          meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
-      if (text != nullptr && text->is_string()) {
-        for (char c : text->as_string()) {
-          if (c < '0' || c > '9') break;
-          rv = rv * 10 + static_cast<uint64_t>(c - '0');
-        }
+      for (char c : text) {
+        if (c < '0' || c > '9') break;
+        rv = rv * 10 + static_cast<uint64_t>(c - '0');
       }
       manual_next_ = std::move(**polled);
       manual_next_rv_ = rv;

@@ -35,7 +35,9 @@
 // Thread-safety: Get / List / ByIndex / HasSynced / AddHandlers / RemoveHandlers / AddIndex are
 // safe from any thread. Start and Stop are called by the owner.
 // Ownership: the informer keeps a reference to the ApiClient, which must outlive it. Cached
-// objects are immutable and shared (`std::shared_ptr<const T>`).
+// objects are immutable and shared (`std::shared_ptr<const T>`). Watches ask for typed events: a
+// client that keeps objects typed (the in-memory API) hands over its `T` itself, which the cache
+// keeps instead of decoding the JSON.
 #pragma once
 
 #include <atomic>
@@ -43,6 +45,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -119,6 +122,8 @@ class InformerBase {
 
   InformerBase(ApiClient& api, const ResourceType& type, InformerOptions options);
   virtual StatusOr<Decoded> DecodeEntry(const boost::json::value& json) const = 0;
+  // The entry for an event's typed object (WatchEvent::typed); nullopt when it is not a `T`.
+  virtual std::optional<Decoded> TypedEntry(const WatchEvent& event) const = 0;
 
   HandlerId AddRawHandlers(RawHandlers handlers);
   void AddRawIndex(std::string name, std::function<std::vector<std::string>(const Entry&)> fn);
@@ -243,6 +248,16 @@ class Informer final : public InformerBase {
     std::vector<Ptr> out;
     out.reserve(entries.size());
     for (const Entry& e : entries) out.push_back(Cast(e));
+    return out;
+  }
+
+  std::optional<Decoded> TypedEntry(const WatchEvent& event) const override {
+    if (event.typed == nullptr || event.typed_kind != &TypedKindOf<T>()) return std::nullopt;
+    Ptr object = std::static_pointer_cast<const T>(event.typed);
+    Decoded out;
+    out.key = ObjectKey(object->metadata.namespace_, object->metadata.name);
+    out.resource_version = object->metadata.resource_version;
+    out.entry = std::move(object);
     return out;
   }
 

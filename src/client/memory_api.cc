@@ -93,6 +93,9 @@ struct Filter {
   api::labels::Selector labels;
   api::labels::FieldSelector fields;
 
+  // Whether only the namespace (if any) decides: no JSON is needed to match.
+  bool NamespaceOnly() const { return labels.Empty() && fields.empty(); }
+
   bool Matches(const json::value& object) const {
     if (!namespace_.empty() && MetaString(object, "namespace") != namespace_) return false;
     if (!labels.Empty()) {
@@ -143,24 +146,89 @@ struct Watcher {
   const ResourceType* resource = nullptr;
   Filter filter;
   bool bookmarks = false;
+  bool typed_events = false;
   std::deque<WatchEvent> queue DRAPLANE_GUARDED_BY(*mu);
   bool closed DRAPLANE_GUARDED_BY(*mu) = false;
   bool cancelled DRAPLANE_GUARDED_BY(*mu) = false;
   CondVar cv;
 };
 
+// A stored version of an object: its JSON, or the typed object of a typed write (DoTyped), or
+// both. Whichever is missing is made from the other on first use, under the API's mutex, and kept
+// (the only change a version sees): what the version says never changes, so the watch log, the
+// bucket and every watcher share it instead of copying it.
+struct Version {
+  mutable std::shared_ptr<const json::value> json;
+  mutable std::shared_ptr<const void> typed;
+  mutable const TypedKind* kind = nullptr;  // of `typed`
+};
+using Stored = std::shared_ptr<const Version>;
+
+Stored StoredJson(json::value object) {
+  auto v = std::make_shared<Version>();
+  v->json = std::make_shared<const json::value>(std::move(object));
+  return v;
+}
+
+Stored StoredTyped(std::shared_ptr<const void> object, const TypedKind& kind) {
+  auto v = std::make_shared<Version>();
+  v->typed = std::move(object);
+  v->kind = &kind;
+  return v;
+}
+
+// The version's JSON, encoded from its typed object on first use.
+const std::shared_ptr<const json::value>& JsonOf(const Version& v) {
+  if (v.json == nullptr)
+    v.json = std::make_shared<const json::value>(v.kind->encode(v.typed.get()));
+  return v.json;
+}
+const json::value& J(const Stored& v) { return *JsonOf(*v); }
+
+// The version as a `kind` object, decoded on first use; null when its JSON is not one.
+const void* TypedOf(const Version& v, const TypedKind& kind) {
+  if (v.typed != nullptr && v.kind == &kind) return v.typed.get();
+  if (v.typed != nullptr) return nullptr;
+  StatusOr<std::shared_ptr<void>> decoded = kind.decode(*v.json);
+  if (!decoded.ok()) return nullptr;
+  v.typed = std::move(*decoded);
+  v.kind = &kind;
+  return v.typed.get();
+}
+
+// Metadata facts of a version, read from whichever form it has.
+std::string ResourceVersionOf(const Version& v) {
+  if (v.typed != nullptr) return MetadataOf(*v.kind, v.typed.get()).resource_version;
+  return MetaString(*v.json, "resourceVersion");
+}
+
+bool Matches(const Filter& filter, const Version& v) {
+  if (filter.NamespaceOnly()) {
+    if (filter.namespace_.empty()) return true;
+    if (v.typed != nullptr)
+      return MetadataOf(*v.kind, v.typed.get()).namespace_ == filter.namespace_;
+  }
+  return filter.Matches(*JsonOf(v));
+}
+
+// The event a watcher gets for `v`: its typed object where it has one, and its JSON unless the
+// watcher takes typed events.
+WatchEvent EventOf(const Watcher& w, std::string type, const Version& v) {
+  WatchEvent event{std::move(type)};
+  event.object = w.typed_events && v.typed != nullptr ? v.json : JsonOf(v);
+  event.typed = v.typed;
+  event.typed_kind = v.kind;
+  return event;
+}
+
 struct LogEntry {
   uint64_t rv = 0;
   const ResourceType* resource = nullptr;
   std::string type;
-  // Shared with the object's bucket while it is the stored version: never modified.
-  std::shared_ptr<const json::value> object;
-  std::shared_ptr<const json::value> old;  // MODIFIED only
+  // Shared with the object's bucket while it is the stored version.
+  Stored object;
+  Stored old;  // MODIFIED only
 };
-
-// A stored object. Immutable once stored: a write stores a new value, so the watch log can share
-// it with the bucket instead of copying it.
-using Stored = std::shared_ptr<const json::value>;
 // One resource's stored objects by "namespace/name" (or name), listed in that order.
 using Bucket = SortedStringMap<Stored>;
 
@@ -261,15 +329,15 @@ struct MemoryApi::State {
     if (w.closed || w.resource != entry.resource) return;
     std::string type = entry.type;
     if (entry.type == "MODIFIED") {
-      bool now = w.filter.Matches(*entry.object);
-      bool before = w.filter.Matches(*entry.old);
+      bool now = Matches(w.filter, *entry.object);
+      bool before = Matches(w.filter, *entry.old);
       if (!now && !before) return;
       if (now && !before) type = "ADDED";
       if (!now && before) type = "DELETED";
-    } else if (!w.filter.Matches(*entry.object)) {
+    } else if (!Matches(w.filter, *entry.object)) {
       return;
     }
-    w.queue.push_back(WatchEvent{std::move(type), entry.object});
+    w.queue.push_back(EventOf(w, std::move(type), *entry.object));
     w.cv.NotifyAll();
   }
 
@@ -281,32 +349,47 @@ struct MemoryApi::State {
   // version as it was; then the quota writes that follow from it. Returns the stored value.
   Stored Replace(const ResourceType& type, Bucket::iterator it, json::value next)
       DRAPLANE_REQUIRES(mu) {
-    Stored previous =
-        std::exchange(it->second, std::make_shared<const json::value>(std::move(next)));
+    return Replace(type, it, StoredJson(std::move(next)));
+  }
+  Stored Replace(const ResourceType& type, Bucket::iterator it, Stored next) DRAPLANE_REQUIRES(mu) {
+    Stored previous = std::exchange(it->second, std::move(next));
     Stored stored = it->second;
     Emit(&type, "MODIFIED", stored, previous);
-    if (options.event_ttl > Duration::zero() && IsEvent(type)) RenewLease(type, it->first, *stored);
+    if (options.event_ttl > Duration::zero() && IsEvent(type)) {
+      RenewLease(type, it->first, ResourceVersionOf(*stored));
+    }
     if (&type == &ResourceOf<api::corev1::ResourceQuota>()) {
-      WriteQuotas(quotas.QuotaStored(*stored, previous.get()));
+      WriteQuotas(quotas.QuotaStored(J(stored), &J(previous)));
     } else if (std::string_view ns = NamespaceOfKey(type, it->first); quotas.Tracks(ns)) {
-      WriteQuotas(quotas.Replaced(type, std::string(ns), it->first, *previous, *stored));
+      WriteQuotas(quotas.Replaced(type, std::string(ns), it->first, J(previous), J(stored)));
     }
     return stored;
   }
 
   // Erases the object at `it` and emits DELETED with `removed`, its last version; then the
   // quotas take back what it used.
-  Stored Erase(const ResourceType& type, Bucket& bucket, Bucket::iterator it, json::value removed)
+  Stored Erase(const ResourceType& type, Bucket& bucket, Bucket::iterator it, Stored last)
       DRAPLANE_REQUIRES(mu) {
     std::string key = it->first;
     bucket.erase(it);
-    auto last = std::make_shared<const json::value>(std::move(removed));
     Emit(&type, "DELETED", last, nullptr);
     if (&type == &ResourceOf<api::corev1::ResourceQuota>()) quotas.QuotaRemoved(key);
     if (std::string_view ns = NamespaceOfKey(type, key); quotas.Tracks(ns)) {
-      WriteQuotas(quotas.Removed(type, std::string(ns), key, *last));
+      WriteQuotas(quotas.Removed(type, std::string(ns), key, J(last)));
     }
     return last;
+  }
+
+  // A copy of `v` at the current resourceVersion, in the form `v` has (typed when it is).
+  Stored AtCurrentVersion(const Version& v) DRAPLANE_REQUIRES(mu) {
+    if (v.typed != nullptr) {
+      std::shared_ptr<void> copy = v.kind->copy(v.typed.get());
+      v.kind->metadata(copy.get()).resource_version = std::to_string(rv);
+      return StoredTyped(std::move(copy), *v.kind);
+    }
+    json::value copy = *v.json;
+    SetRv(copy);
+    return StoredJson(std::move(copy));
   }
 
   static bool IsEvent(const ResourceType& type) {
@@ -314,10 +397,10 @@ struct MemoryApi::State {
            &type == &ResourceOf<api::eventsv1::Event>();
   }
   // The Event stored at `key` (version `object`) expires one TTL from now (Expiry).
-  void RenewLease(const ResourceType& type, const std::string& key, const json::value& object)
+  void RenewLease(const ResourceType& type, const std::string& key, std::string resource_version)
       DRAPLANE_REQUIRES(mu) {
-    event_expiry.push_back({clock.MonotonicNow() + options.event_ttl, &type, key,
-                            MetaString(object, "resourceVersion")});
+    event_expiry.push_back(
+        {clock.MonotonicNow() + options.event_ttl, &type, key, std::move(resource_version)});
   }
 
   // The namespace part of a stored object's key ("" for a cluster-scoped resource).
@@ -332,7 +415,7 @@ struct MemoryApi::State {
       auto& bucket = objects[&type];
       auto it = bucket.find(ObjectKey(w.namespace_, w.name));
       if (it == bucket.end()) continue;
-      json::value next = *it->second;
+      json::value next = J(it->second);
       next.as_object()["status"] = api::corev1::Encode(w.status);
       ++rv;
       SetRv(next);
@@ -348,7 +431,7 @@ struct MemoryApi::State {
       if (!type->namespaced) continue;
       for (auto it = bucket.lower_bound(prefix);
            it != bucket.end() && std::string_view(it->first).starts_with(prefix); ++it) {
-        visit(*type, it->first, *it->second);
+        visit(*type, it->first, J(it->second));
       }
     }
   }
@@ -377,6 +460,19 @@ struct MemoryApi::State {
     }
     return InternalError("not a write");
   }
+  // Create and Update (main resource or status) of a typed object (DoTyped), stored typed; in the
+  // cases with rules of their own (kinds, quotas) through the JSON path.
+  StatusOr<Stored> CreateTyped(const ApiRequest& request, std::shared_ptr<void> object,
+                               const TypedKind& kind) DRAPLANE_REQUIRES(mu);
+  StatusOr<Stored> UpdateTyped(const ApiRequest& request, std::shared_ptr<void> object,
+                               const TypedKind& kind) DRAPLANE_REQUIRES(mu);
+  // Whether a typed write of `type` in namespace `ns` has rules beyond the generic ones.
+  bool NeedsJsonPath(const ResourceType& type, std::string_view ns) DRAPLANE_REQUIRES(mu) {
+    return &type == &ResourceOf<api::corev1::Pod>() ||
+           &type == &ResourceOf<api::corev1::Namespace>() ||
+           &type == &ResourceOf<api::corev1::ResourceQuota>() ||
+           (type.namespaced && quotas.Tracks(ns));
+  }
   StatusOr<json::value> List(const ApiRequest& request) DRAPLANE_REQUIRES(mu);
   // Deletes Events whose TTL passed.
   void ExpireEvents() DRAPLANE_REQUIRES(mu);
@@ -390,8 +486,8 @@ bool MemoryApi::State::NamespaceTerminating(std::string_view ns) const {
   auto it = objects.find(&ResourceOf<api::corev1::Namespace>());
   if (it == objects.end()) return false;
   auto found = it->second.find(std::string(ns));
-  return found != it->second.end() && MetaOf(*found->second) != nullptr &&
-         MetaOf(*found->second)->if_contains("deletionTimestamp") != nullptr;
+  return found != it->second.end() && MetaOf(J(found->second)) != nullptr &&
+         MetaOf(J(found->second))->if_contains("deletionTimestamp") != nullptr;
 }
 
 StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value body) {
@@ -473,15 +569,137 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
   }
   ++rv;
   SetRv(object);
-  if (options.event_ttl > Duration::zero() && event) RenewLease(type, key, object);
-  auto [it, inserted] =
-      bucket.try_emplace(key, std::make_shared<const json::value>(std::move(object)));
+  if (options.event_ttl > Duration::zero() && event) RenewLease(type, key, std::to_string(rv));
+  auto [it, inserted] = bucket.try_emplace(key, StoredJson(std::move(object)));
   Stored stored = it->second;
   Emit(&type, "ADDED", stored, nullptr);
   if (&type == &ResourceOf<api::corev1::ResourceQuota>()) {
-    WriteQuotas(quotas.QuotaStored(*stored, nullptr));
+    WriteQuotas(quotas.QuotaStored(J(stored), nullptr));
   }
   return stored;
+}
+
+StatusOr<Stored> MemoryApi::State::CreateTyped(const ApiRequest& request,
+                                               std::shared_ptr<void> object,
+                                               const TypedKind& kind) {
+  const ResourceType& type = *request.resource;
+  api::metav1::ObjectMeta& meta = kind.metadata(object.get());
+  if (!request.subresource.empty() ||
+      NeedsJsonPath(type, meta.namespace_.empty() ? request.namespace_ : meta.namespace_)) {
+    return Create(request, kind.encode(object.get()));
+  }
+  // Create's rules, on the typed object.
+  kind.set_type_fields(object.get());
+  std::string ns = meta.namespace_;
+  if (type.namespaced) {
+    if (!request.namespace_.empty() && !ns.empty() && ns != request.namespace_) {
+      return InvalidArgumentError(
+          "the namespace of the provided object does not match the namespace sent on the request");
+    }
+    if (ns.empty()) ns = request.namespace_;
+    if (ns.empty()) return InvalidArgumentError("metadata.namespace: Required value");
+    meta.namespace_ = ns;
+    if (NamespaceTerminating(ns)) {
+      return FailedPreconditionError("unable to create new content in namespace " + ns +
+                                     " because it is being terminated");
+    }
+  } else {
+    meta.namespace_.clear();
+    ns.clear();
+  }
+  if (meta.name.empty()) {
+    if (meta.generate_name.empty()) {
+      return InvalidArgumentError(
+          "metadata.name: Required value: name or generateName is required");
+    }
+    meta.name = NewName(meta.generate_name);
+  }
+  std::string key = ObjectKey(ns, meta.name);
+  auto& bucket = objects[&type];
+  if (bucket.contains(key)) {
+    return AlreadyExistsError(Qualified(type) + " \"" + meta.name + "\" already exists");
+  }
+  const bool event = IsEvent(type);
+  meta.uid = event ? event_random->NewUuid() : random.NewUuid();
+  meta.creation_timestamp = api::Time::FromTimestamp(clock.Now());
+  meta.deletion_timestamp.reset();
+  meta.deletion_grace_period_seconds.reset();
+  if (!event && &type != &ResourceOf<api::coordinationv1::Lease>()) meta.generation = 1;
+  if (&type == &ResourceOf<api::resourcev1::ResourceClaim>() ||
+      &type == &ResourceOf<api::resourcev1::DeviceTaintRule>()) {
+    kind.clear_status(object.get());
+  }
+  ++rv;
+  meta.resource_version = std::to_string(rv);
+  if (options.event_ttl > Duration::zero() && event) RenewLease(type, key, meta.resource_version);
+  auto [it, inserted] = bucket.try_emplace(key, StoredTyped(std::move(object), kind));
+  Stored stored = it->second;
+  Emit(&type, "ADDED", stored, nullptr);
+  return stored;
+}
+
+StatusOr<Stored> MemoryApi::State::UpdateTyped(const ApiRequest& request,
+                                               std::shared_ptr<void> object,
+                                               const TypedKind& kind) {
+  const ResourceType& type = *request.resource;
+  std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
+  auto& bucket = objects[&type];
+  auto it = bucket.find(key);
+  if (it == bucket.end()) return NotFound(type, request.name);
+  const std::string& subresource = request.subresource;
+  const void* old = (subresource.empty() || (subresource == "status" && kind.has_status)) &&
+                            !NeedsJsonPath(type, request.namespace_)
+                        ? TypedOf(*it->second, kind)
+                        : nullptr;
+  if (old == nullptr) {
+    return Commit(type, key, kind.encode(object.get()), subresource, /*check_rv=*/true);
+  }
+  // Commit's rules, on the typed objects.
+  const api::metav1::ObjectMeta& old_meta = MetadataOf(kind, old);
+  api::metav1::ObjectMeta& body_meta = kind.metadata(object.get());
+  const std::string& name = old_meta.name;
+  if (!body_meta.resource_version.empty() &&
+      body_meta.resource_version != old_meta.resource_version) {
+    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
+                         "\": the object has been modified; please apply your changes to the "
+                         "latest version and try again");
+  }
+  if (!body_meta.uid.empty() && body_meta.uid != old_meta.uid) {
+    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
+                         "\": Precondition failed: UID in precondition: " + body_meta.uid +
+                         ", UID in object meta: " + old_meta.uid);
+  }
+  std::shared_ptr<void> next;
+  if (subresource == "status") {
+    // The old object but its status.
+    next = kind.copy(old);
+    kind.move_status(next.get(), object.get());
+  } else {
+    next = std::move(object);
+    kind.set_type_fields(next.get());
+    if (type.has_status && kind.has_status) kind.copy_status(next.get(), old);
+    api::metav1::ObjectMeta& meta = kind.metadata(next.get());
+    meta.name = old_meta.name;
+    meta.namespace_ = old_meta.namespace_;
+    meta.uid = old_meta.uid;
+    meta.creation_timestamp = old_meta.creation_timestamp;
+    meta.deletion_timestamp = old_meta.deletion_timestamp;
+    meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds;
+    meta.generation = old_meta.generation;
+    if (meta.generation != 0 && !kind.spec_equal(old, next.get())) ++meta.generation;
+  }
+  api::metav1::ObjectMeta& meta = kind.metadata(next.get());
+  // A no-op write leaves the object (and its resourceVersion) alone, as the API server does.
+  meta.resource_version = old_meta.resource_version;
+  if (kind.equal(next.get(), old)) return it->second;
+
+  ++rv;
+  meta.resource_version = std::to_string(rv);
+  Stored stored = StoredTyped(std::move(next), kind);
+  if (meta.deletion_timestamp.has_value() && meta.finalizers.empty()) {
+    return Erase(type, bucket, it, std::move(stored));
+  }
+  return Replace(type, it, std::move(stored));
 }
 
 void MemoryApi::State::ExpireEvents() {
@@ -491,12 +709,11 @@ void MemoryApi::State::ExpireEvents() {
     event_expiry.pop_front();
     auto& bucket = objects[e.type];
     auto it = bucket.find(e.key);
-    if (it == bucket.end() || MetaString(*it->second, "resourceVersion") != e.resource_version) {
+    if (it == bucket.end() || ResourceVersionOf(*it->second) != e.resource_version) {
       continue;  // gone, or written since: a later lease decides
     }
     ++rv;
-    json::value removed = *it->second;
-    SetRv(removed);
+    Stored removed = AtCurrentVersion(*it->second);
     Erase(*e.type, bucket, it, std::move(removed));
   }
 }
@@ -506,7 +723,7 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
   auto& bucket = objects[&type];
   auto it = bucket.find(ObjectKey(request.namespace_, request.name));
   if (it == bucket.end()) return NotFound(type, request.name);
-  const json::value& stored = *it->second;
+  const json::value& stored = J(it->second);
   std::string binding_uid = MetaString(body, "uid");
   std::string pod_name = request.namespace_ + "/" + request.name;
   if (!binding_uid.empty() && binding_uid != MetaString(stored, "uid")) {
@@ -549,7 +766,7 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
   ++rv;
   SetRv(pod);
   Replace(type, it, std::move(pod));
-  return std::make_shared<const json::value>(
+  return StoredJson(
       json::object{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
 }
 
@@ -558,7 +775,7 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
                                           bool check_rv) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
-  const json::value& old = *it->second;
+  const json::value& old = J(it->second);
   std::string name = MetaString(old, "name");
   if (!candidate.is_object()) return InvalidArgumentError("the body must be a JSON object");
   std::string body_rv = MetaString(candidate, "resourceVersion");
@@ -654,7 +871,7 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
   if (&type == &ResourceOf<api::corev1::Namespace>()) {
     finalizers = finalizers || HasNonEmptyArray(Child(next, "spec"), "finalizers");
   }
-  if (deleting && !finalizers) return Erase(type, bucket, it, std::move(next));
+  if (deleting && !finalizers) return Erase(type, bucket, it, StoredJson(std::move(next)));
   return Replace(type, it, std::move(next));
 }
 
@@ -675,9 +892,9 @@ StatusOr<Stored> MemoryApi::State::Patch(const ApiRequest& request) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   if (it == bucket.end()) return NotFound(type, request.name);
-  std::string old_rv = MetaString(*it->second, "resourceVersion");
+  std::string old_rv = ResourceVersionOf(*it->second);
   StatusOr<json::value> patched =
-      api::patch::ApplyPatch(*it->second, request.body, format, type.kind);
+      api::patch::ApplyPatch(J(it->second), request.body, format, type.kind);
   if (!patched.ok()) return api::patch::AsClientError(patched.status());
   json::value candidate = std::move(*patched);
   // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
@@ -692,32 +909,49 @@ StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   if (it == bucket.end()) return NotFound(type, request.name);
-  const json::value& object = *it->second;
+  const Version& version = *it->second;
+  // The metadata this needs, from the typed object where the version has one (kinds whose
+  // deletion reads more than metadata use the JSON).
+  const bool typed = version.typed != nullptr && &type != &ResourceOf<api::corev1::Namespace>() &&
+                     &type != &ResourceOf<api::corev1::Pod>();
+  std::string uid, resource_version;
+  bool already_deleting = false;
+  bool finalizers = false;
+  if (typed) {
+    const api::metav1::ObjectMeta& meta = MetadataOf(*version.kind, version.typed.get());
+    uid = meta.uid;
+    resource_version = meta.resource_version;
+    already_deleting = meta.deletion_timestamp.has_value();
+    finalizers = !meta.finalizers.empty();
+  } else {
+    const json::object* meta = MetaOf(J(it->second));
+    uid = Str(meta, "uid");
+    resource_version = Str(meta, "resourceVersion");
+    already_deleting = meta->if_contains("deletionTimestamp") != nullptr;
+    finalizers = HasNonEmptyArray(meta, "finalizers");
+  }
   const DeleteOptions& options = request.delete_options;
-  if (!options.precondition_uid.empty() && options.precondition_uid != MetaString(object, "uid")) {
-    return ConflictError(
-        "Operation cannot be fulfilled on " + Qualified(type) + " \"" + request.name +
-        "\": Precondition failed: UID in precondition: " + options.precondition_uid +
-        ", UID in object meta: " + MetaString(object, "uid"));
+  if (!options.precondition_uid.empty() && options.precondition_uid != uid) {
+    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" +
+                         request.name + "\": Precondition failed: UID in precondition: " +
+                         options.precondition_uid + ", UID in object meta: " + uid);
   }
   if (!options.precondition_resource_version.empty() &&
-      options.precondition_resource_version != MetaString(object, "resourceVersion")) {
-    return ConflictError(
-        "Operation cannot be fulfilled on " + Qualified(type) + " \"" + request.name +
-        "\": Precondition failed: ResourceVersion in precondition: " +
-        options.precondition_resource_version +
-        ", ResourceVersion in object meta: " + MetaString(object, "resourceVersion"));
+      options.precondition_resource_version != resource_version) {
+    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" +
+                         request.name +
+                         "\": Precondition failed: ResourceVersion in precondition: " +
+                         options.precondition_resource_version +
+                         ", ResourceVersion in object meta: " + resource_version);
   }
-  const json::object* meta = MetaOf(object);
-  bool already_deleting = meta->if_contains("deletionTimestamp") != nullptr;
-  bool finalizers = HasNonEmptyArray(meta, "finalizers");
   // Pods bound to a node end gracefully unless terminal or the grace period is 0
   // (podStrategy.CheckGracefulDelete); the kubelet finishes the deletion.
   bool graceful = false;
   int64_t grace = 0;
   if (&type == &ResourceOf<api::corev1::Namespace>()) {
-    finalizers = finalizers || HasNonEmptyArray(Child(object, "spec"), "finalizers");
+    finalizers = finalizers || HasNonEmptyArray(Child(J(it->second), "spec"), "finalizers");
   } else if (&type == &ResourceOf<api::corev1::Pod>()) {
+    const json::value& object = J(it->second);
     const json::object* spec = Child(object, "spec");
     std::string phase = Str(Child(object, "status"), "phase");
     bool bound = !Str(spec, "nodeName").empty();
@@ -733,10 +967,19 @@ StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
   }
   if (finalizers || graceful) {
     if (already_deleting) return it->second;
-    json::value next = object;
+    const api::Time deletion = api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(grace));
+    if (typed) {
+      std::shared_ptr<void> next = version.kind->copy(version.typed.get());
+      api::metav1::ObjectMeta& m = version.kind->metadata(next.get());
+      m.deletion_timestamp = deletion;
+      m.deletion_grace_period_seconds = grace;
+      ++rv;
+      m.resource_version = std::to_string(rv);
+      return Replace(type, it, StoredTyped(std::move(next), *version.kind));
+    }
+    json::value next = J(it->second);
     json::object& m = Meta(next);
-    m["deletionTimestamp"] =
-        api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(grace)).text();
+    m["deletionTimestamp"] = deletion.text();
     m["deletionGracePeriodSeconds"] = grace;
     if (&type == &ResourceOf<api::corev1::Namespace>()) {
       EnsureObject(next.as_object()["status"])["phase"] = "Terminating";
@@ -746,8 +989,7 @@ StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
     return Replace(type, it, std::move(next));
   }
   ++rv;
-  json::value removed = object;
-  SetRv(removed);
+  Stored removed = AtCurrentVersion(version);
   return Erase(type, bucket, it, std::move(removed));
 }
 
@@ -762,12 +1004,12 @@ StatusOr<json::value> MemoryApi::State::List(const ApiRequest& request) {
   auto it = request.list.continue_token.empty() ? bucket.begin()
                                                 : bucket.upper_bound(request.list.continue_token);
   for (; it != bucket.end(); ++it) {
-    if (!filter->Matches(*it->second)) continue;
+    if (!Matches(*filter, *it->second)) continue;
     if (request.list.limit > 0 && static_cast<int64_t>(items.size()) >= request.list.limit) {
       next = last_key;
       break;
     }
-    items.push_back(*it->second);
+    items.push_back(J(it->second));
     last_key = it->first;
   }
   json::object meta{{"resourceVersion", std::to_string(rv)}};
@@ -845,7 +1087,9 @@ Status MemoryApi::Admit(const ApiRequest& request) const {
   return Status::Ok();
 }
 
-StatusOr<MemoryApi::Answer> MemoryApi::Execute(const ApiRequest& request, json::value body) {
+StatusOr<MemoryApi::Answer> MemoryApi::Execute(const ApiRequest& request, json::value body,
+                                               std::shared_ptr<void> typed_body,
+                                               const TypedKind* kind) {
   state_->counts[static_cast<size_t>(request.verb)].fetch_add(1);
   MutexLock lock(state_->mu);
   if (!state_->event_expiry.empty()) state_->ExpireEvents();
@@ -854,22 +1098,31 @@ StatusOr<MemoryApi::Answer> MemoryApi::Execute(const ApiRequest& request, json::
       request.verb != Verb::kCreate) {
     return InvalidArgumentError("a namespace is required for " + Qualified(type));
   }
+  // The answer in the form the caller reads: typed for DoTyped, else JSON.
+  auto answer = [&](const Stored& stored) DRAPLANE_REQUIRES(state_->mu) {
+    if (kind == nullptr) return Answer{.stored = JsonOf(*stored)};
+    if (TypedOf(*stored, *kind) == nullptr) return Answer{};
+    return Answer{.typed = stored->typed};
+  };
   if (request.verb == Verb::kGet) {
     auto& bucket = state_->objects[&type];
     auto it = bucket.find(ObjectKey(type.namespaced ? request.namespace_ : "", request.name));
     if (it == bucket.end()) return state_->NotFound(type, request.name);
-    return Answer{.stored = it->second};
+    return answer(it->second);
   }
   if (request.verb == Verb::kList) {
     StatusOr<json::value> list = state_->List(request);
     if (!list.ok()) return list.status();
     return Answer{.list = std::move(*list)};
   }
-  StatusOr<Stored> stored = state_->Write(request, std::move(body));
+  StatusOr<Stored> stored = typed_body == nullptr ? state_->Write(request, std::move(body))
+                            : request.verb == Verb::kCreate
+                                ? state_->CreateTyped(request, std::move(typed_body), *kind)
+                                : state_->UpdateTyped(request, std::move(typed_body), *kind);
   if (!stored.ok()) return stored.status();
   // A caller that reads only whether the write succeeded gets no object.
   if (request.discard_response) return Answer{};
-  return Answer{.stored = std::move(*stored)};
+  return answer(*stored);
 }
 
 StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
@@ -881,7 +1134,7 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
   return *answer->stored;
 }
 
-StatusOr<Stored> MemoryApi::DoShared(ApiRequest request) {
+StatusOr<std::shared_ptr<const json::value>> MemoryApi::DoShared(ApiRequest request) {
   DRAPLANE_RETURN_IF_ERROR(Admit(request));  // an interceptor may read the body: not taken yet
   json::value body;
   if (StoresBody(request.verb)) body = std::move(request.body);
@@ -891,6 +1144,25 @@ StatusOr<Stored> MemoryApi::DoShared(ApiRequest request) {
     return std::make_shared<const json::value>(std::move(answer->list));
   }
   return std::move(answer->stored);
+}
+
+StatusOr<std::shared_ptr<const void>> MemoryApi::DoTyped(ApiRequest request,
+                                                         std::shared_ptr<void> object,
+                                                         const TypedKind& kind) {
+  if (request.verb != Verb::kCreate && request.verb != Verb::kUpdate) {
+    return InvalidArgumentError("a typed body is only for a create or an update");
+  }
+  bool intercepted;
+  {
+    MutexLock lock(state_->mu);
+    intercepted = static_cast<bool>(state_->interceptor);
+  }
+  // An interceptor may read the body: it gets the JSON.
+  if (intercepted) return ApiClient::DoTyped(std::move(request), std::move(object), kind);
+  if (request.resource == nullptr) return InvalidArgumentError("request without a resource");
+  StatusOr<Answer> answer = Execute(request, json::value(), std::move(object), &kind);
+  if (!answer.ok()) return answer.status();
+  return std::move(answer->typed);
 }
 
 StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& request) {
@@ -909,12 +1181,15 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
   watcher->resource = request.resource;
   watcher->filter = std::move(*filter);
   watcher->bookmarks = request.list.allow_watch_bookmarks;
+  watcher->typed_events = request.list.typed_events;
   MutexLock lock(state_->mu);
   state_->AssertGuards(*watcher);
   const std::string& from = request.list.resource_version;
   if (from.empty() || from == "0") {
     for (const auto& [key, object] : state_->objects[request.resource]) {
-      if (watcher->filter.Matches(*object)) watcher->queue.push_back(WatchEvent{"ADDED", object});
+      if (Matches(watcher->filter, *object)) {
+        watcher->queue.push_back(EventOf(*watcher, "ADDED", *object));
+      }
     }
   } else {
     StatusOr<int64_t> parsed = api::ParseResourceVersion(from);

@@ -51,6 +51,15 @@
 // the new version); Do copies it out, only for a caller that reads it (not under
 // ApiRequest::discard_response).
 //
+// Typed writes (DoTyped, which the typed helpers of typed.h use) are stored as the typed object
+// itself: no JSON is encoded for them, and a watch that asks for typed events (the informers)
+// gets that object, so no JSON is decoded either. A version's JSON is made from it the first time
+// something reads JSON (a patch, a list, Do, a watch with selectors) and kept; a typed reader of a
+// JSON version decodes it once the same way. Create's and update's rules are applied to the typed
+// object as they are to JSON (MemoryApiTypedTest checks that both give the same objects, answers,
+// errors and events); kinds and namespaces with rules of their own (Pods, Namespaces,
+// ResourceQuotas, namespaces with a quota) take the JSON path.
+//
 // Options: how many events the log keeps for watches resuming from a resourceVersion, and an
 // event TTL (kube-apiserver's --event-ttl, one hour by default there): core/v1 and events.k8s.io
 // Events not written for that long are deleted, as the expiry of their etcd lease (which every
@@ -93,6 +102,12 @@ class MemoryApi : public ApiClient {
   StatusOr<boost::json::value> Do(const ApiRequest& request) override;
   // Stores a create's or update's body as it is, and answers with the stored version itself.
   StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest request) override;
+  // Stores a create's or update's typed body typed (its JSON is made when something reads it) and
+  // answers with the stored typed object itself. Kinds and namespaces with rules of their own
+  // (Pods, Namespaces, ResourceQuotas, namespaces with a quota) go through the JSON path, and
+  // everything does while an interceptor is set (it may read the body).
+  StatusOr<std::shared_ptr<const void>> DoTyped(ApiRequest request, std::shared_ptr<void> object,
+                                                const TypedKind& kind) override;
   StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) override;
 
   void SetInterceptor(Interceptor interceptor);
@@ -109,17 +124,21 @@ class MemoryApi : public ApiClient {
 
  private:
   struct State;
-  // What a request read or wrote: the stored version (null for a discarded answer), or for a
-  // list the new list object.
+  // What a request read or wrote: the stored version as JSON or, for DoTyped, typed (null for a
+  // discarded answer), or for a list the new list object.
   struct Answer {
     std::shared_ptr<const boost::json::value> stored{};
+    std::shared_ptr<const void> typed{};
     boost::json::value list{};
   };
   // Whether `request` may run: it names a resource and the interceptor lets it through.
   Status Admit(const ApiRequest& request) const;
   // Counts and runs an admitted `request`; `body` is its body for a create or update (kept as
-  // the stored object where it can be).
-  StatusOr<Answer> Execute(const ApiRequest& request, boost::json::value body);
+  // the stored object where it can be), or `typed_body`, a `kind` object, for DoTyped (which
+  // then reads the answer typed).
+  StatusOr<Answer> Execute(const ApiRequest& request, boost::json::value body,
+                           std::shared_ptr<void> typed_body = nullptr,
+                           const TypedKind* kind = nullptr);
 
   std::shared_ptr<State> state_;
 };

@@ -4,7 +4,9 @@
 
 #include <boost/json.hpp>
 
+#include "api/codec/json.h"
 #include "api/quota/usage.h"
+#include "client/informer.h"
 #include "client/typed.h"
 
 namespace draplane::client {
@@ -312,6 +314,194 @@ TEST_F(MemoryApiTest, AnInterceptorSeesTheBodyOfAWriteThatGivesItAway) {
   ASSERT_TRUE(api_.DoShared(CreateRequest(MakePod("a"), "")).ok());
   EXPECT_EQ(seen, "a");
   api_.SetInterceptor(nullptr);
+}
+
+// The typed path (DoTyped: objects stored typed, JSON made on demand) against the JSON path (an
+// interceptor sends every write through it): the same writes give the same answers, errors,
+// stored objects and watch events.
+TEST(MemoryApiTypedTest, TypedWritesStoreWhatJsonWritesStore) {
+  ManualClock clock;
+  std::unique_ptr<Random> typed_random = NewSeededRandom(3);
+  std::unique_ptr<Random> json_random = NewSeededRandom(3);
+  MemoryApi typed_api(clock, *typed_random);
+  MemoryApi json_api(clock, *json_random);
+  json_api.SetInterceptor([](const ApiRequest&) -> std::optional<Status> { return std::nullopt; });
+
+  // Runs `write` on both APIs and checks that they answer alike; returns the typed API's answer.
+  auto both = [&](auto write) {
+    auto on_typed = write(typed_api);
+    auto on_json = write(json_api);
+    EXPECT_EQ(on_typed.status().code(), on_json.status().code());
+    EXPECT_EQ(on_typed.status().message(), on_json.status().message());
+    if (on_typed.ok() && on_json.ok()) {
+      EXPECT_TRUE(api::codec::JsonEqual(ToJson(*on_typed), ToJson(*on_json)))
+          << boost::json::serialize(ToJson(*on_typed)) << "\n"
+          << boost::json::serialize(ToJson(*on_json));
+    }
+    return on_typed;
+  };
+
+  ResourceClaim claim;
+  claim.metadata.generate_name = "c-";
+  claim.metadata.namespace_ = "ns";
+  claim.metadata.labels["app"] = "a";
+  claim.status.reserved_for.emplace_back();  // dropped on create
+  StatusOr<ResourceClaim> created =
+      both([&](ApiClient& api) { return Create(api, claim, "manager"); });
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  clock.Advance(std::chrono::seconds(5));
+
+  ResourceClaim reserved = *created;
+  reserved.status.reserved_for.emplace_back();
+  reserved.status.reserved_for.back().resource = "pods";
+  reserved.status.reserved_for.back().name = "p";
+  reserved.metadata.finalizers.push_back("ignored-by-a-status-write");
+  StatusOr<ResourceClaim> status_written =
+      both([&](ApiClient& api) { return UpdateStatus(api, reserved); });
+  ASSERT_TRUE(status_written.ok());
+  EXPECT_TRUE(status_written->metadata.finalizers.empty());
+  // The same status again is a no-op: the resourceVersion stays.
+  StatusOr<ResourceClaim> again =
+      both([&](ApiClient& api) { return UpdateStatus(api, *status_written); });
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->metadata.resource_version, status_written->metadata.resource_version);
+  // Stale and replaced objects conflict.
+  EXPECT_EQ(both([&](ApiClient& api) { return UpdateStatus(api, reserved); }).status().code(),
+            StatusCode::kConflict);
+  ResourceClaim other_uid = *status_written;
+  other_uid.metadata.uid = "not-it";
+  EXPECT_EQ(both([&](ApiClient& api) { return Update(api, other_uid); }).status().code(),
+            StatusCode::kConflict);
+
+  // A main write ignores the status and keeps the server's metadata.
+  ResourceClaim finalized = *status_written;
+  finalized.metadata.finalizers.push_back("f");
+  finalized.metadata.creation_timestamp = api::Time();
+  finalized.status.reserved_for.clear();
+  StatusOr<ResourceClaim> main_written =
+      both([&](ApiClient& api) { return Update(api, finalized); });
+  ASSERT_TRUE(main_written.ok());
+  EXPECT_EQ(main_written->status.reserved_for.size(), 1u);
+  EXPECT_FALSE(main_written->metadata.creation_timestamp.empty());
+
+  // Deleting a finalized claim marks it; removing the finalizer then removes it.
+  clock.Advance(std::chrono::seconds(5));
+  EXPECT_TRUE(Delete<ResourceClaim>(typed_api, "ns", created->metadata.name).ok());
+  EXPECT_TRUE(Delete<ResourceClaim>(json_api, "ns", created->metadata.name).ok());
+  StatusOr<ResourceClaim> marked =
+      both([&](ApiClient& api) { return Get<ResourceClaim>(api, "ns", created->metadata.name); });
+  ASSERT_TRUE(marked.ok());
+  ASSERT_TRUE(marked->metadata.deletion_timestamp.has_value());
+  ResourceClaim unfinalized = *marked;
+  unfinalized.metadata.finalizers.clear();
+  EXPECT_TRUE(both([&](ApiClient& api) { return Update(api, unfinalized); }).ok());
+  EXPECT_EQ(
+      both([&](ApiClient& api) { return Get<ResourceClaim>(api, "ns", created->metadata.name); })
+          .status()
+          .code(),
+      StatusCode::kNotFound);
+
+  // A cluster-scoped kind: the namespace is dropped; a spec change bumps the generation.
+  api::resourcev1::DeviceClass device_class;
+  device_class.metadata.name = "gpu";
+  device_class.metadata.namespace_ = "ns";
+  StatusOr<api::resourcev1::DeviceClass> class_created =
+      both([&](ApiClient& api) { return Create(api, device_class); });
+  ASSERT_TRUE(class_created.ok());
+  api::resourcev1::DeviceClass class_changed = *class_created;
+  class_changed.spec.selectors.emplace_back();
+  class_changed.spec.selectors.back().cel = api::resourcev1::CELDeviceSelector{};
+  class_changed.spec.selectors.back().cel->expression = "true";
+  StatusOr<api::resourcev1::DeviceClass> class_updated =
+      both([&](ApiClient& api) { return Update(api, class_changed); });
+  ASSERT_TRUE(class_updated.ok());
+  EXPECT_EQ(class_updated->metadata.generation, 2);
+
+  // An Event (no generation, uids of their own) and the JSON path's kinds (a Pod).
+  api::corev1::Event event;
+  event.metadata.name = "e";
+  event.metadata.namespace_ = "ns";
+  event.reason = "Tested";
+  EXPECT_TRUE(both([&](ApiClient& api) { return Create(api, event); }).ok());
+  Pod pod;
+  pod.metadata.name = "p";
+  pod.metadata.namespace_ = "ns";
+  EXPECT_TRUE(both([&](ApiClient& api) { return Create(api, pod); }).ok());
+
+  // Errors.
+  ResourceClaim nameless;
+  nameless.metadata.namespace_ = "ns";
+  EXPECT_EQ(both([&](ApiClient& api) { return Create(api, nameless); }).status().code(),
+            StatusCode::kInvalidArgument);
+  ResourceClaim missing = *created;
+  missing.metadata.name = "missing";
+  EXPECT_EQ(both([&](ApiClient& api) { return UpdateStatus(api, missing); }).status().code(),
+            StatusCode::kNotFound);
+
+  // A claim stored as JSON, written typed afterwards.
+  ApiRequest json_create = CreateRequest(claim, "");
+  json_create.body.as_object()["metadata"].as_object()["name"] = "from-json";
+  for (MemoryApi* api : {&typed_api, &json_api}) ASSERT_TRUE(api->Do(json_create).ok());
+  StatusOr<ResourceClaim> from_json = Get<ResourceClaim>(typed_api, "ns", "from-json");
+  ASSERT_TRUE(from_json.ok());
+  from_json->status.reserved_for.emplace_back();
+  from_json->status.reserved_for.back().name = "q";
+  EXPECT_TRUE(both([&](ApiClient& api) { return UpdateStatus(api, *from_json); }).ok());
+
+  // Every event of both logs, and what is stored, alike.
+  for (const ResourceType* resource :
+       {&ResourceOf<ResourceClaim>(), &ResourceOf<api::resourcev1::DeviceClass>(),
+        &ResourceOf<api::corev1::Event>(), &ResourceOf<Pod>()}) {
+    ApiRequest watch;
+    watch.resource = resource;
+    watch.list.resource_version = "1";
+    StatusOr<std::unique_ptr<WatchStream>> typed_log = typed_api.Watch(watch);
+    StatusOr<std::unique_ptr<WatchStream>> json_log = json_api.Watch(watch);
+    ASSERT_TRUE(typed_log.ok() && json_log.ok());
+    while (true) {
+      StatusOr<std::optional<WatchEvent>> a = (*typed_log)->Poll();
+      StatusOr<std::optional<WatchEvent>> b = (*json_log)->Poll();
+      ASSERT_TRUE(a.ok() && b.ok());
+      ASSERT_EQ(a->has_value(), b->has_value()) << resource->resource;
+      if (!a->has_value()) break;
+      EXPECT_EQ((*a)->type, (*b)->type);
+      ASSERT_NE((*a)->object, nullptr) << "a watch that did not ask for typed events gets JSON";
+      EXPECT_TRUE(api::codec::JsonEqual(*(*a)->object, *(*b)->object))
+          << boost::json::serialize(*(*a)->object) << "\n"
+          << boost::json::serialize(*(*b)->object);
+    }
+    ApiRequest list;
+    list.verb = Verb::kList;
+    list.resource = resource;
+    StatusOr<boost::json::value> typed_list = typed_api.Do(list);
+    StatusOr<boost::json::value> json_list = json_api.Do(list);
+    ASSERT_TRUE(typed_list.ok() && json_list.ok());
+    EXPECT_TRUE(api::codec::JsonEqual(*typed_list, *json_list)) << resource->resource;
+  }
+}
+
+// An informer of the in-memory API takes the typed object a typed write stored: no JSON is
+// encoded or decoded on the way.
+TEST(MemoryApiTypedTest, InformersShareTheTypedObjectAWriteStored) {
+  ManualClock clock;
+  std::unique_ptr<Random> random = NewSeededRandom(1);
+  MemoryApi api(clock, *random);
+  Informer<ResourceClaim> informer(api, InformerOptions{.manual = true});
+  informer.Start();
+  ResourceClaim claim;
+  claim.metadata.name = "c";
+  claim.metadata.namespace_ = "ns";
+  ApiRequest create = TypedRequest(Verb::kCreate, claim, "", "");
+  StatusOr<std::shared_ptr<const ResourceClaim>> stored = WriteTyped(api, create, claim);
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  ASSERT_NE(*stored, nullptr);
+  ASSERT_TRUE(informer.PeekManual().ok());
+  informer.DeliverManual();
+  EXPECT_EQ(informer.Get("ns", "c"), *stored) << "the stored object itself, not a decoded copy";
+  // A JSON reader still gets the object.
+  StatusOr<ResourceClaim> read = Get<ResourceClaim>(api, "ns", "c");
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->metadata.uid, (*stored)->metadata.uid);
 }
 
 TEST_F(MemoryApiTest, WritersThatReadNoAnswerStillWrite) {

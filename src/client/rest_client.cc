@@ -254,6 +254,19 @@ StatusOr<std::shared_ptr<const boost::json::value>> ApiClient::DoShared(ApiReque
   return std::make_shared<const boost::json::value>(std::move(*answer));
 }
 
+StatusOr<std::shared_ptr<const void>> ApiClient::DoTyped(ApiRequest request,
+                                                         std::shared_ptr<void> object,
+                                                         const TypedKind& kind) {
+  request.body = kind.encode(object.get());
+  object.reset();
+  StatusOr<std::shared_ptr<const boost::json::value>> answer = DoShared(std::move(request));
+  if (!answer.ok()) return answer.status();
+  if (*answer == nullptr) return std::shared_ptr<const void>();
+  StatusOr<std::shared_ptr<void>> decoded = kind.decode(**answer);
+  if (!decoded.ok()) return decoded.status();
+  return std::shared_ptr<const void>(std::move(*decoded));
+}
+
 Status StatusFromApiError(int http_code, const boost::json::value& body) {
   std::string message;
   std::string reason;

@@ -26,20 +26,10 @@
 #include "api/gen/resource_v1_codec.h"
 #include "client/api_client.h"
 #include "client/resource.h"
+#include "client/typed_kind.h"
 #include "common/status.h"
 
 namespace draplane::client {
-
-// Why `json` did not decode as a `T`: Internal with the first field errors.
-template <typename T>
-Status DecodeError(const api::FieldErrorList& errors) {
-  std::string message = "cannot decode " + std::string(ResourceOf<T>().kind) + ": ";
-  for (size_t i = 0; i < errors.size() && i < 3; ++i) {
-    if (i > 0) message += "; ";
-    message += errors[i].ToString();
-  }
-  return InternalError(std::move(message));
-}
 
 // Decodes `json` as a `T`. Internal with the first field errors when it does not decode.
 template <typename T>
@@ -155,15 +145,56 @@ ApiRequest CreateRequest(const T& object, std::string_view field_manager) {
   return request;
 }
 
+// Sends the create or update `request` with `object` as its body (ApiClient::DoTyped: the
+// in-memory API keeps it typed, others encode it) and answers the stored object, or nothing for
+// `discard_response`.
+template <typename T>
+StatusOr<std::shared_ptr<const T>> WriteTyped(ApiClient& api, ApiRequest request, const T& object) {
+  StatusOr<std::shared_ptr<const void>> answer =
+      api.DoTyped(std::move(request), std::make_shared<T>(object), TypedKindOf<T>());
+  if (!answer.ok()) return answer.status();
+  return std::static_pointer_cast<const T>(std::move(*answer));
+}
+
+// WriteTyped for a caller that reads the stored object.
+template <typename T>
+StatusOr<T> WriteAndAnswer(ApiClient& api, ApiRequest request, const T& object) {
+  StatusOr<std::shared_ptr<const T>> answer = WriteTyped(api, std::move(request), object);
+  if (!answer.ok()) return answer.status();
+  if (*answer == nullptr) return InternalError("the API answered without an object");
+  return **answer;
+}
+
+// WriteTyped for a caller that reads only whether the write succeeded.
+template <typename T>
+Status WriteOnly(ApiClient& api, ApiRequest request, const T& object) {
+  request.discard_response = true;
+  return WriteTyped(api, std::move(request), object).status();
+}
+
 template <typename T>
 StatusOr<T> Create(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return DoAndDecode<T>(api, CreateRequest(object, field_manager));
+  return WriteAndAnswer(api, TypedRequest(Verb::kCreate, object, "", field_manager), object);
 }
 
 // Create for a caller that needs only success or failure: the stored object is not parsed.
 template <typename T>
 Status CreateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return DoWithoutAnswer(api, CreateRequest(object, field_manager));
+  return WriteOnly(api, TypedRequest(Verb::kCreate, object, "", field_manager), object);
+}
+
+// A create or update of `object` without its body (WriteTyped hands the object itself over).
+template <typename T>
+ApiRequest TypedRequest(Verb verb, const T& object, std::string_view subresource,
+                        std::string_view field_manager) {
+  ApiRequest request;
+  request.verb = verb;
+  request.resource = &ResourceOf<T>();
+  request.namespace_ = object.metadata.namespace_;
+  if (verb != Verb::kCreate) request.name = object.metadata.name;
+  request.subresource = std::string(subresource);
+  request.field_manager = std::string(field_manager);
+  return request;
 }
 
 template <typename T>
@@ -183,19 +214,19 @@ ApiRequest UpdateRequest(const T& object, std::string_view subresource,
 // Replaces the object (its `metadata.resourceVersion` must be current: Conflict otherwise).
 template <typename T>
 StatusOr<T> Update(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return DoAndDecode<T>(api, UpdateRequest(object, "", field_manager));
+  return WriteAndAnswer(api, TypedRequest(Verb::kUpdate, object, "", field_manager), object);
 }
 
 // Update for a caller that needs only success or failure: the stored object is not parsed.
 template <typename T>
 Status UpdateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return DoWithoutAnswer(api, UpdateRequest(object, "", field_manager));
+  return WriteOnly(api, TypedRequest(Verb::kUpdate, object, "", field_manager), object);
 }
 
 // Replaces the object's status through the `status` subresource.
 template <typename T>
 StatusOr<T> UpdateStatus(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return DoAndDecode<T>(api, UpdateRequest(object, "status", field_manager));
+  return WriteAndAnswer(api, TypedRequest(Verb::kUpdate, object, "status", field_manager), object);
 }
 
 template <typename T>
