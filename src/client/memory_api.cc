@@ -297,6 +297,51 @@ struct MemoryApi::State {
     return NotFoundError(Qualified(type) + " \"" + std::string(name) + "\" not found");
   }
 
+  // Create's rules for where and under which name an object goes, shared by the JSON and the
+  // typed path. The namespace: the object's `ns` or the request's for a namespaced kind ("" for
+  // others); an error when they differ, there is none, or it is being deleted.
+  StatusOr<std::string> CreateNamespace(const ResourceType& type, const ApiRequest& request,
+                                        std::string ns) const DRAPLANE_REQUIRES(mu) {
+    if (!type.namespaced) return std::string();
+    if (!request.namespace_.empty() && !ns.empty() && ns != request.namespace_) {
+      return InvalidArgumentError(
+          "the namespace of the provided object does not match the namespace sent on the request");
+    }
+    if (ns.empty()) ns = request.namespace_;
+    if (ns.empty()) return InvalidArgumentError("metadata.namespace: Required value");
+    if (NamespaceTerminating(ns)) {
+      return FailedPreconditionError("unable to create new content in namespace " + ns +
+                                     " because it is being terminated");
+    }
+    return ns;
+  }
+  // The name: `name`, or one generated from `generate_name`.
+  StatusOr<std::string> CreateName(std::string name, const std::string& generate_name) {
+    if (!name.empty()) return name;
+    if (generate_name.empty()) {
+      return InvalidArgumentError(
+          "metadata.name: Required value: name or generateName is required");
+    }
+    return NewName(generate_name);
+  }
+
+  // Update's preconditions on the body's resourceVersion and uid, shared by both paths.
+  static Status CheckPreconditions(const ResourceType& type, const std::string& name,
+                                   std::string_view body_rv, std::string_view old_rv,
+                                   std::string_view body_uid, std::string_view old_uid) {
+    if (!body_rv.empty() && body_rv != old_rv) {
+      return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
+                           "\": the object has been modified; please apply your changes to the "
+                           "latest version and try again");
+    }
+    if (!body_uid.empty() && body_uid != old_uid) {
+      return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
+                           "\": Precondition failed: UID in precondition: " +
+                           std::string(body_uid) + ", UID in object meta: " + std::string(old_uid));
+    }
+    return Status::Ok();
+  }
+
   // Records an event and hands it to matching watchers.
   void Emit(const ResourceType* type, std::string event_type, Stored object, Stored old)
       DRAPLANE_REQUIRES(mu) {
@@ -505,33 +550,18 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
   object.as_object()["apiVersion"] = type.ApiVersion();
   object.as_object()["kind"] = type.kind;
   json::object& meta = Meta(object);
-  std::string ns = Str(&meta, "namespace");
+  StatusOr<std::string> created_ns = CreateNamespace(type, request, Str(&meta, "namespace"));
+  if (!created_ns.ok()) return created_ns.status();
+  const std::string& ns = *created_ns;
   if (type.namespaced) {
-    if (!request.namespace_.empty() && !ns.empty() && ns != request.namespace_) {
-      return InvalidArgumentError(
-          "the namespace of the provided object does not match the namespace sent on the request");
-    }
-    if (ns.empty()) ns = request.namespace_;
-    if (ns.empty()) return InvalidArgumentError("metadata.namespace: Required value");
     meta["namespace"] = ns;
-    if (NamespaceTerminating(ns)) {
-      return FailedPreconditionError("unable to create new content in namespace " + ns +
-                                     " because it is being terminated");
-    }
   } else {
     meta.erase("namespace");
-    ns.clear();
   }
-  std::string name = Str(&meta, "name");
-  if (name.empty()) {
-    std::string prefix = Str(&meta, "generateName");
-    if (prefix.empty()) {
-      return InvalidArgumentError(
-          "metadata.name: Required value: name or generateName is required");
-    }
-    name = NewName(prefix);
-    meta["name"] = name;
-  }
+  StatusOr<std::string> created_name = CreateName(Str(&meta, "name"), Str(&meta, "generateName"));
+  if (!created_name.ok()) return created_name.status();
+  const std::string& name = *created_name;
+  meta["name"] = name;
   std::string key = ObjectKey(ns, name);
   auto& bucket = objects[&type];
   if (bucket.contains(key)) {
@@ -590,31 +620,13 @@ StatusOr<Stored> MemoryApi::State::CreateTyped(const ApiRequest& request,
   }
   // Create's rules, on the typed object.
   kind.set_type_fields(object.get());
-  std::string ns = meta.namespace_;
-  if (type.namespaced) {
-    if (!request.namespace_.empty() && !ns.empty() && ns != request.namespace_) {
-      return InvalidArgumentError(
-          "the namespace of the provided object does not match the namespace sent on the request");
-    }
-    if (ns.empty()) ns = request.namespace_;
-    if (ns.empty()) return InvalidArgumentError("metadata.namespace: Required value");
-    meta.namespace_ = ns;
-    if (NamespaceTerminating(ns)) {
-      return FailedPreconditionError("unable to create new content in namespace " + ns +
-                                     " because it is being terminated");
-    }
-  } else {
-    meta.namespace_.clear();
-    ns.clear();
-  }
-  if (meta.name.empty()) {
-    if (meta.generate_name.empty()) {
-      return InvalidArgumentError(
-          "metadata.name: Required value: name or generateName is required");
-    }
-    meta.name = NewName(meta.generate_name);
-  }
-  std::string key = ObjectKey(ns, meta.name);
+  StatusOr<std::string> ns = CreateNamespace(type, request, meta.namespace_);
+  if (!ns.ok()) return ns.status();
+  meta.namespace_ = *ns;
+  StatusOr<std::string> name = CreateName(meta.name, meta.generate_name);
+  if (!name.ok()) return name.status();
+  meta.name = std::move(*name);
+  std::string key = ObjectKey(*ns, meta.name);
   auto& bucket = objects[&type];
   if (bucket.contains(key)) {
     return AlreadyExistsError(Qualified(type) + " \"" + meta.name + "\" already exists");
@@ -657,18 +669,9 @@ StatusOr<Stored> MemoryApi::State::UpdateTyped(const ApiRequest& request,
   // Commit's rules, on the typed objects.
   const api::metav1::ObjectMeta& old_meta = MetadataOf(kind, old);
   api::metav1::ObjectMeta& body_meta = kind.metadata(object.get());
-  const std::string& name = old_meta.name;
-  if (!body_meta.resource_version.empty() &&
-      body_meta.resource_version != old_meta.resource_version) {
-    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
-                         "\": the object has been modified; please apply your changes to the "
-                         "latest version and try again");
-  }
-  if (!body_meta.uid.empty() && body_meta.uid != old_meta.uid) {
-    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
-                         "\": Precondition failed: UID in precondition: " + body_meta.uid +
-                         ", UID in object meta: " + old_meta.uid);
-  }
+  DRAPLANE_RETURN_IF_ERROR(CheckPreconditions(type, old_meta.name, body_meta.resource_version,
+                                              old_meta.resource_version, body_meta.uid,
+                                              old_meta.uid));
   std::shared_ptr<void> next;
   if (subresource == "status") {
     // The old object but its status.
@@ -776,20 +779,11 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   const json::value& old = J(it->second);
-  std::string name = MetaString(old, "name");
   if (!candidate.is_object()) return InvalidArgumentError("the body must be a JSON object");
-  std::string body_rv = MetaString(candidate, "resourceVersion");
-  if (check_rv && !body_rv.empty() && body_rv != MetaString(old, "resourceVersion")) {
-    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
-                         "\": the object has been modified; please apply your changes to the "
-                         "latest version and try again");
-  }
-  std::string body_uid = MetaString(candidate, "uid");
-  if (!body_uid.empty() && body_uid != MetaString(old, "uid")) {
-    return ConflictError("Operation cannot be fulfilled on " + Qualified(type) + " \"" + name +
-                         "\": Precondition failed: UID in precondition: " + body_uid +
-                         ", UID in object meta: " + MetaString(old, "uid"));
-  }
+  DRAPLANE_RETURN_IF_ERROR(CheckPreconditions(
+      type, MetaString(old, "name"),
+      check_rv ? MetaString(candidate, "resourceVersion") : std::string(),
+      MetaString(old, "resourceVersion"), MetaString(candidate, "uid"), MetaString(old, "uid")));
   json::value next;
   if (subresource == "status") {
     json::object& body = candidate.as_object();
