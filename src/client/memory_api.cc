@@ -179,8 +179,9 @@ Stored StoredTyped(std::shared_ptr<const void> object, const TypedKind& kind) {
 
 // The version's JSON, encoded from its typed object on first use.
 const std::shared_ptr<const json::value>& JsonOf(const Version& v) {
-  if (v.json == nullptr)
+  if (v.json == nullptr) {
     v.json = std::make_shared<const json::value>(v.kind->encode(v.typed.get()));
+  }
   return v.json;
 }
 const json::value& J(const Stored& v) { return *JsonOf(*v); }
@@ -205,8 +206,9 @@ std::string ResourceVersionOf(const Version& v) {
 bool Matches(const Filter& filter, const Version& v) {
   if (filter.NamespaceOnly()) {
     if (filter.namespace_.empty()) return true;
-    if (v.typed != nullptr)
+    if (v.typed != nullptr) {
       return MetadataOf(*v.kind, v.typed.get()).namespace_ == filter.namespace_;
+    }
   }
   return filter.Matches(*JsonOf(v));
 }
