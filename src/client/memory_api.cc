@@ -277,16 +277,16 @@ struct MemoryApi::State {
 
   // The current time as written into objects; formatted once per instant (the simulator's
   // clock stands still while it writes many objects).
-  const std::string& Now() DRAPLANE_REQUIRES(mu) {
+  const api::Time& Now() DRAPLANE_REQUIRES(mu) {
     const Timestamp now = clock.Now();
-    if (now_text.empty() || now != now_at) {
+    if (now_time.empty() || now != now_at) {
       now_at = now;
-      now_text = api::Time::FromTimestamp(now).text();
+      now_time = api::Time::FromTimestamp(now);
     }
-    return now_text;
+    return now_time;
   }
   Timestamp now_at DRAPLANE_GUARDED_BY(mu){};
-  std::string now_text DRAPLANE_GUARDED_BY(mu);
+  api::Time now_time DRAPLANE_GUARDED_BY(mu);
 
   std::string NewName(std::string prefix) {
     static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -443,6 +443,17 @@ struct MemoryApi::State {
     return &type == &ResourceOf<api::corev1::Event>() ||
            &type == &ResourceOf<api::eventsv1::Event>();
   }
+  // Create's rules by kind, for both paths: which kinds start at generation 1, and which drop the
+  // status a create brings (a quota's is then synced from the objects here, not taken from a
+  // dump).
+  static bool HasGeneration(const ResourceType& type) {
+    return !IsEvent(type) && &type != &ResourceOf<api::coordinationv1::Lease>();
+  }
+  static bool DropsStatusOnCreate(const ResourceType& type) {
+    return &type == &ResourceOf<api::resourcev1::ResourceClaim>() ||
+           &type == &ResourceOf<api::resourcev1::DeviceTaintRule>() ||
+           &type == &ResourceOf<api::corev1::ResourceQuota>();
+  }
   // The Event stored at `key` (version `object`) expires one TTL from now (Expiry).
   void RenewLease(const ResourceType& type, const std::string& key, std::string resource_version)
       DRAPLANE_REQUIRES(mu) {
@@ -572,19 +583,16 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
   json::object& root = object.as_object();
   const bool event = IsEvent(type);
   meta["uid"] = event ? event_random->NewUuid() : random.NewUuid();
-  meta["creationTimestamp"] = Now();
+  meta["creationTimestamp"] = Now().text();
   meta.erase("deletionTimestamp");
   meta.erase("deletionGracePeriodSeconds");
-  if (!event && &type != &ResourceOf<api::coordinationv1::Lease>()) {
+  if (HasGeneration(type)) {
     meta["generation"] = 1;
   }
   if (&type == &ResourceOf<api::corev1::Pod>()) {
     json::object& status = EnsureObject(root["status"]);
     if (Str(&status, "phase").empty()) status["phase"] = "Pending";
-  } else if (&type == &ResourceOf<api::resourcev1::ResourceClaim>() ||
-             &type == &ResourceOf<api::resourcev1::DeviceTaintRule>() ||
-             &type == &ResourceOf<api::corev1::ResourceQuota>()) {
-    // (A quota's status is then synced from the objects here, not taken from a dump.)
+  } else if (DropsStatusOnCreate(type)) {
     root.erase("status");
   } else if (&type == &ResourceOf<api::corev1::Namespace>()) {
     json::object& spec = EnsureObject(root["spec"]);
@@ -635,14 +643,11 @@ StatusOr<Stored> MemoryApi::State::CreateTyped(const ApiRequest& request,
   }
   const bool event = IsEvent(type);
   meta.uid = event ? event_random->NewUuid() : random.NewUuid();
-  meta.creation_timestamp = api::Time::FromTimestamp(clock.Now());
+  meta.creation_timestamp = Now();
   meta.deletion_timestamp.reset();
   meta.deletion_grace_period_seconds.reset();
-  if (!event && &type != &ResourceOf<api::coordinationv1::Lease>()) meta.generation = 1;
-  if (&type == &ResourceOf<api::resourcev1::ResourceClaim>() ||
-      &type == &ResourceOf<api::resourcev1::DeviceTaintRule>()) {
-    kind.clear_status(object.get());
-  }
+  if (HasGeneration(type)) meta.generation = 1;
+  if (DropsStatusOnCreate(type)) kind.clear_status(object.get());
   ++rv;
   meta.resource_version = std::to_string(rv);
   if (options.event_ttl > Duration::zero() && event) RenewLease(type, key, meta.resource_version);
@@ -759,7 +764,7 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
   json::object scheduled{{"type", "PodScheduled"},
                          {"status", "True"},
                          {"lastProbeTime", nullptr},
-                         {"lastTransitionTime", Now()}};
+                         {"lastTransitionTime", Now().text()}};
   bool replaced = false;
   for (json::value& c : conditions) {
     if (c.is_object() && Str(&c.as_object(), "type") == "PodScheduled") {
