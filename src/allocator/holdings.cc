@@ -10,12 +10,19 @@ namespace rv1 = api::resourcev1;
 Holdings::Holding Holdings::Make(std::string uid, const rv1::ResourceClaim& claim,
                                  const rv1::AllocationResult& allocation,
                                  const DeviceCatalog& catalog, bool in_flight) {
+  return Make(std::move(uid), claim, allocation, ChargeAllocation(claim, allocation, catalog),
+              in_flight);
+}
+
+Holdings::Holding Holdings::Make(std::string uid, const rv1::ResourceClaim& claim,
+                                 const rv1::AllocationResult& allocation, ClaimCharge charge,
+                                 bool in_flight) {
   Holding h;
   h.uid = std::move(uid);
   h.namespace_ = claim.metadata.namespace_;
   h.claim = claim.metadata.namespace_ + "/" + claim.metadata.name;
   h.in_flight = in_flight;
-  h.charge = ChargeAllocation(claim, allocation, catalog);
+  h.charge = std::move(charge);
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
     if (r.admin_access.value_or(false)) continue;
     h.devices.push_back(

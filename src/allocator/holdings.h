@@ -67,6 +67,11 @@ class Holdings {
   static Holding Make(std::string uid, const api::resourcev1::ResourceClaim& claim,
                       const api::resourcev1::AllocationResult& allocation,
                       const DeviceCatalog& catalog, bool in_flight);
+  // The same with the charge already computed (ChargeAllocation of the same claim, allocation
+  // and catalog): the scheduler charges a decision once.
+  static Holding Make(std::string uid, const api::resourcev1::ResourceClaim& claim,
+                      const api::resourcev1::AllocationResult& allocation, ClaimCharge charge,
+                      bool in_flight);
 
   // Adds a holding, replacing one with the same uid.
   void Put(Holding holding);

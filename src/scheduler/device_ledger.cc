@@ -273,9 +273,16 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
   // the holding moves from in flight to committed. Removing and adding them again would bump
   // their pools' versions, and so forget the allocator's verdicts for the node
   // (allocated_state.h) for nothing.
+  // Its holding too: the in-flight one was made from the same claim (its spec, the request
+  // classes, does not change) and the same devices, so only its flag changes.
+  std::optional<allocator::Holdings::Holding> holding;
   auto in_flight = in_flight_.find(uid);
   if (in_flight != in_flight_.end() &&
       in_flight->second.result().devices.results == claim->status.allocation->devices.results) {
+    if (const allocator::Holdings::Holding* h = holdings_.Find(uid); h != nullptr && h->in_flight) {
+      holding = *h;
+      holding->in_flight = false;
+    }
     ForgetInFlight(in_flight);
     ++changes_;
   } else {
@@ -283,8 +290,11 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
     AddResult(*claim->status.allocation);
   }
   CountCommitted(*claim->status.allocation, +1);
-  PutHolding(allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
-                                       /*in_flight=*/false));
+  if (!holding) {
+    holding = allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
+                                        /*in_flight=*/false);
+  }
+  PutHolding(std::move(*holding));
   Record record;
   record.conflicting = conflict;
   record.claim = std::move(claim);
@@ -318,10 +328,13 @@ bool DeviceLedger::IsConflicting(std::string_view uid) const {
 }
 
 void DeviceLedger::AddInFlight(std::string uid, std::shared_ptr<const rv1::ResourceClaim> claim,
-                               std::shared_ptr<const rv1::AllocationResult> allocation) {
+                               std::shared_ptr<const rv1::AllocationResult> allocation,
+                               std::optional<allocator::ClaimCharge> charge) {
   RemoveInFlight(uid);
   AddResult(*allocation);
-  PutHolding(allocator::Holdings::Make(uid, *claim, *allocation, catalog_, /*in_flight=*/true));
+  if (!charge) charge = allocator::ChargeAllocation(*claim, *allocation, catalog_);
+  PutHolding(allocator::Holdings::Make(uid, *claim, *allocation, std::move(*charge),
+                                       /*in_flight=*/true));
   Record record;
   record.allocation = std::move(allocation);
   record.spec = std::move(claim);
@@ -368,25 +381,36 @@ const rv1::AllocationResult* DeviceLedger::Committed(std::string_view uid) const
   return it == committed_.end() ? nullptr : &it->second.result();
 }
 
-int64_t DeviceLedger::Count(std::string_view class_name, std::string_view node,
-                            int64_t Counts::*field) const {
+uint32_t DeviceLedger::ClassId(std::string_view class_name) const {
   auto cls = classes_.find(class_name);
-  if (cls == classes_.end()) return 0;
-  uint32_t id = cls->second->id;
-  if (id < nonlocal_.size() && nonlocal_[id] > 0) return kUnknown;
+  return cls == classes_.end() ? kNoClass : cls->second->id;
+}
+
+const DeviceLedger::NodeCounts* DeviceLedger::CountsOn(std::string_view node) const {
   auto n = nodes_.find(node);
-  if (n == nodes_.end() || id >= n->second.size()) return 0;
-  const Counts& c = n->second[id];
+  return n == nodes_.end() ? nullptr : &n->second;
+}
+
+DeviceLedger::NodeFree DeviceLedger::FreeOn(std::string_view node) const {
+  return NodeFree(this, CountsOn(node));
+}
+
+int64_t DeviceLedger::Count(uint32_t class_id, const NodeCounts* node,
+                            int64_t Counts::*field) const {
+  if (class_id == kNoClass) return 0;
+  if (class_id < nonlocal_.size() && nonlocal_[class_id] > 0) return kUnknown;
+  if (node == nullptr || class_id >= node->size()) return 0;
+  const Counts& c = (*node)[class_id];
   if (c.shared > 0) return kUnknown;
   return c.*field;
 }
 
 int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view node) const {
-  return Count(class_name, node, &Counts::free);
+  return Count(ClassId(class_name), CountsOn(node), &Counts::free);
 }
 
 int64_t DeviceLedger::Devices(std::string_view class_name, std::string_view node) const {
-  return Count(class_name, node, &Counts::total);
+  return Count(ClassId(class_name), CountsOn(node), &Counts::total);
 }
 
 std::vector<allocator::HeldDeviceId> DeviceLedger::FreeDevicesOn(

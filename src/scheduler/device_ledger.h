@@ -37,6 +37,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -96,9 +97,12 @@ class DeviceLedger {
   // the race and will give the devices back, so nobody may use the allocation meanwhile.
   bool IsConflicting(std::string_view uid) const;
   // An allocation this scheduler reserved for `claim` (upstream SignalClaimPendingAllocation);
-  // `uid` keys it (the claim's uid, or a made-up one for a claim not created yet).
+  // `uid` keys it (the claim's uid, or a made-up one for a claim not created yet). `charge`,
+  // when given, is ChargeAllocation(*claim, *allocation, catalog()) computed by the caller (the
+  // scheduler's decision has it already).
   void AddInFlight(std::string uid, std::shared_ptr<const api::resourcev1::ResourceClaim> claim,
-                   std::shared_ptr<const api::resourcev1::AllocationResult> allocation);
+                   std::shared_ptr<const api::resourcev1::AllocationResult> allocation,
+                   std::optional<allocator::ClaimCharge> charge = std::nullopt);
   // Drops an in-flight allocation; false when there was none.
   bool RemoveInFlight(std::string_view uid);
   // upstream ClaimHasPendingAllocation.
@@ -113,6 +117,14 @@ class DeviceLedger {
   int64_t FreeDevices(std::string_view class_name, std::string_view node) const;
   // Devices of `class_name` on `node`, allocated or not, or kUnknown (as FreeDevices).
   int64_t Devices(std::string_view class_name, std::string_view node) const;
+  // FreeDevices with its two lookups done once each, for checking a Pod's classes against every
+  // candidate node: a class's id (kNoClass for an unknown class; valid until the classes
+  // change, which they do not within a scheduling cycle), and a node's counts (FreeOn), asked
+  // per class id.
+  static constexpr uint32_t kNoClass = std::numeric_limits<uint32_t>::max();
+  uint32_t ClassId(std::string_view class_name) const;
+  class NodeFree;
+  NodeFree FreeOn(std::string_view node) const;
   // The devices of `class_name` in slices local to `node` that nothing holds (committed or in
   // flight), each once, in slice then device order: what a starvation hold on the node can take.
   std::vector<allocator::HeldDeviceId> FreeDevicesOn(std::string_view node,
@@ -172,8 +184,10 @@ class DeviceLedger {
     }
   };
 
-  // FreeDevices and Devices: `field` of the class's counts on the node, or kUnknown.
-  int64_t Count(std::string_view class_name, std::string_view node, int64_t Counts::*field) const;
+  // FreeDevices, Devices and NodeFree: `field` of a class's counts on a node (null: the node has
+  // no devices), or kUnknown.
+  int64_t Count(uint32_t class_id, const NodeCounts* node, int64_t Counts::*field) const;
+  const NodeCounts* CountsOn(std::string_view node) const;
   void AddResult(const api::resourcev1::AllocationResult& allocation);
   // Counts a committed allocation in committed_holders_ / committed_exclusive_ (sign +1 or -1).
   void CountCommitted(const api::resourcev1::AllocationResult& allocation, int sign);
@@ -222,6 +236,19 @@ class DeviceLedger {
   InFlight in_flight_;
   HoldingsObserver* observer_ = nullptr;
   uint64_t changes_ = 0;
+};
+
+class DeviceLedger::NodeFree {
+ public:
+  // FreeDevices of the class with this id (ClassId) on the node.
+  int64_t Free(uint32_t class_id) const { return ledger_->Count(class_id, counts_, &Counts::free); }
+
+ private:
+  friend class DeviceLedger;
+  NodeFree(const DeviceLedger* ledger, const NodeCounts* counts)
+      : ledger_(ledger), counts_(counts) {}
+  const DeviceLedger* ledger_;
+  const NodeCounts* counts_;
 };
 
 }  // namespace draplane::scheduler

@@ -98,6 +98,16 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   EXPECT_FALSE(ledger.Commit(AllocatedClaim("c3", "u3", "node-a", "gpu-2")));
   EXPECT_EQ(ledger.FreeDevices("a100", "node-a"), 1);
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
+
+  // The per-node view the scheduler asks for each candidate node answers the same.
+  const DeviceLedger::NodeFree node_a = ledger.FreeOn("node-a");
+  const DeviceLedger::NodeFree node_b = ledger.FreeOn("node-b");
+  EXPECT_EQ(node_a.Free(ledger.ClassId("a100")), 1);
+  EXPECT_EQ(node_a.Free(ledger.ClassId("any")), 2);
+  EXPECT_EQ(node_a.Free(ledger.ClassId("h100")), 1);
+  EXPECT_EQ(ledger.ClassId("missing"), DeviceLedger::kNoClass);
+  EXPECT_EQ(node_a.Free(DeviceLedger::kNoClass), 0);
+  EXPECT_EQ(node_b.Free(ledger.ClassId("any")), 0);
 }
 
 TEST(DeviceLedgerTest, BoundsAreUnknownWhereCountingProvesNothing) {
@@ -109,6 +119,7 @@ TEST(DeviceLedgerTest, BoundsAreUnknownWhereCountingProvesNothing) {
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 0);
   ledger.SetSlice(Slice("", {"H100"}));  // published for several nodes
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), DeviceLedger::kUnknown);
+  EXPECT_EQ(ledger.FreeOn("node-a").Free(ledger.ClassId("any")), DeviceLedger::kUnknown);
 }
 
 TEST(DeviceLedgerTest, ALaterOverlappingAllocationIsAConflict) {
@@ -151,7 +162,10 @@ TEST(DeviceLedgerTest, CommittingTheReservedAllocationKeepsItsPoolsVersions) {
   EXPECT_FALSE(ledger.Commit(claim));
   EXPECT_EQ(pool->version, reserved);
   EXPECT_FALSE(ledger.IsInFlight("u1"));
-  EXPECT_FALSE(ledger.holdings().Find("u1")->in_flight);
+  // The reserved holding, now committed, is the holding the written claim makes.
+  EXPECT_EQ(*ledger.holdings().Find("u1"),
+            allocator::Holdings::Make("u1", *claim, *claim->status.allocation, ledger.catalog(),
+                                      /*in_flight=*/false));
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
   ledger.Uncommit("u1");
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 3);
@@ -212,7 +226,12 @@ TEST(DeviceLedgerTest, HoldingsChargeTenantsAndRecheckHealsStaleCharges) {
   ASSERT_FALSE(drift.empty());
   EXPECT_EQ(drift[0].text, "team-a/c3: allocated in the store, not held in the ledger");
   EXPECT_TRUE(ledger.holdings().Find("u2")->in_flight) << "in-flight holdings survive a recheck";
-  ledger.RemoveInFlight("u2");
+  // Written as reserved: the committed holding is the one the written claim makes.
+  EXPECT_FALSE(ledger.Commit(c2));
+  EXPECT_EQ(*ledger.holdings().Find("u2"),
+            allocator::Holdings::Make("u2", *c2, *c2->status.allocation, ledger.catalog(),
+                                      /*in_flight=*/false));
+  ledger.Uncommit("u2");
   ledger.Uncommit("u1");
   EXPECT_TRUE(ledger.holdings().Usage("team-a").empty());
 }

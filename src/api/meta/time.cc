@@ -1,7 +1,6 @@
 #include "api/meta/time.h"
 
 #include <cstdint>
-#include <cstdio>
 
 namespace draplane::api {
 namespace {
@@ -55,6 +54,16 @@ bool Expect(std::string_view s, size_t* pos, char c) {
   return true;
 }
 
+// Writes `v` as `width` decimal digits, zero-padded, at `out`.
+void PutDigits(char* out, int64_t v, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+}
+
+// Written by hand, not with snprintf (a tenth of the cost: every write of an object with a
+// timestamp formats one). The years of a Timestamp (1677-2262) always take four digits.
 std::string Format(int64_t secs, int64_t frac, bool micros) {
   int64_t days = secs / 86400;
   int64_t rem = secs % 86400;
@@ -64,19 +73,26 @@ std::string Format(int64_t secs, int64_t frac, bool micros) {
   }
   int64_t y, m, d;
   CivilFromDays(days, &y, &m, &d);
-  char buf[64];
+  char buf[32];  // "2006-01-02T15:04:05.000000Z"
+  PutDigits(buf, y, 4);
+  buf[4] = '-';
+  PutDigits(buf + 5, m, 2);
+  buf[7] = '-';
+  PutDigits(buf + 8, d, 2);
+  buf[10] = 'T';
+  PutDigits(buf + 11, rem / 3600, 2);
+  buf[13] = ':';
+  PutDigits(buf + 14, rem / 60 % 60, 2);
+  buf[16] = ':';
+  PutDigits(buf + 17, rem % 60, 2);
+  size_t size = 19;
   if (micros) {
-    std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%06lldZ",
-                  static_cast<long long>(y), static_cast<long long>(m), static_cast<long long>(d),
-                  static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
-                  static_cast<long long>(rem % 60), static_cast<long long>(frac / 1000));
-  } else {
-    std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ",
-                  static_cast<long long>(y), static_cast<long long>(m), static_cast<long long>(d),
-                  static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
-                  static_cast<long long>(rem % 60));
+    buf[size++] = '.';
+    PutDigits(buf + size, frac / 1000, 6);
+    size += 6;
   }
-  return buf;
+  buf[size++] = 'Z';
+  return std::string(buf, size);
 }
 
 }  // namespace

@@ -37,6 +37,11 @@ TEST(TimeTest, FormatsLikeMetav1) {
             Timestamp(std::chrono::nanoseconds(int64_t{1199149261} * 1'000'000'000 + 123'456'000)));
   const Timestamp before_epoch(std::chrono::seconds(-1));
   EXPECT_EQ(Time::FromTimestamp(before_epoch).text(), "1969-12-31T23:59:59Z");
+  EXPECT_EQ(Time::MicroFromTimestamp(before_epoch + std::chrono::microseconds(7)).text(),
+            "1969-12-31T23:59:59.000007Z");
+  // A Timestamp's first and last instants.
+  EXPECT_EQ(Time::FromTimestamp(Timestamp::max()).text(), "2262-04-11T23:47:16Z");
+  EXPECT_EQ(Time::FromTimestamp(Timestamp::min()).text(), "1677-09-21T00:12:43Z");
 }
 
 TEST(TimeTest, CoversRfc3339YearsBeyondTimestamp) {

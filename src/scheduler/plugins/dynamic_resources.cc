@@ -50,7 +50,7 @@ struct ClaimEntry {
 };
 
 struct Alternative {
-  std::string device_class;
+  uint32_t device_class = DeviceLedger::kNoClass;  // DeviceLedger::ClassId
   int64_t count = 0;
 };
 
@@ -64,9 +64,10 @@ struct Variant {
   std::vector<std::string> claim_names;
   std::unique_ptr<allocator::Allocator> allocator;
   // Free-device bounds: every request needs one alternative with enough free devices; the
-  // single-alternative requests need their sum per class.
+  // single-alternative requests need their sum per class. Classes by ledger id, resolved when
+  // the variant is made (a variant lives one scheduling cycle, the ledger's classes longer).
   std::vector<std::vector<Alternative>> demands;
-  std::map<std::string, int64_t, std::less<>> sums;
+  std::map<uint32_t, int64_t> sums;
 };
 
 struct NodeAllocation {
@@ -253,7 +254,7 @@ void BuildSpecialRequests(const Pod& pod, const std::set<std::string>& resources
   }
 }
 
-void AddDemands(const rv1::ResourceClaim& claim, Variant* v) {
+void AddDemands(const rv1::ResourceClaim& claim, const DeviceLedger& ledger, Variant* v) {
   for (const rv1::DeviceRequest& r : claim.spec.devices.requests) {
     std::vector<Alternative> alternatives;
     bool usable = true;
@@ -262,12 +263,14 @@ void AddDemands(const rv1::ResourceClaim& claim, Variant* v) {
       if (e.allocation_mode == rv1::kDeviceAllocationModeAll || e.admin_access.value_or(false)) {
         usable = false;
       } else {
-        alternatives.push_back({e.device_class_name, std::max<int64_t>(e.count, 1)});
+        alternatives.push_back(
+            {ledger.ClassId(e.device_class_name), std::max<int64_t>(e.count, 1)});
       }
     } else {
       for (const rv1::DeviceSubRequest& s : r.first_available) {
         if (s.allocation_mode == rv1::kDeviceAllocationModeAll) usable = false;
-        alternatives.push_back({s.device_class_name, std::max<int64_t>(s.count, 1)});
+        alternatives.push_back(
+            {ledger.ClassId(s.device_class_name), std::max<int64_t>(s.count, 1)});
       }
     }
     if (!usable || alternatives.empty()) continue;
@@ -276,29 +279,41 @@ void AddDemands(const rv1::ResourceClaim& claim, Variant* v) {
   }
 }
 
+// The index of the subrequest of `req` that a result's request ("req/sub") names, or -1.
+int SubrequestIndex(const rv1::DeviceRequest& req, std::string_view result_request) {
+  size_t slash = result_request.find('/');
+  if (slash == std::string_view::npos || result_request.substr(0, slash) != req.name) return -1;
+  std::string_view sub = result_request.substr(slash + 1);
+  for (size_t j = 0; j < req.first_available.size(); ++j) {
+    if (req.first_available[j].name == sub) return static_cast<int>(j);
+  }
+  return -1;
+}
+
 // The index of the subrequest a claim's allocation chose for each request (-1: none).
 std::vector<int> ChosenSubrequests(const rv1::ResourceClaim& claim,
                                    const rv1::AllocationResult& allocation) {
   std::vector<int> out(claim.spec.devices.requests.size(), -1);
   for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
-    size_t slash = r.request.find('/');
-    if (slash == std::string::npos) continue;
-    std::string_view parent = std::string_view(r.request).substr(0, slash);
-    std::string_view sub = std::string_view(r.request).substr(slash + 1);
     for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
-      const rv1::DeviceRequest& req = claim.spec.devices.requests[i];
-      if (req.name != parent) continue;
-      for (size_t j = 0; j < req.first_available.size(); ++j) {
-        if (req.first_available[j].name == sub) out[i] = static_cast<int>(j);
-      }
+      int sub = SubrequestIndex(claim.spec.devices.requests[i], r.request);
+      if (sub >= 0) out[i] = sub;
     }
   }
   return out;
 }
 
+// Upstream's tier score of an allocation: ChosenSubrequests summed without building its vector
+// (Score asks once per feasible node).
 int64_t ScoreAllocation(const rv1::ResourceClaim& claim, const rv1::AllocationResult& allocation) {
   int64_t score = 0;
-  for (int chosen : ChosenSubrequests(claim, allocation)) {
+  for (const rv1::DeviceRequest& req : claim.spec.devices.requests) {
+    if (req.first_available.empty()) continue;
+    int chosen = -1;
+    for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+      int sub = SubrequestIndex(req, r.request);
+      if (sub >= 0) chosen = sub;
+    }
     if (chosen >= 0) score += kFirstAvailableMaxSize - chosen;
   }
   return score;
@@ -711,9 +726,11 @@ class DynamicResources final : public PreEnqueuePlugin,
       const Variant& v = *na->second.variant;
       s->reserved_variant = &v;
       // Before the in-flight records: the decision's searches must not see the Pod's own devices.
+      // Its charges (one per claim) are the in-flight holdings' too.
+      std::vector<allocator::ClaimCharge> charges;
       if (!v.claims.empty()) {
-        s->decision =
-            MakeDecision(*s, pod, node, v, *na->second.results, na->second.preference_kept);
+        s->decision = MakeDecision(*s, pod, node, v, *na->second.results,
+                                   na->second.preference_kept, &charges);
       }
       const bool charge = s->decision.has_value() && !s->decision->quotas.empty() &&
                           !s->decision->increment.empty() && deps_.quotas != nullptr;
@@ -726,12 +743,16 @@ class DynamicResources final : public PreEnqueuePlugin,
                                                                     &(*na->second.results)[k]);
         b.mark_charge = charge;
         const ClaimEntry& e = s->claims[b.entry];
+        std::optional<allocator::ClaimCharge> charge;
+        if (k < charges.size()) charge = std::move(charges[k]);
         if (e.special) {
           b.in_flight_uid = SpecialInFlightUid(pod.metadata.uid);
-          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, v.special, b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, v.special, b.allocation,
+                                              std::move(charge));
         } else {
           b.in_flight_uid = e.claim->metadata.uid;
-          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, e.claim, b.allocation);
+          deps_.cluster->ledger().AddInFlight(b.in_flight_uid, e.claim, b.allocation,
+                                              std::move(charge));
         }
         s->binds.push_back(std::move(b));
       }
@@ -1141,7 +1162,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       }
     }
     for (const rv1::ResourceClaim* c : v->claims) {
-      AddDemands(*c, v.get());
+      AddDemands(*c, deps_.cluster->ledger(), v.get());
       std::string key = ClaimKey(c->metadata.namespace_, c->metadata.name);
       auto name = s.claim_names.find(key);
       v->claim_names.push_back(name == s.claim_names.end() ? std::move(key) : name->second);
@@ -1154,14 +1175,14 @@ class DynamicResources final : public PreEnqueuePlugin,
 
   // False when the free-device index proves the claims cannot fit on the node.
   bool MayFit(const Variant& v, const NodeInfo& node) const {
-    const DeviceLedger& ledger = deps_.cluster->ledger();
+    const DeviceLedger::NodeFree free = deps_.cluster->ledger().FreeOn(node.name());
     for (const auto& [device_class, needed] : v.sums) {
-      if (ledger.FreeDevices(device_class, node.name()) < needed) return false;
+      if (free.Free(device_class) < needed) return false;
     }
     for (const std::vector<Alternative>& alternatives : v.demands) {
       bool some = false;
       for (const Alternative& a : alternatives) {
-        if (ledger.FreeDevices(a.device_class, node.name()) >= a.count) {
+        if (free.Free(a.device_class) >= a.count) {
           some = true;
           break;
         }
@@ -1200,14 +1221,17 @@ class DynamicResources final : public PreEnqueuePlugin,
 
   // The Pod's decision on `node` (Reserve): charges, chosen subrequests, and for requests that
   // fell back, why the earlier tiers were not taken and whether the quota made the difference.
-  // The extra searches run only for a Pod that fell back.
+  // The extra searches run only for a Pod that fell back. `charges_out` gets each claim's
+  // charge (aligned with v.claims).
   DeviceDecision MakeDecision(DraState& s, const Pod& pod, const std::string& node,
                               const Variant& v, const std::vector<rv1::AllocationResult>& results,
-                              bool preference_kept) {
+                              bool preference_kept,
+                              std::vector<allocator::ClaimCharge>* charges_out) {
     const DeviceLedger& ledger = deps_.cluster->ledger();
     DeviceDecision d;
     d.node = node;
-    std::vector<allocator::ClaimCharge> charges;
+    std::vector<allocator::ClaimCharge>& charges = *charges_out;
+    charges.clear();
     std::vector<std::vector<int>> chosen;
     bool fell_back = false;
     for (size_t k = 0; k < v.claims.size(); ++k) {
