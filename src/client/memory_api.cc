@@ -151,6 +151,16 @@ struct Watcher {
   bool closed DRAPLANE_GUARDED_BY(*mu) = false;
   bool cancelled DRAPLANE_GUARDED_BY(*mu) = false;
   CondVar cv;
+  // False only while the queue is empty and the watch open (set under `mu`, read without it):
+  // Poll, asked of every informer each time one event is delivered, answers "nothing" without
+  // taking the API's mutex.
+  std::atomic<bool> ready{false};
+
+  // After queueing an event or closing the watch.
+  void Wake() DRAPLANE_REQUIRES(*mu) {
+    ready.store(true, std::memory_order_release);
+    cv.NotifyAll();
+  }
 };
 
 // A stored version of an object: its JSON, or the typed object of a typed write (DoTyped), or
@@ -385,7 +395,7 @@ struct MemoryApi::State {
       return;
     }
     w.queue.push_back(EventOf(w, std::move(type), *entry.object));
-    w.cv.NotifyAll();
+    w.Wake();
   }
 
   void SetRv(json::value& object) DRAPLANE_REQUIRES(mu) {
@@ -1045,6 +1055,7 @@ class MemoryWatchStream final : public WatchStream {
   }
 
   StatusOr<std::optional<WatchEvent>> Poll() override {
+    if (!watcher_->ready.load(std::memory_order_acquire)) return std::optional<WatchEvent>();
     MutexLock lock(*watcher_->mu);
     if (watcher_->cancelled) return CancelledError("watch cancelled");
     if (!watcher_->queue.empty()) {
@@ -1053,6 +1064,7 @@ class MemoryWatchStream final : public WatchStream {
       return std::optional<WatchEvent>(std::move(event));
     }
     if (watcher_->closed) return UnavailableError("watch ended");
+    watcher_->ready.store(false, std::memory_order_relaxed);
     return std::optional<WatchEvent>();
   }
 
@@ -1060,7 +1072,7 @@ class MemoryWatchStream final : public WatchStream {
     MutexLock lock(*watcher_->mu);
     watcher_->cancelled = true;
     watcher_->closed = true;
-    watcher_->cv.NotifyAll();
+    watcher_->Wake();
   }
 
  private:
@@ -1192,6 +1204,7 @@ StatusOr<std::unique_ptr<WatchStream>> MemoryApi::Watch(const ApiRequest& reques
         watcher->queue.push_back(EventOf(*watcher, "ADDED", *object));
       }
     }
+    if (!watcher->queue.empty()) watcher->Wake();
   } else {
     StatusOr<int64_t> parsed = api::ParseResourceVersion(from);
     if (!parsed.ok()) return parsed.status();
@@ -1225,7 +1238,7 @@ void MemoryApi::SendBookmarks() {
         {"metadata", json::object{{"resourceVersion", std::to_string(state_->rv)}}}};
     w->queue.push_back(
         WatchEvent{"BOOKMARK", std::make_shared<const json::value>(std::move(object))});
-    w->cv.NotifyAll();
+    w->Wake();
   }
 }
 
@@ -1234,7 +1247,7 @@ void MemoryApi::CloseWatches() {
   for (const std::shared_ptr<Watcher>& w : state_->watchers) {
     state_->AssertGuards(*w);
     w->closed = true;
-    w->cv.NotifyAll();
+    w->Wake();
   }
   state_->watchers.clear();
 }
