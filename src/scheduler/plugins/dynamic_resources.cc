@@ -290,15 +290,24 @@ int SubrequestIndex(const rv1::DeviceRequest& req, std::string_view result_reque
   return -1;
 }
 
+// The index of the subrequest of `req` the allocation chose (the last result naming one), or -1.
+int ChosenSubrequest(const rv1::DeviceRequest& req, const rv1::AllocationResult& allocation) {
+  int chosen = -1;
+  if (req.first_available.empty()) return chosen;
+  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    int sub = SubrequestIndex(req, r.request);
+    if (sub >= 0) chosen = sub;
+  }
+  return chosen;
+}
+
 // The index of the subrequest a claim's allocation chose for each request (-1: none).
 std::vector<int> ChosenSubrequests(const rv1::ResourceClaim& claim,
                                    const rv1::AllocationResult& allocation) {
-  std::vector<int> out(claim.spec.devices.requests.size(), -1);
-  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
-    for (size_t i = 0; i < claim.spec.devices.requests.size(); ++i) {
-      int sub = SubrequestIndex(claim.spec.devices.requests[i], r.request);
-      if (sub >= 0) out[i] = sub;
-    }
+  std::vector<int> out;
+  out.reserve(claim.spec.devices.requests.size());
+  for (const rv1::DeviceRequest& req : claim.spec.devices.requests) {
+    out.push_back(ChosenSubrequest(req, allocation));
   }
   return out;
 }
@@ -308,12 +317,7 @@ std::vector<int> ChosenSubrequests(const rv1::ResourceClaim& claim,
 int64_t ScoreAllocation(const rv1::ResourceClaim& claim, const rv1::AllocationResult& allocation) {
   int64_t score = 0;
   for (const rv1::DeviceRequest& req : claim.spec.devices.requests) {
-    if (req.first_available.empty()) continue;
-    int chosen = -1;
-    for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
-      int sub = SubrequestIndex(req, r.request);
-      if (sub >= 0) chosen = sub;
-    }
+    int chosen = ChosenSubrequest(req, allocation);
     if (chosen >= 0) score += kFirstAvailableMaxSize - chosen;
   }
   return score;
