@@ -529,6 +529,70 @@ TEST_F(FrameworkTest, AFailedAttemptCarriesEveryNodesReason) {
             "not n4.");
 }
 
+// A filter that rejects the nodes named in `refuse` (without a reason unless explaining), and
+// skips itself for the attempt when `skip` is set.
+class RefusingPlugin final : public PreFilterPlugin, public FilterPlugin {
+ public:
+  explicit RefusingPlugin(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  PluginStatus PreFilter(CycleState&, const PodInfo&, PreFilterResult*) override {
+    return skip ? PluginStatus::Skip() : PluginStatus::Success();
+  }
+  PluginStatus Filter(CycleState&, const PodInfo&, const NodeInfo& node, bool explain) override {
+    ++filtered;
+    if (!refuse.contains(node.name())) return PluginStatus::Success();
+    if (!explain) return PluginStatus::UnexplainedRejection();
+    return PluginStatus::Unresolvable(name_ + " refuses " + node.name());
+  }
+
+  std::set<std::string> refuse;
+  bool skip = false;
+  int filtered = 0;
+
+ private:
+  std::string name_;
+};
+
+TEST_F(FrameworkTest, RejectionsNameTheirPluginsAndSkippedFiltersDoNotRun) {
+  auto first = std::make_shared<RefusingPlugin>("First");
+  auto second = std::make_shared<RefusingPlugin>("Second");
+  Framework framework;
+  framework.AddPlugin(first);
+  framework.AddPlugin(second);
+  first->refuse = {"n1", "n2"};
+  second->refuse = {"n3", "n4"};
+  size_t start = 0;
+  CycleState state;
+  ScheduleResult r = framework.Schedule(state, pod_, cluster_, &start);
+  EXPECT_EQ(r.status.code(), Code::kUnschedulable);
+  EXPECT_EQ(r.diagnosis.rejectors, (std::set<std::string>{"First", "Second"}));
+  ASSERT_EQ(r.diagnosis.nodes.size(), 4u);
+  EXPECT_EQ(r.diagnosis.nodes[0].status.plugin(), "First");
+  EXPECT_EQ(r.diagnosis.nodes[3].status.plugin(), "Second");
+  EXPECT_EQ(FailedSchedulingMessage(r.diagnosis),
+            "0/4 nodes are available: 1 node: First refuses n1; 1 node: First refuses n2; 1 node: "
+            "Second refuses n3; 1 node: Second refuses n4.");
+  CycleState again;
+  Framework::Evaluation evaluation = framework.Evaluate(again, pod_, cluster_);
+  ASSERT_EQ(evaluation.nodes.size(), 4u);
+  EXPECT_EQ(evaluation.nodes[1].status.plugin(), "First");
+  EXPECT_EQ(evaluation.nodes[2].status.plugin(), "Second");
+
+  // The second skips itself in PreFilter: its filter does not run, and only the first rejects.
+  second->skip = true;
+  second->filtered = 0;
+  CycleState skipped;
+  start = 0;
+  ScheduleResult fits = framework.Schedule(skipped, pod_, cluster_, &start);
+  EXPECT_EQ(fits.node, "n3");
+  EXPECT_EQ(second->filtered, 0);
+  CycleState evaluated;
+  Framework::Evaluation without_second = framework.Evaluate(evaluated, pod_, cluster_);
+  ASSERT_EQ(without_second.nodes.size(), 4u);
+  EXPECT_TRUE(without_second.nodes[3].status.ok());
+  EXPECT_EQ(second->filtered, 0);
+}
+
 TEST(ClusterStateTest, NodesStaySortedByNameWhateverTheOrderOfEvents) {
   ClusterState cluster;
   auto upsert = [&](const char* name) {

@@ -53,10 +53,23 @@ namespace {
 
 // Per-attempt bookkeeping of the filter and score loops.
 struct CycleFlags {
-  std::vector<bool> skip_filter;
+  std::vector<FilterPlugin*> filters;  // the filters PreFilter did not skip, in order
   std::vector<bool> active_score;
   std::vector<int64_t> max_score;
 };
+
+// `all` without the filters of the PreFilter plugins in `skipped`.
+std::vector<FilterPlugin*> ActiveFilters(const std::vector<FilterPlugin*>& all,
+                                         const std::vector<const Plugin*>& skipped) {
+  std::vector<FilterPlugin*> out;
+  out.reserve(all.size());
+  for (FilterPlugin* f : all) {
+    if (std::find(skipped.begin(), skipped.end(), static_cast<const Plugin*>(f)) == skipped.end()) {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -66,18 +79,15 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   const std::vector<NodeInfo*>& all = cluster.nodes();
   result.diagnosis.total_nodes = static_cast<int>(all.size());
   CycleFlags flags;
-  flags.skip_filter.assign(filter_.size(), false);
 
   // 1. PreFilter.
   std::optional<std::vector<std::string>> restrict;
+  std::vector<const Plugin*> skipped;
   for (PreFilterPlugin* p : pre_filter_) {
     PreFilterResult pre;
     PluginStatus s = p->PreFilter(state, pod, &pre);
     if (s.skipped()) {
-      for (size_t i = 0; i < filter_.size(); ++i) {
-        if (static_cast<Plugin*>(filter_[i]) == static_cast<Plugin*>(p))
-          flags.skip_filter[i] = true;
-      }
+      skipped.push_back(p);
       continue;
     }
     if (!s.ok()) {
@@ -100,6 +110,8 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
       }
     }
   }
+
+  flags.filters = ActiveFilters(filter_, skipped);
 
   // The candidate nodes in evaluation order.
   std::vector<NodeInfo*> restricted;
@@ -134,17 +146,23 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   std::vector<const NodeInfo*> feasible;
   std::vector<std::vector<int64_t>> raw(score_.size());
   size_t evaluated = 0;
+  const FilterPlugin* last_rejector = nullptr;  // most rejections repeat the last one's plugin
   for (size_t k = 0; k < n && static_cast<int>(feasible.size()) < num_to_find; ++k) {
     const NodeInfo& node = *(*nodes)[(start + k) % n];
     ++evaluated;
-    PluginStatus s = FilterNode(state, pod, node, /*explain=*/false, flags.skip_filter);
+    FilterPlugin* rejector = nullptr;
+    PluginStatus s = FilterNode(state, pod, node, /*explain=*/false, flags.filters, &rejector);
     if (s.code() == Code::kError) {
+      s.WithPlugin(rejector->name());
       result.status = s;
       result.evaluated_nodes = static_cast<int>(evaluated);
       return result;
     }
     if (!s.ok()) {
-      result.diagnosis.rejectors.insert(s.plugin());
+      if (rejector != last_rejector) {
+        result.diagnosis.rejectors.emplace(rejector->name());
+        last_rejector = rejector;
+      }
       continue;
     }
     feasible.push_back(&node);
@@ -172,8 +190,12 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
     if (options_.diagnose) {
       for (size_t k = 0; k < n; ++k) {
         const NodeInfo& node = *(*nodes)[k];
-        PluginStatus s = FilterNode(state, pod, node, /*explain=*/true, flags.skip_filter);
-        if (!s.ok()) result.diagnosis.nodes.push_back({node.name(), std::move(s)});
+        FilterPlugin* rejector = nullptr;
+        PluginStatus s = FilterNode(state, pod, node, /*explain=*/true, flags.filters, &rejector);
+        if (!s.ok()) {
+          s.WithPlugin(rejector->name());
+          result.diagnosis.nodes.push_back({node.name(), std::move(s)});
+        }
       }
     }
     std::string message = "0/" + std::to_string(all.size()) + " nodes are available";
@@ -200,14 +222,12 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
 Framework::Evaluation Framework::Evaluate(CycleState& state, const PodInfo& pod,
                                           ClusterState& cluster) {
   Evaluation out;
-  std::vector<bool> skip(filter_.size(), false);
+  std::vector<const Plugin*> skipped;
   for (PreFilterPlugin* p : pre_filter_) {
     PreFilterResult pre;
     PluginStatus s = p->PreFilter(state, pod, &pre);
     if (s.skipped()) {
-      for (size_t i = 0; i < filter_.size(); ++i) {
-        if (static_cast<Plugin*>(filter_[i]) == static_cast<Plugin*>(p)) skip[i] = true;
-      }
+      skipped.push_back(p);
       continue;
     }
     if (!s.ok()) {
@@ -215,20 +235,23 @@ Framework::Evaluation Framework::Evaluate(CycleState& state, const PodInfo& pod,
       return out;
     }
   }
+  const std::vector<FilterPlugin*> filters = ActiveFilters(filter_, skipped);
   for (const NodeInfo* node : cluster.nodes()) {
-    out.nodes.push_back({node->name(), FilterNode(state, pod, *node, /*explain=*/true, skip)});
+    FilterPlugin* rejector = nullptr;
+    PluginStatus s = FilterNode(state, pod, *node, /*explain=*/true, filters, &rejector);
+    if (!s.ok()) s.WithPlugin(rejector->name());
+    out.nodes.push_back({node->name(), std::move(s)});
   }
   return out;
 }
 
 PluginStatus Framework::FilterNode(CycleState& state, const PodInfo& pod, const NodeInfo& node,
-                                   bool explain, const std::vector<bool>& skip) {
-  for (size_t i = 0; i < filter_.size(); ++i) {
-    if (skip[i]) continue;
-    FilterPlugin* p = filter_[i];
+                                   bool explain, const std::vector<FilterPlugin*>& filters,
+                                   FilterPlugin** rejector) {
+  for (FilterPlugin* p : filters) {
     PluginStatus s = p->Filter(state, pod, node, explain);
     if (s.ok() || s.skipped()) continue;
-    s.WithPlugin(p->name());
+    *rejector = p;
     return s;
   }
   return PluginStatus::Success();

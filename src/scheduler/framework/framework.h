@@ -108,10 +108,11 @@ class Framework {
   PluginStatus RunBind(CycleState& state, const PodInfo& pod, const std::string& node);
 
  private:
-  // Runs the filters not skipped for this attempt on one node; Success or the first rejection
-  // (with the plugin name).
+  // Runs `filters` (those not skipped for this attempt) on one node: Success, or the first
+  // rejection with `*rejector` set to its plugin. The status does not name the plugin: a caller
+  // that keeps it adds the name (WithPlugin), the filter loop only counts the plugin.
   PluginStatus FilterNode(CycleState& state, const PodInfo& pod, const NodeInfo& node, bool explain,
-                          const std::vector<bool>& skip);
+                          const std::vector<FilterPlugin*>& filters, FilterPlugin** rejector);
 
   FrameworkOptions options_;
   std::vector<std::shared_ptr<Plugin>> plugins_;

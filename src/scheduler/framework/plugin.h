@@ -85,6 +85,8 @@ class PreFilterPlugin : public virtual Plugin {
 class FilterPlugin : public virtual Plugin {
  public:
   // `explain`: the attempt failed everywhere and this pass collects reasons for the user.
+  // Without it the framework reads only a rejection's code, so a hot path may return one without
+  // a reason (UnexplainedRejection).
   virtual PluginStatus Filter(CycleState& state, const PodInfo& pod, const NodeInfo& node,
                               bool explain) = 0;
 };

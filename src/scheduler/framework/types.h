@@ -48,6 +48,11 @@ class PluginStatus {
   static PluginStatus Unresolvable(std::string reason) {
     return WithReason(Code::kUnschedulableAndUnresolvable, std::move(reason));
   }
+  // UnschedulableAndUnresolvable without a reason and without allocating: a Filter's rejection
+  // when it is not asked to explain (plugin.h).
+  static PluginStatus UnexplainedRejection() {
+    return PluginStatus(Code::kUnschedulableAndUnresolvable, {});
+  }
   static PluginStatus Error(Status error);
   static PluginStatus Pending(std::string reason) {
     return WithReason(Code::kPending, std::move(reason));

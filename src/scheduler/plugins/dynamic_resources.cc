@@ -292,13 +292,13 @@ int SubrequestIndex(const rv1::DeviceRequest& req, std::string_view result_reque
 
 // The index of the subrequest of `req` the allocation chose (the last result naming one), or -1.
 int ChosenSubrequest(const rv1::DeviceRequest& req, const rv1::AllocationResult& allocation) {
-  int chosen = -1;
-  if (req.first_available.empty()) return chosen;
-  for (const rv1::DeviceRequestAllocationResult& r : allocation.devices.results) {
-    int sub = SubrequestIndex(req, r.request);
-    if (sub >= 0) chosen = sub;
+  if (req.first_available.empty()) return -1;
+  const auto& results = allocation.devices.results;
+  for (auto r = results.rbegin(); r != results.rend(); ++r) {
+    int sub = SubrequestIndex(req, r->request);
+    if (sub >= 0) return sub;
   }
-  return chosen;
+  return -1;
 }
 
 // The index of the subrequest a claim's allocation chose for each request (-1: none).
@@ -592,9 +592,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     Variant* v = VariantFor(*s, *info.pod, node);
     if (v == nullptr) return PluginStatus::Error(InternalError("no claims variant"));
     if (v->claims.empty()) return PluginStatus::Success();
-    if (!explain && !MayFit(*v, node)) {
-      return PluginStatus::Unresolvable("cannot allocate all claims");
-    }
+    if (!explain && !MayFit(*v, node)) return PluginStatus::UnexplainedRejection();
     allocator::Options options;
     options.explain = explain && s->explain_left > 0;
     if (options.explain) --s->explain_left;
@@ -644,8 +642,8 @@ class DynamicResources final : public PreEnqueuePlugin,
           }
           return rejected;
         }
-        return PluginStatus::Unresolvable(explain ? "cannot allocate all claims (not explained)"
-                                                  : "cannot allocate all claims");
+        if (!explain) return PluginStatus::UnexplainedRejection();
+        return PluginStatus::Unresolvable("cannot allocate all claims (not explained)");
     }
     return PluginStatus::Unresolvable("cannot allocate all claims");
   }
