@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <boost/json/serialize.hpp>
 #include <map>
 #include <set>
 #include <utility>
@@ -14,7 +13,6 @@
 #include "allocator/internal/problem.h"
 #include "allocator/internal/search.h"
 #include "allocator/internal/snapshot_state.h"
-#include "api/gen/resource_v1_codec.h"
 #include "common/status_macros.h"
 
 namespace draplane::allocator {
@@ -181,25 +179,48 @@ std::vector<rv1::DeviceAllocationConfiguration> Configs(const ClaimSpec& claim,
   return out;
 }
 
-std::string Fingerprint(const std::vector<ClaimSpec>& claims) {
-  std::string out;
-  for (const ClaimSpec& c : claims) {
-    out += boost::json::serialize(rv1::Encode(c.claim->spec));
-    out.push_back('\n');
+// A cheap hash of what tells most claim sets apart (request names, classes, counts): equal
+// specs hash equally, and SnapshotState::ClaimSetId compares the specs themselves.
+uint64_t SpecsHash(const std::vector<const rv1::ResourceClaimSpec*>& specs) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+  auto text = [&mix](std::string_view s) { mix(std::hash<std::string_view>{}(s)); };
+  for (const rv1::ResourceClaimSpec* spec : specs) {
+    const rv1::DeviceClaim& d = spec->devices;
+    mix(d.requests.size());
+    mix(d.constraints.size());
+    mix(d.config.size());
+    for (const rv1::DeviceRequest& r : d.requests) {
+      text(r.name);
+      if (r.exactly.has_value()) {
+        text(r.exactly->device_class_name);
+        mix(static_cast<uint64_t>(r.exactly->count));
+        mix(r.exactly->selectors.size());
+      }
+      for (const rv1::DeviceSubRequest& sub : r.first_available) {
+        text(sub.name);
+        text(sub.device_class_name);
+        mix(static_cast<uint64_t>(sub.count));
+        mix(sub.selectors.size());
+      }
+    }
   }
-  return out;
+  return h;
 }
 
-// The fingerprint id of `claims`, remembered by their uids and resourceVersions: a stored
-// claim's spec never changes within a version (as slices' verdicts are kept per version), so the
-// claims of a Pod retried again and again are serialised once, not on every attempt. Claims
-// without both (in-flight claims a caller builds) are serialised every time.
+// The id of `claims`' specs, remembered by their uids and resourceVersions: a stored claim's spec
+// never changes within a version (as slices' verdicts are kept per version), so the claims of a
+// Pod retried again and again are compared once, not on every attempt. Claims without both
+// (in-flight claims a caller builds) are compared every time.
 uint64_t ClaimSetId(SnapshotState& state, const std::vector<ClaimSpec>& claims) {
+  std::vector<const rv1::ResourceClaimSpec*> specs;
+  specs.reserve(claims.size());
+  for (const ClaimSpec& c : claims) specs.push_back(&c.claim->spec);
   std::string versions;
   for (const ClaimSpec& c : claims) {
     const auto& meta = c.claim->metadata;
     if (meta.uid.empty() || meta.resource_version.empty()) {
-      return state.FingerprintId(Fingerprint(claims));
+      return state.ClaimSetId(specs, SpecsHash(specs));
     }
     versions += meta.uid;
     versions.push_back('/');
@@ -212,7 +233,7 @@ uint64_t ClaimSetId(SnapshotState& state, const std::vector<ClaimSpec>& claims) 
   // Versions of deleted claims are never asked for again: start over now and then.
   constexpr size_t kRememberedClaimSets = 65536;
   if (state.claim_version_ids.size() >= kRememberedClaimSets) state.claim_version_ids.clear();
-  uint64_t id = state.FingerprintId(Fingerprint(claims));
+  uint64_t id = state.ClaimSetId(specs, SpecsHash(specs));
   state.claim_version_ids.emplace(std::move(versions), id);
   return id;
 }
@@ -255,7 +276,7 @@ class AllocatorImpl final : public Allocator {
       }
       claims_.push_back(std::move(spec));
     }
-    fingerprint_ = ClaimSetId(state_, claims_);
+    claim_set_ = ClaimSetId(state_, claims_);
   }
 
   StatusOr<Outcome> Allocate(const api::corev1::Node& node, const AllocatedState& allocated,
@@ -385,7 +406,7 @@ class AllocatorImpl final : public Allocator {
  private:
   // The key of a verdict searched now on `entry`'s node (its records are current).
   NodeEntry::VerdictKey Key(const NodeEntry& entry, const AllocatedState& allocated) const {
-    NodeEntry::VerdictKey key{fingerprint_, features_, allocated.id(), {}};
+    NodeEntry::VerdictKey key{claim_set_, features_, allocated.id(), {}};
     key.versions.reserve(entry.records.size());
     for (const AllocatedState::PoolRecord* r : entry.records) key.versions.push_back(r->version);
     return key;
@@ -394,7 +415,7 @@ class AllocatorImpl final : public Allocator {
   // Whether a verdict remembered under `key` answers this call now.
   bool Current(const NodeEntry::VerdictKey& key, const NodeEntry& entry,
                const AllocatedState& allocated) const {
-    if (key.claims != fingerprint_ || key.state_id != allocated.id() ||
+    if (key.claims != claim_set_ || key.state_id != allocated.id() ||
         !(key.features == features_) || key.versions.size() != entry.records.size()) {
       return false;
     }
@@ -511,7 +532,7 @@ class AllocatorImpl final : public Allocator {
   SnapshotState& state_;
   Features features_;
   std::vector<ClaimSpec> claims_;
-  uint64_t fingerprint_ = 0;
+  uint64_t claim_set_ = 0;
 };
 
 }  // namespace

@@ -580,6 +580,42 @@ TEST(AllocatorTest, AnUnsatisfiableNodesExplanationIsRememberedUnderTheAskingCla
   EXPECT_NE(changed->explanation->ToJson(), fresh->explanation->ToJson());
 }
 
+TEST(AllocatorTest, ClaimsOfEqualSpecsShareTheNodeCacheHoweverTheyAreWritten) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "3}}\n"));
+  StatusOr<Outcome> fresh = f.Run();
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_EQ(fresh->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_FALSE(fresh->stats.node_cache_hit);
+  // The same request with an explicit empty list: other JSON, the same claim set.
+  f.claims.clear();
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "3, selectors: [], tolerations: []}}\n",
+      "", "claim-1"));
+  StatusOr<Outcome> same = f.Run();
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(same->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_TRUE(same->stats.node_cache_hit);
+  // Another count, or another request name, is another claim set: searched.
+  for (std::string_view request :
+       {"    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, "
+        "count: 4}}\n",
+        "    - {name: req-1, exactly: {deviceClassName: class-a, allocationMode: ExactCount, "
+        "count: 3}}\n"}) {
+    f.claims.clear();
+    f.Load(Claim(request, "", "claim-2"));
+    StatusOr<Outcome> other = f.Run();
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+    EXPECT_EQ(other->kind, Outcome::Kind::kUnsatisfiable);
+    EXPECT_FALSE(other->stats.node_cache_hit) << request;
+  }
+}
+
 TEST(AllocatorTest, StepLimitStopsASearchWithAnErrorThatIsNotRemembered) {
   // Five devices with distinct numa values, among sixteen that have four: every search ends by
   // running out of values, which the count bound does not see.

@@ -180,9 +180,21 @@ NodeEntry& SnapshotState::Node(const api::corev1::Node& node) {
   return entry;
 }
 
-uint64_t SnapshotState::FingerprintId(const std::string& fingerprint) {
-  auto [it, inserted] = fingerprint_ids.emplace(fingerprint, fingerprint_ids.size() + 1);
-  return it->second;
+uint64_t SnapshotState::ClaimSetId(
+    const std::vector<const api::resourcev1::ResourceClaimSpec*>& specs, uint64_t hash) {
+  std::vector<ClaimSet>& bucket = claim_sets[hash];
+  for (const ClaimSet& set : bucket) {
+    if (set.specs.size() == specs.size() &&
+        std::equal(set.specs.begin(), set.specs.end(), specs.begin(),
+                   [](const api::resourcev1::ResourceClaimSpec& a,
+                      const api::resourcev1::ResourceClaimSpec* b) { return a == *b; })) {
+      return set.id;
+    }
+  }
+  ClaimSet& set = bucket.emplace_back();
+  for (const api::resourcev1::ResourceClaimSpec* spec : specs) set.specs.push_back(*spec);
+  set.id = ++claim_set_count;
+  return set.id;
 }
 
 namespace {

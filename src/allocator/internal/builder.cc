@@ -604,8 +604,10 @@ Selectability ProblemBuilder::Select(uint32_t c, const KeySpec& spec, DeviceInde
     }
     if (v == internal::kVerdictFalse) {
       out.reason = Reason::kClassSelectorFalse;
-      out.detail = fmt::format("class {} selector #{} is false: {}", class_name, i,
-                               state_.expressions[expr].text);
+      if (explain_) {
+        out.detail = fmt::format("class {} selector #{} is false: {}", class_name, i,
+                                 state_.expressions[expr].text);
+      }
       return out;
     }
   }
@@ -627,8 +629,10 @@ Selectability ProblemBuilder::Select(uint32_t c, const KeySpec& spec, DeviceInde
     }
     if (v == internal::kVerdictFalse) {
       out.reason = Reason::kRequestSelectorFalse;
-      out.detail = fmt::format("request {} selector #{} is false: {}", spec.FullName(), i,
-                               state_.expressions[expr].text);
+      if (explain_) {
+        out.detail = fmt::format("request {} selector #{} is false: {}", spec.FullName(), i,
+                                 state_.expressions[expr].text);
+      }
       return out;
     }
   }
@@ -640,7 +644,8 @@ Selectability ProblemBuilder::Select(uint32_t c, const KeySpec& spec, DeviceInde
     }
     if (!*match) {
       out.reason = Reason::kNodeMismatch;
-      out.detail = "the device's node selection does not match node " + node_.metadata.name;
+      if (explain_)
+        out.detail = "the device's node selection does not match node " + node_.metadata.name;
       return out;
     }
   }

@@ -85,9 +85,9 @@ struct DeviceRef {
 // The result of selecting a device for a key (upstream isSelectable).
 struct Selectability {
   Reason reason = Reason::kNone;  // kNone: selectable
-  std::string detail;
-  std::string error;          // fatal message when reaching the pair
-  bool budget_spent = false;  // not decided: the attempt's evaluation budget is spent
+  std::string detail;             // only when the builder explains
+  std::string error;              // fatal message when reaching the pair
+  bool budget_spent = false;      // not decided: the attempt's evaluation budget is spent
 };
 
 // A cause that marks the evaluation budget's error (its code, ResourceExhausted, is shared with

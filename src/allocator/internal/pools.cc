@@ -168,15 +168,23 @@ StatusOr<bool> DeviceNodeMatches(SliceEntry& slice, size_t index, const api::cor
 NodeEntry& GatherPools(SnapshotState& state, const api::corev1::Node& node,
                        const Features& features) {
   NodeEntry& entry = state.Node(node);
-  if (entry.epoch == state.epoch && entry.partitionable == features.partitionable_devices &&
-      entry.labels == node.metadata.labels) {
-    return entry;
+  const std::string& uid = node.metadata.uid;
+  const std::string& version = node.metadata.resource_version;
+  if (entry.epoch == state.epoch && entry.partitionable == features.partitionable_devices) {
+    if (!version.empty() && version == entry.node_version && uid == entry.node_uid) return entry;
+    if (entry.labels == node.metadata.labels) {
+      entry.node_uid = uid;
+      entry.node_version = version;
+      return entry;
+    }
   }
   entry = NodeEntry();
   entry.name = node.metadata.name;
   entry.epoch = state.epoch;
   entry.partitionable = features.partitionable_devices;
   entry.labels = node.metadata.labels;
+  entry.node_uid = uid;
+  entry.node_version = version;
 
   std::vector<SliceEntry*> candidates;
   if (auto it = state.by_node.find(node.metadata.name); it != state.by_node.end()) {

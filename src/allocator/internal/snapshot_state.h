@@ -107,6 +107,11 @@ struct NodeEntry {
   uint64_t epoch = 0;
   bool partitionable = false;
   api::labels::LabelMap labels;
+  // The Node version whose labels `labels` were last found equal to (GatherPools): a Node
+  // written through an API changes its resourceVersion with its labels, so the same version
+  // spares comparing them.
+  std::string node_uid;
+  std::string node_version;
   Status gather_error;              // upstream GatherPools error (fatal), OK otherwise
   std::vector<GatheredPool> pools;  // search order
 
@@ -117,7 +122,7 @@ struct NodeEntry {
   // What a remembered verdict was searched for: the claim specs, the features and everything
   // the node can see of the allocated state. The slices are fixed by `epoch`.
   struct VerdictKey {
-    uint64_t claims = 0;  // claim-set fingerprint id
+    uint64_t claims = 0;  // claim-set id (SnapshotState::ClaimSetId)
     Features features;
     uint64_t state_id = 0;
     std::vector<uint64_t> versions;  // pool record versions, aligned with `pools`
@@ -127,7 +132,7 @@ struct NodeEntry {
     VerdictKey key;
     // The explanation of this verdict once one was asked for (without policies), so that a Pod
     // retried after a change elsewhere is not re-explained on every unchanged node. Its claim
-    // names are those of the claims that asked first (the fingerprint is of the specs).
+    // names are those of the claims that asked first (the claim-set id is of the specs).
     std::shared_ptr<const Explanation> explanation;
   };
   std::vector<Unsatisfiable> unsatisfiable;  // most recent last, bounded
@@ -176,8 +181,14 @@ struct SnapshotState {
   std::vector<api::resourcev1::DeviceAttribute> derived_values;
   std::unordered_map<std::string, uint32_t> derived_value_ids;
 
-  std::unordered_map<std::string, uint64_t> fingerprint_ids;
-  // Fingerprint ids by the claims' uids and resourceVersions (ClaimSetId), bounded.
+  // The claim sets seen (ClaimSetId), by a hash of their specs.
+  struct ClaimSet {
+    std::vector<api::resourcev1::ResourceClaimSpec> specs;
+    uint64_t id = 0;
+  };
+  std::unordered_map<uint64_t, std::vector<ClaimSet>> claim_sets;
+  uint64_t claim_set_count = 0;
+  // Claim-set ids by the claims' uids and resourceVersions (allocator.cc), bounded.
   std::unordered_map<std::string, uint64_t> claim_version_ids;
   std::unordered_map<std::string, NodeEntry> nodes;
   // Node objects seen, by address: a scheduler passes the same (informer-cached) Node objects
@@ -211,8 +222,11 @@ struct SnapshotState {
   uint32_t& CachedCode(uint32_t expression, SliceEntry& slice, size_t index);
   // The CEL input of device `index` of `slice`, prepared on first use.
   const PreparedDevice& Input(SliceEntry& slice, size_t index);
-  // The id of a claim-set fingerprint (canonical text of the claim specs and features).
-  uint64_t FingerprintId(const std::string& fingerprint);
+  // The id of a claim set, the memos' key for "the same claims": sets of equal specs (by value,
+  // in order) share it, whatever the claims' names or how their quantities were written.
+  // `hash` is any function of the specs that equal specs share (it only picks the bucket).
+  uint64_t ClaimSetId(const std::vector<const api::resourcev1::ResourceClaimSpec*>& specs,
+                      uint64_t hash);
 
   // Moves the attributes and capacities of `slice`'s devices into `entry.data` and stores the
   // rest as `entry.slice`.
