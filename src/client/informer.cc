@@ -329,38 +329,47 @@ Status InformerBase::ApplyEvent(WatchEvent& event) {
     }
     return Status::Ok();
   }
+  std::optional<Decoded> decoded = DecodeEvent(event);
+  if (decoded.has_value()) ApplyDecoded(event.type == "DELETED", *decoded);
+  return Status::Ok();
+}
+
+std::optional<InformerBase::Decoded> InformerBase::DecodeEvent(const WatchEvent& event) {
   std::optional<Decoded> typed = TypedEntry(event);
-  StatusOr<Decoded> decoded = typed.has_value() ? StatusOr<Decoded>(std::move(*typed))
-                              : event.object != nullptr
+  if (typed.has_value()) return typed;
+  StatusOr<Decoded> decoded = event.object != nullptr
                                   ? DecodeEntry(*event.object)
                                   : StatusOr<Decoded>(InternalError("an event without an object"));
   if (!decoded.ok()) {
     log::Warning("informer {}: skipping undecodable {} event: {}", type_.resource, event.type,
                  decoded.status().message());
-    return Status::Ok();
+    return std::nullopt;
   }
+  return std::move(*decoded);
+}
+
+void InformerBase::ApplyDecoded(bool deleted, const Decoded& decoded) {
   ResetBackoff();
   MutexLock handlers_lock(handler_mu_);
-  if (event.type == "DELETED") {
-    Entry old = Remove(decoded->key);
+  if (deleted) {
+    Entry old = Remove(decoded.key);
     {
       MutexLock lock(mu_);
-      resource_version_ = decoded->resource_version;
+      resource_version_ = decoded.resource_version;
     }
-    NotifyDelete(old != nullptr ? old : decoded->entry);
+    NotifyDelete(old != nullptr ? old : decoded.entry);
   } else {
-    Entry old = Upsert(decoded->key, decoded->entry);
+    Entry old = Upsert(decoded.key, decoded.entry);
     {
       MutexLock lock(mu_);
-      resource_version_ = decoded->resource_version;
+      resource_version_ = decoded.resource_version;
     }
     if (old == nullptr) {
-      NotifyAdd(decoded->entry);
+      NotifyAdd(decoded.entry);
     } else {
-      NotifyUpdate(old, decoded->entry);
+      NotifyUpdate(old, decoded.entry);
     }
   }
-  return Status::Ok();
 }
 
 Status InformerBase::WatchOnce() {
@@ -401,6 +410,7 @@ Status InformerBase::ReopenManual() {
   }
   MutexLock lock(mu_);
   watch_ = std::move(*stream);
+  manual_stream_ = watch_.get();
   return Status::Ok();
 }
 
@@ -408,11 +418,7 @@ StatusOr<std::optional<uint64_t>> InformerBase::PeekManual() {
   if (manual_next_.has_value()) return std::optional<uint64_t>(manual_next_rv_);
   // A few re-opens in a row without an event mean the API keeps failing: report it.
   for (int reopened = 0; reopened < 3;) {
-    WatchStream* stream;
-    {
-      MutexLock lock(mu_);
-      stream = watch_.get();
-    }
+    WatchStream* stream = manual_stream_;
     if (Stopping()) return CancelledError("informer stopping");
     if (stream == nullptr) {
       ++reopened;
@@ -435,28 +441,22 @@ StatusOr<std::optional<uint64_t>> InformerBase::PeekManual() {
       ApplyEvent(**polled).IgnoreError();  // only advances the resourceVersion
       continue;
     } else {
-      std::string_view text;
-      std::optional<Decoded> typed = TypedEntry(**polled);
-      if (typed.has_value()) {
-        text = typed->resource_version;
-      } else if ((*polled)->object != nullptr) {
-        const boost::json::object* object = (*polled)->object->if_object();
-        const boost::json::value* meta = object ? object->if_contains("metadata") : nullptr;
-        const boost::json::value* rv_value =
-            meta && meta->is_object() ? meta->as_object().if_contains("resourceVersion") : nullptr;
-        if (rv_value != nullptr && rv_value->is_string()) text = rv_value->as_string();
-      }
+      // Decoded now, once: the resourceVersion orders it, DeliverManual applies it.
+      std::optional<Decoded> decoded = DecodeEvent(**polled);
+      if (!decoded.has_value()) continue;  // skipped, as a watching informer skips it
       uint64_t rv = 0;
-      for (char c : text) {
+      for (char c : decoded->resource_version) {
         if (c < '0' || c > '9') break;
         rv = rv * 10 + static_cast<uint64_t>(c - '0');
       }
-      manual_next_ = std::move(**polled);
+      manual_next_deleted_ = (*polled)->type == "DELETED";
+      manual_next_ = std::move(*decoded);
       manual_next_rv_ = rv;
       return std::optional<uint64_t>(rv);
     }
     // The stream ended or failed: resume from the last resourceVersion, relist on 410.
     if (failure.code() == StatusCode::kExpired) manual_needs_list_ = true;
+    manual_stream_ = nullptr;
     MutexLock lock(mu_);
     watch_.reset();
   }
@@ -466,9 +466,9 @@ StatusOr<std::optional<uint64_t>> InformerBase::PeekManual() {
 
 void InformerBase::DeliverManual() {
   if (!manual_next_.has_value()) return;
-  WatchEvent event = std::move(*manual_next_);
+  Decoded decoded = std::move(*manual_next_);
   manual_next_.reset();
-  ApplyEvent(event).IgnoreError();  // PeekManual kept ERROR events out
+  ApplyDecoded(manual_next_deleted_, decoded);
 }
 
 void InformerBase::Run() {

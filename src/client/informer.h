@@ -145,6 +145,10 @@ class InformerBase {
   Status WatchOnce();
   // Applies one ADDED / MODIFIED / DELETED / BOOKMARK event; an ERROR event's status otherwise.
   Status ApplyEvent(WatchEvent& event);
+  // ApplyEvent's two steps: the entry an ADDED, MODIFIED or DELETED event carries (none when it
+  // cannot be decoded: logged and skipped), and applying it to the cache and the handlers.
+  std::optional<Decoded> DecodeEvent(const WatchEvent& event);
+  void ApplyDecoded(bool deleted, const Decoded& decoded);
   // Manual mode: (re)lists when needed and opens the watch.
   Status ReopenManual();
   // Sleeps for the current backoff (or until stopped) and doubles it.
@@ -179,9 +183,12 @@ class InformerBase {
   std::string resource_version_ DRAPLANE_GUARDED_BY(mu_);
   std::unique_ptr<WatchStream> watch_ DRAPLANE_GUARDED_BY(mu_);  // the stream to cancel on Stop
   Duration backoff_{0};
-  // Manual mode, owner thread: the event PeekManual fetched, its resourceVersion, and whether the
-  // next re-open must list first.
-  std::optional<WatchEvent> manual_next_;
+  // Manual mode, owner thread: the stream (watch_, which only the owner thread replaces in this
+  // mode, so it is read without mu_), the event PeekManual fetched (decoded; whether it is a
+  // deletion), its resourceVersion, and whether the next re-open must list first.
+  WatchStream* manual_stream_ = nullptr;
+  std::optional<Decoded> manual_next_;
+  bool manual_next_deleted_ = false;
   uint64_t manual_next_rv_ = 0;
   bool manual_needs_list_ = true;
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/parse.hpp>
 #include <set>
 #include <thread>
 
@@ -394,6 +395,21 @@ TEST(ManualInformerTest, DeliversOnlyWhenAskedInResourceVersionOrder) {
   EXPECT_EQ(*shared.DeliverPending(), 1u);
   EXPECT_EQ(seen.back(), "pod c");
   EXPECT_EQ(shared.Get<Pod>().list_count(), 1);
+
+  // An object the informer cannot decode is skipped, as a watching informer skips it: not
+  // delivered, not counted, and the events after it arrive.
+  ApiRequest bad;
+  bad.verb = Verb::kCreate;
+  bad.resource = &ResourceOf<Pod>();
+  bad.namespace_ = "ns";
+  bad.body = boost::json::parse(
+      R"({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad", "namespace": "ns"},
+          "spec": {"priority": "high", "containers": [{"name": "main", "image": "app:1"}]}})");
+  ASSERT_TRUE(api.Do(bad).ok());
+  ASSERT_TRUE(create_pod("d").ok());
+  EXPECT_EQ(*shared.DeliverPending(), 1u);
+  EXPECT_EQ(seen.back(), "pod d");
+  EXPECT_EQ(shared.Get<Pod>().Get("ns", "bad"), nullptr);
   shared.Stop();
 }
 
