@@ -118,6 +118,9 @@ struct DraState {
   std::optional<size_t> special_index;
   std::map<std::string, int64_t, std::less<>> extended;  // DRA-mappable resource -> amount
   std::map<std::string, std::unique_ptr<Variant>> variants;
+  // The variant without extended resources (key ""), once made: what a Pod without extended
+  // resources uses on every node.
+  Variant* plain_variant = nullptr;
   // Looked up for every node Filter and Score see, never iterated.
   std::unordered_map<std::string, NodeAllocation, StringHash, std::equal_to<>> node_allocations;
   std::set<size_t> unavailable;
@@ -1132,6 +1135,7 @@ class DynamicResources final : public PreEnqueuePlugin,
   // The claims to allocate on `node`: the user claims, plus the special claim for the mapped
   // extended resources this node does not advertise (it has no device plugin for them).
   Variant* VariantFor(DraState& s, const Pod& pod, const NodeInfo& node) {
+    if (s.extended.empty() && s.plain_variant != nullptr) return s.plain_variant;
     std::set<std::string> dra;
     std::string key;
     for (const auto& [resource, amount] : s.extended) {
@@ -1171,6 +1175,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
     v->allocator = allocator::NewAllocator(deps_.cluster->snapshot(), v->claims, options_.features);
     Variant* raw = v.get();
+    if (key.empty()) s.plain_variant = raw;
     s.variants.emplace(std::move(key), std::move(v));
     return raw;
   }
