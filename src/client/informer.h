@@ -24,8 +24,9 @@
 // Manual mode (`InformerOptions::manual`, for the simulator): no threads. Start() lists and opens
 // the watch on the calling thread, and events reach the cache and the handlers only when the owner
 // asks: PeekManual() says the resourceVersion of the next ready event (polling the stream without
-// blocking; a stream that ended is watched again, and relisted on 410), DeliverManual() applies it
-// on the calling thread. SharedInformers::DeliverPending() merges several manual informers in
+// blocking; a stream that ended is watched again, and relisted on 410; the event is decoded there,
+// once, and one that cannot be decoded is skipped), DeliverManual() applies it on the calling
+// thread. SharedInformers::DeliverPending() merges several manual informers in
 // resourceVersion order, the order in which the API committed the changes. Resync is not run.
 // The API's watch streams must support Poll() (the in-memory API does).
 //
