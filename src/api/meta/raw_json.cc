@@ -71,8 +71,10 @@ boost::json::object& UnknownFields::mutable_fields() {
 void UnknownFields::clear() { fields_.reset(); }
 
 void UnknownFields::Add(std::string_view key, const boost::json::value& value) {
-  // Copy into the default resource: the source may live in a parser's monotonic arena.
-  mutable_fields()[key] = boost::json::value(value, boost::json::storage_ptr());
+  // Copied into the object's resource, the default one: the source may live in a parser's
+  // monotonic arena. In place, not as a temporary assigned over a null (decoders add a Pod's
+  // upstream-defaulted fields this model lacks for every Pod version an informer decodes).
+  mutable_fields().insert_or_assign(key, value);
 }
 
 }  // namespace draplane::api
