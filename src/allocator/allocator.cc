@@ -213,15 +213,16 @@ uint64_t SpecsHash(const std::vector<const rv1::ResourceClaimSpec*>& specs) {
 // Pod retried again and again are compared once, not on every attempt. Claims without both
 // (in-flight claims a caller builds) are compared every time.
 uint64_t ClaimSetId(SnapshotState& state, const std::vector<ClaimSpec>& claims) {
-  std::vector<const rv1::ResourceClaimSpec*> specs;
-  specs.reserve(claims.size());
-  for (const ClaimSpec& c : claims) specs.push_back(&c.claim->spec);
+  auto compared = [&] {
+    std::vector<const rv1::ResourceClaimSpec*> specs;
+    specs.reserve(claims.size());
+    for (const ClaimSpec& c : claims) specs.push_back(&c.claim->spec);
+    return state.ClaimSetId(specs, SpecsHash(specs));
+  };
   std::string versions;
   for (const ClaimSpec& c : claims) {
     const auto& meta = c.claim->metadata;
-    if (meta.uid.empty() || meta.resource_version.empty()) {
-      return state.ClaimSetId(specs, SpecsHash(specs));
-    }
+    if (meta.uid.empty() || meta.resource_version.empty()) return compared();
     versions += meta.uid;
     versions.push_back('/');
     versions += meta.resource_version;
@@ -233,7 +234,7 @@ uint64_t ClaimSetId(SnapshotState& state, const std::vector<ClaimSpec>& claims) 
   // Versions of deleted claims are never asked for again: start over now and then.
   constexpr size_t kRememberedClaimSets = 65536;
   if (state.claim_version_ids.size() >= kRememberedClaimSets) state.claim_version_ids.clear();
-  uint64_t id = state.ClaimSetId(specs, SpecsHash(specs));
+  uint64_t id = compared();
   state.claim_version_ids.emplace(std::move(versions), id);
   return id;
 }
