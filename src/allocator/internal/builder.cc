@@ -257,7 +257,7 @@ void ProblemBuilder::AddDevices() {
         }
         if (with_policies_) problem.facts.push_back(&state_.Facts(*slice, i));
         problem.devices.push_back(std::move(dev));
-        refs.push_back(DeviceRef{slice, i});
+        refs.push_back(DeviceRef{slice, i, rec});
       }
     }
     devices_of_gathered[gp].second = static_cast<DeviceIndex>(problem.devices.size());
@@ -644,8 +644,9 @@ Selectability ProblemBuilder::Select(uint32_t c, const KeySpec& spec, DeviceInde
     }
     if (!*match) {
       out.reason = Reason::kNodeMismatch;
-      if (explain_)
+      if (explain_) {
         out.detail = "the device's node selection does not match node " + node_.metadata.name;
+      }
       return out;
     }
   }
@@ -693,33 +694,63 @@ bool ProblemBuilder::ToleratesTaint(const rv1::DeviceToleration& t, const rv1::D
 uint32_t ProblemBuilder::MakePlan(const KeySpec& spec, DeviceIndex d) {
   const DeviceRef& ref = refs[d];
   const internal::Device& dev = problem.devices[d];
-  const std::string& driver = problem.pools[dev.pool].driver;
   const std::vector<ResolvedCapacity>& caps = state_.Capacities(*ref.slice, ref.index);
-  if (caps.empty() && (spec.capacity == nullptr || spec.capacity->requests.empty())) {
-    return dev.multi_allocatable ? EmptyPlan() : kNone;
-  }
-  CapacityPlan plan;
-  std::vector<const api::Quantity*> requested(caps.size(), nullptr);
-  if (spec.capacity != nullptr) {
-    for (const auto& [name, q] : spec.capacity->requests) {
-      uint32_t i = ResolveRequestName(name, driver, caps);
-      if (i == kNone) {
-        plan.usable = false;
-        plan.why = "capacity " + name + " is not defined on the device";
-        break;
+  const bool requests = spec.capacity != nullptr && !spec.capacity->requests.empty();
+  if (caps.empty() && !requests) return dev.multi_allocatable ? EmptyPlan() : kNone;
+  CapacityPlan planned;
+  const CapacityPlan* plan = &planned;
+  if (!requests && (ref.record == nullptr || ref.record->aggregated.empty())) {
+    // The same for every attempt while the slice is: computed once.
+    SliceEntry& slice = *ref.slice;
+    if (slice.unrequested_plans.size() != slice.spec().devices.size()) {
+      slice.unrequested_plans.resize(slice.spec().devices.size());
+    }
+    std::optional<CapacityPlan>& cached = slice.unrequested_plans[ref.index];
+    if (!cached.has_value()) cached = PlanCapacities(caps, {}, nullptr, dev.multi_allocatable);
+    plan = &*cached;
+  } else {
+    const std::string& driver = problem.pools[dev.pool].driver;
+    std::vector<const api::Quantity*> requested(caps.size(), nullptr);
+    if (requests) {
+      for (const auto& [name, q] : spec.capacity->requests) {
+        uint32_t i = ResolveRequestName(name, driver, caps);
+        if (i == kNone) {
+          planned.usable = false;
+          planned.why = "capacity " + name + " is not defined on the device";
+          break;
+        }
+        if (requested[i] != nullptr) {
+          planned.usable = false;
+          planned.why = "capacity " + *caps[i].published + " is requested twice";
+          break;
+        }
+        requested[i] = &q;
       }
-      if (requested[i] != nullptr) {
-        plan.usable = false;
-        plan.why = "capacity " + *caps[i].published + " is requested twice";
-        break;
-      }
-      requested[i] = &q;
+    }
+    if (planned.usable) {
+      planned = PlanCapacities(caps, requested, ref.record, dev.multi_allocatable);
     }
   }
-  const AllocatedState::DeviceRecord* rec =
-      allocated_.Find(driver, problem.pools[dev.pool].name, dev.name);
-  for (size_t i = 0; plan.usable && i < caps.size(); ++i) {
-    api::Quantity consumed = ConsumedQuantity(requested[i], *caps[i].capacity);
+  if (plan->usable && !dev.multi_allocatable) return kNone;
+  if (with_policies_) {
+    ResourceList named;
+    for (size_t i = 0; i < plan->consumed.size(); ++i) {
+      named.emplace(*caps[i].published, plan->consumed[i]);
+    }
+    problem.plan_consumed.push_back(std::move(named));
+  }
+  problem.plans.push_back(plan == &planned ? std::move(planned) : *plan);
+  return static_cast<uint32_t>(problem.plans.size() - 1);
+}
+
+CapacityPlan ProblemBuilder::PlanCapacities(const std::vector<ResolvedCapacity>& caps,
+                                            const std::vector<const api::Quantity*>& requested,
+                                            const AllocatedState::DeviceRecord* record,
+                                            bool multi_allocatable) {
+  CapacityPlan plan;
+  for (size_t i = 0; i < caps.size(); ++i) {
+    api::Quantity consumed =
+        ConsumedQuantity(requested.empty() ? nullptr : requested[i], *caps[i].capacity);
     if (consumed.Sign() < 0) {
       plan.usable = false;
       plan.why = "capacity " + *caps[i].published + " would be negative";
@@ -732,7 +763,7 @@ uint32_t ProblemBuilder::MakePlan(const KeySpec& spec, DeviceIndex d) {
       break;
     }
     const api::Quantity& value = caps[i].capacity->value;
-    const api::Quantity* used = AllocatedCapacity(rec, caps[i]);
+    const api::Quantity* used = AllocatedCapacity(record, caps[i]);
     api::Quantity total = used != nullptr ? used->Add(consumed) : consumed;
     if (total.Compare(value) > 0) {
       plan.usable = false;
@@ -741,19 +772,10 @@ uint32_t ProblemBuilder::MakePlan(const KeySpec& spec, DeviceIndex d) {
                              value.ToString());
       break;
     }
-    if (dev.multi_allocatable) plan.consumed.push_back(std::move(consumed));
+    if (multi_allocatable) plan.consumed.push_back(std::move(consumed));
   }
-  if (plan.usable && !dev.multi_allocatable) return kNone;
   if (!plan.usable) plan.consumed.clear();
-  if (with_policies_) {
-    ResourceList named;
-    for (size_t i = 0; i < plan.consumed.size(); ++i) {
-      named.emplace(*caps[i].published, plan.consumed[i]);
-    }
-    problem.plan_consumed.push_back(std::move(named));
-  }
-  problem.plans.push_back(std::move(plan));
-  return static_cast<uint32_t>(problem.plans.size() - 1);
+  return plan;
 }
 
 uint32_t ProblemBuilder::EmptyPlan() {

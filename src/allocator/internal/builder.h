@@ -78,6 +78,7 @@ KeySpec PrepareKey(SnapshotState& state, const Features& features, const std::st
 struct DeviceRef {
   SliceEntry* slice = nullptr;
   uint32_t index = 0;
+  const AllocatedState::DeviceRecord* record = nullptr;  // what is allocated of it, if anything
   const api::resourcev1::Device& device() const { return slice->spec().devices[index]; }
   const internal::DeviceData& data() const { return slice->data[index]; }
 };
@@ -168,6 +169,13 @@ class ProblemBuilder {
   // Returns kNone for an exclusive device that fits: nothing else in the attempt can consume its
   // capacity, so the static check is the whole check.
   uint32_t MakePlan(const KeySpec& spec, DeviceIndex d);
+  // MakePlan's check of one device's capacities: what each would consume (`requested`, per
+  // capacity, null for one not requested; an empty list when none is) and whether that fits
+  // beside what `record` holds consumed.
+  static CapacityPlan PlanCapacities(const std::vector<ResolvedCapacity>& caps,
+                                     const std::vector<const api::Quantity*>& requested,
+                                     const AllocatedState::DeviceRecord* record,
+                                     bool multi_allocatable);
 
   // A usable plan that consumes nothing (a multi-allocatable device without capacities).
   uint32_t EmptyPlan();

@@ -18,6 +18,7 @@
 #include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "allocator/internal/device_data.h"
+#include "allocator/internal/problem.h"
 #include "allocator/internal/selector_engine.h"
 #include "allocator/snapshot.h"
 #include "api/gen/core_v1_types.h"
@@ -78,6 +79,10 @@ struct SliceEntry {
   // Per device: its capacities with names resolved against the driver (consumable capacity),
   // made on first use.
   std::vector<std::optional<std::vector<ResolvedCapacity>>> capacities;
+  // Per device: its capacity plan for a request that asks for none of its capacity while none of
+  // it is consumed (ProblemBuilder::MakePlan), made on first use: most plans, and the same for
+  // every attempt.
+  std::vector<std::optional<CapacityPlan>> unrequested_plans;
   // Per device: what the charging rules read (charges.h), made on first use by a policy.
   std::vector<std::optional<DeviceFacts>> facts;
 
