@@ -375,6 +375,34 @@ TEST(AllocatorTest, ConsumableCapacityRoundsUpAndNeverOversells) {
   EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
 }
 
+TEST(AllocatorTest, ADefaultConsumptionIsCheckedAgainstWhatIsConsumedOnEveryAttempt) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kSharedNic);
+  f.Load(
+      Claim("    - name: req-0\n      exactly:\n        deviceClassName: class-a\n"
+            "        allocationMode: ExactCount\n        count: 1\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  EXPECT_EQ((*o->results)[0].devices.results[0].consumed_capacity.at("bandwidth"),
+            api::Quantity::Parse("1G").value())
+      << "the policy's default when nothing is requested";
+
+  // The plan of a request without capacity requests is kept per slice version; what is consumed
+  // of the device still counts on every attempt: 9G + 1G fit into 10G, 9.5G + 1G do not.
+  f.allocated.AddConsumedCapacity("driver-a", "pool-1", "nic",
+                                  {{"bandwidth", api::Quantity::Parse("9G").value()}});
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kAllocated);
+  f.allocated.AddConsumedCapacity("driver-a", "pool-1", "nic",
+                                  {{"bandwidth", api::Quantity::Parse("500M").value()}});
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+}
+
 TEST(AllocatorTest, CapacityPolicyViolationsRejectTheDevice) {
   Fixture f;
   f.Load(kClassA);
