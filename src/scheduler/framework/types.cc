@@ -26,13 +26,18 @@ std::string_view CodeName(Code code) {
 
 PluginStatus PluginStatus::Error(Status error) {
   PluginStatus s(Code::kError, {std::string(error.message())});
-  s.error_ = std::move(error);
+  s.MutableDetails().error = std::move(error);
   return s;
+}
+
+const PluginStatus::Details& PluginStatus::EmptyDetails() {
+  static const Details* const empty = new Details();
+  return *empty;
 }
 
 std::string PluginStatus::Message() const {
   std::string out;
-  for (const std::string& r : reasons_) {
+  for (const std::string& r : reasons()) {
     if (!out.empty()) out += ", ";
     out += r;
   }

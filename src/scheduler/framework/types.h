@@ -37,9 +37,23 @@ std::string_view CodeName(Code code);
 
 // The outcome of one plugin call (upstream framework.Status): a code, reasons in words, the
 // plugin that produced it, and for kError the underlying Status.
+//
+// A code and one pointer: the reasons, the plugin and the error live behind it, absent for the
+// statuses without them. Filters return a status per plugin per candidate node (millions in a
+// simulated day), nearly all Success; constructing and destroying those is then free.
 class PluginStatus {
  public:
   PluginStatus() = default;
+  PluginStatus(const PluginStatus& other)
+      : code_(other.code_),
+        details_(other.details_ ? std::make_unique<Details>(*other.details_) : nullptr) {}
+  PluginStatus& operator=(const PluginStatus& other) {
+    if (this != &other) *this = PluginStatus(other);
+    return *this;
+  }
+  PluginStatus(PluginStatus&&) noexcept = default;
+  PluginStatus& operator=(PluginStatus&&) noexcept = default;
+
   static PluginStatus Success() { return PluginStatus(); }
   static PluginStatus Skip() { return PluginStatus(Code::kSkip, {}); }
   static PluginStatus Unschedulable(std::string reason) {
@@ -64,12 +78,13 @@ class PluginStatus {
   // without holding a binder thread, and nothing is announced to the user.
   static PluginStatus WaitForWrite(std::string reason) {
     PluginStatus s = WithReason(Code::kWait, std::move(reason));
-    s.waits_for_write_ = true;
+    s.details_->waits_for_write = true;
     return s;
   }
 
-  PluginStatus(Code code, std::vector<std::string> reasons)
-      : code_(code), reasons_(std::move(reasons)) {}
+  PluginStatus(Code code, std::vector<std::string> reasons) : code_(code) {
+    if (!reasons.empty()) MutableDetails().reasons = std::move(reasons);
+  }
 
   Code code() const { return code_; }
   bool ok() const { return code_ == Code::kSuccess; }
@@ -79,34 +94,44 @@ class PluginStatus {
     return code_ == Code::kUnschedulable || code_ == Code::kUnschedulableAndUnresolvable ||
            code_ == Code::kPending;
   }
-  const std::vector<std::string>& reasons() const { return reasons_; }
+  const std::vector<std::string>& reasons() const {
+    return details_ ? details_->reasons : EmptyDetails().reasons;
+  }
   // The reasons joined with ", " (upstream Status.Message).
   std::string Message() const;
-  const std::string& plugin() const { return plugin_; }
+  const std::string& plugin() const { return details_ ? details_->plugin : EmptyDetails().plugin; }
   // Returns *this, so `return s.WithPlugin(name);` copies the status: on hot paths set the
   // plugin, then `return s;`.
   PluginStatus& WithPlugin(std::string_view plugin) {
-    plugin_ = std::string(plugin);
+    MutableDetails().plugin = std::string(plugin);
     return *this;
   }
-  const Status& error() const { return error_; }
+  const Status& error() const { return details_ ? details_->error : EmptyDetails().error; }
   // A Wait made by WaitForWrite.
-  bool waits_for_write() const { return waits_for_write_; }
+  bool waits_for_write() const { return details_ && details_->waits_for_write; }
 
  private:
+  struct Details {
+    bool waits_for_write = false;
+    std::vector<std::string> reasons;
+    std::string plugin;
+    Status error;
+  };
+  static const Details& EmptyDetails();
+  Details& MutableDetails() {
+    if (!details_) details_ = std::make_unique<Details>();
+    return *details_;
+  }
   // One reason, moved in (a braced list would copy it: an initializer_list's elements are const).
   static PluginStatus WithReason(Code code, std::string reason) {
     PluginStatus s;
     s.code_ = code;
-    s.reasons_.push_back(std::move(reason));
+    s.MutableDetails().reasons.push_back(std::move(reason));
     return s;
   }
 
   Code code_ = Code::kSuccess;
-  bool waits_for_write_ = false;
-  std::vector<std::string> reasons_;
-  std::string plugin_;
-  Status error_;
+  std::unique_ptr<Details> details_;
 };
 
 // Data plugins keep for one scheduling attempt, by type (upstream CycleState keyed by name).
