@@ -298,6 +298,15 @@ class AllocatorImpl final : public Allocator {
     const bool use_allocated =
         options.use_node_cache && options.policies.empty() && !options.explain;
     NodeEntry::Unsatisfiable* unexplained = nullptr;
+    if (use_cache && !options.explain) {
+      for (const NodeEntry::UnsatisfiableAlways& u : entry.unsatisfiable_always) {
+        if (u.claims != claim_set_ || !(u.features == features_)) continue;
+        Outcome out;
+        out.kind = Outcome::Kind::kUnsatisfiable;
+        out.stats.node_cache_hit = true;
+        return out;
+      }
+    }
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
         entry.state_id = allocated.id();
@@ -385,6 +394,11 @@ class AllocatorImpl final : public Allocator {
         if (use_cache && unexplained == nullptr && result.stats.policy_rejections == 0) {
           Remember(entry.unsatisfiable, {Key(entry, allocated), nullptr});
         }
+        // Most claim sets a node cannot take it never can (the wrong model of GPU): such a
+        // verdict outlives every allocation and release on the node.
+        if (use_cache && internal::UnsatisfiableWhateverIsAllocated(builder.problem)) {
+          Remember<kRememberedAlways>(entry.unsatisfiable_always, {claim_set_, features_});
+        }
       }
     }
     if (options.explain) {
@@ -428,9 +442,11 @@ class AllocatorImpl final : public Allocator {
 
   // Appends a verdict, forgetting the oldest beyond a few per node: a node is asked about the
   // claim shapes of the Pods pending at one time, rarely more than a handful.
-  template <typename Verdict>
+  // Verdicts that no allocation changes are kept for more claim shapes (a node keeps them
+  // until its slices change, across many rounds of pending Pods).
+  static constexpr size_t kRememberedAlways = 16;
+  template <size_t kRemembered = 4, typename Verdict>
   static void Remember(std::vector<Verdict>& verdicts, Verdict verdict) {
-    constexpr size_t kRemembered = 4;
     if (verdicts.size() >= kRemembered) verdicts.erase(verdicts.begin());
     verdicts.push_back(std::move(verdict));
   }

@@ -1192,6 +1192,50 @@ TEST(AllocatorTest, NodeCacheRemembersUnsatisfiableClaimsUntilTheStateChanges) {
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/pool-1/device-2"}));
 }
 
+TEST(AllocatorTest, NodeCacheKeepsAClaimSetTheNodeCanNeverTakeAcrossStateChanges) {
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kTwoDevices);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "3}}\n"));
+  StatusOr<Outcome> o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  // Three devices out of two: no allocation or release on the node changes that.
+  f.allocated.AddDevice("driver-a", "pool-1", "device-1");
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_TRUE(o->stats.node_cache_hit);
+  f.allocated.RemoveDevice("driver-a", "pool-1", "device-1");
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->stats.node_cache_hit);
+  // An explanation is searched for, and says why.
+  o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  ASSERT_NE(o->explanation, nullptr);
+
+  // Two devices the node has, both taken: unsatisfiable only while they are.
+  f.claims[0].spec.devices.requests[0].exactly->count = 2;
+  f.claims[0].metadata.name = "claim-1";
+  f.claims[0].metadata.uid = "uid-claim-1";
+  f.allocated.AddDevice("driver-a", "pool-1", "device-2");
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_FALSE(o->stats.node_cache_hit);
+  f.allocated.RemoveDevice("driver-a", "pool-1", "device-2");
+  o = f.Run();
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kAllocated);
+  EXPECT_FALSE(o->stats.node_cache_hit);
+}
+
 TEST(AllocatorTest, NodeCacheRemembersAnAllocationForPolicyFreeCallersUntilTheStateChanges) {
   Fixture f;
   f.Load(kClassA);

@@ -157,4 +157,25 @@ void AssignSymmetryClasses(Problem& problem) {
   }
 }
 
+bool UnsatisfiableWhateverIsAllocated(const Problem& problem) {
+  if (!problem.errors.empty()) return false;
+  for (const Device& d : problem.devices) {
+    if (d.multi_allocatable || d.groups_unsupported) return false;
+  }
+  for (const Claim& claim : problem.claims) {
+    for (const Request& request : claim.requests) {
+      bool possible = false;
+      for (uint32_t k : request.keys) {
+        const RequestKey& key = problem.keys[k];
+        if (key.all_mode || key.candidates.size() >= static_cast<size_t>(key.num_devices)) {
+          possible = true;
+          break;
+        }
+      }
+      if (!possible) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace draplane::allocator::internal

@@ -276,4 +276,12 @@ struct Problem {
 // share a class. Call after the problem is complete.
 void AssignSymmetryClasses(Problem& problem);
 
+// Whether some request of the problem has, in each of its alternatives, fewer candidates than
+// devices to choose: then no allocated state of the node satisfies the claims (the candidates are
+// the devices the selectors, the node and the features admit; what is allocated only takes some
+// away). Answers false where the state could matter otherwise: a fatal error the search may or
+// may not reach, an All-mode alternative, a multi-allocatable device, or a device left out for
+// the compatibility groups of an allocated device.
+bool UnsatisfiableWhateverIsAllocated(const Problem& problem);
+
 }  // namespace draplane::allocator::internal

@@ -141,6 +141,15 @@ struct NodeEntry {
     std::shared_ptr<const Explanation> explanation;
   };
   std::vector<Unsatisfiable> unsatisfiable;  // most recent last, bounded
+  // Claim sets (with the features they were searched under) that no allocated state lets fit
+  // on this node (UnsatisfiableWhateverIsAllocated): the devices the claims could take are too
+  // few. A change of the node's slices or labels resets the entry, and with it these; a change
+  // of what is allocated does not.
+  struct UnsatisfiableAlways {
+    uint64_t claims = 0;
+    Features features;
+  };
+  std::vector<UnsatisfiableAlways> unsatisfiable_always;  // most recent last, bounded
   // Claim sets allocated on this node by a policy-free search, with the search's first solution
   // (share IDs are drawn again for each caller): the Pods that try the node after it changed
   // elsewhere in the cluster find it here.
