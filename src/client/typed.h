@@ -147,40 +147,54 @@ ApiRequest CreateRequest(const T& object, std::string_view field_manager) {
 
 // Sends the create or update `request` with `object` as its body (ApiClient::DoTyped: the
 // in-memory API keeps it typed, others encode it) and answers the stored object, or nothing for
-// `discard_response`.
+// `discard_response`. The helpers below take the object by value: a caller that gives it away
+// (std::move) spares a copy of it.
 template <typename T>
-StatusOr<std::shared_ptr<const T>> WriteTyped(ApiClient& api, ApiRequest request, const T& object) {
+StatusOr<std::shared_ptr<const T>> WriteTyped(ApiClient& api, ApiRequest request, T object) {
   StatusOr<std::shared_ptr<const void>> answer =
-      api.DoTyped(std::move(request), std::make_shared<T>(object), TypedKindOf<T>());
+      api.DoTyped(std::move(request), std::make_shared<T>(std::move(object)), TypedKindOf<T>());
   if (!answer.ok()) return answer.status();
   return std::static_pointer_cast<const T>(std::move(*answer));
 }
 
-// WriteTyped for a caller that reads the stored object.
+// WriteTyped for a caller that reads the stored object without changing it: the API's own
+// version, shared (no copy).
 template <typename T>
-StatusOr<T> WriteAndAnswer(ApiClient& api, ApiRequest request, const T& object) {
-  StatusOr<std::shared_ptr<const T>> answer = WriteTyped(api, std::move(request), object);
+StatusOr<std::shared_ptr<const T>> WriteAndShare(ApiClient& api, ApiRequest request, T object) {
+  StatusOr<std::shared_ptr<const T>> answer =
+      WriteTyped(api, std::move(request), std::move(object));
   if (!answer.ok()) return answer.status();
   if (*answer == nullptr) return InternalError("the API answered without an object");
+  return answer;
+}
+
+// WriteTyped for a caller that takes the stored object as its own (a copy).
+template <typename T>
+StatusOr<T> WriteAndAnswer(ApiClient& api, ApiRequest request, T object) {
+  StatusOr<std::shared_ptr<const T>> answer =
+      WriteAndShare(api, std::move(request), std::move(object));
+  if (!answer.ok()) return answer.status();
   return **answer;
 }
 
 // WriteTyped for a caller that reads only whether the write succeeded.
 template <typename T>
-Status WriteOnly(ApiClient& api, ApiRequest request, const T& object) {
+Status WriteOnly(ApiClient& api, ApiRequest request, T object) {
   request.discard_response = true;
-  return WriteTyped(api, std::move(request), object).status();
+  return WriteTyped(api, std::move(request), std::move(object)).status();
 }
 
 template <typename T>
-StatusOr<T> Create(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return WriteAndAnswer(api, TypedRequest(Verb::kCreate, object, "", field_manager), object);
+StatusOr<T> Create(ApiClient& api, T object, std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kCreate, object, "", field_manager);
+  return WriteAndAnswer(api, std::move(request), std::move(object));
 }
 
 // Create for a caller that needs only success or failure: the stored object is not parsed.
 template <typename T>
-Status CreateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return WriteOnly(api, TypedRequest(Verb::kCreate, object, "", field_manager), object);
+Status CreateOnly(ApiClient& api, T object, std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kCreate, object, "", field_manager);
+  return WriteOnly(api, std::move(request), std::move(object));
 }
 
 // A create or update of `object` without its body (WriteTyped hands the object itself over).
@@ -213,20 +227,38 @@ ApiRequest UpdateRequest(const T& object, std::string_view subresource,
 
 // Replaces the object (its `metadata.resourceVersion` must be current: Conflict otherwise).
 template <typename T>
-StatusOr<T> Update(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return WriteAndAnswer(api, TypedRequest(Verb::kUpdate, object, "", field_manager), object);
+StatusOr<T> Update(ApiClient& api, T object, std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kUpdate, object, "", field_manager);
+  return WriteAndAnswer(api, std::move(request), std::move(object));
 }
 
 // Update for a caller that needs only success or failure: the stored object is not parsed.
 template <typename T>
-Status UpdateOnly(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return WriteOnly(api, TypedRequest(Verb::kUpdate, object, "", field_manager), object);
+Status UpdateOnly(ApiClient& api, T object, std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kUpdate, object, "", field_manager);
+  return WriteOnly(api, std::move(request), std::move(object));
 }
 
 // Replaces the object's status through the `status` subresource.
 template <typename T>
-StatusOr<T> UpdateStatus(ApiClient& api, const T& object, std::string_view field_manager = "") {
-  return WriteAndAnswer(api, TypedRequest(Verb::kUpdate, object, "status", field_manager), object);
+StatusOr<T> UpdateStatus(ApiClient& api, T object, std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kUpdate, object, "status", field_manager);
+  return WriteAndAnswer(api, std::move(request), std::move(object));
+}
+
+// UpdateStatus answering the stored object shared (WriteAndShare).
+template <typename T>
+StatusOr<std::shared_ptr<const T>> UpdateStatusShared(ApiClient& api, T object,
+                                                      std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kUpdate, object, "status", field_manager);
+  return WriteAndShare(api, std::move(request), std::move(object));
+}
+
+// UpdateStatus for a caller that needs only success or failure.
+template <typename T>
+Status UpdateStatusOnly(ApiClient& api, T object, std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kUpdate, object, "status", field_manager);
+  return WriteOnly(api, std::move(request), std::move(object));
 }
 
 template <typename T>

@@ -293,7 +293,8 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
       claim.metadata.annotations[std::string(kPodClaimNameAnnotation)] = entry.name;
       claim.metadata.owner_references.push_back(api::NewControllerRef(*pod));
       claim.spec = tmpl->spec.spec;
-      StatusOr<rv1::ResourceClaim> created = client::Create(api_, claim, options_.field_manager);
+      StatusOr<rv1::ResourceClaim> created =
+          client::Create(api_, std::move(claim), options_.field_manager);
       if (!created.ok()) {
         return ClaimCreationFailed(
             *pod, entry.name, created.status().WithPrefix("create ResourceClaim " + entry.name));
@@ -326,9 +327,8 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
       }
       rv1::ResourceClaim next = *claim;
       next.status.reserved_for.push_back(api::PodConsumerReference(*pod));
-      StatusOr<rv1::ResourceClaim> written =
-          client::UpdateStatus(api_, next, options_.field_manager);
-      if (!written.ok()) return written.status().WithPrefix("reserve claim for pod");
+      Status written = client::UpdateStatusOnly(api_, std::move(next), options_.field_manager);
+      if (!written.ok()) return written.WithPrefix("reserve claim for pod");
     }
   }
   return Status::Ok();
@@ -376,12 +376,13 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
     next.status.reserved_for = valid;
     // 5. Deallocate on the transition to "not used anymore".
     if (valid.empty() && finalizer) api::ClearAllocation(&next.status);
-    StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(api_, next, options_.field_manager);
+    StatusOr<std::shared_ptr<const rv1::ResourceClaim>> written =
+        client::UpdateStatusShared(api_, std::move(next), options_.field_manager);
     if (!written.ok()) return written.status().WithPrefix("update claim reservations");
-    if (finalizer && !written->status.allocation) {
-      rv1::ResourceClaim unfinalized = *written;
+    if (finalizer && !(*written)->status.allocation) {
+      rv1::ResourceClaim unfinalized = **written;
       api::RemoveClaimFinalizer(&unfinalized);
-      Status updated = client::UpdateOnly(api_, unfinalized, options_.field_manager);
+      Status updated = client::UpdateOnly(api_, std::move(unfinalized), options_.field_manager);
       if (!updated.ok()) return updated.WithPrefix("remove claim finalizer");
     }
   } else if (finalizer && valid.empty() &&
@@ -394,12 +395,12 @@ Status ResourceClaimController::SyncClaim(const std::string& ns, const std::stri
       log::Debug("resourceclaim: claim {}/{}: deallocating, nobody uses it", ns, name);
       api::ClearAllocation(&next.status);
       StatusOr<rv1::ResourceClaim> written =
-          client::UpdateStatus(api_, next, options_.field_manager);
+          client::UpdateStatus(api_, std::move(next), options_.field_manager);
       if (!written.ok()) return written.status().WithPrefix("deallocate claim");
       next = std::move(*written);
     }
     api::RemoveClaimFinalizer(&next);
-    Status updated = client::UpdateOnly(api_, next, options_.field_manager);
+    Status updated = client::UpdateOnly(api_, std::move(next), options_.field_manager);
     if (!updated.ok()) return updated.WithPrefix("remove claim finalizer");
   }
 

@@ -833,7 +833,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         b.charge_marker = ChargeMarker(pod);
         if (s->expected) s->expected->AddClaim(b.uid, b.charge_marker);
       }
-      Status written = WriteClaim(pod, *current, &b);
+      Status written = WriteClaim(pod, std::move(*current), &b);
       if (!written.ok()) return PluginStatus::Error(written);
     }
     // The allocations are written: charge the Allocation-mode quotas (quota_charger.h) while the
@@ -1384,12 +1384,13 @@ class DynamicResources final : public PreEnqueuePlugin,
 
   // upstream bindClaim: allocation (with the finalizer) and reservation, with retries.
   Status WriteClaim(const Pod& pod, rv1::ResourceClaim current, BindRecord* b) {
-    std::string key = ClaimKey(current.metadata.namespace_, current.metadata.name);
+    const std::string ns = current.metadata.namespace_;
+    const std::string name = current.metadata.name;
+    std::string key = ClaimKey(ns, name);
     bool refresh = false;
     for (int attempt = 0; attempt <= options_.conflict_retries; ++attempt) {
       if (refresh) {
-        StatusOr<rv1::ResourceClaim> fresh = client::Get<rv1::ResourceClaim>(
-            *deps_.api, current.metadata.namespace_, current.metadata.name);
+        StatusOr<rv1::ResourceClaim> fresh = client::Get<rv1::ResourceClaim>(*deps_.api, ns, name);
         if (!fresh.ok()) return fresh.status().WithPrefix("get updated claim " + key);
         current = std::move(*fresh);
       }
@@ -1409,7 +1410,7 @@ class DynamicResources final : public PreEnqueuePlugin,
         }
         if (update) {
           StatusOr<rv1::ResourceClaim> updated =
-              client::Update(*deps_.api, current, options_.field_manager);
+              client::Update(*deps_.api, std::move(current), options_.field_manager);
           if (!updated.ok()) {
             if (updated.status().code() == StatusCode::kConflict) continue;
             return updated.status().WithPrefix("add finalizer to claim " + key);
@@ -1433,22 +1434,23 @@ class DynamicResources final : public PreEnqueuePlugin,
         }
       }
       current.status.reserved_for.push_back(api::PodConsumerReference(pod));
-      StatusOr<rv1::ResourceClaim> written =
-          client::UpdateStatus(*deps_.api, current, options_.field_manager);
-      if (!written.ok()) {
-        if (written.status().code() == StatusCode::kConflict) continue;
-        return written.status().WithPrefix(b->allocation
-                                               ? "add allocation and reservation to claim " + key
-                                               : "add reservation to claim " + key);
+      StatusOr<std::shared_ptr<const rv1::ResourceClaim>> shared =
+          client::UpdateStatusShared(*deps_.api, std::move(current), options_.field_manager);
+      if (!shared.ok()) {
+        if (shared.status().code() == StatusCode::kConflict) continue;
+        return shared.status().WithPrefix(b->allocation
+                                              ? "add allocation and reservation to claim " + key
+                                              : "add reservation to claim " + key);
       }
+      const rv1::ResourceClaim& written = **shared;
       b->reserved = true;
-      b->name = written->metadata.name;
-      b->uid = written->metadata.uid;
+      b->name = written.metadata.name;
+      b->uid = written.metadata.uid;
       b->written_version = static_cast<uint64_t>(
-          api::ParseResourceVersion(written->metadata.resource_version).value_or(0));
-      if (b->allocation && written->status.allocation) {
+          api::ParseResourceVersion(written.metadata.resource_version).value_or(0));
+      if (b->allocation && written.status.allocation) {
         // What the claim holds now (with its allocationTimestamp): Unreserve undoes exactly this.
-        b->allocation = std::make_shared<const rv1::AllocationResult>(*written->status.allocation);
+        b->allocation = std::make_shared<const rv1::AllocationResult>(*written.status.allocation);
       }
       return Status::Ok();
     }
@@ -1570,9 +1572,9 @@ class DynamicResources final : public PreEnqueuePlugin,
         clear = release_allocation && claim->status.reserved_for.empty();
       }
       if (clear) api::ClearAllocationAndReservations(&claim->status);
-      StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(api, *claim, manager);
+      StatusOr<rv1::ResourceClaim> written = client::UpdateStatus(api, std::move(*claim), manager);
       if (written.ok()) {
-        rv1::ResourceClaim next = *written;
+        rv1::ResourceClaim next = std::move(*written);
         // Without an allocation the claim needs no protection; the claim controller removes
         // the finalizer when this write loses a race.
         if (clear && api::RemoveClaimFinalizer(&next)) {
