@@ -80,6 +80,23 @@ bool Holdings::Erase(std::string_view uid) {
   return true;
 }
 
+bool Holdings::MarkCommitted(std::string_view uid) {
+  auto it = holdings_.find(uid);
+  if (it == holdings_.end() || !it->second.in_flight) return false;
+  Holding& h = it->second;
+  // Only the split between committed and in flight moves: the devices and their holders stay.
+  Tenant& t = tenants_[h.namespace_];
+  AddResources(t.in_flight, h.charge.additive, -1);
+  AddResources(t.committed, h.charge.additive, +1);
+  for (const auto& [key, counters] : h.charge.share_counters) {
+    SharedCounters& s = t.shares[key];
+    --s.in_flight;
+    ++s.committed;
+  }
+  h.in_flight = false;
+  return true;
+}
+
 const Holdings::Holding* Holdings::Find(std::string_view uid) const {
   auto it = holdings_.find(uid);
   return it == holdings_.end() ? nullptr : &it->second;

@@ -77,6 +77,10 @@ class Holdings {
   void Put(Holding holding);
   // Removes the holding with this uid; false when there was none.
   bool Erase(std::string_view uid);
+  // Marks the in-flight holding with this uid committed (its allocation was written): as Put of
+  // the same holding with `in_flight` false, without taking its devices back and adding them
+  // again. False when there is no such holding in flight.
+  bool MarkCommitted(std::string_view uid);
   const Holding* Find(std::string_view uid) const;
   size_t size() const { return holdings_.size(); }
 

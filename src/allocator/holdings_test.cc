@@ -135,6 +135,48 @@ TEST_F(HoldingsTest, ShareCountersArePaidOncePerNamespace) {
   EXPECT_FALSE(h.HoldsSharedCounters("team-a", "gpu.example.com/node-1/shared-mig"));
 }
 
+TEST_F(HoldingsTest, MarkingAnInFlightHoldingCommittedEqualsPuttingItCommitted) {
+  rv1::ResourceClaim held = AllocatedClaim("team-a", "s1", "mig", {"shared-mig@1"});
+  rv1::ResourceClaim written = AllocatedClaim("team-a", "s2", "mig", {"shared-mig@2", "h100-0"});
+  Holdings flipped;
+  Holdings put;
+  flipped.Put(Make(held, /*in_flight=*/true));
+  put.Put(Make(held, /*in_flight=*/true));
+  flipped.Put(Make(written, /*in_flight=*/true));
+  EXPECT_TRUE(flipped.HoldsSharedCounters("team-a", "gpu.example.com/node-1/shared-mig",
+                                          Holdings::Scope::kAll));
+  EXPECT_FALSE(flipped.HoldsSharedCounters("team-a", "gpu.example.com/node-1/shared-mig",
+                                           Holdings::Scope::kCommitted));
+
+  EXPECT_TRUE(flipped.MarkCommitted("uid-team-a-s2"));
+  EXPECT_FALSE(flipped.MarkCommitted("uid-team-a-s2")) << "committed already";
+  EXPECT_FALSE(flipped.MarkCommitted("uid-team-a-none"));
+  put.Put(Make(written));
+  EXPECT_EQ(flipped.all(), put.all());
+  for (Holdings::Scope scope :
+       {Holdings::Scope::kCommitted, Holdings::Scope::kInFlight, Holdings::Scope::kAll}) {
+    EXPECT_EQ(internal::RenderResources(flipped.Usage("team-a", scope)),
+              internal::RenderResources(put.Usage("team-a", scope)));
+  }
+  EXPECT_EQ(internal::RenderResources(flipped.Usage("team-a", Holdings::Scope::kCommitted)),
+            "gpu.example.com.driver.draplane.dev/counter.memory=90Gi\n"
+            "mig.deviceclass.draplane.dev/capacity.memory=81Gi\n"
+            "mig.deviceclass.draplane.dev/counter.memory=90Gi\n"
+            "mig.deviceclass.resource.k8s.io/devices=2\n");
+  EXPECT_TRUE(flipped.HoldsSharedCounters("team-a", "gpu.example.com/node-1/shared-mig",
+                                          Holdings::Scope::kCommitted));
+  EXPECT_EQ(flipped.DevicesOf("team-a"), put.DevicesOf("team-a"));
+  ASSERT_EQ(flipped.HoldersOf("gpu.example.com/node-1/shared-mig").size(), 2u);
+  EXPECT_FALSE(flipped.Find("uid-team-a-s2")->in_flight);
+
+  // Both give everything back alike.
+  EXPECT_TRUE(flipped.Erase("uid-team-a-s2"));
+  EXPECT_TRUE(put.Erase("uid-team-a-s2"));
+  EXPECT_EQ(internal::RenderResources(flipped.Usage("team-a")),
+            internal::RenderResources(put.Usage("team-a")));
+  EXPECT_EQ(flipped.DevicesOf("team-a"), put.DevicesOf("team-a"));
+}
+
 TEST_F(HoldingsTest, RecomputeAgreesWithTheLiveIndexAndCompareNamesDifferences) {
   rv1::ResourceClaim c1 = AllocatedClaim("team-a", "c1", "h100", {"h100-0"});
   rv1::ResourceClaim c2 = AllocatedClaim("team-a", "c2", "h100", {"h100-1"});

@@ -275,14 +275,11 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
   // (allocated_state.h) for nothing.
   // Its holding too: the in-flight one was made from the same claim (its spec, the request
   // classes, does not change) and the same devices, so only its flag changes.
-  std::optional<allocator::Holdings::Holding> holding;
+  bool holding_committed = false;
   auto in_flight = in_flight_.find(uid);
   if (in_flight != in_flight_.end() &&
       in_flight->second.result().devices.results == claim->status.allocation->devices.results) {
-    if (const allocator::Holdings::Holding* h = holdings_.Find(uid); h != nullptr && h->in_flight) {
-      holding = *h;
-      holding->in_flight = false;
-    }
+    holding_committed = CommitHolding(uid);
     ForgetInFlight(in_flight);
     ++changes_;
   } else {
@@ -290,11 +287,10 @@ bool DeviceLedger::Commit(std::shared_ptr<const rv1::ResourceClaim> claim) {
     AddResult(*claim->status.allocation);
   }
   CountCommitted(*claim->status.allocation, +1);
-  if (!holding) {
-    holding = allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
-                                        /*in_flight=*/false);
+  if (!holding_committed) {
+    PutHolding(allocator::Holdings::Make(uid, *claim, *claim->status.allocation, catalog_,
+                                         /*in_flight=*/false));
   }
-  PutHolding(std::move(*holding));
   Record record;
   record.conflicting = conflict;
   record.claim = std::move(claim);
@@ -366,6 +362,15 @@ void DeviceLedger::PutHolding(allocator::Holdings::Holding holding) {
   std::string uid = holding.uid;
   holdings_.Put(std::move(holding));
   observer_->OnHoldingAdded(*holdings_.Find(uid));
+}
+
+bool DeviceLedger::CommitHolding(std::string_view uid) {
+  const allocator::Holdings::Holding* h = holdings_.Find(uid);
+  if (h == nullptr || !h->in_flight) return false;
+  if (observer_ != nullptr) observer_->OnHoldingRemoved(*h);
+  holdings_.MarkCommitted(uid);
+  if (observer_ != nullptr) observer_->OnHoldingAdded(*holdings_.Find(uid));
+  return true;
 }
 
 void DeviceLedger::EraseHolding(std::string_view uid) {

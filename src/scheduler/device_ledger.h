@@ -205,6 +205,9 @@ class DeviceLedger {
   // holdings_.Put / Erase, telling the observer.
   void PutHolding(allocator::Holdings::Holding holding);
   void EraseHolding(std::string_view uid);
+  // holdings_.MarkCommitted, telling the observer (the in-flight holding removed, the committed
+  // one added); false when the uid holds nothing in flight.
+  bool CommitHolding(std::string_view uid);
   static std::string DeviceKey(std::string_view driver, std::string_view pool,
                                std::string_view device);
   using InFlight = std::unordered_map<std::string, Record, StringHash, std::equal_to<>>;
