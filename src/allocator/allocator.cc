@@ -298,14 +298,11 @@ class AllocatorImpl final : public Allocator {
     const bool use_allocated =
         options.use_node_cache && options.policies.empty() && !options.explain;
     NodeEntry::Unsatisfiable* unexplained = nullptr;
-    if (use_cache && !options.explain) {
-      for (const NodeEntry::UnsatisfiableAlways& u : entry.unsatisfiable_always) {
-        if (u.claims != claim_set_ || !(u.features == features_)) continue;
-        Outcome out;
-        out.kind = Outcome::Kind::kUnsatisfiable;
-        out.stats.node_cache_hit = true;
-        return out;
-      }
+    if (use_cache && !options.explain && NeverFits(entry)) {
+      Outcome out;
+      out.kind = Outcome::Kind::kUnsatisfiable;
+      out.stats.node_cache_hit = true;
+      return out;
     }
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
@@ -355,6 +352,20 @@ class AllocatorImpl final : public Allocator {
     }
     // A fatal error aborts the Pod's attempt; its message says what is wrong.
     if (!built.ok()) return built;
+    bool invalid = false;
+    for (const GatheredPool& p : entry.pools) invalid = invalid || p.invalid;
+    // Most claim sets a node cannot take it never can (the wrong model of GPU): that needs no
+    // search, whatever the node has allocated (so the answer does not depend on whether a
+    // verdict was remembered), and outlives every allocation and release on the node.
+    const bool never = !invalid && internal::UnsatisfiableWhateverIsAllocated(builder.problem);
+    if (never && use_cache && !NeverFits(entry)) {
+      Remember<kRememberedAlways>(entry.unsatisfiable_always, {claim_set_, features_});
+    }
+    if (never && !options.explain) {
+      Outcome out;
+      out.kind = Outcome::Kind::kUnsatisfiable;
+      return out;
+    }
     internal::AssignSymmetryClasses(builder.problem);
     internal::SearchOptions search_options;
     search_options.features = features_;
@@ -383,8 +394,6 @@ class AllocatorImpl final : public Allocator {
       out.kind = Outcome::Kind::kAllocated;
       if (use_allocated) Remember(entry.allocated, {Key(entry, allocated), out.results});
     } else {
-      bool invalid = false;
-      for (const GatheredPool& p : entry.pools) invalid = invalid || p.invalid;
       if (invalid) {
         // Not fatal: other nodes may still work.
         out.kind = Outcome::Kind::kNodeError;
@@ -393,11 +402,6 @@ class AllocatorImpl final : public Allocator {
         out.kind = Outcome::Kind::kUnsatisfiable;
         if (use_cache && unexplained == nullptr && result.stats.policy_rejections == 0) {
           Remember(entry.unsatisfiable, {Key(entry, allocated), nullptr});
-        }
-        // Most claim sets a node cannot take it never can (the wrong model of GPU): such a
-        // verdict outlives every allocation and release on the node.
-        if (use_cache && internal::UnsatisfiableWhateverIsAllocated(builder.problem)) {
-          Remember<kRememberedAlways>(entry.unsatisfiable_always, {claim_set_, features_});
         }
       }
     }
@@ -425,6 +429,14 @@ class AllocatorImpl final : public Allocator {
     key.versions.reserve(entry.records.size());
     for (const AllocatedState::PoolRecord* r : entry.records) key.versions.push_back(r->version);
     return key;
+  }
+
+  // Whether these claims are remembered as never fitting on `entry`'s node.
+  bool NeverFits(const NodeEntry& entry) const {
+    for (const NodeEntry::UnsatisfiableAlways& u : entry.unsatisfiable_always) {
+      if (u.claims == claim_set_ && u.features == features_) return true;
+    }
+    return false;
   }
 
   // Whether a verdict remembered under `key` answers this call now.
