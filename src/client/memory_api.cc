@@ -207,6 +207,15 @@ const void* TypedOf(const Version& v, const TypedKind& kind) {
   return v.typed.get();
 }
 
+// `object` as a Pod when `kind` is the Pod's; else null.
+api::corev1::Pod* AsPod(const TypedKind& kind, void* object) {
+  return &kind == &TypedKindOf<api::corev1::Pod>() ? static_cast<api::corev1::Pod*>(object)
+                                                   : nullptr;
+}
+const api::corev1::Pod* AsPod(const Version& v) {
+  return v.typed != nullptr ? AsPod(*v.kind, const_cast<void*>(v.typed.get())) : nullptr;
+}
+
 // Metadata facts of a version, read from whichever form it has.
 std::string ResourceVersionOf(const Version& v) {
   if (v.typed != nullptr) return MetadataOf(*v.kind, v.typed.get()).resource_version;
@@ -534,10 +543,19 @@ struct MemoryApi::State {
                                const TypedKind& kind) DRAPLANE_REQUIRES(mu);
   StatusOr<Stored> UpdateTyped(const ApiRequest& request, std::shared_ptr<void> object,
                                const TypedKind& kind) DRAPLANE_REQUIRES(mu);
-  // Whether a typed write of `type` in namespace `ns` has rules beyond the generic ones.
+  // Commit's rules on typed objects: `body` (the whole object, or for `status` at least its
+  // metadata and status) as the next version of `old`, the `kind` object stored at `it`.
+  StatusOr<Stored> CommitTyped(const ResourceType& type, Bucket& bucket, Bucket::iterator it,
+                               const void* old, std::shared_ptr<void> body, const TypedKind& kind,
+                               const std::string& subresource, bool check_rv) DRAPLANE_REQUIRES(mu);
+  // A merge patch of the object at `it`, whose stored version is typed, applied to the typed
+  // object (TypedKind::merge_patch_member); nullopt where only the JSON path can apply it.
+  std::optional<StatusOr<Stored>> PatchTyped(const ApiRequest& request, Bucket& bucket,
+                                             Bucket::iterator it) DRAPLANE_REQUIRES(mu);
+  // Whether a typed write of `type` in namespace `ns` has rules beyond the generic ones (and
+  // Create's, Delete's and Bind's for Pods, which the typed path has too).
   bool NeedsJsonPath(const ResourceType& type, std::string_view ns) DRAPLANE_REQUIRES(mu) {
-    return &type == &ResourceOf<api::corev1::Pod>() ||
-           &type == &ResourceOf<api::corev1::Namespace>() ||
+    return &type == &ResourceOf<api::corev1::Namespace>() ||
            &type == &ResourceOf<api::corev1::ResourceQuota>() ||
            (type.namespaced && quotas.Tracks(ns));
   }
@@ -658,6 +676,10 @@ StatusOr<Stored> MemoryApi::State::CreateTyped(const ApiRequest& request,
   meta.deletion_grace_period_seconds.reset();
   if (HasGeneration(type)) meta.generation = 1;
   if (DropsStatusOnCreate(type)) kind.clear_status(object.get());
+  if (api::corev1::Pod* pod = AsPod(kind, object.get());
+      pod != nullptr && pod->status.phase.empty()) {
+    pod->status.phase = "Pending";
+  }
   ++rv;
   meta.resource_version = std::to_string(rv);
   if (options.event_ttl > Duration::zero() && event) RenewLease(type, key, meta.resource_version);
@@ -683,12 +705,19 @@ StatusOr<Stored> MemoryApi::State::UpdateTyped(const ApiRequest& request,
   if (old == nullptr) {
     return Commit(type, key, kind.encode(object.get()), subresource, /*check_rv=*/true);
   }
-  // Commit's rules, on the typed objects.
+  return CommitTyped(type, bucket, it, old, std::move(object), kind, subresource,
+                     /*check_rv=*/true);
+}
+
+StatusOr<Stored> MemoryApi::State::CommitTyped(const ResourceType& type, Bucket& bucket,
+                                               Bucket::iterator it, const void* old,
+                                               std::shared_ptr<void> object, const TypedKind& kind,
+                                               const std::string& subresource, bool check_rv) {
   const api::metav1::ObjectMeta& old_meta = MetadataOf(kind, old);
   api::metav1::ObjectMeta& body_meta = kind.metadata(object.get());
-  DRAPLANE_RETURN_IF_ERROR(CheckPreconditions(type, old_meta.name, body_meta.resource_version,
-                                              old_meta.resource_version, body_meta.uid,
-                                              old_meta.uid));
+  DRAPLANE_RETURN_IF_ERROR(
+      CheckPreconditions(type, old_meta.name, check_rv ? body_meta.resource_version : std::string(),
+                         old_meta.resource_version, body_meta.uid, old_meta.uid));
   std::shared_ptr<void> next;
   if (subresource == "status") {
     // The old object but its status.
@@ -743,15 +772,24 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
   auto& bucket = objects[&type];
   auto it = bucket.find(ObjectKey(request.namespace_, request.name));
   if (it == bucket.end()) return NotFound(type, request.name);
-  const json::value& stored = J(it->second);
+  // The Pod typed, as the typed writes have it (decoded once where it is JSON), unless an
+  // interceptor sends every write through the JSON path.
+  const TypedKind& pod_kind = TypedKindOf<api::corev1::Pod>();
+  const auto* typed =
+      interceptor ? nullptr : static_cast<const api::corev1::Pod*>(TypedOf(*it->second, pod_kind));
+  const std::string uid = typed != nullptr ? typed->metadata.uid : MetaString(J(it->second), "uid");
+  const bool deleting = typed != nullptr
+                            ? typed->metadata.deletion_timestamp.has_value()
+                            : MetaOf(J(it->second))->if_contains("deletionTimestamp") != nullptr;
+  const std::string current =
+      typed != nullptr ? typed->spec.node_name : Str(Child(J(it->second), "spec"), "nodeName");
   std::string binding_uid = MetaString(body, "uid");
-  std::string pod_name = request.namespace_ + "/" + request.name;
-  if (!binding_uid.empty() && binding_uid != MetaString(stored, "uid")) {
+  if (!binding_uid.empty() && binding_uid != uid) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
                          "\": Precondition failed: UID in precondition: " + binding_uid +
-                         ", UID in object meta: " + MetaString(stored, "uid"));
+                         ", UID in object meta: " + uid);
   }
-  if (MetaOf(stored)->if_contains("deletionTimestamp") != nullptr) {
+  if (deleting) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
                          "\": pod " + request.name +
                          " is being deleted, cannot be assigned to a host");
@@ -759,33 +797,53 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
   const json::object* target = Child(body, "target");
   std::string node = Str(target, "name");
   if (node.empty()) return InvalidArgumentError("target.name: Required value");
-  std::string current = Str(Child(stored, "spec"), "nodeName");
   if (!current.empty()) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
                          "\": pod " + request.name + " is already assigned to node \"" + current +
                          "\"");
   }
-  json::value pod = stored;
-  EnsureObject(pod.as_object()["spec"])["nodeName"] = node;
-  json::object& status = EnsureObject(pod.as_object()["status"]);
-  json::value& condition_list = status["conditions"];
-  if (!condition_list.is_array()) condition_list = json::array();
-  json::array& conditions = condition_list.as_array();
-  json::object scheduled{{"type", "PodScheduled"},
-                         {"status", "True"},
-                         {"lastProbeTime", nullptr},
-                         {"lastTransitionTime", Now().text()}};
-  bool replaced = false;
-  for (json::value& c : conditions) {
-    if (c.is_object() && Str(&c.as_object(), "type") == "PodScheduled") {
-      c = scheduled;
-      replaced = true;
-    }
-  }
-  if (!replaced) conditions.push_back(scheduled);
   ++rv;
-  SetRv(pod);
-  Replace(type, it, std::move(pod));
+  if (typed != nullptr) {
+    std::shared_ptr<void> copy = pod_kind.copy(typed);
+    auto& pod = *static_cast<api::corev1::Pod*>(copy.get());
+    pod.spec.node_name = node;
+    api::corev1::PodCondition scheduled;
+    scheduled.type = "PodScheduled";
+    scheduled.status = "True";
+    scheduled.unknown.Add("lastProbeTime", nullptr);  // as the JSON path writes it: null
+    scheduled.last_transition_time = Now();
+    bool replaced = false;
+    for (api::corev1::PodCondition& c : pod.status.conditions) {
+      if (c.type == "PodScheduled") {
+        c = scheduled;
+        replaced = true;
+      }
+    }
+    if (!replaced) pod.status.conditions.push_back(std::move(scheduled));
+    pod.metadata.resource_version = std::to_string(rv);
+    Replace(type, it, StoredTyped(std::move(copy), pod_kind));
+  } else {
+    json::value pod = J(it->second);
+    EnsureObject(pod.as_object()["spec"])["nodeName"] = node;
+    json::object& status = EnsureObject(pod.as_object()["status"]);
+    json::value& condition_list = status["conditions"];
+    if (!condition_list.is_array()) condition_list = json::array();
+    json::array& conditions = condition_list.as_array();
+    json::object scheduled{{"type", "PodScheduled"},
+                           {"status", "True"},
+                           {"lastProbeTime", nullptr},
+                           {"lastTransitionTime", Now().text()}};
+    bool replaced = false;
+    for (json::value& c : conditions) {
+      if (c.is_object() && Str(&c.as_object(), "type") == "PodScheduled") {
+        c = scheduled;
+        replaced = true;
+      }
+    }
+    if (!replaced) conditions.push_back(scheduled);
+    SetRv(pod);
+    Replace(type, it, std::move(pod));
+  }
   return StoredJson(
       json::object{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}, {"code", 201}});
 }
@@ -903,6 +961,11 @@ StatusOr<Stored> MemoryApi::State::Patch(const ApiRequest& request) {
   auto& bucket = objects[&type];
   auto it = bucket.find(key);
   if (it == bucket.end()) return NotFound(type, request.name);
+  if (format == api::patch::PatchFormat::kMerge) {
+    if (std::optional<StatusOr<Stored>> typed = PatchTyped(request, bucket, it)) {
+      return std::move(*typed);
+    }
+  }
   std::string old_rv = ResourceVersionOf(*it->second);
   StatusOr<json::value> patched =
       api::patch::ApplyPatch(J(it->second), request.body, format, type.kind);
@@ -914,6 +977,40 @@ StatusOr<Stored> MemoryApi::State::Patch(const ApiRequest& request) {
   return Commit(type, key, std::move(candidate), request.subresource, check);
 }
 
+std::optional<StatusOr<Stored>> MemoryApi::State::PatchTyped(const ApiRequest& request,
+                                                             Bucket& bucket, Bucket::iterator it) {
+  const ResourceType& type = *request.resource;
+  const Version& version = *it->second;
+  const std::string& subresource = request.subresource;
+  // An interceptor sends every write through the JSON path (as DoTyped does).
+  if (interceptor || version.typed == nullptr || !request.body.is_object() ||
+      NeedsJsonPath(type, request.namespace_) ||
+      !(subresource.empty() || (subresource == "status" && version.kind->has_status))) {
+    return std::nullopt;
+  }
+  const TypedKind& kind = *version.kind;
+  // The patched object, of whose members Commit reads only the metadata and, for a status write,
+  // the status, for a main one everything but the status and the type fields it sets.
+  std::shared_ptr<void> candidate = kind.copy(version.typed.get());
+  for (const json::key_value_pair& member : request.body.as_object()) {
+    const std::string_view name = member.key();
+    if (subresource == "status"
+            ? name != "metadata" && name != "status"
+            : name == "apiVersion" || name == "kind" || (name == "status" && type.has_status)) {
+      continue;
+    }
+    if (!kind.merge_patch_member(candidate.get(), name, member.value())) return std::nullopt;
+  }
+  // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
+  // current object.
+  const std::string& old_rv = MetadataOf(kind, version.typed.get()).resource_version;
+  const bool check = MetadataOf(kind, candidate.get()).resource_version != old_rv;
+  // `version` stays alive in `it` until the commit replaces it, which keeps it as the previous
+  // version.
+  return CommitTyped(type, bucket, it, version.typed.get(), std::move(candidate), kind, subresource,
+                     check);
+}
+
 StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
   const ResourceType& type = *request.resource;
   std::string key = ObjectKey(type.namespaced ? request.namespace_ : "", request.name);
@@ -923,8 +1020,7 @@ StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
   const Version& version = *it->second;
   // The metadata this needs, from the typed object where the version has one (kinds whose
   // deletion reads more than metadata use the JSON).
-  const bool typed = version.typed != nullptr && &type != &ResourceOf<api::corev1::Namespace>() &&
-                     &type != &ResourceOf<api::corev1::Pod>();
+  const bool typed = version.typed != nullptr && &type != &ResourceOf<api::corev1::Namespace>();
   std::string uid, resource_version;
   bool already_deleting = false;
   bool finalizers = false;
@@ -961,6 +1057,11 @@ StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
   int64_t grace = 0;
   if (&type == &ResourceOf<api::corev1::Namespace>()) {
     finalizers = finalizers || HasNonEmptyArray(Child(J(it->second), "spec"), "finalizers");
+  } else if (const api::corev1::Pod* pod = typed ? AsPod(version) : nullptr) {
+    grace = options.grace_period_seconds.value_or(
+        pod->spec.termination_grace_period_seconds.value_or(30));
+    graceful = !pod->spec.node_name.empty() && pod->status.phase != "Succeeded" &&
+               pod->status.phase != "Failed" && grace > 0;
   } else if (&type == &ResourceOf<api::corev1::Pod>()) {
     const json::value& object = J(it->second);
     const json::object* spec = Child(object, "spec");

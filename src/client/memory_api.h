@@ -57,8 +57,13 @@
 // something reads JSON (a patch, a list, Do, a watch with selectors) and kept; a typed reader of a
 // JSON version decodes it once the same way. Create's and update's rules are applied to the typed
 // object as they are to JSON (MemoryApiTypedTest checks that both give the same objects, answers,
-// errors and events); kinds and namespaces with rules of their own (Pods, Namespaces,
-// ResourceQuotas, namespaces with a quota) take the JSON path.
+// errors and events), and so are a Pod's own (its phase on create, its binding, its graceful
+// deletion). A merge patch of a typed version is applied to the typed object member by member
+// (TypedKind::merge_patch_member: only the metadata, spec or status it names is encoded, patched
+// and decoded), so a Pod created typed stays typed through the status patches of its controllers
+// and kubelet. Kinds and namespaces with rules of their own that the typed path lacks
+// (Namespaces, ResourceQuotas, namespaces with a quota), other patches, and patches of members
+// the model does not know take the JSON path.
 //
 // Options: how many events the log keeps for watches resuming from a resourceVersion, and an
 // event TTL (kube-apiserver's --event-ttl, one hour by default there): core/v1 and events.k8s.io
@@ -104,8 +109,8 @@ class MemoryApi : public ApiClient {
   StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest request) override;
   // Stores a create's or update's typed body typed (its JSON is made when something reads it) and
   // answers with the stored typed object itself. Kinds and namespaces with rules of their own
-  // (Pods, Namespaces, ResourceQuotas, namespaces with a quota) go through the JSON path, and
-  // everything does while an interceptor is set (it may read the body).
+  // that the typed path lacks (Namespaces, ResourceQuotas, namespaces with a quota) go through
+  // the JSON path, and everything does while an interceptor is set (it may read the body).
   StatusOr<std::shared_ptr<const void>> DoTyped(ApiRequest request, std::shared_ptr<void> object,
                                                 const TypedKind& kind) override;
   StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) override;

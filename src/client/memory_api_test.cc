@@ -417,16 +417,70 @@ TEST(MemoryApiTypedTest, TypedWritesStoreWhatJsonWritesStore) {
   ASSERT_TRUE(class_updated.ok());
   EXPECT_EQ(class_updated->metadata.generation, 2);
 
-  // An Event (no generation, uids of their own) and the JSON path's kinds (a Pod).
+  // An Event (no generation, uids of their own).
   api::corev1::Event event;
   event.metadata.name = "e";
   event.metadata.namespace_ = "ns";
   event.reason = "Tested";
   EXPECT_TRUE(both([&](ApiClient& api) { return Create(api, event); }).ok());
+
+  // A Pod's life: its own create, patch, binding and delete rules on the typed object (merge
+  // patches member by member) against the JSON path.
   Pod pod;
   pod.metadata.name = "p";
   pod.metadata.namespace_ = "ns";
-  EXPECT_TRUE(both([&](ApiClient& api) { return Create(api, pod); }).ok());
+  pod.spec.containers.emplace_back().name = "c";
+  pod.spec.termination_grace_period_seconds = 5;
+  StatusOr<Pod> pod_created = both([&](ApiClient& api) { return Create(api, pod); });
+  ASSERT_TRUE(pod_created.ok());
+  EXPECT_EQ(pod_created->status.phase, "Pending");
+  auto patch = [&](std::string_view subresource, boost::json::value body) {
+    return both([&](ApiClient& api) {
+      return Patch<Pod>(api, "ns", "p", PatchType::kMerge, body, subresource);
+    });
+  };
+  const std::string uid = pod_created->metadata.uid;
+  StatusOr<Pod> claim_statuses = patch(
+      "status",
+      boost::json::parse(R"({"metadata": {"uid": ")" + uid + R"(", "labels": {"ignored": "x"}},
+          "spec": {"nodeName": "ignored"},
+          "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu"}],
+                     "nominatedNodeName": null}})"));
+  ASSERT_TRUE(claim_statuses.ok());
+  EXPECT_EQ(claim_statuses->status.resource_claim_statuses.size(), 1u);
+  EXPECT_TRUE(claim_statuses->metadata.labels.empty()) << "a status patch changes the status";
+  EXPECT_EQ(
+      patch("status", boost::json::parse(R"({"metadata": {"uid": "other"}})")).status().code(),
+      StatusCode::kConflict);
+  EXPECT_EQ(
+      patch("", boost::json::parse(R"({"metadata": {"resourceVersion": "1"}})")).status().code(),
+      StatusCode::kConflict);
+  StatusOr<Pod> labelled = patch("", boost::json::parse(R"({"metadata": {"labels": {"a": "b"}},
+      "spec": {"activeDeadlineSeconds": 60}, "status": {"phase": "Ignored"}, "kind": "Ignored"})"));
+  ASSERT_TRUE(labelled.ok());
+  EXPECT_EQ(labelled->metadata.generation, 2) << "the spec changed";
+  EXPECT_EQ(labelled->status.phase, "Pending");
+  // The same patch again is a no-op; one of a member the model does not know takes the JSON.
+  EXPECT_EQ(patch("", boost::json::parse(R"({"metadata": {"labels": {"a": "b"}}})"))
+                ->metadata.resource_version,
+            labelled->metadata.resource_version);
+  StatusOr<Pod> emptied = patch("status", boost::json::parse(R"({"status": null})"));
+  ASSERT_TRUE(emptied.ok());
+  EXPECT_TRUE(emptied->status.phase.empty());
+  EXPECT_TRUE(patch("", boost::json::parse(R"({"extra": {"kept": true}})")).ok());
+  clock.Advance(std::chrono::seconds(5));
+  for (MemoryApi* api : {&typed_api, &json_api}) {
+    EXPECT_TRUE(BindPod(*api, "ns", "p", uid, "node-1").ok());
+    EXPECT_EQ(BindPod(*api, "ns", "p", uid, "node-2").code(), StatusCode::kConflict);
+    EXPECT_TRUE(Delete<Pod>(*api, "ns", "p").ok()) << "graceful: bound and running";
+  }
+  StatusOr<Pod> deleting = both([&](ApiClient& api) { return Get<Pod>(api, "ns", "p"); });
+  ASSERT_TRUE(deleting.ok());
+  EXPECT_EQ(deleting->spec.node_name, "node-1");
+  EXPECT_EQ(deleting->metadata.deletion_grace_period_seconds, 5);
+  for (MemoryApi* api : {&typed_api, &json_api}) {
+    EXPECT_TRUE(Delete<Pod>(*api, "ns", "p", {.grace_period_seconds = 0}).ok());
+  }
 
   // Errors.
   ResourceClaim nameless;
@@ -502,6 +556,56 @@ TEST(MemoryApiTypedTest, InformersShareTheTypedObjectAWriteStored) {
   StatusOr<ResourceClaim> read = Get<ResourceClaim>(api, "ns", "c");
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(read->metadata.uid, (*stored)->metadata.uid);
+}
+
+// A Pod created typed stays typed through the writes a Pod's life brings (merge patches, its
+// binding, its deletion): a watch that takes typed events gets every version without JSON.
+TEST(MemoryApiTypedTest, APodStaysTypedThroughItsLife) {
+  ManualClock clock;
+  std::unique_ptr<Random> random = NewSeededRandom(1);
+  MemoryApi api(clock, *random);
+  ApiRequest watch;
+  watch.resource = &ResourceOf<Pod>();
+  watch.list.resource_version = "1";
+  watch.list.typed_events = true;
+  StatusOr<std::unique_ptr<WatchStream>> events = api.Watch(watch);
+  ASSERT_TRUE(events.ok());
+  Pod pod;
+  pod.metadata.name = "p";
+  pod.metadata.namespace_ = "ns";
+  StatusOr<std::shared_ptr<const Pod>> created =
+      WriteAndShare(api, TypedRequest(Verb::kCreate, pod, "", ""), pod);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  const std::string uid = (*created)->metadata.uid;
+  ASSERT_TRUE(PatchOnly<Pod>(api, "ns", "p", PatchType::kMerge,
+                             boost::json::parse(R"({"metadata": {"uid": ")" + uid +
+                                                R"("}, "status": {"phase": "Running"}})"),
+                             "status")
+                  .ok());
+  ASSERT_TRUE(PatchOnly<Pod>(api, "ns", "p", PatchType::kMerge,
+                             boost::json::parse(R"({"metadata": {"labels": {"a": "b"}}})"))
+                  .ok());
+  ASSERT_TRUE(BindPod(api, "ns", "p", uid, "node-1").ok());
+  ASSERT_TRUE(Delete<Pod>(api, "ns", "p").ok());  // graceful: bound and running
+  ASSERT_TRUE(Delete<Pod>(api, "ns", "p", {.grace_period_seconds = 0}).ok());
+  std::vector<std::string> types;
+  const Pod* last = nullptr;
+  while (true) {
+    StatusOr<std::optional<WatchEvent>> event = (*events)->Poll();
+    ASSERT_TRUE(event.ok());
+    if (!event->has_value()) break;
+    types.push_back((*event)->type);
+    EXPECT_EQ((*event)->object, nullptr) << (*event)->type << ": JSON was made";
+    ASSERT_NE((*event)->typed, nullptr);
+    last = static_cast<const Pod*>((*event)->typed.get());
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{"ADDED", "MODIFIED", "MODIFIED", "MODIFIED",
+                                             "MODIFIED", "DELETED"}));
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->status.phase, "Running");
+  EXPECT_EQ(last->metadata.labels.at("a"), "b");
+  EXPECT_EQ(last->spec.node_name, "node-1");
+  EXPECT_TRUE(last->metadata.deletion_timestamp.has_value());
 }
 
 TEST_F(MemoryApiTest, WritersThatReadNoAnswerStillWrite) {

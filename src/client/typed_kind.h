@@ -14,7 +14,9 @@
 #include <typeinfo>
 
 #include "api/field_error.h"
+#include "api/gen/meta_v1_codec.h"
 #include "api/gen/meta_v1_types.h"
+#include "api/patch/patch.h"
 #include "client/resource.h"
 #include "common/status.h"
 
@@ -50,6 +52,13 @@ struct TypedKind {
   void (*clear_status)(void* object) = nullptr;
   // Whether the specs are equal (kinds without a `spec`: true).
   bool (*spec_equal)(const void* a, const void* b) = nullptr;
+  // Applies `patch`, the value a JSON merge patch (RFC 7386) gives the top-level member `member`
+  // ("metadata", "spec" or "status"), to `object` as patching the object's JSON and decoding it
+  // would, but member by member: only that member is encoded, patched and decoded. False, with
+  // `object` unchanged, when the kind has no such member or the patched member does not decode
+  // as one (the caller then patches the JSON, which reports what is wrong as it always does).
+  bool (*merge_patch_member)(void* object, std::string_view member,
+                             const boost::json::value& patch) = nullptr;
 };
 
 // The metadata of a typed object of `kind`.
@@ -64,6 +73,46 @@ namespace internal {
 inline bool SameUnknownFields(const api::UnknownFields& a, const api::UnknownFields& b) {
   if (a.empty() || b.empty()) return a.empty() == b.empty();
   return *a.fields() == *b.fields();
+}
+
+// The bit of `T::present` that records the top-level member `member` (the codecs give every plain
+// field one, in declaration order): found by decoding an object that has that member alone.
+template <typename T>
+uint64_t PresentBitOf(std::string_view member) {
+  T probe;
+  api::FieldErrorList errors;
+  Decode(boost::json::value(boost::json::object{{member, boost::json::object()}}), &probe, &errors);
+  return probe.present & ~(uint64_t{1} << 63);
+}
+
+// Whether `M` has codecs of its own (optional members have not: they are patched as JSON).
+template <typename M>
+concept HasCodec = requires(const M& in, const boost::json::value& json, M* out,
+                            api::FieldErrorList* errors) {
+  Encode(in);
+  Decode(json, out, errors);
+};
+
+// TypedKind::merge_patch_member for the member `field` of `object`, recorded by `present_bit`.
+template <typename T, HasCodec M>
+bool MergePatchMember(T& object, M T::*field, uint64_t present_bit,
+                      const boost::json::value& patch) {
+  M patched;
+  if (!patch.is_null()) {
+    boost::json::value document = Encode(object.*field);
+    api::patch::MergePatchInto(document, patch);
+    api::FieldErrorList errors;
+    Decode(document, &patched, &errors);
+    if (!errors.empty()) return false;
+  }
+  object.*field = std::move(patched);
+  // A patched member is present (as an object at least); a null removes it.
+  if (patch.is_null()) {
+    object.present &= ~present_bit;
+  } else {
+    object.present |= present_bit;
+  }
+  return true;
 }
 
 template <typename T>
@@ -94,11 +143,20 @@ TypedKind MakeTypedKind() {
   };
   if constexpr (requires(T t) { t.status; }) {
     k.has_status = true;
+    // The status goes with its `present` bit: an empty status is written where it was present.
     k.copy_status = [](void* to, const void* from) {
-      static_cast<T*>(to)->status = static_cast<const T*>(from)->status;
+      T& t = *static_cast<T*>(to);
+      const T& f = *static_cast<const T*>(from);
+      static const uint64_t bit = PresentBitOf<T>("status");
+      t.status = f.status;
+      t.present = (t.present & ~bit) | (f.present & bit);
     };
     k.move_status = [](void* to, void* from) {
-      static_cast<T*>(to)->status = std::move(static_cast<T*>(from)->status);
+      T& t = *static_cast<T*>(to);
+      T& f = *static_cast<T*>(from);
+      static const uint64_t bit = PresentBitOf<T>("status");
+      t.status = std::move(f.status);
+      t.present = (t.present & ~bit) | (f.present & bit);
     };
     k.clear_status = [](void* o) { static_cast<T*>(o)->status = {}; };
   }
@@ -109,6 +167,32 @@ TypedKind MakeTypedKind() {
   } else {
     k.spec_equal = [](const void*, const void*) { return true; };
   }
+  k.merge_patch_member = [](void* o, std::string_view member, const boost::json::value& patch) {
+    T& t = *static_cast<T*>(o);
+    if (member == "metadata") {
+      static const uint64_t bit = PresentBitOf<T>("metadata");
+      return MergePatchMember(t, &T::metadata, bit, patch);
+    }
+    if constexpr (requires {
+                    t.spec;
+                    requires HasCodec<decltype(t.spec)>;
+                  }) {
+      if (member == "spec") {
+        static const uint64_t bit = PresentBitOf<T>("spec");
+        return MergePatchMember(t, &T::spec, bit, patch);
+      }
+    }
+    if constexpr (requires {
+                    t.status;
+                    requires HasCodec<decltype(t.status)>;
+                  }) {
+      if (member == "status") {
+        static const uint64_t bit = PresentBitOf<T>("status");
+        return MergePatchMember(t, &T::status, bit, patch);
+      }
+    }
+    return false;
+  };
   return k;
 }
 

@@ -471,15 +471,24 @@ void Simulation::Arrive(const PodArrival& arrival) {
             "\" is forbidden: " + *refused);
     return;
   }
-  std::shared_ptr<const json::value> created;
-  Status s = Create(client::ResourceOf<Pod>(), std::move(pod), &created);
-  if (!s.ok()) {
-    // The API's message, as the Priority admission's above ("pods \"x\" is forbidden: ...").
+  // Created typed (the trace checked that its manifests decode), so that the API keeps the Pod
+  // typed through every write the components make and the informers take it as it is stored.
+  StatusOr<Pod> typed = client::DecodeAs<Pod>(json::value(std::move(pod)));
+  if (!typed.ok()) {
     collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at,
-                         std::string(s.message()));
+                         std::string(typed.status().message()));
     return;
   }
-  std::string uid = MetaField(created->as_object(), "uid");
+  client::ApiRequest request = client::TypedRequest(client::Verb::kCreate, *typed, "", "");
+  StatusOr<std::shared_ptr<const Pod>> created =
+      client::WriteAndShare(api_, std::move(request), std::move(*typed));
+  if (!created.ok()) {
+    // The API's message, as the Priority admission's above ("pods \"x\" is forbidden: ...").
+    collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at,
+                         std::string(created.status().message()));
+    return;
+  }
+  const std::string& uid = (*created)->metadata.uid;
   collector_->Submitted(uid, arrival.at, arrival.duration);
   run_for_[uid] = arrival.duration;
   if (arrival.delete_after) {
@@ -488,7 +497,7 @@ void Simulation::Arrive(const PodArrival& arrival) {
           .kind = EventKind::kGiveUp,
           .uid = uid,
           .namespace_ = arrival.namespace_,
-          .name = MetaField(created->as_object(), "name")});
+          .name = (*created)->metadata.name});
   }
 }
 
