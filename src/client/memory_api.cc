@@ -548,6 +548,12 @@ struct MemoryApi::State {
   StatusOr<Stored> CommitTyped(const ResourceType& type, Bucket& bucket, Bucket::iterator it,
                                const void* old, std::shared_ptr<void> body, const TypedKind& kind,
                                const std::string& subresource, bool check_rv) DRAPLANE_REQUIRES(mu);
+  // The end of a typed commit: `next`, the next version of `old` (the `kind` object stored at
+  // `it`), stored unless it equals `old`, and the object removed when it is being deleted and
+  // has no finalizers left.
+  StatusOr<Stored> StoreTyped(const ResourceType& type, Bucket& bucket, Bucket::iterator it,
+                              const void* old, std::shared_ptr<void> next, const TypedKind& kind)
+      DRAPLANE_REQUIRES(mu);
   // A merge patch of the object at `it`, whose stored version is typed, applied to the typed
   // object (TypedKind::merge_patch_member); nullopt where only the JSON path can apply it.
   std::optional<StatusOr<Stored>> PatchTyped(const ApiRequest& request, Bucket& bucket,
@@ -737,9 +743,15 @@ StatusOr<Stored> MemoryApi::State::CommitTyped(const ResourceType& type, Bucket&
     meta.generation = old_meta.generation;
     if (meta.generation != 0 && !kind.spec_equal(old, next.get())) ++meta.generation;
   }
+  return StoreTyped(type, bucket, it, old, std::move(next), kind);
+}
+
+StatusOr<Stored> MemoryApi::State::StoreTyped(const ResourceType& type, Bucket& bucket,
+                                              Bucket::iterator it, const void* old,
+                                              std::shared_ptr<void> next, const TypedKind& kind) {
   api::metav1::ObjectMeta& meta = kind.metadata(next.get());
   // A no-op write leaves the object (and its resourceVersion) alone, as the API server does.
-  meta.resource_version = old_meta.resource_version;
+  meta.resource_version = MetadataOf(kind, old).resource_version;
   if (kind.equal(next.get(), old)) return it->second;
 
   ++rv;
@@ -989,26 +1001,45 @@ std::optional<StatusOr<Stored>> MemoryApi::State::PatchTyped(const ApiRequest& r
     return std::nullopt;
   }
   const TypedKind& kind = *version.kind;
-  // The patched object, of whose members Commit reads only the metadata and, for a status write,
-  // the status, for a main one everything but the status and the type fields it sets.
-  std::shared_ptr<void> candidate = kind.copy(version.typed.get());
-  for (const json::key_value_pair& member : request.body.as_object()) {
-    const std::string_view name = member.key();
-    if (subresource == "status"
-            ? name != "metadata" && name != "status"
-            : name == "apiVersion" || name == "kind" || (name == "status" && type.has_status)) {
-      continue;
+  const void* old = version.typed.get();
+  const api::metav1::ObjectMeta& old_meta = MetadataOf(kind, old);
+  const json::object& patch = request.body.as_object();
+  if (subresource == "status") {
+    // Commit keeps all of the old object but its status, so the patched status goes into a copy
+    // of it, and the patched metadata only gives the preconditions.
+    api::metav1::ObjectMeta patched_meta;
+    const api::metav1::ObjectMeta* body_meta = &old_meta;
+    if (const json::value* metadata = patch.if_contains("metadata")) {
+      patched_meta = old_meta;
+      if (!MergePatchMetadata(patched_meta, *metadata)) return std::nullopt;
+      body_meta = &patched_meta;
     }
+    std::shared_ptr<void> next = kind.copy(old);
+    if (const json::value* status = patch.if_contains("status");
+        status != nullptr && !kind.merge_patch_member(next.get(), "status", *status)) {
+      return std::nullopt;
+    }
+    // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
+    // current object.
+    const bool check = body_meta->resource_version != old_meta.resource_version;
+    DRAPLANE_RETURN_IF_ERROR(
+        CheckPreconditions(type, old_meta.name, check ? body_meta->resource_version : std::string(),
+                           old_meta.resource_version, body_meta->uid, old_meta.uid));
+    return StoreTyped(type, bucket, it, old, std::move(next), kind);
+  }
+  // The patched object, of whose members Commit reads all but the status and the type fields it
+  // sets.
+  std::shared_ptr<void> candidate = kind.copy(old);
+  for (const json::key_value_pair& member : patch) {
+    const std::string_view name = member.key();
+    if (name == "apiVersion" || name == "kind" || (name == "status" && type.has_status)) continue;
     if (!kind.merge_patch_member(candidate.get(), name, member.value())) return std::nullopt;
   }
-  // A resourceVersion in the patch is a precondition; otherwise the patch applies to the
-  // current object.
-  const std::string& old_rv = MetadataOf(kind, version.typed.get()).resource_version;
-  const bool check = MetadataOf(kind, candidate.get()).resource_version != old_rv;
+  const bool check =
+      MetadataOf(kind, candidate.get()).resource_version != old_meta.resource_version;
   // `version` stays alive in `it` until the commit replaces it, which keeps it as the previous
   // version.
-  return CommitTyped(type, bucket, it, version.typed.get(), std::move(candidate), kind, subresource,
-                     check);
+  return CommitTyped(type, bucket, it, old, std::move(candidate), kind, subresource, check);
 }
 
 StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {

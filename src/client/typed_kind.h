@@ -93,19 +93,27 @@ concept HasCodec = requires(const M& in, const boost::json::value& json, M* out,
   Decode(json, out, errors);
 };
 
-// TypedKind::merge_patch_member for the member `field` of `object`, recorded by `present_bit`.
-template <typename T, HasCodec M>
-bool MergePatchMember(T& object, M T::*field, uint64_t present_bit,
-                      const boost::json::value& patch) {
+// The merge patch `patch` applied to `value` as to its JSON: `value` encoded, patched and decoded
+// again. False, with `value` unchanged, when the patched JSON does not decode.
+template <HasCodec M>
+bool MergePatchValue(M& value, const boost::json::value& patch) {
   M patched;
   if (!patch.is_null()) {
-    boost::json::value document = Encode(object.*field);
+    boost::json::value document = Encode(value);
     api::patch::MergePatchInto(document, patch);
     api::FieldErrorList errors;
     Decode(document, &patched, &errors);
     if (!errors.empty()) return false;
   }
-  object.*field = std::move(patched);
+  value = std::move(patched);
+  return true;
+}
+
+// TypedKind::merge_patch_member for the member `field` of `object`, recorded by `present_bit`.
+template <typename T, HasCodec M>
+bool MergePatchMember(T& object, M T::*field, uint64_t present_bit,
+                      const boost::json::value& patch) {
+  if (!MergePatchValue(object.*field, patch)) return false;
   // A patched member is present (as an object at least); a null removes it.
   if (patch.is_null()) {
     object.present &= ~present_bit;
@@ -197,6 +205,12 @@ TypedKind MakeTypedKind() {
 }
 
 }  // namespace internal
+
+// The merge patch `patch` of an object's `metadata` applied to `meta` alone, as
+// TypedKind::merge_patch_member applies it to the object (false when the result does not decode).
+inline bool MergePatchMetadata(api::metav1::ObjectMeta& meta, const boost::json::value& patch) {
+  return internal::MergePatchValue(meta, patch);
+}
 
 template <typename T>
 const TypedKind& TypedKindOf() {
