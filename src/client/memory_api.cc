@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/codec/json.h"
+#include "api/deletion.h"
 #include "api/gen/core_v1_codec.h"
 #include "api/labels/field_selector.h"
 #include "api/labels/selector.h"
@@ -757,7 +758,9 @@ StatusOr<Stored> MemoryApi::State::StoreTyped(const ResourceType& type, Bucket& 
   ++rv;
   meta.resource_version = std::to_string(rv);
   Stored stored = StoredTyped(std::move(next), kind);
-  if (meta.deletion_timestamp.has_value() && meta.finalizers.empty()) {
+  const api::metav1::ObjectMeta& old_meta = MetadataOf(kind, old);
+  if (api::DeletesDuringUpdate(old_meta.deletion_timestamp.has_value(),
+                               old_meta.deletion_grace_period_seconds, !meta.finalizers.empty())) {
     return Erase(type, bucket, it, std::move(stored));
   }
   return Replace(type, it, std::move(stored));
@@ -946,13 +949,19 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
 
   ++rv;
   SetRv(next);
-  const json::object* meta = MetaOf(next);
-  bool deleting = meta->if_contains("deletionTimestamp") != nullptr;
-  bool finalizers = HasNonEmptyArray(meta, "finalizers");
+  bool finalizers = HasNonEmptyArray(MetaOf(next), "finalizers");
   if (&type == &ResourceOf<api::corev1::Namespace>()) {
     finalizers = finalizers || HasNonEmptyArray(Child(next, "spec"), "finalizers");
   }
-  if (deleting && !finalizers) return Erase(type, bucket, it, StoredJson(std::move(next)));
+  const json::object* old_meta = MetaOf(old);
+  const json::value* grace = old_meta->if_contains("deletionGracePeriodSeconds");
+  if (api::DeletesDuringUpdate(old_meta->if_contains("deletionTimestamp") != nullptr,
+                               grace != nullptr && grace->is_int64()
+                                   ? std::optional<int64_t>(grace->as_int64())
+                                   : std::nullopt,
+                               finalizers)) {
+    return Erase(type, bucket, it, StoredJson(std::move(next)));
+  }
   return Replace(type, it, std::move(next));
 }
 

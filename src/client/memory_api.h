@@ -20,7 +20,8 @@
 //   - update: Conflict when the body's resourceVersion is set and stale; for resources with a
 //     status subresource the main resource ignores `status` and the `status` subresource changes
 //     only `status`; generation is bumped when `spec` changes; an object that is being deleted
-//     and loses its last finalizer is removed;
+//     with no grace period to wait out and loses its last finalizer is removed (a Pod in graceful
+//     deletion stays until it is deleted with grace period 0: api/deletion.h);
 //   - patch: JSON patch, merge patch and strategic merge patch with the server's rules and
 //     messages (api/patch/patch.h); a patch that does not apply is InvalidArgument, as a client
 //     of the server sees its 422;

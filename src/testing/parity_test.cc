@@ -242,6 +242,28 @@ TEST_F(ParityTest, CommonErrors) {
   EXPECT_EQ(answers[0], answers[1]);
 }
 
+// An update never removes a Pod in graceful deletion (upstream's ShouldDeleteDuringUpdate), not
+// even the one that takes its last finalizer: its kubelet's delete with grace period 0 does.
+TEST_F(ParityTest, AnUpdateKeepsAPodInGracefulDeletion) {
+  for (client::ApiClient* api : apis()) {
+    SCOPED_TRACE(api == &memory_ ? "memory" : "server");
+    ASSERT_TRUE(client::Delete<Pod>(*api, "ns", "q").ok());  // bound: graceful, 30 s
+    for (std::string_view patch :
+         {R"({"status": {"phase": "Running"}})", R"({"metadata": {"finalizers": null}})"}) {
+      StatusOr<Pod> patched =
+          client::Patch<Pod>(*api, "ns", "q", PatchType::kMerge, boost::json::parse(patch),
+                             patch.find("status") != std::string_view::npos ? "status" : "");
+      ASSERT_TRUE(patched.ok()) << patch << ": " << patched.status().ToString();
+      EXPECT_EQ(patched->metadata.deletion_grace_period_seconds, 30);
+    }
+    StatusOr<Pod> kept = client::Get<Pod>(*api, "ns", "q");
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    EXPECT_TRUE(kept->metadata.finalizers.empty());
+    ASSERT_TRUE(client::Delete<Pod>(*api, "ns", "q", {.grace_period_seconds = 0}).ok());
+    EXPECT_EQ(client::Get<Pod>(*api, "ns", "q").status().code(), StatusCode::kNotFound);
+  }
+}
+
 // ResourceQuota admission and replenishment (client/memory_quota.h against server/quota/): the
 // same creates are refused with the same messages, and the quotas show the same status.used
 // after every change. The server's quota controller replenishes after a change, not during it:

@@ -1,0 +1,21 @@
+// The generic registry's deletion rules that more than one store applies (the API server's REST
+// handlers and the in-memory API), written once.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace draplane::api {
+
+// Whether an update removes the object it writes (upstream's registry ShouldDeleteDuringUpdate):
+// the new version has no finalizers left and the stored one is being deleted with no grace
+// period to wait out (none, or 0). A Pod in graceful deletion (deletionGracePeriodSeconds > 0)
+// stays, whatever status its kubelet writes, until the kubelet deletes it with grace period 0.
+inline bool DeletesDuringUpdate(bool stored_deleting, std::optional<int64_t> stored_grace_period,
+                                bool new_has_finalizers) {
+  return !new_has_finalizers && stored_deleting && stored_grace_period.value_or(0) == 0;
+}
+
+}  // namespace draplane::api
