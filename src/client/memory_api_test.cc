@@ -546,7 +546,7 @@ TEST(MemoryApiTypedTest, InformersShareTheTypedObjectAWriteStored) {
   claim.metadata.name = "c";
   claim.metadata.namespace_ = "ns";
   ApiRequest create = TypedRequest(Verb::kCreate, claim, "", "");
-  StatusOr<std::shared_ptr<const ResourceClaim>> stored = WriteTyped(api, create, claim);
+  StatusOr<std::shared_ptr<const ResourceClaim>> stored = WriteTyped(api, std::move(create), claim);
   ASSERT_TRUE(stored.ok()) << stored.status().ToString();
   ASSERT_NE(*stored, nullptr);
   ASSERT_TRUE(informer.PeekManual().ok());

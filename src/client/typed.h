@@ -95,7 +95,7 @@ StatusOr<ObjectList<T>> DecodeList(const boost::json::value& json) {
 
 // Sends `request` (given away: ApiClient::DoShared) and decodes the object it answers with.
 template <typename T>
-StatusOr<T> DoAndDecode(ApiClient& api, ApiRequest request) {
+StatusOr<T> DoAndDecode(ApiClient& api, ApiRequest&& request) {
   StatusOr<std::shared_ptr<const boost::json::value>> json = api.DoShared(std::move(request));
   if (!json.ok()) return json.status();
   if (*json == nullptr) return InternalError("the API answered without an object");
@@ -103,7 +103,7 @@ StatusOr<T> DoAndDecode(ApiClient& api, ApiRequest request) {
 }
 
 // Sends `request` for a caller that reads only whether it succeeded: no object is answered.
-inline Status DoWithoutAnswer(ApiClient& api, ApiRequest request) {
+inline Status DoWithoutAnswer(ApiClient& api, ApiRequest&& request) {
   request.discard_response = true;
   return api.DoShared(std::move(request)).status();
 }
@@ -148,9 +148,10 @@ ApiRequest CreateRequest(const T& object, std::string_view field_manager) {
 // Sends the create or update `request` with `object` as its body (ApiClient::DoTyped: the
 // in-memory API keeps it typed, others encode it) and answers the stored object, or nothing for
 // `discard_response`. The helpers below take the object by value: a caller that gives it away
-// (std::move) spares a copy of it.
+// (std::move) spares a copy of it; the request they take over, as the ApiClient does, without
+// moving it from one helper to the next.
 template <typename T>
-StatusOr<std::shared_ptr<const T>> WriteTyped(ApiClient& api, ApiRequest request, T object) {
+StatusOr<std::shared_ptr<const T>> WriteTyped(ApiClient& api, ApiRequest&& request, T object) {
   StatusOr<std::shared_ptr<const void>> answer =
       api.DoTyped(std::move(request), std::make_shared<T>(std::move(object)), TypedKindOf<T>());
   if (!answer.ok()) return answer.status();
@@ -160,7 +161,7 @@ StatusOr<std::shared_ptr<const T>> WriteTyped(ApiClient& api, ApiRequest request
 // WriteTyped for a caller that reads the stored object without changing it: the API's own
 // version, shared (no copy).
 template <typename T>
-StatusOr<std::shared_ptr<const T>> WriteAndShare(ApiClient& api, ApiRequest request, T object) {
+StatusOr<std::shared_ptr<const T>> WriteAndShare(ApiClient& api, ApiRequest&& request, T object) {
   StatusOr<std::shared_ptr<const T>> answer =
       WriteTyped(api, std::move(request), std::move(object));
   if (!answer.ok()) return answer.status();
@@ -170,7 +171,7 @@ StatusOr<std::shared_ptr<const T>> WriteAndShare(ApiClient& api, ApiRequest requ
 
 // WriteTyped for a caller that takes the stored object as its own (a copy).
 template <typename T>
-StatusOr<T> WriteAndAnswer(ApiClient& api, ApiRequest request, T object) {
+StatusOr<T> WriteAndAnswer(ApiClient& api, ApiRequest&& request, T object) {
   StatusOr<std::shared_ptr<const T>> answer =
       WriteAndShare(api, std::move(request), std::move(object));
   if (!answer.ok()) return answer.status();
@@ -179,7 +180,7 @@ StatusOr<T> WriteAndAnswer(ApiClient& api, ApiRequest request, T object) {
 
 // WriteTyped for a caller that reads only whether the write succeeded.
 template <typename T>
-Status WriteOnly(ApiClient& api, ApiRequest request, T object) {
+Status WriteOnly(ApiClient& api, ApiRequest&& request, T object) {
   request.discard_response = true;
   return WriteTyped(api, std::move(request), std::move(object)).status();
 }
