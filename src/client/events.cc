@@ -243,7 +243,7 @@ void EventRecorder::WriteSeriesEvent(const Pending& event) {
   Isomorphic& entry = isomorphic_[key];
   entry.event = out;
   entry.last_observed = now;
-  Status created = CreateOnly(api_, out);
+  Status created = CreateOnly(api_, std::move(out));
   if (!created.ok()) {
     log::Debug("event for {}/{}: {}", ref.namespace_, ref.name, created.ToString());
   }
