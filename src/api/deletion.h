@@ -4,6 +4,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 
@@ -16,6 +17,21 @@ namespace draplane::api {
 inline bool DeletesDuringUpdate(bool stored_deleting, std::optional<int64_t> stored_grace_period,
                                 bool new_has_finalizers) {
   return !new_has_finalizers && stored_deleting && stored_grace_period.value_or(0) == 0;
+}
+
+// DeletesDuringUpdate of a stored object in its JSON form: being deleted when its metadata has a
+// `deletionTimestamp`, with the integer `deletionGracePeriodSeconds` it holds.
+inline bool DeletesDuringUpdate(const boost::json::object& stored, bool new_has_finalizers) {
+  const boost::json::value* meta_value = stored.if_contains("metadata");
+  const boost::json::object* meta =
+      meta_value != nullptr && meta_value->is_object() ? &meta_value->get_object() : nullptr;
+  if (meta == nullptr) return false;
+  const boost::json::value* grace = meta->if_contains("deletionGracePeriodSeconds");
+  return DeletesDuringUpdate(meta->contains("deletionTimestamp"),
+                             grace != nullptr && grace->is_int64()
+                                 ? std::optional<int64_t>(grace->get_int64())
+                                 : std::nullopt,
+                             new_has_finalizers);
 }
 
 }  // namespace draplane::api

@@ -953,13 +953,7 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
   if (&type == &ResourceOf<api::corev1::Namespace>()) {
     finalizers = finalizers || HasNonEmptyArray(Child(next, "spec"), "finalizers");
   }
-  const json::object* old_meta = MetaOf(old);
-  const json::value* grace = old_meta->if_contains("deletionGracePeriodSeconds");
-  if (api::DeletesDuringUpdate(old_meta->if_contains("deletionTimestamp") != nullptr,
-                               grace != nullptr && grace->is_int64()
-                                   ? std::optional<int64_t>(grace->as_int64())
-                                   : std::nullopt,
-                               finalizers)) {
+  if (api::DeletesDuringUpdate(old.as_object(), finalizers)) {
     return Erase(type, bucket, it, StoredJson(std::move(next)));
   }
   return Replace(type, it, std::move(next));

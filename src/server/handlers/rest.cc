@@ -211,14 +211,6 @@ int64_t GenerationOf(const JsonObject& obj) {
   return g != nullptr && g->is_int64() ? g->get_int64() : 0;
 }
 
-std::optional<int64_t> DeletionGracePeriodOf(const JsonObject& obj) {
-  const JsonObject* meta = FindObject(obj, "metadata");
-  const boost::json::value* grace =
-      meta != nullptr ? meta->if_contains("deletionGracePeriodSeconds") : nullptr;
-  if (grace == nullptr || !grace->is_int64()) return std::nullopt;
-  return grace->get_int64();
-}
-
 // A finalizer list after the deletion of `obj` wants no more of them.
 bool HasFinalizers(const JsonObject& obj, const ResourceInfo& resource) {
   if (!Finalizers(obj).empty()) return true;
@@ -858,8 +850,7 @@ http::Response Rest::UpdateWith(
     CheckResult check =
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
     if (auto e = FromCheck(r, name, check)) return fail(*e);
-    delete_after = api::DeletesDuringUpdate(!MetaString(old, "deletionTimestamp").empty(),
-                                            DeletionGracePeriodOf(old), HasFinalizers(obj, r));
+    delete_after = api::DeletesDuringUpdate(old, HasFinalizers(obj, r));
     // The same content as stored, whatever the member order (a client may send the members in
     // another order than the store has them): keep the stored bytes, so that the store skips
     // the write and no MODIFIED event goes out. Upstream's encoding never depends on member
