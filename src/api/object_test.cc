@@ -157,6 +157,30 @@ TEST(ObjectTest, KeepsUnknownFieldsAtEveryLevel) {
   EXPECT_TRUE(claim.spec.devices.requests[0].unknown.fields()->contains("futureRequest"));
 }
 
+TEST(ObjectTest, ACopysUnknownFieldsChangeOnlyTheCopy) {
+  UnknownFields original;
+  original.Add("future", boost::json::value(1));
+  UnknownFields copy = original;
+  EXPECT_EQ(copy.fields(), original.fields());  // shared until one is changed
+  copy.Add("future", boost::json::value(2));
+  copy.Add("later", boost::json::value(3));
+  ASSERT_NE(original.fields(), nullptr);
+  EXPECT_EQ(*original.fields(), boost::json::object({{"future", 1}}));
+  EXPECT_EQ(*copy.fields(), boost::json::object({{"future", 2}, {"later", 3}}));
+
+  UnknownFields assigned;
+  assigned = original;
+  assigned.mutable_fields().erase("future");
+  EXPECT_TRUE(assigned.empty());
+  EXPECT_EQ(original.fields()->size(), 1u);
+
+  // The one owner changes its fields in place.
+  const boost::json::object* before = original.fields();
+  original.Add("again", boost::json::value(4));
+  EXPECT_EQ(original.fields(), before);
+  EXPECT_EQ(copy.fields()->size(), 2u);
+}
+
 TEST(ObjectTest, KeepsQuantitiesAsWritten) {
   const boost::json::value json = Json(R"({
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",

@@ -47,15 +47,8 @@ bool operator==(const RawJson& a, const RawJson& b) {
 
 UnknownFields::UnknownFields() = default;
 
-UnknownFields::UnknownFields(const UnknownFields& other)
-    : fields_(other.fields_ ? std::make_unique<boost::json::object>(*other.fields_) : nullptr) {}
-
-UnknownFields& UnknownFields::operator=(const UnknownFields& other) {
-  if (this != &other) {
-    fields_ = other.fields_ ? std::make_unique<boost::json::object>(*other.fields_) : nullptr;
-  }
-  return *this;
-}
+UnknownFields::UnknownFields(const UnknownFields& other) = default;
+UnknownFields& UnknownFields::operator=(const UnknownFields& other) = default;
 
 UnknownFields::UnknownFields(UnknownFields&&) noexcept = default;
 UnknownFields& UnknownFields::operator=(UnknownFields&&) noexcept = default;
@@ -64,7 +57,14 @@ UnknownFields::~UnknownFields() = default;
 bool UnknownFields::empty() const { return !fields_ || fields_->empty(); }
 
 boost::json::object& UnknownFields::mutable_fields() {
-  if (!fields_) fields_ = std::make_unique<boost::json::object>();
+  if (!fields_) {
+    fields_ = std::make_shared<boost::json::object>();
+  } else if (fields_.use_count() > 1) {
+    // Shared with a copy: this one gets its own. A count that drops to 1 concurrently (the
+    // other owner going away) only costs an unneeded copy; it cannot rise, since only this
+    // owner could give the fields to a new copy.
+    fields_ = std::make_shared<boost::json::object>(*fields_);
+  }
   return *fields_;
 }
 

@@ -7,9 +7,12 @@
 //
 // Both hold their JSON behind a pointer so that an absent value costs one null pointer and so
 // that headers of the object model need only <boost/json/fwd.hpp>; code that reads the content
-// includes <boost/json.hpp>. Copies are deep.
+// includes <boost/json.hpp>. Copies of a RawJson are deep. Copies of UnknownFields share the
+// fields until one of them is changed (copy on write): every object a decoder makes carries the
+// upstream-defaulted fields the model lacks (a Pod's containers, its spec), and typed writes copy
+// those objects several times per version, where the fields are only read.
 //
-// Thread-safety: plain values.
+// Thread-safety: plain values (fields shared by copies are never changed in place).
 #pragma once
 
 #include <boost/json/fwd.hpp>
@@ -66,7 +69,8 @@ class UnknownFields {
   friend bool operator==(const UnknownFields&, const UnknownFields&) { return true; }
 
  private:
-  std::unique_ptr<boost::json::object> fields_;
+  // Shared by copies; changed in place only while this is its one owner.
+  std::shared_ptr<boost::json::object> fields_;
 };
 
 }  // namespace draplane::api
