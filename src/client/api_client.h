@@ -99,6 +99,9 @@ class WatchStream {
   // Unavailable once the server ended the stream (the caller watches again); Cancelled after
   // Cancel(). Streams that can only block (REST) return Unimplemented.
   virtual StatusOr<std::optional<WatchEvent>> Poll() = 0;
+  // Without blocking or locking: true only when Poll would answer nullopt now. Lets a caller
+  // that polls many streams in turn skip the idle ones cheaply; false means "ask Poll".
+  virtual bool Idle() const { return false; }
   // Ends the stream; a blocked Next() returns. Thread-safe, idempotent.
   virtual void Cancel() = 0;
 };

@@ -1203,6 +1203,8 @@ class MemoryWatchStream final : public WatchStream {
     return std::optional<WatchEvent>();
   }
 
+  bool Idle() const override { return !watcher_->ready.load(std::memory_order_acquire); }
+
   void Cancel() override {
     MutexLock lock(*watcher_->mu);
     watcher_->cancelled = true;

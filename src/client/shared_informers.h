@@ -64,12 +64,17 @@ class SharedInformers {
   // Manual mode: delivers every event ready now, the lowest resourceVersion first, until none is
   // left. Returns how many were delivered, or the first informer's failure to re-open its watch.
   StatusOr<size_t> DeliverPending() {
-    std::vector<InformerBase*> informers = All();
+    {
+      // The list is remade only when an informer was added (the simulator delivers after
+      // every step, most times nothing or one event).
+      MutexLock lock(mu_);
+      if (delivery_order_.size() != informers_.size()) delivery_order_ = AllLocked();
+    }
     size_t delivered = 0;
     while (true) {
       InformerBase* next = nullptr;
       uint64_t lowest = 0;
-      for (InformerBase* informer : informers) {
+      for (InformerBase* informer : delivery_order_) {
         StatusOr<std::optional<uint64_t>> rv = informer->PeekManual();
         if (!rv.ok()) return rv.status();
         if (rv->has_value() && (next == nullptr || **rv < lowest)) {
@@ -86,6 +91,9 @@ class SharedInformers {
  private:
   std::vector<InformerBase*> All() {
     MutexLock lock(mu_);
+    return AllLocked();
+  }
+  std::vector<InformerBase*> AllLocked() DRAPLANE_REQUIRES(mu_) {
     std::vector<InformerBase*> out;
     for (auto& [type, informer] : informers_) out.push_back(informer.get());
     return out;
@@ -95,6 +103,8 @@ class SharedInformers {
   const InformerOptions options_;
   Mutex mu_;
   std::map<std::type_index, std::unique_ptr<InformerBase>> informers_ DRAPLANE_GUARDED_BY(mu_);
+  // DeliverPending's copy of All(), read only by the one thread delivering.
+  std::vector<InformerBase*> delivery_order_;
 };
 
 }  // namespace draplane::client
