@@ -396,8 +396,9 @@ const DeviceLedger::NodeCounts* DeviceLedger::CountsOn(std::string_view node) co
   return n == nodes_.end() ? nullptr : &n->second;
 }
 
-DeviceLedger::NodeFree DeviceLedger::FreeOn(std::string_view node) const {
-  return NodeFree(this, CountsOn(node));
+DeviceLedger::NodeFree DeviceLedger::FreeOn(const HashedString& node) const {
+  auto n = nodes_.find(node);
+  return NodeFree(this, n == nodes_.end() ? nullptr : &n->second);
 }
 
 int64_t DeviceLedger::Count(uint32_t class_id, const NodeCounts* node,

@@ -124,7 +124,7 @@ class DeviceLedger {
   static constexpr uint32_t kNoClass = std::numeric_limits<uint32_t>::max();
   uint32_t ClassId(std::string_view class_name) const;
   class NodeFree;
-  NodeFree FreeOn(std::string_view node) const;
+  NodeFree FreeOn(const HashedString& node) const;
   // The devices of `class_name` in slices local to `node` that nothing holds (committed or in
   // flight), each once, in slice then device order: what a starvation hold on the node can take.
   std::vector<allocator::HeldDeviceId> FreeDevicesOn(std::string_view node,

@@ -100,8 +100,8 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
 
   // The per-node view the scheduler asks for each candidate node answers the same.
-  const DeviceLedger::NodeFree node_a = ledger.FreeOn("node-a");
-  const DeviceLedger::NodeFree node_b = ledger.FreeOn("node-b");
+  const DeviceLedger::NodeFree node_a = ledger.FreeOn(HashedString("node-a"));
+  const DeviceLedger::NodeFree node_b = ledger.FreeOn(HashedString("node-b"));
   EXPECT_EQ(node_a.Free(ledger.ClassId("a100")), 1);
   EXPECT_EQ(node_a.Free(ledger.ClassId("any")), 2);
   EXPECT_EQ(node_a.Free(ledger.ClassId("h100")), 1);
@@ -119,7 +119,8 @@ TEST(DeviceLedgerTest, BoundsAreUnknownWhereCountingProvesNothing) {
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 0);
   ledger.SetSlice(Slice("", {"H100"}));  // published for several nodes
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), DeviceLedger::kUnknown);
-  EXPECT_EQ(ledger.FreeOn("node-a").Free(ledger.ClassId("any")), DeviceLedger::kUnknown);
+  EXPECT_EQ(ledger.FreeOn(HashedString("node-a")).Free(ledger.ClassId("any")),
+            DeviceLedger::kUnknown);
 }
 
 TEST(DeviceLedgerTest, ALaterOverlappingAllocationIsAConflict) {

@@ -151,6 +151,7 @@ NodeInfo::NodeInfo(std::shared_ptr<const api::corev1::Node> node) { SetNode(std:
 
 void NodeInfo::SetNode(std::shared_ptr<const api::corev1::Node> node) {
   node_ = std::move(node);
+  hashed_name_ = HashedString(node_->metadata.name);
   allocatable_ = Resources::FromList(node_->status.allocatable);
   ++generation_;
 }

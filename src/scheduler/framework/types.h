@@ -17,6 +17,7 @@
 
 #include "api/gen/core_v1_types.h"
 #include "common/status.h"
+#include "common/string_hash.h"
 
 namespace draplane::scheduler {
 
@@ -198,6 +199,8 @@ class NodeInfo {
   const api::corev1::Node& node() const { return *node_; }
   const std::shared_ptr<const api::corev1::Node>& node_ptr() const { return node_; }
   const std::string& name() const { return node_->metadata.name; }
+  // name() hashed once, for the lookups made per candidate node.
+  const HashedString& hashed_name() const { return hashed_name_; }
   void SetNode(std::shared_ptr<const api::corev1::Node> node);
 
   const Resources& allocatable() const { return allocatable_; }
@@ -215,6 +218,7 @@ class NodeInfo {
 
  private:
   std::shared_ptr<const api::corev1::Node> node_;
+  HashedString hashed_name_{""};  // views node_'s name, which node_ keeps alive
   Resources allocatable_;
   Resources requested_;
   std::map<std::string, Resources, std::less<>> pods_;

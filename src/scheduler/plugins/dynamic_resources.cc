@@ -692,7 +692,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     DraState* s = cycle.Get<DraState>();
     if (s == nullptr) return 0;
     int64_t score = 0;
-    auto na = s->node_allocations.find(node.name());
+    auto na = s->node_allocations.find(node.hashed_name());
     for (size_t i = 0; i < s->claims.size(); ++i) {
       const ClaimEntry& e = s->claims[i];
       if (e.special || e.claim == nullptr) continue;
@@ -1182,7 +1182,7 @@ class DynamicResources final : public PreEnqueuePlugin,
 
   // False when the free-device index proves the claims cannot fit on the node.
   bool MayFit(const Variant& v, const NodeInfo& node) const {
-    const DeviceLedger::NodeFree free = deps_.cluster->ledger().FreeOn(node.name());
+    const DeviceLedger::NodeFree free = deps_.cluster->ledger().FreeOn(node.hashed_name());
     for (const auto& [device_class, needed] : v.sums) {
       if (free.Free(device_class) < needed) return false;
     }
