@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 
 #include "api/codec/json.h"
 #include "api/codec/manifest.h"
@@ -151,6 +152,41 @@ TEST(TraceTest, ParsesTheIssueTraceAsWritten) {
   boost::json::object from_generator = generated_pod->Manifest();
   EXPECT_EQ(from_generator.at("metadata").at("generateName"), "gen-");
   EXPECT_EQ(from_generator.at("metadata").as_object().if_contains("name"), nullptr);
+}
+
+TEST(TraceTest, ACopyDecodedFromItsDecodedManifestIsItsManifestDecoded) {
+  // Names as written, generated names, and a manifest whose generateName is an explicit null
+  // beside its name (the unknown fields keep it; the copy's metadata must not).
+  std::string text = kIssueTrace;
+  text.insert(text.find("arrivals:\n") + 10, R"(- namespace: team-c
+  count: 2
+  at: 1m
+  duration: 1h
+  pod:
+    metadata: {name: odd, generateName: null, labels: {app: odd}, futureField: 1}
+    spec:
+      containers: [{name: main, image: x, imagePullPolicy: Never}]
+)");
+  Trace trace = ParseOrDie(text);
+  StatusOr<std::vector<PodArrival>> pods = ExpandTrace(trace, 7);
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  std::set<std::string> seen;
+  for (const PodArrival& p : *pods) {
+    if (!seen.insert(p.name.empty() ? "generated " + p.namespace_ : p.source).second) continue;
+    StatusOr<api::corev1::Pod> shared =
+        client::DecodeAs<api::corev1::Pod>(json::value(*p.manifest));
+    ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+    StatusOr<api::corev1::Pod> named = p.Named(*shared);
+    ASSERT_TRUE(named.ok()) << named.status().ToString();
+    StatusOr<api::corev1::Pod> whole =
+        client::DecodeAs<api::corev1::Pod>(json::value(p.Manifest()));
+    ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+    EXPECT_EQ(api::codec::WriteJson(client::ToJson(*named)),
+              api::codec::WriteJson(client::ToJson(*whole)))
+        << p.source << " " << p.name;
+    EXPECT_EQ(named->metadata.name, p.name);
+  }
+  EXPECT_GE(seen.size(), 3u);
 }
 
 TEST(TraceTest, ExpansionIsDeterministicPerSeed) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <map>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -113,7 +114,18 @@ class Simulation {
                 std::shared_ptr<const json::value>* created);
   Status CreateOrReplace(const json::object& object, const std::string& what);
   Status Settle();
-  // Creates the arrival's Pod from its manifest (PodArrival::Manifest).
+  // A trace manifest after the priority admission, decoded once for all its copies: the
+  // admission reads only the manifest and the PriorityClasses, which are fixed once loaded.
+  struct AdmittedManifest {
+    std::optional<std::string> refused;  // the admission's refusal
+    std::optional<Pod> pod;              // else the decoded Pod
+    std::string decode_error;            // else why it does not decode
+  };
+  const AdmittedManifest& Admitted(const PodArrival& arrival);
+  // The Pod an arrival creates (PodArrival::Manifest decoded): its manifest decoded once, the
+  // copy's own metadata decoded alone.
+  StatusOr<Pod> PodToCreate(const PodArrival& arrival);
+  // Creates the arrival's Pod.
   void Arrive(const PodArrival& arrival);
   void Complete(const Event& event);
   void GiveUp(const Event& event);
@@ -140,6 +152,7 @@ class Simulation {
   // Pods a cluster dump holds pending: submitted at time zero (uid, duration).
   std::vector<std::pair<std::string, Duration>> collector_pending_;
   std::vector<api::schedulingv1::PriorityClass> priority_classes_;
+  std::map<const json::object*, AdmittedManifest> admitted_;  // by PodArrival::manifest
   int64_t decisions_ = 0;
   bool last_settle_wrote_ = false;
   int64_t bound_ = 0;  // the scheduler's bindings so far
@@ -462,18 +475,39 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   return Status::Ok();
 }
 
+const Simulation::AdmittedManifest& Simulation::Admitted(const PodArrival& arrival) {
+  auto [it, added] = admitted_.try_emplace(arrival.manifest.get());
+  if (!added) return it->second;
+  json::object pod = *arrival.manifest;
+  it->second.refused = api::AdmitPodPriority(pod, priority_classes_);
+  if (it->second.refused) return it->second;
+  StatusOr<Pod> typed = client::DecodeAs<Pod>(json::value(std::move(pod)));
+  if (typed.ok()) {
+    it->second.pod = std::move(*typed);
+  } else {
+    it->second.decode_error = std::string(typed.status().message());
+  }
+  return it->second;
+}
+
+StatusOr<Pod> Simulation::PodToCreate(const PodArrival& arrival) {
+  const AdmittedManifest& admitted = Admitted(arrival);
+  if (!admitted.pod) return InvalidArgumentError(admitted.decode_error);
+  return arrival.Named(*admitted.pod);
+}
+
 void Simulation::Arrive(const PodArrival& arrival) {
-  json::object pod = arrival.Manifest();
-  if (std::optional<std::string> refused = api::AdmitPodPriority(pod, priority_classes_)) {
+  if (const std::optional<std::string>& refused = Admitted(arrival).refused) {
     collector_->Rejected(
         arrival.namespace_ + "/" + arrival.name, arrival.at,
-        "pods \"" + (arrival.name.empty() ? MetaField(pod, "generateName") : arrival.name) +
+        "pods \"" +
+            (arrival.name.empty() ? MetaField(*arrival.manifest, "generateName") : arrival.name) +
             "\" is forbidden: " + *refused);
     return;
   }
   // Created typed (the trace checked that its manifests decode), so that the API keeps the Pod
   // typed through every write the components make and the informers take it as it is stored.
-  StatusOr<Pod> typed = client::DecodeAs<Pod>(json::value(std::move(pod)));
+  StatusOr<Pod> typed = PodToCreate(arrival);
   if (!typed.ok()) {
     collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at,
                          std::string(typed.status().message()));

@@ -11,6 +11,7 @@
 #include "api/codec/manifest.h"
 #include "api/codec/yaml.h"
 #include "api/gen/core_v1_codec.h"
+#include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/meta/duration.h"
 #include "api/validation/pod_defaults.h"
@@ -204,12 +205,28 @@ PodArrival MakeArrival(const std::shared_ptr<const json::object>& manifest, cons
 
 json::object PodArrival::Manifest() const {
   json::object pod = *manifest;
+  if (!name.empty()) pod["metadata"] = Metadata();
+  return pod;
+}
+
+StatusOr<api::corev1::Pod> PodArrival::Named(const api::corev1::Pod& decoded) const {
+  api::corev1::Pod pod = decoded;
+  if (name.empty()) return pod;
+  api::metav1::ObjectMeta metadata;
+  api::FieldErrorList errors;
+  api::metav1::Decode(json::value(Metadata()), &metadata, &errors);
+  if (!errors.empty()) return InvalidArgumentError(Prefixed(source + ".metadata", errors.front()));
+  pod.metadata = std::move(metadata);
+  return pod;
+}
+
+json::object PodArrival::Metadata() const {
+  json::object metadata = manifest->at("metadata").as_object();
   if (!name.empty()) {
-    json::object& metadata = pod["metadata"].as_object();
     metadata["name"] = name;
     metadata.erase("generateName");
   }
-  return pod;
+  return metadata;
 }
 
 Timestamp StartTime() { return Timestamp(std::chrono::seconds(1'767'225'600)); }

@@ -51,6 +51,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/gen/core_v1_types.h"
 #include "api/meta/duration.h"
 #include "common/clock.h"
 #include "common/random.h"
@@ -140,6 +141,12 @@ struct PodArrival {
   // The manifest to create: the shared one with `name` set in place of any generateName when
   // the copy has a name.
   boost::json::object Manifest() const;
+  // Manifest() decoded, from `decoded`, the shared manifest decoded (the simulator decodes it
+  // once, after the priority admission, which leaves the metadata alone): a copy whose metadata
+  // is this copy's, decoded alone (a member decodes as it does inside the Pod).
+  StatusOr<api::corev1::Pod> Named(const api::corev1::Pod& decoded) const;
+  // Manifest()'s metadata.
+  boost::json::object Metadata() const;
 };
 
 // The Pods of a trace, ordered by time, then by their place in the trace (arrivals before
