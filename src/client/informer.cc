@@ -416,9 +416,6 @@ Status InformerBase::ReopenManual() {
 
 StatusOr<std::optional<uint64_t>> InformerBase::PeekManual() {
   if (manual_next_.has_value()) return std::optional<uint64_t>(manual_next_rv_);
-  if (manual_stream_ != nullptr && manual_stream_->Idle() && !Stopping()) {
-    return std::optional<uint64_t>();
-  }
   // A few re-opens in a row without an event mean the API keeps failing: report it.
   for (int reopened = 0; reopened < 3;) {
     WatchStream* stream = manual_stream_;

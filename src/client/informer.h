@@ -113,6 +113,12 @@ class InformerBase {
   StatusOr<std::optional<uint64_t>> PeekManual();
   // Applies the event PeekManual announced to the cache and the handlers; a no-op when none.
   void DeliverManual();
+  // Without polling: true when PeekManual would answer "none ready" now (nothing fetched, the
+  // watch open and idle). Inline, as a delivery round asks every informer.
+  bool ManualIdle() const {
+    return !manual_next_.has_value() && manual_stream_ != nullptr && manual_stream_->Idle() &&
+           !Stopping();
+  }
 
  protected:
   struct Decoded {

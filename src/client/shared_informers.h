@@ -75,6 +75,7 @@ class SharedInformers {
       InformerBase* next = nullptr;
       uint64_t lowest = 0;
       for (InformerBase* informer : delivery_order_) {
+        if (informer->ManualIdle()) continue;
         StatusOr<std::optional<uint64_t>> rv = informer->PeekManual();
         if (!rv.ok()) return rv.status();
         if (rv->has_value() && (next == nullptr || **rv < lowest)) {
