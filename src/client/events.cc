@@ -225,8 +225,9 @@ void EventRecorder::WriteSeriesEvent(const Pending& event) {
     key += '\x1f';
   }
   Timestamp now = clock_.Now();
-  if (auto found = isomorphic_.find(key); found != isomorphic_.end()) {
-    Isomorphic& entry = found->second;
+  auto [found, added] = isomorphic_.try_emplace(std::move(key));
+  Isomorphic& entry = found->second;
+  if (!added) {
     entry.last_observed = now;
     if (entry.count > 0) {
       ++entry.count;
@@ -240,7 +241,6 @@ void EventRecorder::WriteSeriesEvent(const Pending& event) {
   out.action = event.action;
   out.event_time = api::Time::MicroFromTimestamp(now);
   // Cached before the write, as upstream does: a failed create is not retried by a repeat.
-  Isomorphic& entry = isomorphic_[key];
   entry.event = out;
   entry.last_observed = now;
   Status created = CreateOnly(api_, std::move(out));
