@@ -77,18 +77,20 @@ std::string Random::NewUuid() {
   hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
   lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // RFC 4122 variant
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
+  // 8-4-4-4-12 hex digits, written into a buffer (a string's push_back checks its capacity per
+  // character; every object the in-memory API creates gets a uid).
+  char out[36];
+  char* p = out;
   for (int i = 15; i >= 0; --i) {
-    out.push_back(kHex[(hi >> (i * 4)) & 0xf]);
-    if (i == 8 || i == 4) out.push_back('-');
+    *p++ = kHex[(hi >> (i * 4)) & 0xf];
+    if (i == 8 || i == 4) *p++ = '-';
   }
-  out.push_back('-');
+  *p++ = '-';
   for (int i = 15; i >= 0; --i) {
-    out.push_back(kHex[(lo >> (i * 4)) & 0xf]);
-    if (i == 12) out.push_back('-');
+    *p++ = kHex[(lo >> (i * 4)) & 0xf];
+    if (i == 12) *p++ = '-';
   }
-  return out;
+  return std::string(out, sizeof(out));
 }
 
 std::unique_ptr<Random> NewSeededRandom(uint64_t seed) {
