@@ -391,14 +391,14 @@ uint32_t DeviceLedger::ClassId(std::string_view class_name) const {
   return cls == classes_.end() ? kNoClass : cls->second->id;
 }
 
-const DeviceLedger::NodeCounts* DeviceLedger::CountsOn(std::string_view node) const {
+template <typename NodeName>
+const DeviceLedger::NodeCounts* DeviceLedger::CountsOn(const NodeName& node) const {
   auto n = nodes_.find(node);
   return n == nodes_.end() ? nullptr : &n->second;
 }
 
 DeviceLedger::NodeFree DeviceLedger::FreeOn(const HashedString& node) const {
-  auto n = nodes_.find(node);
-  return NodeFree(this, n == nodes_.end() ? nullptr : &n->second);
+  return NodeFree(this, CountsOn(node));
 }
 
 int64_t DeviceLedger::Count(uint32_t class_id, const NodeCounts* node,

@@ -187,7 +187,9 @@ class DeviceLedger {
   // FreeDevices, Devices and NodeFree: `field` of a class's counts on a node (null: the node has
   // no devices), or kUnknown.
   int64_t Count(uint32_t class_id, const NodeCounts* node, int64_t Counts::*field) const;
-  const NodeCounts* CountsOn(std::string_view node) const;
+  // `node`: a name, or a HashedString (FreeOn, asked per candidate node).
+  template <typename NodeName>
+  const NodeCounts* CountsOn(const NodeName& node) const;
   void AddResult(const api::resourcev1::AllocationResult& allocation);
   // Counts a committed allocation in committed_holders_ / committed_exclusive_ (sign +1 or -1).
   void CountCommitted(const api::resourcev1::AllocationResult& allocation, int sign);

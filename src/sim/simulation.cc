@@ -122,10 +122,8 @@ class Simulation {
     std::string decode_error;            // else why it does not decode
   };
   const AdmittedManifest& Admitted(const PodArrival& arrival);
-  // The Pod an arrival creates (PodArrival::Manifest decoded): its manifest decoded once, the
-  // copy's own metadata decoded alone.
-  StatusOr<Pod> PodToCreate(const PodArrival& arrival);
-  // Creates the arrival's Pod.
+  // Creates the arrival's Pod (PodArrival::Manifest decoded): its manifest admitted and decoded
+  // once, the copy's own metadata decoded alone (PodArrival::Named).
   void Arrive(const PodArrival& arrival);
   void Complete(const Event& event);
   void GiveUp(const Event& event);
@@ -490,14 +488,9 @@ const Simulation::AdmittedManifest& Simulation::Admitted(const PodArrival& arriv
   return it->second;
 }
 
-StatusOr<Pod> Simulation::PodToCreate(const PodArrival& arrival) {
-  const AdmittedManifest& admitted = Admitted(arrival);
-  if (!admitted.pod) return InvalidArgumentError(admitted.decode_error);
-  return arrival.Named(*admitted.pod);
-}
-
 void Simulation::Arrive(const PodArrival& arrival) {
-  if (const std::optional<std::string>& refused = Admitted(arrival).refused) {
+  const AdmittedManifest& admitted = Admitted(arrival);
+  if (const std::optional<std::string>& refused = admitted.refused) {
     collector_->Rejected(
         arrival.namespace_ + "/" + arrival.name, arrival.at,
         "pods \"" +
@@ -507,7 +500,8 @@ void Simulation::Arrive(const PodArrival& arrival) {
   }
   // Created typed (the trace checked that its manifests decode), so that the API keeps the Pod
   // typed through every write the components make and the informers take it as it is stored.
-  StatusOr<Pod> typed = PodToCreate(arrival);
+  StatusOr<Pod> typed = admitted.pod ? arrival.Named(*admitted.pod)
+                                     : StatusOr<Pod>(InvalidArgumentError(admitted.decode_error));
   if (!typed.ok()) {
     collector_->Rejected(arrival.namespace_ + "/" + arrival.name, arrival.at,
                          std::string(typed.status().message()));
