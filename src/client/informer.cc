@@ -22,12 +22,14 @@ void EraseFromValue(Values& values, const std::string& value, const std::string&
   if (it->second.empty()) values.erase(it);
 }
 
-// Lists `entry` under `value` as the object at `key`, in place of its older version.
+// Lists `entry` under `value` as the object at `key`, in place of its older version; returns
+// where it is listed.
 template <typename Values, typename Entry>
-void PutInValue(Values& values, const std::string& value, const std::string& key,
-                const Entry& entry) {
+Entry* PutInValue(Values& values, const std::string& value, const std::string& key,
+                  const Entry& entry) {
   auto [it, inserted] = values[value].try_emplace(key, entry);
   if (!inserted) it->second = entry;
+  return &it->second;
 }
 
 }  // namespace
@@ -59,9 +61,12 @@ void InformerBase::AddRawIndex(std::string name,
   MutexLock lock(mu_);
   Index& index = indexes_[std::move(name)];
   index.fn = std::move(fn);
-  index.values.clear();
-  for (const auto& [key, entry] : cache_) {
-    for (const std::string& value : index.fn(entry)) PutInValue(index.values, value, key, entry);
+  // The listings are kept per index in indexes_ order, which a new index may change: every
+  // index lists the cache again.
+  for (auto& [index_name, each] : indexes_) each.values.clear();
+  for (auto& [key, cached] : cache_) {
+    cached.listings.clear();
+    IndexInsert(key, cached);
   }
 }
 
@@ -117,14 +122,14 @@ size_t InformerBase::size() const {
 InformerBase::Entry InformerBase::GetEntry(const std::string& key) const {
   MutexLock lock(mu_);
   auto it = cache_.find(key);
-  return it == cache_.end() ? nullptr : it->second;
+  return it == cache_.end() ? nullptr : it->second.entry;
 }
 
 std::vector<InformerBase::Entry> InformerBase::ListEntries() const {
   MutexLock lock(mu_);
   std::vector<Entry> out;
   out.reserve(cache_.size());
-  for (const auto& [key, entry] : cache_) out.push_back(entry);
+  for (const auto& [key, cached] : cache_) out.push_back(cached.entry);
   return out;
 }
 
@@ -141,37 +146,56 @@ std::vector<InformerBase::Entry> InformerBase::EntriesByIndex(const std::string&
   return out;
 }
 
-void InformerBase::IndexInsert(const std::string& key, const Entry& entry) {
+void InformerBase::IndexInsert(const std::string& key, Cached& cached) {
+  cached.listings.reserve(indexes_.size());
   for (auto& [name, index] : indexes_) {
-    for (const std::string& value : index.fn(entry)) PutInValue(index.values, value, key, entry);
+    std::vector<Listing>& listings = cached.listings.emplace_back();
+    for (std::string& value : index.fn(cached.entry)) {
+      Entry* slot = PutInValue(index.values, value, key, cached.entry);
+      listings.push_back({std::move(value), slot});
+    }
   }
 }
 
-void InformerBase::IndexErase(const std::string& key, const Entry& entry) {
+void InformerBase::IndexErase(const std::string& key, const Cached& cached) {
+  size_t i = 0;
   for (auto& [name, index] : indexes_) {
-    for (const std::string& value : index.fn(entry)) EraseFromValue(index.values, value, key);
+    for (const Listing& l : cached.listings[i++]) EraseFromValue(index.values, l.value, key);
   }
 }
 
 InformerBase::Entry InformerBase::Upsert(const std::string& key, const Entry& entry) {
   MutexLock lock(mu_);
-  auto [it, inserted] = cache_.try_emplace(key, entry);
+  auto [it, inserted] = cache_.try_emplace(key);
+  Cached& cached = it->second;
   if (inserted) {
-    IndexInsert(key, entry);
+    cached.entry = entry;
+    IndexInsert(key, cached);
     return nullptr;
   }
-  Entry old = std::exchange(it->second, entry);
-  // Most updates keep an object's index values (a status change): the entry is replaced where it
-  // is instead of erased and inserted again.
+  Entry old = std::exchange(cached.entry, entry);
+  size_t i = 0;
   for (auto& [name, index] : indexes_) {
-    std::vector<std::string> before = index.fn(old);
+    std::vector<Listing>& listings = cached.listings[i++];
     std::vector<std::string> after = index.fn(entry);
-    for (const std::string& value : before) {
-      if (std::find(after.begin(), after.end(), value) == after.end()) {
-        EraseFromValue(index.values, value, key);
+    const bool same =
+        after.size() == listings.size() &&
+        std::equal(after.begin(), after.end(), listings.begin(),
+                   [](const std::string& v, const Listing& l) { return v == l.value; });
+    if (same) {
+      for (Listing& l : listings) *l.slot = entry;
+      continue;
+    }
+    for (const Listing& l : listings) {
+      if (std::find(after.begin(), after.end(), l.value) == after.end()) {
+        EraseFromValue(index.values, l.value, key);
       }
     }
-    for (const std::string& value : after) PutInValue(index.values, value, key, entry);
+    listings.clear();
+    for (std::string& value : after) {
+      Entry* slot = PutInValue(index.values, value, key, entry);
+      listings.push_back({std::move(value), slot});
+    }
   }
   return old;
 }
@@ -180,8 +204,8 @@ InformerBase::Entry InformerBase::Remove(const std::string& key) {
   MutexLock lock(mu_);
   auto it = cache_.find(key);
   if (it == cache_.end()) return nullptr;
-  Entry old = it->second;
-  IndexErase(key, old);
+  Entry old = it->second.entry;
+  IndexErase(key, it->second);
   cache_.erase(it);
   return old;
 }
@@ -275,13 +299,13 @@ Status InformerBase::ListAndReplace() {
   {
     MutexLock lock(mu_);
     std::vector<std::string> gone;
-    for (const auto& [key, entry] : cache_) {
+    for (const auto& [key, cached] : cache_) {
       if (!listed.contains(key)) gone.push_back(key);
     }
     for (const std::string& key : gone) {
       auto it = cache_.find(key);
       IndexErase(key, it->second);
-      removed.push_back(it->second);
+      removed.push_back(it->second.entry);
       cache_.erase(it);
     }
   }

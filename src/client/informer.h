@@ -144,6 +144,19 @@ class InformerBase {
     // value -> key -> entry; only looked up by value (an object's keys are listed in order).
     std::unordered_map<std::string, SortedStringMap<Entry>, StringHash, std::equal_to<>> values;
   };
+  // Where an index lists a cached object: the value, and the object's entry under it (stable:
+  // map nodes do not move while they exist).
+  struct Listing {
+    std::string value;
+    Entry* slot = nullptr;
+  };
+  // A cached object and its listings, per index in indexes_ order: an update that keeps an
+  // index's values (most do: a status change) replaces the listed entries in place, without
+  // computing the old version's values again or looking the values up.
+  struct Cached {
+    Entry entry;
+    std::vector<std::vector<Listing>> listings;
+  };
 
   void Run();
   void RunResync();
@@ -167,8 +180,9 @@ class InformerBase {
   Entry Upsert(const std::string& key, const Entry& entry) DRAPLANE_REQUIRES(handler_mu_)
       DRAPLANE_EXCLUDES(mu_);
   Entry Remove(const std::string& key) DRAPLANE_REQUIRES(handler_mu_) DRAPLANE_EXCLUDES(mu_);
-  void IndexInsert(const std::string& key, const Entry& entry) DRAPLANE_REQUIRES(mu_);
-  void IndexErase(const std::string& key, const Entry& entry) DRAPLANE_REQUIRES(mu_);
+  // Lists `cached` (its entry set, its listings empty) in every index.
+  void IndexInsert(const std::string& key, Cached& cached) DRAPLANE_REQUIRES(mu_);
+  void IndexErase(const std::string& key, const Cached& cached) DRAPLANE_REQUIRES(mu_);
   void NotifyAdd(const Entry& entry) DRAPLANE_REQUIRES(handler_mu_);
   void NotifyUpdate(const Entry& old_entry, const Entry& new_entry) DRAPLANE_REQUIRES(handler_mu_);
   void NotifyDelete(const Entry& entry) DRAPLANE_REQUIRES(handler_mu_);
@@ -185,7 +199,7 @@ class InformerBase {
 
   mutable Mutex mu_;
   CondVar cv_;
-  SortedStringMap<Entry> cache_ DRAPLANE_GUARDED_BY(mu_);
+  SortedStringMap<Cached> cache_ DRAPLANE_GUARDED_BY(mu_);
   std::map<std::string, Index> indexes_ DRAPLANE_GUARDED_BY(mu_);
   std::string resource_version_ DRAPLANE_GUARDED_BY(mu_);
   std::unique_ptr<WatchStream> watch_ DRAPLANE_GUARDED_BY(mu_);  // the stream to cancel on Stop

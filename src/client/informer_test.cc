@@ -326,6 +326,48 @@ TEST_F(InformerTest, AnIndexAddedWhileRunningCoversTheCache) {
   EXPECT_EQ(informer.ByIndex("node", "n1").size(), 2u);
 }
 
+// Each cached object remembers where every index lists it, by the indexes' order; an index
+// added later may come first in that order.
+TEST_F(InformerTest, AnIndexAddedBeforeAnotherInOrderKeepsBothFollowingUpdates) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  auto label = [](std::string key) {
+    return [key](const Pod& p) {
+      auto it = p.metadata.labels.find(key);
+      return it == p.metadata.labels.end() ? std::vector<std::string>{}
+                                           : std::vector<std::string>{it->second};
+    };
+  };
+  informer.AddIndex("zone", label("zone"));
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  recorder.WaitFor(1);
+  auto update = [&](const std::map<std::string, std::string, std::less<>>& labels) {
+    Pod pod = *informer.Get("ns", "a");
+    pod.metadata.labels = labels;
+    ASSERT_TRUE(Update(api_, pod).ok());
+  };
+  update({{"zone", "z1"}, {"app", "web"}});
+  recorder.WaitFor(2);
+  informer.AddIndex("app", label("app"));  // "app" orders before "zone"
+  ASSERT_EQ(informer.ByIndex("app", "web").size(), 1u);
+  ASSERT_EQ(informer.ByIndex("zone", "z1").size(), 1u);
+  update({{"zone", "z2"}, {"app", "web"}});
+  recorder.WaitFor(3);
+  EXPECT_TRUE(informer.ByIndex("zone", "z1").empty());
+  ASSERT_EQ(informer.ByIndex("zone", "z2").size(), 1u);
+  ASSERT_EQ(informer.ByIndex("app", "web").size(), 1u);
+  EXPECT_EQ(informer.ByIndex("app", "web")[0]->metadata.labels.at("zone"), "z2");
+  update({{"zone", "z2"}});
+  recorder.WaitFor(4);
+  EXPECT_TRUE(informer.ByIndex("app", "web").empty());
+  EXPECT_EQ(informer.ByIndex("zone", "z2")[0]->metadata.labels.size(), 1u);
+  ASSERT_TRUE(Delete<Pod>(api_, "ns", "a", {.grace_period_seconds = 0}).ok());
+  recorder.WaitFor(5);
+  EXPECT_TRUE(informer.ByIndex("zone", "z2").empty());
+}
+
 TEST_F(InformerTest, SharedInformersHandOutOneInformerPerTypeAndStartLateOnes) {
   ASSERT_TRUE(CreatePod("a").ok());
   SharedInformers shared(api_);
