@@ -214,29 +214,55 @@ void ForEachDeviceCharge(std::string_view device_class, const DeviceFacts& facts
   }
 }
 
-std::string ResourceName(DeviceResource::Kind kind, std::string_view subject,
-                         std::string_view name) {
+namespace {
+
+// Writes the resource name of a DeviceResource's parts into `out` (replacing its contents): a
+// charge builds one name per item, and a reused buffer allocates only when a name outgrows it.
+void WriteResourceName(DeviceResource::Kind kind, std::string_view subject, std::string_view name,
+                       std::string& out) {
+  out.assign(subject);
   switch (kind) {
     case DeviceResource::Kind::kDevices:
-      return api::quota::DeviceClassResourceName(subject);
+      out.append(api::quota::kDevicesPerClassSuffix);
+      return;
     case DeviceResource::Kind::kClassCounter:
-      return DeviceClassCounterResource(subject, name);
+      out.append(kClassInfix).append(kCounterPrefix).append(name);
+      return;
     case DeviceResource::Kind::kDriverCounter:
-      return DriverCounterResource(subject, name);
+      out.append(kDriverInfix).append(kCounterPrefix).append(name);
+      return;
     case DeviceResource::Kind::kClassCapacity:
-      return DeviceClassCapacityResource(subject, name);
+      out.append(kClassInfix).append(kCapacityPrefix).append(name);
+      return;
   }
-  return "";
+}
+
+// Adds a device's charge to `additive` and `share_counters` (ChargeDevice's rule).
+void AddDeviceCharge(std::string_view device_class, const DeviceFacts& facts, bool admin_access,
+                     const ResourceList* share_consumed, ResourceList& additive,
+                     ResourceList& share_counters) {
+  std::string name;
+  ForEachDeviceCharge(
+      device_class, facts, admin_access, share_consumed, [&](const ChargeItem& item) {
+        WriteResourceName(item.kind, item.subject, item.name, name);
+        AddResource(item.share_counter ? share_counters : additive, name, item.amount);
+      });
+}
+
+}  // namespace
+
+std::string ResourceName(DeviceResource::Kind kind, std::string_view subject,
+                         std::string_view name) {
+  std::string out;
+  WriteResourceName(kind, subject, name, out);
+  return out;
 }
 
 DeviceCharge ChargeDevice(std::string_view device_class, const DeviceFacts& facts,
                           bool admin_access, const ResourceList* share_consumed) {
   DeviceCharge out;
-  ForEachDeviceCharge(device_class, facts, admin_access, share_consumed,
-                      [&](const ChargeItem& item) {
-                        AddResource(item.share_counter ? out.share_counters : out.additive,
-                                    ResourceName(item.kind, item.subject, item.name), item.amount);
-                      });
+  AddDeviceCharge(device_class, facts, admin_access, share_consumed, out.additive,
+                  out.share_counters);
   return out;
 }
 
@@ -274,12 +300,14 @@ ClaimCharge ChargeAllocation(const rv1::ResourceClaim& claim,
       unknown.driver = r.driver;
       facts = &unknown;
     }
-    DeviceCharge charge =
-        ChargeDevice(device_class, *facts, /*admin_access=*/false, share ? &consumed : nullptr);
-    AddResources(out.additive, charge.additive);
-    if (!charge.share_counters.empty()) {
+    // The device's charge goes straight into the claim's sum (exact arithmetic: the same sum
+    // as charging each device apart and adding those).
+    ResourceList share_counters;
+    AddDeviceCharge(device_class, *facts, /*admin_access=*/false, share ? &consumed : nullptr,
+                    out.additive, share_counters);
+    if (!share_counters.empty()) {
       // The device's counters, once however many shares of it the claim holds.
-      out.share_counters[DeviceKey(r.driver, r.pool, r.device)] = charge.share_counters;
+      out.share_counters[DeviceKey(r.driver, r.pool, r.device)] = std::move(share_counters);
     }
   }
   return out;
