@@ -167,11 +167,15 @@ StatusOr<bool> DeviceNodeMatches(SliceEntry& slice, size_t index, const api::cor
 
 NodeEntry& GatherPools(SnapshotState& state, const api::corev1::Node& node,
                        const Features& features) {
-  NodeEntry& entry = state.Node(node);
+  bool same_version = false;
+  NodeEntry& entry = state.Node(node, &same_version);
   const std::string& uid = node.metadata.uid;
   const std::string& version = node.metadata.resource_version;
   if (entry.epoch == state.epoch && entry.partitionable == features.partitionable_devices) {
-    if (!version.empty() && version == entry.node_version && uid == entry.node_uid) return entry;
+    if (same_version ||
+        (!version.empty() && version == entry.node_version && uid == entry.node_uid)) {
+      return entry;
+    }
     if (entry.labels == node.metadata.labels) {
       entry.node_uid = uid;
       entry.node_version = version;

@@ -206,11 +206,13 @@ struct SnapshotState {
   std::unordered_map<std::string, uint64_t> claim_version_ids;
   std::unordered_map<std::string, NodeEntry> nodes;
   // Node objects seen, by address: a scheduler passes the same (informer-cached) Node objects
-  // over and over, so the entry is found without hashing the name. Checked against the name.
+  // over and over, so the entry is found without hashing the name. Checked against the uid and
+  // resourceVersion, else the name.
   std::unordered_map<const void*, NodeEntry*> nodes_by_address;
 
-  // The entry of `node` (created empty when new).
-  NodeEntry& Node(const api::corev1::Node& node);
+  // The entry of `node` (created empty when new). `*same_version`: the entry was last gathered
+  // for this version of this Node object (its uid and resourceVersion).
+  NodeEntry& Node(const api::corev1::Node& node, bool* same_version);
 
   // The resolved capacities of device `index` of `slice`, sorted by published name.
   const std::vector<ResolvedCapacity>& Capacities(SliceEntry& slice, size_t index);
