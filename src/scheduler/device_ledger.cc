@@ -401,16 +401,6 @@ DeviceLedger::NodeFree DeviceLedger::FreeOn(const HashedString& node) const {
   return NodeFree(this, CountsOn(node));
 }
 
-int64_t DeviceLedger::Count(uint32_t class_id, const NodeCounts* node,
-                            int64_t Counts::*field) const {
-  if (class_id == kNoClass) return 0;
-  if (class_id < nonlocal_.size() && nonlocal_[class_id] > 0) return kUnknown;
-  if (node == nullptr || class_id >= node->size()) return 0;
-  const Counts& c = (*node)[class_id];
-  if (c.shared > 0) return kUnknown;
-  return c.*field;
-}
-
 int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view node) const {
   return Count(ClassId(class_name), CountsOn(node), &Counts::free);
 }

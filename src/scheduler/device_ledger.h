@@ -243,6 +243,17 @@ class DeviceLedger {
   uint64_t changes_ = 0;
 };
 
+// Inline: asked per candidate node and device class in every scheduling cycle (NodeFree).
+inline int64_t DeviceLedger::Count(uint32_t class_id, const NodeCounts* node,
+                                   int64_t Counts::*field) const {
+  if (class_id == kNoClass) return 0;
+  if (class_id < nonlocal_.size() && nonlocal_[class_id] > 0) return kUnknown;
+  if (node == nullptr || class_id >= node->size()) return 0;
+  const Counts& c = (*node)[class_id];
+  if (c.shared > 0) return kUnknown;
+  return c.*field;
+}
+
 class DeviceLedger::NodeFree {
  public:
   // FreeDevices of the class with this id (ClassId) on the node.
