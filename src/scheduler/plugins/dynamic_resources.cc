@@ -20,7 +20,6 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/random.h"
-#include "common/string_hash.h"
 #include "scheduler/explain.h"
 
 namespace draplane::scheduler {
@@ -71,6 +70,7 @@ struct Variant {
 };
 
 struct NodeAllocation {
+  const NodeInfo* node = nullptr;
   const Variant* variant = nullptr;
   // Aligned with variant->claims; shared with the allocator's per-node cache.
   std::shared_ptr<const std::vector<rv1::AllocationResult>> results;
@@ -121,8 +121,16 @@ struct DraState {
   // The variant without extended resources (key ""), once made: what a Pod without extended
   // resources uses on every node.
   Variant* plain_variant = nullptr;
-  // Looked up for every node Filter and Score see, never iterated.
-  std::unordered_map<std::string, NodeAllocation, StringHash, std::equal_to<>> node_allocations;
+  // The nodes Filter found an allocation on, in the order it saw them (the cluster's NodeInfos
+  // stay put for the attempt). Score asks for the node Filter has just passed, the last entry;
+  // Reserve once. A node seen again (a second pass) has its later entry nearer the end.
+  std::vector<NodeAllocation> node_allocations;
+  const NodeAllocation* AllocationOn(const NodeInfo* node) const {
+    for (auto it = node_allocations.rbegin(); it != node_allocations.rend(); ++it) {
+      if (it->node == node) return &*it;
+    }
+    return nullptr;
+  }
   std::set<size_t> unavailable;
   std::map<std::string, std::string> claim_names;
   int explain_left = 0;
@@ -627,13 +635,12 @@ class DynamicResources final : public PreEnqueuePlugin,
       s->quota_refusals[node.name()] += outcome->stats.policy_rejections;
     }
     switch (outcome->kind) {
-      case allocator::Outcome::Kind::kAllocated: {
-        NodeAllocation& na = s->node_allocations[node.name()];
-        na.variant = v;
-        na.results = std::move(outcome->results);
-        na.preference_kept = preference_kept;
+      case allocator::Outcome::Kind::kAllocated:
+        s->node_allocations.push_back({.node = &node,
+                                       .variant = v,
+                                       .results = std::move(outcome->results),
+                                       .preference_kept = preference_kept});
         return PluginStatus::Success();
-      }
       case allocator::Outcome::Kind::kNodeError:
         return PluginStatus::Unresolvable(outcome->message);
       case allocator::Outcome::Kind::kUnsatisfiable:
@@ -692,22 +699,22 @@ class DynamicResources final : public PreEnqueuePlugin,
     DraState* s = cycle.Get<DraState>();
     if (s == nullptr) return 0;
     int64_t score = 0;
-    auto na = s->node_allocations.find(node.hashed_name());
+    const NodeAllocation* na = s->AllocationOn(&node);
     for (size_t i = 0; i < s->claims.size(); ++i) {
       const ClaimEntry& e = s->claims[i];
       if (e.special || e.claim == nullptr) continue;
       if (e.claim->status.allocation.has_value()) {
         score += ScoreAllocation(*e.claim, *e.claim->status.allocation);
-      } else if (na != s->node_allocations.end()) {
-        const Variant& v = *na->second.variant;
+      } else if (na != nullptr) {
+        const Variant& v = *na->variant;
         for (size_t k = 0; k < v.entries.size(); ++k) {
-          if (v.entries[k] == i) score += ScoreAllocation(*e.claim, (*na->second.results)[k]);
+          if (v.entries[k] == i) score += ScoreAllocation(*e.claim, (*na->results)[k]);
         }
       }
     }
     // Every node that kept the fair-share preference before every node that did not; upstream's
     // tier score orders each group.
-    if (s->contested && na != s->node_allocations.end() && na->second.preference_kept) {
+    if (s->contested && na != nullptr && na->preference_kept) {
       score += s->max_score + 1;
     }
     return score;
@@ -726,16 +733,15 @@ class DynamicResources final : public PreEnqueuePlugin,
     if (s == nullptr || s->claims.empty()) return PluginStatus::Success();
     const Pod& pod = *info.pod;
     s->binds.clear();
-    auto na = s->node_allocations.find(node);
-    if (na != s->node_allocations.end()) {
-      const Variant& v = *na->second.variant;
+    const NodeAllocation* na = s->AllocationOn(deps_.cluster->FindNode(node));
+    if (na != nullptr) {
+      const Variant& v = *na->variant;
       s->reserved_variant = &v;
       // Before the in-flight records: the decision's searches must not see the Pod's own devices.
       // Its charges (one per claim) are the in-flight holdings' too.
       std::vector<allocator::ClaimCharge> charges;
       if (!v.claims.empty()) {
-        s->decision = MakeDecision(*s, pod, node, v, *na->second.results,
-                                   na->second.preference_kept, &charges);
+        s->decision = MakeDecision(*s, pod, node, v, *na->results, na->preference_kept, &charges);
       }
       const bool charge = s->decision.has_value() && !s->decision->quotas.empty() &&
                           !s->decision->increment.empty() && deps_.quotas != nullptr;
@@ -744,8 +750,8 @@ class DynamicResources final : public PreEnqueuePlugin,
         BindRecord b;
         b.entry = v.entries[k];
         // Shares the node's results (aliasing: no copy).
-        b.allocation = std::shared_ptr<const rv1::AllocationResult>(na->second.results,
-                                                                    &(*na->second.results)[k]);
+        b.allocation =
+            std::shared_ptr<const rv1::AllocationResult>(na->results, &(*na->results)[k]);
         b.mark_charge = charge;
         const ClaimEntry& e = s->claims[b.entry];
         std::optional<allocator::ClaimCharge> charge;
