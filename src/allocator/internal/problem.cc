@@ -84,6 +84,26 @@ void AssignSymmetryClasses(Problem& problem) {
     for (const api::Quantity& q : plan.consumed) text += "|" + q.ToString();
     plan_ids[i] = text_id(text);
   }
+  // Each device's features are sized first (one allocation each instead of one per doubling:
+  // a device is a candidate of several keys, three features per key).
+  size_t per_constraints = 0;
+  for (const Claim& claim : problem.claims) {
+    for (const Constraint& constraint : claim.constraints) {
+      per_constraints += 3 * constraint.derived.size() + 2;
+    }
+  }
+  std::vector<size_t> sizes(n, per_constraints);
+  for (size_t d = 0; d < n; ++d) {
+    const Device& dev = problem.devices[d];
+    sizes[d] += 3 + 2 * dev.capacities.size();
+    for (const GroupUse& use : dev.group_uses) sizes[d] += 2 + use.groups.size();
+    if (dev.consumes_counters) sizes[d] += 2 + 2 * dev.counter_uses.size();
+  }
+  for (const RequestKey& key : problem.keys) {
+    for (const Candidate& c : key.candidates) sizes[c.device] += 3;
+    for (const Candidate& c : key.all_devices) sizes[c.device] += 3;
+  }
+  for (size_t d = 0; d < n; ++d) features[d].reserve(sizes[d]);
   for (size_t d = 0; d < n; ++d) {
     const Device& dev = problem.devices[d];
     std::vector<uint64_t>& f = features[d];
