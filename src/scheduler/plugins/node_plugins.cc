@@ -135,22 +135,44 @@ class NodeResourcesFit final : public FilterPlugin {
             {EventResource::kPod, kUpdatePodSpec}};
   }
   PluginStatus Filter(CycleState&, const PodInfo& pod, const NodeInfo& node, bool) override {
+    // Most nodes fit: the reasons are collected only for one that does not.
+    if (Insufficient(pod, node, nullptr)) {
+      std::vector<std::string> insufficient;
+      Insufficient(pod, node, &insufficient);
+      return PluginStatus(Code::kUnschedulable, std::move(insufficient));
+    }
+    return PluginStatus::Success();
+  }
+
+ private:
+  // Whether some resource is short on `node`; `reasons` (when given) gets every shortage.
+  bool Insufficient(const PodInfo& pod, const NodeInfo& node,
+                    std::vector<std::string>* reasons) const {
     const Resources& want = pod.requests;
     const Resources& have = node.allocatable();
     const Resources& used = node.requested();
-    std::vector<std::string> insufficient;
-    if (static_cast<int64_t>(node.pod_count()) + 1 > have.pods) {
-      insufficient.push_back(std::string(kReasonTooManyPods));
+    bool short_of_some = false;
+    auto shortage = [&](std::string reason) {
+      short_of_some = true;
+      if (reasons != nullptr) reasons->push_back(std::move(reason));
+      return reasons == nullptr;  // without reasons, the first shortage answers
+    };
+    if (static_cast<int64_t>(node.pod_count()) + 1 > have.pods &&
+        shortage(std::string(kReasonTooManyPods))) {
+      return true;
     }
-    if (want.milli_cpu > 0 && want.milli_cpu > have.milli_cpu - used.milli_cpu) {
-      insufficient.push_back("Insufficient cpu");
+    if (want.milli_cpu > 0 && want.milli_cpu > have.milli_cpu - used.milli_cpu &&
+        shortage("Insufficient cpu")) {
+      return true;
     }
-    if (want.memory > 0 && want.memory > have.memory - used.memory) {
-      insufficient.push_back("Insufficient memory");
+    if (want.memory > 0 && want.memory > have.memory - used.memory &&
+        shortage("Insufficient memory")) {
+      return true;
     }
     if (want.ephemeral_storage > 0 &&
-        want.ephemeral_storage > have.ephemeral_storage - used.ephemeral_storage) {
-      insufficient.push_back("Insufficient ephemeral-storage");
+        want.ephemeral_storage > have.ephemeral_storage - used.ephemeral_storage &&
+        shortage("Insufficient ephemeral-storage")) {
+      return true;
     }
     for (const auto& [resource, amount] : want.scalar) {
       auto a = have.scalar.find(resource);
@@ -160,13 +182,11 @@ class NodeResourcesFit final : public FilterPlugin {
       }
       auto u = used.scalar.find(resource);
       int64_t in_use = u == used.scalar.end() ? 0 : u->second;
-      if (amount > allocatable - in_use) insufficient.push_back("Insufficient " + resource);
+      if (amount > allocatable - in_use && shortage("Insufficient " + resource)) return true;
     }
-    if (insufficient.empty()) return PluginStatus::Success();
-    return PluginStatus(Code::kUnschedulable, std::move(insufficient));
+    return short_of_some;
   }
 
- private:
   const ClusterState& cluster_;
 };
 
