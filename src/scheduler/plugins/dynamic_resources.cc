@@ -636,6 +636,10 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
     switch (outcome->kind) {
       case allocator::Outcome::Kind::kAllocated:
+        // Room for every node at once: a Pod often fits on dozens.
+        if (s->node_allocations.empty()) {
+          s->node_allocations.reserve(deps_.cluster->nodes().size());
+        }
         s->node_allocations.push_back({.node = &node,
                                        .variant = v,
                                        .results = std::move(outcome->results),
