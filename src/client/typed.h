@@ -191,6 +191,14 @@ StatusOr<T> Create(ApiClient& api, T object, std::string_view field_manager = ""
   return WriteAndAnswer(api, std::move(request), std::move(object));
 }
 
+// Create answering the stored object shared (WriteAndShare): for a caller that only reads it.
+template <typename T>
+StatusOr<std::shared_ptr<const T>> CreateShared(ApiClient& api, T object,
+                                                std::string_view field_manager = "") {
+  ApiRequest request = TypedRequest(Verb::kCreate, object, "", field_manager);
+  return WriteAndShare(api, std::move(request), std::move(object));
+}
+
 // Create for a caller that needs only success or failure: the stored object is not parsed.
 template <typename T>
 Status CreateOnly(ApiClient& api, T object, std::string_view field_manager = "") {

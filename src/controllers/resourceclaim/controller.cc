@@ -293,13 +293,13 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
       claim.metadata.annotations[std::string(kPodClaimNameAnnotation)] = entry.name;
       claim.metadata.owner_references.push_back(api::NewControllerRef(*pod));
       claim.spec = tmpl->spec.spec;
-      StatusOr<rv1::ResourceClaim> created =
-          client::Create(api_, std::move(claim), options_.field_manager);
+      StatusOr<std::shared_ptr<const rv1::ResourceClaim>> created =
+          client::CreateShared(api_, std::move(claim), options_.field_manager);
       if (!created.ok()) {
         return ClaimCreationFailed(
             *pod, entry.name, created.status().WithPrefix("create ResourceClaim " + entry.name));
       }
-      claim_name = created->metadata.name;
+      claim_name = (*created)->metadata.name;
     }
     api::corev1::PodResourceClaimStatus status;
     status.name = entry.name;
