@@ -198,6 +198,15 @@ Status ProblemBuilder::Build() {
 
 void ProblemBuilder::AddDevices() {
   devices_of_gathered.assign(node_entry_.pools.size(), {0, 0});
+  // Room for every device first: a Device moves (strings, vectors) each time the list grows.
+  size_t device_count = problem.devices.size();
+  for (const GatheredPool& pool : node_entry_.pools) {
+    if (pool.incomplete || pool.invalid) continue;
+    for (const SliceEntry* slice : pool.targeting) device_count += slice->spec().devices.size();
+  }
+  problem.devices.reserve(device_count);
+  refs.reserve(device_count);
+  if (with_policies_) problem.facts.reserve(device_count);
   for (uint32_t gp = 0; gp < node_entry_.pools.size(); ++gp) {
     const GatheredPool& pool = node_entry_.pools[gp];
     if (pool.incomplete || pool.invalid) continue;
