@@ -26,6 +26,27 @@ int CapacityRank(std::string_view published, std::string_view driver) {
   return domain.empty() ? 1 : 2;
 }
 
+// Writes the resource name of a DeviceResource's parts into `out` (replacing its contents): a
+// charge builds one name per item, and a reused buffer allocates only when a name outgrows it.
+void WriteResourceName(DeviceResource::Kind kind, std::string_view subject, std::string_view name,
+                       std::string& out) {
+  out.assign(subject);
+  switch (kind) {
+    case DeviceResource::Kind::kDevices:
+      out.append(api::quota::kDevicesPerClassSuffix);  // api::quota::DeviceClassResourceName
+      return;
+    case DeviceResource::Kind::kClassCounter:
+      out.append(kClassInfix).append(kCounterPrefix).append(name);
+      return;
+    case DeviceResource::Kind::kDriverCounter:
+      out.append(kDriverInfix).append(kCounterPrefix).append(name);
+      return;
+    case DeviceResource::Kind::kClassCapacity:
+      out.append(kClassInfix).append(kCapacityPrefix).append(name);
+      return;
+  }
+}
+
 }  // namespace
 
 void AddResource(ResourceList& into, std::string_view key, const api::Quantity& amount, int sign) {
@@ -44,21 +65,15 @@ void AddResources(ResourceList& into, const ResourceList& from, int sign) {
 }
 
 std::string DeviceClassCounterResource(std::string_view device_class, std::string_view counter) {
-  std::string out(device_class);
-  out.append(kClassInfix).append(kCounterPrefix).append(counter);
-  return out;
+  return ResourceName(DeviceResource::Kind::kClassCounter, device_class, counter);
 }
 
 std::string DriverCounterResource(std::string_view driver, std::string_view counter) {
-  std::string out(driver);
-  out.append(kDriverInfix).append(kCounterPrefix).append(counter);
-  return out;
+  return ResourceName(DeviceResource::Kind::kDriverCounter, driver, counter);
 }
 
 std::string DeviceClassCapacityResource(std::string_view device_class, std::string_view id) {
-  std::string out(device_class);
-  out.append(kClassInfix).append(kCapacityPrefix).append(id);
-  return out;
+  return ResourceName(DeviceResource::Kind::kClassCapacity, device_class, id);
 }
 
 std::optional<DeviceResource> ParseDeviceResource(std::string_view resource) {
@@ -215,27 +230,6 @@ void ForEachDeviceCharge(std::string_view device_class, const DeviceFacts& facts
 }
 
 namespace {
-
-// Writes the resource name of a DeviceResource's parts into `out` (replacing its contents): a
-// charge builds one name per item, and a reused buffer allocates only when a name outgrows it.
-void WriteResourceName(DeviceResource::Kind kind, std::string_view subject, std::string_view name,
-                       std::string& out) {
-  out.assign(subject);
-  switch (kind) {
-    case DeviceResource::Kind::kDevices:
-      out.append(api::quota::kDevicesPerClassSuffix);
-      return;
-    case DeviceResource::Kind::kClassCounter:
-      out.append(kClassInfix).append(kCounterPrefix).append(name);
-      return;
-    case DeviceResource::Kind::kDriverCounter:
-      out.append(kDriverInfix).append(kCounterPrefix).append(name);
-      return;
-    case DeviceResource::Kind::kClassCapacity:
-      out.append(kClassInfix).append(kCapacityPrefix).append(name);
-      return;
-  }
-}
 
 // Adds a device's charge to `additive` and `share_counters` (ChargeDevice's rule).
 void AddDeviceCharge(std::string_view device_class, const DeviceFacts& facts, bool admin_access,
