@@ -359,7 +359,7 @@ class AllocatorImpl final : public Allocator {
     // verdict was remembered), and outlives every allocation and release on the node.
     const bool never = !invalid && internal::UnsatisfiableWhateverIsAllocated(builder.problem);
     if (never && use_cache && !NeverFits(entry)) {
-      Remember<kRememberedAlways>(entry.unsatisfiable_always, {claim_set_, features_});
+      Remember<kRememberedAlways>(entry.unsatisfiable_always, {claim_set_, packed_features_});
     }
     if (never && !options.explain) {
       Outcome out;
@@ -425,7 +425,7 @@ class AllocatorImpl final : public Allocator {
  private:
   // The key of a verdict searched now on `entry`'s node (its records are current).
   NodeEntry::VerdictKey Key(const NodeEntry& entry, const AllocatedState& allocated) const {
-    NodeEntry::VerdictKey key{claim_set_, features_, allocated.id(), {}};
+    NodeEntry::VerdictKey key{claim_set_, packed_features_, allocated.id(), {}};
     key.versions.reserve(entry.records.size());
     for (const AllocatedState::PoolRecord* r : entry.records) key.versions.push_back(r->version);
     return key;
@@ -434,7 +434,7 @@ class AllocatorImpl final : public Allocator {
   // Whether these claims are remembered as never fitting on `entry`'s node.
   bool NeverFits(const NodeEntry& entry) const {
     for (const NodeEntry::UnsatisfiableAlways& u : entry.unsatisfiable_always) {
-      if (u.claims == claim_set_ && u.features == features_) return true;
+      if (u.claims == claim_set_ && u.features == packed_features_) return true;
     }
     return false;
   }
@@ -443,7 +443,7 @@ class AllocatorImpl final : public Allocator {
   bool Current(const NodeEntry::VerdictKey& key, const NodeEntry& entry,
                const AllocatedState& allocated) const {
     if (key.claims != claim_set_ || key.state_id != allocated.id() ||
-        !(key.features == features_) || key.versions.size() != entry.records.size()) {
+        key.features != packed_features_ || key.versions.size() != entry.records.size()) {
       return false;
     }
     for (size_t i = 0; i < entry.records.size(); ++i) {
@@ -560,6 +560,7 @@ class AllocatorImpl final : public Allocator {
 
   SnapshotState& state_;
   Features features_;
+  uint64_t packed_features_ = PackedFeatures(features_);
   std::vector<ClaimSpec> claims_;
   uint64_t claim_set_ = 0;
 };

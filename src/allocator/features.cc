@@ -74,6 +74,16 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
+uint64_t PackedFeatures(const Features& f) {
+  // Nine flags and a one-byte mode: a member added to Features must be packed here too.
+  static_assert(sizeof(Features) == kFlags.size() + sizeof(cel::ListAttributeMode));
+  uint64_t packed = static_cast<uint64_t>(f.list_attributes) << kFlags.size();
+  for (size_t i = 0; i < kFlags.size(); ++i) {
+    if (f.*(kFlags[i].member)) packed |= uint64_t{1} << i;
+  }
+  return packed;
+}
+
 Features AllFeatures() {
   Features f;
   for (const FlagEntry& e : kFlags) f.*(e.member) = true;

@@ -9,6 +9,7 @@
 // Thread-safety: value types and pure functions.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,10 @@ struct Features {
 
   friend bool operator==(const Features&, const Features&) = default;
 };
+
+// The flags and the list mode in one word: equal words, equal Features (the allocator's memo
+// keys compare them on every lookup).
+uint64_t PackedFeatures(const Features& f);
 
 // Every flag on (list attributes read as in 1.36).
 Features AllFeatures();

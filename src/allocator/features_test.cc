@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace draplane::allocator {
 namespace {
 
@@ -76,6 +78,23 @@ TEST(FeaturesTest, NamesRoundTrip) {
   EXPECT_EQ(f, AllFeatures());
   EXPECT_EQ(EnabledFeatureNames(f).size(), 9u);
   EXPECT_FALSE(SetFeature("Bogus", true, &f).ok());
+}
+
+// The packed word tells every pair of different Features apart: each flag and the list mode.
+TEST(FeaturesTest, PackedFeaturesDifferWhereTheFeaturesDo) {
+  const Features none;
+  std::set<uint64_t> seen = {PackedFeatures(none)};
+  for (std::string_view name : FeatureNames()) {
+    Features one;
+    ASSERT_TRUE(SetFeature(name, true, &one).ok());
+    EXPECT_TRUE(seen.insert(PackedFeatures(one)).second) << name;
+  }
+  Features other_mode;
+  other_mode.list_attributes = cel::ListAttributeMode::kUnsupported;
+  ASSERT_NE(other_mode, none);
+  EXPECT_TRUE(seen.insert(PackedFeatures(other_mode)).second);
+  EXPECT_EQ(PackedFeatures(AllFeatures()), PackedFeatures(AllFeatures()));
+  EXPECT_NE(PackedFeatures(AllFeatures()), PackedFeatures(none));
 }
 
 }  // namespace

@@ -16,7 +16,6 @@
 #include "allocator/allocated_state.h"
 #include "allocator/charges.h"
 #include "allocator/explanation.h"
-#include "allocator/features.h"
 #include "allocator/internal/device_data.h"
 #include "allocator/internal/problem.h"
 #include "allocator/internal/selector_engine.h"
@@ -127,8 +126,8 @@ struct NodeEntry {
   // What a remembered verdict was searched for: the claim specs, the features and everything
   // the node can see of the allocated state. The slices are fixed by `epoch`.
   struct VerdictKey {
-    uint64_t claims = 0;  // claim-set id (SnapshotState::ClaimSetId)
-    Features features;
+    uint64_t claims = 0;    // claim-set id (SnapshotState::ClaimSetId)
+    uint64_t features = 0;  // PackedFeatures
     uint64_t state_id = 0;
     std::vector<uint64_t> versions;  // pool record versions, aligned with `pools`
   };
@@ -147,7 +146,7 @@ struct NodeEntry {
   // of what is allocated does not.
   struct UnsatisfiableAlways {
     uint64_t claims = 0;
-    Features features;
+    uint64_t features = 0;  // PackedFeatures
   };
   std::vector<UnsatisfiableAlways> unsatisfiable_always;  // most recent last, bounded
   // Claim sets allocated on this node by a policy-free search, with the search's first solution
