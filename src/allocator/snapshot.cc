@@ -172,21 +172,20 @@ uint32_t SnapshotState::DerivedCode(uint32_t expression, SliceEntry& slice, size
 NodeEntry& SnapshotState::Node(const api::corev1::Node& node, bool* same_version) {
   const std::string& uid = node.metadata.uid;
   const std::string& version = node.metadata.resource_version;
-  *same_version = false;
+  auto gathered_for_this_version = [&](const NodeEntry& entry) {
+    return !version.empty() && version == entry.node_version && uid == entry.node_uid;
+  };
   auto it = nodes_by_address.find(&node);
   if (it != nodes_by_address.end()) {
     NodeEntry& entry = *it->second;
+    *same_version = gathered_for_this_version(entry);
     // A uid and a resourceVersion name one version of one object (an address may be reused by
     // another object, they may not): then the name is the entry's too.
-    if (!uid.empty() && !version.empty() && version == entry.node_version &&
-        uid == entry.node_uid) {
-      *same_version = true;
-      return entry;
-    }
-    if (entry.name == node.metadata.name) return entry;
+    if ((*same_version && !uid.empty()) || entry.name == node.metadata.name) return entry;
   }
   NodeEntry& entry = nodes[node.metadata.name];
   entry.name = node.metadata.name;
+  *same_version = gathered_for_this_version(entry);
   // Transient Node objects must not make the index grow without bound.
   if (nodes_by_address.size() > 4 * nodes.size() + 64) nodes_by_address.clear();
   nodes_by_address[&node] = &entry;

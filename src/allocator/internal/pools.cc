@@ -172,10 +172,7 @@ NodeEntry& GatherPools(SnapshotState& state, const api::corev1::Node& node,
   const std::string& uid = node.metadata.uid;
   const std::string& version = node.metadata.resource_version;
   if (entry.epoch == state.epoch && entry.partitionable == features.partitionable_devices) {
-    if (same_version ||
-        (!version.empty() && version == entry.node_version && uid == entry.node_uid)) {
-      return entry;
-    }
+    if (same_version) return entry;
     if (entry.labels == node.metadata.labels) {
       entry.node_uid = uid;
       entry.node_version = version;

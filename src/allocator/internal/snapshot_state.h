@@ -210,7 +210,7 @@ struct SnapshotState {
   std::unordered_map<const void*, NodeEntry*> nodes_by_address;
 
   // The entry of `node` (created empty when new). `*same_version`: the entry was last gathered
-  // for this version of this Node object (its uid and resourceVersion).
+  // for this version of this Node object (its uid and a non-empty resourceVersion).
   NodeEntry& Node(const api::corev1::Node& node, bool* same_version);
 
   // The resolved capacities of device `index` of `slice`, sorted by published name.
