@@ -727,9 +727,9 @@ StatusOr<Stored> MemoryApi::State::CommitTyped(const ResourceType& type, Bucket&
                          old_meta.resource_version, body_meta.uid, old_meta.uid));
   std::shared_ptr<void> next;
   if (subresource == "status") {
-    // The old object but its status.
-    next = kind.copy(old);
-    kind.move_status(next.get(), object.get());
+    // The old object but its status: the body's.
+    next = std::move(object);
+    kind.copy_all_but_status(next.get(), old);
   } else {
     next = std::move(object);
     kind.set_type_fields(next.get());
@@ -753,7 +753,7 @@ StatusOr<Stored> MemoryApi::State::StoreTyped(const ResourceType& type, Bucket& 
   api::metav1::ObjectMeta& meta = kind.metadata(next.get());
   // A no-op write leaves the object (and its resourceVersion) alone, as the API server does.
   meta.resource_version = MetadataOf(kind, old).resource_version;
-  if (kind.equal(next.get(), old)) return it->second;
+  if (kind.status_equal(next.get(), old) && kind.equal(next.get(), old)) return it->second;
 
   ++rv;
   meta.resource_version = std::to_string(rv);

@@ -45,11 +45,17 @@ struct TypedKind {
   api::metav1::ObjectMeta& (*metadata)(void* object) = nullptr;
   // Sets `kind` and `apiVersion` to the kind's.
   void (*set_type_fields)(void* object) = nullptr;
-  // Kinds with a `status`: copies or moves `from`'s status into `to`, or resets it.
+  // Kinds with a `status`: copies `from`'s status into `to`, gives `to` everything of `from` but
+  // the status (a status write: the stored object with the body's status, without copying the
+  // stored status only to replace it), or resets it.
   bool has_status = false;
   void (*copy_status)(void* to, const void* from) = nullptr;
-  void (*move_status)(void* to, void* from) = nullptr;
+  void (*copy_all_but_status)(void* to, const void* from) = nullptr;
   void (*clear_status)(void* object) = nullptr;
+  // Whether the statuses are equal (the generated `operator==`); kinds without a `status`: true.
+  // A store asks it before `equal`: a write that changes an object mostly changes its status,
+  // which the whole comparison reaches last.
+  bool (*status_equal)(const void* a, const void* b) = nullptr;
   // Whether the specs are equal (kinds without a `spec`: true).
   bool (*spec_equal)(const void* a, const void* b) = nullptr;
   // Applies `patch`, the value a JSON merge patch (RFC 7386) gives the top-level member `member`
@@ -84,6 +90,24 @@ uint64_t PresentBitOf(std::string_view member) {
   Decode(boost::json::value(boost::json::object{{member, boost::json::object()}}), &probe, &errors);
   return probe.present & ~(uint64_t{1} << 63);
 }
+
+// Converts to any type: brace-initializing an aggregate from N of them compiles exactly when it
+// has at least N members.
+struct AnyMember {
+  template <typename U>
+  operator U() const;  // NOLINT(google-explicit-constructor): only ever unevaluated
+};
+
+// Whether the aggregate `T` has exactly seven members (kind, apiVersion, metadata, spec, status,
+// unknown fields, present bits).
+template <typename T>
+concept HasSevenMembers = requires {
+  T{AnyMember{}, AnyMember{}, AnyMember{}, AnyMember{}, AnyMember{}, AnyMember{}, AnyMember{}};
+}
+&&!requires {
+  T{AnyMember{}, AnyMember{}, AnyMember{}, AnyMember{},
+    AnyMember{}, AnyMember{}, AnyMember{}, AnyMember{}};
+};
 
 // Whether `M` has codecs of its own (optional members have not: they are patched as JSON).
 template <typename M>
@@ -159,14 +183,33 @@ TypedKind MakeTypedKind() {
       t.status = f.status;
       t.present = (t.present & ~bit) | (f.present & bit);
     };
-    k.move_status = [](void* to, void* from) {
+    k.copy_all_but_status = [](void* to, const void* from) {
       T& t = *static_cast<T*>(to);
-      T& f = *static_cast<T*>(from);
+      const T& f = *static_cast<const T*>(from);
       static const uint64_t bit = PresentBitOf<T>("status");
-      t.status = std::move(f.status);
-      t.present = (t.present & ~bit) | (f.present & bit);
+      const uint64_t present = (f.present & ~bit) | (t.present & bit);
+      if constexpr (requires { t.spec; }) {
+        // Every stored kind with a status has exactly these seven members (the check fails when
+        // one gains another: copy it here too).
+        static_assert(HasSevenMembers<T>);
+        t.kind = f.kind;
+        t.api_version = f.api_version;
+        t.metadata = f.metadata;
+        t.spec = f.spec;
+        t.unknown = f.unknown;
+      } else {
+        T next = f;
+        next.status = std::move(t.status);
+        t = std::move(next);
+      }
+      t.present = present;
     };
     k.clear_status = [](void* o) { static_cast<T*>(o)->status = {}; };
+    k.status_equal = [](const void* a, const void* b) {
+      return static_cast<const T*>(a)->status == static_cast<const T*>(b)->status;
+    };
+  } else {
+    k.status_equal = [](const void*, const void*) { return true; };
   }
   if constexpr (requires(T t) { t.spec; }) {
     k.spec_equal = [](const void* a, const void* b) {
