@@ -11,7 +11,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <typeindex>
 #include <utility>
 #include <vector>
 
@@ -141,7 +140,7 @@ class CycleState {
   template <typename T>
   T* Get() const {
     for (const auto& [type, value] : data_) {
-      if (type == typeid(T)) return static_cast<T*>(value.get());
+      if (type == TypeKey<T>()) return static_cast<T*>(value.get());
     }
     return nullptr;
   }
@@ -149,19 +148,27 @@ class CycleState {
   T* Set(std::shared_ptr<T> value) {
     T* raw = value.get();
     for (auto& [type, stored] : data_) {
-      if (type == typeid(T)) {
+      if (type == TypeKey<T>()) {
         stored = std::move(value);
         return raw;
       }
     }
-    data_.emplace_back(std::type_index(typeid(T)), std::move(value));
+    data_.emplace_back(TypeKey<T>(), std::move(value));
     return raw;
   }
 
  private:
-  // A handful of entries, read by every plugin at every node: a linear scan comparing type
-  // identities beats hashing the type's name.
-  std::vector<std::pair<std::type_index, std::shared_ptr<void>>> data_;
+  // One address per type: comparing it is one instruction, where comparing two type_infos
+  // compares their names when the types differ.
+  template <typename T>
+  static const void* TypeKey() {
+    static constexpr char kKey = 0;
+    return &kKey;
+  }
+
+  // A handful of entries, read by every plugin at every node: a linear scan comparing type keys
+  // beats hashing.
+  std::vector<std::pair<const void*, std::shared_ptr<void>>> data_;
 };
 
 // Resource amounts in the units the scheduler compares (upstream framework.Resource): CPU in
