@@ -55,7 +55,7 @@ class PluginStatus {
   PluginStatus& operator=(PluginStatus&&) noexcept = default;
 
   static PluginStatus Success() { return PluginStatus(); }
-  static PluginStatus Skip() { return PluginStatus(Code::kSkip, {}); }
+  static PluginStatus Skip() { return OfCode(Code::kSkip); }
   static PluginStatus Unschedulable(std::string reason) {
     return WithReason(Code::kUnschedulable, std::move(reason));
   }
@@ -64,9 +64,7 @@ class PluginStatus {
   }
   // UnschedulableAndUnresolvable without a reason and without allocating: a Filter's rejection
   // when it is not asked to explain (plugin.h).
-  static PluginStatus UnexplainedRejection() {
-    return PluginStatus(Code::kUnschedulableAndUnresolvable, {});
-  }
+  static PluginStatus UnexplainedRejection() { return OfCode(Code::kUnschedulableAndUnresolvable); }
   static PluginStatus Error(Status error);
   static PluginStatus Pending(std::string reason) {
     return WithReason(Code::kPending, std::move(reason));
@@ -121,6 +119,12 @@ class PluginStatus {
   Details& MutableDetails() {
     if (!details_) details_ = std::make_unique<Details>();
     return *details_;
+  }
+  // Just the code: no reasons vector made and destroyed (a Filter's rejection per node).
+  static PluginStatus OfCode(Code code) {
+    PluginStatus s;
+    s.code_ = code;
+    return s;
   }
   // One reason, moved in (a braced list would copy it: an initializer_list's elements are const).
   static PluginStatus WithReason(Code code, std::string reason) {
