@@ -126,6 +126,8 @@ class Simulation {
   // once, the copy's own metadata decoded alone (PodArrival::Named).
   void Arrive(const PodArrival& arrival);
   void Complete(const Event& event);
+  // The kubelet's status write for a Pod whose containers finished: phase Succeeded.
+  Status ReportSucceeded(const Event& event);
   void GiveUp(const Event& event);
   std::optional<Duration> NextInstant() const;
   Duration Now() const { return Millis(clock_.MonotonicNow()); }
@@ -532,14 +534,28 @@ void Simulation::Arrive(const PodArrival& arrival) {
 void Simulation::Complete(const Event& event) {
   // The kubelet reports the containers finished, then the Pod is removed (a Job's pod garbage
   // collector, or its owner).
-  json::object patch{{"metadata", json::object{{"uid", event.uid}}},
-                     {"status", json::object{{"phase", "Succeeded"}}}};
-  Status done =
-      client::PatchOnly<Pod>(api_, event.namespace_, event.name, client::PatchType::kMerge,
-                             std::move(patch), "status", "draplane-sim-kubelet");
-  if (!done.ok()) return;  // deleted or replaced meanwhile
+  if (!ReportSucceeded(event).ok()) return;  // deleted or replaced meanwhile
   client::DeleteOptions options{.grace_period_seconds = 0, .precondition_uid = event.uid};
   client::Delete<Pod>(api_, event.namespace_, event.name, options).IgnoreError();
+}
+
+Status Simulation::ReportSucceeded(const Event& event) {
+  constexpr std::string_view kKubelet = "draplane-sim-kubelet";
+  // The informer's copy is current here (Settle delivered every write, and nothing else writes
+  // this Pod within the instant): its status updated typed, where a merge patch would encode,
+  // patch and decode the whole status. A copy that is stale after all (Conflict) or missing
+  // leaves it to the patch, which the Pod's uid guards as the copy's does.
+  std::shared_ptr<const Pod> cached = informers_.Get<Pod>().Get(event.namespace_, event.name);
+  if (cached != nullptr && cached->metadata.uid == event.uid) {
+    Pod pod = *cached;
+    pod.status.phase = "Succeeded";
+    Status updated = client::UpdateStatusOnly(api_, std::move(pod), kKubelet);
+    if (updated.code() != StatusCode::kConflict) return updated;
+  }
+  json::object patch{{"metadata", json::object{{"uid", event.uid}}},
+                     {"status", json::object{{"phase", "Succeeded"}}}};
+  return client::PatchOnly<Pod>(api_, event.namespace_, event.name, client::PatchType::kMerge,
+                                std::move(patch), "status", kKubelet);
 }
 
 void Simulation::GiveUp(const Event& event) {
