@@ -546,13 +546,64 @@ class RefusingPlugin final : public PreFilterPlugin, public FilterPlugin {
     return PluginStatus::Unresolvable(name_ + " refuses " + node.name());
   }
 
+  bool FilterIsPure() const override { return pure; }
+  bool HasCertainRejection() const override { return !certain.empty(); }
+  bool CertainlyRejects(const CycleState&, const PodInfo&, const NodeInfo& node) const override {
+    return certain.contains(node.name());
+  }
+
   std::set<std::string> refuse;
+  std::set<std::string> certain;  // a subset of `refuse`
+  bool pure = false;
   bool skip = false;
   int filtered = 0;
 
  private:
   std::string name_;
 };
+
+TEST_F(FrameworkTest, ACertainRejectionLeavesThePureFiltersBeforeItOutUntilNothingFits) {
+  auto first = std::make_shared<RefusingPlugin>("First");
+  auto second = std::make_shared<RefusingPlugin>("Second");
+  Framework framework;
+  framework.AddPlugin(first);
+  framework.AddPlugin(second);
+  first->pure = true;
+  first->refuse = {"n1"};
+  second->refuse = second->certain = {"n1", "n2"};
+
+  // n1 and n2 are turned away without the filters; n3 fits.
+  size_t start = 0;
+  CycleState fits;
+  ScheduleResult r = framework.Schedule(fits, pod_, cluster_, &start);
+  EXPECT_EQ(r.node, "n3");
+  EXPECT_EQ(r.evaluated_nodes, 3);
+  EXPECT_EQ(start, 3u);
+  EXPECT_EQ(first->filtered, 1) << "only on n3";
+  EXPECT_EQ(second->filtered, 1);
+
+  // Nothing fits: the rejectors are those of running every filter in order, First on n1 first.
+  second->refuse = second->certain = {"n1", "n2", "n3", "n4"};
+  start = 0;
+  CycleState fails;
+  r = framework.Schedule(fails, pod_, cluster_, &start);
+  EXPECT_EQ(r.status.code(), Code::kUnschedulable);
+  EXPECT_EQ(r.evaluated_nodes, 4);
+  EXPECT_EQ(r.diagnosis.rejectors, (std::set<std::string>{"First", "Second"}));
+  ASSERT_EQ(r.diagnosis.nodes.size(), 4u);
+  EXPECT_EQ(r.diagnosis.nodes[0].status.plugin(), "First");
+  EXPECT_EQ(r.diagnosis.nodes[1].status.plugin(), "Second");
+
+  // A filter that is not pure runs on every node: the certain rejection is not asked after it.
+  first->pure = false;
+  first->filtered = 0;
+  second->refuse = second->certain = {"n1", "n2"};
+  start = 0;
+  CycleState impure;
+  r = framework.Schedule(impure, pod_, cluster_, &start);
+  EXPECT_EQ(r.node, "n3");
+  EXPECT_EQ(first->filtered, 3);
+}
 
 TEST_F(FrameworkTest, RejectionsNameTheirPluginsAndSkippedFiltersDoNotRun) {
   auto first = std::make_shared<RefusingPlugin>("First");

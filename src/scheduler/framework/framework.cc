@@ -54,6 +54,9 @@ namespace {
 // Per-attempt bookkeeping of the filter and score loops.
 struct CycleFlags {
   std::vector<FilterPlugin*> filters;  // the filters PreFilter did not skip, in order
+  // Those of `filters` whose CertainlyRejects the loop asks first: every filter before each is
+  // pure (FilterPlugin::FilterIsPure).
+  std::vector<const FilterPlugin*> certain;
   std::vector<bool> active_score;
   std::vector<int64_t> max_score;
 };
@@ -69,6 +72,24 @@ std::vector<FilterPlugin*> ActiveFilters(const std::vector<FilterPlugin*>& all,
     }
   }
   return out;
+}
+
+// The filters of `filters` with a certain rejection that only pure filters precede.
+std::vector<const FilterPlugin*> CertainRejecters(const std::vector<FilterPlugin*>& filters) {
+  std::vector<const FilterPlugin*> out;
+  for (const FilterPlugin* f : filters) {
+    if (f->HasCertainRejection()) out.push_back(f);
+    if (!f->FilterIsPure()) break;
+  }
+  return out;
+}
+
+bool CertainlyRejected(const CycleState& state, const PodInfo& pod, const NodeInfo& node,
+                       const std::vector<const FilterPlugin*>& certain) {
+  for (const FilterPlugin* f : certain) {
+    if (f->CertainlyRejects(state, pod, node)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -112,6 +133,7 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   }
 
   flags.filters = ActiveFilters(filter_, skipped);
+  flags.certain = CertainRejecters(flags.filters);
 
   // The candidate nodes in evaluation order.
   std::vector<NodeInfo*> restricted;
@@ -147,9 +169,16 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   std::vector<std::vector<int64_t>> raw(score_.size());
   size_t evaluated = 0;
   const FilterPlugin* last_rejector = nullptr;  // most rejections repeat the last one's plugin
+  // Nodes a certain rejection turned away without the filters: which filter rejects each first
+  // is learned only if no node passes (the rejectors then decide which events requeue the Pod).
+  size_t certainly_rejected = 0;
   for (size_t k = 0; k < n && static_cast<int>(feasible.size()) < num_to_find; ++k) {
     const NodeInfo& node = *(*nodes)[(start + k) % n];
     ++evaluated;
+    if (!flags.certain.empty() && CertainlyRejected(state, pod, node, flags.certain)) {
+      ++certainly_rejected;
+      continue;
+    }
     FilterPlugin* rejector = nullptr;
     PluginStatus s = FilterNode(state, pod, node, /*explain=*/false, flags.filters, &rejector);
     if (s.code() == Code::kError) {
@@ -174,6 +203,25 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
       if (v < flags.max_score[i]) perfect = false;
     }
     if (any_score && perfect) break;
+  }
+  if (feasible.empty() && certainly_rejected > 0) {
+    // Every node was evaluated. The filters in order on each node certainly rejected, as the
+    // loop would have run them: the filters before a certain rejection are pure, and the
+    // rejecting one changes nothing. (Asked again, the certain rejections turn the same nodes
+    // away, and perhaps a node whose filters the loop ran: running them again changes nothing.)
+    for (size_t k = 0; k < evaluated; ++k) {
+      const NodeInfo& node = *(*nodes)[(start + k) % n];
+      if (!CertainlyRejected(state, pod, node, flags.certain)) continue;
+      FilterPlugin* rejector = nullptr;
+      PluginStatus s = FilterNode(state, pod, node, /*explain=*/false, flags.filters, &rejector);
+      if (s.code() == Code::kError) {
+        s.WithPlugin(rejector->name());
+        result.status = s;
+        result.evaluated_nodes = static_cast<int>(k + 1);
+        return result;
+      }
+      if (!s.ok()) result.diagnosis.rejectors.emplace(rejector->name());
+    }
   }
   if (!restrict && n > 0) *next_start = (start + evaluated) % n;
   result.evaluated_nodes = static_cast<int>(evaluated);

@@ -8,8 +8,10 @@
 //   2. PreScore: each score plugin reports the best raw score a node could get, or nothing.
 //   3. Filter nodes in the stable name order, starting at `next_start` (round robin across
 //      attempts, as upstream's nextStartNodeIndex), running every filter plugin per node and
-//      stopping at the first rejection. A node that passes is scored right away. The search
-//      stops when
+//      stopping at the first rejection. A filter's certain rejection (FilterPlugin::
+//      CertainlyRejects, asked first where only pure filters precede it) turns a node away
+//      without running the filters; which filter rejects it first is learned by running them
+//      only if no node passes. A node that passes is scored right away. The search stops when
 //        - `num_to_find` nodes passed (upstream numFeasibleNodesToFind: all nodes below 100,
 //          else `percentage`% of them, default 50 − nodes/125 but at least 5%, and at least
 //          100 nodes) — or just one when no score plugin is active, because all feasible
@@ -48,7 +50,8 @@ struct Diagnosis {
   std::optional<PluginStatus> pre_filter;
   // Each node's first rejection, in node order (filled by the diagnose pass).
   std::vector<NodeVerdict> nodes;
-  // Plugins that rejected the pod somewhere (they decide which events requeue it).
+  // Plugins that rejected the pod somewhere (they decide which events requeue it): complete
+  // when no node passed, the only case that reads them.
   std::set<std::string> rejectors;
   std::optional<PluginStatus> post_filter;
 };

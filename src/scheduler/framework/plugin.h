@@ -89,6 +89,23 @@ class FilterPlugin : public virtual Plugin {
   // a reason (UnexplainedRejection).
   virtual PluginStatus Filter(CycleState& state, const PodInfo& pod, const NodeInfo& node,
                               bool explain) = 0;
+
+  // Pure: Filter only reads (the cycle state, the pod, the node, the cluster) and never returns
+  // kError, so the framework may leave it out on a node that a later plugin certainly rejects
+  // (below) and run it only to learn which plugin rejected that node first.
+  virtual bool FilterIsPure() const { return false; }
+  // Whether CertainlyRejects may ever answer true.
+  virtual bool HasCertainRejection() const { return false; }
+  // A quick test without side effects: true only when Filter(explain = false) would reject
+  // `node` and change nothing doing so. The framework asks it before running the filters on a
+  // node, when every filter before this one is pure: the node is then rejected without them.
+  virtual bool CertainlyRejects(const CycleState& state, const PodInfo& pod,
+                                const NodeInfo& node) const {
+    (void)state;
+    (void)pod;
+    (void)node;
+    return false;
+  }
 };
 
 class PostFilterPlugin : public virtual Plugin {

@@ -121,6 +121,13 @@ struct DraState {
   // The variant without extended resources (key ""), once made: what a Pod without extended
   // resources uses on every node.
   Variant* plain_variant = nullptr;
+  // Filter reaches its free-device check on every node without a side effect before it: no
+  // special claim, no claim allocated already (whose node Filter checks, and whose binding it
+  // may find failed). Then CertainlyRejects may answer for it.
+  bool certain_rejection = false;
+  // The node CertainlyRejects last found the free devices enough on (with the plain variant):
+  // Filter, asked next on it, need not count them again.
+  const NodeInfo* counted_fit = nullptr;
   // The nodes Filter found an allocation on, in the order it saw them (the cluster's NodeInfos
   // stay put for the attempt). Score asks for the node Filter has just passed, the last entry;
   // Reserve once. A node seen again (a second pass) has its later entry nearer the end.
@@ -565,8 +572,30 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
     state->explain_left = options_.explain_budget;
     state->budget.limit = options_.evaluation_budget;
+    state->certain_rejection =
+        !state->special_index &&
+        std::none_of(state->claims.begin(), state->claims.end(), [](const ClaimEntry& e) {
+          return e.available_on.has_value() ||
+                 (e.claim != nullptr && e.claim->status.allocation.has_value());
+        });
     cycle.Set(std::move(state));
     return PluginStatus::Success();
+  }
+
+  bool HasCertainRejection() const override { return true; }
+
+  // Filter's own free-device check (MayFit) where Filter would reach it with nothing done before
+  // (certain_rejection) and the variant it uses on every node is known.
+  bool CertainlyRejects(const CycleState& cycle, const PodInfo&,
+                        const NodeInfo& node) const override {
+    DraState* s = cycle.Get<DraState>();
+    if (s == nullptr || !s->certain_rejection || !s->extended.empty() ||
+        s->plain_variant == nullptr || s->plain_variant->claims.empty()) {
+      return false;
+    }
+    if (!MayFit(*s->plain_variant, node)) return true;
+    s->counted_fit = &node;
+    return false;
   }
 
   PluginStatus Filter(CycleState& cycle, const PodInfo& info, const NodeInfo& node,
@@ -603,7 +632,9 @@ class DynamicResources final : public PreEnqueuePlugin,
     Variant* v = VariantFor(*s, *info.pod, node);
     if (v == nullptr) return PluginStatus::Error(InternalError("no claims variant"));
     if (v->claims.empty()) return PluginStatus::Success();
-    if (!explain && !MayFit(*v, node)) return PluginStatus::UnexplainedRejection();
+    if (!explain && !(v == s->plain_variant && s->counted_fit == &node) && !MayFit(*v, node)) {
+      return PluginStatus::UnexplainedRejection();
+    }
     allocator::Options options;
     options.explain = explain && s->explain_left > 0;
     if (options.explain) --s->explain_left;

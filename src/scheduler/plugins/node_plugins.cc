@@ -29,6 +29,7 @@ class SchedulingGates final : public PreEnqueuePlugin {
 
 class NodeName final : public FilterPlugin {
  public:
+  bool FilterIsPure() const override { return true; }
   std::string_view name() const override { return "NodeName"; }
   std::vector<ClusterEventSpec> EventsToRegister() const override {
     return {{EventResource::kNode, kAdd}};
@@ -42,6 +43,7 @@ class NodeName final : public FilterPlugin {
 
 class NodeUnschedulable final : public FilterPlugin {
  public:
+  bool FilterIsPure() const override { return true; }
   std::string_view name() const override { return "NodeUnschedulable"; }
   std::vector<ClusterEventSpec> EventsToRegister() const override {
     return {{EventResource::kNode, kAdd | kUpdateNodeTaint}, {EventResource::kPod, kUpdatePodSpec}};
@@ -64,6 +66,7 @@ struct AffinityState {
 
 class NodeAffinity final : public PreFilterPlugin, public FilterPlugin {
  public:
+  bool FilterIsPure() const override { return true; }
   std::string_view name() const override { return "NodeAffinity"; }
   std::vector<ClusterEventSpec> EventsToRegister() const override {
     return {{EventResource::kNode, kAdd | kUpdateNodeLabel}, {EventResource::kPod, kUpdatePodSpec}};
@@ -91,6 +94,7 @@ class NodeAffinity final : public PreFilterPlugin, public FilterPlugin {
 class TaintToleration final : public FilterPlugin {
  public:
   explicit TaintToleration(const Clock& clock) : clock_(clock) {}
+  bool FilterIsPure() const override { return true; }
   std::string_view name() const override { return "TaintToleration"; }
   std::vector<ClusterEventSpec> EventsToRegister() const override {
     return {{EventResource::kNode, kAdd | kUpdateNodeTaint}, {EventResource::kPod, kUpdatePodSpec}};
@@ -127,6 +131,7 @@ class TaintToleration final : public FilterPlugin {
 
 class NodeResourcesFit final : public FilterPlugin {
  public:
+  bool FilterIsPure() const override { return true; }
   explicit NodeResourcesFit(const ClusterState& cluster) : cluster_(cluster) {}
   std::string_view name() const override { return "NodeResourcesFit"; }
   std::vector<ClusterEventSpec> EventsToRegister() const override {
