@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cel/cel.h"
+#include "scheduler/framework/types.h"
 
 namespace draplane::scheduler {
 
@@ -96,7 +97,7 @@ void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
     }
     bool held = allocated_.IsAllocated(spec.driver, spec.pool.name, device.name);
     bool shared = device.allow_multiple_allocations.value_or(false);
-    NodeCounts& counts = nodes_[entry.node];
+    NodeCounts& counts = CountsFor(entry.node);
     for (uint32_t c : entry.classes[i]) {
       Counts& n = ById(counts, c);
       n.total += sign;
@@ -109,6 +110,7 @@ void DeviceLedger::Contribute(SliceEntry& entry, int sign) {
 
 void DeviceLedger::RebuildAll() {
   nodes_.clear();
+  ++nodes_version_;
   nonlocal_.clear();
   locations_.clear();
   for (auto& [name, entry] : slices_) {
@@ -214,7 +216,7 @@ void DeviceLedger::AdjustFree(std::string_view driver, std::string_view pool,
   auto it = locations_.find(DeviceKey(driver, pool, device));
   if (it == locations_.end()) return;
   for (const Location& l : it->second) {
-    NodeCounts& counts = nodes_[l.slice->node];
+    NodeCounts& counts = CountsFor(l.slice->node);
     for (uint32_t c : l.slice->classes[l.device]) ById(counts, c).free += delta;
   }
 }
@@ -397,8 +399,19 @@ const DeviceLedger::NodeCounts* DeviceLedger::CountsOn(const NodeName& node) con
   return n == nodes_.end() ? nullptr : &n->second;
 }
 
-DeviceLedger::NodeFree DeviceLedger::FreeOn(const HashedString& node) const {
-  return NodeFree(this, CountsOn(node));
+DeviceLedger::NodeFree DeviceLedger::FreeOn(const HashedString& node, NodeEntryCache* cache) const {
+  if (cache->table != this || cache->version != nodes_version_) {
+    cache->table = this;
+    cache->version = nodes_version_;
+    cache->entry = CountsOn(node);
+  }
+  return NodeFree(this, static_cast<const NodeCounts*>(cache->entry));
+}
+
+DeviceLedger::NodeCounts& DeviceLedger::CountsFor(const std::string& node) {
+  auto [it, added] = nodes_.try_emplace(node);
+  if (added) ++nodes_version_;
+  return it->second;
 }
 
 int64_t DeviceLedger::FreeDevices(std::string_view class_name, std::string_view node) const {

@@ -58,6 +58,8 @@ class DeviceInput;
 
 namespace draplane::scheduler {
 
+struct NodeEntryCache;  // framework/types.h
+
 // Told of every change of a DeviceLedger's holdings and devices (the fair-share model,
 // fair_share.h, keeps its usage per tenant and domain from these, incrementally).
 class HoldingsObserver {
@@ -123,8 +125,10 @@ class DeviceLedger {
   // per class id.
   static constexpr uint32_t kNoClass = std::numeric_limits<uint32_t>::max();
   uint32_t ClassId(std::string_view class_name) const;
+  // The node's entry is remembered in `cache` (the node's NodeInfo keeps one) and looked up
+  // again only after the ledger's table of nodes gained a node or was rebuilt.
   class NodeFree;
-  NodeFree FreeOn(const HashedString& node) const;
+  NodeFree FreeOn(const HashedString& node, NodeEntryCache* cache) const;
   // The devices of `class_name` in slices local to `node` that nothing holds (committed or in
   // flight), each once, in slice then device order: what a starvation hold on the node can take.
   std::vector<allocator::HeldDeviceId> FreeDevicesOn(std::string_view node,
@@ -190,6 +194,8 @@ class DeviceLedger {
   // `node`: a name, or a HashedString (FreeOn, asked per candidate node).
   template <typename NodeName>
   const NodeCounts* CountsOn(const NodeName& node) const;
+  // The node's counts, made (and nodes_version_ advanced) when the node has none yet.
+  NodeCounts& CountsFor(const std::string& node);
   void AddResult(const api::resourcev1::AllocationResult& allocation);
   // Counts a committed allocation in committed_holders_ / committed_exclusive_ (sign +1 or -1).
   void CountCommitted(const api::resourcev1::AllocationResult& allocation, int sign);
@@ -223,6 +229,9 @@ class DeviceLedger {
   // node -> counts by class id; the transparent hash lets FreeDevices, asked once per candidate
   // node, look a node up without building a string.
   std::unordered_map<std::string, NodeCounts, StringHash, std::equal_to<>> nodes_;
+  // Advanced whenever nodes_ gains a node or is cleared (its entries stay put otherwise): what a
+  // NodeEntryCache remembers.
+  uint64_t nodes_version_ = 1;
   // class id -> number of matching devices visible to more than one node
   std::vector<int64_t> nonlocal_;
   std::unordered_map<std::string, std::vector<Location>> locations_;

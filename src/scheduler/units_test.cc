@@ -100,14 +100,27 @@ TEST(DeviceLedgerTest, CountsFreeDevicesPerClassAndNode) {
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 2);
 
   // The per-node view the scheduler asks for each candidate node answers the same.
-  const DeviceLedger::NodeFree node_a = ledger.FreeOn(HashedString("node-a"));
-  const DeviceLedger::NodeFree node_b = ledger.FreeOn(HashedString("node-b"));
+  NodeEntryCache cache_a;
+  NodeEntryCache cache_b;
+  const DeviceLedger::NodeFree node_a = ledger.FreeOn(HashedString("node-a"), &cache_a);
+  const DeviceLedger::NodeFree node_b = ledger.FreeOn(HashedString("node-b"), &cache_b);
   EXPECT_EQ(node_a.Free(ledger.ClassId("a100")), 1);
   EXPECT_EQ(node_a.Free(ledger.ClassId("any")), 2);
   EXPECT_EQ(node_a.Free(ledger.ClassId("h100")), 1);
   EXPECT_EQ(ledger.ClassId("missing"), DeviceLedger::kNoClass);
   EXPECT_EQ(node_a.Free(DeviceLedger::kNoClass), 0);
   EXPECT_EQ(node_b.Free(ledger.ClassId("any")), 0);
+
+  // The remembered entries follow the ledger: node-b gains devices, every count is rebuilt by a
+  // class change, an allocation frees none of node-b's.
+  ledger.SetSlice(Slice("node-b", {"A100"}));
+  EXPECT_EQ(ledger.FreeOn(HashedString("node-b"), &cache_b).Free(ledger.ClassId("any")), 1);
+  ledger.SetClass(Class("h100", R"(device.attributes["gpu.example.com"].model == "H100")"));
+  EXPECT_EQ(ledger.FreeOn(HashedString("node-a"), &cache_a).Free(ledger.ClassId("h100")), 1);
+  EXPECT_EQ(ledger.FreeOn(HashedString("node-b"), &cache_b).Free(ledger.ClassId("h100")), 0);
+  EXPECT_FALSE(ledger.Commit(AllocatedClaim("c4", "u4", "node-b", "gpu-0")));
+  EXPECT_EQ(ledger.FreeOn(HashedString("node-b"), &cache_b).Free(ledger.ClassId("a100")), 0);
+  EXPECT_EQ(ledger.FreeDevices("a100", "node-b"), 0);
 }
 
 TEST(DeviceLedgerTest, BoundsAreUnknownWhereCountingProvesNothing) {
@@ -119,7 +132,8 @@ TEST(DeviceLedgerTest, BoundsAreUnknownWhereCountingProvesNothing) {
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), 0);
   ledger.SetSlice(Slice("", {"H100"}));  // published for several nodes
   EXPECT_EQ(ledger.FreeDevices("any", "node-a"), DeviceLedger::kUnknown);
-  EXPECT_EQ(ledger.FreeOn(HashedString("node-a")).Free(ledger.ClassId("any")),
+  NodeEntryCache cache;
+  EXPECT_EQ(ledger.FreeOn(HashedString("node-a"), &cache).Free(ledger.ClassId("any")),
             DeviceLedger::kUnknown);
 }
 

@@ -202,6 +202,15 @@ Resources ComputePodRequests(const api::corev1::Pod& pod);
 // `requests.`-free names outside the `kubernetes.io/` namespace; hugepages are not extended.
 bool IsExtendedResourceName(std::string_view name);
 
+// Where a table keyed by node name (DeviceLedger::FreeOn) last found a node's entry, kept with the
+// node for the lookups made per candidate node: the table, its version then, the entry (null:
+// none). The table alone reads and writes it.
+struct NodeEntryCache {
+  const void* table = nullptr;
+  uint64_t version = 0;
+  const void* entry = nullptr;
+};
+
 // A node with the pods the scheduler placed or observed on it.
 class NodeInfo {
  public:
@@ -226,6 +235,8 @@ class NodeInfo {
   bool HasPod(const std::string& uid) const { return pods_.contains(uid); }
   // Changes whenever the node or its pods change.
   uint64_t generation() const { return generation_; }
+  // For the device ledger's per-node counts, on the loop thread (Filter).
+  NodeEntryCache& ledger_entry() const { return ledger_entry_; }
 
  private:
   std::shared_ptr<const api::corev1::Node> node_;
@@ -234,6 +245,7 @@ class NodeInfo {
   Resources requested_;
   std::map<std::string, Resources, std::less<>> pods_;
   uint64_t generation_ = 0;
+  mutable NodeEntryCache ledger_entry_;
 };
 
 // The kinds of cluster changes that can make a rejected pod schedulable (upstream

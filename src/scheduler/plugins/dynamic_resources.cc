@@ -1223,7 +1223,8 @@ class DynamicResources final : public PreEnqueuePlugin,
 
   // False when the free-device index proves the claims cannot fit on the node.
   bool MayFit(const Variant& v, const NodeInfo& node) const {
-    const DeviceLedger::NodeFree free = deps_.cluster->ledger().FreeOn(node.hashed_name());
+    const DeviceLedger::NodeFree free =
+        deps_.cluster->ledger().FreeOn(node.hashed_name(), &node.ledger_entry());
     for (const auto& [device_class, needed] : v.sums) {
       if (free.Free(device_class) < needed) return false;
     }
