@@ -117,12 +117,12 @@ class ApiClient {
   // take the body (the in-memory API stores it without a copy) and answers with a shared,
   // immutable object (the in-memory API's stored version itself; null where Do answers null
   // for `discard_response`). The typed helpers (typed.h) write through it.
-  virtual StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest request);
+  virtual StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest&& request);
   // As DoShared for a create or update whose body is `object`, a `T` of `kind` (given away, in
   // place of `request.body`), answered with the stored object as a `T` (null where DoShared
   // answers null). By default the object is encoded and the answer decoded; the in-memory API
   // stores and answers it typed (JSON is made only for a caller that asks for it).
-  virtual StatusOr<std::shared_ptr<const void>> DoTyped(ApiRequest request,
+  virtual StatusOr<std::shared_ptr<const void>> DoTyped(ApiRequest&& request,
                                                         std::shared_ptr<void> object,
                                                         const TypedKind& kind);
   // Starts a watch on the collection (`request.verb` is ignored). Expired when

@@ -1284,7 +1284,7 @@ StatusOr<json::value> MemoryApi::Do(const ApiRequest& request) {
   return *answer->stored;
 }
 
-StatusOr<std::shared_ptr<const json::value>> MemoryApi::DoShared(ApiRequest request) {
+StatusOr<std::shared_ptr<const json::value>> MemoryApi::DoShared(ApiRequest&& request) {
   DRAPLANE_RETURN_IF_ERROR(Admit(request));  // an interceptor may read the body: not taken yet
   json::value body;
   if (StoresBody(request.verb)) body = std::move(request.body);
@@ -1296,7 +1296,7 @@ StatusOr<std::shared_ptr<const json::value>> MemoryApi::DoShared(ApiRequest requ
   return std::move(answer->stored);
 }
 
-StatusOr<std::shared_ptr<const void>> MemoryApi::DoTyped(ApiRequest request,
+StatusOr<std::shared_ptr<const void>> MemoryApi::DoTyped(ApiRequest&& request,
                                                          std::shared_ptr<void> object,
                                                          const TypedKind& kind) {
   if (request.verb != Verb::kCreate && request.verb != Verb::kUpdate) {

@@ -107,12 +107,12 @@ class MemoryApi : public ApiClient {
 
   StatusOr<boost::json::value> Do(const ApiRequest& request) override;
   // Stores a create's or update's body as it is, and answers with the stored version itself.
-  StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest request) override;
+  StatusOr<std::shared_ptr<const boost::json::value>> DoShared(ApiRequest&& request) override;
   // Stores a create's or update's typed body typed (its JSON is made when something reads it) and
   // answers with the stored typed object itself. Kinds and namespaces with rules of their own
   // that the typed path lacks (Namespaces, ResourceQuotas, namespaces with a quota) go through
   // the JSON path, and everything does while an interceptor is set (it may read the body).
-  StatusOr<std::shared_ptr<const void>> DoTyped(ApiRequest request, std::shared_ptr<void> object,
+  StatusOr<std::shared_ptr<const void>> DoTyped(ApiRequest&& request, std::shared_ptr<void> object,
                                                 const TypedKind& kind) override;
   StatusOr<std::unique_ptr<WatchStream>> Watch(const ApiRequest& request) override;
 

@@ -282,7 +282,7 @@ TEST_F(MemoryApiTest, DoSharedAnswersWithTheStoredVersionItself) {
   get.resource = &ResourceOf<Pod>();
   get.namespace_ = "ns";
   get.name = "a";
-  StatusOr<std::shared_ptr<const boost::json::value>> read = api_.DoShared(get);
+  StatusOr<std::shared_ptr<const boost::json::value>> read = api_.DoShared(ApiRequest(get));
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(*read, *created);
 

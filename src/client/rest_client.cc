@@ -247,14 +247,14 @@ std::string StringAt(const boost::json::object& object, std::string_view key) {
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const boost::json::value>> ApiClient::DoShared(ApiRequest request) {
+StatusOr<std::shared_ptr<const boost::json::value>> ApiClient::DoShared(ApiRequest&& request) {
   StatusOr<boost::json::value> answer = Do(request);
   if (!answer.ok()) return answer.status();
   if (request.discard_response) return std::shared_ptr<const boost::json::value>();
   return std::make_shared<const boost::json::value>(std::move(*answer));
 }
 
-StatusOr<std::shared_ptr<const void>> ApiClient::DoTyped(ApiRequest request,
+StatusOr<std::shared_ptr<const void>> ApiClient::DoTyped(ApiRequest&& request,
                                                          std::shared_ptr<void> object,
                                                          const TypedKind& kind) {
   request.body = kind.encode(object.get());
