@@ -207,18 +207,6 @@ StatusOr<std::shared_ptr<const T>> WriteAndShare(ApiClient& api, ApiRequest&& re
   return internal::ShareMoved<T>(api, std::move(request), std::move(object));
 }
 
-// WriteTyped for a caller that takes the stored object as its own (a copy).
-template <typename T>
-StatusOr<T> WriteAndAnswer(ApiClient& api, ApiRequest&& request, T object) {
-  return internal::AnswerMoved<T>(api, std::move(request), std::move(object));
-}
-
-// WriteTyped for a caller that reads only whether the write succeeded.
-template <typename T>
-Status WriteOnly(ApiClient& api, ApiRequest&& request, T object) {
-  return internal::WriteOnlyMoved<T>(api, std::move(request), std::move(object));
-}
-
 template <typename T>
 StatusOr<T> Create(ApiClient& api, T object, std::string_view field_manager = "") {
   ApiRequest request = TypedRequest(Verb::kCreate, object, "", field_manager);
