@@ -68,7 +68,6 @@ void FoldGroups(GroupState& state, const std::vector<uint32_t>& groups) {
 
 void AssignSymmetryClasses(Problem& problem) {
   const size_t n = problem.devices.size();
-  std::vector<std::vector<uint64_t>> features(n);
   // Quantities are compared by their canonical text: equal text means equal value, so devices
   // that share a class are truly interchangeable (the converse need not hold; that only costs
   // pruning).
@@ -84,79 +83,82 @@ void AssignSymmetryClasses(Problem& problem) {
     for (const api::Quantity& q : plan.consumed) text += "|" + q.ToString();
     plan_ids[i] = text_id(text);
   }
-  // Each device's features are sized first (one allocation each instead of one per doubling:
-  // a device is a candidate of several keys, three features per key).
+  // The features of all devices lie in one buffer, device d's at [start[d], start[d + 1]): each
+  // device's count is known before any is written (three per key it is a candidate of, ...), and
+  // next[d] is where its next feature goes. One allocation per call, not one per device (the
+  // scheduler builds a problem for every node whose verdict it does not remember).
   size_t per_constraints = 0;
   for (const Claim& claim : problem.claims) {
     for (const Constraint& constraint : claim.constraints) {
       per_constraints += 3 * constraint.derived.size() + 2;
     }
   }
-  std::vector<size_t> sizes(n, per_constraints);
+  std::vector<size_t> start(n + 1, 0);
   for (size_t d = 0; d < n; ++d) {
     const Device& dev = problem.devices[d];
-    sizes[d] += 3 + 2 * dev.capacities.size();
-    for (const GroupUse& use : dev.group_uses) sizes[d] += 2 + use.groups.size();
-    if (dev.consumes_counters) sizes[d] += 2 + 2 * dev.counter_uses.size();
+    size_t size = per_constraints + 3 + 2 * dev.capacities.size();
+    for (const GroupUse& use : dev.group_uses) size += 2 + use.groups.size();
+    if (dev.consumes_counters) size += 2 + 2 * dev.counter_uses.size();
+    start[d + 1] = size;
   }
   for (const RequestKey& key : problem.keys) {
-    for (const Candidate& c : key.candidates) sizes[c.device] += 3;
-    for (const Candidate& c : key.all_devices) sizes[c.device] += 3;
+    for (const Candidate& c : key.candidates) start[c.device + 1] += 3;
+    for (const Candidate& c : key.all_devices) start[c.device + 1] += 3;
   }
-  for (size_t d = 0; d < n; ++d) features[d].reserve(sizes[d]);
+  for (size_t d = 0; d < n; ++d) start[d + 1] += start[d];
+  std::vector<uint64_t> features(start[n]);
+  std::vector<size_t> next(start.begin(), start.end() - 1);
+  auto put = [&](size_t d, uint64_t value) { features[next[d]++] = value; };
   for (size_t d = 0; d < n; ++d) {
     const Device& dev = problem.devices[d];
-    std::vector<uint64_t>& f = features[d];
-    f.push_back((dev.multi_allocatable ? 1 : 0) | (dev.allocated ? 2 : 0) |
-                (dev.capacity_in_use ? 4 : 0) | (dev.consumes_counters ? 8 : 0) |
-                (dev.shared_in_use ? 16 : 0) | (dev.groups_unsupported ? 32 : 0));
-    f.push_back(dev.group_uses.size());
+    put(d, (dev.multi_allocatable ? 1 : 0) | (dev.allocated ? 2 : 0) |
+               (dev.capacity_in_use ? 4 : 0) | (dev.consumes_counters ? 8 : 0) |
+               (dev.shared_in_use ? 16 : 0) | (dev.groups_unsupported ? 32 : 0));
+    put(d, dev.group_uses.size());
     for (const GroupUse& use : dev.group_uses) {
-      f.push_back(use.counter_set);
-      f.push_back(use.groups.size());
-      f.insert(f.end(), use.groups.begin(), use.groups.end());
+      put(d, use.counter_set);
+      put(d, use.groups.size());
+      for (uint32_t group : use.groups) put(d, group);
     }
     if (dev.consumes_counters) {
-      f.push_back(dev.pool);
-      f.push_back(dev.counter_uses.size());
+      put(d, dev.pool);
+      put(d, dev.counter_uses.size());
       for (const CounterUse& use : dev.counter_uses) {
-        f.push_back(use.counter);
-        f.push_back(text_id(use.amount.ToString()));
+        put(d, use.counter);
+        put(d, text_id(use.amount.ToString()));
       }
     }
-    f.push_back(dev.capacities.size());
+    put(d, dev.capacities.size());
     for (const DeviceCapacity& cap : dev.capacities) {
-      f.push_back(text_id(cap.value.ToString()));
-      f.push_back(text_id(cap.allocated.ToString()));
+      put(d, text_id(cap.value.ToString()));
+      put(d, text_id(cap.allocated.ToString()));
     }
   }
   for (uint32_t k = 0; k < problem.keys.size(); ++k) {
     const RequestKey& key = problem.keys[k];
     for (const Candidate& c : key.candidates) {
-      std::vector<uint64_t>& f = features[c.device];
-      f.push_back((uint64_t{k} << 2) | 1);
-      f.push_back((c.error != kNone ? 1 : 0) | (c.taint_blocked ? 2 : 0));
-      f.push_back(c.plan == kNone ? ~uint64_t{0} : plan_ids[c.plan]);
+      put(c.device, (uint64_t{k} << 2) | 1);
+      put(c.device, (c.error != kNone ? 1 : 0) | (c.taint_blocked ? 2 : 0));
+      put(c.device, c.plan == kNone ? ~uint64_t{0} : plan_ids[c.plan]);
     }
     for (const Candidate& c : key.all_devices) {
-      std::vector<uint64_t>& f = features[c.device];
-      f.push_back((uint64_t{k} << 2) | 2);
-      f.push_back(c.taint_blocked ? 2 : 0);
-      f.push_back(c.plan == kNone ? ~uint64_t{0} : plan_ids[c.plan]);
+      put(c.device, (uint64_t{k} << 2) | 2);
+      put(c.device, c.taint_blocked ? 2 : 0);
+      put(c.device, c.plan == kNone ? ~uint64_t{0} : plan_ids[c.plan]);
     }
   }
   for (const Claim& claim : problem.claims) {
     for (const Constraint& constraint : claim.constraints) {
       for (const DerivedValues& derived : constraint.derived) {
         for (size_t d = 0; d < n; ++d) {
-          features[d].push_back(derived.key);
-          features[d].push_back(derived.value_of_device[d]);
-          features[d].push_back(derived.error_of_device[d]);
+          put(d, derived.key);
+          put(d, derived.value_of_device[d]);
+          put(d, derived.error_of_device[d]);
         }
       }
       for (size_t d = 0; d < n; ++d) {
         const uint32_t value = constraint.value_of_device[d];
-        features[d].push_back(value);
+        put(d, value);
         // Without a scalar, whether the device passes a scalar constraint depends on the order in
         // which devices are added (the first one is exempt), so a later twin of a device that
         // failed may still succeed: such a device gets a class of its own (d + 1 here, else 0).
@@ -165,15 +167,40 @@ void AssignSymmetryClasses(Problem& problem) {
           const AttributeValue& v = problem.values[value];
           scalar = v.int_value || v.bool_value || v.string_value || v.version_value;
         }
-        features[d].push_back(scalar ? 0 : d + 1);
+        put(d, scalar ? 0 : d + 1);
       }
     }
   }
-  std::map<std::vector<uint64_t>, uint32_t> classes;
+  // Classes are numbered in the order of their first device. Devices with equal features are
+  // found through an open-addressing table of each class's first device, keyed by a hash of the
+  // features (equal hashes are confirmed by comparing the features).
+  auto same = [&](size_t a, size_t b) {
+    return std::equal(features.begin() + start[a], features.begin() + start[a + 1],
+                      features.begin() + start[b], features.begin() + start[b + 1]);
+  };
+  std::vector<uint64_t> hashes(n);
   for (size_t d = 0; d < n; ++d) {
-    auto [it, inserted] =
-        classes.emplace(std::move(features[d]), static_cast<uint32_t>(classes.size()));
-    problem.devices[d].symmetry_class = it->second;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = start[d]; i < start[d + 1]; ++i) h = (h ^ features[i]) * 0x100000001b3ull;
+    hashes[d] = h ^ (h >> 29);
+  }
+  size_t slots = 16;
+  while (slots < 2 * n) slots *= 2;
+  std::vector<uint32_t> first_of_slot(slots, kNone);
+  uint32_t classes = 0;
+  for (size_t d = 0; d < n; ++d) {
+    size_t slot = hashes[d] & (slots - 1);
+    while (first_of_slot[slot] != kNone) {
+      const uint32_t first = first_of_slot[slot];
+      if (hashes[first] == hashes[d] && same(first, d)) break;
+      slot = (slot + 1) & (slots - 1);
+    }
+    if (first_of_slot[slot] == kNone) {
+      first_of_slot[slot] = static_cast<uint32_t>(d);
+      problem.devices[d].symmetry_class = classes++;
+    } else {
+      problem.devices[d].symmetry_class = problem.devices[first_of_slot[slot]].symmetry_class;
+    }
   }
 }
 
