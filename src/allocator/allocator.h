@@ -104,8 +104,9 @@ struct Outcome {
                      // (upstream ErrFailedAllocationOnNode; the scheduler rejects only this node)
   };
   Kind kind = Kind::kUnsatisfiable;
-  // Set for kAllocated. Shared with the per-node cache (a node asked again in the same state
-  // hands out the same results): never modified once handed out.
+  // Set for kAllocated. Shared with the per-node cache (a node asked again in the same state, for
+  // claims of the same specs in the same order, hands out the same results): never modified once
+  // handed out.
   std::shared_ptr<const std::vector<api::resourcev1::AllocationResult>> results;
   std::string message;
   // Shared with the per-node cache: never modified once handed out.

@@ -1,6 +1,7 @@
 #include "scheduler/plugins/dynamic_resources.h"
 
 #include <algorithm>
+#include <array>
 #include <boost/json.hpp>
 #include <charconv>
 #include <set>
@@ -734,19 +735,12 @@ class DynamicResources final : public PreEnqueuePlugin,
     DraState* s = cycle.Get<DraState>();
     if (s == nullptr) return 0;
     int64_t score = 0;
-    const NodeAllocation* na = s->AllocationOn(&node);
-    for (size_t i = 0; i < s->claims.size(); ++i) {
-      const ClaimEntry& e = s->claims[i];
-      if (e.special || e.claim == nullptr) continue;
-      if (e.claim->status.allocation.has_value()) {
-        score += ScoreAllocation(*e.claim, *e.claim->status.allocation);
-      } else if (na != nullptr) {
-        const Variant& v = *na->variant;
-        for (size_t k = 0; k < v.entries.size(); ++k) {
-          if (v.entries[k] == i) score += ScoreAllocation(*e.claim, (*na->results)[k]);
-        }
-      }
+    for (const ClaimEntry& e : s->claims) {
+      if (e.special || e.claim == nullptr || !e.claim->status.allocation.has_value()) continue;
+      score += ScoreAllocation(*e.claim, *e.claim->status.allocation);
     }
+    const NodeAllocation* na = s->AllocationOn(&node);
+    if (na != nullptr) score += TierScore(*s, *na);
     // Every node that kept the fair-share preference before every node that did not; upstream's
     // tier score orders each group.
     if (s->contested && na != nullptr && na->preference_kept) {
@@ -986,6 +980,50 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
     if (result.ok()) return PluginStatus::Success();
     return PluginStatus::Error(std::move(result));
+  }
+
+  // ScoreAllocation summed over the claims this node's allocation gives devices to (the user
+  // claims of the variant; a special claim does not score). Remembered per results vector (held,
+  // so that its address is not reused): the allocator hands the same results to every Pod whose
+  // claims have its claims' specs while the node's devices stay as they were, and the score reads
+  // only the specs and the results. Which claims count is checked again, cheaply: it depends on
+  // the Pod's claim entries, not on the specs. The memory is a direct-mapped table (a slot per
+  // address hash, the newest results win it): a lookup is a few instructions, where parsing the
+  // results' request names was a few hundred.
+  int64_t TierScore(const DraState& s, const NodeAllocation& na) {
+    const Variant& v = *na.variant;
+    if (v.entries.size() > 64) return CountedTierScore(s, na, nullptr);
+    uint64_t counted = 0;
+    for (size_t k = 0; k < v.entries.size(); ++k) {
+      const size_t i = v.entries[k];
+      if (i >= s.claims.size()) continue;
+      const ClaimEntry& e = s.claims[i];
+      if (!e.special && e.claim != nullptr && !e.claim->status.allocation.has_value()) {
+        counted |= uint64_t{1} << k;
+      }
+    }
+    const auto address = reinterpret_cast<uintptr_t>(na.results.get());
+    RememberedTierScore& slot = tier_scores_[(address >> 4) % tier_scores_.size()];
+    if (slot.results != na.results || slot.counted != counted) {
+      slot.results = na.results;
+      slot.counted = counted;
+      slot.score = CountedTierScore(s, na, &counted);
+    }
+    return slot.score;
+  }
+  // TierScore without memory: the claims `counted` marks (null: decide per claim).
+  static int64_t CountedTierScore(const DraState& s, const NodeAllocation& na,
+                                  const uint64_t* counted) {
+    const Variant& v = *na.variant;
+    int64_t score = 0;
+    for (size_t k = 0; k < v.entries.size(); ++k) {
+      const size_t i = v.entries[k];
+      if (counted != nullptr ? (*counted >> k & 1) == 0 : i >= s.claims.size()) continue;
+      const ClaimEntry& e = s.claims[i];
+      if (e.special || e.claim == nullptr || e.claim->status.allocation.has_value()) continue;
+      score += ScoreAllocation(*e.claim, (*na.results)[k]);
+    }
+    return score;
   }
 
   // SummarizeDevices, remembered per explanation: the allocator hands the same explanation to
@@ -1655,6 +1693,13 @@ class DynamicResources final : public PreEnqueuePlugin,
     std::string text;
   };
   std::map<const allocator::Explanation*, RememberedSummary> summaries_;
+  // Loop thread: TierScore's memory, by results vector (held, so that its address is not reused).
+  struct RememberedTierScore {
+    std::shared_ptr<const std::vector<rv1::AllocationResult>> results;
+    uint64_t counted = 0;  // bit k: variant claim k was scored
+    int64_t score = 0;
+  };
+  std::array<RememberedTierScore, 1024> tier_scores_;
 };
 
 }  // namespace
