@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -96,8 +97,27 @@ generators:
       resourceClaims: [{name: gpus, resourceClaimTemplateName: h100-else-a100}]
 )";
 
+// A directory of this test process's own, removed when it exits: ctest runs the test cases as
+// separate processes at once, and files of the same name in one shared directory would race (and
+// stay behind).
+const std::string& TestDirectory() {
+  static const struct Directory {
+    Directory() {
+      std::string pattern = ::testing::TempDir() + "/sim_test_XXXXXX";
+      if (mkdtemp(pattern.data()) != nullptr) path = pattern;
+    }
+    ~Directory() {
+      std::error_code ignored;
+      if (!path.empty()) std::filesystem::remove_all(path, ignored);
+    }
+    std::string path;
+  } directory;
+  return directory.path;
+}
+
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/sim_test_" + name;
+  EXPECT_FALSE(TestDirectory().empty()) << "cannot create a temporary directory";
+  std::string path = TestDirectory() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
