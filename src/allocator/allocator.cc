@@ -280,8 +280,9 @@ class AllocatorImpl final : public Allocator {
     claim_set_ = ClaimSetId(state_, claims_);
   }
 
-  StatusOr<Outcome> Allocate(const api::corev1::Node& node, const AllocatedState& allocated,
-                             const Options& options) override {
+  Status AllocateInto(const api::corev1::Node& node, const AllocatedState& allocated,
+                      const Options& options, Outcome& out) override {
+    out.Clear();
     NodeEntry& entry = internal::GatherPools(state_, node, features_);
     if (!entry.gather_error.ok()) {
       return Status(entry.gather_error.code(),
@@ -299,10 +300,9 @@ class AllocatorImpl final : public Allocator {
         options.use_node_cache && options.policies.empty() && !options.explain;
     NodeEntry::Unsatisfiable* unexplained = nullptr;
     if (use_cache && !options.explain && NeverFits(entry)) {
-      Outcome out;
       out.kind = Outcome::Kind::kUnsatisfiable;
       out.stats.node_cache_hit = true;
-      return out;
+      return Status::Ok();
     }
     if (use_cache) {
       if (entry.state_id != allocated.id() || entry.records.size() != entry.pools.size()) {
@@ -318,20 +318,18 @@ class AllocatorImpl final : public Allocator {
           unexplained = &u;
           break;
         }
-        Outcome out;
         out.kind = Outcome::Kind::kUnsatisfiable;
         out.stats.node_cache_hit = true;
         if (options.explain) out.explanation = Named(u.explanation, options);
-        return out;
+        return Status::Ok();
       }
       if (use_allocated) {
         for (const NodeEntry::Allocated& a : entry.allocated) {
           if (!Current(a.key, entry, allocated)) continue;
-          Outcome out;
           out.kind = Outcome::Kind::kAllocated;
           out.results = WithNewShareIds(a.results, options);
           out.stats.node_cache_hit = true;
-          return out;
+          return Status::Ok();
         }
       }
     }
@@ -362,9 +360,8 @@ class AllocatorImpl final : public Allocator {
       Remember<kRememberedAlways>(entry.unsatisfiable_always, {claim_set_, packed_features_});
     }
     if (never && !options.explain) {
-      Outcome out;
       out.kind = Outcome::Kind::kUnsatisfiable;
-      return out;
+      return Status::Ok();
     }
     internal::AssignSymmetryClasses(builder.problem);
     internal::SearchOptions search_options;
@@ -380,7 +377,6 @@ class AllocatorImpl final : public Allocator {
     if (!searched.ok()) return searched.status();
     internal::SearchResult& result = *searched;
 
-    Outcome out;
     out.stats.allocate_one_calls = result.stats.allocate_one_calls;
     out.stats.devices_tried = result.stats.devices_tried;
     out.stats.count_bound_prunes = result.stats.count_bound_prunes;
@@ -419,7 +415,7 @@ class AllocatorImpl final : public Allocator {
         verdict->explanation = out.explanation;
       }
     }
-    return out;
+    return Status::Ok();
   }
 
  private:
@@ -566,6 +562,13 @@ class AllocatorImpl final : public Allocator {
 };
 
 }  // namespace
+
+StatusOr<Outcome> Allocator::Allocate(const api::corev1::Node& node,
+                                      const AllocatedState& allocated, const Options& options) {
+  Outcome out;
+  DRAPLANE_RETURN_IF_ERROR(AllocateInto(node, allocated, options, out));
+  return out;
+}
 
 std::unique_ptr<Allocator> NewAllocator(Snapshot& snapshot,
                                         std::vector<const rv1::ResourceClaim*> claims,

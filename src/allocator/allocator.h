@@ -112,6 +112,15 @@ struct Outcome {
   // Shared with the per-node cache: never modified once handed out.
   std::shared_ptr<const Explanation> explanation;
   Stats stats;
+
+  // Every member back to its default (AllocateInto's start: cheaper than a new Outcome).
+  void Clear() {
+    kind = Kind::kUnsatisfiable;
+    results.reset();
+    message.clear();
+    explanation.reset();
+    stats = Stats{};
+  }
 };
 
 class Allocator {
@@ -123,8 +132,14 @@ class Allocator {
   // kFailedPrecondition for everything else: CEL errors, incomplete pools under `All`, a device
   // count over 32, a constraint an `All` request cannot meet, ...). The claims must not be
   // allocated yet.
-  virtual StatusOr<Outcome> Allocate(const api::corev1::Node& node, const AllocatedState& allocated,
-                                     const Options& options) = 0;
+  StatusOr<Outcome> Allocate(const api::corev1::Node& node, const AllocatedState& allocated,
+                             const Options& options);
+  // Allocate writing the outcome into `out` (what it held is replaced) and returning only the
+  // fatal error, after which `out` is to be ignored: a caller that asks about node after node
+  // (the scheduler's Filter) keeps one Outcome instead of constructing, moving and destroying one
+  // per node.
+  virtual Status AllocateInto(const api::corev1::Node& node, const AllocatedState& allocated,
+                              const Options& options, Outcome& out) = 0;
 };
 
 // Prepares the claims of one Pod: resolves classes and compiles selectors once. Never fails:

@@ -129,6 +129,8 @@ struct DraState {
   // The node CertainlyRejects last found the free devices enough on (with the plain variant):
   // Filter, asked next on it, need not count them again.
   const NodeInfo* counted_fit = nullptr;
+  // Filter's allocator outcome, overwritten at each node (allocator::Allocator::AllocateInto).
+  allocator::Outcome outcome;
   // The nodes Filter found an allocation on, in the order it saw them (the cluster's NodeInfos
   // stay put for the attempt). Score asks for the node Filter has just passed, the last entry;
   // Reserve once. A node seen again (a second pass) has its later entry nearer the end.
@@ -646,27 +648,30 @@ class DynamicResources final : public PreEnqueuePlugin,
     options.evaluation_budget = &s->budget;
     options.policies = s->Policies();
     const int64_t preference_refusals = s->contested ? s->contested->refusals() : 0;
-    StatusOr<allocator::Outcome> outcome =
-        v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
+    // One outcome per attempt, overwritten node after node (the results it hands on are shared).
+    allocator::Outcome& outcome = s->outcome;
+    Status searched = v->allocator->AllocateInto(node.node(), deps_.cluster->ledger().allocated(),
+                                                 options, outcome);
     bool preference_kept = true;
-    if (outcome.ok() && s->contested) {
+    if (searched.ok() && s->contested) {
       const int64_t refused = s->contested->refusals() - preference_refusals;
-      outcome->stats.policy_rejections -= refused;  // the others' refusals (quota, holds)
-      if (refused > 0 && outcome->kind == allocator::Outcome::Kind::kUnsatisfiable) {
+      outcome.stats.policy_rejections -= refused;  // the others' refusals (quota, holds)
+      if (refused > 0 && outcome.kind == allocator::Outcome::Kind::kUnsatisfiable) {
         // A preference never leaves a node idle: without it, does the Pod fit here?
         options.policies = s->Policies(/*with_preference=*/false);
-        outcome = v->allocator->Allocate(node.node(), deps_.cluster->ledger().allocated(), options);
+        searched = v->allocator->AllocateInto(node.node(), deps_.cluster->ledger().allocated(),
+                                              options, outcome);
         preference_kept = false;
       }
     }
-    if (!outcome.ok()) {
-      if (explain) return PluginStatus::Unresolvable(std::string(outcome.status().message()));
-      return PluginStatus::Error(outcome.status());
+    if (!searched.ok()) {
+      if (explain) return PluginStatus::Unresolvable(std::string(searched.message()));
+      return PluginStatus::Error(std::move(searched));
     }
-    if (outcome->stats.policy_rejections > 0) {
-      s->quota_refusals[node.name()] += outcome->stats.policy_rejections;
+    if (outcome.stats.policy_rejections > 0) {
+      s->quota_refusals[node.name()] += outcome.stats.policy_rejections;
     }
-    switch (outcome->kind) {
+    switch (outcome.kind) {
       case allocator::Outcome::Kind::kAllocated:
         // Room for every node at once: a Pod often fits on dozens.
         if (s->node_allocations.empty()) {
@@ -674,17 +679,17 @@ class DynamicResources final : public PreEnqueuePlugin,
         }
         s->node_allocations.push_back({.node = &node,
                                        .variant = v,
-                                       .results = std::move(outcome->results),
+                                       .results = std::move(outcome.results),
                                        .preference_kept = preference_kept});
         return PluginStatus::Success();
       case allocator::Outcome::Kind::kNodeError:
-        return PluginStatus::Unresolvable(outcome->message);
+        return PluginStatus::Unresolvable(outcome.message);
       case allocator::Outcome::Kind::kUnsatisfiable:
-        if (outcome->explanation) {
+        if (outcome.explanation) {
           PluginStatus rejected =
-              PluginStatus::Unresolvable(Summarize(outcome->explanation, v->claim_names));
+              PluginStatus::Unresolvable(Summarize(outcome.explanation, v->claim_names));
           if (options_.keep_explanations) {
-            s->explanations[node.name()] = std::move(outcome->explanation);
+            s->explanations[node.name()] = std::move(outcome.explanation);
           }
           return rejected;
         }
