@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
@@ -19,6 +18,7 @@
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/trace.h"
+#include "tests/store/temp_dir.h"
 
 namespace draplane::sim {
 namespace {
@@ -100,24 +100,13 @@ generators:
 // A directory of this test process's own, removed when it exits: ctest runs the test cases as
 // separate processes at once, and files of the same name in one shared directory would race (and
 // stay behind).
-const std::string& TestDirectory() {
-  static const struct Directory {
-    Directory() {
-      std::string pattern = ::testing::TempDir() + "/sim_test_XXXXXX";
-      if (mkdtemp(pattern.data()) != nullptr) path = pattern;
-    }
-    ~Directory() {
-      std::error_code ignored;
-      if (!path.empty()) std::filesystem::remove_all(path, ignored);
-    }
-    std::string path;
-  } directory;
-  return directory.path;
+const store::testing::TempDir& TestDirectory() {
+  static const store::testing::TempDir directory;
+  return directory;
 }
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  EXPECT_FALSE(TestDirectory().empty()) << "cannot create a temporary directory";
-  std::string path = TestDirectory() + "/" + name;
+  std::string path = TestDirectory().File(name);
   std::ofstream(path) << text;
   return path;
 }

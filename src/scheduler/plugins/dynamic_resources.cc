@@ -997,38 +997,38 @@ class DynamicResources final : public PreEnqueuePlugin,
   // results' request names was a few hundred.
   int64_t TierScore(const DraState& s, const NodeAllocation& na) {
     const Variant& v = *na.variant;
-    if (v.entries.size() > 64) return CountedTierScore(s, na, nullptr);
+    // A user claim of this Pod not allocated yet (a special claim does not score).
+    auto scores = [&](size_t k) {
+      const size_t i = v.entries[k];
+      if (i >= s.claims.size()) return false;
+      const ClaimEntry& e = s.claims[i];
+      return !e.special && e.claim != nullptr && !e.claim->status.allocation.has_value();
+    };
+    auto score_of = [&](size_t k) {
+      return ScoreAllocation(*s.claims[v.entries[k]].claim, (*na.results)[k]);
+    };
+    if (v.entries.size() > 64) {
+      int64_t score = 0;
+      for (size_t k = 0; k < v.entries.size(); ++k) {
+        if (scores(k)) score += score_of(k);
+      }
+      return score;
+    }
     uint64_t counted = 0;
     for (size_t k = 0; k < v.entries.size(); ++k) {
-      const size_t i = v.entries[k];
-      if (i >= s.claims.size()) continue;
-      const ClaimEntry& e = s.claims[i];
-      if (!e.special && e.claim != nullptr && !e.claim->status.allocation.has_value()) {
-        counted |= uint64_t{1} << k;
-      }
+      if (scores(k)) counted |= uint64_t{1} << k;
     }
     const auto address = reinterpret_cast<uintptr_t>(na.results.get());
     RememberedTierScore& slot = tier_scores_[(address >> 4) % tier_scores_.size()];
     if (slot.results != na.results || slot.counted != counted) {
       slot.results = na.results;
       slot.counted = counted;
-      slot.score = CountedTierScore(s, na, &counted);
+      slot.score = 0;
+      for (size_t k = 0; k < v.entries.size(); ++k) {
+        if ((counted >> k & 1) != 0) slot.score += score_of(k);
+      }
     }
     return slot.score;
-  }
-  // TierScore without memory: the claims `counted` marks (null: decide per claim).
-  static int64_t CountedTierScore(const DraState& s, const NodeAllocation& na,
-                                  const uint64_t* counted) {
-    const Variant& v = *na.variant;
-    int64_t score = 0;
-    for (size_t k = 0; k < v.entries.size(); ++k) {
-      const size_t i = v.entries[k];
-      if (counted != nullptr ? (*counted >> k & 1) == 0 : i >= s.claims.size()) continue;
-      const ClaimEntry& e = s.claims[i];
-      if (e.special || e.claim == nullptr || e.claim->status.allocation.has_value()) continue;
-      score += ScoreAllocation(*e.claim, (*na.results)[k]);
-    }
-    return score;
   }
 
   // SummarizeDevices, remembered per explanation: the allocator hands the same explanation to
