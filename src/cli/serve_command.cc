@@ -61,6 +61,7 @@ struct ServeFlags {
   bool simulate_kubelet = false;
   std::string embedded_transport = "in-process";  // or "loopback"
   std::string decision_max_age = "168h";
+  std::string event_ttl = "1h";
   std::string quota_resync_period = "5m";
   // Limits and timeouts (docs/design/server.md, "Limits and timeouts"), as Go durations.
   std::string request_timeout = "1m0s";
@@ -131,12 +132,15 @@ Status ApplyDurations(const ServeFlags& flags, server::ServerOptions& options) {
         Flag{"--etcd-compaction-interval", &flags.compaction_interval,
              &options.limits.compaction_interval, true},
         Flag{"--decision-max-age", &flags.decision_max_age, &options.decision_max_age, false},
+        Flag{"--event-ttl", &flags.event_ttl, &options.event_ttl, true},
         Flag{"--quota-resync-period", &flags.quota_resync_period, &options.quota_resync_period,
              false}}) {
     StatusOr<Duration> parsed = api::ParseDuration(*flag.text);
     if (!parsed.ok()) return parsed.status().WithPrefix(flag.name);
     if (*parsed < Duration(0) || (*parsed == Duration(0) && !flag.zero_allowed)) {
-      return InvalidArgumentError(std::string(flag.name) + ": must be positive");
+      return InvalidArgumentError(std::string(flag.name) +
+                                  (flag.zero_allowed ? ": must not be negative (0 switches it off)"
+                                                     : ": must be positive"));
     }
     *flag.out = *parsed;
   }
@@ -285,6 +289,10 @@ void AddServeCommand(CLI::App& app) {
                   "in-process (straight into the request handlers, no TLS, HTTP or sockets) or "
                   "loopback (over the HTTP(S) listener, like any remote client)")
       ->check(CLI::IsMember({"in-process", "loopback"}))
+      ->capture_default_str();
+  cmd->add_option("--event-ttl", flags->event_ttl,
+                  "Events not written for this long are deleted, as kube-apiserver's --event-ttl "
+                  "(Go duration; 0 keeps them until deleted)")
       ->capture_default_str();
   cmd->add_option("--decision-max-age", flags->decision_max_age,
                   "AllocationDecision records older than this are deleted (Go duration)")

@@ -28,6 +28,7 @@
 #include "server/http/http_server.h"
 #include "server/internal/thread_pool.h"
 #include "server/lifecycle/decision_retention.h"
+#include "server/lifecycle/event_expiry.h"
 #include "server/lifecycle/lifecycle.h"
 #include "server/quota/accounting.h"
 #include "server/quota/admission.h"
@@ -232,6 +233,11 @@ class ServerImpl final : public Server {
             .max_age = options_.decision_max_age,
             .max_per_namespace = options_.decision_max_per_namespace});
     DRAPLANE_RETURN_IF_ERROR(decision_retention_->Start());
+    if (options_.event_ttl > Duration::zero()) {
+      event_expiry_ =
+          std::make_unique<lifecycle::EventExpiry>(store_.get(), clock_, options_.event_ttl);
+      DRAPLANE_RETURN_IF_ERROR(event_expiry_->Start());
+    }
     DRAPLANE_RETURN_IF_ERROR(WriteAdminKubeconfig());
     DRAPLANE_RETURN_IF_ERROR(
         auth::WriteFileAtomically(auth::ServerUrlPath(options_.data_dir), url_ + "\n", 0644));
@@ -298,6 +304,7 @@ class ServerImpl final : public Server {
     if (lifecycle_) lifecycle_->Stop();
     if (quota_controller_) quota_controller_->Stop();
     if (decision_retention_) decision_retention_->Stop();
+    if (event_expiry_) event_expiry_->Stop();
     {
       MutexLock lock(tick_mu_);
       stopping_ = true;
@@ -327,6 +334,7 @@ class ServerImpl final : public Server {
       lifecycle_->Tick();
       quota_controller_->Tick();
       decision_retention_->Tick();
+      if (event_expiry_ != nullptr) event_expiry_->Tick();
       flowcontrol_->Tick();
       if (options_.limits.compaction_interval.count() > 0 &&
           clock_->MonotonicNow() >= next_compaction) {
@@ -474,6 +482,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<quota::QuotaAdmission> quota_admission_;
   std::unique_ptr<quota::QuotaController> quota_controller_;
   std::unique_ptr<lifecycle::DecisionRetention> decision_retention_;
+  std::unique_ptr<lifecycle::EventExpiry> event_expiry_;
   std::string url_;
 
   Mutex mu_;

@@ -90,6 +90,9 @@ struct ServerOptions {
   // oldest beyond the per-namespace cap, are deleted.
   Duration decision_max_age = std::chrono::hours(24 * 7);
   int64_t decision_max_per_namespace = 10'000;
+  // Events not written for this long are deleted (kube-apiserver's --event-ttl,
+  // lifecycle/event_expiry.h); zero keeps them until deleted.
+  Duration event_ttl = std::chrono::hours(1);
   // Time source for timestamps written into objects (defaults to RealClock()).
   const Clock* clock = nullptr;
   store::StoreOptions store_options;
