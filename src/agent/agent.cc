@@ -110,6 +110,11 @@ bool IsLive(const cv1::Pod& pod) {
   return !pod.metadata.deletion_timestamp && !api::IsPodTerminal(pod);
 }
 
+std::vector<cv1::Pod> LiveOnly(std::vector<cv1::Pod> pods) {
+  std::erase_if(pods, [](const cv1::Pod& pod) { return !IsLive(pod); });
+  return pods;
+}
+
 // Does opaque config entry `config` (its `requests`) apply to allocation result request `req`?
 // Upstream: an empty list applies to all requests; "req" covers its subrequests "req/sub".
 bool ConfigApplies(const std::vector<std::string>& requests, const std::string& req) {
@@ -305,7 +310,19 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
       DRAPLANE_RETURN_IF_ERROR(CollectGarbage());
       return PodOutcome::kDone;
     }
-    return got.status();
+    if (got.status().code() != StatusCode::kFailedPrecondition) return got.status();
+    // The node authorizer lets a node read only the Pods bound to it, so a Pod deleted since it
+    // was queued is refused (403), not 404. Gone when the node's own list no longer has it
+    // (cleaned up, done: retrying it would go on for good); still listed, the authorizer has yet
+    // to learn of its binding: try again later.
+    DRAPLANE_ASSIGN_OR_RETURN(std::vector<cv1::Pod> pods, NodePods());
+    for (const cv1::Pod& pod : pods) {
+      if (pod.metadata.namespace_ == namespace_ && pod.metadata.name == name) {
+        return PodOutcome::kRetry;
+      }
+    }
+    DRAPLANE_RETURN_IF_ERROR(UnprepareUnused(LiveOnly(std::move(pods))));
+    return PodOutcome::kDone;
   }
   const cv1::Pod& pod = *got;
   if (pod.spec.node_name != options_.node_name) return PodOutcome::kDone;
@@ -951,16 +968,17 @@ Status Agent::SyncPods() {
   return first.ok() ? gc : first;
 }
 
-Status Agent::CollectGarbage() {
+StatusOr<std::vector<cv1::Pod>> Agent::NodePods() {
   client::ListOptions list;
   list.field_selector = "spec.nodeName=" + options_.node_name;
   DRAPLANE_ASSIGN_OR_RETURN(client::ObjectList<cv1::Pod> pods,
                             client::List<cv1::Pod>(api_, "", list));
-  std::vector<cv1::Pod> live;
-  for (cv1::Pod& pod : pods.items) {
-    if (IsLive(pod)) live.push_back(std::move(pod));
-  }
-  return UnprepareUnused(live);
+  return std::move(pods.items);
+}
+
+Status Agent::CollectGarbage() {
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<cv1::Pod> pods, NodePods());
+  return UnprepareUnused(LiveOnly(std::move(pods)));
 }
 
 Status Agent::UnprepareUnused(const std::vector<cv1::Pod>& live_pods) {

@@ -211,6 +211,8 @@ class Agent {
   // Unknown for devices this agent does not know); `message` says why it is unhealthy.
   std::string_view DeviceHealthOf(std::string_view driver, std::string_view pool,
                                   std::string_view device, std::string* message) const;
+  // The Pods bound to this node, as the API lists them.
+  StatusOr<std::vector<api::corev1::Pod>> NodePods();
   Status UnprepareUnused(const std::vector<api::corev1::Pod>& live_pods);
   // The devices of `claim` (named `name` in `namespace_`) this node's drivers serve, with the
   // opaque config that applies to each.

@@ -350,6 +350,40 @@ TEST_F(AgentTest, GarbageCollectsClaimsAfterARestartWhenThePodIsGone) {
   EXPECT_THAT(CdiFiles(), IsEmpty());
 }
 
+// The node authorizer lets a node read only the Pods bound to it, so the agent's Get of a Pod
+// deleted since it was queued is refused (403), not answered 404. Once the node's own list no
+// longer has the Pod it is gone: cleaned up and done, not retried for good; while the list still
+// has it (the authorizer has yet to learn of the binding) it is tried again.
+TEST_F(AgentTest, ARefusedPodIsGoneOnceTheNodesListNoLongerHasIt) {
+  CreateClaim("train", "x", {{"gpu.nvidia.com", "gpu-0"}});
+  ReserveFor("train", CreatePod("pod-train", "train"));
+  ASSERT_EQ(*agent_->SyncPod("team-a", "pod-train"), PodOutcome::kDone);
+  ASSERT_EQ(agent_->preparer().checkpoint().claims.size(), 1u);
+  api_.SetInterceptor([](const client::ApiRequest& r) -> std::optional<Status> {
+    if (r.verb == client::Verb::kGet && r.resource == &client::ResourceOf<cv1::Pod>() &&
+        r.name == "pod-train") {
+      return FailedPreconditionError(
+          R"(pods "pod-train" is forbidden: User "system:node:node-a" cannot get resource )"
+          R"("pods" in API group "" in the namespace "team-a": no relationship found between )"
+          R"(node 'node-a' and this object)");
+    }
+    return std::nullopt;
+  });
+  StatusOr<PodOutcome> outcome = agent_->SyncPod("team-a", "pod-train");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(*outcome, PodOutcome::kRetry);
+  EXPECT_EQ(agent_->preparer().checkpoint().claims.size(), 1u);
+
+  client::DeleteOptions force;
+  force.grace_period_seconds = 0;
+  ASSERT_TRUE(client::Delete<cv1::Pod>(api_, "team-a", "pod-train", force).ok());
+  outcome = agent_->SyncPod("team-a", "pod-train");
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(*outcome, PodOutcome::kDone);
+  EXPECT_TRUE(agent_->preparer().checkpoint().claims.empty());
+  EXPECT_THAT(CdiFiles(), IsEmpty());
+}
+
 constexpr std::string_view kFabricProfile = R"(
 apiVersion: draplane.dev/v1alpha1
 kind: NodeProfile
@@ -492,9 +526,9 @@ TEST_F(AgentTest, ADeviceStillPreparedForAForceDeletedPodsClaimWaitsUntilItIsUnp
   }
   EXPECT_THAT(EventReasons(),
               ::testing::Contains(HasSubstr("DeviceStillPrepared: claim new: device "
-                                          "gpu.nvidia.com/node-a/gpu-3 is still prepared for "
-                                          "claim team-a/old (" +
-                                          old_uid + ")")));
+                                            "gpu.nvidia.com/node-a/gpu-3 is still prepared for "
+                                            "claim team-a/old (" +
+                                            old_uid + ")")));
   EXPECT_EQ(client::Get<cv1::Pod>(api_, "team-a", "pod-new")->status.phase, "Pending");
   EXPECT_EQ(*agent_->SyncPod("team-a", "pod-new"), PodOutcome::kDone);
   EXPECT_EQ(agent_->preparer().checkpoint().claims.count(old_uid), 0u);
