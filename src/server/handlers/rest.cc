@@ -1168,20 +1168,29 @@ http::Response Rest::Bind(const Scope& scope, const std::string& ns, const std::
       EnsureObject(EnsureObject(pod, "metadata"), "annotations")[key] = value;
     }
     JsonObject& status = EnsureObject(pod, "status");
-    boost::json::array conditions;
-    if (const boost::json::array* existing = FindArray(status, "conditions")) {
-      for (const boost::json::value& c : *existing) {
-        if (c.is_object() && GetString(c.get_object(), "type") == "PodScheduled") continue;
-        conditions.push_back(c);
-      }
-    }
+    boost::json::value& listed = status["conditions"];
+    if (!listed.is_array()) listed = boost::json::array();
+    boost::json::array& conditions = listed.get_array();
+    // As upstream's podutil.UpdatePodCondition: the condition is replaced where it is (the
+    // others keep their order), and its transition time moves only with its status.
     JsonObject scheduled;
     scheduled["type"] = "PodScheduled";
     scheduled["status"] = "True";
     scheduled["lastProbeTime"] = nullptr;
     scheduled["lastTransitionTime"] = now;
-    conditions.push_back(std::move(scheduled));
-    status["conditions"] = std::move(conditions);
+    bool replaced = false;
+    for (boost::json::value& c : conditions) {
+      if (!c.is_object() || GetString(c.get_object(), "type") != "PodScheduled") continue;
+      if (GetString(c.get_object(), "status") == "True") {
+        if (const boost::json::value* since = c.get_object().if_contains("lastTransitionTime")) {
+          scheduled["lastTransitionTime"] = *since;
+        }
+      }
+      c = std::move(scheduled);
+      replaced = true;
+      break;
+    }
+    if (!replaced) conditions.push_back(std::move(scheduled));
     if (std::get<bool>(dry)) return current->value;
     return ToStoredJson(std::move(pod));
   };
