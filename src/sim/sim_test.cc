@@ -18,7 +18,7 @@
 #include "sim/report.h"
 #include "sim/simulation.h"
 #include "sim/trace.h"
-#include "tests/store/temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace draplane::sim {
 namespace {
@@ -100,8 +100,8 @@ generators:
 // A directory of this test process's own, removed when it exits: ctest runs the test cases as
 // separate processes at once, and files of the same name in one shared directory would race (and
 // stay behind).
-const store::testing::TempDir& TestDirectory() {
-  static const store::testing::TempDir directory;
+const draplane::testing::TempDir& TestDirectory() {
+  static const draplane::testing::TempDir directory;
   return directory;
 }
 

@@ -1,4 +1,6 @@
-// A temporary directory for a test, removed with everything in it on destruction.
+// A temporary directory for a test (under $TMPDIR, else /tmp), removed with everything in it on
+// destruction. Header-only, so that the tests of any module can use it without linking the rest
+// of testing/.
 #pragma once
 
 #include <stdlib.h>
@@ -9,14 +11,14 @@
 
 #include "common/check.h"
 
-namespace draplane::store::testing {
+namespace draplane::testing {
 
 class TempDir {
  public:
   TempDir() {
     const char* base = getenv("TMPDIR");
     std::string pattern =
-        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/draplane-store-XXXXXX";
+        std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/draplane-test-XXXXXX";
     DRAPLANE_CHECK(mkdtemp(pattern.data()) != nullptr);
     path_ = pattern;
   }
@@ -34,4 +36,4 @@ class TempDir {
   std::string path_;
 };
 
-}  // namespace draplane::store::testing
+}  // namespace draplane::testing

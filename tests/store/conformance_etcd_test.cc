@@ -13,9 +13,11 @@
 
 #include "conformance.h"
 #include "etcd_launcher.h"
-#include "temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace draplane::store::testing {
+
+using ::draplane::testing::TempDir;
 namespace {
 
 struct SharedEtcd {

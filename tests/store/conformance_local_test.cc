@@ -4,9 +4,11 @@
 #include <string>
 
 #include "conformance.h"
-#include "temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace draplane::store::testing {
+
+using ::draplane::testing::TempDir;
 namespace {
 
 TempDir& Dir() {

@@ -20,9 +20,11 @@
 #include "common/random.h"
 #include "etcd_launcher.h"
 #include "store/store.h"
-#include "temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace draplane::store::testing {
+
+using ::draplane::testing::TempDir;
 namespace {
 
 struct Ack {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "tests/store/temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace draplane::store {
 namespace {
@@ -23,7 +23,7 @@ void Exec(const std::string& path, const char* sql) {
 }
 
 TEST(SqliteStoreTest, ReopeningKeepsObjectsRevisionsAndHistory) {
-  testing::TempDir dir;
+  draplane::testing::TempDir dir;
   const std::string path = dir.File("s.db");
   Revision first = 0;
   Revision last = 0;
@@ -50,7 +50,7 @@ TEST(SqliteStoreTest, ReopeningKeepsObjectsRevisionsAndHistory) {
 }
 
 TEST(SqliteStoreTest, ASecondOpenOfTheSameFileIsRefused) {
-  testing::TempDir dir;
+  draplane::testing::TempDir dir;
   StatusOr<std::unique_ptr<Store>> first = OpenSqliteStore(dir.File("s.db"));
   ASSERT_TRUE(first.ok());
   StatusOr<std::unique_ptr<Store>> second = OpenSqliteStore(dir.File("s.db"));
@@ -59,7 +59,7 @@ TEST(SqliteStoreTest, ASecondOpenOfTheSameFileIsRefused) {
 }
 
 TEST(SqliteStoreTest, AnotherSchemaVersionIsRefusedWithAClearError) {
-  testing::TempDir dir;
+  draplane::testing::TempDir dir;
   const std::string path = dir.File("s.db");
   ASSERT_TRUE(OpenSqliteStore(path).ok());
   Exec(path, "UPDATE meta SET value = 99 WHERE name = 'schema_version'");
@@ -69,7 +69,7 @@ TEST(SqliteStoreTest, AnotherSchemaVersionIsRefusedWithAClearError) {
 }
 
 TEST(SqliteStoreTest, FilesThatAreNotDraplaneStoresAreRefused) {
-  testing::TempDir dir;
+  draplane::testing::TempDir dir;
   const std::string text = dir.File("text.db");
   FILE* file = fopen(text.c_str(), "w");
   ASSERT_NE(file, nullptr);
@@ -85,7 +85,7 @@ TEST(SqliteStoreTest, FilesThatAreNotDraplaneStoresAreRefused) {
 }
 
 TEST(SqliteStoreTest, OldHistoryIsCompactedAutomatically) {
-  testing::TempDir dir;
+  draplane::testing::TempDir dir;
   StatusOr<std::unique_ptr<Store>> store =
       OpenSqliteStore(dir.File("s.db"), {.retained_revisions = 8});
   ASSERT_TRUE(store.ok());
@@ -106,7 +106,7 @@ TEST(SqliteStoreTest, CommittedWritesAreInTheFileForOtherConnectionsWhileTheStor
   // commit's fsync (coalescing_vfs.h). A plain connection (default VFS, its own file handles)
   // reading the file while the store is open must find every acknowledged write, including
   // commits larger than one write call of the default VFS (128 KiB).
-  testing::TempDir dir;
+  draplane::testing::TempDir dir;
   const std::string path = dir.File("s.db");
   StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path);
   ASSERT_TRUE(store.ok()) << store.status().ToString();
@@ -133,7 +133,7 @@ TEST(SqliteStoreTest, CommittedWritesAreInTheFileForOtherConnectionsWhileTheStor
 // an older snapshot read the history table. Both must show the same state, before and after a
 // reopen (which reloads the in-memory state from the file).
 TEST(SqliteStoreTest, LatestStateReadsAgreeWithHistoryReadsAndSurviveReopen) {
-  testing::TempDir dir;
+  draplane::testing::TempDir dir;
   const std::string path = dir.File("s.db");
   auto pod = [](std::string name) { return Key{"core/pods", "ns", std::move(name)}; };
   auto same = [](const ListResult& a, const ListResult& b) {
