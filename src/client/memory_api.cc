@@ -800,7 +800,7 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
       typed != nullptr ? typed->spec.node_name : Str(Child(J(it->second), "spec"), "nodeName");
   std::string binding_uid = MetaString(body, "uid");
   if (!binding_uid.empty() && binding_uid != uid) {
-    return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
+    return ConflictError("Operation cannot be fulfilled on pods \"" + request.name +
                          "\": Precondition failed: UID in precondition: " + binding_uid +
                          ", UID in object meta: " + uid);
   }

@@ -264,6 +264,57 @@ TEST_F(ParityTest, AnUpdateKeepsAPodInGracefulDeletion) {
   }
 }
 
+// pods/binding (upstream's BindingREST): the Binding's uid is a precondition; PodScheduled turns
+// True where the condition stands, the other conditions keep their order; a bound Pod and a Pod
+// being deleted are refused alike.
+TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
+  std::vector<Answer> answers;
+  for (client::ApiClient* api : apis()) {
+    Pod pod = MakePod("unbound", "");
+    pod.metadata.finalizers.clear();
+    StatusOr<Pod> created = client::Create(*api, pod);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    ASSERT_TRUE(client::Patch<Pod>(*api, "ns", "unbound", PatchType::kMerge,
+                                   boost::json::parse(R"({"status": {"conditions": [
+                                     {"type": "example.com/Admitted", "status": "True"},
+                                     {"type": "PodScheduled", "status": "False",
+                                      "reason": "Unschedulable", "message": "0/3 nodes"},
+                                     {"type": "example.com/Gated", "status": "False"}]}})"),
+                                   "status")
+                    .ok());
+    Answer a;
+    // A Binding for another Pod of the same name (deleted and created again) is refused.
+    Status stale =
+        client::BindPod(*api, "ns", "unbound", "11111111-2222-4333-8444-555555555555", "n1");
+    Status bound = client::BindPod(*api, "ns", "unbound", created->metadata.uid, "n1");
+    Status again = client::BindPod(*api, "ns", "unbound", created->metadata.uid, "n2");
+    ASSERT_TRUE(client::Delete<Pod>(*api, "ns", "q").ok());  // bound: graceful
+    StatusOr<Pod> deleting = client::Get<Pod>(*api, "ns", "q");
+    ASSERT_TRUE(deleting.ok());
+    Status gone = client::BindPod(*api, "ns", "q", deleting->metadata.uid, "n1");
+    // The uids differ between the two APIs: the message up to the Pod's own.
+    std::string stale_message(stale.message());
+    a.message = stale_message.substr(0, stale_message.rfind(": ")) + " | " +
+                std::string(again.message()) + " | " + std::string(gone.message());
+    boost::json::array seen{StatusCodeName(stale.code()), StatusCodeName(bound.code()),
+                            StatusCodeName(again.code()), StatusCodeName(gone.code())};
+    StatusOr<Pod> got = client::Get<Pod>(*api, "ns", "unbound");
+    ASSERT_TRUE(got.ok());
+    seen.push_back(boost::json::value(got->spec.node_name));
+    for (const api::corev1::PodCondition& c : got->status.conditions) {
+      seen.push_back(boost::json::value(c.type + "=" + c.status + " " + c.reason + c.message));
+    }
+    a.watched = std::move(seen);
+    answers.push_back(std::move(a));
+  }
+  EXPECT_EQ(answers[0], answers[1]);
+  EXPECT_EQ(answers[1].watched,
+            (boost::json::array{"CONFLICT", "OK", "CONFLICT", "CONFLICT", "n1",
+                                "example.com/Admitted=True ", "PodScheduled=True ",
+                                "example.com/Gated=False "}))
+      << answers[1];
+}
+
 // ResourceQuota admission and replenishment (client/memory_quota.h against server/quota/): the
 // same creates are refused with the same messages, and the quotas show the same status.used
 // after every change. The server's quota controller replenishes after a change, not during it:

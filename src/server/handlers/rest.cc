@@ -1151,14 +1151,25 @@ http::Response Rest::Bind(const Scope& scope, const std::string& ns, const std::
     StatusOr<JsonObject> parsed = ParseObject(current->value);
     if (!parsed.ok()) return parsed.status();
     JsonObject pod = std::move(parsed).value();
-    if (!MetaString(pod, "deletionTimestamp").empty()) {
+    // The Binding's uid is a precondition (a Pod deleted and created again under the same name
+    // is not the one the scheduler chose), checked by the storage before the update: a conflict
+    // on pods. The update's own refusals are conflicts on pods/binding.
+    if (std::string_view uid = MetaString(binding, "uid");
+        !uid.empty() && uid != MetaString(pod, "uid")) {
       failure = NewConflict(pods->Gr(), name,
+                            "Precondition failed: UID in precondition: " + std::string(uid) +
+                                ", UID in object meta: " + std::string(MetaString(pod, "uid")));
+      return InternalError(std::string(kAbortMarker));
+    }
+    const GroupResource binding_gr{"", "pods/binding"};
+    if (!MetaString(pod, "deletionTimestamp").empty()) {
+      failure = NewConflict(binding_gr, name,
                             "pod " + name + " is being deleted, cannot be assigned to a host");
       return InternalError(std::string(kAbortMarker));
     }
     JsonObject& spec = EnsureObject(pod, "spec");
     if (!GetString(spec, "nodeName").empty()) {
-      failure = NewConflict(pods->Gr(), name,
+      failure = NewConflict(binding_gr, name,
                             "pod " + name + " is already assigned to node \"" +
                                 std::string(GetString(spec, "nodeName")) + "\"");
       return InternalError(std::string(kAbortMarker));
