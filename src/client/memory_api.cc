@@ -804,6 +804,13 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
                          "\": Precondition failed: UID in precondition: " + binding_uid +
                          ", UID in object meta: " + uid);
   }
+  std::string binding_rv = MetaString(body, "resourceVersion");
+  if (const std::string rv = ResourceVersionOf(*it->second);
+      !binding_rv.empty() && binding_rv != rv) {
+    return ConflictError("Operation cannot be fulfilled on pods \"" + request.name +
+                         "\": Precondition failed: ResourceVersion in precondition: " + binding_rv +
+                         ", ResourceVersion in object meta: " + rv);
+  }
   if (deleting) {
     return ConflictError("Operation cannot be fulfilled on pods/binding \"" + request.name +
                          "\": pod " + request.name +

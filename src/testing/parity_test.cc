@@ -264,9 +264,9 @@ TEST_F(ParityTest, AnUpdateKeepsAPodInGracefulDeletion) {
   }
 }
 
-// pods/binding (upstream's BindingREST): the Binding's uid is a precondition; PodScheduled turns
-// True where the condition stands, the other conditions keep their order; a bound Pod and a Pod
-// being deleted are refused alike.
+// pods/binding (upstream's BindingREST): the Binding's uid and resourceVersion are preconditions;
+// PodScheduled turns True where the condition stands, the other conditions keep their order; a
+// bound Pod and a Pod being deleted are refused alike.
 TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
   std::vector<Answer> answers;
   for (client::ApiClient* api : apis()) {
@@ -286,6 +286,16 @@ TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
     // A Binding for another Pod of the same name (deleted and created again) is refused.
     Status stale =
         client::BindPod(*api, "ns", "unbound", "11111111-2222-4333-8444-555555555555", "n1");
+    client::ApiRequest outdated;
+    outdated.verb = client::Verb::kCreate;
+    outdated.resource = &client::ResourceOf<Pod>();
+    outdated.namespace_ = "ns";
+    outdated.name = "unbound";
+    outdated.subresource = "binding";
+    outdated.body = boost::json::parse(R"({"apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "unbound", "resourceVersion": "1"},
+        "target": {"kind": "Node", "name": "n1"}})");
+    Status old_version = api->Do(outdated).status();
     Status bound = client::BindPod(*api, "ns", "unbound", created->metadata.uid, "n1");
     Status again = client::BindPod(*api, "ns", "unbound", created->metadata.uid, "n2");
     ASSERT_TRUE(client::Delete<Pod>(*api, "ns", "q").ok());  // bound: graceful
@@ -294,10 +304,13 @@ TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
     Status gone = client::BindPod(*api, "ns", "q", deleting->metadata.uid, "n1");
     // The uids differ between the two APIs: the message up to the Pod's own.
     std::string stale_message(stale.message());
+    std::string old_message(old_version.message());
     a.message = stale_message.substr(0, stale_message.rfind(": ")) + " | " +
+                old_message.substr(0, old_message.rfind(": ")) + " | " +
                 std::string(again.message()) + " | " + std::string(gone.message());
-    boost::json::array seen{StatusCodeName(stale.code()), StatusCodeName(bound.code()),
-                            StatusCodeName(again.code()), StatusCodeName(gone.code())};
+    boost::json::array seen{StatusCodeName(stale.code()), StatusCodeName(old_version.code()),
+                            StatusCodeName(bound.code()), StatusCodeName(again.code()),
+                            StatusCodeName(gone.code())};
     StatusOr<Pod> got = client::Get<Pod>(*api, "ns", "unbound");
     ASSERT_TRUE(got.ok());
     seen.push_back(boost::json::value(got->spec.node_name));
@@ -309,7 +322,7 @@ TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
   }
   EXPECT_EQ(answers[0], answers[1]);
   EXPECT_EQ(answers[1].watched,
-            (boost::json::array{"CONFLICT", "OK", "CONFLICT", "CONFLICT", "n1",
+            (boost::json::array{"CONFLICT", "CONFLICT", "OK", "CONFLICT", "CONFLICT", "n1",
                                 "example.com/Admitted=True ", "PodScheduled=True ",
                                 "example.com/Gated=False "}))
       << answers[1];

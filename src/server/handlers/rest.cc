@@ -1151,14 +1151,22 @@ http::Response Rest::Bind(const Scope& scope, const std::string& ns, const std::
     StatusOr<JsonObject> parsed = ParseObject(current->value);
     if (!parsed.ok()) return parsed.status();
     JsonObject pod = std::move(parsed).value();
-    // The Binding's uid is a precondition (a Pod deleted and created again under the same name
-    // is not the one the scheduler chose), checked by the storage before the update: a conflict
-    // on pods. The update's own refusals are conflicts on pods/binding.
+    // The Binding's uid and resourceVersion are preconditions (a Pod deleted and created again
+    // under the same name is not the one the scheduler chose), checked by the storage before the
+    // update: conflicts on pods. The update's own refusals are conflicts on pods/binding.
     if (std::string_view uid = MetaString(binding, "uid");
         !uid.empty() && uid != MetaString(pod, "uid")) {
       failure = NewConflict(pods->Gr(), name,
                             "Precondition failed: UID in precondition: " + std::string(uid) +
                                 ", UID in object meta: " + std::string(MetaString(pod, "uid")));
+      return InternalError(std::string(kAbortMarker));
+    }
+    if (std::string_view rv = MetaString(binding, "resourceVersion");
+        !rv.empty() && rv != std::to_string(current->revision)) {
+      failure =
+          NewConflict(pods->Gr(), name,
+                      "Precondition failed: ResourceVersion in precondition: " + std::string(rv) +
+                          ", ResourceVersion in object meta: " + std::to_string(current->revision));
       return InternalError(std::string(kAbortMarker));
     }
     const GroupResource binding_gr{"", "pods/binding"};
