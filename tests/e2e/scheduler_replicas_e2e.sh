@@ -56,7 +56,9 @@ bound_count() {
   k get pods -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true
 }
 step "waiting for $fits pods to be bound"
-deadline=$((SECONDS + 900))
+# Guards against a hang, inside ctest's TIMEOUT (600 s) so that a stuck run ends with its own
+# message (how many Pods were bound) rather than ctest's kill.
+deadline=$((SECONDS + 420))
 while [ "$(bound_count)" -lt "$fits" ]; do
   [ $SECONDS -lt $deadline ] || fail "only $(bound_count) of $fits pods bound"
   sleep 2
@@ -98,7 +100,7 @@ if allocated != bound:
 print(f"{allocated} claims allocated, {bound} pods bound, {len(held)} devices, none twice")
 PY
 }
-deadline=$((SECONDS + 300))
+deadline=$((SECONDS + 120))
 until check_claims; do
   [ $SECONDS -lt $deadline ] || fail "final claim statuses: $(cat "$sched_work/check.txt")"
   sleep 1
