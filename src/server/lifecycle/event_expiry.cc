@@ -8,13 +8,16 @@
 #include "common/mutex.h"
 #include "common/status_macros.h"
 #include "server/handlers/json_util.h"
+#include "server/handlers/registry.h"
 
 namespace draplane::server::lifecycle {
 namespace {
 
-// The store's resources of the two Event APIs (handlers::ResourceInfo::StoreResource).
+// The store's resources of the two Event APIs.
 const std::vector<std::string>& EventResources() {
-  static const std::vector<std::string> resources = {"core/events", "events.k8s.io/events"};
+  static const std::vector<std::string> resources = {
+      handlers::Registry::Default().Find("", "v1", "events")->StoreResource(),
+      handlers::Registry::Default().Find("events.k8s.io", "v1", "events")->StoreResource()};
   return resources;
 }
 
