@@ -1,5 +1,6 @@
 #include "api/pods.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdint>
 
@@ -39,6 +40,33 @@ bool SetPodCondition(corev1::PodStatus* status, std::string_view type, std::stri
   c.last_transition_time = now;
   status->conditions.push_back(std::move(c));
   return true;
+}
+
+void SetPodScheduledByBinding(boost::json::object& status, std::string_view now) {
+  boost::json::value& listed = status["conditions"];
+  if (!listed.is_array()) listed = boost::json::array();
+  boost::json::array& conditions = listed.get_array();
+  boost::json::object scheduled{{"type", "PodScheduled"},
+                                {"status", "True"},
+                                {"lastProbeTime", nullptr},
+                                {"lastTransitionTime", now}};
+  auto is_scheduled = [](const boost::json::value& c) {
+    const boost::json::value* type = c.is_object() ? c.get_object().if_contains("type") : nullptr;
+    return type != nullptr && type->is_string() && type->get_string() == "PodScheduled";
+  };
+  auto it = std::find_if(conditions.begin(), conditions.end(), is_scheduled);
+  if (it == conditions.end()) {
+    conditions.push_back(std::move(scheduled));
+    return;
+  }
+  const boost::json::object& old = it->get_object();
+  const boost::json::value* status_value = old.if_contains("status");
+  const boost::json::value* since = old.if_contains("lastTransitionTime");
+  if (status_value != nullptr && status_value->is_string() &&
+      status_value->get_string() == "True" && since != nullptr) {
+    scheduled["lastTransitionTime"] = *since;
+  }
+  *it = std::move(scheduled);
 }
 
 std::string PodIpFor(std::string_view uid) {

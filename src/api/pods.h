@@ -38,6 +38,13 @@ bool HasPodCondition(const corev1::Pod& pod, std::string_view type, std::string_
 bool SetPodCondition(corev1::PodStatus* status, std::string_view type, std::string_view value,
                      std::string_view reason, std::string_view message, const Time& now);
 
+// What pods/binding does to the Pod's status (a JSON object), as upstream's BindingREST with
+// podutil.UpdatePodCondition: PodScheduled becomes True (reason and message cleared,
+// lastProbeTime null) where the condition stands, the other conditions keeping their order, or
+// is appended; its lastTransitionTime becomes `now` unless it was True already. For the API
+// server and the in-memory API, which keep Pods as JSON.
+void SetPodScheduledByBinding(boost::json::object& status, std::string_view now);
+
 // The Pod's address: the same for the same uid, in 10.244.0.0/16.
 std::string PodIpFor(std::string_view uid);
 

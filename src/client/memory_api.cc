@@ -16,6 +16,7 @@
 #include "api/meta/resource_version.h"
 #include "api/meta/time.h"
 #include "api/patch/patch.h"
+#include "api/pods.h"
 #include "client/memory_quota.h"
 #include "common/check.h"
 #include "common/mutex.h"
@@ -847,22 +848,7 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
   } else {
     json::value pod = J(it->second);
     EnsureObject(pod.as_object()["spec"])["nodeName"] = node;
-    json::object& status = EnsureObject(pod.as_object()["status"]);
-    json::value& condition_list = status["conditions"];
-    if (!condition_list.is_array()) condition_list = json::array();
-    json::array& conditions = condition_list.as_array();
-    json::object scheduled{{"type", "PodScheduled"},
-                           {"status", "True"},
-                           {"lastProbeTime", nullptr},
-                           {"lastTransitionTime", Now().text()}};
-    bool replaced = false;
-    for (json::value& c : conditions) {
-      if (c.is_object() && Str(&c.as_object(), "type") == "PodScheduled") {
-        c = scheduled;
-        replaced = true;
-      }
-    }
-    if (!replaced) conditions.push_back(scheduled);
+    api::SetPodScheduledByBinding(EnsureObject(pod.as_object()["status"]), Now().text());
     SetRv(pod);
     Replace(type, it, std::move(pod));
   }

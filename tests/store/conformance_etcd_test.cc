@@ -18,6 +18,7 @@
 namespace draplane::store::testing {
 
 using ::draplane::testing::TempDir;
+
 namespace {
 
 struct SharedEtcd {

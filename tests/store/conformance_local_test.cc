@@ -9,6 +9,7 @@
 namespace draplane::store::testing {
 
 using ::draplane::testing::TempDir;
+
 namespace {
 
 TempDir& Dir() {

@@ -25,6 +25,7 @@
 namespace draplane::store::testing {
 
 using ::draplane::testing::TempDir;
+
 namespace {
 
 struct Ack {

@@ -9,6 +9,7 @@
 #include "api/labels/field_selector.h"
 #include "api/meta/resource_version.h"
 #include "api/patch/patch.h"
+#include "api/pods.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/handlers/output.h"
@@ -1186,30 +1187,7 @@ http::Response Rest::Bind(const Scope& scope, const std::string& ns, const std::
     for (const auto& [key, value] : MetaStringMap(binding, "annotations")) {
       EnsureObject(EnsureObject(pod, "metadata"), "annotations")[key] = value;
     }
-    JsonObject& status = EnsureObject(pod, "status");
-    boost::json::value& listed = status["conditions"];
-    if (!listed.is_array()) listed = boost::json::array();
-    boost::json::array& conditions = listed.get_array();
-    // As upstream's podutil.UpdatePodCondition: the condition is replaced where it is (the
-    // others keep their order), and its transition time moves only with its status.
-    JsonObject scheduled;
-    scheduled["type"] = "PodScheduled";
-    scheduled["status"] = "True";
-    scheduled["lastProbeTime"] = nullptr;
-    scheduled["lastTransitionTime"] = now;
-    bool replaced = false;
-    for (boost::json::value& c : conditions) {
-      if (!c.is_object() || GetString(c.get_object(), "type") != "PodScheduled") continue;
-      if (GetString(c.get_object(), "status") == "True") {
-        if (const boost::json::value* since = c.get_object().if_contains("lastTransitionTime")) {
-          scheduled["lastTransitionTime"] = *since;
-        }
-      }
-      c = std::move(scheduled);
-      replaced = true;
-      break;
-    }
-    if (!replaced) conditions.push_back(std::move(scheduled));
+    api::SetPodScheduledByBinding(EnsureObject(pod, "status"), now);
     if (std::get<bool>(dry)) return current->value;
     return ToStoredJson(std::move(pod));
   };
