@@ -69,7 +69,9 @@
 // Options: how many events the log keeps for watches resuming from a resourceVersion, and an
 // event TTL (kube-apiserver's --event-ttl, one hour by default there): core/v1 and events.k8s.io
 // Events not written for that long are deleted, as the expiry of their etcd lease (which every
-// create and update of an Event renews) deletes them.
+// create and update of an Event renews) deletes them. Unlike the API server (api/events.h), the
+// two Event APIs keep their objects apart here: a simulation's components write core/v1 Events
+// only, and the simulator reads those (the reasons of unscheduled Pods).
 //
 // Hooks for a driver of the simulation: an interceptor that can fail requests (injected
 // conflicts and outages), closing every watch, compacting the event log, and per-verb request

@@ -361,10 +361,48 @@ class ServerImpl final : public Server {
     if (current.ok()) compaction_revision_ = *current;
   }
 
+  // events.k8s.io/v1 Events written by a server from before the two Event APIs shared one
+  // storage (api/events.h) were kept under their own resource, where neither API reads them any
+  // more: each moves, converted, into the shared storage.
+  Status MoveSeparatelyStoredEvents(const handlers::Registry& registry) {
+    constexpr std::string_view kOldStorage = "events.k8s.io/events";
+    const handlers::ResourceInfo* events = registry.Find("events.k8s.io", "v1", "events");
+    store::ListOptions options;
+    options.limit = 500;
+    int64_t moved = 0;
+    while (true) {
+      DRAPLANE_ASSIGN_OR_RETURN(store::ListResult page,
+                                store_->List(std::string(kOldStorage), options));
+      for (const store::ObjectPtr& object : page.objects) {
+        if (StatusOr<handlers::JsonObject> event = handlers::ParseObject(object->value);
+            event.ok()) {
+          StatusOr<store::ObjectPtr> created =
+              store_->Create(store::Key{events->StoreResource(), object->key.ns, object->key.name},
+                             events->ToStored(std::move(event).value()));
+          if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) {
+            return created.status();
+          }
+          if (created.ok()) ++moved;
+        }
+        StatusOr<store::ObjectPtr> deleted =
+            store_->Delete(object->key, store::Preconditions{object->revision});
+        if (!deleted.ok() && deleted.status().code() != StatusCode::kNotFound) {
+          return deleted.status();
+        }
+      }
+      if (page.continue_token.empty()) break;
+      options.continue_token = page.continue_token;
+    }
+    if (moved > 0)
+      log::Info("serve: moved {} events.k8s.io Events into the Events' storage", moved);
+    return Status::Ok();
+  }
+
   // Default namespaces, the system PriorityClasses and the bootstrap RBAC policy
-  // (authz/bootstrap.h).
+  // (authz/bootstrap.h); Events stored apart by an older server join the others.
   Status Bootstrap() {
     const handlers::Registry& registry = handlers::Registry::For(options_.dra_admission);
+    DRAPLANE_RETURN_IF_ERROR(MoveSeparatelyStoredEvents(registry));
     const handlers::ResourceInfo* namespaces = registry.Find("", "v1", "namespaces");
     for (std::string_view name : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
       handlers::JsonObject ns;

@@ -129,7 +129,16 @@ std::string BoolAt(const boost::json::object* object, std::string_view key) {
   return v != nullptr && v->is_bool() && v->get_bool() ? "true" : "false";
 }
 
-enum class Kind { kOther, kPod, kNode, kNamespace, kEvent, kResourceSlice, kAllocationDecision };
+enum class Kind {
+  kOther,
+  kPod,
+  kNode,
+  kNamespace,
+  kEvent,
+  kEventsV1Event,
+  kResourceSlice,
+  kAllocationDecision
+};
 
 Kind KindOf(std::string_view group, std::string_view kind) {
   if (group.empty()) {
@@ -137,6 +146,8 @@ Kind KindOf(std::string_view group, std::string_view kind) {
     if (kind == "Node") return Kind::kNode;
     if (kind == "Namespace") return Kind::kNamespace;
     if (kind == "Event") return Kind::kEvent;
+  } else if (group == "events.k8s.io" && kind == "Event") {
+    return Kind::kEventsV1Event;
   } else if (group == "resource.k8s.io" && kind == "ResourceSlice") {
     return Kind::kResourceSlice;
   } else if (group == "draplane.dev" && kind == "AllocationDecision") {
@@ -169,6 +180,19 @@ const std::vector<std::string>& SelectableFieldNames(std::string_view group,
                                                   "reportingComponent",
                                                   "source",
                                                   "type"};
+  // The same fields under events.k8s.io/v1's names (api/events.h; upstream's
+  // events/v1 AddFieldLabelConversionsForEvent). `source` is the deprecated source's component.
+  static const std::vector<std::string> kEventsV1Event = {"regarding.kind",
+                                                          "regarding.namespace",
+                                                          "regarding.name",
+                                                          "regarding.uid",
+                                                          "regarding.apiVersion",
+                                                          "regarding.resourceVersion",
+                                                          "regarding.fieldPath",
+                                                          "reason",
+                                                          "reportingController",
+                                                          "source",
+                                                          "type"};
   // resourceslice.toSelectableFields
   static const std::vector<std::string> kResourceSlice = {"spec.nodeName", "spec.driver"};
   // draplane's own: `kubectl get allocationdecisions --field-selector spec.pod.name=llm-3`.
@@ -184,6 +208,8 @@ const std::vector<std::string>& SelectableFieldNames(std::string_view group,
       return kNamespace;
     case Kind::kEvent:
       return kEvent;
+    case Kind::kEventsV1Event:
+      return kEventsV1Event;
     case Kind::kResourceSlice:
       return kResourceSlice;
     case Kind::kAllocationDecision:
@@ -228,6 +254,18 @@ FieldSet SelectableFields(std::string_view group, std::string_view kind,
       fields["reason"] = std::string(StringAt(&object, "reason"));
       fields["reportingComponent"] = std::string(StringAt(&object, "reportingComponent"));
       fields["source"] = std::string(StringAt(ObjectAt(&object, "source"), "component"));
+      fields["type"] = std::string(StringAt(&object, "type"));
+      break;
+    }
+    case Kind::kEventsV1Event: {
+      const boost::json::object* regarding = ObjectAt(&object, "regarding");
+      for (std::string_view f :
+           {"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"}) {
+        fields["regarding." + std::string(f)] = std::string(StringAt(regarding, f));
+      }
+      fields["reason"] = std::string(StringAt(&object, "reason"));
+      fields["reportingController"] = std::string(StringAt(&object, "reportingController"));
+      fields["source"] = std::string(StringAt(ObjectAt(&object, "deprecatedSource"), "component"));
       fields["type"] = std::string(StringAt(&object, "type"));
       break;
     }

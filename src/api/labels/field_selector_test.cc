@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "api/events.h"
+
 namespace draplane::api::labels {
 namespace {
 
@@ -81,6 +83,72 @@ TEST(SelectableFieldsTest, EachKindSelectsOnItsOwnFields) {
   EXPECT_TRUE(CheckSelectableFields(*FieldSelector::Parse("spec.pod.name=llm-3"), "draplane.dev",
                                     "AllocationDecision")
                   .ok());
+}
+
+// One Event, selected through either API by the same values under each API's field names
+// (api/events.h).
+TEST(SelectableFieldsTest, AnEventSelectsAlikeThroughBothEventApis) {
+  boost::json::object core = boost::json::parse(R"({
+      "apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "ns"},
+      "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p", "uid": "u1",
+                         "apiVersion": "v1", "resourceVersion": "7", "fieldPath": "spec"},
+      "reason": "FailedScheduling", "type": "Warning", "message": "0/3 nodes",
+      "reportingComponent": "default-scheduler", "source": {"component": "kubelet"}})")
+                                 .as_object();
+  boost::json::object events_v1 = core;
+  CoreEventToEventsV1(events_v1);
+  FieldSet by_core = SelectableFields("", "Event", core);
+  FieldSet by_events_v1 = SelectableFields("events.k8s.io", "Event", events_v1);
+  for (std::string_view f :
+       {"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"}) {
+    EXPECT_EQ(by_events_v1["regarding." + std::string(f)],
+              by_core["involvedObject." + std::string(f)])
+        << f;
+  }
+  EXPECT_EQ(by_events_v1["regarding.name"], "p");
+  EXPECT_EQ(by_events_v1["reportingController"], "default-scheduler");
+  EXPECT_EQ(by_events_v1["source"], "kubelet");
+  EXPECT_EQ(by_events_v1["reason"], "FailedScheduling");
+  EXPECT_EQ(by_events_v1["type"], "Warning");
+  EXPECT_EQ(by_events_v1["metadata.name"], "e");
+
+  EXPECT_TRUE(CheckSelectableFields(*FieldSelector::Parse("regarding.name=p,reportingController=x"),
+                                    "events.k8s.io", "Event")
+                  .ok());
+  Status legacy_name = CheckSelectableFields(*FieldSelector::Parse("involvedObject.name=p"),
+                                             "events.k8s.io", "Event");
+  EXPECT_EQ(legacy_name.message(), "field label not supported: involvedObject.name");
+  Status new_name = CheckSelectableFields(*FieldSelector::Parse("regarding.name=p"), "", "Event");
+  EXPECT_EQ(new_name.message(), "field label not supported: regarding.name");
+}
+
+// The conversion keeps everything and renames only the fields the two forms name differently.
+TEST(EventConversionTest, RoundTripsBetweenTheTwoForms) {
+  boost::json::object events_v1 = boost::json::parse(R"({
+      "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"},
+      "eventTime": "2026-12-06T10:00:00.000000Z", "series": {"count": 2,
+      "lastObservedTime": "2026-12-06T10:05:00.000000Z"}, "reportingController": "c",
+      "reportingInstance": "c-1", "action": "Binding", "reason": "Scheduled",
+      "regarding": {"kind": "Pod", "name": "p"}, "related": {"kind": "Node", "name": "n"},
+      "note": "bound", "type": "Normal", "deprecatedSource": {"component": "old"},
+      "deprecatedFirstTimestamp": "2026-12-06T09:00:00Z",
+      "deprecatedLastTimestamp": "2026-12-06T09:30:00Z", "deprecatedCount": 4})")
+                                      .as_object();
+  boost::json::object core = events_v1;
+  EventsV1ToCoreEvent(core);
+  EXPECT_EQ(core, boost::json::parse(R"({
+      "apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"},
+      "eventTime": "2026-12-06T10:00:00.000000Z", "series": {"count": 2,
+      "lastObservedTime": "2026-12-06T10:05:00.000000Z"}, "reportingInstance": "c-1",
+      "action": "Binding", "reason": "Scheduled", "related": {"kind": "Node", "name": "n"},
+      "type": "Normal", "involvedObject": {"kind": "Pod", "name": "p"}, "message": "bound",
+      "reportingComponent": "c", "source": {"component": "old"},
+      "firstTimestamp": "2026-12-06T09:00:00Z", "lastTimestamp": "2026-12-06T09:30:00Z",
+      "count": 4})")
+                      .as_object());
+  boost::json::object back = core;
+  CoreEventToEventsV1(back);
+  EXPECT_EQ(back, events_v1);
 }
 
 }  // namespace

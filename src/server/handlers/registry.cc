@@ -4,7 +4,9 @@
 #include <map>
 #include <utility>
 
+#include "api/events.h"
 #include "common/mutex.h"
+#include "server/handlers/json_util.h"
 #include "server/handlers/strategy.h"
 
 namespace draplane::server::handlers {
@@ -133,6 +135,7 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
     ResourceInfo r = Resource("events.k8s.io", "events", "Event", "event", true);
     r.short_names = {"ev"};
     r.allow_create_on_update = true;
+    r.stored_as = StoredAs{"", "events", &api::EventsV1ToCoreEvent, &api::CoreEventToEventsV1};
     r.strategy = &EventsV1EventStrategy();
     out.push_back(std::move(r));
   }
@@ -243,7 +246,29 @@ std::string ResourceInfo::ApiVersion() const {
 std::string ResourceInfo::GroupKind() const { return group.empty() ? kind : kind + "." + group; }
 
 std::string ResourceInfo::StoreResource() const {
-  return (group.empty() ? std::string("core") : group) + "/" + resource;
+  const std::string& store_group = stored_as ? stored_as->group : group;
+  const std::string& store_resource = stored_as ? stored_as->resource : resource;
+  return (store_group.empty() ? std::string("core") : store_group) + "/" + store_resource;
+}
+
+std::string ResourceInfo::ToStored(JsonObject&& served) const {
+  if (stored_as) stored_as->to_stored(served);
+  return ToStoredJson(std::move(served));
+}
+
+std::string ResourceInfo::Served(std::string_view stored, int64_t revision) const {
+  if (!stored_as)
+    return revision == 0 ? std::string(stored) : WithResourceVersion(stored, revision);
+  StatusOr<JsonObject> object = ParseObject(stored);
+  // Stored bytes always parse; were they not, the caller's own parse reports it.
+  if (!object.ok()) return std::string(stored);
+  stored_as->to_served(*object);
+  std::string served = ToStoredJson(std::move(object).value());
+  return revision == 0 ? served : WithResourceVersion(served, revision);
+}
+
+void ResourceInfo::ToServed(JsonObject& stored) const {
+  if (stored_as) stored_as->to_served(stored);
 }
 
 const SubresourceInfo* ResourceInfo::FindSubresource(std::string_view name) const {
@@ -315,7 +340,8 @@ const ResourceInfo* Registry::FindKind(std::string_view group, std::string_view 
 std::vector<const ResourceInfo*> Registry::StoredResources() const {
   std::vector<const ResourceInfo*> out;
   for (const auto& info : resources_) {
-    if (!info->virtual_resource) out.push_back(info.get());
+    // A resource kept in another's storage is that one's objects (listed once, as that one).
+    if (!info->virtual_resource && !info->stored_as) out.push_back(info.get());
   }
   return out;
 }

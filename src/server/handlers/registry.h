@@ -6,7 +6,10 @@
 // Thread-safety: the registry is immutable after construction.
 #pragma once
 
+#include <boost/json/object.hpp>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +27,16 @@ struct SubresourceInfo {
   // parent's (pods/binding answers with core/v1 Binding).
   std::string kind;
   std::vector<std::string> verbs;
+};
+
+// Where a resource kept in another resource's storage lives, and how its objects change form on
+// the way (upstream stores one internal kind per storage: events.k8s.io/v1 Events are core
+// Events, api/events.h).
+struct StoredAs {
+  std::string group;  // the storage's resource: "" and "events" for core/v1 Events
+  std::string resource;
+  void (*to_stored)(boost::json::object&);  // served form -> stored form
+  void (*to_served)(boost::json::object&);  // stored form -> served form
 };
 
 struct ResourceInfo {
@@ -46,14 +59,25 @@ struct ResourceInfo {
   bool tracks_generation = false;
   // An update of the object may create it (leases, events: AllowCreateOnUpdate).
   bool allow_create_on_update = false;
+  // Set when the objects live in another resource's storage, in that resource's form.
+  std::optional<StoredAs> stored_as;
   const Strategy* strategy = nullptr;
 
   // "resource.k8s.io/v1" or "v1".
   std::string ApiVersion() const;
   // "ResourceClaim.resource.k8s.io" or "Pod".
   std::string GroupKind() const;
-  // The store's resource name: "resource.k8s.io/resourceclaims", "core/pods".
+  // The store's resource name: "resource.k8s.io/resourceclaims", "core/pods" (the storage's
+  // for a resource `stored_as` another).
   std::string StoreResource() const;
+  // The stored bytes of `served`, an object of this resource (converted to the storage's form
+  // first when `stored_as` says so).
+  std::string ToStored(boost::json::object&& served) const;
+  // The served bytes of this resource's stored bytes at `revision`; a revision of 0 leaves
+  // metadata.resourceVersion out (what a dry-run create answers).
+  std::string Served(std::string_view stored, int64_t revision) const;
+  // The served form of a stored object already parsed (no change unless `stored_as`).
+  void ToServed(boost::json::object& stored) const;
   GroupResource Gr() const { return GroupResource{group, resource}; }
   const SubresourceInfo* FindSubresource(std::string_view name) const;
   bool HasVerb(std::string_view verb) const;
@@ -82,7 +106,7 @@ class Registry {
   // Every served group version: the core group first, then the groups in the order discovery
   // lists them.
   const std::vector<GroupVersionInfo>& group_versions() const { return group_versions_; }
-  // Every stored resource (not virtual), in a fixed order.
+  // Every storage's resource (not virtual, not `stored_as` another), in a fixed order.
   std::vector<const ResourceInfo*> StoredResources() const;
 
   explicit Registry(std::vector<ResourceInfo> resources);

@@ -223,8 +223,8 @@ bool HasFinalizers(const JsonObject& obj, const ResourceInfo& resource) {
   return false;
 }
 
-std::string Served(const store::Object& object) {
-  return WithResourceVersion(object.value, object.revision);
+std::string Served(const ResourceInfo& resource, const store::Object& object) {
+  return resource.Served(object.value, object.revision);
 }
 
 }  // namespace
@@ -355,7 +355,7 @@ http::Response Rest::Get(const Scope& scope) {
   StatusOr<store::ObjectPtr> obj =
       deps_.store->Get(KeyOf(r, scope.info->namespace_, scope.info->name));
   if (!obj.ok()) return ToResponse(FromStatus(obj.status(), Context(r, scope.info->name)));
-  StatusOr<std::string> body = RenderObject(r, Served(**obj), *format, deps_.clock->Now());
+  StatusOr<std::string> body = RenderObject(r, Served(r, **obj), *format, deps_.clock->Now());
   if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
   return Answer(200, std::move(body).value(), format->ContentType());
 }
@@ -443,7 +443,7 @@ http::Response Rest::List(const Scope& scope) {
     StatusOr<store::ObjectPtr> obj = deps_.store->Get(KeyOf(r, options.ns, *exact_name));
     if (obj.ok()) {
       if (!r.namespaced || options.ns.empty() || (*obj)->key.ns == options.ns) {
-        accept(**obj, Served(**obj));
+        accept(**obj, Served(r, **obj));
       }
     } else if (obj.status().code() != StatusCode::kNotFound) {
       return ToResponse(FromStatus(obj.status(), Context(r, "")));
@@ -485,7 +485,7 @@ http::Response Rest::List(const Scope& scope) {
       page.resource_version = std::to_string(result->revision);
       for (const store::ObjectPtr& obj : result->objects) {
         if (exact_name && obj->key.name != *exact_name) continue;
-        accept(*obj, Served(*obj));
+        accept(*obj, Served(r, *obj));
       }
       page.continue_token = result->continue_token;
       if (result->continue_token.empty()) break;
@@ -573,7 +573,7 @@ StatusOr<store::ObjectPtr> Rest::CreateInternal(const ResourceInfo& resource, Js
   }
   store::Key key = KeyOf(resource, std::string(MetaString(obj, "namespace")),
                          std::string(MetaString(obj, "name")));
-  StatusOr<store::ObjectPtr> created = deps_.store->Create(key, ToStoredJson(std::move(obj)));
+  StatusOr<store::ObjectPtr> created = deps_.store->Create(key, resource.ToStored(std::move(obj)));
   if (created.ok()) ObserveWrite(resource, **created, false);
   return created;
 }
@@ -640,9 +640,9 @@ http::Response Rest::Create(const Scope& scope) {
       if (quota != nullptr) quota->Finish(charge);
     }
   } finish_charge{deps_.quota, charge};
-  std::string stored = ToStoredJson(std::move(obj));
+  std::string stored = r.ToStored(std::move(obj));
   if (std::get<bool>(dry)) {
-    StatusOr<std::string> body = RenderObject(r, stored, *format, deps_.clock->Now());
+    StatusOr<std::string> body = RenderObject(r, r.Served(stored, 0), *format, deps_.clock->Now());
     if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
     http::Response response = Answer(201, std::move(body).value(), format->ContentType());
     AddWarnings(response, warnings);
@@ -651,7 +651,7 @@ http::Response Rest::Create(const Scope& scope) {
   StatusOr<store::ObjectPtr> created = deps_.store->Create(KeyOf(r, ns, name), std::move(stored));
   if (!created.ok()) return ToResponse(FromStatus(created.status(), Context(r, name)));
   ObserveWrite(r, **created, false);
-  StatusOr<std::string> body = RenderObject(r, Served(**created), *format, deps_.clock->Now());
+  StatusOr<std::string> body = RenderObject(r, Served(r, **created), *format, deps_.clock->Now());
   if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
   http::Response response = Answer(201, std::move(body).value(), format->ContentType());
   AddWarnings(response, warnings);
@@ -751,7 +751,7 @@ http::Response Rest::UpdateWith(
     };
     JsonObject old;
     if (current != nullptr) {
-      StatusOr<JsonObject> parsed = ParseObject(Served(*current));
+      StatusOr<JsonObject> parsed = ParseObject(Served(r, *current));
       if (!parsed.ok()) return fail(NewInternalError(parsed.status().message()));
       old = std::move(parsed).value();
     } else if (from_patch) {
@@ -803,9 +803,9 @@ http::Response Rest::UpdateWith(
       if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
       if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return fail(*e);
       created = true;
-      std::string stored = ToStoredJson(std::move(obj));
+      std::string stored = r.ToStored(std::move(obj));
       if (std::get<bool>(dry)) {
-        dry_result = stored;
+        dry_result = r.Served(stored, 0);
         return InternalError(std::string(kAbortMarker));  // nothing is written
       }
       return stored;
@@ -858,14 +858,14 @@ http::Response Rest::UpdateWith(
     // order, so its byte comparison (etcd3 GuaranteedUpdate) has the same effect.
     if (!delete_after && obj == old) {
       if (std::get<bool>(dry)) {
-        dry_result = Served(*current);
+        dry_result = Served(r, *current);
         return InternalError(std::string(kAbortMarker));
       }
       return current->value;
     }
-    std::string stored = ToStoredJson(std::move(obj));
+    std::string stored = r.ToStored(std::move(obj));
     if (std::get<bool>(dry)) {
-      dry_result = WithResourceVersion(stored, current->revision);
+      dry_result = r.Served(stored, current->revision);
       return InternalError(std::string(kAbortMarker));  // nothing is written
     }
     return stored;
@@ -897,7 +897,7 @@ http::Response Rest::UpdateWith(
       result = deleted;
     }
   }
-  StatusOr<std::string> body = RenderObject(r, Served(**result), *format, deps_.clock->Now());
+  StatusOr<std::string> body = RenderObject(r, Served(r, **result), *format, deps_.clock->Now());
   if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
   http::Response response =
       Answer(created ? 201 : 200, std::move(body).value(), format->ContentType());
@@ -967,7 +967,7 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
   for (int attempt = 0; attempt < 16; ++attempt) {
     StatusOr<store::ObjectPtr> current = deps_.store->Get(key);
     if (!current.ok()) return FromStatus(current.status(), Context(r, name));
-    StatusOr<JsonObject> parsed = ParseObject(Served(**current));
+    StatusOr<JsonObject> parsed = ParseObject(Served(r, **current));
     if (!parsed.ok()) return NewInternalError(parsed.status().message());
     JsonObject obj = std::move(parsed).value();
     std::string uid(MetaString(obj, "uid"));
@@ -1024,7 +1024,7 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
     if (!keep) {
       if (std::get<bool>(dry)) {
         *deleted_now = true;
-        return Served(**current);
+        return Served(r, **current);
       }
       StatusOr<store::ObjectPtr> deleted =
           deps_.store->Delete(key, store::Preconditions{(*current)->revision});
@@ -1034,7 +1034,7 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       }
       ObserveWrite(r, **deleted, true);
       *deleted_now = true;
-      return Served(**deleted);
+      return Served(r, **deleted);
     }
     JsonObject& meta = EnsureObject(with_finalizers, "metadata");
     bool already = meta.contains("deletionTimestamp");
@@ -1044,9 +1044,9 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       meta["deletionGracePeriodSeconds"] = grace;
     }
     if (is_namespace) EnsureObject(with_finalizers, "status")["phase"] = "Terminating";
-    std::string stored = ToStoredJson(with_finalizers);
-    if (std::get<bool>(dry)) return WithResourceVersion(stored, (*current)->revision);
-    if (already && stored == (*current)->value) return Served(**current);
+    std::string stored = r.ToStored(JsonObject(with_finalizers));
+    if (std::get<bool>(dry)) return r.Served(stored, (*current)->revision);
+    if (already && stored == (*current)->value) return Served(r, **current);
     StatusOr<store::ObjectPtr> updated =
         deps_.store->Update(key, std::move(stored), store::Preconditions{(*current)->revision});
     if (!updated.ok()) {
@@ -1059,10 +1059,10 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
           deps_.store->Delete(key, store::Preconditions{(*updated)->revision});
       if (deleted.ok()) {
         *deleted_now = true;
-        return Served(**deleted);
+        return Served(r, **deleted);
       }
     }
-    return Served(**updated);
+    return Served(r, **updated);
   }
   return NewModifiedConflict(r.Gr(), name);
 }
@@ -1104,7 +1104,7 @@ http::Response Rest::DeleteCollection(const Scope& scope) {
     if (!result.ok()) return ToResponse(FromStatus(result.status(), Context(r, "")));
     page.resource_version = std::to_string(result->revision);
     for (const store::ObjectPtr& obj : result->objects) {
-      StatusOr<JsonObject> parsed = ParseObject(Served(*obj));
+      StatusOr<JsonObject> parsed = ParseObject(Served(r, *obj));
       if (!parsed.ok() || !WatchManager::Matches(filter, *parsed)) continue;
       bool deleted_now = false;
       auto deleted = DeleteOne(scope, obj->key.ns, obj->key.name, &deleted_now);

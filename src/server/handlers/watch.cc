@@ -277,7 +277,7 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     const std::string& value = event.object->value;
     if (!NeedsParse()) {
       Write(manager_->CachedLine(resource, event.revision, type, [&] {
-        return EventLine(type, WithResourceVersion(value, event.revision));
+        return EventLine(type, resource->Served(value, event.revision));
       }));
       return;
     }
@@ -305,15 +305,14 @@ class WatchManager::Session : public std::enable_shared_from_this<Session> {
     }
     if (spec_.format.kind == OutputKind::kJson) {
       Write(manager_->CachedLine(resource, event.revision, type, [&] {
-        return EventLine(type, WithResourceVersion(sent->value, event.revision));
+        return EventLine(type, resource->Served(sent->value, event.revision));
       }));
       return;
     }
     http::Chunk line = manager_->CachedLine(
         resource, event.revision, type,
         [&]() -> std::string {
-          StatusOr<JsonObject> parsed =
-              ParseObject(WithResourceVersion(sent->value, event.revision));
+          StatusOr<JsonObject> parsed = ParseObject(resource->Served(sent->value, event.revision));
           if (!parsed.ok()) return "";
           std::string object_text;
           if (spec_.format.kind == OutputKind::kTable) {
@@ -441,6 +440,7 @@ std::shared_ptr<const WatchManager::Selectable> WatchManager::CachedSelectable(
   }
   auto selectable = std::make_shared<Selectable>();
   if (StatusOr<JsonObject> parsed = ParseObject(object.value); parsed.ok()) {
+    resource->ToServed(*parsed);
     selectable->parsed = true;
     selectable->labels = MetaStringMap(*parsed, "labels");
     selectable->fields = FieldsOf(*resource, *parsed);
@@ -505,7 +505,7 @@ void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchang
       from = page->revision;
       for (const store::ObjectPtr& obj : page->objects) {
         if (!spec.name.empty() && obj->key.name != spec.name) continue;
-        std::string served = WithResourceVersion(obj->value, obj->revision);
+        std::string served = resource->Served(obj->value, obj->revision);
         if (!spec.labels.Empty() || !spec.fields.empty() || spec.format.kind != OutputKind::kJson) {
           StatusOr<JsonObject> parsed = ParseObject(served);
           if (!parsed.ok() || !Matches(spec, *parsed)) continue;

@@ -13,11 +13,10 @@
 namespace draplane::server::lifecycle {
 namespace {
 
-// The store's resources of the two Event APIs.
+// The Events' storage: core/v1's, which keeps events.k8s.io/v1 Events too (api/events.h).
 const std::vector<std::string>& EventResources() {
   static const std::vector<std::string> resources = {
-      handlers::Registry::Default().Find("", "v1", "events")->StoreResource(),
-      handlers::Registry::Default().Find("events.k8s.io", "v1", "events")->StoreResource()};
+      handlers::Registry::Default().Find("", "v1", "events")->StoreResource()};
   return resources;
 }
 
@@ -45,9 +44,8 @@ std::optional<Timestamp> EventExpiry::LastRecordedTime(std::string_view value) {
     if (time && (!newest || *time > *newest)) newest = time;
   };
   consider(handlers::MetaString(*event, "creationTimestamp"));
-  // core/v1 and events.k8s.io/v1 name their times differently; neither has the other's.
-  for (std::string_view field : {"firstTimestamp", "lastTimestamp", "eventTime",
-                                 "deprecatedFirstTimestamp", "deprecatedLastTimestamp"}) {
+  // Stored in core/v1's form, whichever API wrote it.
+  for (std::string_view field : {"firstTimestamp", "lastTimestamp", "eventTime"}) {
     consider(handlers::GetString(*event, field));
   }
   consider(handlers::GetPathString(*event, {"series", "lastObservedTime"}));

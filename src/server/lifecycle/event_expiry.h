@@ -8,13 +8,13 @@
 // The worker keeps every Event's expiry: one TTL after the server saw it written (a store watch
 // delivers each create and update). The store keeps no lease across a restart, so at start an
 // Event's last write is taken from the newest time it records itself (metadata.creationTimestamp,
-// firstTimestamp, lastTimestamp, eventTime, series.lastObservedTime, and events.k8s.io's
-// deprecated*Timestamp), never later than now: an Event left from long before the restart goes
-// at the first sweep, one written just before lives out its TTL. The server's once-a-second
-// Tick wakes the worker; a sweep walks the expiries from the earliest, so it costs the number of
-// Events removed, not the number stored. Deletes are conditional on the revision indexed (an
-// Event written meanwhile stays, with its renewed expiry). Expired Events are counted in
-// `draplane_events_expired_total{resource="core/events"|"events.k8s.io/events"}`.
+// firstTimestamp, lastTimestamp, eventTime, series.lastObservedTime; events.k8s.io/v1 Events are
+// stored in core/v1's form, api/events.h), never later than now: an Event left from long before
+// the restart goes at the first sweep, one written just before lives out its TTL. The server's
+// once-a-second Tick wakes the worker; a sweep walks the expiries from the earliest, so it costs
+// the number of Events removed, not the number stored. Deletes are conditional on the revision
+// indexed (an Event written meanwhile stays, with its renewed expiry). Expired Events are counted
+// in `draplane_events_expired_total{resource="core/events"}` (both APIs' Events).
 //
 // `draplane serve --event-ttl` (default 1h, as upstream; 0 keeps Events until deleted).
 //

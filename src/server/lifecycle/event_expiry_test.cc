@@ -9,7 +9,6 @@ namespace draplane::server::lifecycle {
 namespace {
 
 constexpr std::string_view kCoreEvents = "core/events";
-constexpr std::string_view kEventsV1 = "events.k8s.io/events";
 constexpr Duration kTtl = std::chrono::hours(1);
 
 class EventExpiryTest : public ::testing::Test {
@@ -27,8 +26,10 @@ class EventExpiryTest : public ::testing::Test {
            R"(","namespace":"team-a","creationTimestamp":")" + handlers::FormatTime(created) +
            R"("},"reason":"FailedScheduling","count":1)" + extra + "}";
   }
+  // An Event written through events.k8s.io/v1, as stored (in core/v1's form, api/events.h): an
+  // eventTime, none of the legacy times.
   static std::string EventsV1Event(const std::string& name, Timestamp event_time) {
-    return R"({"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":")" + name +
+    return R"({"apiVersion":"v1","kind":"Event","metadata":{"name":")" + name +
            R"(","namespace":"team-a"},"eventTime":")" + handlers::FormatTime(event_time) +
            R"(","reason":"Scheduled","action":"Binding"})";
   }
@@ -51,7 +52,7 @@ TEST_F(EventExpiryTest, EventsGoOneTtlAfterTheyWereWritten) {
   EventExpiry expiry(store_.get(), &clock_, kTtl);
   ASSERT_TRUE(expiry.Start().ok());
   Create(kCoreEvents, "core", CoreEvent("core", clock_.Now()));
-  Create(kEventsV1, "v1", EventsV1Event("v1", clock_.Now()));
+  Create(kCoreEvents, "v1", EventsV1Event("v1", clock_.Now()));
   // Not an Event: kept however old.
   Create("core/configmaps", "config",
          R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"config"}})");
@@ -61,12 +62,12 @@ TEST_F(EventExpiryTest, EventsGoOneTtlAfterTheyWereWritten) {
   clock_.Advance(kTtl - std::chrono::seconds(1));
   EXPECT_EQ(*expiry.SweepNow(), 0);
   EXPECT_TRUE(Stored(kCoreEvents, "core"));
-  EXPECT_TRUE(Stored(kEventsV1, "v1"));
+  EXPECT_TRUE(Stored(kCoreEvents, "v1"));
 
   clock_.Advance(std::chrono::seconds(1));
   EXPECT_EQ(*expiry.SweepNow(), 2);
   EXPECT_FALSE(Stored(kCoreEvents, "core"));
-  EXPECT_FALSE(Stored(kEventsV1, "v1"));
+  EXPECT_FALSE(Stored(kCoreEvents, "v1"));
   EXPECT_TRUE(Stored("core/configmaps", "config"));
   expiry.Stop();
 }
@@ -110,7 +111,7 @@ TEST_F(EventExpiryTest, AtStartAnEventIsDatedByTheTimesItRecords) {
                    R"(,"series":{"count":3,"lastObservedTime":")" +
                        handlers::FormatTime(now - std::chrono::minutes(50)) + R"("})"));
   // events.k8s.io: its eventTime, 30 minutes ago.
-  Create(kEventsV1, "v1", EventsV1Event("v1", now - std::chrono::minutes(30)));
+  Create(kCoreEvents, "v1", EventsV1Event("v1", now - std::chrono::minutes(30)));
   // A time in the future counts as now; no time at all, as now.
   Create(kCoreEvents, "future", CoreEvent("future", now + std::chrono::hours(5)));
   Create(
@@ -125,11 +126,11 @@ TEST_F(EventExpiryTest, AtStartAnEventIsDatedByTheTimesItRecords) {
   clock_.Advance(std::chrono::minutes(10));
   EXPECT_EQ(*expiry.SweepNow(), 1);
   EXPECT_FALSE(Stored(kCoreEvents, "series"));
-  EXPECT_TRUE(Stored(kEventsV1, "v1"));
+  EXPECT_TRUE(Stored(kCoreEvents, "v1"));
 
   clock_.Advance(std::chrono::minutes(20));
   EXPECT_EQ(*expiry.SweepNow(), 1);
-  EXPECT_FALSE(Stored(kEventsV1, "v1"));
+  EXPECT_FALSE(Stored(kCoreEvents, "v1"));
   EXPECT_TRUE(Stored(kCoreEvents, "future"));
   EXPECT_TRUE(Stored(kCoreEvents, "undated"));
 
@@ -157,9 +158,9 @@ TEST(EventExpiryTimesTest, LastRecordedTimeIsTheNewestParsableTime) {
   EXPECT_EQ(EventExpiry::LastRecordedTime(
                 R"({"metadata":{"creationTimestamp":"2026-01-01T00:00:00Z"},)"
                 R"("firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"bad",)"
-                R"("deprecatedLastTimestamp":"2026-01-02T00:00:00Z",)"
+                R"("series":{"lastObservedTime":"2026-01-02T00:00:00.000001Z"},)"
                 R"("eventTime":"2026-01-01T12:00:00.123456Z"})"),
-            handlers::ParseTime("2026-01-02T00:00:00Z"));
+            handlers::ParseTime("2026-01-02T00:00:00.000001Z"));
 }
 
 }  // namespace
