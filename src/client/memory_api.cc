@@ -825,11 +825,21 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
                          "\": pod " + request.name + " is already assigned to node \"" + current +
                          "\"");
   }
+  // The Binding's string annotations go onto the Pod, as upstream's BindingREST sets them.
+  std::vector<std::pair<std::string, std::string>> annotations;
+  if (const json::object* meta = MetaOf(body)) {
+    if (const json::value* a = meta->if_contains("annotations"); a != nullptr && a->is_object()) {
+      for (const auto& [key, value] : a->as_object()) {
+        if (value.is_string()) annotations.emplace_back(key, value.as_string());
+      }
+    }
+  }
   ++rv;
   if (typed != nullptr) {
     std::shared_ptr<void> copy = pod_kind.copy(typed);
     auto& pod = *static_cast<api::corev1::Pod*>(copy.get());
     pod.spec.node_name = node;
+    for (auto& [key, value] : annotations) pod.metadata.annotations[key] = std::move(value);
     api::corev1::PodCondition scheduled;
     scheduled.type = "PodScheduled";
     scheduled.status = "True";
@@ -848,6 +858,9 @@ StatusOr<Stored> MemoryApi::State::Bind(const ApiRequest& request, const json::v
   } else {
     json::value pod = J(it->second);
     EnsureObject(pod.as_object()["spec"])["nodeName"] = node;
+    for (auto& [key, value] : annotations) {
+      EnsureObject(Meta(pod)["annotations"])[key] = std::move(value);
+    }
     api::SetPodScheduledByBinding(EnsureObject(pod.as_object()["status"]), Now().text());
     SetRv(pod);
     Replace(type, it, std::move(pod));

@@ -265,8 +265,8 @@ TEST_F(ParityTest, AnUpdateKeepsAPodInGracefulDeletion) {
 }
 
 // pods/binding (upstream's BindingREST): the Binding's uid and resourceVersion are preconditions;
-// PodScheduled turns True where the condition stands, the other conditions keep their order; a
-// bound Pod and a Pod being deleted are refused alike.
+// PodScheduled turns True where the condition stands, the other conditions keep their order; the
+// Binding's annotations go onto the Pod; a bound Pod and a Pod being deleted are refused alike.
 TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
   std::vector<Answer> answers;
   for (client::ApiClient* api : apis()) {
@@ -296,7 +296,14 @@ TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
         "metadata": {"name": "unbound", "resourceVersion": "1"},
         "target": {"kind": "Node", "name": "n1"}})");
     Status old_version = api->Do(outdated).status();
-    Status bound = client::BindPod(*api, "ns", "unbound", created->metadata.uid, "n1");
+    // The Binding's annotations go onto the Pod.
+    client::ApiRequest annotated = outdated;
+    annotated.body = boost::json::parse(R"({"apiVersion": "v1", "kind": "Binding",
+        "metadata": {"name": "unbound", "uid": ")" +
+                                        created->metadata.uid + R"(",
+                     "annotations": {"example.com/placed-by": "parity"}},
+        "target": {"kind": "Node", "name": "n1"}})");
+    Status bound = api->Do(annotated).status();
     Status again = client::BindPod(*api, "ns", "unbound", created->metadata.uid, "n2");
     ASSERT_TRUE(client::Delete<Pod>(*api, "ns", "q").ok());  // bound: graceful
     StatusOr<Pod> deleting = client::Get<Pod>(*api, "ns", "q");
@@ -314,6 +321,7 @@ TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
     StatusOr<Pod> got = client::Get<Pod>(*api, "ns", "unbound");
     ASSERT_TRUE(got.ok());
     seen.push_back(boost::json::value(got->spec.node_name));
+    seen.push_back(boost::json::value(got->metadata.annotations["example.com/placed-by"]));
     for (const api::corev1::PodCondition& c : got->status.conditions) {
       seen.push_back(boost::json::value(c.type + "=" + c.status + " " + c.reason + c.message));
     }
@@ -323,7 +331,7 @@ TEST_F(ParityTest, BindingSetsPodScheduledInPlace) {
   EXPECT_EQ(answers[0], answers[1]);
   EXPECT_EQ(answers[1].watched,
             (boost::json::array{"CONFLICT", "CONFLICT", "OK", "CONFLICT", "CONFLICT", "n1",
-                                "example.com/Admitted=True ", "PodScheduled=True ",
+                                "parity", "example.com/Admitted=True ", "PodScheduled=True ",
                                 "example.com/Gated=False "}))
       << answers[1];
 }
