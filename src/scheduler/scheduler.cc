@@ -208,12 +208,15 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   if (options_.record_events) {
     events_ = std::make_unique<client::EventRecorder>(
         api_, clock_,
-        client::EventRecorderOptions{.component = options_.component,
-                                     .host = options_.identity,
-                                     .synchronous = options_.synchronous,
-                                     // kube-scheduler records through the events.k8s.io
-                                     // broadcaster (client-go tools/events).
-                                     .series = true});
+        client::EventRecorderOptions{
+            .component = options_.component,
+            // An events.k8s.io-style Event needs a reporting instance (the API server refuses
+            // one without).
+            .host = options_.identity.empty() ? options_.component : options_.identity,
+            .synchronous = options_.synchronous,
+            // kube-scheduler records through the events.k8s.io
+            // broadcaster (client-go tools/events).
+            .series = true});
   }
 }
 

@@ -64,7 +64,7 @@ struct SchedulerOptions {
   bool confirm_allocations = true;
   // Record FailedScheduling / Scheduled Events and the PodScheduled condition.
   bool record_events = true;
-  // Events: source.component and reportingInstance.
+  // Events: reportingComponent, and reportingInstance (`component` when `identity` is empty).
   std::string component = "default-scheduler";
   std::string identity{};
   // Share IDs: 0 draws a seed from the secure source.

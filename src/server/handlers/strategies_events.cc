@@ -1,11 +1,14 @@
-// The strategies of Event in the core group (v1) and in events.k8s.io (v1), which share their
-// printer columns (strategy.h).
+// The strategies of Event in the core group (v1) and in events.k8s.io (v1): one object in two
+// forms (api/events.h), validated alike as core/v1's Event (api/validation/event_validation.h),
+// with the same printer columns (strategy.h).
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "api/events.h"
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/events_v1_codec.h"
+#include "api/validation/event_validation.h"
 #include "api/validation/names.h"
 #include "server/handlers/strategies_internal.h"
 #include "server/handlers/strategy.h"
@@ -40,9 +43,44 @@ std::vector<TableColumn> EventColumns() {
           {"Name", "string", "name", "Name must be unique within a namespace.", 1}};
 }
 
-class CoreEventStrategyImpl final : public GenericStrategyOf<api::corev1::Event> {
+// The generic metadata checks and a decode in the request's form `T`, then upstream's Event
+// validation of the object as core/v1's Event; `kEventsV1` for events.k8s.io's stricter rules.
+template <typename T, bool kEventsV1>
+class EventStrategy : public GenericStrategyOf<T> {
  public:
-  CoreEventStrategyImpl() : GenericStrategyOf(true, validation::NameIsDNSSubdomain, false) {}
+  EventStrategy() : GenericStrategyOf<T>(true, validation::NameIsDNSSubdomain, false) {}
+
+  CheckResult Check(JsonObject& obj) const override {
+    CheckResult r = GenericStrategyOf<T>::Check(obj);
+    if (!r.decode_errors.empty()) return r;
+    Append(r.errors, validation::ValidateEventCreate(AsCoreEvent(obj), kEventsV1));
+    return r;
+  }
+  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r = GenericStrategy::CheckUpdate(obj, old);
+    DecodeAs<T>(obj, &r.decode_errors);
+    if (!r.decode_errors.empty()) return r;
+    Append(r.errors,
+           validation::ValidateEventUpdate(AsCoreEvent(obj), AsCoreEvent(old), kEventsV1));
+    return r;
+  }
+
+ private:
+  // Decoded in the request's form already; the core form of a valid object decodes as well.
+  static api::corev1::Event AsCoreEvent(const JsonObject& obj) {
+    api::FieldErrorList ignored;
+    if constexpr (!kEventsV1) {
+      return DecodeAs<api::corev1::Event>(obj, &ignored);
+    } else {
+      JsonObject core = obj;
+      api::EventsV1ToCoreEvent(core);
+      return DecodeAs<api::corev1::Event>(core, &ignored);
+    }
+  }
+};
+
+class CoreEventStrategyImpl final : public EventStrategy<api::corev1::Event, false> {
+ public:
   std::vector<TableColumn> TableColumns() const override { return EventColumns(); }
   // printers.go printEvent: an events.k8s.io-style Event (the scheduler's) has eventTime and a
   // series instead of the legacy timestamps and count.
@@ -86,9 +124,8 @@ class CoreEventStrategyImpl final : public GenericStrategyOf<api::corev1::Event>
   }
 };
 
-class EventsV1EventStrategyImpl final : public GenericStrategyOf<api::eventsv1::Event> {
+class EventsV1EventStrategyImpl final : public EventStrategy<api::eventsv1::Event, true> {
  public:
-  EventsV1EventStrategyImpl() : GenericStrategyOf(true, validation::NameIsDNSSubdomain, false) {}
   std::vector<TableColumn> TableColumns() const override { return EventColumns(); }
   boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
     std::string_view last = GetString(obj, "deprecatedLastTimestamp");
