@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "api/device_taints.h"
+
 namespace draplane::scheduler {
 
 namespace rv1 = api::resourcev1;
@@ -217,13 +219,30 @@ void ClusterState::RebuildExtendedResourceClasses() {
 }
 
 void ClusterState::UpsertSlice(std::shared_ptr<const rv1::ResourceSlice> slice) {
+  slices_[slice->metadata.name] = slice;
+  PutSlice(slice);
+}
+
+void ClusterState::PutSlice(const std::shared_ptr<const rv1::ResourceSlice>& slice) {
+  std::shared_ptr<const rv1::ResourceSlice> seen = slice;
+  if (!taint_rules_.empty()) {
+    if (std::optional<rv1::ResourceSlice> tainted = api::WithRuleTaints(*slice, TaintRules())) {
+      seen = std::make_shared<const rv1::ResourceSlice>(std::move(*tainted));
+    }
+  }
+  if (seen != slice) {
+    ruled_slices_.insert(slice->metadata.name);
+  } else {
+    ruled_slices_.erase(slice->metadata.name);
+  }
   auto it = slice_handles_.find(slice->metadata.name);
   if (it == slice_handles_.end()) {
-    slice_handles_.emplace(slice->metadata.name, snapshot_.AddSlice(slice));
+    slice_handles_.emplace(slice->metadata.name, snapshot_.AddSlice(seen));
   } else {
-    snapshot_.UpdateSlice(it->second, slice);
+    snapshot_.UpdateSlice(it->second, seen);
   }
-  ledger_.SetSlice(std::move(slice));
+  // The ledger's device states (draplane_devices, holds) count rule-tainted devices as tainted.
+  ledger_.SetSlice(std::move(seen));
 }
 
 void ClusterState::RemoveSlice(std::string_view name) {
@@ -231,7 +250,47 @@ void ClusterState::RemoveSlice(std::string_view name) {
   if (it == slice_handles_.end()) return;
   snapshot_.RemoveSlice(it->second);
   slice_handles_.erase(it);
+  slices_.erase(std::string(name));
+  ruled_slices_.erase(std::string(name));
   ledger_.RemoveSlice(name);
+}
+
+void ClusterState::UpsertTaintRule(std::shared_ptr<const rv1::DeviceTaintRule> rule) {
+  auto [it, added] = taint_rules_.try_emplace(rule->metadata.name, rule);
+  if (!added) {
+    // A status write (the eviction controller's conditions) changes nothing the slices see.
+    const rv1::DeviceTaintRule& old = *it->second;
+    auto select_all = [](const rv1::DeviceTaintRule& r) {
+      auto a = r.metadata.annotations.find(api::kSelectAllAnnotation);
+      return a != r.metadata.annotations.end() ? a->second : std::string();
+    };
+    bool same = old.spec == rule->spec && select_all(old) == select_all(*rule);
+    it->second = std::move(rule);
+    if (same) return;
+  }
+  RetaintSlices();
+}
+
+void ClusterState::RemoveTaintRule(std::string_view name) {
+  auto it = taint_rules_.find(name);
+  if (it == taint_rules_.end()) return;
+  taint_rules_.erase(it);
+  RetaintSlices();
+}
+
+std::vector<const rv1::DeviceTaintRule*> ClusterState::TaintRules() const {
+  std::vector<const rv1::DeviceTaintRule*> out;
+  out.reserve(taint_rules_.size());
+  for (const auto& [name, rule] : taint_rules_) out.push_back(rule.get());
+  return out;
+}
+
+void ClusterState::RetaintSlices() {
+  // Rules change rarely; every slice is looked at (a rule's selector names no slice).
+  const std::vector<const rv1::DeviceTaintRule*> rules = TaintRules();
+  for (const auto& [name, slice] : slices_) {
+    if (ruled_slices_.count(name) > 0 || api::WithRuleTaints(*slice, rules)) PutSlice(slice);
+  }
 }
 
 void ClusterState::UpsertQuota(std::shared_ptr<const api::corev1::ResourceQuota> quota) {

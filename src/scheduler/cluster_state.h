@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "allocator/features.h"
@@ -84,6 +85,14 @@ class ClusterState {
   const api::resourcev1::DeviceClass* FindClass(std::string_view name) const;
   void UpsertSlice(std::shared_ptr<const api::resourcev1::ResourceSlice> slice);
   void RemoveSlice(std::string_view name);
+  // DeviceTaintRules: the allocator and the ledger see each slice with the taints of the rules
+  // that select its devices added (api/device_taints.h), as upstream's DRA plugin reads slices
+  // through its tracker; a rule's change re-derives the slices it or its previous version
+  // touched.
+  void UpsertTaintRule(std::shared_ptr<const api::resourcev1::DeviceTaintRule> rule);
+  void RemoveTaintRule(std::string_view name);
+  // Every rule, by name.
+  std::vector<const api::resourcev1::DeviceTaintRule*> TaintRules() const;
 
   // Extended resource name -> device class serving it (explicit `extendedResourceName`, else
   // the implicit `deviceclass.resource.kubernetes.io/<class>`); among classes naming the same
@@ -120,6 +129,10 @@ class ClusterState {
     Resources requests;
   };
   void RebuildExtendedResourceClasses();
+  // Puts the published slice into the snapshot, tainted by the rules (UpsertTaintRule).
+  void PutSlice(const std::shared_ptr<const api::resourcev1::ResourceSlice>& slice);
+  // Puts again every slice that has rule taints or gets some now.
+  void RetaintSlices();
   // Runs `release` (ledger changes of namespace `ns`'s claims) and gives what the namespace's
   // committed holdings lost back to its Allocation-mode budgets (UpsertClaim).
   template <typename Release>
@@ -136,6 +149,11 @@ class ClusterState {
   std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceClass>, std::less<>> classes_;
   std::map<std::string, std::string, std::less<>> extended_resource_classes_;
   std::unordered_map<std::string, allocator::Snapshot::SliceHandle> slice_handles_;
+  // The slices as published, by name, and those whose snapshot copy carries rule taints.
+  std::unordered_map<std::string, std::shared_ptr<const api::resourcev1::ResourceSlice>> slices_;
+  std::unordered_set<std::string> ruled_slices_;
+  std::map<std::string, std::shared_ptr<const api::resourcev1::DeviceTaintRule>, std::less<>>
+      taint_rules_;
   allocator::Snapshot snapshot_;
   DeviceLedger ledger_;
   struct NamespaceQuotas {

@@ -248,6 +248,12 @@ StatusOr<PodExplanation> ExplainPodFromApi(client::ApiClient& api, const std::st
   for (rv1::DeviceClass& c : *classes) {
     cluster.UpsertClass(std::make_shared<const rv1::DeviceClass>(std::move(c)));
   }
+  // The rules first: each slice is then put in tainted once.
+  StatusOr<std::vector<rv1::DeviceTaintRule>> rules = client::ListAll<rv1::DeviceTaintRule>(api);
+  if (!rules.ok()) return rules.status().WithPrefix("list devicetaintrules");
+  for (rv1::DeviceTaintRule& r : *rules) {
+    cluster.UpsertTaintRule(std::make_shared<const rv1::DeviceTaintRule>(std::move(r)));
+  }
   StatusOr<std::vector<rv1::ResourceSlice>> slices = client::ListAll<rv1::ResourceSlice>(api);
   if (!slices.ok()) return slices.status().WithPrefix("list resourceslices");
   for (rv1::ResourceSlice& s : *slices) {

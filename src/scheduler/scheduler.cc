@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "api/device_taints.h"
 #include "api/labels/node_isolation.h"
 #include "api/meta/duration.h"
 #include "api/meta/resource_version.h"
@@ -37,6 +38,8 @@ struct Scheduler::InboxItem {
     kClassDelete,
     kSlice,
     kSliceDelete,
+    kTaintRule,
+    kTaintRuleDelete,
     kBindingWaiting,
     kQuota,
     kQuotaDelete,
@@ -182,6 +185,20 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
     std::vector<std::shared_ptr<const rv1::ResourceSlice>> out;
     if (slices_ != nullptr) {
       out = slices_->ByIndex(kPoolIndex, std::string(driver) + "/" + std::string(pool));
+    }
+    // The devices as Filter saw them: tainted by the DeviceTaintRules too.
+    if (taint_rules_ != nullptr && !out.empty()) {
+      std::vector<std::shared_ptr<const rv1::DeviceTaintRule>> rules = taint_rules_->List();
+      std::vector<const rv1::DeviceTaintRule*> borrowed;
+      for (const auto& rule : rules) borrowed.push_back(rule.get());
+      // The informer's order is not fixed; the rules' is (by name), as ClusterState's.
+      std::sort(borrowed.begin(), borrowed.end(),
+                [](const auto* a, const auto* b) { return a->metadata.name < b->metadata.name; });
+      for (auto& slice : out) {
+        if (std::optional<rv1::ResourceSlice> tainted = api::WithRuleTaints(*slice, borrowed)) {
+          slice = std::make_shared<const rv1::ResourceSlice>(std::move(*tainted));
+        }
+      }
     }
     return out;
   };
@@ -700,6 +717,7 @@ Status Scheduler::Start() {
   slices_->AddIndex(kPoolIndex, [](const rv1::ResourceSlice& slice) {
     return std::vector<std::string>{slice.spec.driver + "/" + slice.spec.pool.name};
   });
+  taint_rules_ = &informers->Get<rv1::DeviceTaintRule>();
   quotas_ = &informers->Get<api::corev1::ResourceQuota>();
   // Fair share: the policy, and the namespaces' labels its tenant entries may select by (one
   // small list each; the scheduler's role reads both).
@@ -717,6 +735,7 @@ Status Scheduler::Start() {
   };
   wire(classes_, Kind::kClass, Kind::kClassDelete);
   wire(slices_, Kind::kSlice, Kind::kSliceDelete);
+  wire(taint_rules_, Kind::kTaintRule, Kind::kTaintRuleDelete);
   wire(nodes_, Kind::kNode, Kind::kNodeDelete);
   wire(claims_, Kind::kClaim, Kind::kClaimDelete);
   wire(quotas_, Kind::kQuota, Kind::kQuotaDelete);
@@ -1253,6 +1272,18 @@ void Scheduler::Apply(InboxItem& item) {
       cluster_.RemoveSlice(
           std::static_pointer_cast<const rv1::ResourceSlice>(item.old_object)->metadata.name);
       CheckAllWaiting();
+      return;
+    case Kind::kTaintRule:
+      // The devices the rule selects change as if their slices had (api/device_taints.h).
+      cluster_.UpsertTaintRule(
+          std::static_pointer_cast<const rv1::DeviceTaintRule>(item.new_object));
+      MoveOnEvent({.resource = EventResource::kResourceSlice, .actions = kUpdate});
+      CheckAllWaiting();
+      return;
+    case Kind::kTaintRuleDelete:
+      cluster_.RemoveTaintRule(
+          std::static_pointer_cast<const rv1::DeviceTaintRule>(item.old_object)->metadata.name);
+      MoveOnEvent({.resource = EventResource::kResourceSlice, .actions = kUpdate});
       return;
     case Kind::kBindingWaiting:
       StartWaiting(std::move(item.binding), item.status);

@@ -336,6 +336,7 @@ class Scheduler {
   client::Informer<api::resourcev1::ResourceClaim>* claims_ = nullptr;
   client::Informer<api::resourcev1::DeviceClass>* classes_ = nullptr;
   client::Informer<api::resourcev1::ResourceSlice>* slices_ = nullptr;
+  client::Informer<api::resourcev1::DeviceTaintRule>* taint_rules_ = nullptr;
   client::Informer<api::corev1::ResourceQuota>* quotas_ = nullptr;
   client::Informer<api::corev1::Namespace>* namespaces_ = nullptr;  // fair share's selectors
   client::Informer<api::draplanev1alpha1::DeviceSharingPolicy>* sharing_policies_ = nullptr;

@@ -228,6 +228,65 @@ TEST_F(SchedulerTest, APodThatDoesNotFitStaysPendingWithAnExplanation) {
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
 }
 
+// DeviceTaintRules (KEP-5055) taint the devices they select in the scheduler's view, as a
+// slice's own taints do: a NoSchedule rule keeps its device from new claims, a rule with effect
+// None (a dry run) does not, a toleration admits it, and removing the rule gives it back.
+TEST_F(SchedulerTest, ADeviceTaintRuleKeepsItsDevicesFromNewClaims) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 2, "A100"));
+  auto rule = [](const std::string& name, const std::string& device, const std::string& effect) {
+    rv1::DeviceTaintRule r;
+    r.metadata.name = name;
+    r.spec.device_selector.emplace();
+    r.spec.device_selector->driver = "gpu.example.com";
+    r.spec.device_selector->pool = "node-a";
+    r.spec.device_selector->device = device;
+    r.spec.taint.key = "example.com/" + name;
+    r.spec.taint.effect = effect;
+    return r;
+  };
+  ASSERT_TRUE(client::Create(cluster_.api(), rule("drain", "gpu-0", "NoSchedule")).ok());
+  ASSERT_TRUE(client::Create(cluster_.api(), rule("dry-run", "gpu-1", "None")).ok());
+  cluster_.Claim(cluster_.ClaimSpec("c1", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  EXPECT_EQ(DevicesOf("c1"), "node-a/gpu-1");
+
+  cluster_.Claim(cluster_.ClaimSpec("c2", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("p2").empty(); }));
+  EXPECT_NE(PendingMessage("p2").find("0 of 1 needed device available"), std::string::npos)
+      << PendingMessage("p2");
+
+  // A claim tolerating the taint may have the device.
+  rv1::ResourceClaim tolerant = cluster_.ClaimSpec("c3", "gpu");
+  rv1::DeviceToleration toleration;
+  toleration.key = "example.com/drain";
+  toleration.operator_ = "Exists";
+  tolerant.spec.devices.requests[0].exactly->tolerations = {toleration};
+  cluster_.Claim(tolerant);
+  cluster_.Pod(cluster_.PodSpec("p3", {"c3"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p3"); }));
+  EXPECT_EQ(DevicesOf("c3"), "node-a/gpu-0");
+  // p3 ends and its claim is deallocated (the claim controller's part): the device is free but
+  // still tainted for p2.
+  ASSERT_TRUE(
+      client::Delete<api::corev1::Pod>(cluster_.api(), "default", "p3", {.grace_period_seconds = 0})
+          .ok());
+  StatusOr<rv1::ResourceClaim> c3 = cluster_.GetClaim("c3");
+  ASSERT_TRUE(c3.ok());
+  c3->status.allocation.reset();
+  c3->status.reserved_for.clear();
+  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c3).ok());
+
+  // Without the rule the device is free again: the pending Pod gets it.
+  ASSERT_TRUE(client::Delete<rv1::DeviceTaintRule>(cluster_.api(), "", "drain").ok());
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+  EXPECT_EQ(DevicesOf("c2"), "node-a/gpu-0");
+}
+
 TEST_F(SchedulerTest, NoDeviceIsGivenToTwoPods) {
   cluster_.Class("gpu", kGpuClass);
   for (int n = 0; n < 3; ++n) {

@@ -11,7 +11,8 @@
 #   5. a DeviceTaintRule with effect None reports devices and Pods without evicting; switched to
 #      NoExecute it evicts exactly those Pods, and `kubectl wait
 #      --for=condition=EvictionInProgress=false` returns; a rule without a selector is refused
-#      unless annotated draplane.dev/select-all.
+#      unless annotated draplane.dev/select-all; while the rule stands, the scheduler gives its
+#      devices to no new Pod, and once it is deleted it does.
 #
 # Usage: agent_e2e.sh DRAPLANE_BINARY SOURCE_DIR
 set -euo pipefail
@@ -222,4 +223,16 @@ for p in $remaining; do
   grep -qx -- "$p" <<<"$on_target" && fail "$p should have been evicted"
 done
 [ -n "$remaining" ] || fail "every pod was evicted, not only those on $target"
+
+step "while the rule stands the scheduler gives its devices to no new Pod; without it, it does"
+pod_with_gpu team-a pinned one-gpu "nodeSelector: {kubernetes.io/hostname: $target}"
+scheduled_message() {
+  k get pod -n team-a pinned -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}'
+}
+wait_until 60 "the pinned pod's refusal" bash -c "kubectl --kubeconfig $admin_kubeconfig get pod -n team-a pinned -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")].message}' | grep -q 'untolerated taint'"
+[ -z "$(k get pod -n team-a pinned -o jsonpath='{.spec.nodeName}')" ] ||
+  fail "a pod was scheduled onto the devices of a NoExecute DeviceTaintRule: $(scheduled_message)"
+k delete devicetaintrule drain >/dev/null
+k wait --for=condition=Ready pod/pinned -n team-a --timeout=120s >/dev/null
+expect_eq "$(k get pod -n team-a pinned -o jsonpath='{.spec.nodeName}')" "$target" "the pinned pod's node"
 echo "PASS"

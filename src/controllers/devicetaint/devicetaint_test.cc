@@ -3,6 +3,7 @@
 
 #include <functional>
 
+#include "api/device_taints.h"
 #include "client/typed.h"
 #include "common/mutex.h"
 #include "common/random.h"
@@ -191,11 +192,11 @@ TEST(EvaluatorTest, EmptyOrMissingSelectorSelectsNothingWithoutTheAnnotation) {
   rv1::DeviceTaintRule all = Rule("all", "NoExecute", std::nullopt, std::nullopt);
   all.spec.device_selector.reset();
   w.rules.push_back(all);
-  EXPECT_TRUE(SelectsEverything(all));
+  EXPECT_TRUE(api::SelectsEverything(all));
   EXPECT_TRUE(Evaluate(w.View()).empty());
   w.rules[0].spec.device_selector.emplace();  // {}: also everything
   EXPECT_TRUE(Evaluate(w.View()).empty());
-  w.rules[0].metadata.annotations["draplane.dev/select-all"] = "true";
+  w.rules[0].metadata.annotations[std::string(api::kSelectAllAnnotation)] = "true";
   EXPECT_EQ(Evaluate(w.View()).size(), 2u);
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <utility>
 
+#include "api/device_taints.h"
 #include "api/labels/taints.h"
 
 namespace draplane::controllers::devicetaint {
@@ -94,7 +95,7 @@ std::vector<ActiveTaint> TaintsOf(
     }
   }
   auto add_rule = [&](const rv1::DeviceTaintRule& rule) {
-    if (!RuleSelectsDevice(rule, key.driver, key.pool, key.device)) return;
+    if (!api::RuleSelectsDevice(rule, key.driver, key.pool, key.device)) return;
     ActiveTaint t;
     t.taint = rule.spec.taint;
     t.taint.effect = std::string(rv1::kDeviceTaintEffectNoExecute);
@@ -159,22 +160,6 @@ std::string SliceTaintKey(std::string_view driver, std::string_view pool, std::s
          "/" + std::string(key);
 }
 
-bool SelectsEverything(const rv1::DeviceTaintRule& rule) {
-  const auto& s = rule.spec.device_selector;
-  return !s || (!s->driver && !s->pool && !s->device);
-}
-
-bool RuleSelectsDevice(const rv1::DeviceTaintRule& rule, std::string_view driver,
-                       std::string_view pool, std::string_view device) {
-  if (SelectsEverything(rule)) {
-    auto it = rule.metadata.annotations.find(kSelectAllAnnotation);
-    return it != rule.metadata.annotations.end() && it->second == "true";
-  }
-  const rv1::DeviceTaintSelector& s = *rule.spec.device_selector;
-  return (!s.driver || *s.driver == driver) && (!s.pool || *s.pool == pool) &&
-         (!s.device || *s.device == device);
-}
-
 std::vector<PodEviction> Evaluate(const Snapshot& snapshot, const rv1::DeviceTaintRule* simulate) {
   const auto devices = CurrentDevices(snapshot);
   // Step 4a: claims.
@@ -233,14 +218,14 @@ std::vector<PodEviction> Evaluate(const Snapshot& snapshot, const rv1::DeviceTai
 RuleReport ReportRule(const Snapshot& snapshot, const rv1::DeviceTaintRule& rule) {
   RuleReport report;
   for (const auto& [key, entries] : CurrentDevices(snapshot)) {
-    if (RuleSelectsDevice(rule, key.driver, key.pool, key.device)) {
+    if (api::RuleSelectsDevice(rule, key.driver, key.pool, key.device)) {
       report.published_devices += static_cast<int64_t>(entries.size());
     }
   }
   for (const rv1::ResourceClaim* claim : snapshot.claims) {
     if (!claim->status.allocation) continue;
     for (const auto& result : claim->status.allocation->devices.results) {
-      if (RuleSelectsDevice(rule, result.driver, result.pool, result.device)) {
+      if (api::RuleSelectsDevice(rule, result.driver, result.pool, result.device)) {
         ++report.allocated_devices;
       }
     }

@@ -17,11 +17,8 @@
 //      over the allocated claims reserved for it (`status.reservedFor` by uid). Only scheduled
 //      Pods that are not being deleted are evicted.
 //
-// Deviation (docs/design/agent.md, "DeviceTaintRule guardrail"): upstream's tracker applies a
-// rule without a selector to every device (kubernetes#141422 evicted a whole cluster that way).
-// Here a rule whose selector is missing or empty selects nothing unless it carries the
-// annotation `draplane.dev/select-all: "true"`; the API server refuses such a rule without the
-// annotation, and this check repeats the guardrail for rules stored before.
+// Which devices a rule selects is api/device_taints.h's (with draplane's guardrail for rules
+// without a selector).
 //
 // Thread-safety: pure functions over borrowed objects.
 #pragma once
@@ -41,7 +38,6 @@
 
 namespace draplane::controllers::devicetaint {
 
-inline constexpr std::string_view kSelectAllAnnotation = "draplane.dev/select-all";
 inline constexpr std::string_view kEvictionInProgress = "EvictionInProgress";
 
 struct Snapshot {
@@ -85,12 +81,6 @@ struct PodEviction {
 std::string RuleTaintKey(const api::resourcev1::DeviceTaintRule& rule);
 std::string SliceTaintKey(std::string_view driver, std::string_view pool, std::string_view device,
                           std::string_view key);
-
-// Whether `rule` selects the device (see the guardrail above).
-bool RuleSelectsDevice(const api::resourcev1::DeviceTaintRule& rule, std::string_view driver,
-                       std::string_view pool, std::string_view device);
-// True when the rule's selector is missing or sets no field.
-bool SelectsEverything(const api::resourcev1::DeviceTaintRule& rule);
 
 // Pods to evict, sorted by (namespace, name). With `simulate`, only that rule's taint counts,
 // with effect NoExecute (the None dry run).

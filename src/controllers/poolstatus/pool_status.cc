@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "allocator/charges.h"
+#include "api/device_taints.h"
 #include "api/validation/pool_status_request_validation.h"
-#include "controllers/devicetaint/evaluator.h"
 
 namespace draplane::controllers::poolstatus {
 namespace {
@@ -61,8 +61,8 @@ bool Unavailable(const PoolDevice& d, const std::vector<const rv1::DeviceTaintRu
   }
   for (const rv1::DeviceTaintRule* rule : rules) {
     if (Taints(rule->spec.taint) &&
-        devicetaint::RuleSelectsDevice(*rule, d.slice->spec.driver, d.slice->spec.pool.name,
-                                       d.device->name)) {
+        api::RuleSelectsDevice(*rule, d.slice->spec.driver, d.slice->spec.pool.name,
+                               d.device->name)) {
       return true;
     }
   }

@@ -1,5 +1,6 @@
 #include "server/admission/admission.h"
 
+#include "api/device_taints.h"
 #include "api/gen/scheduling_v1_codec.h"
 #include "api/labels/node_isolation.h"
 #include "api/priority.h"
@@ -81,7 +82,7 @@ std::optional<ApiError> DeviceTaintRuleSelector(const Attributes& a) {
     }
   }
   handlers::StringMap annotations = handlers::MetaStringMap(*a.object, "annotations");
-  auto it = annotations.find("draplane.dev/select-all");
+  auto it = annotations.find(api::kSelectAllAnnotation);
   if (it != annotations.end() && it->second == "true") return std::nullopt;
   api::FieldErrorList errors;
   errors.push_back(api::Forbidden(

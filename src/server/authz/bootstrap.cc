@@ -157,7 +157,8 @@ std::vector<BootstrapObject> BootstrapPolicy() {
   out.push_back(ClusterRole(
       "draplane:pod-explainer",
       array{Rule({""}, {"pods", "nodes", "resourcequotas"}, {"get", "list"}),
-            Rule({"resource.k8s.io"}, {"deviceclasses", "resourceslices", "resourceclaims"},
+            Rule({"resource.k8s.io"},
+                 {"deviceclasses", "resourceslices", "resourceclaims", "devicetaintrules"},
                  {"get", "list"})}));
   out.push_back(ClusterRole(
       "draplane:node-agent",

@@ -186,8 +186,25 @@ function allocations() {
   return out;
 }
 
-function deviceTainted(d) {
-  return (d.taints || []).some(t => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
+function tainted(taints) {
+  return taints.some(t => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
+}
+
+// The taints DeviceTaintRules put on a device, as the scheduler applies them
+// (api/device_taints.h): a rule selects by driver, pool and device name; one without a selector
+// selects nothing unless annotated draplane.dev/select-all: "true"; effect None adds nothing.
+function ruleTaints(driver, pool, name) {
+  const out = [];
+  for (const r of objects('devicetaintrules')) {
+    const t = r.spec?.taint;
+    if (!t || t.effect === 'None') continue;
+    const s = r.spec.deviceSelector || {};
+    const selects = !s.driver && !s.pool && !s.device
+      ? r.metadata?.annotations?.['draplane.dev/select-all'] === 'true'
+      : (!s.driver || s.driver === driver) && (!s.pool || s.pool === pool) && (!s.device || s.device === name);
+    if (selects) out.push(t);
+  }
+  return out;
 }
 
 // Every published device with its state: allocated, unavailable (tainted), or idle.
@@ -199,8 +216,9 @@ function devices() {
     for (const d of s.spec.devices || []) {
       const k = `${s.spec.driver}/${pool}/${d.name}`;
       const a = alloc.get(k);
-      const st = a ? 'allocated' : deviceTainted(d) ? 'unavailable' : 'idle';
-      out.push({driver: s.spec.driver, pool, node: s.spec.nodeName || '', device: d, state: st,
+      const taints = [...(d.taints || []), ...ruleTaints(s.spec.driver, pool, d.name)];
+      const st = a ? 'allocated' : tainted(taints) ? 'unavailable' : 'idle';
+      out.push({driver: s.spec.driver, pool, node: s.spec.nodeName || '', device: d, taints, state: st,
                 claim: a?.claim, counterSet: d.consumesCounters?.[0]?.counterSet || ''});
     }
   }
@@ -436,7 +454,7 @@ function nodeDetail(name, devs) {
       list.map(d => el('span', {class: 'chip ' + d.state, title: d.claim ? 'allocated to ' + d.claim : d.state,
                                 'data-device': d.device.name},
         d.device.name, d.claim ? ` → ${d.claim}` : '',
-        (d.device.taints || []).length ? ` [tainted ${(d.device.taints || []).map(t => t.effect).join(',')}]` : '')))));
+        d.taints.length ? ` [tainted ${d.taints.map(t => t.effect).join(',')}]` : '')))));
 }
 
 function claimsView() {
