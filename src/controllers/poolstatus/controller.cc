@@ -90,13 +90,13 @@ Status PoolStatusController::SyncRequest(const std::string& name) {
     return UnavailableError(std::to_string(result.incomplete) + " pool(s) of driver " +
                             cached->spec.driver + " are incomplete");
   }
-  ra3::ResourcePoolStatusRequest updated = *cached;
-  updated.status = std::move(result.status);
   api::metav1::Condition complete;
   complete.type = std::string(ra3::kResourcePoolStatusRequestConditionTypeComplete);
   complete.status = "True";
   complete.reason = "CalculationComplete";
-  complete.message = poolstatus::CompleteMessage(result);
+  complete.message = poolstatus::CompleteMessage(result);  // before the status moves out
+  ra3::ResourcePoolStatusRequest updated = *cached;
+  updated.status = std::move(result.status);
   complete.last_transition_time = api::Time::FromTimestamp(clock_.Now());
   updated.status->conditions.push_back(std::move(complete));
   StatusOr<ra3::ResourcePoolStatusRequest> written =

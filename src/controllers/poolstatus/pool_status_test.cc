@@ -332,6 +332,7 @@ TEST_F(PoolStatusControllerTest, AnswersOnceAndKeepsTheAnswer) {
   ASSERT_EQ(got->status->conditions.size(), 1u);
   EXPECT_EQ(got->status->conditions[0].type, "Complete");
   EXPECT_EQ(got->status->conditions[0].reason, "CalculationComplete");
+  EXPECT_EQ(got->status->conditions[0].message, "Calculated status for 1 pools");
   // A later change is not reflected: the answer is a snapshot.
   WaitFor<ra3::ResourcePoolStatusRequest>([](auto& inf) {
     auto r = inf.Get("", "check");
