@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "allocator/features.h"
 #include "client/api_client.h"
@@ -32,6 +33,9 @@ struct CommandExit {
 // the failed command: 2, or `not_found_exit` when `s` is NotFound.
 int ReportFailure(std::string_view command, std::string_view what, const Status& s,
                   int not_found_exit = 2);
+// Rows as a table with columns padded to their widest cell, two spaces apart (kubectl's
+// printer); the first row is the header.
+std::string Table(const std::vector<std::vector<std::string>>& rows);
 // `draplane explain` exits 1 when what it was asked to explain does not exist (as `kubectl get`).
 inline constexpr int kExplainNotFoundExit = 1;
 

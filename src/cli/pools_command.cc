@@ -112,20 +112,24 @@ int RunPools(const PoolsFlags& flags) {
   }
   std::string out;
   if (flags.output == "text") {
-    out = "DRIVER\tPOOL\tNODE\tTOTAL\tALLOCATED\tAVAILABLE\tUNAVAILABLE\tDETAILS\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"DRIVER", "POOL", "NODE", "TOTAL", "ALLOCATED", "AVAILABLE", "UNAVAILABLE", "DETAILS"}};
+    std::vector<std::string> beyond_limit;
     for (const ra3::ResourcePoolStatusRequest& item : list.items) {
       for (const ra3::PoolStatus& p : item.status->pools) {
-        out += p.driver + "\t" + p.pool_name + "\t" + p.node_name.value_or("-") + "\t" +
-               Or(p.total_devices) + "\t" + Or(p.allocated_devices) + "\t" +
-               Or(p.available_devices) + "\t" + Or(p.unavailable_devices) + "\t" + Details(p) +
-               "\n";
+        rows.push_back({p.driver, p.pool_name, p.node_name.value_or("-"), Or(p.total_devices),
+                        Or(p.allocated_devices), Or(p.available_devices), Or(p.unavailable_devices),
+                        Details(p)});
       }
       if (item.status->pools.size() < static_cast<size_t>(item.status->pool_count.value_or(0))) {
-        out += item.spec.driver + "\t(" +
-               std::to_string(item.status->pool_count.value_or(0) - item.status->pools.size()) +
-               " more pools beyond --limit)\n";
+        beyond_limit.push_back(
+            item.spec.driver + ": " +
+            std::to_string(item.status->pool_count.value_or(0) - item.status->pools.size()) +
+            " more pools beyond --limit\n");
       }
     }
+    out = Table(rows);
+    for (const std::string& line : beyond_limit) out += line;
   } else {
     boost::json::value value = Encode(list);
     out =

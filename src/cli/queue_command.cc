@@ -43,25 +43,6 @@ std::string Fixed(double value, int digits = 2) {
 
 std::string Rfc3339(Timestamp t) { return api::Time::FromTimestamp(t).text(); }
 
-// A table with columns padded to their widest cell, two spaces apart (kubectl's printer).
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size());
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
-}
-
 bool Shown(const scheduler::QueuedPodView& pod, const QueueFlags& flags) {
   if (!flags.namespace_.empty() && pod.namespace_ != flags.namespace_) return false;
   return flags.domain.empty() ||

@@ -8,9 +8,12 @@
 // Exit codes: 0 on success; 1 when a run's conservation checks failed; 2 for usage errors and
 // inputs that cannot be read or loaded.
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +35,9 @@ namespace {
 struct SimFlags {
   std::vector<std::string> cluster;
   std::string workload;
-  int64_t seed = -1;
+  // --seed as given (parsed by SeedOrFail); `seed_options` tell whether it was given at all.
+  std::string seed;
+  std::vector<CLI::Option*> seed_options;
   std::vector<std::string> policies;
   std::vector<std::string> changes;
   std::vector<std::string> a;
@@ -59,6 +64,23 @@ struct SimFlags {
 [[noreturn]] void Fail(const std::string& command, const std::string& message) {
   std::fprintf(stderr, "draplane sim %s: %s\n", command.c_str(), message.c_str());
   throw CommandExit{2};
+}
+
+// --seed: a whole number from 0 to 2^64-1 (the trace's `seed` has the same range); std::nullopt
+// when not given. Anything else is refused rather than read as some other seed.
+std::optional<uint64_t> SeedOrFail(const std::string& command, const SimFlags& flags) {
+  bool given = false;
+  for (const CLI::Option* o : flags.seed_options) given = given || o->count() > 0;
+  if (!given) return std::nullopt;
+  uint64_t seed = 0;
+  const char* begin = flags.seed.data();
+  const char* end = begin + flags.seed.size();
+  auto [stop, error] = std::from_chars(begin, end, seed);
+  if (flags.seed.empty() || error != std::errc() || stop != end) {
+    Fail(command, "--seed: must be a whole number from 0 to 18446744073709551615, got \"" +
+                      flags.seed + "\"");
+  }
+  return seed;
 }
 
 bool WriteFile(const std::string& path, const std::string& text) {
@@ -101,10 +123,13 @@ sim::RunOptions RunOptionsOrFail(const std::string& command, const SimFlags& fla
   sim::RunOptions options;
   options.features = FeaturesOrFail(command, flags);
   options.placements = flags.placements || !flags.placements_file.empty();
-  if (flags.seed >= 0) options.seed = static_cast<uint64_t>(flags.seed);
+  options.seed = SeedOrFail(command, flags);
   if (!flags.until.empty()) {
     StatusOr<Duration> until = api::ParseNonNegativeDuration(flags.until);
     if (!until.ok()) Fail(command, "--until: " + std::string(until.status().message()));
+    // A run of no virtual time measures nothing (and its window would be empty).
+    if (*until <= Duration(0))
+      Fail(command, "--until: must be positive, got \"" + flags.until + "\"");
     options.until = *until;
   }
   StatusOr<sim::Configuration> config = sim::LoadConfiguration(configuration);
@@ -122,6 +147,20 @@ int RunCommand(const SimFlags& flags) {
   sim::RunOptions options = RunOptionsOrFail("run", flags, configuration);
   StatusOr<sim::Report> report = sim::RunSimulation(in.cluster, in.trace, options);
   if (!report.ok()) Fail("run", report.status().ToString());
+  // The default window is the trace's arrival period; when the Pods run on far past it (one
+  // arrival at 1s of a 1h Pod: a window of 1s), most of the work is not measured. Said, not
+  // changed: a steady-state trace is meant to be measured without its drain.
+  if (!options.until && !in.trace.horizon &&
+      report->virtual_seconds > 2 * report->window_seconds) {
+    auto text = [](double seconds) {
+      return api::FormatDuration(std::chrono::milliseconds(std::llround(seconds * 1000)));
+    };
+    std::fprintf(stderr,
+                 "draplane sim run: note: the window measured is the trace's arrival period (%s; "
+                 "the trace has no horizon) but its Pods ran until %s; set the trace's horizon, or "
+                 "--until, to measure their work\n",
+                 text(report->window_seconds).c_str(), text(report->virtual_seconds).c_str());
+  }
   if (flags.output == "json") {
     std::printf("%s", api::codec::WriteJson(sim::JsonReport(*report)).c_str());
   } else {
@@ -149,8 +188,7 @@ int CompareCommand(const SimFlags& flags) {
   sim::CompareOptions options;
   options.seeds = flags.seeds;
   if (options.seeds < 1) Fail("compare", "--seeds must be at least 1");
-  options.first_seed =
-      flags.seed >= 0 ? static_cast<uint64_t>(flags.seed) : in.trace.seed.value_or(1);
+  options.first_seed = SeedOrFail("compare", flags).value_or(in.trace.seed.value_or(1));
   std::vector<std::string> a = flags.a;
   std::vector<std::string> b = flags.b;
   a.insert(a.begin(), flags.policies.begin(), flags.policies.end());
@@ -202,7 +240,7 @@ int ReplayCommand(const SimFlags& flags) {
   StatusOr<sim::Trace> trace = sim::LoadTrace(flags.workload);
   if (!trace.ok()) Fail("replay", trace.status().ToString());
   std::unique_ptr<client::ApiClient> api = ClientOrFail("replay", flags);
-  uint64_t seed = flags.seed >= 0 ? static_cast<uint64_t>(flags.seed) : trace->seed.value_or(1);
+  uint64_t seed = SeedOrFail("replay", flags).value_or(trace->seed.value_or(1));
   StatusOr<sim::ReplayResult> result = sim::ReplayTrace(
       *api, RealClock(), *trace, sim::ReplayOptions{.seed = seed, .speed = flags.speed});
   if (!result.ok()) Fail("replay", result.status().ToString());
@@ -249,7 +287,8 @@ void AddSimCommand(CLI::App& app) {
                     "Cluster dump or ClusterProfile files or directories")
         ->required();
     sub->add_option("--workload", flags->workload, "WorkloadTrace file")->required();
-    sub->add_option("--seed", flags->seed, "Seed (default: the trace's, else 1)");
+    flags->seed_options.push_back(
+        sub->add_option("--seed", flags->seed, "Seed (default: the trace's, else 1)"));
     sub->add_option("--policy", flags->policies, "Policy objects to create first (repeatable)");
     sub->add_option("-o,--output", flags->output, "text or json")->capture_default_str();
     sub->add_option("--until", flags->until, "Stop at this virtual time (e.g. 24h)");
@@ -307,7 +346,8 @@ void AddSimCommand(CLI::App& app) {
                      "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   replay->add_option("--context", flags->context, "Kubeconfig context");
   replay->add_option("--workload", flags->workload, "WorkloadTrace file")->required();
-  replay->add_option("--seed", flags->seed, "Seed (default: the trace's, else 1)");
+  flags->seed_options.push_back(
+      replay->add_option("--seed", flags->seed, "Seed (default: the trace's, else 1)"));
   replay->add_option("--speed", flags->speed, "Virtual seconds per real second")
       ->capture_default_str();
   replay->add_option("--placements-file", flags->placements_file,

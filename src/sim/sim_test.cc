@@ -1081,6 +1081,119 @@ changes:
   EXPECT_NE(ComparisonText(*comparison).find("utilization.overall"), std::string::npos);
 }
 
+// A partition weighs the mean share of its GPU's counters it takes (the profile driver's MIG set:
+// memory, multiprocessors and one counter per memory slice): two 3g.20gb partitions fill a GPU
+// to (1/2 + 42/108 + 4) / 10 each, never more than the one unit the GPU is, and one of them leaves
+// the rest of the set stranded while a whole-GPU Pod waits.
+TEST(SimulationTest, MigPartitionsWeighTheirShareOfTheGpu) {
+  StatusOr<Cluster> cluster = LoadCluster({WriteTemp("mig-cluster.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterProfile
+metadata: {name: mig}
+nodePools:
+- name: a100
+  count: 1
+  devices:
+    gpus:
+    - count: 1
+      productName: NVIDIA A100-SXM4-40GB
+      architecture: Ampere
+      cudaComputeCapability: "8.0"
+      driverVersion: 550.90.07
+      memory: 40Gi
+      multiprocessors: 108
+      mig:
+        memorySlices: 8
+        profiles: [{name: 3g.20gb, memory: 20Gi, memorySlices: 4, multiprocessors: 42}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: mig}
+spec:
+  selectors:
+  - cel: {expression: 'device.attributes["gpu.nvidia.com"].type == "mig"'}
+)")});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto trace_of = [](int pods) {
+    return ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+horizon: 1h
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: slice}
+  spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: mig}}]}}}
+arrivals:
+- at: 0s
+  namespace: team-a
+  count: )" + std::to_string(pods) +
+                      R"(
+  duration: 2h
+  pod:
+    metadata: {name: slice}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: slice}]
+)");
+  };
+  const double partition = (0.5 + 42.0 / 108 + 4) / 10;
+  StatusOr<Report> two = RunSimulation(*cluster, trace_of(2), RunOptions{});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  EXPECT_TRUE(two->conservation.ok()) << Json(*two);
+  EXPECT_EQ(two->scheduled, 2);
+  EXPECT_NEAR(two->utilization, 2 * partition, 1e-5) << Json(*two);
+  EXPECT_LE(two->utilization_by_class.at("mig"), 1.0);
+
+  StatusOr<Report> one = RunSimulation(*cluster, trace_of(1), RunOptions{});
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_NEAR(one->utilization, partition, 1e-5) << Json(*one);
+  EXPECT_NEAR(one->fragmentation_counters, 1 - partition, 1e-5) << Json(*one);
+}
+
+// A selector the API server would not compile is refused before the run, naming the object and
+// the field, as `draplane lint` and the server refuse it; not left to fail every attempt.
+TEST(SimulationTest, SelectorsThatDoNotCompileAreRefused) {
+  Trace trace = ParseOrDie(kIssueTrace);
+  trace.claim_templates[0]["spec"]
+      .as_object()["spec"]
+      .as_object()["devices"]
+      .as_object()["requests"]
+      .as_array()[0]
+      .as_object()["firstAvailable"]
+      .as_array()[0]
+      .as_object()["selectors"]
+      .as_array()[0]
+      .as_object()["cel"]
+      .as_object()["expression"] = "device.attributes[\"gpu.nvidia.com\"].productName.startsWith(";
+  StatusOr<Report> report = RunSimulation(TinyCluster(), trace, RunOptions{});
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(report.status().message().find(
+                "claimTemplates[0]: ResourceClaimTemplate/team-a/h100-else-a100: "
+                "spec.spec.devices.requests[0].firstAvailable[0].selectors[0].cel.expression"),
+            std::string::npos)
+      << report.status().ToString();
+  EXPECT_NE(report.status().message().find("compilation failed"), std::string::npos);
+
+  StatusOr<Configuration> bad_class = LoadConfiguration({WriteTemp("bad-class.yaml", R"(
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: broken}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver =='}
+)")});
+  ASSERT_TRUE(bad_class.ok()) << bad_class.status().ToString();
+  report = RunSimulation(TinyCluster(), ParseOrDie(kIssueTrace),
+                         RunOptions{.policies = bad_class->policies});
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("--policy object 0: DeviceClass//broken: "
+                                           "spec.selectors[0].cel.expression"),
+            std::string::npos)
+      << report.status().ToString();
+}
+
 TEST(CompareTest, TheComparisonDoesNotDependOnHowManyRunsRunAtOnce) {
   Cluster cluster = TinyCluster();
   Trace trace = ParseOrDie(kFallbackTrace);

@@ -15,6 +15,7 @@
 #include "api/validation/object_validation.h"
 #include "api/validation/pod_defaults.h"
 #include "api/validation/validation.h"
+#include "cel/selector_lint.h"
 #include "client/memory_api.h"
 #include "client/resource.h"
 #include "client/resource_scheduling_v1.h"
@@ -204,6 +205,23 @@ Status Simulation::CreateOrReplace(const json::object& object, const std::string
       if (errors.empty()) body = rv1::Encode(typed).as_object();
     }
     if (!errors.empty()) return InvalidArgumentError(what + ": " + errors.front().ToString());
+  }
+  if (kind == "DeviceClass" || kind == "ResourceClaimTemplate" || kind == "ResourceClaim") {
+    // CEL selectors compiled as the API server compiles them on create: one that does not
+    // compile is refused here, not left to fail every scheduling attempt of its Pods.
+    api::FieldErrorList errors;
+    api::Object typed = api::DecodeObject(json::value(body), &errors);
+    if (errors.empty()) {
+      cel::SelectorLintOptions lint;
+      lint.consumable_capacity = options_.features.consumable_capacity;
+      lint.list_type_attributes = options_.features.list_type_attributes;
+      lint.list_attributes = options_.features.list_attributes;
+      errors = cel::LintCelSelectors(typed, lint);
+    }
+    if (!errors.empty()) {
+      return InvalidArgumentError(what + ": " + ObjectIdentity(body) + ": " +
+                                  errors.front().ToString());
+    }
   }
   Status s = Create(*type, body, nullptr);
   if (s.code() != StatusCode::kAlreadyExists) {
