@@ -156,4 +156,32 @@ code=$?
 set -e
 [ $code -eq 2 ] || fail "unknown policy kind: exit code $code, want 2"
 expect_contains "$err" "MadeUpPolicy (scheduling.example.com/v1) is not a kind the simulated API serves" "error"
+# Flags are read as given or refused: no seed is silently another, no run measures nothing.
+for args in "--seed -1|--seed: must be a whole number" \
+  "--seed 18446744073709551616|--seed: must be a whole number" "--until 0s|--until: must be positive"; do
+  set +e
+  # shellcheck disable=SC2086
+  err=$("$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" ${args%%|*} 2>&1)
+  code=$?
+  set -e
+  [ $code -eq 2 ] || fail "${args%%|*}: exit code $code, want 2"
+  expect_contains "$err" "${args#*|}" "${args%%|*}"
+done
+# A DeviceClass whose selector does not compile is refused as the API server refuses it.
+cat >"$e2e_work/class.yaml" <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: broken}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver =='}
+EOF
+set +e
+err=$("$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" \
+  --policy "$e2e_work/class.yaml" 2>&1)
+code=$?
+set -e
+[ $code -eq 2 ] || fail "a selector that does not compile: exit code $code, want 2"
+expect_contains "$err" "DeviceClass//broken: spec.selectors[0].cel.expression" "error"
+expect_contains "$err" "compilation failed" "error"
 echo "PASS"
