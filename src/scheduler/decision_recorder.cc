@@ -117,8 +117,11 @@ dv1::AllocationDecision MakeAllocationDecision(const DecisionContext& c) {
           reason_out.message = Capped(fmt::format("{} device{}: {}", reason.devices,
                                                   reason.devices == 1 ? "" : "s", reason.message),
                                       truncated);
-          reason_out.nodes = {d.node};
-          reason_out.node_count = 1;
+          for (const std::string& node : reason.nodes) {
+            if (reason_out.nodes.size() == kv::kDecisionMaxNodesPerReason) break;
+            reason_out.nodes.push_back(node);
+          }
+          reason_out.node_count = reason.node_count;
           dt.reasons.push_back(std::move(reason_out));
         }
         dr.tiers_not_taken.push_back(std::move(dt));

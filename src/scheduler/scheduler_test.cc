@@ -626,6 +626,57 @@ TEST_F(QuotaSchedulerTest, AnExhaustedQuotaMakesTheSameNodeFallBackAndDeallocati
 // recount that writes the give-back is held meanwhile. (Before, the scheduler's copy of the
 // quota said 1/1 until the recount's write reached its informer, and a Pod attempted in between
 // fell back to the A100 pair.)
+// H100s and A100s on different nodes: the quota keeps the second Pod from the H100 node, and it
+// takes the A100 node's pair. The Event and the record name the quota and the node it refused on,
+// not the chosen node's reason (it has no H100 at all).
+TEST_F(QuotaSchedulerTest, AFallbackOntoAnotherNodeIsExplainedByTheQuota) {
+  cluster_.Class("h100", kH100);
+  cluster_.Class("a100", kA100);
+  cluster_.Node("node-a");
+  cluster_.Node("node-h");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("a100-", 4, "A100"));
+  cluster_.Slice("node-h", "gpu.example.com", Gpus("h100-", 2, "H100"));
+  CreateQuota(AllocationQuota("devices", {{kH100Devices, "1"}}));
+  cluster_.Claim(H100ElseA100Pair("c1"));
+  cluster_.Pod(cluster_.PodSpec("p1", {"c1"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  ASSERT_EQ(NodeOf("p1"), "node-h");
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Used("devices", kH100Devices) == "1"; }));
+
+  cluster_.Claim(H100ElseA100Pair("c2"));
+  cluster_.Pod(cluster_.PodSpec("p2", {"c2"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+  EXPECT_EQ(NodeOf("p2"), "node-a");
+  std::string message;
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return HasEvent("p2", "QuotaFallback", &message); }));
+  EXPECT_EQ(message,
+            "request gpu: subrequest h100 refused by quota default/devices "
+            "h100.deviceclass.resource.k8s.io/devices 1/1 on node node-h, allocated subrequest "
+            "a100-pair");
+
+  const api::draplanev1alpha1::AllocationDecision* p2 = nullptr;
+  std::vector<api::draplanev1alpha1::AllocationDecision> decisions;
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    auto list = client::List<api::draplanev1alpha1::AllocationDecision>(cluster_.api(), "default");
+    if (list.ok()) decisions = list->items;
+    for (const auto& d : decisions) {
+      if (d.spec.pod.name == "p2") p2 = &d;
+    }
+    return p2 != nullptr;
+  }));
+  ASSERT_EQ(p2->spec.claims.size(), 1u);
+  ASSERT_EQ(p2->spec.claims[0].requests.size(), 1u);
+  const auto& tiers = p2->spec.claims[0].requests[0].tiers_not_taken;
+  ASSERT_EQ(tiers.size(), 1u);
+  EXPECT_EQ(tiers[0].subrequest, "h100");
+  std::map<std::string, std::vector<std::string>> nodes_by_reason;
+  for (const auto& r : tiers[0].reasons) nodes_by_reason[r.reason] = r.nodes;
+  EXPECT_EQ(nodes_by_reason["quota"], std::vector<std::string>{"node-h"});
+  // The chosen node's own reason stays, with its node.
+  EXPECT_EQ(nodes_by_reason["class-selector-false"], std::vector<std::string>{"node-a"});
+}
+
 TEST_F(QuotaSchedulerTest, ADeallocationGivesTheQuotaBackBeforeItsStatusShowsIt) {
   ASSERT_NO_FATAL_FAILURE(QuotaOfOneH100TakenByP1());
 

@@ -1284,9 +1284,15 @@ class DynamicResources final : public PreEnqueuePlugin,
     return true;
   }
 
-  // Why a tier was not taken, from the allocator's explanation of its subrequest: one reason per
-  // candidate status (per refusal text for policies), most devices first, capped.
-  static std::vector<DeviceDecision::Reason> TierReasons(const allocator::RequestExplanation& sub) {
+  // The nodes a fallback's decision explains at most (the chosen one and the quota's; each costs
+  // two more searches, for Pods that fell back only).
+  static constexpr size_t kMaxExplainedNodes = 8;
+
+  // Why a tier was not taken on `node`, from the allocator's explanation of its subrequest: one
+  // reason per candidate status (per refusal text for policies), merged into `reasons` (the same
+  // reason on several nodes is one entry counting their devices and naming the nodes).
+  static void AddTierReasons(const allocator::RequestExplanation& sub, const std::string& node,
+                             std::vector<DeviceDecision::Reason>* reasons) {
     std::map<std::pair<std::string, std::string>, int32_t> groups;
     for (const allocator::CandidateExplanation& c : sub.candidates) {
       if (c.status == allocator::CandidateStatus::kChosen ||
@@ -1299,16 +1305,18 @@ class DynamicResources final : public PreEnqueuePlugin,
         ++groups[{std::string(allocator::CandidateStatusName(c.status)), ""}];
       }
     }
-    std::vector<DeviceDecision::Reason> out;
     for (const auto& [key, n] : groups) {
-      out.push_back({.reason = key.first,
-                     .message = key.second.empty() ? key.first : key.second,
-                     .devices = n});
+      std::string message = key.second.empty() ? key.first : key.second;
+      auto it = std::find_if(reasons->begin(), reasons->end(), [&](const auto& r) {
+        return r.reason == key.first && r.message == message;
+      });
+      if (it == reasons->end()) {
+        reasons->push_back({.reason = key.first, .message = std::move(message)});
+        it = std::prev(reasons->end());
+      }
+      it->devices += n;
+      it->nodes.push_back(node);
     }
-    std::stable_sort(out.begin(), out.end(),
-                     [](const auto& a, const auto& b) { return a.devices > b.devices; });
-    if (out.size() > DeviceDecision::kMaxReasons) out.resize(DeviceDecision::kMaxReasons);
-    return out;
   }
 
   // The Pod's decision on `node` (Reserve): charges, chosen subrequests, and for requests that
@@ -1387,47 +1395,105 @@ class DynamicResources final : public PreEnqueuePlugin,
     }
     const NodeInfo* info = deps_.cluster->FindNode(node);
     if (!fell_back || info == nullptr) return d;
+    // The nodes explained: the chosen one, then, by name, those whose Filter search the quota
+    // refused something in. On those a tier may have been kept from the Pod by the quota while
+    // the chosen node lacks it altogether (H100 nodes and A100 nodes apart): explaining only the
+    // chosen node would give the wrong reason (decisions.md, "summarised over nodes").
+    std::vector<const NodeInfo*> explained_nodes = {info};
+    if (s.quota) {
+      for (const auto& [name, refused] : s.quota_refusals) {
+        if (explained_nodes.size() >= kMaxExplainedNodes) break;
+        if (name == node) continue;
+        if (const NodeInfo* other = deps_.cluster->FindNode(name)) explained_nodes.push_back(other);
+      }
+    }
+    for (size_t k = 0; k < d.claims.size(); ++k) {
+      for (size_t i = 0; i < d.claims[k].requests.size(); ++i) {
+        const rv1::DeviceRequest& req = v.claims[k]->spec.devices.requests[i];
+        for (int j = 0; j < chosen[k][i]; ++j) {
+          d.claims[k].requests[i].tiers_not_taken.push_back(
+              {.subrequest = req.first_available[static_cast<size_t>(j)].name});
+        }
+      }
+    }
     allocator::Options options;
     options.explain = true;
     options.random = deps_.random;
     options.max_search_steps = options_.allocation_step_limit;
     options.policies = s.Policies(preference_kept);
-    StatusOr<allocator::Outcome> explained =
-        v.allocator->Allocate(info->node(), ledger.allocated(), options);
-    if (!explained.ok() || explained->explanation == nullptr) return d;
-    const allocator::Explanation& e = *explained->explanation;
-    for (size_t k = 0; k < d.claims.size() && k < e.claims.size(); ++k) {
-      for (size_t i = 0; i < d.claims[k].requests.size() && i < e.claims[k].requests.size(); ++i) {
-        int sub = chosen[k][i];
-        const allocator::RequestExplanation& r = e.claims[k].requests[i];
-        for (int j = 0; j < sub && static_cast<size_t>(j) < r.subrequests.size(); ++j) {
-          const allocator::RequestExplanation& tier = r.subrequests[static_cast<size_t>(j)];
-          d.claims[k].requests[i].tiers_not_taken.push_back(
-              {.subrequest = tier.name.substr(tier.name.find('/') + 1),
-               .reasons = TierReasons(tier)});
+    for (const NodeInfo* explained_node : explained_nodes) {
+      StatusOr<allocator::Outcome> explained =
+          v.allocator->Allocate(explained_node->node(), ledger.allocated(), options);
+      if (!explained.ok() || explained->explanation == nullptr) continue;
+      const allocator::Explanation& e = *explained->explanation;
+      for (size_t k = 0; k < d.claims.size() && k < e.claims.size(); ++k) {
+        for (size_t i = 0; i < d.claims[k].requests.size() && i < e.claims[k].requests.size();
+             ++i) {
+          DeviceDecision::Request& r = d.claims[k].requests[i];
+          const allocator::RequestExplanation& x = e.claims[k].requests[i];
+          for (size_t j = 0; j < r.tiers_not_taken.size() && j < x.subrequests.size(); ++j) {
+            AddTierReasons(x.subrequests[j], explained_node->name(), &r.tiers_not_taken[j].reasons);
+          }
         }
       }
     }
-    // Did the quota change the tier? Only a search that a policy refused something in can say
-    // yes; compare with the same search without it.
-    auto refusals = s.quota_refusals.find(node);
-    if (!s.quota || refusals == s.quota_refusals.end()) return d;
+    for (DeviceDecision::Claim& c : d.claims) {
+      for (DeviceDecision::Request& r : c.requests) {
+        for (DeviceDecision::Tier& t : r.tiers_not_taken) {
+          std::stable_sort(t.reasons.begin(), t.reasons.end(),
+                           [](const auto& a, const auto& b) { return a.devices > b.devices; });
+          if (t.reasons.size() > DeviceDecision::kMaxReasons) {
+            t.reasons.resize(DeviceDecision::kMaxReasons);
+          }
+          for (DeviceDecision::Reason& reason : t.reasons) {
+            reason.node_count = static_cast<int32_t>(reason.nodes.size());
+            // The quota's reason applied on every node its Filter search refused something in,
+            // explained or not.
+            if (reason.reason == allocator::kQuotaPolicyCode) {
+              reason.node_count =
+                  std::max(reason.node_count, static_cast<int32_t>(s.quota_refusals.size()));
+            }
+          }
+        }
+      }
+    }
+    // Did the quota change the tier? On each explained node whose search the quota refused
+    // something in, the same search without it: an earlier tier it would take there is a tier
+    // the quota kept the Pod from.
+    if (!s.quota) return d;
     allocator::Options plain;
     plain.random = deps_.random;
     plain.max_search_steps = options_.allocation_step_limit;
     plain.policies = s.Policies(preference_kept);  // without the quota only
     std::erase(plain.policies, s.quota.get());
-    StatusOr<allocator::Outcome> without =
-        v.allocator->Allocate(info->node(), ledger.allocated(), plain);
-    if (!without.ok() || without->kind != allocator::Outcome::Kind::kAllocated) return d;
+    // Per claim and request: the earliest tier a search without the quota took, and where.
+    std::vector<std::vector<int>> earliest = chosen;
+    std::vector<std::vector<std::vector<std::string>>> where(chosen.size());
+    for (size_t k = 0; k < chosen.size(); ++k) where[k].resize(chosen[k].size());
+    for (const NodeInfo* explained_node : explained_nodes) {
+      if (s.quota_refusals.find(explained_node->name()) == s.quota_refusals.end()) continue;
+      StatusOr<allocator::Outcome> without =
+          v.allocator->Allocate(explained_node->node(), ledger.allocated(), plain);
+      if (!without.ok() || without->kind != allocator::Outcome::Kind::kAllocated) continue;
+      for (size_t k = 0; k < v.claims.size(); ++k) {
+        std::vector<int> free_choice = ChosenSubrequests(*v.claims[k], (*without->results)[k]);
+        for (size_t i = 0; i < chosen[k].size(); ++i) {
+          if (free_choice[i] < 0 || free_choice[i] >= chosen[k][i]) continue;
+          if (free_choice[i] < earliest[k][i]) {
+            earliest[k][i] = free_choice[i];
+            where[k][i].clear();
+          }
+          if (free_choice[i] == earliest[k][i]) where[k][i].push_back(explained_node->name());
+        }
+      }
+    }
     for (size_t k = 0; k < v.claims.size(); ++k) {
-      std::vector<int> free_choice = ChosenSubrequests(*v.claims[k], (*without->results)[k]);
       for (size_t i = 0; i < chosen[k].size(); ++i) {
-        if (free_choice[i] < 0 || free_choice[i] >= chosen[k][i]) continue;
+        if (earliest[k][i] >= chosen[k][i]) continue;
         const DeviceDecision::Request& r = d.claims[k].requests[i];
         std::string from = v.claims[k]
                                ->spec.devices.requests[i]
-                               .first_available[static_cast<size_t>(free_choice[i])]
+                               .first_available[static_cast<size_t>(earliest[k][i])]
                                .name;
         std::string refusal;
         for (const DeviceDecision::Tier& t : r.tiers_not_taken) {
@@ -1437,12 +1503,17 @@ class DynamicResources final : public PreEnqueuePlugin,
             }
           }
         }
+        std::string nodes;
+        if (where[k][i] != std::vector<std::string>{node}) {
+          for (const std::string& n : where[k][i]) nodes += (nodes.empty() ? "" : ", ") + n;
+          nodes = " on " + std::string(where[k][i].size() == 1 ? "node " : "nodes ") + nodes;
+        }
         if (!d.quota_fallback.empty()) d.quota_fallback += "; ";
         if (v.claims.size() > 1) d.quota_fallback += "claim " + d.claims[k].name + " ";
         d.quota_fallback += "request " + r.name + ": subrequest " + from + " refused by " +
-                            (refusal.empty() ? std::string("quota") : refusal) +
+                            (refusal.empty() ? std::string("quota") : refusal) + nodes +
                             ", allocated subrequest " + r.subrequest;
-        d.fallbacks.push_back({.request = r.name, .from = free_choice[i], .to = chosen[k][i]});
+        d.fallbacks.push_back({.request = r.name, .from = earliest[k][i], .to = chosen[k][i]});
       }
     }
     return d;

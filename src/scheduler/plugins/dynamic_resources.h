@@ -180,15 +180,18 @@ const allocator::Explanation* DeviceExplanation(const CycleState& state, std::st
 // allocates a claim), for the Pod's decision record (AllocationDecision) and its QuotaFallback
 // Event.
 struct DeviceDecision {
-  // One reason a tier was not taken on the chosen node, over `devices` candidate devices.
+  // One reason a tier was not taken, over `devices` candidate devices of the nodes explained (the
+  // chosen one, and those whose search the quota refused something in).
   struct Reason {
     std::string reason;   // allocator::CandidateStatusName, or a policy's code ("quota")
     std::string message;  // e.g. "already allocated", or the quota's refusal
     int32_t devices = 0;
+    std::vector<std::string> nodes{};  // the explained nodes it applied on, chosen node first
+    int32_t node_count = 0;  // nodes it applied on (the quota's: every node it refused in)
   };
   struct Tier {
     std::string subrequest;
-    std::vector<Reason> reasons;  // at most kMaxReasons
+    std::vector<Reason> reasons{};  // at most kMaxReasons
   };
   struct Request {
     std::string name;
