@@ -80,18 +80,26 @@ TEST_F(ServerMetricsTest, RequestsCountByVerbResourceAndCodeWithBoundedLabels) {
     EXPECT_EQ(Do("GET", "/api/v1/secret" + n, "", false).status, 403);
   }
   const std::string text = Do("GET", "/metrics").body;
-  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"201\",group=\"\",resource="
-                              "\"namespaces\",subresource=\"\",verb=\"create\"} 1"));
-  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"200\",group=\"resource.k8s.io\","
-                              "resource=\"resourceclaims\",subresource=\"\",verb=\"list\"} 3"));
-  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",group=\"\",resource=\"pods\","
-                              "subresource=\"\",verb=\"get\"} 21"));
-  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",group=\"\",resource=\"\","
-                              "subresource=\"\",verb=\"list\"} 20"));
-  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"403\",group=\"\",resource=\"\","
-                              "subresource=\"\",verb=\"list\"} 20"));
-  EXPECT_THAT(text, HasSubstr("apiserver_request_duration_seconds_count{group=\"resource.k8s.io\","
-                              "resource=\"resourceclaims\",verb=\"list\"} 3"));
+  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"201\",component=\"apiserver\","
+                              "dry_run=\"\",group=\"\",resource=\"namespaces\",scope=\"resource\","
+                              "subresource=\"\",verb=\"create\",version=\"v1\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("apiserver_request_total{code=\"200\",component=\"apiserver\","
+                        "dry_run=\"\",group=\"resource.k8s.io\",resource=\"resourceclaims\","
+                        "scope=\"namespace\",subresource=\"\",verb=\"list\",version=\"v1\"} 3"));
+  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",component=\"apiserver\","
+                              "dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\","
+                              "subresource=\"\",verb=\"get\",version=\"v1\"} 21"));
+  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",component=\"apiserver\","
+                              "dry_run=\"\",group=\"\",resource=\"\",scope=\"\",subresource=\"\","
+                              "verb=\"list\",version=\"\"} 20"));
+  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"403\",component=\"apiserver\","
+                              "dry_run=\"\",group=\"\",resource=\"\",scope=\"\",subresource=\"\","
+                              "verb=\"list\",version=\"\"} 20"));
+  EXPECT_THAT(text,
+              HasSubstr("apiserver_request_duration_seconds_count{component=\"apiserver\","
+                        "dry_run=\"\",group=\"resource.k8s.io\",resource=\"resourceclaims\","
+                        "scope=\"namespace\",subresource=\"\",verb=\"list\",version=\"v1\"} 3"));
   EXPECT_THAT(text, Not(HasSubstr("invented")));
   EXPECT_THAT(text, Not(HasSubstr("things")));
   EXPECT_THAT(text, Not(HasSubstr("secret")));

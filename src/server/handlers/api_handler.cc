@@ -17,17 +17,20 @@ namespace {
 const metrics::CounterFamily& RequestCounter() {
   static const metrics::CounterFamily family = metrics::NewCounterFamily(
       "apiserver_request_total",
-      "Counter of apiserver requests broken out for each verb, group, resource and HTTP "
-      "response code.",
-      {"verb", "group", "resource", "subresource", "code"});
+      "Counter of apiserver requests broken out for each verb, dry run value, group, version, "
+      "resource, scope, component, and HTTP response code.",
+      {"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component",
+       "code"});
   return family;
 }
 
 const metrics::HistogramFamily& RequestDuration() {
   static const metrics::HistogramFamily family = metrics::NewHistogramFamily(
       "apiserver_request_duration_seconds",
-      "Response latency distribution in seconds for each verb, group and resource.",
-      {"verb", "group", "resource"}, metrics::LatencyBuckets());
+      "Response latency distribution in seconds for each verb, dry run value, group, version, "
+      "resource, subresource, scope and component.",
+      {"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"},
+      metrics::LatencyBuckets());
   return family;
 }
 
@@ -163,13 +166,27 @@ void ApiHandler::Record(const Call& call, int code) const {
   const RequestInfo& info = call.info;
   std::string_view verb = VerbLabel(info.verb.empty() ? call.request->method : info.verb);
   std::string_view group = call.resolved != nullptr ? std::string_view(call.resolved->group) : "";
+  std::string_view version =
+      call.resolved != nullptr ? std::string_view(call.resolved->version) : "";
   std::string_view resource =
       call.resolved != nullptr ? std::string_view(call.resolved->resource) : "";
+  // Upstream's CleanScope: one object (or a create), a namespace's, the cluster's, or none.
+  std::string_view scope = !info.name.empty() || info.verb == "create" ? "resource"
+                           : !info.namespace_.empty()                  ? "namespace"
+                           : call.resolved != nullptr                  ? "cluster"
+                                                                       : "";
+  // Upstream's cleanDryRun over the one valid value: "All" when asked for, else "".
+  std::string_view dry_run = "";
+  for (const auto& [key, value] : call.query) {
+    if (key == "dryRun" && value == "All") dry_run = "All";
+  }
   RequestCounter()
-      .WithLabels({verb, group, resource, call.resolved_subresource, std::to_string(code)})
+      .WithLabels({verb, dry_run, group, version, resource, call.resolved_subresource, scope,
+                   "apiserver", std::to_string(code)})
       .Increment();
   RequestDuration()
-      .WithLabels({verb, group, resource})
+      .WithLabels(
+          {verb, dry_run, group, version, resource, call.resolved_subresource, scope, "apiserver"})
       .Observe(std::chrono::duration<double>(deps_.clock->MonotonicNow() - call.start).count());
   log::Debug("{} {} {} -> {}", call.request->remote_address, call.request->method,
              call.request->target, code);
