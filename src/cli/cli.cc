@@ -6,8 +6,24 @@
 
 #include "cli/commands.h"
 #include "common/log.h"
+#include "server/openapi/openapi.h"
 
 namespace draplane::cli {
+
+std::vector<std::string> UnknownFieldsOf(const boost::json::object& object) {
+  const boost::json::value* api_version = object.if_contains("apiVersion");
+  const boost::json::value* kind = object.if_contains("kind");
+  if (api_version == nullptr || !api_version->is_string() || kind == nullptr ||
+      !kind->is_string()) {
+    return {};
+  }
+  const std::string_view gv = api_version->get_string();
+  const size_t slash = gv.find('/');
+  boost::json::object copy = object;  // UnknownFields takes the object to prune it; it does not
+  return server::openapi::UnknownFields(slash == std::string_view::npos ? "" : gv.substr(0, slash),
+                                        gv.substr(slash == std::string_view::npos ? 0 : slash + 1),
+                                        kind->get_string(), copy, /*prune=*/false);
+}
 
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <boost/json/object.hpp>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -33,6 +34,10 @@ struct CommandExit {
 // the failed command: 2, or `not_found_exit` when `s` is NotFound.
 int ReportFailure(std::string_view command, std::string_view what, const Status& s,
                   int not_found_exit = 2);
+// The fields of `object` (by its apiVersion and kind) that its kind's schema does not declare,
+// as the API server's strict field validation reports them ("spec.tenants[0].weigth"); none for
+// a kind without a schema.
+std::vector<std::string> UnknownFieldsOf(const boost::json::object& object);
 // Rows as a table with columns padded to their widest cell, two spaces apart (kubectl's
 // printer); the first row is the header.
 std::string Table(const std::vector<std::vector<std::string>>& rows);

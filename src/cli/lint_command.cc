@@ -201,11 +201,12 @@ class Linter {
         // the simulator's WorkloadTrace and ClusterChange (examples/sim), else a NodeProfile /
         // ClusterProfile (examples/cluster-demo.yaml).
         const std::string kind = api::ObjectKind(object);
-        Status s = kind == sim::kTraceKind
-                       ? sim::ParseTrace(api::codec::WriteJson(manifest.value)).status()
-                   : kind == sim::kClusterChangeKind
-                       ? sim::ParseClusterChange(manifest.value, "").status()
-                       : agent::ParseProfileJson(manifest.value).status();
+        Status s =
+            kind == sim::kTraceKind ? sim::ParseTrace(api::codec::WriteJson(manifest.value), "",
+                                                      {.unknown_fields = UnknownFieldsOf})
+                                          .status()
+            : kind == sim::kClusterChangeKind ? sim::ParseClusterChange(manifest.value, "").status()
+                                              : agent::ParseProfileJson(manifest.value).status();
         if (!s.ok()) Print(where + std::string(s.message()));
         continue;
       }
@@ -226,6 +227,14 @@ class Linter {
       if (!errors.empty()) {
         Report(where, errors);
         continue;
+      }
+      // A field the kind does not have: what the API server's strict field validation (kubectl's
+      // default) refuses, `unknown field "spec.tenants[0].weigth"`. Decoding alone drops it, and
+      // a misspelled setting would silently fall back to its default.
+      if (manifest.value.is_object()) {
+        for (const std::string& field : UnknownFieldsOf(manifest.value.as_object())) {
+          Print(where + "unknown field \"" + field + "\"");
+        }
       }
       fn(where, std::move(object));
     }

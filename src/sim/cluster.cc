@@ -430,7 +430,8 @@ StatusOr<ClusterChange> ParseClusterChange(const json::value& value, const std::
   return change;
 }
 
-StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths) {
+StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths,
+                                          const ParseOptions& options) {
   Configuration out;
   if (paths.empty()) return out;
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<api::codec::ManifestFile> files,
@@ -446,6 +447,13 @@ StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths)
       if (Str(object, "kind") != kClusterChangeKind) {
         if (Str(object, "apiVersion").empty() || Str(object, "kind").empty()) {
           return InvalidArgumentError(where + ": apiVersion and kind: Required value");
+        }
+        if (options.unknown_fields) {
+          std::vector<std::string> unknown = options.unknown_fields(object);
+          if (!unknown.empty()) {
+            return InvalidArgumentError(where + ": " + ObjectIdentity(object) +
+                                        ": unknown field \"" + unknown.front() + "\"");
+          }
         }
         out.policies.push_back(object);
         continue;

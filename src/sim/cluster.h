@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "sim/trace.h"
 
 namespace draplane::sim {
 
@@ -74,7 +75,9 @@ struct Configuration {
 };
 // Reads configuration files; InvalidArgument naming file, document and field for a malformed
 // ClusterChange.
-StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths);
+// `options.unknown_fields` checks the policy objects (trace.h).
+StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths,
+                                          const ParseOptions& options = {});
 // One ClusterChange document (`source` prefixes messages); its steps are checked when applied.
 StatusOr<ClusterChange> ParseClusterChange(const boost::json::value& value,
                                            const std::string& source);

@@ -154,7 +154,7 @@ StatusOr<ReplayResult> ReplayTrace(client::ApiClient& api, const Clock& clock, c
         by_uid[t.uid] = tracked.size();
         tracked.push_back(std::move(t));
       } else {
-        p.reason = "RejectedByApi: " + created.status().ToString();
+        p.reason = std::string(kRejectedByApi) + ": " + created.status().ToString();
       }
       ++next;
     }
@@ -253,7 +253,24 @@ std::string ReplaySummary(const ReplayResult& r) {
     out += "  " + ns + ": " + std::to_string(t.submitted) + " submitted, " +
            std::to_string(t.scheduled) + " scheduled\n";
   }
+  // Pods the API server refused to create never reached the scheduler: said, with the first
+  // reason, since they make the replay say nothing about scheduling.
+  const int64_t rejected = RejectedByApi(r);
+  if (rejected > 0) {
+    for (const Placement& p : r.placements) {
+      if (p.reason.rfind(kRejectedByApi, 0) != 0) continue;
+      out += "  " + std::to_string(rejected) + " not created (" + p.reason + " for " + p.pod +
+             (rejected > 1 ? ", ..." : "") + ")\n";
+      break;
+    }
+  }
   return out;
+}
+
+int64_t RejectedByApi(const ReplayResult& r) {
+  int64_t n = 0;
+  for (const Placement& p : r.placements) n += p.reason.rfind(kRejectedByApi, 0) == 0 ? 1 : 0;
+  return n;
 }
 
 json::value ReplayPlacementsJson(const ReplayResult& r) {

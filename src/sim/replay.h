@@ -13,6 +13,7 @@
 
 #include <boost/json/value.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/api_client.h"
@@ -44,7 +45,13 @@ struct ReplayResult {
 StatusOr<ReplayResult> ReplayTrace(client::ApiClient& api, const Clock& clock, const Trace& trace,
                                    const ReplayOptions& options);
 
+// The reason of a Placement whose Pod the API server refused to create.
+inline constexpr std::string_view kRejectedByApi = "RejectedByApi";
+
 std::string ReplaySummary(const ReplayResult& result);
+// How many of the trace's Pods the API server refused to create (they never reached the
+// scheduler; `sim replay` then exits 1).
+int64_t RejectedByApi(const ReplayResult& result);
 // The placements in the JSON shape of `sim run --placements-file`.
 boost::json::value ReplayPlacementsJson(const ReplayResult& result);
 

@@ -220,31 +220,77 @@ TEST(TraceTest, BadInputNamesTheField) {
     return t.ok() ? std::string("ok") : std::string(t.status().message());
   };
   const std::string head = "apiVersion: draplane.dev/v1alpha1\nkind: WorkloadTrace\n";
-  EXPECT_EQ(error(head + "arrivals:\n- {at: 1x, namespace: a, pod: {metadata: {name: p}}}\n"),
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 1x, namespace: a, pod: {metadata: {name: p}, spec: "
+                         "{containers: [{name: c, image: x}]}}}\n"),
             "t.yaml: arrivals[0].at: time: unknown unit \"x\" in duration \"1x\"");
   EXPECT_EQ(error(head + "arrivals:\n- {at: 1s, namespace: a, pod: {spec: {}}}\n"),
             "t.yaml: arrivals[0].pod.metadata.name: Required value: name or generateName is "
             "required");
-  EXPECT_EQ(error(head + "generators:\n- {namespace: a, for: 1h, pod: {metadata: {name: p}}}\n"),
+  EXPECT_EQ(error(head + "generators:\n- {namespace: a, for: 1h, pod: {metadata: {name: p}, spec: "
+                         "{containers: [{name: c, image: x}]}}}\n"),
             "t.yaml: generators[0].ratePerMinute: Required value");
   EXPECT_EQ(error(head + "generators:\n- {namespace: a, ratePerMinute: 1, for: 1h, "
-                         "duration: {median: 1m, sigma: -1}, pod: {metadata: {name: p}}}\n"),
+                         "duration: {median: 1m, sigma: -1}, pod: {metadata: {name: p}, spec: "
+                         "{containers: [{name: c, image: x}]}}}\n"),
             "t.yaml: generators[0].duration.sigma: must be between 0 and 10");
   EXPECT_EQ(error(head + "arrival: []\n"), "t.yaml: arrival: unknown field");
   EXPECT_EQ(error(head + "claimTemplates:\n- {apiVersion: v1, kind: Pod}\n"),
             "t.yaml: claimTemplates[0]: must be a resource.k8s.io/v1 ResourceClaimTemplate");
-  EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: a, count: 2, pod: {metadata: {name: "
-                         "p}}}\n- {at: 1s, namespace: a, pod: {metadata: {name: p-1}}}\n"),
-            "ok");  // parsing succeeds; the duplicate is found when the trace is expanded
+  EXPECT_EQ(
+      error(head + "arrivals:\n- {at: 0s, namespace: a, count: 2, pod: {metadata: {name: "
+                   "p}, spec: {containers: [{name: c, image: x}]}}}\n- {at: 1s, namespace: a, "
+                   "pod: {metadata: {name: p-1}, spec: {containers: [{name: c, image: x}]}}}\n"),
+      "ok");  // parsing succeeds; the duplicate is found when the trace is expanded
   StatusOr<Trace> dup = ParseTrace(head +
                                    "arrivals:\n- {at: 0s, namespace: a, count: 2, pod: {metadata: "
-                                   "{name: p}}}\n- {at: 1s, namespace: a, pod: {metadata: {name: "
-                                   "p-1}}}\n");
+                                   "{name: p}, spec: {containers: [{name: c, image: x}]}}}\n- {at: "
+                                   "1s, namespace: a, pod: {metadata: {name: p-1}, spec: "
+                                   "{containers: [{name: c, image: x}]}}}\n");
   ASSERT_TRUE(dup.ok());
   StatusOr<std::vector<PodArrival>> expanded = ExpandTrace(*dup, 1);
   ASSERT_FALSE(expanded.ok());
   EXPECT_EQ(expanded.status().message(),
             "arrivals[1]: Pod a/p-1 arrives twice (names must be unique in a namespace)");
+
+  // Pods are held to the API server's Pod validation, names and namespaces to its name rules.
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: a, pod: {metadata: {name: p}, spec: "
+                         "{}}}\n"),
+            "t.yaml: arrivals[0].pod.spec.containers: Required value");
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: a, pod: {metadata: {name: p}, spec: "
+                         "{containers: [{name: c}]}}}\n"),
+            "t.yaml: arrivals[0].pod.spec.containers[0].image: Required value");
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: a, pod: {metadata: {name: p}, spec: "
+                         "{containers: [{name: c, image: x, resources: {claims: [{name: gpux}]}}], "
+                         "resourceClaims: [{name: gpu, resourceClaimTemplateName: t}]}}}\n"),
+            "t.yaml: arrivals[0].pod.spec.containers[0].resources.claims[0]: Not found: \"gpux\": "
+            "must be one of the names in pod.spec.resourceClaims: gpu");
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: Team_A, pod: {metadata: {name: p}, "
+                         "spec: {containers: [{name: c, image: x}]}}}\n"),
+            "t.yaml: arrivals[0].namespace: Invalid value: \"Team_A\": a lowercase RFC 1123 label "
+            "must consist of lower case alphanumeric characters or '-', and must start and end "
+            "with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
+  EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: a, pod: {metadata: {name: p}, spec: "
+                         "{nodeName: n1, containers: [{name: c, image: x}]}}}\n"),
+            "t.yaml: arrivals[0].pod.spec.nodeName: Forbidden: the simulator schedules every "
+            "trace Pod; a Pod bound by name would skip the scheduler, and its claims would never "
+            "be allocated");
+  // A trace too large to expand is refused before it is.
+  StatusOr<Trace> huge = ParseTrace(head +
+                                    "arrivals:\n- {at: 0s, namespace: a, count: 10000000000, pod: "
+                                    "{metadata: {name: p}, spec: {containers: [{name: c, image: "
+                                    "x}]}}}\n");
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  StatusOr<std::vector<PodArrival>> too_many = ExpandTrace(*huge, 1);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.status().message(),
+            "the trace submits about 10000000000 Pods (arrivals' counts, generators' rate × for), "
+            "more than the simulator's limit of 10000000");
+  EXPECT_NE(error(head + "arrivals:\n- {at: 0s, namespace: a, pod: {metadata: {name: Bad_Name}, "
+                         "spec: {containers: [{name: c, image: x}]}}}\n")
+                .find("t.yaml: arrivals[0].pod.metadata.name: Invalid value: \"Bad_Name\": a "
+                      "lowercase RFC 1123 subdomain"),
+            std::string::npos);
 }
 
 TEST(TraceTest, YamlRoundTrip) {
@@ -713,6 +759,18 @@ claimTemplates:
   ASSERT_TRUE(bad.ok()) << bad.status().ToString();
   EXPECT_FALSE(bad->conservation.ok());
   EXPECT_EQ(bad->conservation.double_allocations, 1);
+
+  // A `running` entry that names no running Pod of the dump is a mistake, not a default.
+  Trace misspelled = trace;
+  misspelled.running[0].name = "runer";
+  StatusOr<Report> unmatched = RunSimulation(*healthy, misspelled, RunOptions{});
+  ASSERT_FALSE(unmatched.ok());
+  EXPECT_EQ(unmatched.status().message(),
+            "running[0]: Not found: no running Pod ns/runer in the cluster");
+  // Nor is a cluster without nodes something to simulate.
+  StatusOr<Report> empty = RunSimulation(Cluster{}, ParseOrDie(kIssueTrace), RunOptions{});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("the cluster has no nodes"), std::string::npos);
 }
 
 // Issue 22: a trace's DeviceSharingPolicy (the issue's example) is validated as the API server

@@ -293,7 +293,9 @@ Status Simulation::Load(Cluster cluster, Report* report) {
       std::string key = MetaField(pod, "namespace") + "/" + MetaField(pod, "name");
       if (!NodeName(pod).empty()) {
         auto r = remaining.find(key);
-        Push({.at = r != remaining.end() ? r->second : trace_.default_remaining,
+        const Duration left = r != remaining.end() ? r->second : trace_.default_remaining;
+        if (r != remaining.end()) remaining.erase(r);
+        Push({.at = left,
               .sequence = 0,
               .kind = EventKind::kComplete,
               .uid = uid,
@@ -343,6 +345,20 @@ Status Simulation::Load(Cluster cluster, Report* report) {
       continue;
     }
     DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(object, what));
+  }
+
+  // A `running` entry is for a running Pod of the dump: one that names none is a mistake (a
+  // misspelled name would leave the Pod on defaultRemaining unnoticed).
+  for (size_t i = 0; i < trace_.running.size(); ++i) {
+    const RunningPod& p = trace_.running[i];
+    if (remaining.count(p.namespace_ + "/" + p.name) > 0) {
+      return InvalidArgumentError("running[" + std::to_string(i) + "]: Not found: no running Pod " +
+                                  p.namespace_ + "/" + p.name + " in the cluster");
+    }
+  }
+  if (report->nodes == 0) {
+    return InvalidArgumentError(
+        "the cluster has no nodes (a kubectl dump with Nodes, or a ClusterProfile, is needed)");
   }
 
   // The trace's templates (one per namespace in use when they name none), claims and policies,

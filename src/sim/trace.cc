@@ -14,7 +14,9 @@
 #include "api/gen/meta_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/meta/duration.h"
+#include "api/validation/names.h"
 #include "api/validation/pod_defaults.h"
+#include "api/validation/pod_validation.h"
 #include "api/validation/validation.h"
 #include "common/status_macros.h"
 #include "sim/internal/json.h"
@@ -60,10 +62,19 @@ std::string Prefixed(std::string_view path, const api::FieldError& e) {
   return field + ": " + e.Body();
 }
 
+// `path: unknown field "spec.x"` for the first field of `object` its kind does not have.
+Status CheckUnknownFields(const json::object& object, const std::string& path,
+                          const ParseOptions& options) {
+  if (!options.unknown_fields) return Status::Ok();
+  std::vector<std::string> unknown = options.unknown_fields(object);
+  if (unknown.empty()) return Status::Ok();
+  return InvalidArgumentError(path + ": unknown field \"" + unknown.front() + "\"");
+}
+
 // A Pod manifest of an arrival or generator at `path`, in `ns`: kind checked, namespace set,
-// defaulted and decoded once to catch type errors.
+// fields checked, defaulted, decoded once to catch type errors, and validated.
 StatusOr<json::object> PreparePod(const json::value* value, const std::string& path,
-                                  const std::string& ns) {
+                                  const std::string& ns, const ParseOptions& options) {
   if (value == nullptr) return InvalidArgumentError(path + ": Required value");
   if (!value->is_object()) return InvalidArgumentError(path + ": must be a Pod manifest");
   json::object pod = value->as_object();
@@ -79,6 +90,7 @@ StatusOr<json::object> PreparePod(const json::value* value, const std::string& p
   };
   DRAPLANE_RETURN_IF_ERROR(check("apiVersion", "v1"));
   DRAPLANE_RETURN_IF_ERROR(check("kind", "Pod"));
+  DRAPLANE_RETURN_IF_ERROR(CheckUnknownFields(pod, path, options));
   json::value& meta_value = pod["metadata"];
   if (!meta_value.is_object()) meta_value = json::object();
   json::object& meta = meta_value.as_object();
@@ -97,12 +109,38 @@ StatusOr<json::object> PreparePod(const json::value* value, const std::string& p
     return InvalidArgumentError(path +
                                 ".metadata.name: Required value: name or generateName is required");
   }
+  if (const json::object* spec = pod.if_contains("spec") ? pod["spec"].if_object() : nullptr) {
+    if (const json::value* node = spec->if_contains("nodeName");
+        node != nullptr && node->is_string() && !node->as_string().empty()) {
+      return InvalidArgumentError(path +
+                                  ".spec.nodeName: Forbidden: the simulator schedules every trace "
+                                  "Pod; a Pod bound by name would skip the scheduler, and its "
+                                  "claims would never be allocated");
+    }
+  }
+  // The names the API server would take: the namespace a DNS label, and the copies' names
+  // (`<name>-<i>`, or generateName and a suffix) DNS subdomains.
+  const std::string parent = path.substr(0, path.rfind('.'));
+  if (std::vector<std::string> bad = api::validation::NameIsDNSLabel(ns, false); !bad.empty()) {
+    return InvalidArgumentError(parent + ".namespace: Invalid value: " + api::RenderValue(ns) +
+                                ": " + bad.front());
+  }
+  for (std::string_view key : {"name", "generateName"}) {
+    if (!has(key)) continue;
+    const std::string name(meta.at(key).as_string());
+    if (std::vector<std::string> bad = api::validation::NameIsDNSSubdomain(name + "-0", true);
+        !bad.empty()) {
+      return InvalidArgumentError(path + ".metadata." + std::string(key) + ": Invalid value: " +
+                                  api::RenderValue(name) + ": " + bad.front());
+    }
+  }
   for (std::string_view key : {"uid", "resourceVersion", "creationTimestamp"}) meta.erase(key);
   pod.erase("status");
   api::validation::SetPodDefaults(pod);
   api::corev1::Pod typed;
   api::FieldErrorList errors;
   api::corev1::Decode(json::value(pod), &typed, &errors);
+  if (errors.empty()) errors = api::validation::ValidatePodSpec(pod);
   if (!errors.empty()) return InvalidArgumentError(Prefixed(path, errors.front()));
   return pod;
 }
@@ -110,7 +148,7 @@ StatusOr<json::object> PreparePod(const json::value* value, const std::string& p
 // A ResourceClaimTemplate (namespace optional: then one per namespace of the trace) or a
 // ResourceClaim (namespace required), decoded, defaulted and validated as the API server would.
 StatusOr<json::object> PrepareClaimObject(const json::value& value, const std::string& path,
-                                          bool is_template) {
+                                          bool is_template, const ParseOptions& options) {
   if (!value.is_object()) return InvalidArgumentError(path + ": must be an object");
   const json::object& object = value.as_object();
   const json::value* api_version = object.if_contains("apiVersion");
@@ -121,6 +159,7 @@ StatusOr<json::object> PrepareClaimObject(const json::value& value, const std::s
       kind->as_string() != want) {
     return InvalidArgumentError(path + ": must be a resource.k8s.io/v1 " + want);
   }
+  DRAPLANE_RETURN_IF_ERROR(CheckUnknownFields(object, path, options));
   api::FieldErrorList errors;
   if (is_template) {
     rv1::ResourceClaimTemplate typed;
@@ -235,7 +274,8 @@ uint64_t DeriveSeed(uint64_t seed, uint64_t purpose) {
   return SplitMix(SplitMix(seed) ^ SplitMix(purpose + 0x5157u));
 }
 
-StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source) {
+StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source,
+                           const ParseOptions& options) {
   auto prefixed = [&](const Status& s) {
     return source.empty() ? s : s.WithPrefix(std::string(source));
   };
@@ -307,12 +347,12 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source) {
     }
   };
   object_list("claimTemplates", [&](const json::value& v, const std::string& path) {
-    StatusOr<json::object> o = PrepareClaimObject(v, path, true);
+    StatusOr<json::object> o = PrepareClaimObject(v, path, true, options);
     if (!o.ok()) return r.Merge(o.status());
     trace.claim_templates.push_back(std::move(*o));
   });
   object_list("claims", [&](const json::value& v, const std::string& path) {
-    StatusOr<json::object> o = PrepareClaimObject(v, path, false);
+    StatusOr<json::object> o = PrepareClaimObject(v, path, false, options);
     if (!o.ok()) return r.Merge(o.status());
     trace.claims.push_back(std::move(*o));
   });
@@ -322,6 +362,7 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source) {
         o->if_contains("kind") == nullptr) {
       return r.Merge(InvalidArgumentError(path + ": must be an object with apiVersion and kind"));
     }
+    if (Status s = CheckUnknownFields(*o, path, options); !s.ok()) return r.Merge(s);
     trace.policies.push_back(*o);
   });
   for (const auto& [item, path] : r.ObjectList("arrivals")) {
@@ -339,7 +380,8 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source) {
     arrival.duration = ReadDuration(a, "duration", false);
     arrival.delete_after = ReadDuration(a, "deleteAfter", true);
     if (a.status().ok()) {
-      StatusOr<json::object> pod = PreparePod(a.Raw("pod"), a.PathOf("pod"), arrival.namespace_);
+      StatusOr<json::object> pod =
+          PreparePod(a.Raw("pod"), a.PathOf("pod"), arrival.namespace_, options);
       if (pod.ok()) {
         arrival.pod = std::move(*pod);
       } else {
@@ -368,7 +410,8 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source) {
     gen.duration = ReadDurationSpec(g, "duration");
     gen.delete_after = ReadDuration(g, "deleteAfter", true);
     if (g.status().ok()) {
-      StatusOr<json::object> pod = PreparePod(g.Raw("pod"), g.PathOf("pod"), gen.namespace_);
+      StatusOr<json::object> pod =
+          PreparePod(g.Raw("pod"), g.PathOf("pod"), gen.namespace_, options);
       if (pod.ok()) {
         gen.pod = std::move(*pod);
       } else {
@@ -385,15 +428,28 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source) {
   return trace;
 }
 
-StatusOr<Trace> LoadTrace(const std::string& path) {
+StatusOr<Trace> LoadTrace(const std::string& path, const ParseOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(path + ": cannot read the trace");
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  return ParseTrace(buffer.str(), path);
+  return ParseTrace(buffer.str(), path, options);
 }
 
 StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed) {
+  // Refused before anything is expanded: a trace of billions of Pods would exhaust memory.
+  double expected = 0;
+  for (const Arrival& a : trace.arrivals) expected += static_cast<double>(a.count);
+  for (const Generator& g : trace.generators) {
+    expected += g.rate_per_minute * std::chrono::duration<double>(g.length).count() / 60;
+  }
+  if (expected > static_cast<double>(kMaxTracePods)) {
+    return InvalidArgumentError("the trace submits about " +
+                                std::to_string(std::llround(expected)) +
+                                " Pods (arrivals' counts, generators' rate × for), more than the "
+                                "simulator's limit of " +
+                                std::to_string(kMaxTracePods));
+  }
   std::vector<PodArrival> out;
   for (const Arrival& a : trace.arrivals) {
     auto manifest = std::make_shared<const json::object>(a.pod);

@@ -45,6 +45,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,12 +119,27 @@ struct Trace {
   std::vector<Generator> generators;
 };
 
+// The fields of a Kubernetes object (with apiVersion and kind) that its kind does not have, as
+// paths ("spec.nodeSelectr"): the API server's strict field validation, which kubectl asks for by
+// default and the simulator's in-memory API does not do. Supplied by a caller that has the
+// schemas (the CLI: server/openapi); unset, nothing is checked.
+using UnknownFieldCheck = std::function<std::vector<std::string>(const boost::json::object&)>;
+
+struct ParseOptions {
+  UnknownFieldCheck unknown_fields{};
+};
+
 // Parses a trace; `source` prefixes messages (a file name). InvalidArgument naming the field
 // (`arrivals[1].duration: time: unknown unit "x" in duration "1x"`, Go's wording) for anything
-// malformed, including Pods, templates and claims that do not decode as their kind.
-StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source = "");
+// malformed, including Pods, templates and claims that do not decode as their kind, fail the API
+// server's validation, or (with `options.unknown_fields`) carry fields their kind does not have.
+StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source = "",
+                           const ParseOptions& options = {});
 // Reads and parses a trace file; NotFound when it cannot be read.
-StatusOr<Trace> LoadTrace(const std::string& path);
+StatusOr<Trace> LoadTrace(const std::string& path, const ParseOptions& options = {});
+
+// The most Pods a trace may submit (ExpandTrace refuses more, before expanding).
+inline constexpr int64_t kMaxTracePods = 10'000'000;
 
 // One Pod to submit.
 struct PodArrival {

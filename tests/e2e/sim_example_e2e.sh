@@ -184,4 +184,23 @@ set -e
 [ $code -eq 2 ] || fail "a selector that does not compile: exit code $code, want 2"
 expect_contains "$err" "DeviceClass//broken: spec.selectors[0].cel.expression" "error"
 expect_contains "$err" "compilation failed" "error"
+# A misspelled field of a hand-written Pod is refused, as kubectl's strict field validation does.
+cat >"$e2e_work/typo.yaml" <<'EOF'
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+arrivals:
+- at: 0s
+  namespace: team-a
+  pod:
+    metadata: {name: p}
+    spec:
+      nodeSelectr: {pool: a100}
+      containers: [{name: c, image: x}]
+EOF
+set +e
+err=$("$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$e2e_work/typo.yaml" 2>&1)
+code=$?
+set -e
+[ $code -eq 2 ] || fail "a misspelled Pod field: exit code $code, want 2"
+expect_contains "$err" "typo.yaml: arrivals[0].pod: unknown field \"spec.nodeSelectr\"" "error"
 echo "PASS"

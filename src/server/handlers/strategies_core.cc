@@ -11,6 +11,7 @@
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
 #include "api/validation/pod_defaults.h"
+#include "api/validation/pod_validation.h"
 #include "api/validation/quota_validation.h"
 #include "server/handlers/strategies_internal.h"
 #include "server/handlers/strategy.h"
@@ -45,7 +46,7 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r = GenericStrategyOf::Check(obj);
     if (!r.decode_errors.empty()) return r;
-    ValidateSpec(obj, &r.errors);
+    Append(r.errors, validation::ValidatePodSpec(obj));
     return r;
   }
 
@@ -177,66 +178,6 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
       }
     }
     return out;
-  }
-
-  // The parts of ValidatePodSpec that matter here: containers present with unique DNS-label
-  // names, resource claim names, the priority class name a DNS subdomain.
-  static void ValidateSpec(const JsonObject& obj, FieldErrorList* errors) {
-    const JsonObject* spec = FindObject(obj, "spec");
-    FieldPath spec_path("spec");
-    if (spec != nullptr && !GetString(*spec, "priorityClassName").empty()) {
-      Append(*errors, validation::ValidateDNS1123Subdomain(GetString(*spec, "priorityClassName"),
-                                                           spec_path.Child("priorityClassName")));
-    }
-    const boost::json::array* containers = spec ? FindArray(*spec, "containers") : nullptr;
-    if (containers == nullptr || containers->empty()) {
-      errors->push_back(api::Required(spec_path.Child("containers"), ""));
-      return;
-    }
-    std::set<std::string> names;
-    for (std::string_view list_name : {"initContainers", "containers"}) {
-      const boost::json::array* list = FindArray(*spec, list_name);
-      if (list == nullptr) continue;
-      for (size_t i = 0; i < list->size(); ++i) {
-        if (!(*list)[i].is_object()) continue;
-        FieldPath path = spec_path.Child(list_name).Index(static_cast<int64_t>(i));
-        std::string name(GetString((*list)[i].get_object(), "name"));
-        if (name.empty()) {
-          errors->push_back(api::Required(path.Child("name"), ""));
-        } else {
-          Append(*errors, validation::ValidateDNS1123Label(name, path.Child("name")));
-          if (!names.insert(name).second) {
-            errors->push_back(api::Duplicate(path.Child("name"), api::RenderValue(name)));
-          }
-        }
-        if (GetString((*list)[i].get_object(), "image").empty()) {
-          errors->push_back(api::Required(path.Child("image"), ""));
-        }
-      }
-    }
-    if (const boost::json::array* claims = FindArray(*spec, "resourceClaims")) {
-      std::set<std::string> claim_names;
-      for (size_t i = 0; i < claims->size(); ++i) {
-        if (!(*claims)[i].is_object()) continue;
-        const JsonObject& c = (*claims)[i].get_object();
-        FieldPath path = spec_path.Child("resourceClaims").Index(static_cast<int64_t>(i));
-        std::string name(GetString(c, "name"));
-        if (name.empty()) {
-          errors->push_back(api::Required(path.Child("name"), ""));
-        } else {
-          Append(*errors, validation::ValidateDNS1123Label(name, path.Child("name")));
-          if (!claim_names.insert(name).second) {
-            errors->push_back(api::Duplicate(path.Child("name"), api::RenderValue(name)));
-          }
-        }
-        bool by_name = !GetString(c, "resourceClaimName").empty();
-        bool by_template = !GetString(c, "resourceClaimTemplateName").empty();
-        if (by_name == by_template) {
-          errors->push_back(api::Invalid(
-              path, "", "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"));
-        }
-      }
-    }
   }
 };
 

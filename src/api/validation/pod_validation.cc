@@ -1,0 +1,129 @@
+#include "api/validation/pod_validation.h"
+
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "api/validation/internal/common.h"
+#include "api/validation/names.h"
+
+namespace draplane::api::validation {
+namespace {
+
+using internal::Append;
+
+const boost::json::object* ObjectAt(const boost::json::object& o, std::string_view key) {
+  const boost::json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_object() ? &v->get_object() : nullptr;
+}
+const boost::json::array* ArrayAt(const boost::json::object& o, std::string_view key) {
+  const boost::json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_array() ? &v->get_array() : nullptr;
+}
+std::string StringAt(const boost::json::object& o, std::string_view key) {
+  const boost::json::value* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+// A container's resources.claims (upstream validateResourceClaimNames).
+void ValidateContainerClaims(const boost::json::object& container, const FieldPath& path,
+                             const std::set<std::string>& pod_claims, FieldErrorList* errors) {
+  const boost::json::object* resources = ObjectAt(container, "resources");
+  const boost::json::array* claims = resources ? ArrayAt(*resources, "claims") : nullptr;
+  if (claims == nullptr) return;
+  FieldPath claims_path = path.Child("resources").Child("claims");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < claims->size(); ++i) {
+    if (!(*claims)[i].is_object()) continue;
+    FieldPath p = claims_path.Index(static_cast<int64_t>(i));
+    const boost::json::object& claim = (*claims)[i].get_object();
+    std::string name = StringAt(claim, "name");
+    if (name.empty()) {
+      errors->push_back(Required(p));
+      continue;
+    }
+    std::string key = name;
+    if (std::string request = StringAt(claim, "request"); !request.empty()) key += "/" + request;
+    if (!seen.insert(key).second) errors->push_back(Duplicate(p, RenderValue(name)));
+    if (pod_claims.count(name) == 0) {
+      FieldError e = NotFound(p, RenderValue(name));
+      std::string names;
+      for (const std::string& n : pod_claims) names += (names.empty() ? "" : ", ") + n;
+      e.detail = "must be one of the names in pod.spec.resourceClaims" +
+                 (names.empty() ? std::string(" which is empty") : ": " + names);
+      errors->push_back(std::move(e));
+    }
+  }
+}
+
+}  // namespace
+
+FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
+  FieldErrorList errors;
+  const boost::json::object* spec = ObjectAt(pod, "spec");
+  FieldPath spec_path("spec");
+  if (spec != nullptr && !StringAt(*spec, "priorityClassName").empty()) {
+    Append(errors, ValidateDNS1123Subdomain(StringAt(*spec, "priorityClassName"),
+                                            spec_path.Child("priorityClassName")));
+  }
+  const boost::json::array* containers = spec ? ArrayAt(*spec, "containers") : nullptr;
+  if (containers == nullptr || containers->empty()) {
+    errors.push_back(Required(spec_path.Child("containers")));
+    return errors;
+  }
+  // The claim entries' names, which containers' resources.claims must name (upstream
+  // gatherPodResourceClaimNames); the entries are validated after the containers, as upstream.
+  const boost::json::array* claims = ArrayAt(*spec, "resourceClaims");
+  std::set<std::string> pod_claims;
+  for (size_t i = 0; claims != nullptr && i < claims->size(); ++i) {
+    if ((*claims)[i].is_object()) {
+      std::string name = StringAt((*claims)[i].get_object(), "name");
+      if (!name.empty()) pod_claims.insert(name);
+    }
+  }
+  std::set<std::string> names;
+  for (std::string_view list_name : {"initContainers", "containers"}) {
+    const boost::json::array* list = ArrayAt(*spec, list_name);
+    if (list == nullptr) continue;
+    for (size_t i = 0; i < list->size(); ++i) {
+      if (!(*list)[i].is_object()) continue;
+      const boost::json::object& container = (*list)[i].get_object();
+      FieldPath path = spec_path.Child(list_name).Index(static_cast<int64_t>(i));
+      std::string name = StringAt(container, "name");
+      if (name.empty()) {
+        errors.push_back(Required(path.Child("name")));
+      } else {
+        Append(errors, ValidateDNS1123Label(name, path.Child("name")));
+        if (!names.insert(name).second) {
+          errors.push_back(Duplicate(path.Child("name"), RenderValue(name)));
+        }
+      }
+      if (StringAt(container, "image").empty()) errors.push_back(Required(path.Child("image")));
+      ValidateContainerClaims(container, path, pod_claims, &errors);
+    }
+  }
+  std::set<std::string> claim_names;
+  for (size_t i = 0; claims != nullptr && i < claims->size(); ++i) {
+    if (!(*claims)[i].is_object()) continue;
+    const boost::json::object& c = (*claims)[i].get_object();
+    FieldPath path = spec_path.Child("resourceClaims").Index(static_cast<int64_t>(i));
+    std::string name = StringAt(c, "name");
+    if (name.empty()) {
+      errors.push_back(Required(path.Child("name")));
+    } else {
+      Append(errors, ValidateDNS1123Label(name, path.Child("name")));
+      if (!claim_names.insert(name).second) {
+        errors.push_back(Duplicate(path.Child("name"), RenderValue(name)));
+      }
+    }
+    bool by_name = !StringAt(c, "resourceClaimName").empty();
+    bool by_template = !StringAt(c, "resourceClaimTemplateName").empty();
+    if (by_name == by_template) {
+      errors.push_back(Invalid(
+          path, "", "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"));
+    }
+  }
+  return errors;
+}
+
+}  // namespace draplane::api::validation

@@ -1,0 +1,19 @@
+// The parts of upstream's Pod validation (pkg/apis/core/validation ValidatePodSpec) that the
+// scheduler and the kubelet-facing flow depend on, on a Pod as JSON: containers present, with
+// unique DNS-label names and an image; resource claim entries with unique names, each naming a
+// claim or a template; each container's resources.claims naming an entry of
+// spec.resourceClaims; the priority class name a DNS subdomain. Shared by the API server's pod
+// strategy and the simulator, which creates trace Pods without going through the server.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <boost/json/object.hpp>
+
+#include "api/field_error.h"
+
+namespace draplane::api::validation {
+
+FieldErrorList ValidatePodSpec(const boost::json::object& pod);
+
+}  // namespace draplane::api::validation
