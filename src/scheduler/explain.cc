@@ -108,6 +108,12 @@ std::string DescribeAlternative(const RequestExplanation& r) {
   }
   std::string needed = r.allocation_mode == "All" ? "all" : std::to_string(r.count);
   int available = matching - blocked;
+  // Enough devices for this request: what failed on the node was another request, claim or
+  // constraint ("4 of 1 needed device available" read as a shortage).
+  if (r.allocation_mode == "All" ? blocked == 0 : available >= r.count) {
+    return std::to_string(available) + " device" + (available == 1 ? "" : "s") +
+           " available, enough for this request alone";
+  }
   std::string out = std::to_string(available) + " of " + needed + " needed device" +
                     (r.count == 1 && r.allocation_mode != "All" ? "" : "s") + " available";
   std::string why = Count(r, /*matching=*/true);

@@ -738,6 +738,14 @@ TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
             "request gpu: subrequest h100: 0 of 1 needed device available (1 refused by quota "
             "team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1), subrequest a100-pair: "
             "1 of 2 needed devices available (1 is already allocated)");
+  // A request with enough devices of its own did not fail the node: said so, not as a shortage.
+  allocator::RequestExplanation& enough = e.claims[0].requests[0].subrequests[1];
+  enough.candidates[0].status = allocator::CandidateStatus::kNotReached;
+  EXPECT_EQ(SummarizeDevices(e, {"gpu"}),
+            "request gpu: subrequest h100: 0 of 1 needed device available (1 refused by quota "
+            "team-a/devices h100.deviceclass.resource.k8s.io/devices 1/1), subrequest a100-pair: "
+            "2 devices available, enough for this request alone");
+  enough.candidates[0].status = allocator::CandidateStatus::kAllocated;
   // Several claims are named by position, with the pod's names: an explanation built for other
   // claims of the same specs (the allocator's per-node memory) reads the same.
   allocator::ClaimExplanation other = e.claims[0];
