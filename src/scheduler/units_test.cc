@@ -924,8 +924,16 @@ TEST(DecisionRecordTest, RecordsTheDecisionWithinTheServersCaps) {
   DeviceDecision::Tier tier;
   tier.subrequest = "h100";
   for (int i = 0; i < 12; ++i) {
-    tier.reasons.push_back({.reason = "quota", .message = std::string(2000, 'x'), .devices = 1});
+    tier.reasons.push_back({.reason = "quota",
+                            .message = std::string(2000, 'x'),
+                            .devices = 1,
+                            .nodes = {"gpu-1"},
+                            .node_count = 1});
   }
+  // A reason seen on more nodes than a record names: exemplars capped, the count kept.
+  tier.reasons[1].nodes.clear();
+  for (int n = 0; n < 10; ++n) tier.reasons[1].nodes.push_back("gpu-" + std::to_string(n));
+  tier.reasons[1].node_count = 10;
   request.tiers_not_taken.push_back(tier);
   claim.requests.push_back(request);
   d.claims.push_back(claim);
@@ -950,6 +958,8 @@ TEST(DecisionRecordTest, RecordsTheDecisionWithinTheServersCaps) {
   EXPECT_EQ(r.tiers_not_taken[0].reasons.size(), 8u) << "capped";
   EXPECT_EQ(r.tiers_not_taken[0].reasons[0].message.size(), 1024u) << "capped";
   EXPECT_EQ(r.tiers_not_taken[0].reasons[0].nodes, std::vector<std::string>{"gpu-1"});
+  EXPECT_EQ(r.tiers_not_taken[0].reasons[1].nodes.size(), 8u) << "capped";
+  EXPECT_EQ(r.tiers_not_taken[0].reasons[1].node_count, 10);
   EXPECT_TRUE(a.spec.truncated);
   EXPECT_EQ(a.spec.policy_version.inputs[0].resource_version, "9101");
   EXPECT_EQ(a.spec.policy_version.digest.size(), 16u);
