@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "api/device_taints.h"
@@ -306,6 +307,20 @@ void Scheduler::ReportSharing() {
       ready.status = "True";
       ready.reason = "InForce";
       ready.message = "the scheduler orders its queue by this policy";
+      // A class the cluster does not have (yet) counts for nothing: said, since a misspelled
+      // name would silently drop out of its domain.
+      std::set<std::string> unknown;
+      for (const d::SharingDomain& domain : policy->spec.domains) {
+        for (const std::string& c : domain.device_classes) {
+          if (cluster_.FindClass(c) == nullptr) unknown.insert(c);
+        }
+      }
+      if (!unknown.empty()) {
+        std::string names;
+        for (const std::string& c : unknown) names += (names.empty() ? "" : ", ") + c;
+        ready.message += "; DeviceClasses not found, counting for nothing until they exist: " +
+                         names;
+      }
     } else if (named_default) {
       ready.status = "False";
       ready.reason = "Invalid";

@@ -58,6 +58,17 @@ policy_reason() {
 in_force() { [ "$(policy_reason)" = InForce ]; }
 wait_until 60 "the scheduler to report the policy in force" in_force
 
+step "a DeviceClass the cluster does not have is named in the policy's Ready message"
+k patch devicesharingpolicy default --type=json \
+  -p '[{"op":"add","path":"/spec/domains/0/deviceClasses/-","value":"no-such.example.com"}]' >/dev/null
+names_unknown() {
+  k get devicesharingpolicy default -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}' |
+    grep -q "DeviceClasses not found, counting for nothing until they exist: no-such.example.com"
+}
+wait_until 60 "the unknown class in the Ready message" names_unknown
+k patch devicesharingpolicy default --type=json \
+  -p '[{"op":"remove","path":"/spec/domains/0/deviceClasses/1"}]' >/dev/null
+
 # pod NS NAME [CLASS]: a Pod with one device from its namespace's template.
 pod() { template_pod "$@" >/dev/null || fail "pod $1/$2"; }
 
