@@ -46,12 +46,14 @@ def check(cond, what):
     print("ok:", what)
 
 
-objects = json.loads(kubectl("get", "nodes,pods,resourceclaims,resourceslices", "-A", "-o", "json"))
+objects = json.loads(kubectl("get", "nodes,pods,resourceclaims,resourceslices,devicetaintrules",
+                             "-A", "-o", "json"))
 items = objects["items"]
 nodes = sorted(o["metadata"]["name"] for o in items if o["kind"] == "Node")
 claims = [o for o in items if o["kind"] == "ResourceClaim"]
 pods = [o for o in items if o["kind"] == "Pod"]
 slices = [o for o in items if o["kind"] == "ResourceSlice"]
+taint_rules = [o for o in items if o["kind"] == "DeviceTaintRule"]
 
 # A MIG GPU: the partitions drawing from one counter set of one pool.
 mig = {}
@@ -59,9 +61,70 @@ for s in slices:
     for d in s["spec"].get("devices", []):
         for c in d.get("consumesCounters", []):
             mig.setdefault((s["spec"]["pool"]["name"], c["counterSet"]), []).append(d["name"])
-(mig_pool, mig_set), partitions = sorted((k, v) for k, v in mig.items() if len(v) > 1)[0]
 allocated = sorted((c for c in claims if c.get("status", {}).get("allocation")),
                    key=lambda c: (c["metadata"]["namespace"], c["metadata"]["name"]))
+held = {f"{r['driver']}/{r['pool']}/{r['device']}" for c in allocated
+        for r in c["status"]["allocation"]["devices"]["results"]}
+# A MIG GPU with a partition in use, if the demo has one (its other partitions may be blocked).
+mig_sets = sorted((k, v) for k, v in mig.items() if len(v) > 1)
+in_use = [(k, v) for k, v in mig_sets if any(f"gpu.nvidia.com/{k[0]}/{d}" in held for d in v)]
+(mig_pool, mig_set), partitions = (in_use or mig_sets)[0]
+
+
+def quantity(q):
+    m = re.fullmatch(r"([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)", str(q).strip())
+    scale = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+             "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    return float(m.group(1)) * scale[m.group(2)]
+
+
+def rule_taints(driver, pool, device):
+    """The taints of the DeviceTaintRules selecting a device (api/device_taints.h)."""
+    out = []
+    for r in taint_rules:
+        sel = r["spec"].get("deviceSelector") or {}
+        if not any(sel.get(k) for k in ("driver", "pool", "device")):
+            selects = r["metadata"].get("annotations", {}).get("draplane.dev/select-all") == "true"
+        else:
+            selects = all(not sel.get(k) or sel[k] == v
+                          for k, v in (("driver", driver), ("pool", pool), ("device", device)))
+        if selects:
+            out.append(r["spec"]["taint"])
+    return out
+
+
+def expected_states(pool, counter_set):
+    """Each device of the counter set: allocated, unavailable (a NoSchedule/NoExecute taint of its
+    own), blocked (what its allocated siblings left of the counters does not fit it), or idle."""
+    left, devices = {}, []
+    for s in slices:
+        if s["spec"]["pool"]["name"] != pool:
+            continue
+        for cs in s["spec"].get("sharedCounters", []):
+            for name, c in cs.get("counters", {}).items():
+                left[(cs["name"], name)] = quantity(c["value"])
+        devices += [(s["spec"]["driver"], d) for d in s["spec"].get("devices", [])]
+    for driver, d in devices:
+        if f"{driver}/{pool}/{d['name']}" in held:
+            for use in d.get("consumesCounters", []):
+                for name, c in use.get("counters", {}).items():
+                    left[(use["counterSet"], name)] = left.get((use["counterSet"], name), 0) - quantity(c["value"])
+    out = {}
+    for driver, d in devices:
+        uses = d.get("consumesCounters", [])
+        if not any(u["counterSet"] == counter_set for u in uses):
+            continue
+        if f"{driver}/{pool}/{d['name']}" in held:
+            out[d["name"]] = "allocated"
+        elif any(t.get("effect") in ("NoSchedule", "NoExecute")
+                 for t in d.get("taints", []) + rule_taints(driver, pool, d["name"])):
+            out[d["name"]] = "unavailable"
+        elif any(left.get((u["counterSet"], n), float("inf")) < quantity(c["value"])
+                 for u in uses for n, c in u.get("counters", {}).items()):
+            out[d["name"]] = "blocked"
+        else:
+            out[d["name"]] = "idle"
+    return out
 check(allocated, "the demo has allocated claims")
 pending = []
 for p in pods:
@@ -183,6 +246,13 @@ try:
                  "[data-device]')].map(e => e.dataset.device)"), "the MIG GPU's partitions")
     check(sorted(chips) == sorted(partitions),
           f"{mig_pool} {mig_set}: its {len(partitions)} partitions are drawn in one physical GPU")
+    shown_states = dict(browser.evaluate(
+        admin, f"[...document.querySelectorAll('[data-physical=\"{mig_pool}/{mig_set}\"] "
+               "[data-device]')].map(e => [e.dataset.device, e.classList[1]])"))
+    want_states = expected_states(mig_pool, mig_set)
+    check(shown_states == want_states,
+          f"{mig_pool} {mig_set}: each partition's state follows the shared counters its allocated "
+          f"siblings left ({sorted(set(want_states.values()))}): {shown_states} vs {want_states}")
     browser.screenshot(admin, os.path.join(out_dir, "nodes.png"))
 
     browser.evaluate(admin, "location.hash = '#/claims'")

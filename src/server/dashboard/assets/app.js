@@ -207,9 +207,57 @@ function ruleTaints(driver, pool, name) {
   return out;
 }
 
-// Every published device with its state: allocated, unavailable (tainted), or idle.
+// A resource.Quantity as a number (its decimal and binary suffixes), to compare counters.
+function quantity(q) {
+  const m = /^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$/.exec(String(q ?? '0').trim());
+  const scale = {'': 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+                 Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60};
+  return m && scale[m[2]] !== undefined ? parseFloat(m[1]) * scale[m[2]] : NaN;
+}
+
+// What the allocated devices leave of every shared counter ("driver/pool/set/counter").
+function countersLeft(alloc) {
+  const left = new Map();
+  for (const s of objects('resourceslices')) {
+    const pool = s.spec.pool?.name || '';
+    for (const set of s.spec.sharedCounters || []) {
+      for (const [name, c] of Object.entries(set.counters || {})) {
+        left.set(`${s.spec.driver}/${pool}/${set.name}/${name}`, quantity(c.value));
+      }
+    }
+  }
+  for (const s of objects('resourceslices')) {
+    const pool = s.spec.pool?.name || '';
+    for (const d of s.spec.devices || []) {
+      if (!alloc.has(`${s.spec.driver}/${pool}/${d.name}`)) continue;
+      for (const use of d.consumesCounters || []) {
+        for (const [name, c] of Object.entries(use.counters || {})) {
+          const k = `${s.spec.driver}/${pool}/${use.counterSet}/${name}`;
+          if (left.has(k)) left.set(k, left.get(k) - quantity(c.value));
+        }
+      }
+    }
+  }
+  return left;
+}
+
+// Whether a free device's counter consumption still fits what its allocated siblings left.
+function countersFit(driver, pool, d, left) {
+  for (const use of d.consumesCounters || []) {
+    for (const [name, c] of Object.entries(use.counters || {})) {
+      const k = `${driver}/${pool}/${use.counterSet}/${name}`;
+      if (left.has(k) && left.get(k) < quantity(c.value)) return false;
+    }
+  }
+  return true;
+}
+
+// Every published device with its state: allocated; unavailable (tainted); blocked (free, but
+// its allocated siblings used up the shared counters it needs: a MIG partition of a GPU
+// allocated whole, or the whole GPU of a partitioned one); or idle.
 function devices() {
   const alloc = allocations();
+  const left = countersLeft(alloc);
   const out = [];
   for (const s of objects('resourceslices')) {
     const pool = s.spec.pool?.name || '';
@@ -217,7 +265,8 @@ function devices() {
       const k = `${s.spec.driver}/${pool}/${d.name}`;
       const a = alloc.get(k);
       const taints = [...(d.taints || []), ...ruleTaints(s.spec.driver, pool, d.name)];
-      const st = a ? 'allocated' : tainted(taints) ? 'unavailable' : 'idle';
+      const st = a ? 'allocated' : tainted(taints) ? 'unavailable'
+        : countersFit(s.spec.driver, pool, d, left) ? 'idle' : 'blocked';
       out.push({driver: s.spec.driver, pool, node: s.spec.nodeName || '', device: d, taints, state: st,
                 claim: a?.claim, counterSet: d.consumesCounters?.[0]?.counterSet || ''});
     }
@@ -299,11 +348,11 @@ function notice(r) {
 // --- views ------------------------------------------------------------------------------------
 function overview() {
   const devs = devices();
-  const byState = {idle: 0, allocated: 0, unavailable: 0};
+  const byState = {idle: 0, allocated: 0, blocked: 0, unavailable: 0};
   for (const d of devs) byState[d.state]++;
   const byDriver = new Map();
   for (const d of devs) {
-    const m = byDriver.get(d.driver) || {idle: 0, allocated: 0, unavailable: 0};
+    const m = byDriver.get(d.driver) || {idle: 0, allocated: 0, blocked: 0, unavailable: 0};
     m[d.state]++;
     byDriver.set(d.driver, m);
   }
@@ -313,6 +362,7 @@ function overview() {
     el('div', {class: 'cards'},
       card('Nodes', objects('nodes').length), card('Devices', devs.length),
       card('Allocated', byState.allocated, 'state-allocated'), card('Idle', byState.idle, 'state-idle'),
+      card('Blocked', byState.blocked, 'state-blocked'),
       card('Unavailable', byState.unavailable, 'state-unavailable'),
       card('Claims', objects('resourceclaims').length), card('Pending Pods', pending)),
     notice('resourceslices'),
@@ -320,14 +370,18 @@ function overview() {
     table('by-driver', [
       {title: 'Driver', text: r => r[0]},
       {title: 'Allocated', text: r => r[1].allocated}, {title: 'Idle', text: r => r[1].idle},
-      {title: 'Unavailable', text: r => r[1].unavailable},
+      {title: 'Blocked', text: r => r[1].blocked}, {title: 'Unavailable', text: r => r[1].unavailable},
       {title: 'Utilization', text: r => util(r[1]) + '%', cell: r => bar(util(r[1]))}],
       [...byDriver.entries()].sort()),
     el('h3', {id: 'utilization-title'}, 'Utilization over time'), utilizationChart(),
     el('h3', {id: 'tiers-title'}, 'Fallback tier mix over time (allocated requests by chosen tier)'),
     tierChart());
 }
-function util(m) { const t = m.allocated + m.idle + m.unavailable; return t ? Math.round(100 * m.allocated / t) : 0; }
+// Devices in use: allocated, or blocked by what their allocated siblings use.
+function util(m) {
+  const t = m.allocated + m.idle + m.blocked + m.unavailable;
+  return t ? Math.round(100 * (m.allocated + m.blocked) / t) : 0;
+}
 function card(title, n, cls) { return el('div', {class: 'card'}, el('div', {}, title), el('div', {class: 'n ' + (cls || '')}, n)); }
 function bar(pct) { const s = el('span'); s.style.width = pct + '%'; return el('span', {class: 'bar', role: 'img', 'aria-label': pct + '%'}, s); }
 
@@ -677,12 +731,14 @@ function allLoaded() {
   return state.loaded.size >= Object.keys(RESOURCES).reduce((n, r) => n + urlsFor(r).length, 0);
 }
 
-// The charts' numbers now: devices allocated of all, and allocated requests by tier.
+// The charts' numbers now: devices in use (allocated or blocked, as util) of all, and allocated
+// requests by tier.
 function measure() {
   const devs = devices();
   const tiers = {};
   for (const [i, m] of tierMix()) tiers[i] = m.count;
-  return {t: Date.now(), allocated: devs.filter(d => d.state === 'allocated').length, total: devs.length, tiers};
+  const used = devs.filter(d => d.state === 'allocated' || d.state === 'blocked').length;
+  return {t: Date.now(), allocated: used, total: devs.length, tiers};
 }
 
 function sample() {
