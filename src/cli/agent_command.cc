@@ -44,6 +44,7 @@ namespace {
 
 struct AgentFlags {
   std::string node;
+  std::string metrics_bind_address;
   std::string kubeconfig;
   std::string profile;
   std::string drivers;
@@ -292,6 +293,9 @@ int RunAgent(const AgentFlags& flags) {
     if (!started_plugin.ok()) return fail(started_plugin.status());
     plugin = std::move(*started_plugin);
   }
+  StatusOr<std::unique_ptr<server::http::HttpServer>> metrics =
+      StartMetricsEndpoint(flags.metrics_bind_address);
+  if (!metrics.ok()) return fail(metrics.status().WithPrefix("--metrics-bind-address"));
   Status started = (*agent)->Start();
   if (!started.ok()) return fail(started);
   std::printf("agent: node %s, state %s, server %s%s\n", node->c_str(), state_dir.c_str(),
@@ -360,6 +364,7 @@ void AddAgentCommand(CLI::App& app) {
                   "Unique id of this instance (the Pod UID) for rolling updates: own socket names");
   cmd->add_option("--cdi-dir", flags->cdi_dir,
                   "Where CDI specs are written (default <state-dir>/cdi; /var/run/cdi on a node)");
+  AddMetricsBindOption(*cmd, flags->metrics_bind_address);
   cmd->callback([flags] {
     int code = RunAgent(*flags);
     if (code != 0) throw CommandExit{code};

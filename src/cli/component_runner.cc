@@ -11,7 +11,10 @@
 #include "client/leader_election.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/mutex.h"
+#include "common/status_macros.h"
+#include "server/server.h"
 
 namespace draplane::cli {
 
@@ -119,6 +122,55 @@ void AddMetricsTenantsOption(CLI::App& cmd, std::vector<std::string>& tenants) {
                  "\"other\", which bounds the series count)")
       ->delimiter(',')
       ->check(NamespaceNameCheck("--metrics-tenants"));
+}
+
+void AddMetricsBindOption(CLI::App& cmd, std::string& address) {
+  cmd.add_option("--metrics-bind-address", address,
+                 "Serve /metrics and /healthz over plain HTTP on HOST:PORT (e.g. "
+                 "127.0.0.1:10259; port 0 picks one); empty: not served");
+}
+
+StatusOr<std::unique_ptr<server::http::HttpServer>> StartMetricsEndpoint(
+    const std::string& address) {
+  if (address.empty()) return std::unique_ptr<server::http::HttpServer>();
+  server::http::HttpServerOptions options;
+  DRAPLANE_RETURN_IF_ERROR(server::ParseListenAddress(address, &options.host, &options.port));
+  options.io_threads = 1;
+  options.max_connections = 64;
+  // Malformed requests, oversized headers and the like: a plain-text answer.
+  options.protocol_error = [](int status, std::string message) {
+    server::http::Response response;
+    response.status = status;
+    response.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
+    response.body = std::move(message) + "\n";
+    return response;
+  };
+  auto handler = [](server::http::Request request,
+                    std::shared_ptr<server::http::Exchange> exchange) {
+    server::http::Response response;
+    if (request.method != "GET" && request.method != "HEAD") {
+      response.status = 405;
+      response.body = "method not allowed\n";
+    } else if (request.path == "/metrics") {
+      response.headers.push_back({"Content-Type", std::string(metrics::kTextContentType)});
+      response.body = metrics::RenderText();
+    } else if (request.path == "/healthz" || request.path == "/livez" ||
+               request.path == "/readyz") {
+      response.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
+      response.body = "ok";
+    } else {
+      response.status = 404;
+      response.body = "404 page not found\n";
+    }
+    exchange->Respond(std::move(response));
+  };
+  const std::string host = options.host;
+  StatusOr<std::unique_ptr<server::http::HttpServer>> started =
+      server::http::HttpServer::Start(std::move(options), std::move(handler));
+  if (started.ok()) {
+    log::Info("metrics: serving /metrics and /healthz on http://{}:{}", host, (*started)->port());
+  }
+  return started;
 }
 
 }  // namespace draplane::cli

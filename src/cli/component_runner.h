@@ -6,11 +6,13 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "client/api_client.h"
 #include "common/status.h"
+#include "server/http/http_server.h"
 
 namespace draplane::cli {
 
@@ -45,5 +47,16 @@ void AddLeaderElectionOptions(CLI::App& cmd, const std::string& purpose, bool& l
 // --metrics-tenants of every component that exports per-tenant metrics (serve, scheduler,
 // controller-manager): the namespaces labelled as their own tenant, checked as namespace names.
 void AddMetricsTenantsOption(CLI::App& cmd, std::vector<std::string>& tenants);
+
+// --metrics-bind-address of every long-lived client component (scheduler, controller-manager,
+// agent): HOST:PORT on which it serves /metrics (the Prometheus text format, as `draplane serve`
+// serves the API server's) and /healthz over plain HTTP (as kube-scheduler's --bind-address);
+// empty, the default: not served.
+void AddMetricsBindOption(CLI::App& cmd, std::string& address);
+
+// The listener of --metrics-bind-address, or null when `address` is empty; InvalidArgument for
+// a malformed address, Unavailable when it cannot be bound. Serves until destroyed.
+StatusOr<std::unique_ptr<server::http::HttpServer>> StartMetricsEndpoint(
+    const std::string& address);
 
 }  // namespace draplane::cli

@@ -25,6 +25,7 @@ struct ControllerManagerFlags {
   std::string lease_namespace = "kube-system";
   std::string identity;
   std::vector<std::string> metrics_tenants;
+  std::string metrics_bind_address;
 };
 
 int RunControllerManager(const ControllerManagerFlags& flags) {
@@ -62,6 +63,12 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
     identity = "draplane-controller-manager-" + SecureRandom().NewUuid().substr(0, 8);
   }
   controllers::ControllerManager manager(**api, RealClock(), options);
+
+  StatusOr<std::unique_ptr<server::http::HttpServer>> metrics =
+      StartMetricsEndpoint(flags.metrics_bind_address);
+  if (!metrics.ok()) {
+    return ReportFailure("controller-manager", "--metrics-bind-address", metrics.status());
+  }
 
   ComponentRun run;
   run.command = "controller-manager";
@@ -147,6 +154,7 @@ void AddControllerManagerCommand(CLI::App& app) {
   AddLeaderElectionOptions(*cmd, "only one replica runs", flags->leader_elect, flags->lease_name,
                            flags->lease_namespace, flags->identity);
   AddMetricsTenantsOption(*cmd, flags->metrics_tenants);
+  AddMetricsBindOption(*cmd, flags->metrics_bind_address);
   cmd->callback([flags] {
     int code = RunControllerManager(*flags);
     if (code != 0) throw CommandExit{code};

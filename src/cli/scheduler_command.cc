@@ -38,6 +38,7 @@ struct SchedulerFlags {
   uint64_t evaluation_budget = allocator::kDefaultEvaluationBudget;
   std::string binding_timeout = "600s";
   std::vector<std::string> metrics_tenants;
+  std::string metrics_bind_address;
   int device_states_interval_seconds = 30;
 };
 
@@ -78,6 +79,9 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.metrics_tenants = flags.metrics_tenants;
   options.device_states_interval = std::chrono::seconds(flags.device_states_interval_seconds);
   scheduler::Scheduler sched(**api, RealClock(), options);
+  StatusOr<std::unique_ptr<server::http::HttpServer>> metrics =
+      StartMetricsEndpoint(flags.metrics_bind_address);
+  if (!metrics.ok()) return ReportFailure("scheduler", "--metrics-bind-address", metrics.status());
 
   ComponentRun run;
   run.command = "scheduler";
@@ -199,6 +203,7 @@ void AddSchedulerCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   AddMetricsTenantsOption(*cmd, flags->metrics_tenants);
+  AddMetricsBindOption(*cmd, flags->metrics_bind_address);
   cmd->add_option("--device-states-interval", flags->device_states_interval_seconds,
                   "Seconds between recomputations of the device-state metrics (draplane_devices, "
                   "counter and capacity used ratios); 0 turns them off")

@@ -23,10 +23,11 @@ source "$SRC/tests/e2e/agent_lib.sh"
 profile="$e2e_work/cluster.yaml"
 cp "$SRC/tests/agent/e2e-cluster.yaml" "$profile"
 start_server
-start_bg scheduler "$DRAPLANE" scheduler --kubeconfig "$admin_kubeconfig" --leader-elect=false
+start_bg scheduler "$DRAPLANE" scheduler --kubeconfig "$admin_kubeconfig" --leader-elect=false \
+  --metrics-bind-address 127.0.0.1:0
 start_bg controller-manager "$DRAPLANE" controller-manager --kubeconfig "$admin_kubeconfig" \
-  --leader-elect=false
-start_agent gpu-0 "$profile"
+  --leader-elect=false --metrics-bind-address 127.0.0.1:0
+start_agent gpu-0 "$profile" --metrics-bind-address 127.0.0.1:0
 start_agent gpu-1 "$profile"
 
 step "nodes register and publish valid slices"
@@ -103,6 +104,21 @@ spec_time=$(stat -c %Y "$spec")
 running_time=$(k get pod -n team-a train-0 -o jsonpath='{.status.conditions[?(@.type=="DevicesPrepared")].lastTransitionTime}')
 py 'import sys,datetime; t=datetime.datetime.strptime(sys.argv[1],"%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc).timestamp(); sys.exit(0 if t >= int(sys.argv[2]) else 1)' \
   "$running_time" "$spec_time" || fail "pod Running ($running_time) before its CDI spec ($spec_time)"
+
+step "the standalone scheduler, controller manager and agent serve /metrics"
+# metrics_of LOG: the /metrics text of the component whose log is LOG (its port from the log).
+metrics_of() {
+  local port
+  port=$(sed -n 's|.*serving /metrics and /healthz on http://127.0.0.1:\([0-9]*\).*|\1|p' "$e2e_work/$1.log" | tail -1)
+  [ -n "$port" ] || fail "$1: no metrics endpoint in its log"
+  [ "$(curl -fsS "http://127.0.0.1:$port/healthz")" = ok ] || fail "$1: /healthz"
+  curl -fsS "http://127.0.0.1:$port/metrics"
+}
+expect_contains "$(metrics_of scheduler)" "scheduler_schedule_attempts_total{" "scheduler /metrics"
+expect_contains "$(metrics_of controller-manager)" "draplane_claim_stage_duration_seconds" \
+  "controller-manager /metrics"
+expect_contains "$(metrics_of agent-gpu-0)" "draplane_agent_last_heartbeat_timestamp_seconds{" \
+  "agent /metrics"
 
 step "deleting the pod removes the spec and frees the devices"
 k delete pod -n team-a train-0 --timeout=120s >/dev/null
