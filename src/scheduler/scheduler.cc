@@ -318,8 +318,8 @@ void Scheduler::ReportSharing() {
       if (!unknown.empty()) {
         std::string names;
         for (const std::string& c : unknown) names += (names.empty() ? "" : ", ") + c;
-        ready.message += "; DeviceClasses not found, counting for nothing until they exist: " +
-                         names;
+        ready.message +=
+            "; DeviceClasses not found, counting for nothing until they exist: " + names;
       }
     } else if (named_default) {
       ready.status = "False";
@@ -490,14 +490,15 @@ void Scheduler::MaybeStartHold(const Pod& pod, Duration enqueued_at) {
                  .enqueued = enqueued_at,
                  .needs = std::move(needs)});
   if (events_) {
-    events_->Record(client::ReferenceTo(pod), "Warning", "StarvationDetected",
-                    "waited " + api::FormatDuration(now - enqueued_at) +
-                        ", past the DeviceSharingPolicy's starvation threshold of " +
-                        api::FormatDuration(config.starvation_threshold) + "; target node " +
-                        *target +
-                        (config.holds ? ": its devices are held for this Pod as they free up"
-                                      : " (holds are off: nothing is held)"),
-                    "Scheduling");
+    events_->Record(
+        client::ReferenceTo(pod), "Warning", "StarvationDetected",
+        "waited " + api::FormatDuration(now - enqueued_at) +
+            ", past the DeviceSharingPolicy's starvation threshold of " +
+            api::FormatDuration(config.starvation_threshold) + "; target node " + *target +
+            (config.holds ? ": devices freeing up there are held for the starving Pods that "
+                            "target it, the longest waiting first"
+                          : " (holds are off: nothing is held)"),
+        "Scheduling");
   }
   GrowHolds();
 }
@@ -572,9 +573,13 @@ void Scheduler::ReleaseHold(const std::string& uid, std::string_view reason, con
     PersistHold(*pod, nullptr);
   }
   if (events_) {
-    events_->Record(client::ReferenceTo(*pod), "Normal", "HoldReleased",
-                    std::string(reason) + ": the hold on node " + hold->node + " ended",
-                    "Scheduling");
+    events_->Record(
+        client::ReferenceTo(*pod), "Normal", "HoldReleased",
+        std::string(reason) + ": the hold on node " + hold->node + " ended" +
+            (hold->devices.empty() ? " before any device was held for this Pod"
+                                   : ", after holding " + std::to_string(hold->devices.size()) +
+                                         " device" + (hold->devices.size() == 1 ? "" : "s")),
+        "Scheduling");
   }
 }
 
