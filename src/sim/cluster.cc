@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <map>
 #include <set>
 
 #include "agent/agent.h"
@@ -15,6 +16,8 @@
 #include "api/gen/core_v1_codec.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/labels/selector.h"
+#include "api/validation/meta_validation.h"
+#include "api/validation/node_validation.h"
 #include "client/resource.h"
 #include "common/status_macros.h"
 #include "sim/internal/json.h"
@@ -221,18 +224,27 @@ Status SetNodeField(const json::value& value, const std::string& path, std::stri
   std::set<std::string> selected(names.begin(), names.end());
   if (field == "labels") {
     if (!payload->is_object()) return InvalidArgumentError(path + ".labels: must be a map");
+    std::map<std::string, std::string, std::less<>> set;
     for (const auto& [k, v] : payload->as_object()) {
       if (!v.is_string() && !v.is_null()) {
         return InvalidArgumentError(path + ".labels." + std::string(k) +
                                     ": must be a string or null");
       }
+      if (v.is_string()) set.emplace(std::string(k), std::string(v.as_string()));
     }
+    // The label rules the API server holds a Node to.
+    api::FieldErrorList errors = api::validation::ValidateLabels(set, api::FieldPath("labels"));
+    if (!errors.empty()) return InvalidArgumentError(path + "." + errors.front().ToString());
   } else {
-    // Decoded as a Node spec's taints, so a malformed taint fails here with its field path.
+    // Decoded as a Node spec's taints, so a malformed taint fails here with its field path, then
+    // validated as the API server validates a Node's taints.
     api::corev1::Node probe;
     api::FieldErrorList errors;
     api::corev1::Decode(json::value{{"spec", json::object{{"taints", *payload}}}}, &probe, &errors);
-    if (!errors.empty()) return InvalidArgumentError(path + ": " + errors.front().ToString());
+    if (errors.empty()) {
+      errors = api::validation::ValidateNodeTaints(probe.spec.taints, api::FieldPath("taints"));
+    }
+    if (!errors.empty()) return InvalidArgumentError(path + "." + errors.front().ToString());
   }
   for (json::object& o : cluster->objects) {
     if (Str(o, "kind") != "Node" || !selected.contains(MetaField(o, "name"))) continue;

@@ -1120,6 +1120,27 @@ changes:
   EXPECT_NE(s.message().find("changes[0].removeNodes.nodes.names: Not found: \"nope\""),
             std::string::npos)
       << s.ToString();
+  // Labels and taints are held to the API server's Node rules.
+  StatusOr<Configuration> bad_node = LoadConfiguration({WriteTemp("bad-node.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterChange
+changes:
+- setLabels: {nodes: {names: [h100-0]}, labels: {"bad label!": x}}
+- setTaints: {nodes: {names: [h100-0]}, taints: [{key: k, effect: Sometimes}]}
+)")});
+  ASSERT_TRUE(bad_node.ok());
+  Cluster copy = cluster;
+  s = ApplyClusterChange(bad_node->changes[0], &copy);
+  EXPECT_NE(s.message().find("changes[0].setLabels.labels: Invalid value: \"bad label!\""),
+            std::string::npos)
+      << s.ToString();
+  bad_node->changes[0].changes.erase(bad_node->changes[0].changes.begin());
+  s = ApplyClusterChange(bad_node->changes[0], &copy);
+  EXPECT_NE(s.message().find("changes[0].setTaints.taints[0].effect: Unsupported value: "
+                             "\"Sometimes\": supported values: \"NoSchedule\", "
+                             "\"PreferNoSchedule\", \"NoExecute\""),
+            std::string::npos)
+      << s.ToString();
 
   Trace trace = ParseOrDie(kFallbackTrace);
   CompareOptions options;

@@ -10,6 +10,7 @@
 #include "api/resource_health.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
+#include "api/validation/node_validation.h"
 #include "api/validation/pod_defaults.h"
 #include "api/validation/pod_validation.h"
 #include "api/validation/quota_validation.h"
@@ -188,6 +189,18 @@ class NodeStrategyImpl final : public GenericStrategyOf<api::corev1::Node> {
   // Nodes keep the status they are created with (the kubelet registers with one).
   void PrepareForCreate(JsonObject&) const override {}
 
+  // Metadata, then spec.taints (upstream validateNodeTaints, on create and update).
+  CheckResult Check(JsonObject& obj) const override {
+    CheckResult r = GenericStrategyOf::Check(obj);
+    if (r.decode_errors.empty()) CheckTaints(obj, &r);
+    return r;
+  }
+  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r = GenericStrategyOf::CheckUpdate(obj, old);
+    if (r.decode_errors.empty()) CheckTaints(obj, &r);
+    return r;
+  }
+
   std::vector<TableColumn> TableColumns() const override {
     return {
         NameColumn(),
@@ -255,6 +268,14 @@ class NodeStrategyImpl final : public GenericStrategyOf<api::corev1::Node> {
             info("osImage"),
             info("kernelVersion"),
             info("containerRuntimeVersion")};
+  }
+
+ private:
+  static void CheckTaints(const JsonObject& obj, CheckResult* r) {
+    api::corev1::Node node = DecodeAs<api::corev1::Node>(obj, &r->decode_errors);
+    if (!r->decode_errors.empty()) return;
+    Append(r->errors, validation::ValidateNodeTaints(node.spec.taints,
+                                                     api::FieldPath("spec").Child("taints")));
   }
 };
 
