@@ -3,24 +3,14 @@
 #include <boost/json.hpp>
 #include <string_view>
 
+#include "api/validation/internal/json_access.h"
+
 namespace draplane::api::validation {
 namespace {
 
-const boost::json::object* FindObject(const boost::json::object& obj, std::string_view key) {
-  const boost::json::value* v = obj.if_contains(key);
-  return v != nullptr && v->is_object() ? &v->get_object() : nullptr;
-}
-
-const boost::json::array* FindArray(const boost::json::object& obj, std::string_view key) {
-  const boost::json::value* v = obj.if_contains(key);
-  return v != nullptr && v->is_array() ? &v->get_array() : nullptr;
-}
-
-std::string_view GetString(const boost::json::object& obj, std::string_view key) {
-  const boost::json::value* v = obj.if_contains(key);
-  if (v == nullptr || !v->is_string()) return {};
-  return std::string_view(v->get_string().data(), v->get_string().size());
-}
+using internal::FindArray;
+using internal::FindObject;
+using internal::GetString;
 
 boost::json::object& EnsureObject(boost::json::object& obj, std::string_view key) {
   boost::json::value& v = obj[key];

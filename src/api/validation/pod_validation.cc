@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "api/validation/internal/common.h"
+#include "api/validation/internal/json_access.h"
 #include "api/validation/names.h"
 
 namespace draplane::api::validation {
@@ -12,24 +13,18 @@ namespace {
 
 using internal::Append;
 
-const boost::json::object* ObjectAt(const boost::json::object& o, std::string_view key) {
-  const boost::json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_object() ? &v->get_object() : nullptr;
-}
-const boost::json::array* ArrayAt(const boost::json::object& o, std::string_view key) {
-  const boost::json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_array() ? &v->get_array() : nullptr;
-}
+using internal::FindArray;
+using internal::FindObject;
+
 std::string StringAt(const boost::json::object& o, std::string_view key) {
-  const boost::json::value* v = o.if_contains(key);
-  return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
+  return std::string(internal::GetString(o, key));
 }
 
 // A container's resources.claims (upstream validateResourceClaimNames).
 void ValidateContainerClaims(const boost::json::object& container, const FieldPath& path,
                              const std::set<std::string>& pod_claims, FieldErrorList* errors) {
-  const boost::json::object* resources = ObjectAt(container, "resources");
-  const boost::json::array* claims = resources ? ArrayAt(*resources, "claims") : nullptr;
+  const boost::json::object* resources = FindObject(container, "resources");
+  const boost::json::array* claims = resources ? FindArray(*resources, "claims") : nullptr;
   if (claims == nullptr) return;
   FieldPath claims_path = path.Child("resources").Child("claims");
   std::set<std::string> seen;
@@ -60,20 +55,20 @@ void ValidateContainerClaims(const boost::json::object& container, const FieldPa
 
 FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
   FieldErrorList errors;
-  const boost::json::object* spec = ObjectAt(pod, "spec");
+  const boost::json::object* spec = FindObject(pod, "spec");
   FieldPath spec_path("spec");
   if (spec != nullptr && !StringAt(*spec, "priorityClassName").empty()) {
     Append(errors, ValidateDNS1123Subdomain(StringAt(*spec, "priorityClassName"),
                                             spec_path.Child("priorityClassName")));
   }
-  const boost::json::array* containers = spec ? ArrayAt(*spec, "containers") : nullptr;
+  const boost::json::array* containers = spec ? FindArray(*spec, "containers") : nullptr;
   if (containers == nullptr || containers->empty()) {
     errors.push_back(Required(spec_path.Child("containers")));
     return errors;
   }
   // The claim entries' names, which containers' resources.claims must name (upstream
   // gatherPodResourceClaimNames); the entries are validated after the containers, as upstream.
-  const boost::json::array* claims = ArrayAt(*spec, "resourceClaims");
+  const boost::json::array* claims = FindArray(*spec, "resourceClaims");
   std::set<std::string> pod_claims;
   for (size_t i = 0; claims != nullptr && i < claims->size(); ++i) {
     if ((*claims)[i].is_object()) {
@@ -83,7 +78,7 @@ FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
   }
   std::set<std::string> names;
   for (std::string_view list_name : {"initContainers", "containers"}) {
-    const boost::json::array* list = ArrayAt(*spec, list_name);
+    const boost::json::array* list = FindArray(*spec, list_name);
     if (list == nullptr) continue;
     for (size_t i = 0; i < list->size(); ++i) {
       if (!(*list)[i].is_object()) continue;
