@@ -1305,7 +1305,11 @@ class DynamicResources final : public PreEnqueuePlugin,
         ++groups[{std::string(allocator::CandidateStatusName(c.status)), ""}];
       }
     }
-    for (const auto& [key, n] : groups) {
+    // Named references, not a structured binding: the lambda below captures them, which clang
+    // accepts only from version 16.
+    for (const auto& group : groups) {
+      const std::pair<std::string, std::string>& key = group.first;
+      const int32_t n = group.second;
       std::string message = key.second.empty() ? key.first : key.second;
       auto it = std::find_if(reasons->begin(), reasons->end(), [&](const auto& r) {
         return r.reason == key.first && r.message == message;
