@@ -146,6 +146,12 @@ sim::RunOptions RunOptionsOrFail(const std::string& command, const SimFlags& fla
 
 int RunCommand(const SimFlags& flags) {
   if (flags.output != "text" && flags.output != "json") Fail("run", "-o must be text or json");
+  // The placements are a list per Pod, which only the JSON report carries.
+  if (flags.placements && flags.output != "json") {
+    Fail("run",
+         "--placements adds every Pod's placement to the JSON report: use it with -o json, "
+         "or write the placements with --placements-file FILE");
+  }
   Inputs in = LoadInputs("run", flags);
   std::vector<std::string> configuration = flags.changes;
   configuration.insert(configuration.end(), flags.policies.begin(), flags.policies.end());
@@ -188,6 +194,13 @@ int RunCommand(const SimFlags& flags) {
 int CompareCommand(const SimFlags& flags) {
   if (flags.output != "text" && flags.output != "json") Fail("compare", "-o must be text or json");
   if (flags.jobs < 0) Fail("compare", "--jobs must be at least 1 (or 0: one per core)");
+  // Without either, both sides are the same configuration: every delta would be zero.
+  if (flags.a.empty() && flags.b.empty()) {
+    Fail("compare",
+         "give the configurations to compare: --a FILE... and/or --b FILE... "
+         "(ClusterChange documents and policy objects; a side without files is the "
+         "cluster and trace as they are)");
+  }
   Inputs in = LoadInputs("compare", flags);
   sim::CompareOptions options;
   options.seeds = flags.seeds;

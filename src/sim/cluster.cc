@@ -467,7 +467,7 @@ StatusOr<Configuration> LoadConfiguration(const std::vector<std::string>& paths,
                                         ": unknown field \"" + unknown.front() + "\"");
           }
         }
-        out.policies.push_back(object);
+        out.policies.push_back(PolicyObject{object, where});
         continue;
       }
       DRAPLANE_ASSIGN_OR_RETURN(ClusterChange change, ParseClusterChange(o.value, where));

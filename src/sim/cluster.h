@@ -67,11 +67,18 @@ struct ClusterChange {
   std::vector<boost::json::value> changes;  // validated entries of `changes`
 };
 
+// A policy object of a configuration file, with where it was written ("quota.yaml:3"), which
+// its errors name.
+struct PolicyObject {
+  boost::json::object object;
+  std::string source;
+};
+
 // Configuration files (`sim run --change/--policy`, `sim compare --a/--b`): ClusterChange
 // documents and policy objects (anything else).
 struct Configuration {
   std::vector<ClusterChange> changes;
-  std::vector<boost::json::object> policies;
+  std::vector<PolicyObject> policies;
 };
 // Reads configuration files; InvalidArgument naming file, document and field for a malformed
 // ClusterChange.

@@ -6,7 +6,9 @@
 #include <set>
 
 #include "api/meta/time.h"
+#include "api/priority.h"
 #include "client/resource.h"
+#include "client/resource_scheduling_v1.h"
 #include "common/status_macros.h"
 #include "sim/internal/json.h"
 
@@ -91,6 +93,8 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
       ListAll(api, client::ResourceOf<api::resourcev1::ResourceClaimTemplate>()));
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<json::object> claims,
                             ListAll(api, client::ResourceOf<api::resourcev1::ResourceClaim>()));
+  DRAPLANE_ASSIGN_OR_RETURN(std::vector<json::object> priority_classes,
+                            ListAll(api, client::ResourceOf<api::schedulingv1::PriorityClass>()));
 
   // When each Pod was bound, from its Scheduled Event (by uid).
   std::map<std::string, Timestamp> scheduled_at;
@@ -128,6 +132,7 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
 
   std::set<std::string> template_keys;
   std::set<std::string> claim_keys;
+  std::set<std::string> priority_class_names;
   for (const Recorded& r : chosen) {
     const json::object& pod = *r.pod;
     std::string ns = MetaField(pod, "namespace");
@@ -164,6 +169,9 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
       arrival.duration = std::chrono::duration_cast<std::chrono::milliseconds>(now - *started);
     }
     if (const json::object* spec = Obj(pod, "spec")) {
+      if (std::string pc = Str(*spec, "priorityClassName"); !pc.empty()) {
+        priority_class_names.insert(pc);
+      }
       if (const json::array* entries = Arr(*spec, "resourceClaims")) {
         for (const json::value& e : *entries) {
           if (!e.is_object()) continue;
@@ -185,6 +193,24 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
     if (claim_keys.contains(MetaField(c, "namespace") + "/" + MetaField(c, "name"))) {
       trace.claims.push_back(Clean(c, true));
     }
+  }
+  // The PriorityClasses the Pods name, and the cluster's default one: without them the API
+  // server's Priority admission refuses the Pods (a run creates the system classes itself).
+  std::set<std::string> system;
+  for (const api::schedulingv1::PriorityClass& pc : api::SystemPriorityClasses()) {
+    system.insert(pc.metadata.name);
+  }
+  for (const json::object& pc : priority_classes) {
+    const std::string name = MetaField(pc, "name");
+    const json::value* global_default = pc.if_contains("globalDefault");
+    const bool is_default =
+        global_default != nullptr && global_default->is_bool() && global_default->as_bool();
+    if (system.contains(name) || !(priority_class_names.contains(name) || is_default)) continue;
+    json::object out = Clean(pc, true);
+    for (std::string_view key : {"value", "globalDefault", "description", "preemptionPolicy"}) {
+      if (const json::value* v = pc.if_contains(key)) out[key] = *v;
+    }
+    trace.policies.push_back(std::move(out));
   }
   return trace;
 }

@@ -10,6 +10,7 @@
 #include "api/codec/json.h"
 #include "api/codec/manifest.h"
 #include "client/memory_api.h"
+#include "client/resource_scheduling_v1.h"
 #include "client/typed.h"
 #include "common/status_macros.h"
 #include "sim/cluster.h"
@@ -196,6 +197,45 @@ TEST(TraceTest, ACopyDecodedFromItsDecodedManifestIsItsManifestDecoded) {
     EXPECT_EQ(named->metadata.name, p.name);
   }
   EXPECT_GE(seen.size(), 3u);
+}
+
+// A run stopped at `until` never submits the Pods arriving later: they are not expanded (a trace
+// of a month measured for an hour needs an hour's memory), and the Pods before are unchanged.
+TEST(TraceTest, ExpansionStopsWhereTheRunStops) {
+  Trace trace = ParseOrDie(kIssueTrace);
+  StatusOr<std::vector<PodArrival>> all = ExpandTrace(trace, 1);
+  const Duration until = std::chrono::minutes(2);
+  StatusOr<std::vector<PodArrival>> head = ExpandTrace(trace, 1, until);
+  ASSERT_TRUE(all.ok() && head.ok());
+  size_t expected = 0;
+  while (expected < all->size() && (*all)[expected].at <= until) ++expected;
+  ASSERT_EQ(head->size(), expected);
+  // team-a's copies at 0s, 30s, ..., 120s (the last one exactly at the stop) and team-b's draws.
+  EXPECT_EQ(std::count_if(head->begin(), head->end(),
+                          [](const PodArrival& p) { return p.namespace_ == "team-a"; }),
+            5);
+  EXPECT_LT(expected, all->size());
+  for (size_t i = 0; i < expected; ++i) {
+    EXPECT_EQ((*head)[i].at, (*all)[i].at);
+    EXPECT_EQ((*head)[i].name, (*all)[i].name);
+    EXPECT_EQ((*head)[i].duration, (*all)[i].duration);
+  }
+  // Only the Pods up to the stop count against the limit.
+  StatusOr<Trace> huge = ParseTrace(
+      "apiVersion: draplane.dev/v1alpha1\nkind: WorkloadTrace\narrivals:\n- {at: 0s, namespace: "
+      "a, count: 10000000000, interval: 1s, pod: {metadata: {name: p}, spec: {containers: [{name: "
+      "c, image: x}]}}}\ngenerators:\n- {namespace: b, ratePerMinute: 1000, for: 720h, pod: "
+      "{metadata: {generateName: g-}, spec: {containers: [{name: c, image: x}]}}}\n",
+      "huge.yaml");
+  ASSERT_TRUE(huge.ok()) << huge.status().ToString();
+  EXPECT_FALSE(ExpandTrace(*huge, 1).ok());
+  StatusOr<std::vector<PodArrival>> hour = ExpandTrace(*huge, 1, std::chrono::hours(1));
+  ASSERT_TRUE(hour.ok()) << hour.status().ToString();
+  EXPECT_EQ(std::count_if(hour->begin(), hour->end(),
+                          [](const PodArrival& p) { return p.namespace_ == "a"; }),
+            3601);
+  EXPECT_GT(hour->size(), 3601u + 50'000u);
+  EXPECT_LT(hour->size(), 3601u + 70'000u);
 }
 
 TEST(TraceTest, ExpansionIsDeterministicPerSeed) {
@@ -660,11 +700,12 @@ spec:
   EXPECT_EQ(report->policy_kinds.at("ResourceQuota"), 1);
   EXPECT_EQ(report->configuration.back(), "ResourceQuota gpus");
 
-  quota->policies[0]["spec"].as_object()["hard"].as_object()["requests.nvidia.com/gpu"] = "-1";
+  quota->policies[0].object["spec"].as_object()["hard"].as_object()["requests.nvidia.com/gpu"] =
+      "-1";
   report = RunSimulation(cluster, trace, RunOptions{.policies = quota->policies});
   ASSERT_FALSE(report.ok());
   EXPECT_EQ(report.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(report.status().message().find("--policy object 0: ResourceQuota//gpus: "
+  EXPECT_NE(report.status().message().find("quota.yaml:1: ResourceQuota//gpus: "
                                            "spec.hard[requests.nvidia.com/gpu]"),
             std::string::npos)
       << report.status().ToString();
@@ -1267,7 +1308,7 @@ spec:
   report = RunSimulation(TinyCluster(), ParseOrDie(kIssueTrace),
                          RunOptions{.policies = bad_class->policies});
   ASSERT_FALSE(report.ok());
-  EXPECT_NE(report.status().message().find("--policy object 0: DeviceClass//broken: "
+  EXPECT_NE(report.status().message().find("bad-class.yaml:1: DeviceClass//broken: "
                                            "spec.selectors[0].cel.expression"),
             std::string::npos)
       << report.status().ToString();
@@ -1304,9 +1345,10 @@ changes:
   EXPECT_TRUE(differs) << "A and B are different configurations";
 
   // A run that fails is reported as the first failing run in seed order, however many ran.
-  options.b.policies = {json::parse(R"({"apiVersion": "example.com/v1", "kind": "Nope",
-                                        "metadata": {"name": "x"}})")
-                            .as_object()};
+  options.b.policies = {PolicyObject{json::parse(R"({"apiVersion": "example.com/v1",
+                                                     "kind": "Nope", "metadata": {"name": "x"}})")
+                                         .as_object(),
+                                     "b.yaml:1"}};
   for (int jobs : {1, 4}) {
     options.jobs = jobs;
     StatusOr<Comparison> failed = CompareConfigurations(cluster, trace, options);
@@ -1362,8 +1404,22 @@ TEST(RecordTest, TurnsPodsClaimsAndEventsIntoATrace) {
              involvedObject: {kind: Pod, name: running, namespace: ns, uid: )" +
              running->metadata.uid + "}}");
   clock.Advance(std::chrono::minutes(1));
+  // The waiting Pod names a PriorityClass: recorded with it, as is the cluster's default class;
+  // an unused one and the system classes (every API server has them) are not.
   create(client::ResourceOf<api::corev1::Pod>(), R"({apiVersion: v1, kind: Pod,
-    metadata: {name: waiting, namespace: ns}, spec: {containers: [{name: c, image: x}]}})");
+    metadata: {name: waiting, namespace: ns},
+    spec: {priorityClassName: band-200, containers: [{name: c, image: x}]}})");
+  for (const char* pc :
+       {"{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: band-200}, "
+        "value: 200, description: training}",
+        "{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: everyone}, "
+        "value: 10, globalDefault: true}",
+        "{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: unused}, "
+        "value: 5}",
+        "{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: "
+        "system-node-critical}, value: 2000001000}"}) {
+    create(client::ResourceOf<api::schedulingv1::PriorityClass>(), pc);
+  }
   clock.Advance(std::chrono::minutes(24));  // now: 30m
 
   StatusOr<Trace> trace = RecordTrace(api, clock, {});
@@ -1377,10 +1433,17 @@ TEST(RecordTest, TurnsPodsClaimsAndEventsIntoATrace) {
   EXPECT_EQ(trace->horizon, std::chrono::minutes(30));
   EXPECT_EQ(trace->arrivals[0].pod.at("spec").as_object().if_contains("nodeName"), nullptr);
   ASSERT_EQ(trace->claim_templates.size(), 1u);
+  ASSERT_EQ(trace->policies.size(), 2u);
+  EXPECT_EQ(trace->policies[0].at("metadata").at("name"), "band-200");
+  EXPECT_EQ(trace->policies[0].at("value"), 200);
+  EXPECT_EQ(trace->policies[0].at("description"), "training");
+  EXPECT_EQ(trace->policies[1].at("metadata").at("name"), "everyone");
+  EXPECT_EQ(trace->policies[1].at("globalDefault"), true);
   // What `sim record` writes, `sim run` reads.
   StatusOr<Trace> again = ParseTrace(TraceToYaml(*trace));
   ASSERT_TRUE(again.ok()) << again.status().ToString() << "\n" << TraceToYaml(*trace);
   EXPECT_EQ(again->arrivals.size(), 3u);
+  EXPECT_EQ(again->policies.size(), 2u);
 }
 
 }  // namespace

@@ -242,7 +242,9 @@ Status Simulation::Load(Cluster cluster, Report* report) {
     DRAPLANE_RETURN_IF_ERROR(ApplyClusterChange(change, &cluster));
     report->configuration.push_back("ClusterChange " + change.name + " (" + change.source + ")");
   }
-  DRAPLANE_ASSIGN_OR_RETURN(arrivals_, ExpandTrace(trace_, seed_));
+  // Pods arriving after the run stops are never submitted: they are not expanded either.
+  DRAPLANE_ASSIGN_OR_RETURN(
+      arrivals_, ExpandTrace(trace_, seed_, options_.until ? options_.until : trace_.horizon));
 
   // Namespaces: those the cluster defines, then every other one in use.
   std::set<std::string> namespaces;
@@ -423,8 +425,8 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   for (size_t i = 0; i < trace_.policies.size(); ++i) {
     DRAPLANE_RETURN_IF_ERROR(policy(trace_.policies[i], "policies[" + std::to_string(i) + "]"));
   }
-  for (size_t i = 0; i < options_.policies.size(); ++i) {
-    DRAPLANE_RETURN_IF_ERROR(policy(options_.policies[i], "--policy object " + std::to_string(i)));
+  for (const PolicyObject& p : options_.policies) {
+    DRAPLANE_RETURN_IF_ERROR(policy(p.object, p.source));
   }
 
   // The classes trace Pods resolve their priority through (the API server's Priority admission).

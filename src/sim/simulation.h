@@ -47,7 +47,7 @@ struct RunOptions {
   // Applied to the cluster before the run, in order.
   std::vector<ClusterChange> changes{};
   // Created in the API before the trace starts, after the trace's own `policies`.
-  std::vector<boost::json::object> policies{};
+  std::vector<PolicyObject> policies{};
   // Stop here (overrides the trace's horizon).
   std::optional<Duration> until{};
   // The scheduler's DRA feature gates.

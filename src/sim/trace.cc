@@ -436,12 +436,26 @@ StatusOr<Trace> LoadTrace(const std::string& path, const ParseOptions& options) 
   return ParseTrace(buffer.str(), path, options);
 }
 
-StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed) {
+StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed,
+                                              std::optional<Duration> until) {
+  // The copies of an arrival up to `until`.
+  auto copies = [&](const Arrival& a) -> int64_t {
+    if (!until) return a.count;
+    if (a.at > *until) return 0;
+    if (a.interval <= Duration::zero()) return a.count;
+    return std::min<int64_t>(a.count, (*until - a.at) / a.interval + 1);
+  };
+  // A generator's arrivals end at the end of its `for`, or at `until` when that is earlier.
+  auto generator_end = [&](const Generator& g) {
+    Duration end = g.start + g.length;
+    return until ? std::min(end, *until) : end;
+  };
   // Refused before anything is expanded: a trace of billions of Pods would exhaust memory.
   double expected = 0;
-  for (const Arrival& a : trace.arrivals) expected += static_cast<double>(a.count);
+  for (const Arrival& a : trace.arrivals) expected += static_cast<double>(copies(a));
   for (const Generator& g : trace.generators) {
-    expected += g.rate_per_minute * std::chrono::duration<double>(g.length).count() / 60;
+    Duration length = std::max(generator_end(g) - g.start, Duration::zero());
+    expected += g.rate_per_minute * std::chrono::duration<double>(length).count() / 60;
   }
   if (expected > static_cast<double>(kMaxTracePods)) {
     return InvalidArgumentError("the trace submits about " +
@@ -454,7 +468,7 @@ StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed)
   for (const Arrival& a : trace.arrivals) {
     auto manifest = std::make_shared<const json::object>(a.pod);
     const std::string name = internal::MetaField(a.pod, "name");
-    for (int64_t i = 0; i < a.count; ++i) {
+    for (int64_t i = 0, n = copies(a); i < n; ++i) {
       PodArrival p = MakeArrival(manifest, name, a.namespace_, a.count > 1, i);
       p.at = a.at + a.interval * i;
       p.duration = a.duration.value_or(trace.default_duration);
@@ -474,8 +488,12 @@ StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed)
     for (int64_t i = 0;; ++i) {
       t += -std::log(1.0 - random->UniformDouble()) * mean_seconds;
       if (t >= end) break;
+      Duration at =
+          ToMillis(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
+      // Past `until` the draws stop; those before it are the ones drawn without it.
+      if (until && at > *until) break;
       PodArrival p = MakeArrival(manifest, name, gen.namespace_, true, i);
-      p.at = ToMillis(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
+      p.at = at;
       p.duration = gen.duration ? Draw(*gen.duration, *random) : trace.default_duration;
       p.delete_after = gen.delete_after;
       p.source = gen.path;

@@ -168,8 +168,11 @@ struct PodArrival {
 // The Pods of a trace, ordered by time, then by their place in the trace (arrivals before
 // generators, each in file order). Generator `g` draws from its own stream seeded from `seed`
 // and `g`, so adding a generator leaves the others' Pods unchanged. InvalidArgument when two Pods
-// would get the same name in one namespace.
-StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed);
+// would get the same name in one namespace. With `until`, Pods arriving after it are left out
+// (a run stopped there never submits them), and kMaxTracePods counts only the Pods up to it; the
+// Pods before it are the same as without it.
+StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed,
+                                              std::optional<Duration> until = std::nullopt);
 
 // The end of the last arrival window: the last copy of every arrival and the end of every
 // generator's `for`.

@@ -128,6 +128,14 @@ code=$?
 set -e
 [ $code -eq 2 ] || fail "--jobs -1: exit code $code, want 2"
 expect_contains "$err" "--jobs must be at least 1" "--jobs -1"
+# Nothing to compare: both sides would be the same configuration.
+set +e
+err=$("$DRAPLANE" sim compare --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" \
+  --policy "$ex/policy-fallback.yaml" 2>&1)
+code=$?
+set -e
+[ $code -eq 2 ] || fail "compare without --a and --b: exit code $code, want 2"
+expect_contains "$err" "give the configurations to compare: --a FILE... and/or --b FILE..." "no --a, --b"
 
 step "bad input: exit code 2, the file, the field, the reason"
 cat >"$e2e_work/bad.yaml" <<'EOF'
@@ -158,7 +166,8 @@ set -e
 expect_contains "$err" "MadeUpPolicy (scheduling.example.com/v1) is not a kind the simulated API serves" "error"
 # Flags are read as given or refused: no seed is silently another, no run measures nothing.
 for args in "--seed -1|--seed: must be a whole number" \
-  "--seed 18446744073709551616|--seed: must be a whole number" "--until 0s|--until: must be positive"; do
+  "--seed 18446744073709551616|--seed: must be a whole number" "--until 0s|--until: must be positive" \
+  "--placements|--placements adds every Pod's placement to the JSON report: use it with -o json"; do
   set +e
   # shellcheck disable=SC2086
   err=$("$DRAPLANE" sim run --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" ${args%%|*} 2>&1)
@@ -183,6 +192,7 @@ code=$?
 set -e
 [ $code -eq 2 ] || fail "a selector that does not compile: exit code $code, want 2"
 expect_contains "$err" "DeviceClass//broken: spec.selectors[0].cel.expression" "error"
+expect_contains "$err" "class.yaml:1: DeviceClass//broken" "the error names where the object was written"
 expect_contains "$err" "compilation failed" "error"
 # A misspelled field of a hand-written Pod is refused, as kubectl's strict field validation does.
 cat >"$e2e_work/typo.yaml" <<'EOF'
