@@ -5,8 +5,8 @@
 //   scheduler_scheduling_attempt_duration_seconds{result,profile}
 //   scheduler_pod_scheduling_sli_duration_seconds{attempts}    first enqueue -> bound
 //   scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}
-//        DynamicResources at PreFilter, Filter (per attempt, summed over nodes), Reserve,
-//        PreBind; Filter is sampled on one attempt in ten, as upstream samples plugin metrics
+//        every plugin call at PreFilter, PreScore, Filter and Score (one per node), PostFilter,
+//        Reserve, PreBind and Bind of one attempt in ten, as upstream samples plugin metrics
 //   draplane_scheduler_dra_claim_allocation_duration_seconds   claim first seen -> allocation
 //                                                              written and confirmed
 //   draplane_allocations_total{device_class,subrequest_index,result}

@@ -188,5 +188,54 @@ TEST_F(SchedulerMetricsTest, PendingSeriesFollowEveryChange) {
       text, HasSubstr("draplane_pending_pods{reason=\"DynamicResources\",tenant=\"team-a\"} 0\n"));
 }
 
+// The count of one series of a family ("name{labels}" as rendered), 0 when absent.
+double SeriesValue(const std::string& text, const std::string& series) {
+  size_t at = text.find(series + " ");
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 1));
+}
+
+// Plugin calls are timed on one attempt in ten, the first included: ten Pods bound in one
+// attempt each add one Bind observation, and the sampled attempt's DRA calls are all there.
+TEST_F(SchedulerMetricsTest, PluginCallsOfOneAttemptInTenAreTimed) {
+  cluster_.Class("timed-gpu", R"(device.driver == "timed.example.com")");
+  cluster_.Node("node-a", {}, {{"pods", "100"}});
+  cluster_.Slice("node-a", "timed.example.com", {DeviceSpec{"gpu-0", {}, "", 0}});
+  const std::string bind =
+      "scheduler_plugin_execution_duration_seconds_count{extension_point=\"Bind\","
+      "plugin=\"DefaultBinder\",status=\"Success\"}";
+  const double binds_before = SeriesValue(metrics::RenderText(), bind);
+  Start();
+  cluster_.Claim(cluster_.ClaimSpec("first", "timed-gpu"));
+  cluster_.Pod(cluster_.PodSpec("first", {"first"}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    for (const api::corev1::Pod& pod : cluster_.Pods()) {
+      if (pod.metadata.name == "first") return !pod.spec.node_name.empty();
+    }
+    return false;
+  }));
+  for (int i = 0; i < 9; ++i) cluster_.Pod(cluster_.PodSpec("plain-" + std::to_string(i), {}));
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    int bound = 0;
+    for (const api::corev1::Pod& pod : cluster_.Pods()) bound += !pod.spec.node_name.empty();
+    return bound == 10;
+  }));
+  // The Bind call is timed once it returned, a moment after the Pod was seen bound.
+  std::string text = metrics::RenderText();
+  for (int i = 0; i < 60000 && SeriesValue(text, bind) < binds_before + 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    text = metrics::RenderText();
+  }
+  EXPECT_EQ(SeriesValue(text, bind), binds_before + 1) << text;
+  for (const char* point : {"PreFilter", "Filter", "Reserve", "PreBind"}) {
+    EXPECT_GE(
+        SeriesValue(text, "scheduler_plugin_execution_duration_seconds_count{extension_point=\"" +
+                              std::string(point) +
+                              "\",plugin=\"DynamicResources\",status=\"Success\"}"),
+        1)
+        << point << "\n"
+        << text;
+  }
+}
+
 }  // namespace
 }  // namespace draplane::scheduler

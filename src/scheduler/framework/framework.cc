@@ -31,6 +31,29 @@ void Framework::AddPlugin(std::shared_ptr<Plugin> plugin) {
   plugins_.push_back(std::move(plugin));
 }
 
+void Framework::RecordPluginMetrics(metrics::HistogramFamily family, const Clock& clock) {
+  plugin_seconds_ = std::move(family);
+  clock_ = &clock;
+}
+
+template <typename Call, typename CodeOf>
+auto Framework::Timed(const CycleState& state, const Plugin& plugin,
+                      std::string_view extension_point, Call call, CodeOf code_of) const {
+  if (!state.record_plugin_metrics || !plugin_seconds_) return call();
+  const Duration start = clock_->MonotonicNow();
+  auto result = call();
+  const double seconds = std::chrono::duration<double>(clock_->MonotonicNow() - start).count();
+  plugin_seconds_->WithLabels({plugin.name(), extension_point, CodeName(code_of(result))})
+      .Observe(seconds);
+  return result;
+}
+
+namespace {
+
+Code StatusCode(const PluginStatus& s) { return s.code(); }
+
+}  // namespace
+
 const Plugin* Framework::FindPlugin(std::string_view name) const {
   for (const auto& p : plugins_) {
     if (p->name() == name) return p.get();
@@ -106,7 +129,8 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   std::vector<const Plugin*> skipped;
   for (PreFilterPlugin* p : pre_filter_) {
     PreFilterResult pre;
-    PluginStatus s = p->PreFilter(state, pod, &pre);
+    PluginStatus s = Timed(
+        state, *p, "PreFilter", [&] { return p->PreFilter(state, pod, &pre); }, StatusCode);
     if (s.skipped()) {
       skipped.push_back(p);
       continue;
@@ -151,7 +175,9 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   flags.max_score.assign(score_.size(), 0);
   bool any_score = false;
   for (size_t i = 0; i < score_.size(); ++i) {
-    std::optional<int64_t> max = score_[i]->PreScore(state, pod);
+    std::optional<int64_t> max = Timed(
+        state, *score_[i], "PreScore", [&] { return score_[i]->PreScore(state, pod); },
+        [](const std::optional<int64_t>& m) { return m ? Code::kSuccess : Code::kSkip; });
     if (max) {
       flags.active_score[i] = true;
       flags.max_score[i] = *max;
@@ -198,7 +224,9 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
     bool perfect = true;
     for (size_t i = 0; i < score_.size(); ++i) {
       if (!flags.active_score[i]) continue;
-      int64_t v = score_[i]->Score(state, pod, node);
+      int64_t v = Timed(
+          state, *score_[i], "Score", [&] { return score_[i]->Score(state, pod, node); },
+          [](int64_t) { return Code::kSuccess; });
       raw[i].push_back(v);
       if (v < flags.max_score[i]) perfect = false;
     }
@@ -230,7 +258,8 @@ ScheduleResult Framework::Schedule(CycleState& state, const PodInfo& pod, Cluste
   // 4. Nothing fits.
   if (feasible.empty()) {
     for (PostFilterPlugin* p : post_filter_) {
-      PluginStatus s = p->PostFilter(state, pod);
+      PluginStatus s = Timed(
+          state, *p, "PostFilter", [&] { return p->PostFilter(state, pod); }, StatusCode);
       s.WithPlugin(p->name());
       result.diagnosis.post_filter = s;
       if (s.ok()) break;
@@ -297,7 +326,8 @@ PluginStatus Framework::FilterNode(CycleState& state, const PodInfo& pod, const 
                                    bool explain, const std::vector<FilterPlugin*>& filters,
                                    FilterPlugin** rejector) {
   for (FilterPlugin* p : filters) {
-    PluginStatus s = p->Filter(state, pod, node, explain);
+    PluginStatus s = Timed(
+        state, *p, "Filter", [&] { return p->Filter(state, pod, node, explain); }, StatusCode);
     if (s.ok() || s.skipped()) continue;
     *rejector = p;
     return s;
@@ -307,7 +337,9 @@ PluginStatus Framework::FilterNode(CycleState& state, const PodInfo& pod, const 
 
 PluginStatus Framework::RunReserve(CycleState& state, const PodInfo& pod, const std::string& node) {
   for (size_t i = 0; i < reserve_.size(); ++i) {
-    PluginStatus s = reserve_[i]->Reserve(state, pod, node);
+    PluginStatus s = Timed(
+        state, *reserve_[i], "Reserve", [&] { return reserve_[i]->Reserve(state, pod, node); },
+        StatusCode);
     if (!s.ok()) {
       for (size_t j = i + 1; j-- > 0;) reserve_[j]->Unreserve(state, pod, node);
       s.WithPlugin(reserve_[i]->name());
@@ -346,7 +378,10 @@ PluginStatus CollectPreBind(const std::vector<PreBindPlugin*>& plugins, Ask ask)
 }  // namespace
 
 PluginStatus Framework::RunPreBind(CycleState& state, const PodInfo& pod, const std::string& node) {
-  return CollectPreBind(pre_bind_, [&](PreBindPlugin& p) { return p.PreBind(state, pod, node); });
+  return CollectPreBind(pre_bind_, [&](PreBindPlugin& p) {
+    return Timed(
+        state, p, "PreBind", [&] { return p.PreBind(state, pod, node); }, StatusCode);
+  });
 }
 
 PluginStatus Framework::CheckPreBindWait(CycleState& state, const PodInfo& pod,
@@ -357,7 +392,8 @@ PluginStatus Framework::CheckPreBindWait(CycleState& state, const PodInfo& pod,
 
 PluginStatus Framework::RunBind(CycleState& state, const PodInfo& pod, const std::string& node) {
   for (BindPlugin* p : bind_) {
-    PluginStatus s = p->Bind(state, pod, node);
+    PluginStatus s = Timed(
+        state, *p, "Bind", [&] { return p->Bind(state, pod, node); }, StatusCode);
     if (s.skipped()) continue;
     s.WithPlugin(p->name());
     return s;

@@ -29,10 +29,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
+#include "common/metrics.h"
 #include "scheduler/cluster_state.h"
 #include "scheduler/framework/plugin.h"
 
@@ -83,6 +86,11 @@ class Framework {
   void AddPlugin(std::shared_ptr<Plugin> plugin);
   const std::vector<std::shared_ptr<Plugin>>& plugins() const { return plugins_; }
   const Plugin* FindPlugin(std::string_view name) const;
+  // Times every plugin call of the attempts whose CycleState::record_plugin_metrics is set into
+  // `family` (scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}: each
+  // Filter and Score call on each node is one observation, as upstream's), read from `clock`,
+  // which outlives the framework. Call before scheduling starts.
+  void RecordPluginMetrics(metrics::HistogramFamily family, const Clock& clock);
 
   PluginStatus RunPreEnqueue(const api::corev1::Pod& pod);
   // Steps 1–5 above. `next_start` is read and advanced.
@@ -117,7 +125,15 @@ class Framework {
   PluginStatus FilterNode(CycleState& state, const PodInfo& pod, const NodeInfo& node, bool explain,
                           const std::vector<FilterPlugin*>& filters, FilterPlugin** rejector);
 
+  // Runs `call`, a call of `plugin` at `extension_point`, timing it when the attempt records
+  // plugin metrics; `code_of` gives the status label of its result.
+  template <typename Call, typename CodeOf>
+  auto Timed(const CycleState& state, const Plugin& plugin, std::string_view extension_point,
+             Call call, CodeOf code_of) const;
+
   FrameworkOptions options_;
+  std::optional<metrics::HistogramFamily> plugin_seconds_;
+  const Clock* clock_ = nullptr;
   std::vector<std::shared_ptr<Plugin>> plugins_;
   std::vector<PreEnqueuePlugin*> pre_enqueue_;
   std::vector<PreFilterPlugin*> pre_filter_;

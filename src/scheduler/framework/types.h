@@ -141,6 +141,11 @@ class PluginStatus {
 // Data plugins keep for one scheduling attempt, by type (upstream CycleState keyed by name).
 class CycleState {
  public:
+  // This attempt's plugin calls are timed into scheduler_plugin_execution_duration_seconds
+  // (one attempt in ten, as upstream samples them: timing every Filter call would cost more than
+  // a cheap filter).
+  bool record_plugin_metrics = false;
+
   template <typename T>
   T* Get() const {
     for (const auto& [type, value] : data_) {
