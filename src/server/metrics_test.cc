@@ -82,24 +82,24 @@ TEST_F(ServerMetricsTest, RequestsCountByVerbResourceAndCodeWithBoundedLabels) {
   const std::string text = Do("GET", "/metrics").body;
   EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"201\",component=\"apiserver\","
                               "dry_run=\"\",group=\"\",resource=\"namespaces\",scope=\"resource\","
-                              "subresource=\"\",verb=\"create\",version=\"v1\"} 1"));
+                              "subresource=\"\",verb=\"POST\",version=\"v1\"} 1"));
   EXPECT_THAT(text,
               HasSubstr("apiserver_request_total{code=\"200\",component=\"apiserver\","
                         "dry_run=\"\",group=\"resource.k8s.io\",resource=\"resourceclaims\","
-                        "scope=\"namespace\",subresource=\"\",verb=\"list\",version=\"v1\"} 3"));
+                        "scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 3"));
   EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",component=\"apiserver\","
                               "dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\","
-                              "subresource=\"\",verb=\"get\",version=\"v1\"} 21"));
+                              "subresource=\"\",verb=\"GET\",version=\"v1\"} 21"));
   EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",component=\"apiserver\","
                               "dry_run=\"\",group=\"\",resource=\"\",scope=\"\",subresource=\"\","
-                              "verb=\"list\",version=\"\"} 20"));
+                              "verb=\"LIST\",version=\"\"} 20"));
   EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"403\",component=\"apiserver\","
                               "dry_run=\"\",group=\"\",resource=\"\",scope=\"\",subresource=\"\","
-                              "verb=\"list\",version=\"\"} 20"));
+                              "verb=\"LIST\",version=\"\"} 20"));
   EXPECT_THAT(text,
               HasSubstr("apiserver_request_duration_seconds_count{component=\"apiserver\","
                         "dry_run=\"\",group=\"resource.k8s.io\",resource=\"resourceclaims\","
-                        "scope=\"namespace\",subresource=\"\",verb=\"list\",version=\"v1\"} 3"));
+                        "scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 3"));
   EXPECT_THAT(text, Not(HasSubstr("invented")));
   EXPECT_THAT(text, Not(HasSubstr("things")));
   EXPECT_THAT(text, Not(HasSubstr("secret")));

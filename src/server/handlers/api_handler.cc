@@ -8,6 +8,7 @@
 #include "server/dashboard/dashboard.h"
 #include "server/handlers/discovery.h"
 #include "server/handlers/errors.h"
+#include "server/handlers/impersonation.h"
 #include "server/handlers/json_util.h"
 #include "server/openapi/openapi.h"
 
@@ -41,14 +42,21 @@ const metrics::GaugeFamily& Inflight() {
   return family;
 }
 
-// The verb label: request verbs and HTTP methods the server knows, "other" for anything else, so
-// that a client cannot grow the series count (upstream cleanVerb).
-std::string_view VerbLabel(std::string_view verb) {
-  static constexpr std::string_view kKnown[] = {
-      "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
-      "GET", "POST", "PUT",   "PATCH",  "DELETE", "HEAD",  "OPTIONS"};
-  for (std::string_view known : kKnown) {
-    if (verb == known) return known;
+// The verb label as upstream's request metrics write it (CanonicalVerb, CleanVerb): the HTTP
+// method in capitals, except LIST for a read of a collection, WATCH for a watch and APPLY for a
+// server-side apply patch; "other" for a method the server does not know, so that a client
+// cannot grow the series count.
+std::string_view VerbLabel(const RequestInfo& info, const http::Request& request) {
+  if (info.verb == "list") return "LIST";
+  if (info.verb == "watch") return "WATCH";
+  if (info.verb == "patch" &&
+      std::string_view(request.header("Content-Type")).starts_with("application/apply-patch")) {
+    return "APPLY";
+  }
+  if (request.method == "HEAD") return "GET";
+  static constexpr std::string_view kMethods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+  for (std::string_view method : kMethods) {
+    if (request.method == method) return method;
   }
   return "other";
 }
@@ -164,7 +172,7 @@ void ApiHandler::Serve(const http::Request& request, std::shared_ptr<http::Excha
 
 void ApiHandler::Record(const Call& call, int code) const {
   const RequestInfo& info = call.info;
-  std::string_view verb = VerbLabel(info.verb.empty() ? call.request->method : info.verb);
+  std::string_view verb = VerbLabel(info, *call.request);
   std::string_view group = call.resolved != nullptr ? std::string_view(call.resolved->group) : "";
   std::string_view version =
       call.resolved != nullptr ? std::string_view(call.resolved->version) : "";
@@ -220,6 +228,18 @@ bool ApiHandler::Admit(Call& call, http::Exchange& exchange) const {
     return false;
   }
   call.user = std::move(*user);
+  // Impersonation (kubectl --as): from here on the request acts as the impersonated user,
+  // including for flow control and authorization, as upstream's filter chain orders them.
+  auto impersonated = Impersonate(call.user, request, *deps_.authorizer);
+  if (auto* e = std::get_if<ApiError>(&impersonated)) {
+    http::Response response = ToResponse(*e);
+    Record(call, response.status);
+    exchange.Respond(std::move(response));
+    return false;
+  }
+  if (auto& acting = std::get<std::optional<auth::UserInfo>>(impersonated)) {
+    call.user = std::move(*acting);
+  }
   // A method no API verb answers is 405, not a request for an empty verb to authorize (which
   // would be 403).
   static constexpr std::string_view kMethods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
