@@ -151,13 +151,17 @@ class Field:
     def __init__(self, json_name, spec, schema):
         if isinstance(spec, str):
             spec = {"type": spec}
-        unknown = set(spec) - {"type", "cpp", "emit_empty"}
+        unknown = set(spec) - {"type", "cpp", "emit_empty", "omit_empty"}
         if unknown:
             fail("field %s: unknown keys %s" % (json_name, sorted(unknown)))
         self.json = json_name
         self.type = TypeRef(spec["type"], schema)
         self.cpp = spec.get("cpp") or snake(json_name)
         self.emit_empty = bool(spec.get("emit_empty", False))
+        # Go's `omitempty` on a list or map: never written empty, even when read empty.
+        self.omit_empty = bool(spec.get("omit_empty", False))
+        if self.omit_empty and (self.emit_empty or self.type.container not in ("list", "map")):
+            fail("field %s: omit_empty applies to lists and maps without emit_empty" % json_name)
         # Plain (non-optional) fields track presence with one bit of `present`.
         self.bit = None
 
@@ -465,7 +469,7 @@ def gen_field_encode(t, f):
         w("  if (in.%s.has_value()) out.emplace(%s, %s);\n" % (
             f.cpp, key, encode_elem_expr(r, "*in." + f.cpp)))
     elif r.container == "list":
-        cond = "!in.%s.empty() || %s" % (f.cpp, present)
+        cond = "!in.%s.empty()" % f.cpp if f.omit_empty else "!in.%s.empty() || %s" % (f.cpp, present)
         if f.emit_empty:
             # Always written for objects built in code; for decoded ones only if it was there.
             cond += " || (in.present & (uint64_t{1} << %d)) == 0" % DECODED_BIT
@@ -474,7 +478,10 @@ def gen_field_encode(t, f):
         w("    for (const auto& x : in.%s) arr.push_back(%s);\n" % (f.cpp, encode_elem_expr(r, "x")))
         w("    out.emplace(%s, std::move(arr));\n  }\n" % key)
     elif r.container == "map":
-        w("  if (!in.%s.empty() || %s) {\n" % (f.cpp, present))
+        if f.omit_empty:
+            w("  if (!in.%s.empty()) {\n" % f.cpp)
+        else:
+            w("  if (!in.%s.empty() || %s) {\n" % (f.cpp, present))
         w("    boost::json::object obj(sp);\n    obj.reserve(in.%s.size());\n" % f.cpp)
         w("    for (const auto& [k, x] : in.%s) obj.emplace(k, %s);\n" % (
             f.cpp, encode_elem_expr(r, "x")))
@@ -495,7 +502,7 @@ def gen_field_count(t, f):
         return "(%s)" % present if present else "false"
     if r.container == "optional":
         return "in.%s.has_value()" % f.cpp
-    cond = "!in.%s.empty() || %s" % (f.cpp, present)
+    cond = "!in.%s.empty()" % f.cpp if f.omit_empty else "!in.%s.empty() || %s" % (f.cpp, present)
     if r.container == "list" and f.emit_empty:
         cond += " || (in.present & (uint64_t{1} << %d)) == 0" % DECODED_BIT
     return "(%s)" % cond

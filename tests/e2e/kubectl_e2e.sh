@@ -162,6 +162,14 @@ k create namespace dry-run-ns --dry-run=server >/dev/null
 if k get namespace dry-run-ns >/dev/null 2>&1; then fail "a server dry run created the namespace"; fi
 out=$(k apply --dry-run=server -f "$SRC/examples/claim-mig-pair.yaml")
 expect_contains "$out" "(server dry run)"
+# kubectl sends a delete's dryRun in the DeleteOptions body: nothing may be deleted.
+expect_contains "$(k delete resourceclaim mig-pair -n team-vision --dry-run=server)" "(server dry run)"
+expect_contains "$(k get resourceclaim mig-pair -n team-vision -o name)" "mig-pair"
+# A dry run of a create answers what the create would.
+if out=$(k create namespace team-vision --dry-run=server 2>&1); then
+  fail "a dry-run create of an existing namespace succeeded"
+fi
+expect_contains "$out" "AlreadyExists"
 
 step "delete with a finalizer"
 k apply -f - >/dev/null <<'EOF'
@@ -405,6 +413,13 @@ if out=$(alice delete resourceclaim mig-pair -n team-vision 2>&1); then fail "al
 expect_contains "$out" "Forbidden"
 expect_contains "$(k get resourceclaim mig-pair -n team-vision)" "mig-pair"
 
+step "impersonation: kubectl --as answers for the impersonated user"
+expect_contains "$(k auth whoami --as alice --as-group tenants)" "alice"
+expect_contains "$(k auth can-i list resourceclaims -n team-llm --as alice)" "yes"
+expect_contains "$(k auth can-i delete nodes --as alice 2>&1 || true)" "no"
+if out=$(alice get nodes --as admin 2>&1); then fail "alice impersonated the admin"; fi
+expect_contains "$out" 'cannot impersonate resource "users"'
+
 step "a node identity (client certificate from draplane kubeconfig)"
 "$DRAPLANE" kubeconfig --data-dir "$data" --user system:node:gpu-node-3 --groups system:nodes \
   --client-certificate >"$e2e_work/node.kubeconfig"
@@ -449,6 +464,31 @@ fi
 expect_contains "$out" "Forbidden"
 node delete resourceslice gpu-node-3-gpu >/dev/null
 expect_not_contains "$(k get resourceslices -o name)" "gpu-node-3-gpu"
+
+step "drain: cordon, then evict the node's Pods (pods/eviction, sent in protobuf)"
+k apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Node
+metadata:
+  name: drain-node
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: on-drain-node
+  namespace: team-llm
+spec:
+  nodeName: drain-node
+  containers:
+  - name: c
+    image: registry.example.com/x:1
+EOF
+k drain drain-node --force --grace-period=0 --timeout=60s >"$e2e_work/drain.txt" 2>&1 ||
+  fail "kubectl drain failed: $(cat "$e2e_work/drain.txt")"
+expect_contains "$(cat "$e2e_work/drain.txt")" "evicting pod team-llm/on-drain-node"
+expect_contains "$(k get node drain-node -o jsonpath='{.spec.unschedulable}')" "true"
+if k get pod on-drain-node -n team-llm >/dev/null 2>&1; then fail "the drained Pod is still there"; fi
+k delete node drain-node >/dev/null
 
 step "events, explain and metrics"
 expect_contains "$(k explain resourceclaims.spec.devices 2>&1)" "requests"

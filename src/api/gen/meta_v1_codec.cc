@@ -411,10 +411,10 @@ static size_t EncodedMembers(const ObjectMeta& in) {
   n += (!(in.creation_timestamp.empty()) || (in.present & (uint64_t{1} << 7)) != 0) ? 1 : 0;
   n += in.deletion_timestamp.has_value() ? 1 : 0;
   n += in.deletion_grace_period_seconds.has_value() ? 1 : 0;
-  n += (!in.labels.empty() || (in.present & (uint64_t{1} << 8)) != 0) ? 1 : 0;
-  n += (!in.annotations.empty() || (in.present & (uint64_t{1} << 9)) != 0) ? 1 : 0;
-  n += (!in.owner_references.empty() || (in.present & (uint64_t{1} << 10)) != 0) ? 1 : 0;
-  n += (!in.finalizers.empty() || (in.present & (uint64_t{1} << 11)) != 0) ? 1 : 0;
+  n += (!in.labels.empty()) ? 1 : 0;
+  n += (!in.annotations.empty()) ? 1 : 0;
+  n += (!in.owner_references.empty()) ? 1 : 0;
+  n += (!in.finalizers.empty()) ? 1 : 0;
   n += (!in.managed_fields.empty() || (in.present & (uint64_t{1} << 12)) != 0) ? 1 : 0;
   return n;
 }
@@ -448,25 +448,25 @@ void EncodeInto(const ObjectMeta& in, boost::json::object& out) {
   }
   if (in.deletion_timestamp.has_value()) out.emplace("deletionTimestamp", api::internal::EncodeTime(*in.deletion_timestamp, sp));
   if (in.deletion_grace_period_seconds.has_value()) out.emplace("deletionGracePeriodSeconds", api::internal::EncodeInt(*in.deletion_grace_period_seconds, sp));
-  if (!in.labels.empty() || (in.present & (uint64_t{1} << 8)) != 0) {
+  if (!in.labels.empty()) {
     boost::json::object obj(sp);
     obj.reserve(in.labels.size());
     for (const auto& [k, x] : in.labels) obj.emplace(k, api::internal::EncodeString(x, sp));
     out.emplace("labels", std::move(obj));
   }
-  if (!in.annotations.empty() || (in.present & (uint64_t{1} << 9)) != 0) {
+  if (!in.annotations.empty()) {
     boost::json::object obj(sp);
     obj.reserve(in.annotations.size());
     for (const auto& [k, x] : in.annotations) obj.emplace(k, api::internal::EncodeString(x, sp));
     out.emplace("annotations", std::move(obj));
   }
-  if (!in.owner_references.empty() || (in.present & (uint64_t{1} << 10)) != 0) {
+  if (!in.owner_references.empty()) {
     boost::json::array arr(sp);
     arr.reserve(in.owner_references.size());
     for (const auto& x : in.owner_references) arr.push_back(internal::EncodeValue(x, sp));
     out.emplace("ownerReferences", std::move(arr));
   }
-  if (!in.finalizers.empty() || (in.present & (uint64_t{1} << 11)) != 0) {
+  if (!in.finalizers.empty()) {
     boost::json::array arr(sp);
     arr.reserve(in.finalizers.size());
     for (const auto& x : in.finalizers) arr.push_back(api::internal::EncodeString(x, sp));

@@ -3430,8 +3430,8 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
 static size_t EncodedMembers(const ResourceClaimStatus& in) {
   size_t n = in.unknown.fields() != nullptr ? in.unknown.fields()->size() : 0;
   n += in.allocation.has_value() ? 1 : 0;
-  n += (!in.reserved_for.empty() || (in.present & (uint64_t{1} << 0)) != 0) ? 1 : 0;
-  n += (!in.devices.empty() || (in.present & (uint64_t{1} << 1)) != 0) ? 1 : 0;
+  n += (!in.reserved_for.empty()) ? 1 : 0;
+  n += (!in.devices.empty()) ? 1 : 0;
   return n;
 }
 
@@ -3439,13 +3439,13 @@ void EncodeInto(const ResourceClaimStatus& in, boost::json::object& out) {
   out.reserve(out.size() + EncodedMembers(in));
   boost::json::storage_ptr sp = out.storage();
   if (in.allocation.has_value()) out.emplace("allocation", internal::EncodeValue(*in.allocation, sp));
-  if (!in.reserved_for.empty() || (in.present & (uint64_t{1} << 0)) != 0) {
+  if (!in.reserved_for.empty()) {
     boost::json::array arr(sp);
     arr.reserve(in.reserved_for.size());
     for (const auto& x : in.reserved_for) arr.push_back(internal::EncodeValue(x, sp));
     out.emplace("reservedFor", std::move(arr));
   }
-  if (!in.devices.empty() || (in.present & (uint64_t{1} << 1)) != 0) {
+  if (!in.devices.empty()) {
     boost::json::array arr(sp);
     arr.reserve(in.devices.size());
     for (const auto& x : in.devices) arr.push_back(internal::EncodeValue(x, sp));

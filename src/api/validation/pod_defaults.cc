@@ -85,6 +85,14 @@ void SetPodDefaults(boost::json::object& pod) {
       set_default(container, "terminationMessagePath", "/dev/termination-log");
       set_default(container, "terminationMessagePolicy", "File");
       set_default(container, "resources", boost::json::object());
+      // Requests default to the limits of the resources that have none (SetDefaults_Pod).
+      boost::json::object& resources = EnsureObject(container, "resources");
+      if (const boost::json::object* limits = FindObject(resources, "limits");
+          limits != nullptr && !limits->empty()) {
+        const boost::json::object copy = *limits;
+        boost::json::object& requests = EnsureObject(resources, "requests");
+        for (const auto& [name, quantity] : copy) set_default(requests, name, quantity);
+      }
     }
   }
 }

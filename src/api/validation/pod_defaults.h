@@ -12,8 +12,8 @@ namespace draplane::api::validation {
 
 // Fills the defaults of pkg/apis/core/v1/defaults.go for the fields every pod has (restart
 // policy, grace period, DNS policy, scheduler name, security context, service links; per container
-// the image pull policy, termination message path and policy, resources) where `pod` leaves them
-// unset. Priority and preemption policy are admission's (api/priority.h AdmitPodPriority).
+// the image pull policy, termination message path and policy, resources, and requests copied
+// from the limits of resources that have none) where `pod` leaves them unset. Priority and preemption policy are admission's (api/priority.h AdmitPodPriority).
 void SetPodDefaults(boost::json::object& pod);
 
 // The quality of service class of a pod (pkg/apis/core/helper/qos.GetPodQOS) from the requests

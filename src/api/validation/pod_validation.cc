@@ -1,9 +1,11 @@
 #include "api/validation/pod_validation.h"
 
+#include <boost/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "api/quantity.h"
 #include "api/validation/internal/common.h"
 #include "api/validation/internal/json_access.h"
 #include "api/validation/names.h"
@@ -47,6 +49,47 @@ void ValidateContainerClaims(const boost::json::object& container, const FieldPa
       e.detail = "must be one of the names in pod.spec.resourceClaims" +
                  (names.empty() ? std::string(" which is empty") : ": " + names);
       errors->push_back(std::move(e));
+    }
+  }
+}
+
+// Upstream helper.IsOvercommitAllowed: native resources but huge pages may be requested below
+// their limit; extended resources must request exactly their limit.
+bool OvercommitAllowed(std::string_view resource) {
+  bool native = resource.find('/') == std::string_view::npos ||
+                resource.find("kubernetes.io/") != std::string_view::npos;
+  return native && !resource.starts_with("hugepages-");
+}
+
+// A container's requests against its limits (upstream ValidateResourceRequirements): a request
+// is at most its limit, and equal to it for resources that cannot be overcommitted. Malformed
+// quantities are the typed decoding's to report.
+void ValidateContainerResources(const boost::json::object& container, const FieldPath& path,
+                                FieldErrorList* errors) {
+  const boost::json::object* resources = FindObject(container, "resources");
+  const boost::json::object* requests = resources ? FindObject(*resources, "requests") : nullptr;
+  const boost::json::object* limits = resources ? FindObject(*resources, "limits") : nullptr;
+  if (requests == nullptr || limits == nullptr) return;
+  auto text = [](const boost::json::value& v) -> std::string {
+    if (v.is_string()) return std::string(v.get_string());
+    return v.is_number() ? boost::json::serialize(v) : std::string();
+  };
+  FieldPath requests_path = path.Child("resources").Child("requests");
+  for (const auto& [name, value] : *requests) {
+    const boost::json::value* limit_value = limits->if_contains(name);
+    if (limit_value == nullptr) continue;
+    StatusOr<Quantity> request = Quantity::Parse(text(value));
+    StatusOr<Quantity> limit = Quantity::Parse(text(*limit_value));
+    if (!request.ok() || !limit.ok()) continue;
+    const int cmp = request->Compare(*limit);
+    if (cmp != 0 && !OvercommitAllowed(name)) {
+      errors->push_back(
+          Invalid(requests_path, RenderValue(request->ToString()),
+                  "must be equal to " + std::string(name) + " limit of " + limit->ToString()));
+    } else if (cmp > 0) {
+      errors->push_back(Invalid(
+          requests_path, RenderValue(request->ToString()),
+          "must be less than or equal to " + std::string(name) + " limit of " + limit->ToString()));
     }
   }
 }
@@ -95,6 +138,7 @@ FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
       }
       if (StringAt(container, "image").empty()) errors.push_back(Required(path.Child("image")));
       ValidateContainerClaims(container, path, pod_claims, &errors);
+      ValidateContainerResources(container, path, &errors);
     }
   }
   std::set<std::string> claim_names;

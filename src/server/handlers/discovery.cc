@@ -25,11 +25,14 @@ array ResourceEntries(const GroupVersionInfo& gv) {
     out.push_back(std::move(r));
     for (const SubresourceInfo& sub : info->subresources) {
       object s;
+      // kubectl drain looks for pods/eviction's group and version here.
+      if (!sub.group.empty()) s["group"] = sub.group;
       s["kind"] = sub.kind;
       s["name"] = info->resource + "/" + sub.name;
       s["namespaced"] = info->namespaced;
       s["singularName"] = "";
       s["verbs"] = StringArray(sub.verbs);
+      if (!sub.version.empty()) s["version"] = sub.version;
       out.push_back(std::move(s));
     }
   }
@@ -40,11 +43,12 @@ array ResourceEntries(const GroupVersionInfo& gv) {
   return out;
 }
 
-object ResponseKind(std::string_view kind) {
+object ResponseKind(std::string_view kind, std::string_view group = "",
+                    std::string_view version = "") {
   object k;
-  k["group"] = "";
+  k["group"] = group;
   k["kind"] = kind;
-  k["version"] = "";
+  k["version"] = version;
   return k;
 }
 
@@ -63,7 +67,7 @@ array AggregatedResources(const GroupVersionInfo& gv) {
       array subs;
       for (const SubresourceInfo& sub : info->subresources) {
         object s;
-        s["responseKind"] = ResponseKind(sub.kind);
+        s["responseKind"] = ResponseKind(sub.kind, sub.group, sub.version);
         s["subresource"] = sub.name;
         s["verbs"] = StringArray(sub.verbs);
         subs.push_back(std::move(s));

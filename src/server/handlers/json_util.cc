@@ -26,6 +26,12 @@ const boost::json::array* FindArray(const JsonObject& obj, std::string_view key)
   return &it->value().get_array();
 }
 
+boost::json::array* FindArray(JsonObject& obj, std::string_view key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->value().is_array()) return nullptr;
+  return &it->value().get_array();
+}
+
 std::string_view GetString(const JsonObject& obj, std::string_view key) {
   auto it = obj.find(key);
   if (it == obj.end() || !it->value().is_string()) return {};
@@ -297,6 +303,19 @@ std::string HumanDuration(Duration d) {
     return std::to_string(hours / 24 / 365) + "y" + std::to_string(dy) + "d";
   }
   return std::to_string(hours / 24 / 365) + "y";
+}
+
+int64_t PodDeletionGracePeriod(const JsonObject& pod) {
+  if (GetPathString(pod, {"spec", "nodeName"}).empty()) return 0;
+  std::string_view phase = GetPathString(pod, {"status", "phase"});
+  if (phase == "Succeeded" || phase == "Failed") return 0;
+  if (const JsonObject* spec = FindObject(pod, "spec")) {
+    if (const boost::json::value* g = spec->if_contains("terminationGracePeriodSeconds");
+        g != nullptr && g->is_int64()) {
+      return g->get_int64();
+    }
+  }
+  return 30;
 }
 
 }  // namespace draplane::server::handlers

@@ -28,6 +28,7 @@ const JsonObject* FindObject(const JsonObject& obj, std::string_view key);
 JsonObject* FindObject(JsonObject& obj, std::string_view key);
 // The member `key` as an array, or nullptr.
 const boost::json::array* FindArray(const JsonObject& obj, std::string_view key);
+boost::json::array* FindArray(JsonObject& obj, std::string_view key);
 // The member `key` if it is a string (else empty).
 std::string_view GetString(const JsonObject& obj, std::string_view key);
 // Follows a path of object keys; returns the string at the end or empty.
@@ -62,5 +63,10 @@ std::string FormatTime(Timestamp time);
 std::optional<Timestamp> ParseTime(std::string_view text);
 // duration.HumanDuration (k8s.io/apimachinery/pkg/util/duration): "5s", "3m20s", "2d4h" ...
 std::string HumanDuration(Duration d);
+
+// The grace period a delete that names none gives a Pod (upstream's pod strategy,
+// CheckGracefulDelete): its spec.terminationGracePeriodSeconds (default 30) when it is bound to
+// a node, 0 when it is not yet bound or has finished (nothing has to stop).
+int64_t PodDeletionGracePeriod(const JsonObject& pod);
 
 }  // namespace draplane::server::handlers

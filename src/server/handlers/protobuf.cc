@@ -136,11 +136,25 @@ const Message kPriorityClass{{{1, "metadata", FieldType::kMessage, false, &kObje
                               {4, "description", FieldType::kString},
                               {5, "preemptionPolicy", FieldType::kString}}};
 
+// meta/v1 DeleteOptions (client-go sends it in protobuf with a DELETE, under the apiVersion of
+// the client's group) and policy/v1 Eviction (`kubectl drain`).
+const Message kPreconditions{
+    {{1, "uid", FieldType::kString}, {2, "resourceVersion", FieldType::kString}}};
+const Message kDeleteOptions{{{1, "gracePeriodSeconds", FieldType::kInt64},
+                              {2, "preconditions", FieldType::kMessage, false, &kPreconditions},
+                              {3, "orphanDependents", FieldType::kBool},
+                              {4, "propagationPolicy", FieldType::kString},
+                              {5, "dryRun", FieldType::kString, true}}};
+const Message kEviction{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
+                         {2, "deleteOptions", FieldType::kMessage, false, &kDeleteOptions}}};
+
 const Message* MessageFor(std::string_view api_version, std::string_view kind) {
+  if (kind == "DeleteOptions") return &kDeleteOptions;
   static const std::map<std::pair<std::string, std::string>, const Message*> kinds = {
       {{"v1", "Namespace"}, &kNamespace},
       {{"v1", "ResourceQuota"}, &kResourceQuota},
       {{"scheduling.k8s.io/v1", "PriorityClass"}, &kPriorityClass},
+      {{"policy/v1", "Eviction"}, &kEviction},
       {{"rbac.authorization.k8s.io/v1", "Role"}, &kRole},
       {{"rbac.authorization.k8s.io/v1", "ClusterRole"}, &kRole},
       {{"rbac.authorization.k8s.io/v1", "RoleBinding"}, &kRoleBinding},

@@ -38,7 +38,9 @@ ResourceInfo CreateOnly(std::string group, std::string resource, std::string kin
   return info;
 }
 
-SubresourceInfo Status(const std::string& kind) { return {"status", kind, kStatusVerbs}; }
+SubresourceInfo StatusSubresource(const std::string& kind) {
+  return {"status", kind, kStatusVerbs};
+}
 
 // draplane.dev/v1alpha1, draplane's own kinds (their types in api/schema/draplane_v1alpha1.yaml).
 // A new kind is one entry here with its strategy (draplane_strategies.cc); discovery, OpenAPI,
@@ -61,7 +63,7 @@ std::vector<ResourceInfo> DraplaneResources() {
                               "devicesharingpolicy", false, std::string(kVersion));
     r.short_names = {"dsp"};
     r.categories = {"draplane"};
-    r.subresources = {Status("DeviceSharingPolicy")};
+    r.subresources = {StatusSubresource("DeviceSharingPolicy")};
     r.tracks_generation = true;
     r.strategy = &DeviceSharingPolicyStrategy();
     out.push_back(std::move(r));
@@ -102,21 +104,21 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
     ResourceInfo r = Resource("", "namespaces", "Namespace", "namespace", false);
     r.verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
     r.short_names = {"ns"};
-    r.subresources = {{"finalize", "Namespace", {"update"}}, Status("Namespace")};
+    r.subresources = {{"finalize", "Namespace", {"update"}}, StatusSubresource("Namespace")};
     r.strategy = &NamespaceStrategy();
     out.push_back(std::move(r));
   }
   {
     ResourceInfo r = Resource("", "nodes", "Node", "node", false);
     r.short_names = {"no"};
-    r.subresources = {Status("Node")};
+    r.subresources = {StatusSubresource("Node")};
     r.strategy = &NodeStrategy();
     out.push_back(std::move(r));
   }
   {
     ResourceInfo r = Resource("", "resourcequotas", "ResourceQuota", "resourcequota", true);
     r.short_names = {"quota"};
-    r.subresources = {Status("ResourceQuota")};
+    r.subresources = {StatusSubresource("ResourceQuota")};
     r.strategy = &ResourceQuotaStrategy();
     out.push_back(std::move(r));
   }
@@ -124,7 +126,9 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
     ResourceInfo r = Resource("", "pods", "Pod", "pod", true);
     r.short_names = {"po"};
     r.categories = {"all"};
-    r.subresources = {{"binding", "Binding", {"create"}}, Status("Pod")};
+    r.subresources = {{"binding", "Binding", {"create"}},
+                      {"eviction", "Eviction", {"create"}, "policy", "v1"},
+                      StatusSubresource("Pod")};
     r.tracks_generation = true;
     r.strategy = &PodStrategy();
     out.push_back(std::move(r));
@@ -200,7 +204,7 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
   {
     ResourceInfo r = Resource("resource.k8s.io", "devicetaintrules", "DeviceTaintRule",
                               "devicetaintrule", false);
-    r.subresources = {Status("DeviceTaintRule")};
+    r.subresources = {StatusSubresource("DeviceTaintRule")};
     r.tracks_generation = true;
     r.strategy = &DeviceTaintRuleStrategy();
     out.push_back(std::move(r));
@@ -208,7 +212,7 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
   {
     ResourceInfo r =
         Resource("resource.k8s.io", "resourceclaims", "ResourceClaim", "resourceclaim", true);
-    r.subresources = {Status("ResourceClaim")};
+    r.subresources = {StatusSubresource("ResourceClaim")};
     r.strategy = &ResourceClaimStrategy(admission);
     out.push_back(std::move(r));
   }
@@ -229,7 +233,7 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
     ResourceInfo r =
         Resource("resource.k8s.io", "resourcepoolstatusrequests", "ResourcePoolStatusRequest",
                  "resourcepoolstatusrequest", false, "v1alpha3");
-    r.subresources = {Status("ResourcePoolStatusRequest")};
+    r.subresources = {StatusSubresource("ResourcePoolStatusRequest")};
     r.strategy = &ResourcePoolStatusRequestStrategy();
     out.push_back(std::move(r));
   }

@@ -22,11 +22,13 @@ namespace draplane::server::handlers {
 class Strategy;
 
 struct SubresourceInfo {
-  std::string name;  // "status", "binding", "finalize"
-  // The kind the subresource answers with, and its group/version when it differs from the
-  // parent's (pods/binding answers with core/v1 Binding).
+  std::string name;  // "status", "binding", "finalize", "eviction"
+  // The kind the subresource takes and answers with (pods/binding: core/v1 Binding), and its
+  // group and version when they differ from the parent's (pods/eviction: policy/v1 Eviction).
   std::string kind;
   std::vector<std::string> verbs;
+  std::string group{};
+  std::string version{};
 };
 
 // Where a resource kept in another resource's storage lives, and how its objects change form on

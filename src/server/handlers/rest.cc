@@ -7,6 +7,7 @@
 #include "api/codec/yaml.h"
 #include "api/deletion.h"
 #include "api/labels/field_selector.h"
+#include "api/meta/omit_empty.h"
 #include "api/meta/resource_version.h"
 #include "api/patch/patch.h"
 #include "api/pods.h"
@@ -326,6 +327,7 @@ http::Response Rest::Handle(const Scope& scope) {
       return ToResponse(NewMethodNotSupported(r.Gr(), verb));
     }
     if (sub == "binding") return Bind(scope, scope.info->namespace_, scope.info->name);
+    if (sub == "eviction") return Evict(scope);
   } else if (!r.HasVerb(verb)) {
     return ToResponse(NewMethodNotSupported(r.Gr(), verb));
   }
@@ -565,6 +567,7 @@ void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
 
 StatusOr<store::ObjectPtr> Rest::CreateInternal(const ResourceInfo& resource, JsonObject obj) {
   StampCreate(obj, resource, *deps_.clock);
+  resource.strategy->DefaultWithTime(obj, deps_.clock->Now());
   resource.strategy->PrepareForCreate(obj);
   CheckResult check = resource.strategy->Check(obj);
   if (!check.ok()) {
@@ -612,6 +615,7 @@ http::Response Rest::Create(const Scope& scope) {
     meta["name"] = name;
   }
   StampCreate(obj, r, *deps_.clock);
+  r.strategy->DefaultWithTime(obj, deps_.clock->Now());
   r.strategy->PrepareForCreate(obj);
   // Admission first (kube-apiserver's admission plugins such as NamespaceLifecycle and
   // NodeRestriction refuse before the object is validated), then the kind's validation.
@@ -625,6 +629,7 @@ http::Response Rest::Create(const Scope& scope) {
   if (auto e = deps_.admission->Mutate(attributes, obj)) return ToResponse(*e);
   if (auto e = deps_.admission->Admit(attributes)) return ToResponse(*e);
   if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return ToResponse(*e);
+  api::OmitEmptyMetadata(obj);
   // ResourceQuota admission last, as upstream's validating plugin: it charges the quotas, so
   // nothing after it may refuse but the store itself.
   quota::QuotaAdmission::Charge charge;
@@ -642,6 +647,9 @@ http::Response Rest::Create(const Scope& scope) {
   } finish_charge{deps_.quota, charge};
   std::string stored = r.ToStored(std::move(obj));
   if (std::get<bool>(dry)) {
+    // A dry run answers what the create would: AlreadyExists for a name in use.
+    StatusOr<store::ObjectPtr> existing = deps_.store->Get(KeyOf(r, ns, name));
+    if (existing.ok()) return ToResponse(NewAlreadyExists(r.Gr(), name));
     StatusOr<std::string> body = RenderObject(r, r.Served(stored, 0), *format, deps_.clock->Now());
     if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
     http::Response response = Answer(201, std::move(body).value(), format->ContentType());
@@ -791,6 +799,7 @@ http::Response Rest::UpdateWith(
       }
       if (*rv != 0) return fail(NewNotFound(r.Gr(), name));
       StampCreate(obj, r, *deps_.clock);
+      r.strategy->DefaultWithTime(obj, deps_.clock->Now());
       r.strategy->PrepareForCreate(obj);
       admission::Attributes attributes;
       attributes.resource = &r;
@@ -802,6 +811,7 @@ http::Response Rest::UpdateWith(
       if (auto e = deps_.admission->Mutate(attributes, obj)) return fail(*e);
       if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
       if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return fail(*e);
+      api::OmitEmptyMetadata(obj);
       created = true;
       std::string stored = r.ToStored(std::move(obj));
       if (std::get<bool>(dry)) {
@@ -830,6 +840,7 @@ http::Response Rest::UpdateWith(
       }
       obj = std::move(result);
     } else {
+      r.strategy->DefaultWithTime(obj, deps_.clock->Now());
       r.strategy->PrepareForUpdate(obj, old);
       if (r.tracks_generation) {
         int64_t generation = GenerationOf(old);
@@ -851,6 +862,7 @@ http::Response Rest::UpdateWith(
     CheckResult check =
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
     if (auto e = FromCheck(r, name, check)) return fail(*e);
+    api::OmitEmptyMetadata(obj);
     delete_after = api::DeletesDuringUpdate(old, HasFinalizers(obj, r));
     // The same content as stored, whatever the member order (a client may send the members in
     // another order than the store has them): keep the stored bytes, so that the store skips
@@ -907,19 +919,33 @@ http::Response Rest::UpdateWith(
 
 namespace {
 
-struct DeleteOptions {
-  std::optional<int64_t> grace_period_seconds;
-  std::string propagation_policy;  // "", Orphan, Background, Foreground
-  std::string precondition_uid;
-  std::string precondition_rv;
-};
+using DeleteOptions = Rest::DeleteOptions;
 
-std::variant<DeleteOptions, ApiError> ParseDeleteOptions(const Scope& scope) {
+// The members of a DeleteOptions object (a DELETE's body, an Eviction's deleteOptions).
+std::variant<DeleteOptions, ApiError> ReadDeleteOptions(const JsonObject& body) {
   DeleteOptions options;
-  if (!scope.request->body.empty()) {
-    auto decoded = Rest::DecodeBody(*scope.request);
-    if (auto* e = std::get_if<ApiError>(&decoded)) return *e;
-    const JsonObject& body = std::get<JsonObject>(decoded);
+  {
+    if (const boost::json::value* dry = body.if_contains("dryRun"); dry && !dry->is_null()) {
+      // Only "All" is valid (upstream ValidateDeleteOptions); anything else is refused rather
+      // than read as a real delete.
+      api::FieldErrorList errors;
+      if (!dry->is_array()) {
+        errors.push_back(api::Invalid(api::FieldPath("dryRun"), boost::json::serialize(*dry),
+                                      "must be a list of strings"));
+      } else {
+        for (const boost::json::value& v : dry->get_array()) {
+          if (v.is_string() && v.get_string() == "All") {
+            options.dry_run = true;
+            continue;
+          }
+          errors.push_back(api::NotSupported(
+              api::FieldPath("dryRun"),
+              v.is_string() ? api::RenderValue(v.get_string()) : boost::json::serialize(v),
+              {"All"}));
+        }
+      }
+      if (!errors.empty()) return NewInvalid("DeleteOptions.meta.k8s.io", "", errors);
+    }
     if (const boost::json::value* g = body.if_contains("gracePeriodSeconds"); g && g->is_int64()) {
       options.grace_period_seconds = g->get_int64();
     }
@@ -934,6 +960,30 @@ std::variant<DeleteOptions, ApiError> ParseDeleteOptions(const Scope& scope) {
       options.precondition_rv = std::string(GetString(*pre, "resourceVersion"));
     }
   }
+  return options;
+}
+
+// The propagation policy, if given, is one upstream knows.
+std::optional<ApiError> CheckPropagationPolicy(const DeleteOptions& options) {
+  const std::string& p = options.propagation_policy;
+  if (!p.empty() && p != "Orphan" && p != "Background" && p != "Foreground") {
+    api::FieldErrorList errors = {api::NotSupported(api::FieldPath("propagationPolicy"),
+                                                    api::RenderValue(p),
+                                                    {"Foreground", "Background", "Orphan"})};
+    return NewInvalid("DeleteOptions.meta.k8s.io", "", errors);
+  }
+  return std::nullopt;
+}
+
+std::variant<DeleteOptions, ApiError> ParseDeleteOptions(const Scope& scope) {
+  DeleteOptions options;
+  if (!scope.request->body.empty()) {
+    auto decoded = Rest::DecodeBody(*scope.request);
+    if (auto* e = std::get_if<ApiError>(&decoded)) return *e;
+    auto read = ReadDeleteOptions(std::get<JsonObject>(decoded));
+    if (auto* e = std::get_if<ApiError>(&read)) return *e;
+    options = std::move(std::get<DeleteOptions>(read));
+  }
   if (scope.Has("gracePeriodSeconds")) {
     try {
       options.grace_period_seconds = std::stoll(scope.Param("gracePeriodSeconds"));
@@ -942,13 +992,7 @@ std::variant<DeleteOptions, ApiError> ParseDeleteOptions(const Scope& scope) {
     }
   }
   if (scope.Has("propagationPolicy")) options.propagation_policy = scope.Param("propagationPolicy");
-  const std::string& p = options.propagation_policy;
-  if (!p.empty() && p != "Orphan" && p != "Background" && p != "Foreground") {
-    api::FieldErrorList errors = {api::NotSupported(api::FieldPath("propagationPolicy"),
-                                                    api::RenderValue(p),
-                                                    {"Foreground", "Background", "Orphan"})};
-    return NewInvalid("DeleteOptions.meta.k8s.io", "", errors);
-  }
+  if (auto e = CheckPropagationPolicy(options)) return *e;
   return options;
 }
 
@@ -956,13 +1000,20 @@ std::variant<DeleteOptions, ApiError> ParseDeleteOptions(const Scope& scope) {
 
 std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const std::string& ns,
                                                     const std::string& name, bool* deleted_now) {
+  auto parsed_options = ParseDeleteOptions(scope);
+  if (auto* e = std::get_if<ApiError>(&parsed_options)) return *e;
+  return DeleteOne(scope, ns, name, std::get<DeleteOptions>(parsed_options), deleted_now);
+}
+
+std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const std::string& ns,
+                                                    const std::string& name,
+                                                    const DeleteOptions& options,
+                                                    bool* deleted_now) {
   const ResourceInfo& r = *scope.resource;
   *deleted_now = false;
   auto dry = DryRun(scope);
   if (auto* e = std::get_if<ApiError>(&dry)) return *e;
-  auto parsed_options = ParseDeleteOptions(scope);
-  if (auto* e = std::get_if<ApiError>(&parsed_options)) return *e;
-  const DeleteOptions& options = std::get<DeleteOptions>(parsed_options);
+  if (options.dry_run) dry = true;
   store::Key key = KeyOf(r, ns, name);
   for (int attempt = 0; attempt < 16; ++attempt) {
     StatusOr<store::ObjectPtr> current = deps_.store->Get(key);
@@ -1007,16 +1058,11 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
     bool is_namespace = r.group.empty() && r.resource == "namespaces";
     if (is_pod && !GetPathString(obj, {"spec", "nodeName"}).empty()) {
       // Pods bound to a node end gracefully (the kubelet, or the server's reaper, removes them).
-      grace = 30;
-      if (const JsonObject* spec = FindObject(obj, "spec")) {
-        if (const boost::json::value* g = spec->if_contains("terminationGracePeriodSeconds");
-            g && g->is_int64()) {
-          grace = g->get_int64();
-        }
+      grace = PodDeletionGracePeriod(obj);
+      std::string_view phase = GetPathString(obj, {"status", "phase"});
+      if (options.grace_period_seconds && phase != "Succeeded" && phase != "Failed") {
+        grace = *options.grace_period_seconds;
       }
-      if (options.grace_period_seconds) grace = *options.grace_period_seconds;
-      std::string phase(GetPathString(obj, {"status", "phase"}));
-      if (phase == "Succeeded" || phase == "Failed") grace = 0;
     }
     JsonObject with_finalizers = obj;
     SetFinalizers(with_finalizers, finalizers);
@@ -1042,6 +1088,17 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       meta["deletionTimestamp"] =
           FormatTime(deps_.clock->Now() + std::chrono::seconds(std::max<int64_t>(grace, 0)));
       meta["deletionGracePeriodSeconds"] = grace;
+    } else if (const boost::json::value* period = meta.if_contains("deletionGracePeriodSeconds");
+               options.grace_period_seconds && period != nullptr && period->is_int64() &&
+               *options.grace_period_seconds < period->get_int64()) {
+      // Deleted again with a shorter grace period: the deletion moves earlier by the
+      // difference (upstream rest.BeforeDelete); a longer one changes nothing.
+      std::optional<Timestamp> at = ParseTime(GetString(meta, "deletionTimestamp"));
+      if (at) {
+        meta["deletionTimestamp"] = FormatTime(
+            *at - std::chrono::seconds(period->get_int64() - *options.grace_period_seconds));
+        meta["deletionGracePeriodSeconds"] = *options.grace_period_seconds;
+      }
     }
     if (is_namespace) EnsureObject(with_finalizers, "status")["phase"] = "Terminating";
     std::string stored = r.ToStored(JsonObject(with_finalizers));
@@ -1121,6 +1178,36 @@ http::Response Rest::DeleteCollection(const Scope& scope) {
   StatusOr<std::string> body = RenderList(r, page, json, deps_.clock->Now());
   if (!body.ok()) return ToResponse(NewInternalError(body.status().message()));
   return Answer(200, std::move(body).value(), "application/json");
+}
+
+// pkg/registry/core/pod/storage EvictionREST.Create, for a server that serves no
+// PodDisruptionBudgets (so none refuses an eviction): the Pod is deleted with the eviction's
+// deleteOptions, gracefully as any delete of a Pod bound to a node; `kubectl drain` evicts this
+// way.
+http::Response Rest::Evict(const Scope& scope) {
+  auto decoded = DecodeBody(*scope.request);
+  if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
+  const JsonObject& eviction = std::get<JsonObject>(decoded);
+  std::string_view name = MetaString(eviction, "name");
+  if (!name.empty() && name != scope.info->name) {
+    return ToResponse(NewBadRequest("name in URL does not match name in Eviction object"));
+  }
+  DeleteOptions options;
+  if (const JsonObject* body = FindObject(eviction, "deleteOptions")) {
+    auto read = ReadDeleteOptions(*body);
+    if (auto* e = std::get_if<ApiError>(&read)) return ToResponse(*e);
+    options = std::move(std::get<DeleteOptions>(read));
+    if (auto e = CheckPropagationPolicy(options)) return ToResponse(*e);
+  }
+  bool deleted_now = false;
+  auto result = DeleteOne(scope, scope.info->namespace_, scope.info->name, options, &deleted_now);
+  if (auto* e = std::get_if<ApiError>(&result)) return ToResponse(*e);
+  boost::json::object status{{"kind", "Status"},
+                             {"apiVersion", "v1"},
+                             {"metadata", boost::json::object()},
+                             {"status", "Success"},
+                             {"code", 201}};
+  return Answer(201, boost::json::serialize(status), "application/json");
 }
 
 // pkg/registry/core/pod/storage BindingREST.Create / assignPod.

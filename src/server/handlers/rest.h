@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,15 @@ class Rest {
   // is.
   StatusOr<store::ObjectPtr> CreateInternal(const ResourceInfo& resource, JsonObject obj);
 
+  // metav1.DeleteOptions, from a request's body and query or from an Eviction.
+  struct DeleteOptions {
+    bool dry_run = false;  // dryRun: [All]
+    std::optional<int64_t> grace_period_seconds;
+    std::string propagation_policy;  // "", Orphan, Background, Foreground
+    std::string precondition_uid;
+    std::string precondition_rv;
+  };
+
  private:
   http::Response Get(const Scope& scope);
   http::Response List(const Scope& scope);
@@ -89,6 +99,8 @@ class Rest {
   http::Response Delete(const Scope& scope);
   http::Response DeleteCollection(const Scope& scope);
   http::Response Bind(const Scope& scope, const std::string& ns, const std::string& pod_name);
+  // pods/eviction (policy/v1 Eviction): the Pod deleted with the eviction's deleteOptions.
+  http::Response Evict(const Scope& scope);
 
   // The update pipeline shared by update and patch: `mutate` turns the current object (served
   // form) into the requested one.
@@ -100,6 +112,9 @@ class Rest {
   // Deletes one object with the request's delete options; the answer carries the object.
   std::variant<std::string, ApiError> DeleteOne(const Scope& scope, const std::string& ns,
                                                 const std::string& name, bool* deleted_now);
+  std::variant<std::string, ApiError> DeleteOne(const Scope& scope, const std::string& ns,
+                                                const std::string& name,
+                                                const DeleteOptions& options, bool* deleted_now);
 
   void ObserveWrite(const ResourceInfo& resource, const store::Object& object, bool deleted);
 

@@ -66,6 +66,8 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
           "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
           "(allow it to be set to 1 if it was previously negative)"));
     }
+    CheckOnlyAddedTolerations(obj, old, &r.errors);
+    CheckOnlyRemovedSchedulingGates(obj, old, &r.errors);
     return r;
   }
 
@@ -164,6 +166,57 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
  private:
   // The spec with the fields a pod update may change removed (images, activeDeadlineSeconds,
   // tolerations, terminationGracePeriodSeconds, schedulingGates).
+  // Upstream validateOnlyAddedTolerations: every existing toleration stays, only its
+  // tolerationSeconds may change; new ones may be added.
+  static void CheckOnlyAddedTolerations(const JsonObject& obj, const JsonObject& old,
+                                        FieldErrorList* errors) {
+    auto tolerations = [](const JsonObject& pod) {
+      std::vector<JsonObject> out;
+      const JsonObject* spec = FindObject(pod, "spec");
+      const boost::json::array* list = spec ? FindArray(*spec, "tolerations") : nullptr;
+      if (list == nullptr) return out;
+      for (const boost::json::value& t : *list) {
+        if (!t.is_object()) continue;
+        JsonObject o = t.get_object();
+        o.erase("tolerationSeconds");
+        out.push_back(std::move(o));
+      }
+      return out;
+    };
+    const std::vector<JsonObject> now = tolerations(obj);
+    for (const JsonObject& t : tolerations(old)) {
+      if (std::find(now.begin(), now.end(), t) == now.end()) {
+        errors->push_back(
+            api::Forbidden(FieldPath("spec").Child("tolerations"),
+                           "existing toleration can not be modified except its tolerationSeconds"));
+        return;
+      }
+    }
+  }
+
+  // Upstream validateOnlyDeletedSchedulingGates: gates may be removed, never added.
+  static void CheckOnlyRemovedSchedulingGates(const JsonObject& obj, const JsonObject& old,
+                                              FieldErrorList* errors) {
+    auto gates = [](const JsonObject& pod) {
+      std::vector<std::string> out;
+      const JsonObject* spec = FindObject(pod, "spec");
+      const boost::json::array* list = spec ? FindArray(*spec, "schedulingGates") : nullptr;
+      if (list == nullptr) return out;
+      for (const boost::json::value& g : *list) {
+        if (g.is_object()) out.emplace_back(GetString(g.get_object(), "name"));
+      }
+      return out;
+    };
+    const std::vector<std::string> before = gates(old);
+    for (const std::string& g : gates(obj)) {
+      if (std::find(before.begin(), before.end(), g) == before.end()) {
+        errors->push_back(
+            api::Forbidden(FieldPath("spec").Child("schedulingGates"),
+                           "only deletion is allowed, but found new scheduling gate '" + g + "'"));
+      }
+    }
+  }
+
   static JsonObject Mutable(const JsonObject& pod) {
     const JsonObject* spec = FindObject(pod, "spec");
     JsonObject out = spec ? *spec : JsonObject();

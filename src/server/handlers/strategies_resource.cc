@@ -56,6 +56,15 @@ class DraTypedStrategy : public TypedStrategy<T> {
   DraAdmission admission_;
 };
 
+// Upstream SetDefaults_DeviceTaint: a taint without timeAdded gets the time of the write, in
+// whole seconds (what metav1.Time keeps).
+void DefaultTaintTime(boost::json::value* taint, Timestamp now) {
+  if (taint == nullptr || !taint->is_object()) return;
+  JsonObject& t = taint->get_object();
+  auto it = t.find("timeAdded");
+  if (it == t.end() || it->value().is_null()) t["timeAdded"] = FormatTime(now);
+}
+
 class DeviceClassStrategyImpl final : public DraTypedStrategy<rv1::DeviceClass> {
  public:
   using DraTypedStrategy::DraTypedStrategy;
@@ -87,6 +96,17 @@ class ResourceSliceStrategyImpl final : public DraTypedStrategy<rv1::ResourceSli
     return {MetaString(obj, "name"), GetPathString(obj, {"spec", "nodeName"}),
             GetPathString(obj, {"spec", "driver"}), GetPathString(obj, {"spec", "pool", "name"}),
             AgeCell(obj, now)};
+  }
+  void DefaultWithTime(JsonObject& obj, Timestamp now) const override {
+    JsonObject* spec = FindObject(obj, "spec");
+    boost::json::array* devices = spec != nullptr ? FindArray(*spec, "devices") : nullptr;
+    if (devices == nullptr) return;
+    for (boost::json::value& device : *devices) {
+      if (!device.is_object()) continue;
+      boost::json::array* taints = FindArray(device.get_object(), "taints");
+      if (taints == nullptr) continue;
+      for (boost::json::value& taint : *taints) DefaultTaintTime(&taint, now);
+    }
   }
 
  protected:
@@ -224,6 +244,7 @@ class ResourceClaimStrategyImpl final : public DraTypedStrategy<rv1::ResourceCla
     return validation::ValidateResourceClaimStatusUpdate(c, old, admission_.features);
   }
 
+ protected:
   bool has_status() const override { return true; }
 };
 
@@ -253,6 +274,12 @@ class ResourceClaimTemplateStrategyImpl final
 
 class DeviceTaintRuleStrategyImpl final : public TypedStrategy<rv1::DeviceTaintRule> {
  public:
+  void DefaultWithTime(JsonObject& obj, Timestamp now) const override {
+    JsonObject* spec = FindObject(obj, "spec");
+    if (spec == nullptr) return;
+    auto taint = spec->find("taint");
+    if (taint != spec->end()) DefaultTaintTime(&taint->value(), now);
+  }
   void PrepareForStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
     KeepAllButStatus(obj, old);
   }

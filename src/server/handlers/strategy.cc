@@ -100,6 +100,8 @@ CheckResult GenericStrategy::CheckStatusUpdate(JsonObject& obj, const JsonObject
 
 // --- Strategy defaults -----------------------------------------------------------------------
 
+void Strategy::DefaultWithTime(JsonObject&, Timestamp) const {}
+
 void Strategy::PrepareForCreate(JsonObject& obj) const {
   if (has_status()) obj.erase("status");
 }

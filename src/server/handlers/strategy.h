@@ -43,6 +43,10 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
 
+  // Defaults that read the clock (upstream's defaulting functions may: SetDefaults_DeviceTaint
+  // sets timeAdded to now), applied to every object written through the main resource before
+  // PrepareForCreate / PrepareForUpdate. The default sets nothing.
+  virtual void DefaultWithTime(JsonObject& obj, Timestamp now) const;
   // Resets what users may not set on create and applies JSON-level defaults.
   virtual void PrepareForCreate(JsonObject& obj) const;
   // An update of the main resource: keeps `status` from `old` when the kind has a status

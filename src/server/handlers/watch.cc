@@ -553,9 +553,9 @@ void WatchManager::Serve(WatchSpec spec, std::shared_ptr<http::Exchange> exchang
   std::shared_ptr<http::ResponseStream> stream = exchange->StartStream(200, std::move(headers));
   if (!watcher.ok()) {
     // The watch cache's behaviour: the error travels as an event of a 200 stream.
+    // The store says "too old resource version: <asked> (<oldest>)", upstream's text.
     ApiError e = watcher.status().code() == StatusCode::kExpired
-                     ? NewResourceExpired("too old resource version: " + std::to_string(from) +
-                                          " (" + std::string(watcher.status().message()) + ")")
+                     ? NewResourceExpired(std::string(watcher.status().message()))
                      : FromStatus(watcher.status(), {resource->Gr(), "", ""});
     stream->Write(std::make_shared<const std::string>(EventLine('E', StatusJson(e))));
     stream->Close();

@@ -236,7 +236,16 @@ bool LifecycleController::OwnerGone(const store::Key& dependent, const OwnerRef&
   if (info == nullptr || owner.uid.empty()) return false;  // a kind this server cannot judge
   if (ResolvedOwner(dependent, owner)) return false;
   std::optional<store::Key> expected = OwnerKey(dependent, owner);
-  if (!expected) return true;  // a namespaced owner of a cluster-scoped object: never there
+  if (!expected) {
+    // A cluster-scoped object cannot have a namespaced owner: upstream's garbage collector
+    // reports the reference as invalid (OwnerRefInvalidNamespace) and never deletes the object
+    // for it, which would otherwise delete it however present the owner is.
+    log::Warning(
+        "{} {}: ownerReference to {} {} (uid {}) is invalid: a cluster-scoped object "
+        "cannot have a namespaced owner; ignored",
+        dependent.resource, dependent.name, owner.kind, owner.name, owner.uid);
+    return false;
+  }
   const store::Key& key = *expected;
   StatusOr<store::ObjectPtr> obj = store_->Get(key);
   if (!obj.ok()) return obj.status().code() == StatusCode::kNotFound;
@@ -250,16 +259,22 @@ void LifecycleController::DeleteObject(const store::Key& key) {
     if (!current.ok()) return;
     StatusOr<JsonObject> parsed = handlers::ParseObject((*current)->value);
     if (!parsed.ok()) return;
-    if (!HasAnyFinalizer(*parsed, IsNamespaceKey(key))) {
+    const bool deleting = !handlers::MetaString(*parsed, "deletionTimestamp").empty();
+    // A Pod bound to a node ends gracefully, as a delete without options ends it (upstream's
+    // namespace deleter and garbage collector delete with default options): the node gets its
+    // grace period to stop the containers and release the devices.
+    const int64_t grace =
+        key.resource == "core/pods" && !deleting ? handlers::PodDeletionGracePeriod(*parsed) : 0;
+    if (!HasAnyFinalizer(*parsed, IsNamespaceKey(key)) && grace == 0) {
       StatusOr<store::ObjectPtr> deleted =
           store_->Delete(key, store::Preconditions{(*current)->revision});
       if (deleted.ok() || deleted.status().code() != StatusCode::kConflict) return;
       continue;
     }
-    if (!handlers::MetaString(*parsed, "deletionTimestamp").empty()) return;
+    if (deleting) return;
     JsonObject& meta = handlers::EnsureObject(*parsed, "metadata");
-    meta["deletionTimestamp"] = handlers::FormatTime(clock_->Now());
-    meta["deletionGracePeriodSeconds"] = 0;
+    meta["deletionTimestamp"] = handlers::FormatTime(clock_->Now() + std::chrono::seconds(grace));
+    meta["deletionGracePeriodSeconds"] = grace;
     if (IsNamespaceKey(key)) handlers::EnsureObject(*parsed, "status")["phase"] = "Terminating";
     StatusOr<store::ObjectPtr> updated = store_->Update(key, handlers::ToStoredJson(*parsed),
                                                         store::Preconditions{(*current)->revision});
