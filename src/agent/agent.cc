@@ -376,6 +376,23 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
       return PodOutcome::kRetry;
     }
     if (!entry.empty()) by_entry[entry] = *claim;
+    if (options_.simulate_containers) {
+      // Playing the kubelet: it hands each device to its driver's plugin on the node, and one
+      // that has none here fails the Pod's start until it registers (the kubelet retries).
+      for (const rv1::DeviceRequestAllocationResult& r :
+           claim->status.allocation->devices.results) {
+        if (std::find(managed_drivers_.begin(), managed_drivers_.end(), r.driver) !=
+            managed_drivers_.end()) {
+          continue;
+        }
+        const std::string message = "claim " + claim_name + ": DRA driver " + r.driver +
+                                    " is not registered on node " + options_.node_name +
+                                    " (device " + r.pool + "/" + r.device + ")";
+        log::Info("node {}: pod {}/{}: {}", options_.node_name, namespace_, name, message);
+        RecordFailure(pod, message);
+        return PodOutcome::kRetry;
+      }
+    }
     const ClaimToPrepare request = ToPrepare(namespace_, claim_name, *claim);
     if (request.devices.empty()) continue;
     const bool was_prepared = preparer_->IsPrepared(request);

@@ -304,6 +304,20 @@ TEST_F(AgentTest, WaitsForTheClaimToBeReservedForThePod) {
   EXPECT_EQ(*agent_->SyncPod("team-a", "templated"), PodOutcome::kRetry);
 }
 
+// A device of a driver no plugin on the node serves (a slice published by hand, a driver not
+// deployed there): the kubelet cannot hand it to anyone, so the Pod waits, with an Event saying
+// why, instead of running without it.
+TEST_F(AgentTest, ADeviceOfADriverWithoutAPluginHereKeepsThePodWaiting) {
+  CreateClaim("widget", "x", {{"test.example.com", "d0"}});
+  ReserveFor("widget", CreatePod("pod-widget", "widget"));
+  EXPECT_EQ(*agent_->SyncPod("team-a", "pod-widget"), PodOutcome::kRetry);
+  EXPECT_EQ(client::Get<cv1::Pod>(api_, "team-a", "pod-widget")->status.phase, "Pending");
+  EXPECT_THAT(EventReasons(),
+              ElementsAre("FailedPrepareDynamicResources: claim widget: DRA driver "
+                          "test.example.com is not registered on node node-a (device node-a/d0)"));
+  EXPECT_THAT(CdiFiles(), IsEmpty());
+}
+
 TEST_F(AgentTest, TerminalPrepareFailureFailsThePodWithAnEvent) {
   CreateClaim("fpga", "x", {{"fpga.example.com", "fpga-0"}});
   const std::string pod_uid = CreatePod("pod-fpga", "fpga");

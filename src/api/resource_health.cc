@@ -56,12 +56,17 @@ std::map<std::string, boost::json::array> AllocatedResourcesStatus(
           continue;
         }
         boost::json::array resources;
+        // Two shares of one device (consumable capacity) are one resourceID: listed once, with
+        // the device's health (the API server refuses a resourceID twice in an entry, which
+        // left such a Pod Pending for good).
+        std::set<std::string> listed;
         for (const resourcev1::DeviceRequestAllocationResult& r :
              claim->second->status.allocation->devices.results) {
           if (!CoversRequest(r.request, ref.request)) continue;
-          resources.push_back(
-              boost::json::object{{"resourceID", r.driver + "/" + r.pool + "/" + r.device},
-                                  {"health", health(r.driver, r.pool, r.device)}});
+          std::string id = r.driver + "/" + r.pool + "/" + r.device;
+          if (!listed.insert(id).second) continue;
+          resources.push_back(boost::json::object{{"resourceID", std::move(id)},
+                                                  {"health", health(r.driver, r.pool, r.device)}});
         }
         if (resources.empty()) continue;
         entries.push_back(

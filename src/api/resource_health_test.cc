@@ -96,6 +96,36 @@ TEST(ResourceHealthTest, ListsEachContainerReferencesDevicesWithTheirHealth) {
   EXPECT_FALSE(SetAllocatedResourcesStatus(statuses, health));  // nothing left to change
 }
 
+// Two shares of one shared device (two requests of one claim, consumable capacity) are one
+// resourceID: listed once, so that the status the API server validates has no duplicate.
+TEST(ResourceHealthTest, SharesOfOneDeviceAreListedOnce) {
+  corev1::Pod pod = PodWithClaims();
+  pod.spec.containers[0].resources.claims = {
+      {.name = "net", .request = "", .unknown = {}, .present = 0}};
+  resourcev1::ResourceClaim net;
+  net.status.allocation.emplace();
+  resourcev1::DeviceRequestAllocationResult a = Result("a", "nic-0");
+  a.share_id = "0d7a";
+  resourcev1::DeviceRequestAllocationResult b = Result("b", "nic-0");
+  b.share_id = "9fb9";
+  net.status.allocation->devices.results = {a, b, Result("c", "nic-1")};
+  std::map<std::string, boost::json::array> health = AllocatedResourcesStatus(
+      pod, {{"net", &net}},
+      [](std::string_view, std::string_view, std::string_view) { return kResourceHealthy; });
+  EXPECT_EQ(boost::json::serialize(health["main"]),
+            R"([{"name":"claim:net","resources":[)"
+            R"({"resourceID":"gpu.nvidia.com/node-a/nic-0","health":"Healthy"},)"
+            R"({"resourceID":"gpu.nvidia.com/node-a/nic-1","health":"Healthy"}]}])");
+  boost::json::object json =
+      boost::json::parse(R"({"spec":{"containers":[{"name":"main",)"
+                         R"("resources":{"claims":[{"name":"net"}]}}]},)"
+                         R"("status":{"containerStatuses":[{"name":"main"}]}})")
+          .as_object();
+  ASSERT_TRUE(SetAllocatedResourcesStatus(
+      json["status"].as_object()["containerStatuses"].as_array(), health));
+  EXPECT_THAT(ValidateAllocatedResourcesStatus(json), IsEmpty());
+}
+
 TEST(ResourceHealthTest, ValidatesNamesHealthAndUniqueIdsAsTheApiServerDoes) {
   boost::json::object pod = boost::json::parse(R"({
     "spec": {"containers": [{"name": "main", "resources": {

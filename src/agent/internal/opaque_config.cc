@@ -47,6 +47,16 @@ Status ApplyOpaqueConfig(const DevicePrepareRequest& request, std::string_view e
       }
       continue;
     }
+    // Named as a GroupVersionKind prints ("gpu.example.com/v1, Kind=GpuConfig"); parameters
+    // without apiVersion or kind are said to lack them.
+    if (api_version.empty() || kind.empty()) {
+      return InvalidArgumentError(
+          "opaque configuration for driver " + request.driver + " without " +
+          (api_version.empty() && kind.empty() ? std::string("apiVersion and kind")
+           : api_version.empty()               ? "apiVersion (kind " + kind + ")"
+                                               : "kind (apiVersion " + api_version + ")") +
+          ": the driver cannot tell what it configures");
+    }
     return InvalidArgumentError("unsupported opaque configuration \"" + api_version +
                                 ", Kind=" + kind + "\" for driver " + request.driver);
   }

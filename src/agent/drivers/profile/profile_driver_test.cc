@@ -265,6 +265,13 @@ TEST_F(ProfileDriverTest, HonoursOpaqueConfig) {
   StatusOr<PreparedDevice> bad = driver->PrepareDevice(request);
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("unsupported opaque configuration"));
+  api::RawJson kind_only(boost::json::parse(R"({"kind":"Small"})"));
+  request.config = {&kind_only};
+  bad = driver->PrepareDevice(request);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("opaque configuration for driver gpu.nvidia.com without apiVersion (kind "
+                        "Small): the driver cannot tell what it configures"));
 }
 
 TEST_F(ProfileDriverTest, PreparedDevicesSurviveARestart) {
