@@ -20,6 +20,7 @@
 #include "client/rest_client.h"
 #include "client/typed.h"
 #include "scheduler/queue_view.h"
+#include "scheduler/scheduler.h"
 
 namespace draplane::cli {
 namespace {
@@ -31,7 +32,8 @@ struct QueueFlags {
   std::string context;
   std::string namespace_;
   std::string domain;
-  std::vector<std::string> scheduler_names;
+  // The names `draplane scheduler` and `draplane serve` schedule by default.
+  std::vector<std::string> scheduler_names = scheduler::SchedulerOptions{}.scheduler_names;
   std::string output = "text";
 };
 
@@ -241,7 +243,9 @@ void AddQueueCommand(CLI::App& app) {
                   "queue)");
   cmd->add_option("--domain", flags->domain, "Only Pods using this domain of the policy");
   cmd->add_option("--scheduler-name", flags->scheduler_names,
-                  "Pods of these schedulers (repeatable; default: default-scheduler)");
+                  "Pods of these schedulers (repeatable; default: those the scheduler serves by "
+                  "default)")
+      ->capture_default_str();
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");

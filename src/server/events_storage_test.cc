@@ -3,11 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <filesystem>
 
 #include "server/server.h"
 #include "server/testing/test_client.h"
 #include "store/store.h"
+#include "testing/temp_dir.h"
 
 namespace draplane::server {
 namespace {
@@ -15,10 +15,9 @@ namespace {
 constexpr std::string_view kOldStorage = "events.k8s.io/events";
 
 TEST(EventsStorageTest, AnOlderServersEventsV1EventsJoinTheSharedStorageAtStart) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("draplane-events-storage-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string store_url = "sqlite://" + (dir / "store.db").string();
+  // Removed however the test ends (an assertion returns early).
+  const draplane::testing::TempDir dir;
+  const std::string store_url = "sqlite://" + dir.File("store.db");
   const store::Key old_key{std::string(kOldStorage), "team-a", "trainer-0.scheduled"};
   {
     StatusOr<std::unique_ptr<store::Store>> store = store::OpenStore(store_url, {});
@@ -40,7 +39,7 @@ TEST(EventsStorageTest, AnOlderServersEventsV1EventsJoinTheSharedStorageAtStart)
   options.listen = "127.0.0.1:0";
   options.plain_http = true;
   options.store_url = store_url;
-  options.data_dir = dir.string();
+  options.data_dir = dir.path();
   options.event_ttl = Duration(0);  // the Event is older than any TTL; keep it
   StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
   ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -78,8 +77,6 @@ TEST(EventsStorageTest, AnOlderServersEventsV1EventsJoinTheSharedStorageAtStart)
   StatusOr<std::unique_ptr<store::Store>> store = store::OpenStore(store_url, {});
   ASSERT_TRUE(store.ok());
   EXPECT_EQ((*store)->Get(old_key).status().code(), StatusCode::kNotFound);
-  store->reset();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
