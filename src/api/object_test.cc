@@ -132,13 +132,29 @@ TEST(ObjectTest, KeepsExplicitNullsAndSettingTheFieldWins) {
 
 TEST(ObjectTest, KeepsEmptyButPresentFieldsAndOmitsAbsentOnes) {
   ExpectLossless(Json(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-    "metadata": {"name": "", "labels": {}, "finalizers": []},
+    "metadata": {"name": "", "generateName": ""},
     "spec": {"devices": {"requests": [], "constraints": [{}]}},
     "status": {}})"));
   ExpectLossless(Json(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
     "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c",
       "count": 0, "adminAccess": false, "selectors": []}}]}}})"));
   ExpectLossless(Json(R"({"kind": "ResourceClaim", "apiVersion": "resource.k8s.io/v1"})"));
+}
+
+// What upstream's Go types never write empty (omitempty lists and maps: ObjectMeta's
+// finalizers, ownerReferences, labels, annotations; a claim's reservedFor and devices) is not
+// written back empty either, so a store never holds `finalizers: []`.
+TEST(ObjectTest, OmitsTheEmptyListsAndMapsUpstreamOmits) {
+  FieldErrorList errors;
+  Object obj = DecodeObject(Json(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"name": "c", "labels": {}, "annotations": {}, "finalizers": [],
+                 "ownerReferences": []},
+    "spec": {"devices": {"requests": []}},
+    "status": {"reservedFor": [], "devices": []}})"),
+                            &errors);
+  EXPECT_THAT(Errors(errors), ::testing::IsEmpty());
+  EXPECT_EQ(EncodeObject(obj), Json(R"({"kind": "ResourceClaim", "apiVersion": "resource.k8s.io/v1",
+    "metadata": {"name": "c"}, "spec": {"devices": {"requests": []}}, "status": {}})"));
 }
 
 TEST(ObjectTest, KeepsUnknownFieldsAtEveryLevel) {

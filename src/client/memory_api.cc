@@ -618,7 +618,7 @@ StatusOr<Stored> MemoryApi::State::Create(const ApiRequest& request, json::value
     return AlreadyExistsError(Qualified(type) + " \"" + name + "\" already exists");
   }
   json::object& root = object.as_object();
-  api::OmitEmptyMetadata(root);
+  api::OmitEmptyFields(root);
   const bool event = IsEvent(type);
   meta["uid"] = event ? event_random->NewUuid() : random.NewUuid();
   meta["creationTimestamp"] = Now().text();
@@ -951,7 +951,7 @@ StatusOr<Stored> MemoryApi::State::Commit(const ResourceType& type, const std::s
   } else {
     return InvalidArgumentError("update of subresource " + subresource + " is not supported");
   }
-  api::OmitEmptyMetadata(next.as_object());
+  api::OmitEmptyFields(next.as_object());
   // A no-op write leaves the object (and its resourceVersion) alone, as the API server does.
   Meta(next)["resourceVersion"] = MetaString(old, "resourceVersion");
   if (api::codec::JsonEqual(next, old)) return it->second;

@@ -1,30 +1,38 @@
-// ObjectMeta's `omitempty` lists and maps, which every store applies alike (the API server's REST
-// handlers and the in-memory API): upstream's Go types never serialize an empty `finalizers`,
-// `ownerReferences`, `labels` or `annotations`, so a writer that removes the last finalizer
-// leaves no `finalizers: []` behind for clients to tell apart from an absent one. This is the
-// rule on JSON objects; the typed codec has it for the same fields (`omit_empty` in
-// src/api/schema/meta_v1.yaml, and a ResourceClaim's status.reservedFor and status.devices).
+// The `omitempty` lists and maps upstream's Go types never serialize empty, which every store
+// applies alike (the API server's REST handlers and the in-memory API): ObjectMeta's
+// `finalizers`, `ownerReferences`, `labels` and `annotations`, and a ResourceClaim's
+// `status.reservedFor` and `status.devices`. A writer that removes the last finalizer or
+// consumer thus leaves no `finalizers: []` behind for clients to tell apart from an absent one.
+// This is the rule on JSON objects; the typed codec has it for the same fields (`omit_empty` in
+// src/api/schema/meta_v1.yaml and resource_v1.yaml).
 //
 // Thread-safety: pure function.
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <initializer_list>
 #include <string_view>
 
 namespace draplane::api {
 
-// Removes the empty omitempty lists and maps of `object`'s metadata.
-inline void OmitEmptyMetadata(boost::json::object& object) {
-  boost::json::value* meta_value = object.if_contains("metadata");
-  if (meta_value == nullptr || !meta_value->is_object()) return;
-  boost::json::object& meta = meta_value->get_object();
-  for (std::string_view key : {"finalizers", "ownerReferences", "labels", "annotations"}) {
-    auto it = meta.find(key);
-    if (it == meta.end()) continue;
-    const boost::json::value& v = it->value();
-    if ((v.is_array() && v.get_array().empty()) || (v.is_object() && v.get_object().empty())) {
-      meta.erase(it);
+// Removes the empty omitempty lists and maps above from `object` (one object, not a List's items).
+inline void OmitEmptyFields(boost::json::object& object) {
+  auto omit = [](boost::json::value* parent, std::initializer_list<std::string_view> keys) {
+    if (parent == nullptr || !parent->is_object()) return;
+    boost::json::object& o = parent->get_object();
+    for (std::string_view key : keys) {
+      auto it = o.find(key);
+      if (it == o.end()) continue;
+      const boost::json::value& v = it->value();
+      if ((v.is_array() && v.get_array().empty()) || (v.is_object() && v.get_object().empty())) {
+        o.erase(it);
+      }
     }
+  };
+  omit(object.if_contains("metadata"), {"finalizers", "ownerReferences", "labels", "annotations"});
+  const boost::json::value* kind = object.if_contains("kind");
+  if (kind != nullptr && kind->is_string() && kind->get_string() == "ResourceClaim") {
+    omit(object.if_contains("status"), {"reservedFor", "devices"});
   }
 }
 

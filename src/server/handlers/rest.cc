@@ -629,7 +629,7 @@ http::Response Rest::Create(const Scope& scope) {
   if (auto e = deps_.admission->Mutate(attributes, obj)) return ToResponse(*e);
   if (auto e = deps_.admission->Admit(attributes)) return ToResponse(*e);
   if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return ToResponse(*e);
-  api::OmitEmptyMetadata(obj);
+  api::OmitEmptyFields(obj);
   // ResourceQuota admission last, as upstream's validating plugin: it charges the quotas, so
   // nothing after it may refuse but the store itself.
   quota::QuotaAdmission::Charge charge;
@@ -811,7 +811,7 @@ http::Response Rest::UpdateWith(
       if (auto e = deps_.admission->Mutate(attributes, obj)) return fail(*e);
       if (auto e = deps_.admission->Admit(attributes)) return fail(*e);
       if (auto e = FromCheck(r, name, r.strategy->Check(obj))) return fail(*e);
-      api::OmitEmptyMetadata(obj);
+      api::OmitEmptyFields(obj);
       created = true;
       std::string stored = r.ToStored(std::move(obj));
       if (std::get<bool>(dry)) {
@@ -862,7 +862,7 @@ http::Response Rest::UpdateWith(
     CheckResult check =
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
     if (auto e = FromCheck(r, name, check)) return fail(*e);
-    api::OmitEmptyMetadata(obj);
+    api::OmitEmptyFields(obj);
     delete_after = api::DeletesDuringUpdate(old, HasFinalizers(obj, r));
     // The same content as stored, whatever the member order (a client may send the members in
     // another order than the store has them): keep the stored bytes, so that the store skips
