@@ -107,19 +107,18 @@ assert metrics["fallback.rate"]["b"] > 0
 assert not c["failures"], c["failures"]
 print("ok: utilization", metrics["utilization.overall"])
 EOF
-# The runs are independent: run one at a time or three at once, the comparison is the same.
-for jobs in 1 3; do
-  "$DRAPLANE" sim compare --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" --seeds 2 \
-    --until 1h --policy "$ex/policy-fallback.yaml" --b "$ex/change-a100-to-mig.yaml" -o json \
-    --jobs "$jobs" >"$e2e_work/compare-jobs-$jobs.json"
-done
-python3 - "$e2e_work/compare.json" "$e2e_work"/compare-jobs-{1,3}.json <<'EOF' ||
+# The runs are independent: one at a time gives the comparison the default (one per core) gave
+# (CompareTest checks more job counts without the process).
+"$DRAPLANE" sim compare --cluster "$ex/cluster.yaml" --workload "$ex/trace.yaml" --seeds 2 \
+  --until 1h --policy "$ex/policy-fallback.yaml" --b "$ex/change-a100-to-mig.yaml" -o json \
+  --jobs 1 >"$e2e_work/compare-jobs-1.json"
+python3 - "$e2e_work/compare.json" "$e2e_work/compare-jobs-1.json" <<'EOF' ||
 import json, sys
 runs = [json.load(open(path)) for path in sys.argv[1:]]
 for r in runs:
     del r["wallSeconds"]
-assert runs[0] == runs[1] == runs[2], "the comparison depends on --jobs"
-print("ok: the same comparison with --jobs 1 and 3")
+assert runs[0] == runs[1], "the comparison depends on --jobs"
+print("ok: the same comparison with --jobs 1 and one per core")
 EOF
   fail "compare --jobs check failed"
 set +e
