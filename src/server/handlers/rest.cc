@@ -924,41 +924,38 @@ using DeleteOptions = Rest::DeleteOptions;
 // The members of a DeleteOptions object (a DELETE's body, an Eviction's deleteOptions).
 std::variant<DeleteOptions, ApiError> ReadDeleteOptions(const JsonObject& body) {
   DeleteOptions options;
-  {
-    if (const boost::json::value* dry = body.if_contains("dryRun"); dry && !dry->is_null()) {
-      // Only "All" is valid (upstream ValidateDeleteOptions); anything else is refused rather
-      // than read as a real delete.
-      api::FieldErrorList errors;
-      if (!dry->is_array()) {
-        errors.push_back(api::Invalid(api::FieldPath("dryRun"), boost::json::serialize(*dry),
-                                      "must be a list of strings"));
-      } else {
-        for (const boost::json::value& v : dry->get_array()) {
-          if (v.is_string() && v.get_string() == "All") {
-            options.dry_run = true;
-            continue;
-          }
-          errors.push_back(api::NotSupported(
-              api::FieldPath("dryRun"),
-              v.is_string() ? api::RenderValue(v.get_string()) : boost::json::serialize(v),
-              {"All"}));
+  if (const boost::json::value* dry = body.if_contains("dryRun"); dry && !dry->is_null()) {
+    // Only "All" is valid (upstream ValidateDeleteOptions); anything else is refused rather
+    // than read as a real delete.
+    api::FieldErrorList errors;
+    if (!dry->is_array()) {
+      errors.push_back(api::Invalid(api::FieldPath("dryRun"), boost::json::serialize(*dry),
+                                    "must be a list of strings"));
+    } else {
+      for (const boost::json::value& v : dry->get_array()) {
+        if (v.is_string() && v.get_string() == "All") {
+          options.dry_run = true;
+          continue;
         }
-      }
-      if (!errors.empty()) return NewInvalid("DeleteOptions.meta.k8s.io", "", errors);
-    }
-    if (const boost::json::value* g = body.if_contains("gracePeriodSeconds"); g && g->is_int64()) {
-      options.grace_period_seconds = g->get_int64();
-    }
-    options.propagation_policy = std::string(GetString(body, "propagationPolicy"));
-    if (const boost::json::value* o = body.if_contains("orphanDependents"); o && o->is_bool()) {
-      if (options.propagation_policy.empty()) {
-        options.propagation_policy = o->get_bool() ? "Orphan" : "Background";
+        errors.push_back(api::NotSupported(
+            api::FieldPath("dryRun"),
+            v.is_string() ? api::RenderValue(v.get_string()) : boost::json::serialize(v), {"All"}));
       }
     }
-    if (const JsonObject* pre = FindObject(body, "preconditions")) {
-      options.precondition_uid = std::string(GetString(*pre, "uid"));
-      options.precondition_rv = std::string(GetString(*pre, "resourceVersion"));
+    if (!errors.empty()) return NewInvalid("DeleteOptions.meta.k8s.io", "", errors);
+  }
+  if (const boost::json::value* g = body.if_contains("gracePeriodSeconds"); g && g->is_int64()) {
+    options.grace_period_seconds = g->get_int64();
+  }
+  options.propagation_policy = std::string(GetString(body, "propagationPolicy"));
+  if (const boost::json::value* o = body.if_contains("orphanDependents"); o && o->is_bool()) {
+    if (options.propagation_policy.empty()) {
+      options.propagation_policy = o->get_bool() ? "Orphan" : "Background";
     }
+  }
+  if (const JsonObject* pre = FindObject(body, "preconditions")) {
+    options.precondition_uid = std::string(GetString(*pre, "uid"));
+    options.precondition_rv = std::string(GetString(*pre, "resourceVersion"));
   }
   return options;
 }
