@@ -542,10 +542,10 @@ void Agent::set_discovery_observer(std::function<void(const std::vector<Inventor
   discovery_observer_ = std::move(observer);
 }
 
-Status Agent::UnprepareClaim(const std::string& claim_uid) {
+Status Agent::UnprepareClaim(const std::string& claim_uid, std::string_view driver) {
   if (!initialized_) return FailedPreconditionError("Agent::Init was not called");
   MutexLock lock(drivers_mu_);
-  return CountUnprepare(options_.node_name, preparer_->Unprepare(claim_uid));
+  return CountUnprepare(options_.node_name, preparer_->Unprepare(claim_uid, driver));
 }
 
 Status Agent::WriteDeviceStatus(const std::string& namespace_, const std::string& name,

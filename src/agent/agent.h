@@ -186,7 +186,7 @@ class Agent {
   // returning).
   StatusOr<ClaimRecord> PrepareClaim(const api::resourcev1::ResourceClaim& claim);
   // Kubelet-plugin mode: unprepares a claim by UID; OK when it is not prepared.
-  Status UnprepareClaim(const std::string& claim_uid);
+  Status UnprepareClaim(const std::string& claim_uid, std::string_view driver = {});
   // Called on the loop thread after every discovery with the inventories (health included).
   // May be replaced (or cleared with nullptr) at any time; returns once no call of the previous
   // observer is in flight.

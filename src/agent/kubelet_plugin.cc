@@ -1,11 +1,13 @@
 #include "agent/kubelet_plugin.h"
 
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "agent/failure.h"
@@ -127,13 +129,34 @@ struct KubeletPlugin::Impl {
   Impl(Agent& a, client::ApiClient& c, const Clock& k, KubeletPluginOptions o)
       : agent(a), api(c), clock(k), options(std::move(o)) {}
 
+  // The devices of `driver` in `claim`'s allocation, as pool/device ("none" without any).
+  static std::string AllocatedDevicesOf(const rv1::ResourceClaim& claim,
+                                        const std::string& driver) {
+    std::string out;
+    if (claim.status.allocation) {
+      for (const rv1::DeviceRequestAllocationResult& r : claim.status.allocation->devices.results) {
+        if (r.driver != driver) continue;
+        if (!out.empty()) out += ", ";
+        out += r.pool + "/" + r.device;
+      }
+    }
+    return out.empty() ? "none" : out;
+  }
+
   // NodePrepareResources for `driver`: one answer per claim, keyed by UID.
   template <typename ClaimList>
   std::map<std::string, ClaimAnswer> Prepare(const std::string& driver, const ClaimList& claims) {
     std::map<std::string, ClaimAnswer> out;
     for (const auto& ref : claims) {
+      // A claim listed twice is answered once (its devices were listed twice).
+      if (out.contains(ref.uid())) continue;
       ClaimAnswer& answer = out[ref.uid()];
       const std::string key = ref.namespace_() + "/" + ref.name();
+      if (ref.uid().empty() || ref.namespace_().empty() || ref.name().empty()) {
+        answer.error = "terminal: claim " + key + " (uid " + ref.uid() +
+                       "): namespace, name and uid are required";
+        continue;
+      }
       StatusOr<rv1::ResourceClaim> claim =
           client::Get<rv1::ResourceClaim>(api, ref.namespace_(), ref.name());
       if (!claim.ok()) {
@@ -162,6 +185,17 @@ struct KubeletPlugin::Impl {
                          .device = d.device,
                          .cdi_device_ids = d.cdi_device_ids});
       }
+      if (answer.devices.empty()) {
+        // The kubelet calls a driver for the claims allocated devices of it; none here means the
+        // allocation is for another node, and "prepared, no devices" would start the container
+        // without them.
+        answer.error = "terminal: claim " + key + " has no device of driver " + driver +
+                       " on node " + agent.node_name() +
+                       " (allocated: " + AllocatedDevicesOf(*claim, driver) + ")";
+        log::Warning("node {}: {}: NodePrepareResources: {}", agent.node_name(), driver,
+                     answer.error);
+        continue;
+      }
       log::Info("node {}: {}: prepared claim {} ({}): {} device(s)", agent.node_name(), driver, key,
                 ref.uid(), answer.devices.size());
     }
@@ -173,7 +207,7 @@ struct KubeletPlugin::Impl {
   std::map<std::string, std::string> Unprepare(const std::string& driver, const ClaimList& claims) {
     std::map<std::string, std::string> out;
     for (const auto& ref : claims) {
-      Status s = agent.UnprepareClaim(ref.uid());
+      Status s = agent.UnprepareClaim(ref.uid(), driver);
       std::string& error = out[ref.uid()];
       if (!s.ok()) {
         error = std::string(FailureClassName(ClassifyFailure(s))) + ": claim " + ref.namespace_() +
@@ -273,21 +307,23 @@ struct KubeletPlugin::Impl {
       stopping = true;
     }
     health_changed.NotifyAll();
-    // Registration first: the kubelet deregisters the plugin before its endpoint goes away.
+    // Registration first: the kubelet deregisters the plugin before its endpoint goes away. Only
+    // sockets this plugin served are removed (a start refused for another process's live
+    // sockets leaves them alone).
     for (auto& e : endpoints) {
       if (e->registration_server) {
         e->registration_server->Shutdown(std::chrono::system_clock::now() +
                                          std::chrono::seconds(1));
         e->registration_server->Wait();
+        (void)internal::RemoveFile(e->registration_socket);
       }
-      (void)internal::RemoveFile(e->registration_socket);
     }
     for (auto& e : endpoints) {
       if (e->dra_server) {
         e->dra_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
         e->dra_server->Wait();
+        (void)internal::RemoveFile(e->dra_socket);
       }
-      (void)internal::RemoveFile(e->dra_socket);
     }
   }
 };
@@ -411,9 +447,30 @@ Status CheckSocketPath(const std::string& path) {
   return Status::Ok();
 }
 
-// Serves `services` on the Unix socket `path`, replacing a stale socket of ours; mode 0600.
+// Whether a process accepts connections on the Unix socket `path` (a stale one refuses them).
+bool SocketAnswers(const std::string& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  const bool answers =
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+  ::close(fd);
+  return answers;
+}
+
+// Serves `services` on the Unix socket `path`, replacing a stale socket of ours; mode 0600. A
+// socket some process still serves is refused: unlinking it would leave that agent running
+// unreachable, both rewriting the node's slices.
 StatusOr<std::unique_ptr<grpc::Server>> Serve(const std::string& path,
                                               const std::vector<grpc::Service*>& services) {
+  if (SocketAnswers(path)) {
+    return FailedPreconditionError(
+        "kubelet plugin: another process serves " + path +
+        " (a second agent for this driver on this node? instances of a rolling update each need "
+        "their own --plugin-instance)");
+  }
   DRAPLANE_RETURN_IF_ERROR(internal::RemoveFile(path));
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());

@@ -317,6 +317,32 @@ TEST_F(KubeletPluginTest, ClaimProblemsArePerClaimErrorsNotAFailedCall) {
   EXPECT_THAT(CdiFiles(), ElementsAre("gpu.nvidia.com_gpu_" + good.metadata.uid + ".json"));
 }
 
+// A claim allocated on another node's pool is a terminal error, not "prepared, no devices" (the
+// kubelet would start the container without its GPU); a claim listed twice is answered once.
+TEST_F(KubeletPluginTest, ForeignAllocationFailsAndADuplicateClaimIsAnsweredOnce) {
+  StartPlugin(*agent_);
+  rv1::ResourceClaim foreign = CreateClaim("foreign", {{"gpu", "gpu-1"}});
+  foreign.status.allocation->devices.results[0].pool = "node-b";
+  foreign = *client::UpdateStatus(api_, foreign);
+  rv1::ResourceClaim twice = CreateClaim("twice", {{"gpu", "gpu-0"}});
+  drav1::NodePrepareResourcesRequest request;
+  AddClaim(&request, foreign);
+  AddClaim(&request, twice);
+  AddClaim(&request, twice);
+  drav1::NodePrepareResourcesResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(drav1::DRAPlugin::NewStub(Channel(DraSocket()))
+                  ->NodePrepareResources(&context, request, &response)
+                  .ok());
+  const auto& refused = response.claims().at(foreign.metadata.uid);
+  EXPECT_EQ(refused.devices_size(), 0);
+  EXPECT_EQ(refused.error(),
+            "terminal: claim team-a/foreign has no device of driver gpu.nvidia.com on node node-a "
+            "(allocated: node-b/gpu-1)");
+  EXPECT_EQ(response.claims().at(twice.metadata.uid).error(), "");
+  EXPECT_EQ(response.claims().at(twice.metadata.uid).devices_size(), 1);
+}
+
 TEST_F(KubeletPluginTest, ClaimWithDevicesOfTwoDriversIsPreparedOnceAndAnsweredPerDriver) {
   StartPlugin(*agent_);
   rv1::ResourceClaim claim = CreateClaim("pair", {{"gpu", "gpu-0"}});
@@ -403,6 +429,23 @@ TEST_F(KubeletPluginTest, StaleOwnSocketsAreReplacedAndOnlyOwnSocketsRemoved) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/registry/gpu.nvidia.com-reg.sock"));
   EXPECT_FALSE(std::filesystem::exists(DraSocket()));
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/registry/other.example.com-reg.sock"));
+}
+
+// A second agent for the same driver without its own --plugin-instance does not take over the
+// first one's live sockets (which left the first running unreachable).
+TEST_F(KubeletPluginTest, ASecondAgentRefusesTheSocketsAnotherServes) {
+  StartPlugin(*agent_);
+  agents_.push_back(NewAgent());
+  StatusOr<std::unique_ptr<KubeletPlugin>> second = KubeletPlugin::Start(
+      *agents_.back(), api_, clock_,
+      KubeletPluginOptions{.registry_dir = dir_ + "/registry",
+                           .plugins_dir = dir_ + "/plugins",
+                           .instance = "",
+                           .health_resend_interval = std::chrono::seconds(30)});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("another process serves"));
+  EXPECT_TRUE(std::filesystem::exists(DraSocket()));
 }
 
 TEST_F(KubeletPluginTest, RollingUpdateInstancesServeSideBySideOnOneCheckpoint) {

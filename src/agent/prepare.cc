@@ -1,5 +1,7 @@
 #include "agent/prepare.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 #include <utility>
 
@@ -137,19 +139,34 @@ Status Preparer::Recover() {
     DRAPLANE_RETURN_IF_ERROR(CleanUp(uid, checkpoint_.claims[uid]));
     checkpoint_.claims.erase(uid);
   }
-  // 2. Our spec files nobody records.
+  // 2. Our spec files nobody records. Known by file name: the directory may be spelled otherwise
+  // than when they were recorded (a trailing slash, relative then absolute, /var/run for /run),
+  // and deleting a live claim's spec leaves its containers unable to start.
   std::set<std::string> known;
   for (const auto& [uid, record] : checkpoint_.claims) {
-    known.insert(record.cdi_specs.begin(), record.cdi_specs.end());
+    for (const std::string& spec : record.cdi_specs) {
+      known.insert(std::filesystem::path(spec).filename().string());
+    }
   }
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<std::string> files, internal::ListFiles(cdi_dir()));
   for (const std::string& name : files) {
     const std::string path = cdi_dir() + "/" + name;
-    if (known.count(path) > 0 || !IsSpecFileOf(drivers_, name)) continue;
+    if (known.count(name) > 0 || !IsSpecFileOf(drivers_, name)) continue;
     log::Info("node {}: removing orphaned CDI spec {}", options_.node_name, path);
     DRAPLANE_RETURN_IF_ERROR(internal::RemoveFile(path));
   }
   return Save();
+}
+
+bool Preparer::SpecsPresent(const ClaimRecord& record) const {
+  for (const std::string& spec : record.cdi_specs) {
+    std::error_code error;
+    if (!std::filesystem::exists(
+            std::filesystem::path(cdi_dir()) / std::filesystem::path(spec).filename(), error)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 bool Preparer::IsPrepared(const ClaimToPrepare& claim) const {
@@ -183,7 +200,10 @@ StatusOr<ClaimRecord> Preparer::Prepare(const ClaimToPrepare& claim) {
   DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock, Share());
   // 1. Already prepared?
   if (auto it = checkpoint_.claims.find(claim.uid); it != checkpoint_.claims.end()) {
-    if (it->second.state == PrepareState::kCompleted && SameDevices(it->second, claim.devices)) {
+    // A spec file gone since (removed by hand, a cleared CDI directory) is written again: the
+    // kubelet would hand the container runtime CDI IDs that resolve to nothing.
+    if (it->second.state == PrepareState::kCompleted && SameDevices(it->second, claim.devices) &&
+        SpecsPresent(it->second)) {
       return it->second;
     }
     // 2. Stale record: clean up first.
@@ -304,11 +324,15 @@ StatusOr<ClaimRecord> Preparer::Prepare(const ClaimToPrepare& claim) {
   return record;
 }
 
-Status Preparer::Unprepare(const std::string& claim_uid) {
+Status Preparer::Unprepare(const std::string& claim_uid, std::string_view driver) {
   if (!recovered_) return FailedPreconditionError("Preparer::Recover was not called");
   DRAPLANE_ASSIGN_OR_RETURN(std::unique_ptr<internal::FileLock> lock, Share());
   auto it = checkpoint_.claims.find(claim_uid);
   if (it == checkpoint_.claims.end()) return Status::Ok();
+  if (!driver.empty() && std::none_of(it->second.devices.begin(), it->second.devices.end(),
+                                      [&](const DeviceRecord& d) { return d.driver == driver; })) {
+    return Status::Ok();
+  }
   Status cleaned = CleanUp(claim_uid, it->second);
   if (!cleaned.ok()) return cleaned;
   checkpoint_.claims.erase(it);

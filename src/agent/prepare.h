@@ -89,7 +89,9 @@ class Preparer {
   // Prepares a claim (see above); returns its completed record.
   StatusOr<ClaimRecord> Prepare(const ClaimToPrepare& claim);
   // Unprepares a claim; OK when it is not prepared.
-  Status Unprepare(const std::string& claim_uid);
+  // With `driver`, only a claim holding a device of that driver: the kubelet's call through that
+  // driver's plugin socket, which must not release another driver's claim.
+  Status Unprepare(const std::string& claim_uid, std::string_view driver = {});
   // The claim is recorded as prepared with exactly these devices (Prepare would not call a
   // driver).
   bool IsPrepared(const ClaimToPrepare& claim) const;
@@ -108,6 +110,9 @@ class Preparer {
   std::string checkpoint_path() const { return options_.state_dir + "/checkpoint.json"; }
 
  private:
+  // Whether every CDI spec file of `record` is in the CDI directory.
+  bool SpecsPresent(const ClaimRecord& record) const;
+
   // With shared state: the lock on the state dir, and the checkpoint re-read under it; nullptr
   // without shared state.
   StatusOr<std::unique_ptr<internal::FileLock>> Share();

@@ -219,6 +219,47 @@ TEST_F(PrepareTest, RecoverCleansUpInterruptedPreparesAndOrphanedSpecs) {
   EXPECT_EQ(restarted->checkpoint().claims.size(), 1u);
 }
 
+// The CDI directory spelled otherwise after a restart (a trailing slash here; relative then
+// absolute, /var/run for /run): the live claim's specs are the same files and stay.
+TEST_F(PrepareTest, RecoverKnowsSpecsByFileNameWhateverTheDirectorysSpelling) {
+  {
+    std::unique_ptr<Preparer> p = NewPreparer();
+    ASSERT_TRUE(p->Prepare(Claim()).ok());
+  }
+  Preparer again(PreparerOptions{.state_dir = dir_.string(),
+                                 .node_name = "node-a",
+                                 .cdi_dir = (dir_ / "cdi").string() + "/"},
+                 std::map<std::string, Driver*>{{"fake.example.com", &driver_}});
+  ASSERT_TRUE(again.Recover().ok());
+  EXPECT_THAT(CdiFiles(),
+              ElementsAre("fake.example.com_gpu_uid-1.json", "fake.example.com_nic_uid-1.json"));
+}
+
+// A spec file gone from the CDI directory is written again by the next prepare instead of
+// answering CDI IDs that resolve to nothing.
+TEST_F(PrepareTest, PrepareWritesAMissingSpecAgain) {
+  std::unique_ptr<Preparer> p = NewPreparer();
+  StatusOr<ClaimRecord> first = p->Prepare(Claim());
+  ASSERT_TRUE(first.ok());
+  std::filesystem::remove(dir_ / "cdi/fake.example.com_gpu_uid-1.json");
+  StatusOr<ClaimRecord> again = p->Prepare(Claim());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_THAT(CdiFiles(),
+              ElementsAre("fake.example.com_gpu_uid-1.json", "fake.example.com_nic_uid-1.json"));
+  EXPECT_EQ(again->devices[0].cdi_device_ids, first->devices[0].cdi_device_ids);
+}
+
+// Unprepare through one driver's call releases only a claim holding a device of that driver.
+TEST_F(PrepareTest, UnprepareForADriverKeepsClaimsWithoutItsDevices) {
+  std::unique_ptr<Preparer> p = NewPreparer();
+  ASSERT_TRUE(p->Prepare(Claim()).ok());
+  ASSERT_TRUE(p->Unprepare("uid-1", "other.example.com").ok());
+  EXPECT_EQ(p->checkpoint().claims.size(), 1u);
+  ASSERT_TRUE(p->Unprepare("uid-1", "fake.example.com").ok());
+  EXPECT_TRUE(p->checkpoint().claims.empty());
+  EXPECT_THAT(CdiFiles(), IsEmpty());
+}
+
 TEST_F(PrepareTest, RefusesAnotherNodesStateAndACorruptCheckpoint) {
   std::unique_ptr<Preparer> p = NewPreparer();
   Preparer other(PreparerOptions{.state_dir = dir_.string(), .node_name = "node-b"}, {});

@@ -114,6 +114,37 @@ std::vector<rv1::ResourceSlice> BuildPoolSlices(std::string_view node_name,
   return out;
 }
 
+namespace {
+
+// A taint already published on a device keeps the time it was published with: the condition
+// started then, and a second agent instance (a rolling update) or a restarted one would otherwise
+// stamp its own time, and instances would rewrite the pool in turn forever. NoExecute
+// tolerationSeconds count from this time too.
+void KeepPublishedTaintTimes(std::vector<rv1::ResourceSlice>& desired,
+                             const std::map<std::string, const rv1::ResourceSlice*>& current) {
+  std::map<std::string, const rv1::Device*> published;
+  for (const auto& [name, slice] : current) {
+    for (const rv1::Device& device : slice->spec.devices) published[device.name] = &device;
+  }
+  for (rv1::ResourceSlice& slice : desired) {
+    for (rv1::Device& device : slice.spec.devices) {
+      auto it = published.find(device.name);
+      if (it == published.end()) continue;
+      for (rv1::DeviceTaint& taint : device.taints) {
+        for (const rv1::DeviceTaint& old : it->second->taints) {
+          if (old.key == taint.key && old.value == taint.value && old.effect == taint.effect &&
+              old.time_added) {
+            taint.time_added = old.time_added;
+            break;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>& inventories,
                         const std::vector<std::string>& managed_drivers,
                         const std::vector<rv1::ResourceSlice>& stored) {
@@ -139,6 +170,7 @@ SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>
     }
     // 2. Unchanged?
     std::vector<rv1::ResourceSlice> desired = BuildPoolSlices(node_name, it->second, generation);
+    KeepPublishedTaintTimes(desired, current);
     bool unchanged = desired.size() == current.size();
     for (const rv1::ResourceSlice& slice : desired) {
       if (!unchanged) break;
@@ -148,6 +180,7 @@ SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>
     if (unchanged) continue;
     // 3. Bump the generation and rewrite the pool.
     desired = BuildPoolSlices(node_name, it->second, generation + 1);
+    KeepPublishedTaintTimes(desired, current);
     std::set<std::string> desired_names;
     for (const rv1::ResourceSlice& slice : desired) desired_names.insert(slice.metadata.name);
     for (const auto& [name, slice] : current) {

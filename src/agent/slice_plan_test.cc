@@ -178,6 +178,25 @@ TEST_F(PlanTest, CreatesThenKeepsThenBumpsOnChange) {
   EXPECT_TRUE(recovered.updates[0].spec.devices[1].taints.empty());
 }
 
+// Two agent instances (a rolling update) see one fault from different first sightings: the taint
+// keeps the time it was published with, so neither rewrites the pool for the time alone.
+TEST_F(PlanTest, APublishedTaintKeepsItsTime) {
+  std::vector<Inventory> invs = {Plains("a.example.com", 3)};
+  invs[0].devices[1].health = {.healthy = false,
+                               .message = "",
+                               .taint_effect = "",
+                               .since = Timestamp(std::chrono::seconds(100))};
+  Apply(PlanSliceSync("n1", invs, managed_, stored_));
+  invs[0].devices[1].health.since = Timestamp(std::chrono::seconds(136));
+  EXPECT_TRUE(PlanSliceSync("n1", invs, managed_, stored_).empty());
+  // Another change rewrites the pool, and the taint still says when it was first published.
+  invs[0].devices[2].health = invs[0].devices[1].health;
+  SlicePlan plan = PlanSliceSync("n1", invs, managed_, stored_);
+  ASSERT_EQ(plan.updates.size(), 1u);
+  EXPECT_EQ(plan.updates[0].spec.devices[1].taints[0].time_added->text(), "1970-01-01T00:01:40Z");
+  EXPECT_EQ(plan.updates[0].spec.devices[2].taints[0].time_added->text(), "1970-01-01T00:02:16Z");
+}
+
 TEST_F(PlanTest, ShrinkingPoolDeletesStaleSlicesAndRewritesTheRest) {
   std::vector<Inventory> invs = {Plains("a.example.com", 300)};
   Apply(PlanSliceSync("n1", invs, managed_, stored_));

@@ -12,6 +12,7 @@
 
 #include <boost/json.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -205,7 +206,24 @@ int DryRun(const AgentFlags& flags, const std::string& node) {
   return problems == 0 ? 0 : 1;
 }
 
-int RunAgent(const AgentFlags& flags) {
+// `dir` absolute and spelled one way ("cdi/" and "/work/cdi" alike become "/work/cdi"): the kubelet
+// dials the registered socket path as given, whatever its own working directory.
+std::string AbsoluteDir(const std::string& dir) {
+  if (dir.empty()) return dir;
+  std::error_code error;
+  std::filesystem::path path = std::filesystem::absolute(dir, error);
+  if (error) return dir;
+  path = path.lexically_normal();
+  if (path.has_relative_path() && path.filename().empty()) path = path.parent_path();
+  return path.string();
+}
+
+int RunAgent(const AgentFlags& given) {
+  AgentFlags flags = given;
+  for (std::string* dir :
+       {&flags.state_dir, &flags.cdi_dir, &flags.registry_dir, &flags.plugins_dir}) {
+    *dir = AbsoluteDir(*dir);
+  }
   StatusOr<std::string> node = NodeName(flags);
   if (!node.ok()) {
     std::fprintf(stderr, "draplane agent: %s\n", node.status().ToString().c_str());
