@@ -55,8 +55,10 @@ Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
   switch (rc & 0xff) {
     case SQLITE_NOTADB:
       return FailedPreconditionError(std::move(message));
+    // A full disk is a server error, as kube-apiserver answers etcd's "database space exceeded"
+    // (500); ResourceExhausted would read as a 429 throttle and invite retries that cannot
+    // succeed until an operator frees space.
     case SQLITE_FULL:
-      return ResourceExhaustedError(std::move(message));
     case SQLITE_CORRUPT:
     case SQLITE_MISUSE:
     case SQLITE_INTERNAL:
@@ -451,8 +453,11 @@ class SqliteStore final : public Store {
       return FailedPreconditionError("sqlite store " + path_ +
                                      " is already open in another process (" + lock_path + ")");
     }
+    DRAPLANE_RETURN_IF_ERROR(RefuseEmptyFile());
     DRAPLANE_RETURN_IF_ERROR(RestrictToOwner());
-    DRAPLANE_ASSIGN_OR_RETURN(write_db_, OpenConnection(path_));
+    StatusOr<DbPtr> opened = OpenConnection(path_);
+    if (!opened.ok()) return OpenError(opened.status());
+    write_db_ = std::move(opened).value();
     sqlite3* db = write_db_.get();
     DRAPLANE_RETURN_IF_ERROR(CheckOrCreateSchema(db));
     DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA cache_size = -32768"));
@@ -485,6 +490,34 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
+  // An open that failed, said in an operator's terms: a damaged file refuses to start (as a file of
+  // another format does), and SQLite's "unable to open database file" names what to check.
+  Status OpenError(const Status& status) const {
+    std::string message =
+        "sqlite store " + path_ + " cannot be opened: " + std::string(status.message());
+    if (status.code() == StatusCode::kInternal) {
+      return FailedPreconditionError(message + " (the file is damaged: restore it from a backup)");
+    }
+    if (status.message().find("unable to open database file") != std::string_view::npos) {
+      message += " (is its directory writable? SQLite creates " + path_ + "-wal and " + path_ +
+                 "-shm beside it)";
+    }
+    return Status(status.code(), std::move(message));
+  }
+
+  // A store, once created, is never an empty file (its header page is written before anything
+  // else), so an existing empty one with no write-ahead log is a truncated copy or a failed
+  // restore: SQLite would silently start a new, empty cluster on it.
+  Status RefuseEmptyFile() {
+    struct stat db;
+    if (stat(path_.c_str(), &db) != 0 || db.st_size != 0) return Status::Ok();
+    struct stat wal;
+    if (stat((path_ + "-wal").c_str(), &wal) == 0 && wal.st_size != 0) return Status::Ok();
+    return FailedPreconditionError("sqlite store " + path_ +
+                                   " is an empty file, which no store ever is (a truncated copy "
+                                   "or a failed restore?); remove it to start an empty cluster");
+  }
+
   // The store holds every tenant's objects: the file is created readable by its owner only, and
   // an existing one is made so (SQLite gives its WAL and shared-memory files the database file's
   // mode when it creates them; existing ones are fixed here too).
@@ -511,6 +544,7 @@ class SqliteStore final : public Store {
     }
     DRAPLANE_ASSIGN_OR_RETURN(int64_t tables, QueryInt(db, "SELECT count(*) FROM sqlite_schema"));
     if (tables == 0 && *application_id == 0) {
+      log::Info("sqlite store {}: new, empty store", path_);
       DRAPLANE_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL"));
       const std::string schema =
           "BEGIN;"
