@@ -224,6 +224,14 @@ int RunServe(ServeFlags& flags) {
       return 2;
     }
   }
+  if (flags.options.plain_http) {
+    // client-go (kubectl) applies a kubeconfig's user only to TLS servers: it sends no token here.
+    log::Warning(
+        "serve: plain HTTP: kubectl sends no credentials without TLS (client-go applies a "
+        "kubeconfig's user only to https servers), so it acts as system:anonymous; the token in {} "
+        "works with clients that send it (curl -H 'Authorization: Bearer ...')",
+        (*server)->admin_kubeconfig_path());
+  }
   std::printf("ready: %s kubeconfig=%s\n", (*server)->url().c_str(),
               (*server)->admin_kubeconfig_path().c_str());
   std::fflush(stdout);

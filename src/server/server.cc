@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "api/gen/scheduling_v1_codec.h"
@@ -483,6 +484,11 @@ class ServerImpl final : public Server {
           value, auth::UserInfo{"admin", "", {std::string(auth::kMastersGroup)}});
       spec.token = value;
     } else {
+      // A token an earlier --plain-http start left is valid only while that server runs.
+      std::error_code removed;
+      std::filesystem::remove(options_.data_dir + "/admin.token", removed);
+      if (removed)
+        log::Warning("serve: removing {}/admin.token: {}", options_.data_dir, removed.message());
       spec.ca_pem = pki_.ca.certificate_pem;
       auth::CertificateRequest request;
       request.common_name = "admin";

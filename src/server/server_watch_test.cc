@@ -234,6 +234,37 @@ TEST(ServerWatchTest, InitialStateThenChangesAndSelectorTransitions) {
   EXPECT_EQ(ParseEvent(lines[1]).name, "x");
 }
 
+// The legacy watch path names one object: only its events come (it streamed the whole
+// collection), and a field selector naming another object is refused.
+TEST(ServerWatchTest, LegacyWatchPathWatchesTheNamedObjectOnly) {
+  Fixture f;
+  ASSERT_EQ(f.CreateNamespace("w"), 201);
+  const std::string collection = "/apis/resource.k8s.io/v1/namespaces/w/resourceclaims";
+  ASSERT_EQ(f.Do("POST", collection, Claim("x")).status, 201);
+  ASSERT_EQ(f.Do("POST", collection, Claim("y")).status, 201);
+  auto s = WatchStream::Open(f.port, "/apis/resource.k8s.io/v1/watch/namespaces/w/resourceclaims/y",
+                             f.Auth());
+  ASSERT_TRUE(s.ok());
+  std::vector<std::string> lines;
+  (*s)->WaitLines(&lines, std::chrono::seconds(30));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(ParseEvent(lines[0]).name, "y");
+  ASSERT_EQ(f.Do("POST", collection, Claim("z")).status, 201);
+  ASSERT_EQ(f.Do("DELETE", collection + "/y").status, 200);
+  lines.clear();
+  while (lines.empty() && (*s)->WaitLines(&lines, std::chrono::seconds(30))) {
+  }
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(ParseEvent(lines[0]).type, "DELETED");
+  EXPECT_EQ(ParseEvent(lines[0]).name, "y");
+
+  EXPECT_EQ(f.Do("GET",
+                 "/apis/resource.k8s.io/v1/watch/namespaces/w/resourceclaims/"
+                 "y?fieldSelector=metadata.name%3Dx")
+                .status,
+            400);
+}
+
 // Watches with field selectors share one parsed view of each object version (a kubelet per node
 // watches pods with spec.nodeName=<node>); each still gets exactly its own events, and a
 // transition out of the selection is a DELETED of the previous version at the new revision.
@@ -261,10 +292,10 @@ TEST(ServerWatchTest, FieldSelectedWatchesOfManyNodesSeeOnlyTheirPods) {
     ASSERT_EQ(f.Do("POST", pods, pod(name)).status, 201);
   }
   auto bind = [&](const std::string& name, const std::string& node) {
-    TestResponse r = f.Do("POST", pods + "/" + name + "/binding",
-                          R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":")" + name +
-                              R"("},"target":{"apiVersion":"v1","kind":"Node","name":")" + node +
-                              R"("}})");
+    TestResponse r =
+        f.Do("POST", pods + "/" + name + "/binding",
+             R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":")" + name +
+                 R"("},"target":{"apiVersion":"v1","kind":"Node","name":")" + node + R"("}})");
     ASSERT_EQ(r.status, 201) << r.body;
   };
   bind("p1", "n1");
@@ -289,8 +320,7 @@ TEST(ServerWatchTest, FieldSelectedWatchesOfManyNodesSeeOnlyTheirPods) {
   EXPECT_EQ(collect(*watches[0], 3), (Lines{"ADDED p1", "ADDED p3", "MODIFIED p3"}));
   EXPECT_EQ(collect(*watches[1], 1), (Lines{"ADDED p2"}));
   EXPECT_EQ(collect(*watches[2], 3), (Lines{"ADDED p1", "ADDED p3", "MODIFIED p3"}));
-  EXPECT_EQ(collect(*watches[3], 4),
-            (Lines{"ADDED p1", "ADDED p2", "ADDED p3", "MODIFIED p3"}));
+  EXPECT_EQ(collect(*watches[3], 4), (Lines{"ADDED p1", "ADDED p2", "ADDED p3", "MODIFIED p3"}));
   std::vector<std::string> lines;
   while (lines.size() < 3 && (*both)->WaitLines(&lines, std::chrono::seconds(30))) {
   }

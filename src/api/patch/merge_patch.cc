@@ -1,5 +1,8 @@
 #include <boost/json.hpp>
+#include <deque>
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -157,9 +160,16 @@ class StrategicMerger {
  private:
   static std::string Display(const std::string& path) { return path.empty() ? "<root>" : path; }
 
+  // Lists are matched through an index of their items' keys (the key's JSON text), so a patch of
+  // m items on a list of n costs O(n + m): a client must not be able to make the server spend
+  // seconds per request on a list of some ten thousand items.
+  static std::string IndexKey(const value& key) { return boost::json::serialize(key); }
+
   StatusOr<array> MergeList(array doc, const array& patch, const ListStrategy& strategy,
                             const std::string& item_path) {
     if (strategy.merge_key.empty()) {
+      std::unordered_set<std::string> present;
+      for (const value& existing : doc) present.insert(IndexKey(existing));
       for (const value& item : patch) {
         if (item.is_object()) {
           const value* d = item.get_object().if_contains("$patch");
@@ -168,12 +178,19 @@ class StrategicMerger {
           }
           continue;
         }
-        bool present = false;
-        for (const value& existing : doc) present = present || existing == item;
-        if (!present) doc.push_back(item);
+        if (present.insert(IndexKey(item)).second) doc.push_back(item);
       }
       return doc;
     }
+    // Positions in `doc` of the items with each key; deleted items are dropped at the end.
+    std::unordered_map<std::string, std::vector<size_t>> positions;
+    for (size_t i = 0; i < doc.size(); ++i) {
+      if (!doc[i].is_object()) continue;
+      if (const value* k = doc[i].get_object().if_contains(strategy.merge_key)) {
+        positions[IndexKey(*k)].push_back(i);
+      }
+    }
+    std::vector<bool> deleted(doc.size(), false);
     for (const value& item : patch) {
       if (!item.is_object()) {
         return InvalidArgumentError("expected a map in the list at " + item_path +
@@ -183,17 +200,13 @@ class StrategicMerger {
       if (const value* d = patch_item.if_contains("$patch"); d != nullptr && d->is_string()) {
         if (d->get_string() == "replace") return StripDirectives(value(patch)).get_array();
         if (d->get_string() == "delete") {
-          const value* key = patch_item.if_contains(strategy.merge_key);
-          array kept;
-          for (const value& existing : doc) {
-            const value* existing_key = existing.is_object()
-                                            ? existing.get_object().if_contains(strategy.merge_key)
-                                            : nullptr;
-            if (key == nullptr || existing_key == nullptr || !(*existing_key == *key)) {
-              kept.push_back(existing);
+          if (const value* key = patch_item.if_contains(strategy.merge_key)) {
+            auto it = positions.find(IndexKey(*key));
+            if (it != positions.end()) {
+              for (size_t i : it->second) deleted[i] = true;
+              positions.erase(it);
             }
           }
-          doc = std::move(kept);
           continue;
         }
       }
@@ -202,20 +215,24 @@ class StrategicMerger {
         return InvalidArgumentError("map: " + boost::json::serialize(item) +
                                     " does not contain declared merge key: " + strategy.merge_key);
       }
-      bool merged = false;
-      for (value& existing : doc) {
-        if (!existing.is_object()) continue;
-        const value* existing_key = existing.get_object().if_contains(strategy.merge_key);
-        if (existing_key == nullptr || !(*existing_key == *key)) continue;
+      std::vector<size_t>& same_key = positions[IndexKey(*key)];
+      if (!same_key.empty()) {
+        value& existing = doc[same_key.front()];
         auto result = MergeMap(existing.get_object(), patch_item, item_path);
         if (!result.ok()) return result.status();
         if (result->has_value()) existing = std::move(**result);
-        merged = true;
-        break;
+      } else {
+        same_key.push_back(doc.size());
+        doc.push_back(StripDirectives(item));
+        deleted.push_back(false);
       }
-      if (!merged) doc.push_back(StripDirectives(item));
     }
-    return doc;
+    array kept;
+    kept.reserve(doc.size());
+    for (size_t i = 0; i < doc.size(); ++i) {
+      if (!deleted[i]) kept.push_back(std::move(doc[i]));
+    }
+    return kept;
   }
 
   // $setElementOrder: the listed items first, in that order, then the others as they were.
@@ -224,19 +241,22 @@ class StrategicMerger {
       if (strategy.merge_key.empty()) return &v;
       return v.is_object() ? v.get_object().if_contains(strategy.merge_key) : nullptr;
     };
+    // Unused positions of the items with each key, first first.
+    std::unordered_map<std::string, std::deque<size_t>> positions;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (const value* k = key_of(list[i])) positions[IndexKey(*k)].push_back(i);
+    }
     array ordered;
     std::vector<bool> used(list.size(), false);
     for (const value& o : order) {
       const value* wanted = key_of(o);
       if (wanted == nullptr) continue;
-      for (size_t i = 0; i < list.size(); ++i) {
-        const value* k = key_of(list[i]);
-        if (!used[i] && k != nullptr && *k == *wanted) {
-          ordered.push_back(list[i]);
-          used[i] = true;
-          break;
-        }
-      }
+      auto it = positions.find(IndexKey(*wanted));
+      if (it == positions.end() || it->second.empty()) continue;
+      const size_t i = it->second.front();
+      it->second.pop_front();
+      ordered.push_back(list[i]);
+      used[i] = true;
     }
     for (size_t i = 0; i < list.size(); ++i) {
       if (!used[i]) ordered.push_back(list[i]);

@@ -184,6 +184,18 @@ FieldErrorList ValidateAnnotations(
   return errs;
 }
 
+FieldErrorList ValidateFinalizerNames(const std::vector<std::string>& finalizers,
+                                      const FieldPath& path) {
+  FieldErrorList errs;
+  for (const std::string& f : finalizers) {
+    for (const std::string& msg : IsQualifiedName(f)) {
+      errs.push_back(Invalid(path, RenderValue(f), msg));
+    }
+  }
+  Append(errs, ValidateKubeFinalizerNames(finalizers, path));
+  return errs;
+}
+
 FieldErrorList ValidateObjectMeta(const metav1::ObjectMeta& meta, bool namespaced,
                                   NameValidator name_fn, const FieldPath& path) {
   FieldErrorList errs;

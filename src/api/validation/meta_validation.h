@@ -41,6 +41,12 @@ FieldErrorList ValidateObjectMeta(const metav1::ObjectMeta& meta, bool namespace
 FieldErrorList ValidateObjectMetaUpdate(const metav1::ObjectMeta& meta,
                                         const metav1::ObjectMeta& old, const FieldPath& path);
 
+// Finalizer names outside metadata (a Namespace's spec.finalizers): qualified names, and one
+// without a domain must be a standard one ("kubernetes", "orphan", "foregroundDeletion"), as
+// upstream's validateFinalizerName has it.
+FieldErrorList ValidateFinalizerNames(const std::vector<std::string>& finalizers,
+                                      const FieldPath& path);
+
 // The metadata embedded in a template (ResourceClaimTemplate.spec.metadata): labels and
 // annotations only; every other set field is Forbidden ("cannot be set").
 FieldErrorList ValidateTemplateObjectMeta(const metav1::ObjectMeta& meta, const FieldPath& path);

@@ -143,6 +143,14 @@ TEST(AuthenticatorTest, TokenCertificateAndAnonymous) {
   ASSERT_TRUE(anonymous.has_value());
   EXPECT_EQ(anonymous->name, "system:anonymous");
   EXPECT_EQ(anonymous->groups, (std::vector<std::string>{"system:unauthenticated"}));
+
+  // A certificate that did not verify is a failure (401), not anonymous access; a bearer token
+  // still authenticates the request.
+  EXPECT_FALSE(authenticator.Authenticate("", std::nullopt, /*certificate_rejected=*/true));
+  std::optional<UserInfo> with_token =
+      authenticator.Authenticate("Bearer good", std::nullopt, /*certificate_rejected=*/true);
+  ASSERT_TRUE(with_token.has_value());
+  EXPECT_EQ(with_token->name, "alice");
   std::filesystem::remove_all(dir);
 }
 

@@ -265,7 +265,7 @@ std::optional<UserInfo> Authenticator::Lookup(std::string_view token) const {
 
 std::optional<UserInfo> Authenticator::Authenticate(
     std::string_view authorization_header,
-    const std::optional<http::ClientCertificate>& certificate) {
+    const std::optional<http::ClientCertificate>& certificate, bool certificate_rejected) {
   if (!authorization_header.empty()) {
     std::string_view value = authorization_header;
     size_t space = value.find(' ');
@@ -285,6 +285,7 @@ std::optional<UserInfo> Authenticator::Authenticate(
     // Other schemes (Basic) are not supported; the client meant to authenticate, so refuse.
     return std::nullopt;
   }
+  if (certificate_rejected) return std::nullopt;
   if (certificate && !certificate->common_name.empty()) {
     UserInfo user{
         .name = certificate->common_name, .uid = "", .groups = certificate->organizations};

@@ -80,8 +80,12 @@ class Authenticator {
 
   // The user making a request with these credentials, or std::nullopt for a failure that must
   // be answered with 401 (unknown token; or no credentials when anonymous access is off).
+  // `certificate_rejected`: the client presented a certificate that did not verify, which fails
+  // (401) unless a bearer token authenticates the request, as upstream's x509 authenticator
+  // error does before anonymous access is considered.
   std::optional<UserInfo> Authenticate(std::string_view authorization_header,
-                                       const std::optional<http::ClientCertificate>& certificate);
+                                       const std::optional<http::ClientCertificate>& certificate,
+                                       bool certificate_rejected = false);
 
   // Registers a token that is valid until the process exits (for embedded components).
   void AddMemoryToken(std::string token, UserInfo user);

@@ -219,8 +219,9 @@ bool ApiHandler::Admit(Call& call, http::Exchange& exchange) const {
     exchange.Respond(std::move(*page));
     return false;
   }
-  std::optional<auth::UserInfo> user = deps_.authenticator->Authenticate(
-      request.header("Authorization"), request.client_certificate);
+  std::optional<auth::UserInfo> user =
+      deps_.authenticator->Authenticate(request.header("Authorization"), request.client_certificate,
+                                        request.client_certificate_rejected);
   if (!user) {
     http::Response response = ToResponse(NewUnauthorized());
     Record(call, response.status);
@@ -332,7 +333,9 @@ void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
                : ToResponse(NewServiceUnavailable("pod explanations are not served here")));
     return;
   }
-  if (resource->virtual_resource) {
+  // Virtual resources are the reviews, answered here, and core bindings, which bind a Pod (Rest).
+  if (resource->virtual_resource &&
+      !(resource->group.empty() && resource->resource == "bindings")) {
     finish(Review(scope, call.user));
     return;
   }
@@ -426,6 +429,9 @@ http::Response ApiHandler::Review(const Scope& scope, const auth::UserInfo& user
   }
   if (r.resource == "tokenreviews") {
     std::string token(GetString(spec, "token"));
+    if (token.empty()) {
+      return ToResponse(NewBadRequest("token is required for TokenReview in authentication"));
+    }
     std::optional<auth::UserInfo> who =
         token.empty() ? std::nullopt
                       : deps_.authenticator->Authenticate("Bearer " + token, std::nullopt);

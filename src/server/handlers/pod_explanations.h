@@ -1,9 +1,9 @@
 // draplane.dev/v1alpha1 PodExplanation: GET /apis/draplane.dev/v1alpha1/namespaces/{ns}/
 // podexplanations/{name}, the explanation tree of `draplane explain pod` for Pod ns/name, read
-// only and computed on request (docs/design/dashboard.md, "Pod explanations"). A computed read like metrics.k8s.io's
-// PodMetrics, not a `pods/{name}/explanation` subresource: core/v1 is upstream's and clients
-// know its subresources; a draplane.dev resource is discovered, authorized by RBAC on its own
-// resource name and printed by kubectl as any other.
+// only and computed on request (docs/design/dashboard.md, "Pod explanations"). A computed read like
+// metrics.k8s.io's PodMetrics, not a `pods/{name}/explanation` subresource: core/v1 is upstream's
+// and clients know its subresources; a draplane.dev resource is discovered, authorized by RBAC on
+// its own resource name and printed by kubectl as any other.
 //
 // The computation is the scheduler's (scheduler/explain_pod.h), which the server may not depend
 // on (docs/architecture.md): `draplane serve` hands it in (Server::ServePodExplanations, a

@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "server/handlers/output.h"
 #include "server/handlers/protobuf.h"
+#include "server/handlers/strategies_internal.h"
 #include "server/handlers/strategy.h"
 #include "server/openapi/openapi.h"
 #include "server/quota/admission.h"
@@ -52,7 +53,8 @@ std::string ContentTypeOf(const http::Request& request) {
   return type;
 }
 
-// dryRun: only "All" is valid (upstream ValidateDeleteOptions / ValidateCreateOptions).
+// dryRun: only "All" is valid (upstream ValidateCreateOptions / ValidateUpdateOptions /
+// ValidatePatchOptions / ValidateDeleteOptions, each naming its options kind).
 std::variant<bool, ApiError> DryRun(const Scope& scope) {
   bool dry = false;
   for (const auto& [k, v] : scope.query) {
@@ -60,7 +62,12 @@ std::variant<bool, ApiError> DryRun(const Scope& scope) {
     if (v != "All") {
       api::FieldErrorList errors = {
           api::NotSupported(api::FieldPath("dryRun"), api::RenderValue(v), {"All"})};
-      return NewInvalid("CreateOptions.meta.k8s.io", "", errors);
+      const std::string& verb = scope.info->verb;
+      const char* options = verb == "update"   ? "UpdateOptions.meta.k8s.io"
+                            : verb == "patch"  ? "PatchOptions.meta.k8s.io"
+                            : verb == "create" ? "CreateOptions.meta.k8s.io"
+                                               : "DeleteOptions.meta.k8s.io";
+      return NewInvalid(options, "", errors);
     }
     dry = true;
   }
@@ -107,6 +114,15 @@ std::optional<ApiError> FromCheck(const ResourceInfo& resource, const std::strin
   }
   if (!result.errors.empty()) return NewInvalid(resource.GroupKind(), name, result.errors);
   return std::nullopt;
+}
+
+// The body's metadata decoded as ObjectMeta: a member of the wrong JSON type (metadata a string,
+// generation a string, creationTimestamp not a time) is a 400 as upstream's decoder answers it,
+// checked before the server fills in the members it owns, which would hide the mistake.
+std::optional<ApiError> CheckMetadataTypes(const ResourceInfo& resource, const JsonObject& obj) {
+  CheckResult result;
+  DecodeMeta(obj, &result.decode_errors);
+  return FromCheck(resource, "", result);
 }
 
 // fieldValidation (Strict, Warn, Ignore; Warn when absent): unknown fields are an error, a
@@ -531,10 +547,42 @@ void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
   if (std::optional<std::string> name = spec.fields.RequiresExactMatch("metadata.name")) {
     spec.name = *name;
   }
+  // The legacy path /watch/.../NAME watches that object alone (upstream's ListResource turns the
+  // name into a metadata.name field selector, and refuses a selector naming another).
+  if (!scope.info->name.empty()) {
+    if (!spec.name.empty() && spec.name != scope.info->name) {
+      exchange->Respond(
+          ToResponse(NewBadRequest("fieldSelector metadata.name doesn't match requested name")));
+      return;
+    }
+    spec.name = scope.info->name;
+  }
   spec.format = *format;
   std::string bookmarks = scope.Param("allowWatchBookmarks");
   spec.bookmarks = bookmarks == "true" || bookmarks == "1";
   std::string send_initial = scope.Param("sendInitialEvents");
+  // ValidateListOptions for a watch: resourceVersionMatch only with sendInitialEvents, only
+  // NotOlderThan, never with continue (422, upstream's texts).
+  if (const std::string match = scope.Param("resourceVersionMatch"); !match.empty()) {
+    const api::FieldPath path("resourceVersionMatch");
+    api::FieldErrorList errors;
+    if (!scope.Has("sendInitialEvents")) {
+      errors.push_back(api::Forbidden(
+          path,
+          "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+    }
+    if (match != "NotOlderThan") {
+      errors.push_back(api::NotSupported(path, api::RenderValue(match), {"NotOlderThan"}));
+    }
+    if (!scope.Param("continue").empty()) {
+      errors.push_back(
+          api::Forbidden(path, "resourceVersionMatch is forbidden when continue is provided"));
+    }
+    if (!errors.empty()) {
+      exchange->Respond(ToResponse(NewInvalid("ListOptions.meta.k8s.io", "", errors)));
+      return;
+    }
+  }
   if (send_initial == "true") {
     if (!spec.bookmarks || scope.Param("resourceVersionMatch") != "NotOlderThan") {
       exchange->Respond(
@@ -592,6 +640,7 @@ http::Response Rest::Create(const Scope& scope) {
   if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
   JsonObject obj = std::move(std::get<JsonObject>(decoded));
   if (auto e = CheckTypeMeta(obj, r, r.kind)) return ToResponse(*e);
+  if (auto e = CheckMetadataTypes(r, obj)) return ToResponse(*e);
   std::vector<std::string> warnings;
   if (auto e = CheckFieldValidation(scope, r, obj, &warnings)) return ToResponse(*e);
   JsonObject& meta = EnsureObject(obj, "metadata");
@@ -769,6 +818,7 @@ http::Response Rest::UpdateWith(
     if (auto* e = std::get_if<ApiError>(&mutated)) return fail(*e);
     JsonObject obj = std::move(std::get<JsonObject>(mutated));
     if (auto e = CheckTypeMeta(obj, r, r.kind)) return fail(*e);
+    if (auto e = CheckMetadataTypes(r, obj)) return fail(*e);
     if (auto e = CheckFieldValidation(scope, r, obj, &warnings)) return fail(*e);
     JsonObject& meta = EnsureObject(obj, "metadata");
     if (GetString(meta, "name") != name) {
@@ -1185,6 +1235,25 @@ http::Response Rest::Evict(const Scope& scope) {
   auto decoded = DecodeBody(*scope.request);
   if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
   const JsonObject& eviction = std::get<JsonObject>(decoded);
+  // The body must be an Eviction (upstream decodes it into one): anything else, a Pod posted by
+  // mistake included, is refused rather than taken as "evict".
+  const std::string_view api_version = GetString(eviction, "apiVersion");
+  const std::string_view kind = GetString(eviction, "kind");
+  if ((!api_version.empty() && api_version != "policy/v1" && api_version != "policy/v1beta1") ||
+      (!kind.empty() && kind != "Eviction")) {
+    return ToResponse(NewBadRequest("the body of an eviction must be a policy/v1 Eviction, not " +
+                                    std::string(api_version) + " " + std::string(kind)));
+  }
+  if (const boost::json::value* options = eviction.if_contains("deleteOptions");
+      options != nullptr && !options->is_object() && !options->is_null()) {
+    return ToResponse(NewBadRequest(
+        "Eviction in version \"v1\" cannot be handled as a Eviction: json: cannot unmarshal " +
+        std::string(options->is_string()  ? "string"
+                    : options->is_bool()  ? "bool"
+                    : options->is_array() ? "array"
+                                          : "number") +
+        " into Go struct field Eviction.deleteOptions of type v1.DeleteOptions"));
+  }
   std::string_view name = MetaString(eviction, "name");
   if (!name.empty() && name != scope.info->name) {
     return ToResponse(NewBadRequest("name in URL does not match name in Eviction object"));

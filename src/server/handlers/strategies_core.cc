@@ -1,5 +1,6 @@
 // The strategies of the core group (""/v1) that this server stores: Pod, Node, Namespace,
 // ResourceQuota, and the Binding subresource (strategy.h). Events are in strategies_events.cc.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -53,8 +54,7 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
 
   // ValidatePodUpdate: only a few spec fields may change after creation.
   CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
-    CheckResult r = GenericStrategy::CheckUpdate(obj, old);
-    DecodeAs<api::corev1::Pod>(obj, &r.decode_errors);
+    CheckResult r = GenericStrategyOf::CheckUpdate(obj, old);
     if (!r.decode_errors.empty()) return r;
     JsonObject new_spec = Mutable(obj);
     JsonObject old_spec = Mutable(old);
@@ -242,18 +242,6 @@ class NodeStrategyImpl final : public GenericStrategyOf<api::corev1::Node> {
   // Nodes keep the status they are created with (the kubelet registers with one).
   void PrepareForCreate(JsonObject&) const override {}
 
-  // Metadata, then spec.taints (upstream validateNodeTaints, on create and update).
-  CheckResult Check(JsonObject& obj) const override {
-    CheckResult r = GenericStrategyOf::Check(obj);
-    if (r.decode_errors.empty()) CheckTaints(obj, &r);
-    return r;
-  }
-  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
-    CheckResult r = GenericStrategyOf::CheckUpdate(obj, old);
-    if (r.decode_errors.empty()) CheckTaints(obj, &r);
-    return r;
-  }
-
   std::vector<TableColumn> TableColumns() const override {
     return {
         NameColumn(),
@@ -323,28 +311,49 @@ class NodeStrategyImpl final : public GenericStrategyOf<api::corev1::Node> {
             info("containerRuntimeVersion")};
   }
 
- private:
-  static void CheckTaints(const JsonObject& obj, CheckResult* r) {
-    api::corev1::Node node = DecodeAs<api::corev1::Node>(obj, &r->decode_errors);
-    if (!r->decode_errors.empty()) return;
-    Append(r->errors, validation::ValidateNodeTaints(node.spec.taints,
-                                                     api::FieldPath("spec").Child("taints")));
+ protected:
+  // spec.taints (upstream validateNodeTaints, on create and update).
+  FieldErrorList Validate(const api::corev1::Node& node) const override {
+    return validation::ValidateNodeTaints(node.spec.taints, FieldPath("spec").Child("taints"));
   }
 };
 
-class NamespaceStrategyImpl final : public GenericStrategy {
+class NamespaceStrategyImpl final : public GenericStrategyOf<api::corev1::Namespace> {
  public:
-  NamespaceStrategyImpl() : GenericStrategy(false, validation::NameIsDNSLabel, true) {}
+  NamespaceStrategyImpl() : GenericStrategyOf(false, validation::NameIsDNSLabel, true) {}
 
-  // namespace strategy PrepareForCreate: phase Active, the "kubernetes" finalizer, and the
-  // immutable kubernetes.io/metadata.name label.
+  // namespace strategy PrepareForCreate: phase Active, the "kubernetes" finalizer after the
+  // client's own, and the immutable kubernetes.io/metadata.name label.
   void PrepareForCreate(JsonObject& obj) const override {
     JsonObject status;
     status["phase"] = "Active";
     obj["status"] = std::move(status);
     JsonObject& spec = EnsureObject(obj, "spec");
-    spec["finalizers"] = boost::json::array{"kubernetes"};
+    boost::json::value& finalizers = spec["finalizers"];
+    if (!finalizers.is_array()) finalizers = boost::json::array();
+    boost::json::array& list = finalizers.get_array();
+    if (std::find(list.begin(), list.end(), boost::json::value("kubernetes")) == list.end()) {
+      list.emplace_back("kubernetes");
+    }
     AddNameLabel(obj);
+  }
+
+  // ValidateNamespaceStatusUpdate: the phase follows the deletion, so that a status write cannot
+  // make a namespace refuse every create as terminating while nothing deletes it.
+  CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r = GenericStrategyOf::CheckStatusUpdate(obj, old);
+    if (!r.decode_errors.empty()) return r;
+    const std::string phase(GetPathString(obj, {"status", "phase"}));
+    const bool deleting = !MetaString(obj, "deletionTimestamp").empty();
+    if (!deleting && phase != "Active") {
+      r.errors.push_back(api::Invalid(FieldPath("status").Child("Phase"), api::RenderValue(phase),
+                                      "may only be 'Active' if `deletionTimestamp` is empty"));
+    } else if (deleting && phase != "Terminating") {
+      r.errors.push_back(
+          api::Invalid(FieldPath("status").Child("Phase"), api::RenderValue(phase),
+                       "may only be 'Terminating' if `deletionTimestamp` is not empty"));
+    }
+    return r;
   }
   // The main resource may not change status or spec.finalizers (only /finalize may).
   void PrepareForUpdate(JsonObject& obj, const JsonObject& old) const override {
@@ -367,6 +376,13 @@ class NamespaceStrategyImpl final : public GenericStrategy {
   }
   boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
     return {MetaString(obj, "name"), GetPathString(obj, {"status", "phase"}), AgeCell(obj, now)};
+  }
+
+ protected:
+  // ValidateNamespace / ValidateNamespaceFinalizeUpdate: spec.finalizers are finalizer names.
+  FieldErrorList Validate(const api::corev1::Namespace& ns) const override {
+    return validation::ValidateFinalizerNames(ns.spec.finalizers,
+                                              FieldPath("spec").Child("finalizers"));
   }
 
  private:

@@ -57,8 +57,7 @@ class EventStrategy : public GenericStrategyOf<T> {
     return r;
   }
   CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
-    CheckResult r = GenericStrategy::CheckUpdate(obj, old);
-    DecodeAs<T>(obj, &r.decode_errors);
+    CheckResult r = GenericStrategyOf<T>::CheckUpdate(obj, old);
     if (!r.decode_errors.empty()) return r;
     Append(r.errors,
            validation::ValidateEventUpdate(AsCoreEvent(obj), AsCoreEvent(old), kEventsV1));

@@ -67,9 +67,28 @@ class GenericStrategyOf : public GenericStrategy {
 
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r = GenericStrategy::Check(obj);
+    T typed = DecodeAs<T>(obj, &r.decode_errors);
+    if (r.decode_errors.empty()) Append(r.errors, Validate(typed));
+    return r;
+  }
+  // Updates too, the status subresource's included: a status of the wrong shape would be
+  // stored, and every typed client (informers, kubectl describe) would fail on the object.
+  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r = GenericStrategy::CheckUpdate(obj, old);
+    T typed = DecodeAs<T>(obj, &r.decode_errors);
+    if (r.decode_errors.empty()) Append(r.errors, Validate(typed));
+    return r;
+  }
+  CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
+    CheckResult r = GenericStrategy::CheckStatusUpdate(obj, old);
     DecodeAs<T>(obj, &r.decode_errors);
     return r;
   }
+
+ protected:
+  // The kind's own rules beyond metadata, for an object that decoded cleanly, on create and on
+  // update of the main resource (a status update keeps the rest of the object as stored).
+  virtual api::FieldErrorList Validate(const T&) const { return {}; }
 };
 
 // A kind checked through its typed model T: the object is decoded (values of the wrong JSON type

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/gen/meta_v1_codec.h"
+#include "api/meta/codec_support.h"
 #include "api/validation/meta_validation.h"
 #include "server/handlers/strategies_internal.h"
 
@@ -25,7 +26,12 @@ namespace validation = api::validation;
 
 api::metav1::ObjectMeta DecodeMeta(const JsonObject& obj, FieldErrorList* decode_errors) {
   api::metav1::ObjectMeta meta;
-  if (auto m = obj.find("metadata"); m != obj.end() && m->value().is_object()) {
+  if (auto m = obj.find("metadata");
+      m != obj.end() && !m->value().is_object() && !m->value().is_null()) {
+    decode_errors->push_back(api::FieldError{
+        api::FieldErrorType::kTypeInvalid, "metadata", api::internal::RenderJsonValue(m->value()),
+        "expected object, got " + std::string(api::internal::JsonTypeName(m->value()))});
+  } else if (m != obj.end() && m->value().is_object()) {
     FieldErrorList errors;
     Decode(m->value(), &meta, &errors);
     for (api::FieldError& e : errors) {

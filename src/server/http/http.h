@@ -45,6 +45,10 @@ struct Request {
   std::string body;
   // Present when the connection is TLS and the client presented a certificate that verified.
   std::optional<ClientCertificate> client_certificate;
+  // The client presented a certificate that did not verify (expired, another issuer, not for
+  // client authentication): the handshake went on, and authentication fails unless a bearer
+  // token succeeds (kube-apiserver answers 401, not a TLS alert).
+  bool client_certificate_rejected = false;
   std::string remote_address;  // "127.0.0.1:53422"
 
   std::string_view header(std::string_view name) const { return FindHeader(headers, name); }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -139,6 +140,34 @@ TEST(HttpServerTest, AnOversizedHeaderFieldIs431AndTheServerLives) {
 }
 
 // A handler that does not answer within the request timeout: 504, and its late answer is dropped.
+// A transfer coding other than chunked leaves the body's end unknown: answered 501 and the
+// connection closed, so the bytes after the header (here a whole second request) are never
+// served as a request of their own.
+TEST(HttpServerTest, AnUnsupportedTransferEncodingIs501AndNothingIsSmuggled) {
+  std::atomic<int> handled{0};
+  std::unique_ptr<HttpServer> server =
+      StartServer([&](Request, std::shared_ptr<Exchange> exchange) {
+        ++handled;
+        exchange->Respond(Response{.status = 200, .headers = {}, .body = "served"});
+      });
+  for (std::string coding : {"xchunked", "identity", "gzip"}) {
+    Client client(server->port());
+    std::string request = "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding +
+                          "\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+    net::write(client.stream(), net::buffer(request));
+    bhttp::response<bhttp::string_body> response;
+    beast::error_code ec;
+    bhttp::read(client.stream(), client.buffer(), response, ec);
+    ASSERT_FALSE(ec) << coding << ": " << ec.message();
+    EXPECT_EQ(response.result_int(), 501) << coding;
+    EXPECT_FALSE(response.keep_alive()) << coding;
+    bhttp::response<bhttp::string_body> second;
+    bhttp::read(client.stream(), client.buffer(), second, ec);
+    EXPECT_TRUE(ec) << coding << ": a second answer came: " << second.result_int();
+  }
+  EXPECT_EQ(handled.load(), 0);
+}
+
 TEST(HttpServerTest, ARequestNotAnsweredInTimeIs504) {
   std::shared_ptr<Exchange> held;
   std::mutex mu;
