@@ -466,7 +466,27 @@ TEST(AllocatorTest, CountersAreNetOfAllocatedPartitions) {
   EXPECT_EQ(f.Devices(*o), std::vector<std::string>({"req-0=driver-a/gpu-0/half-1"}));
   const auto& whole = o->explanation->claims[0].requests[0].candidates[0];
   EXPECT_EQ(whole.status, CandidateStatus::kCounters);
-  EXPECT_NE(whole.detail.find("needs 40Gi, available 20Gi"), std::string::npos) << whole.detail;
+  EXPECT_NE(whole.detail.find("needs 40Gi, 20Gi left of 20Gi available"), std::string::npos)
+      << whole.detail;
+}
+
+TEST(AllocatorTest, ExplanationNamesDevicesTheSearchTriedAndGaveUp) {
+  // Two partitions: the whole GPU is tried first and leaves no memory for a second device, so the
+  // search gives it up for the two halves. It was reached, and says so.
+  Fixture f;
+  f.Load(kClassA);
+  f.Load(kPartitions);
+  f.Load(Claim(
+      "    - {name: req-0, exactly: {deviceClassName: class-a, allocationMode: ExactCount, count: "
+      "2}}\n"));
+  StatusOr<Outcome> o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(f.Devices(*o), std::vector<std::string>(
+                               {"req-0=driver-a/gpu-0/half-0", "req-0=driver-a/gpu-0/half-1"}));
+  const auto& whole = o->explanation->claims[0].requests[0].candidates[0];
+  EXPECT_EQ(whole.device, "whole");
+  EXPECT_EQ(whole.status, CandidateStatus::kBacktracked);
+  EXPECT_EQ(CandidateStatusName(whole.status), "backtracked");
 }
 
 TEST(AllocatorTest, ListAttributeMatchRestoresTheIntersectionOnBacktrack) {

@@ -157,6 +157,8 @@ std::string_view CandidateStatusName(CandidateStatus status) {
       return "equivalent-tried";
     case CandidateStatus::kNotEnoughCandidates:
       return "not-enough-candidates";
+    case CandidateStatus::kBacktracked:
+      return "backtracked";
     case CandidateStatus::kNotReached:
       return "not-reached";
   }

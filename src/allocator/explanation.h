@@ -36,6 +36,9 @@ enum class CandidateStatus {
   kPolicy,
   kEquivalentTried,
   kNotEnoughCandidates,
+  // Chosen during the search and given up again: no complete allocation of the request (with
+  // the claim's constraints and the other requests) could be built with it.
+  kBacktracked,
   kNotReached,  // the search ended (solution found or earlier failure) before looking at it
 };
 

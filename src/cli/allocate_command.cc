@@ -296,6 +296,14 @@ int RunAllocate(const AllocateOptions& options) {
     return n;
   };
   if (!options.node.empty()) {
+    // A node the dump does not know is most often a typo, which would otherwise read as "no
+    // driver publishes devices here". Without any Node in the dump (slices only), the name
+    // stands: devices of allNodes or nodeSelector slices may still serve it.
+    if (!loaded.nodes.empty() && !loaded.nodes.contains(options.node) &&
+        !loaded.slice_nodes.contains(options.node)) {
+      return Fail("--node: node \"" + options.node +
+                  "\" is not in the cluster: no Node of that name and no ResourceSlice names it");
+    }
     nodes.push_back(node_named(options.node));
   } else {
     std::set<std::string> names(loaded.slice_nodes.begin(), loaded.slice_nodes.end());

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -34,6 +35,7 @@
 #include "cel/selector_lint.h"
 #include "cli/commands.h"
 #include "cli/object_ref.h"
+#include "server/handlers/registry.h"
 #include "sim/cluster.h"
 #include "sim/trace.h"
 
@@ -83,19 +85,44 @@ bool IsOtherBuiltinGroup(std::string_view api_version) {
   return group.find('.') == std::string_view::npos || group.ends_with(".k8s.io");
 }
 
-bool IsNamespacedKind(std::string_view kind) {
-  return kind == "ResourceClaim" || kind == "ResourceClaimTemplate" || kind == "Pod" ||
-         kind == "Event" || kind == "Lease" || kind == "Binding" || kind == "ResourceQuota";
+// Whether the API server serves the object's kind in namespaces; nullopt for a kind it does not
+// serve.
+std::optional<bool> ServedNamespaced(const api::Object& object) {
+  const std::string api_version = api::ObjectApiVersion(object);
+  const size_t slash = api_version.find('/');
+  const std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
+  const server::handlers::ResourceInfo* info =
+      server::handlers::Registry::Default().FindKind(group, api::ObjectKind(object));
+  if (info == nullptr) return std::nullopt;
+  return info->namespaced;
 }
 
-// The namespace kubectl would send: the object's own, else the -n namespace for namespaced
-// kinds.
+// The namespace the API server would store: the object's own, else the -n namespace, for
+// namespaced kinds; none for cluster-scoped ones, whose namespace the server clears
+// (EnsureObjectNamespaceMatchesRequestNamespace), as Helm and kustomize output often carries one.
 void DefaultNamespace(api::Object& object, const std::string& ns) {
+  const std::optional<bool> namespaced = ServedNamespaced(object);
   std::visit(
       [&](auto& o) {
         if constexpr (requires { o.metadata.namespace_; }) {
-          if (o.metadata.namespace_.empty() && IsNamespacedKind(o.kind)) {
-            o.metadata.namespace_ = ns;
+          if (namespaced == true && o.metadata.namespace_.empty()) o.metadata.namespace_ = ns;
+          if (namespaced == false) o.metadata.namespace_.clear();
+        }
+      },
+      object);
+}
+
+// An update without a resourceVersion is unconditional: the API server gives it the stored
+// object's before validating it (genericregistry.Store.Update), so `kubectl replace` and
+// `apply` of a hand-written manifest never fail for lacking one.
+void CarryResourceVersion(api::Object& object, const api::Object& old) {
+  const api::metav1::ObjectMeta* old_meta = api::ObjectMetadata(old);
+  if (old_meta == nullptr) return;
+  std::visit(
+      [&](auto& o) {
+        if constexpr (requires { o.metadata.resource_version; }) {
+          if (o.metadata.resource_version.empty()) {
+            o.metadata.resource_version = old_meta->resource_version;
           }
         }
       },
@@ -138,6 +165,7 @@ class Linter {
         ++objects_;
         DefaultNamespace(object, options_.default_namespace);
         auto it = old_.find(Key(object));
+        if (it != old_.end()) CarryResourceVersion(object, it->second);
         api::FieldErrorList errors;
         if (!validation::ValidateObject(object, it == old_.end() ? nullptr : &it->second, features_,
                                         &errors)) {
@@ -160,6 +188,13 @@ class Linter {
 
   int problems() const { return problems_; }
 
+  // Input without a single document is a mistake (an empty file, the wrong stdin), as
+  // `kubectl apply` says: "no objects passed to apply". An empty List is a document (a dump of a
+  // cluster without such objects).
+  void CheckSomethingWasRead() {
+    if (documents_ == 0 && problems_ == 0) Print("no objects passed to lint");
+  }
+
   void PrintSummary() const {
     std::string summary = "draplane lint: " + std::to_string(objects_) + " object" +
                           (objects_ == 1 ? "" : "s") + " in " + std::to_string(files_) + " file" +
@@ -176,6 +211,22 @@ class Linter {
   }
 
  private:
+  // Whether `text` has a line other than blanks, comments and document markers.
+  static bool HasContent(std::string_view text) {
+    while (!text.empty()) {
+      const size_t end = text.find('\n');
+      std::string_view line = text.substr(0, end);
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+      while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) {
+        line.remove_suffix(1);
+      }
+      if (!line.empty() && line.front() != '#' && line != "---" && line != "...") return true;
+      if (end == std::string_view::npos) break;
+      text.remove_prefix(end + 1);
+    }
+    return false;
+  }
+
   static ObjectKey Key(const api::Object& object) {
     return {api::ObjectKind(object), api::ObjectNamespace(object), api::ObjectName(object)};
   }
@@ -190,7 +241,10 @@ class Linter {
       Print(file.name + ":" + std::string(objects.status().message()));
       return;
     }
+    // An empty List (a dump of nothing) is a document; a file of comments and separators is not.
+    if (objects->empty() && HasContent(file.text)) ++documents_;
     for (const api::codec::ManifestObject& manifest : *objects) {
+      ++documents_;
       api::FieldErrorList errors;
       api::Object object = api::DecodeObject(manifest.value, &errors);
       std::string where = file.name + ":" + manifest.position.Label() + ": " + DisplayKind(object) +
@@ -267,6 +321,7 @@ class Linter {
   std::map<ObjectKey, api::Object> old_;
   std::map<std::string, int> not_validated_;
   int problems_ = 0;
+  int documents_ = 0;  // every document read, valid or not, draplane's own kinds included
   int objects_ = 0;
   int files_ = 0;
 };
@@ -302,6 +357,7 @@ int RunLint(const LintOptions& options) {
     return 2;
   }
   linter.Lint(*files);
+  linter.CheckSomethingWasRead();
   // Problems first, then the summary, also when both streams go to one terminal or file.
   if (std::fflush(stdout) != 0) return 2;
   linter.PrintSummary();

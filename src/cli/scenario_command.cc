@@ -76,7 +76,8 @@ int RunScenarios(const ScenarioOptions& options) {
       ++failed;
       continue;
     }
-    StatusOr<scenario::Scenario> s = scenario::ParseScenario(text, file);
+    StatusOr<scenario::Scenario> s =
+        scenario::ParseScenario(text, file, {.unknown_fields = UnknownFieldsOf});
     if (!s.ok()) {
       std::printf("FAIL %s\n    %s\n", file.c_str(), std::string(s.status().message()).c_str());
       ++failed;

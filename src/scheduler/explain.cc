@@ -57,6 +57,7 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
       return plural ? "are refused by a policy" : "is refused by a policy";
     case CandidateStatus::kEquivalentTried:
     case CandidateStatus::kNotEnoughCandidates:
+    case CandidateStatus::kBacktracked:
     case CandidateStatus::kNotReached:
     case CandidateStatus::kChosen:
       return "";

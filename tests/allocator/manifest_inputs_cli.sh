@@ -2,7 +2,7 @@
 # `draplane allocate` reads its manifests as kubectl writes them: a `kubectl get -o json` List
 # (streamed item by item, `kind: List` after the items as kubectl sorts keys), a directory of
 # manifests, standard input; a broken item or truncated JSON is an error (exit 2) naming the file
-# and the item.
+# and the item, and so is a --node the cluster does not have.
 # Usage: manifest_inputs_cli.sh DRAPLANE
 set -euo pipefail
 draplane=$1
@@ -64,4 +64,13 @@ grep -qF "items[1]" <<< "$out" || fail "bad item, no position: $out"
 head -c 300 "$work/cluster.json" > "$work/cut.json"
 out=$(run 2 --cluster "$work/cut.json" --claim "$work/claim.yaml" --node node-1)
 grep -qF "$work/cut.json:" <<< "$out" || fail "truncated JSON, no file: $out"
+# A --node the dump does not know (a typo, where Nodes are in the dump) is named as such, not
+# explained as a node without devices.
+mkdir "$work/with-node"
+cp "$work/cluster.json" "$work/with-node/cluster.json"
+echo '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}' > "$work/with-node/node.json"
+out=$(run 2 --cluster "$work/with-node" --claim "$work/claim.yaml" --node node-9)
+grep -qF 'node "node-9" is not in the cluster' <<< "$out" || fail "unknown --node: $out"
+out=$(run 0 --cluster "$work/with-node" --claim "$work/claim.yaml" --node node-2)
+grep -qx "node node-2: allocated" <<< "$out" || fail "node known from its slice: $out"
 echo "PASS"

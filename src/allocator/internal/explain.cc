@@ -7,7 +7,8 @@
 namespace draplane::allocator::internal {
 
 ExplainRecorder::ExplainRecorder(size_t num_keys, size_t num_devices)
-    : first_(num_keys, std::vector<std::pair<Reason, std::string>>(num_devices)) {}
+    : first_(num_keys, std::vector<std::pair<Reason, std::string>>(num_devices)),
+      chosen_(num_keys, std::vector<bool>(num_devices)) {}
 
 void ExplainRecorder::Rejected(uint32_t key, DeviceIndex device, Reason reason,
                                const std::string& detail) {
@@ -27,11 +28,7 @@ std::string_view ExplainRecorder::PolicyCode(uint32_t key, DeviceIndex device) c
   return it == policy_codes_.end() ? std::string_view() : std::string_view(it->second);
 }
 
-void ExplainRecorder::Chosen(uint32_t key, DeviceIndex device) {
-  // A device chosen and later given up keeps no reason; the final result marks it chosen.
-  (void)key;
-  (void)device;
-}
+void ExplainRecorder::Chosen(uint32_t key, DeviceIndex device) { chosen_[key][device] = true; }
 
 CandidateStatus StatusOf(Reason reason) {
   switch (reason) {
@@ -122,6 +119,8 @@ std::string_view Phrase(CandidateStatus s) {
       return "are equivalent to devices that failed";
     case CandidateStatus::kNotEnoughCandidates:
       return "were too few to finish the request";
+    case CandidateStatus::kBacktracked:
+      return "were tried but no complete allocation includes them";
     case CandidateStatus::kNotReached:
       return "were not reached";
   }
@@ -161,6 +160,10 @@ RequestExplanation ExplainKey(const ExplainInputs& in, uint32_t k,
       c.status = StatusOf(in.recorder->First(k, d).first);
       c.detail = in.recorder->First(k, d).second;
       c.policy_code = std::string(in.recorder->PolicyCode(k, d));
+      touched = true;
+    } else if (in.recorder != nullptr && in.recorder->WasChosen(k, d)) {
+      c.status = CandidateStatus::kBacktracked;
+      c.detail = "chosen, then given up: the request could not be completed with it";
       touched = true;
     } else {
       c.status = CandidateStatus::kNotReached;

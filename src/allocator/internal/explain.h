@@ -31,10 +31,13 @@ class ExplainRecorder : public SearchObserver {
   }
   // The policy code of a first rejection by a policy ("" otherwise).
   std::string_view PolicyCode(uint32_t key, DeviceIndex device) const;
+  // Whether the search chose `device` for `key` at some point (kept or given up again).
+  bool WasChosen(uint32_t key, DeviceIndex device) const { return chosen_[key][device]; }
 
  private:
   std::vector<std::vector<std::pair<Reason, std::string>>> first_;
   std::map<std::pair<uint32_t, DeviceIndex>, std::string> policy_codes_;
+  std::vector<std::vector<bool>> chosen_;
 };
 
 // Static information about a request key that the problem does not carry.

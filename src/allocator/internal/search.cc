@@ -301,8 +301,9 @@ class Searcher {
       if (use.counter == counter) needs = needs.Add(use.amount);
     }
     return fmt::format(
-        "counter set {} counter {}: needs {}, available {} ({} taken by this attempt)", c.set,
-        c.name, needs.ToString(), c.available.ToString(), consumed_[counter].ToString());
+        "counter set {} counter {}: needs {}, {} left of {} available ({} taken by this attempt)",
+        c.set, c.name, needs.ToString(), c.available.Sub(consumed_[counter]).ToString(),
+        c.available.ToString(), consumed_[counter].ToString());
   }
 
   // --- constraints and policies -----------------------------------------------------------

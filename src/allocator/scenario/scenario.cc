@@ -266,13 +266,40 @@ std::string_view OutcomeName(Expectation::Outcome o) {
 
 }  // namespace
 
-StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file) {
+// A key of `o` (at `where`, "" for the document) that the format does not have.
+Status CheckKeys(const json::object& o, std::initializer_list<std::string_view> known,
+                 const std::string& file, const std::string& where) {
+  for (const auto& member : o) {
+    if (std::find(known.begin(), known.end(), member.key()) == known.end()) {
+      return Malformed(file, "unknown field \"" + where + std::string(member.key()) + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+// The first field `options` finds unknown in manifest `v` (`what`: "claims[0]"), as an error.
+Status CheckManifestFields(const json::value& v, const ScenarioParseOptions& options,
+                           const std::string& file, const std::string& what) {
+  if (!options.unknown_fields || !v.is_object()) return Status::Ok();
+  std::vector<std::string> unknown = options.unknown_fields(v.get_object());
+  if (unknown.empty()) return Status::Ok();
+  return Malformed(file, what + ": unknown field \"" + unknown.front() + "\"");
+}
+
+StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file,
+                                 const ScenarioParseOptions& options) {
   StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(yaml);
   if (!docs.ok()) return Malformed(file, std::string(docs.status().message()));
   if (docs->empty() || !docs->front().value.is_object()) {
     return Malformed(file, "a scenario is one YAML mapping");
   }
   const json::object& root = docs->front().value.get_object();
+  DRAPLANE_RETURN_IF_ERROR(
+      CheckKeys(root,
+                {"name", "source", "features", "implementations", "kubernetesVersion", "node",
+                 "objects", "claims", "allocatedDevices", "allocatedSharedDevices",
+                 "allocatedCapacity", "quotas", "compare", "expect", "notes"},
+                file, ""));
   Scenario s;
   s.file = file;
   DRAPLANE_ASSIGN_OR_RETURN(s.name, StringField(root, "name", file));
@@ -296,6 +323,7 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
 
   if (const json::value* node = Field(root, "node")) {
     if (!node->is_object()) return Malformed(file, "node must be a mapping");
+    DRAPLANE_RETURN_IF_ERROR(CheckKeys(node->get_object(), {"name", "labels"}, file, "node."));
     DRAPLANE_ASSIGN_OR_RETURN(s.node.metadata.name, StringField(node->get_object(), "name", file));
     if (const json::value* labels = Field(node->get_object(), "labels")) {
       if (!labels->is_object()) return Malformed(file, "node.labels must be a mapping");
@@ -308,6 +336,8 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
 
   DRAPLANE_ASSIGN_OR_RETURN(const json::array* objects, ArrayField(root, "objects", file));
   for (size_t i = 0; i < objects->size(); ++i) {
+    DRAPLANE_RETURN_IF_ERROR(
+        CheckManifestFields((*objects)[i], options, file, fmt::format("objects[{}]", i)));
     api::FieldErrorList errors;
     api::Object obj = api::DecodeObject((*objects)[i], &errors);
     if (!errors.empty()) {
@@ -326,6 +356,8 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
   DRAPLANE_ASSIGN_OR_RETURN(const json::array* claims, ArrayField(root, "claims", file));
   for (size_t i = 0; i < claims->size(); ++i) {
     rv1::ResourceClaim claim;
+    DRAPLANE_RETURN_IF_ERROR(
+        CheckManifestFields((*claims)[i], options, file, fmt::format("claims[{}]", i)));
     DRAPLANE_RETURN_IF_ERROR(DecodeInto((*claims)[i], &claim, file, fmt::format("claims[{}]", i)));
     // Claims are written like manifests: the API server's defaulting (no allocationMode means
     // ExactCount, no count means 1) applies, as in `draplane allocate`.
@@ -376,6 +408,8 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
 
   DRAPLANE_ASSIGN_OR_RETURN(const json::array* quotas, ArrayField(root, "quotas", file));
   for (size_t i = 0; i < quotas->size(); ++i) {
+    DRAPLANE_RETURN_IF_ERROR(
+        CheckManifestFields((*quotas)[i], options, file, fmt::format("quotas[{}]", i)));
     api::corev1::ResourceQuota quota;
     api::FieldErrorList errors;
     api::corev1::Decode((*quotas)[i], &quota, &errors);
@@ -394,6 +428,10 @@ StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file)
 
   const json::value* expect = Field(root, "expect");
   if (expect == nullptr || !expect->is_object()) return Malformed(file, "expect is required");
+  DRAPLANE_RETURN_IF_ERROR(
+      CheckKeys(expect->get_object(),
+                {"outcome", "error", "results", "refusedBy", "charges", "admissionCharges"}, file,
+                "expect."));
   DRAPLANE_ASSIGN_OR_RETURN(std::string outcome,
                             StringField(expect->get_object(), "outcome", file));
   if (outcome == "success") {

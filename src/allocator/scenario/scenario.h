@@ -18,6 +18,8 @@
 // Thread-safety: pure functions over their inputs; RunScenario builds its own snapshot.
 #pragma once
 
+#include <boost/json/object.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,10 +65,20 @@ struct Scenario {
   Expectation expect;
 };
 
+struct ScenarioParseOptions {
+  // The fields of a manifest (apiVersion and kind set) its kind does not have, as paths
+  // ("spec.devices.requests[0].exactly.cuont"); each is an error, as kubectl's strict field
+  // validation refuses it. The CLI passes the API server's schemas; unset, manifests are decoded
+  // leniently (unknown fields dropped).
+  std::function<std::vector<std::string>(const boost::json::object&)> unknown_fields;
+};
+
 // Parses one scenario document. Claims get the API server's defaults (api::validation::
 // SetDefaults), as `draplane allocate` gives them. InvalidArgument (naming the file) for malformed
-// input.
-StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file);
+// input, a key the format does not have included (a misspelled `allocatedDevices` would
+// otherwise make a scenario pass for the wrong reason).
+StatusOr<Scenario> ParseScenario(std::string_view yaml, const std::string& file,
+                                 const ScenarioParseOptions& options = {});
 
 struct RunResult {
   std::string name;

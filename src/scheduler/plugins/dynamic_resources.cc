@@ -1296,6 +1296,7 @@ class DynamicResources final : public PreEnqueuePlugin,
     std::map<std::pair<std::string, std::string>, int32_t> groups;
     for (const allocator::CandidateExplanation& c : sub.candidates) {
       if (c.status == allocator::CandidateStatus::kChosen ||
+          c.status == allocator::CandidateStatus::kBacktracked ||
           c.status == allocator::CandidateStatus::kNotReached) {
         continue;
       }
