@@ -177,7 +177,10 @@ int RunEval(const EvalOptions& options) {
   cel::EvalResult result =
       device ? (*program)->Evaluate(activation, *device) : (*program)->Evaluate(activation);
   if (result.is_error()) {
-    PrintError(cel::ErrorMessage(result.value()));
+    // Against a device, the error reads as the scheduler reports it (upstream's hint about
+    // optional chaining on "no such key"), as `cel select` prints it.
+    const std::string message(cel::ErrorMessage(result.value()));
+    PrintError(device ? cel::EnhanceRuntimeError(message) : message);
     return 1;
   }
   std::printf("%s\n", cel::FormatValue(result.value()).c_str());

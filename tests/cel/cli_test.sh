@@ -30,7 +30,7 @@ expect eval-device 0 'true' -- cel eval \
   --device-json '{"driver":"gpu.example.com","name":"gpu-0","attributes":{"model":{"string":"H100"}},"capacity":{"memory":{"value":"80Gi"}}}'
 expect eval-device-value 0 '{"gpu.example.com": {"v": semver("1.2.3")}}' -- cel eval \
   'device.attributes' --device-json '{"driver":"gpu.example.com","name":"d","attributes":{"v":{"version":"1.2.3"}}}'
-expect eval-missing-key 1 'error: no such key: foo' -- cel eval 'device.attributes["d"].foo' \
+expect eval-missing-key 1 'error: no such key: foo. consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for optional fields' -- cel eval 'device.attributes["d"].foo' \
   --device-json '{"name":"d"}'
 expect eval-usage 2 '' -- cel eval 'x' --var 'novalue'
 

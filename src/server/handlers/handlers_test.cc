@@ -51,6 +51,17 @@ TEST(RequestInfoTest, ListWatchAndDeleteCollection) {
   EXPECT_EQ(ParseRequestInfo("POST", "/api/v1/namespaces/a/pods", {}).verb, "create");
 }
 
+// Boolean query parameters as upstream converts them: only "0" and "false" (any case) are false.
+TEST(RequestInfoTest, QueryFlagsAreFalseOnlyForZeroAndFalse) {
+  EXPECT_FALSE(QueryFlag("0"));
+  EXPECT_FALSE(QueryFlag("false"));
+  EXPECT_FALSE(QueryFlag("FALSE"));
+  EXPECT_TRUE(QueryFlag("true"));
+  EXPECT_TRUE(QueryFlag("1"));
+  EXPECT_TRUE(QueryFlag("garbage"));
+  EXPECT_TRUE(QueryFlag(""));
+}
+
 TEST(RequestInfoTest, NamespacesAreTheirOwnResource) {
   RequestInfo info = ParseRequestInfo("GET", "/api/v1/namespaces/team-a", {});
   EXPECT_EQ(info.resource, "namespaces");

@@ -39,6 +39,10 @@ bool IsValidPathSegmentName(std::string_view name) {
 
 }  // namespace
 
+bool QueryFlag(std::string_view value) {
+  return value != "0" && Lower(std::string(value)) != "false";
+}
+
 RequestInfo ParseRequestInfo(const std::string& method, const std::string& path,
                              const std::vector<std::pair<std::string, std::string>>& query) {
   RequestInfo info;
@@ -95,8 +99,7 @@ RequestInfo ParseRequestInfo(const std::string& method, const std::string& path,
     info.verb = "list";
     for (const auto& [key, value] : query) {
       if (key == "watch") {
-        std::string v = Lower(value);
-        info.verb = (v == "false" || v == "0") ? "list" : "watch";
+        info.verb = QueryFlag(value) ? "watch" : "list";
         break;
       }
     }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct RequestInfo {
   // The path segments after the group version (for error messages and routing checks).
   std::vector<std::string> parts;
 };
+
+// A boolean query parameter's value as upstream converts it (runtime.Convert_Slice_string_To_bool):
+// "0" and "false" in any case are false, anything else (garbage included) is true.
+bool QueryFlag(std::string_view value);
 
 // Parses a request. `query` is the decoded query (watch=, fieldSelector=). For list and watch
 // requests, a `fieldSelector` of `metadata.name=X` sets `name` to X, as upstream does, so that

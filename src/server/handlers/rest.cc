@@ -45,11 +45,16 @@ ErrorContext Context(const ResourceInfo& resource, std::string name) {
 }
 
 std::string ContentTypeOf(const http::Request& request) {
-  std::string type(request.header("Content-Type"));
+  const std::string raw(request.header("Content-Type"));
+  std::string type = raw;
   size_t semi = type.find(';');
   if (semi != std::string::npos) type = type.substr(0, semi);
   while (!type.empty() && type.back() == ' ') type.pop_back();
+  while (!type.empty() && type.front() == ' ') type.erase(type.begin());
   std::transform(type.begin(), type.end(), type.begin(), ::tolower);
+  // A header that names no media type (";;;==/") is not one absent: upstream's
+  // mime.ParseMediaType refuses it, 415, where an absent header means JSON.
+  if (!raw.empty() && type.find('/') == std::string::npos) return raw;
   return type;
 }
 
@@ -559,35 +564,42 @@ void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
   }
   spec.format = *format;
   std::string bookmarks = scope.Param("allowWatchBookmarks");
-  spec.bookmarks = bookmarks == "true" || bookmarks == "1";
-  std::string send_initial = scope.Param("sendInitialEvents");
-  // ValidateListOptions for a watch: resourceVersionMatch only with sendInitialEvents, only
-  // NotOlderThan, never with continue (422, upstream's texts).
-  if (const std::string match = scope.Param("resourceVersionMatch"); !match.empty()) {
+  spec.bookmarks = scope.Has("allowWatchBookmarks") && QueryFlag(bookmarks);
+  // ValidateListOptions for a watch (422, upstream's texts): sendInitialEvents needs
+  // resourceVersionMatch=NotOlderThan, which is allowed only with it and never with continue.
+  const bool send_initial_set = scope.Has("sendInitialEvents");
+  const std::string match = scope.Param("resourceVersionMatch");
+  {
     const api::FieldPath path("resourceVersionMatch");
     api::FieldErrorList errors;
-    if (!scope.Has("sendInitialEvents")) {
+    if (send_initial_set && match != "NotOlderThan") {
       errors.push_back(api::Forbidden(
-          path,
-          "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+          path, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
     }
-    if (match != "NotOlderThan") {
-      errors.push_back(api::NotSupported(path, api::RenderValue(match), {"NotOlderThan"}));
-    }
-    if (!scope.Param("continue").empty()) {
-      errors.push_back(
-          api::Forbidden(path, "resourceVersionMatch is forbidden when continue is provided"));
+    if (!match.empty()) {
+      if (!send_initial_set) {
+        errors.push_back(api::Forbidden(
+            path,
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+      }
+      if (match != "NotOlderThan") {
+        errors.push_back(api::NotSupported(path, api::RenderValue(match), {"NotOlderThan"}));
+      }
+      if (!scope.Param("continue").empty()) {
+        errors.push_back(
+            api::Forbidden(path, "resourceVersionMatch is forbidden when continue is provided"));
+      }
     }
     if (!errors.empty()) {
       exchange->Respond(ToResponse(NewInvalid("ListOptions.meta.k8s.io", "", errors)));
       return;
     }
   }
-  if (send_initial == "true") {
-    if (!spec.bookmarks || scope.Param("resourceVersionMatch") != "NotOlderThan") {
+  if (send_initial_set && QueryFlag(scope.Param("sendInitialEvents"))) {
+    // The end of the initial events is a bookmark, which the client must accept.
+    if (!spec.bookmarks) {
       exchange->Respond(
-          ToResponse(NewBadRequest("sendInitialEvents requires allowWatchBookmarks=true and "
-                                   "resourceVersionMatch=NotOlderThan")));
+          ToResponse(NewBadRequest("sendInitialEvents requires allowWatchBookmarks=true")));
       return;
     }
     spec.initial_events = true;
