@@ -61,19 +61,37 @@ bool OvercommitAllowed(std::string_view resource) {
   return native && !resource.starts_with("hugepages-");
 }
 
-// A container's requests against its limits (upstream ValidateResourceRequirements): a request
-// is at most its limit, and equal to it for resources that cannot be overcommitted. Malformed
-// quantities are the typed decoding's to report.
+// A container's requests and limits (upstream ValidateResourceRequirements): each quantity's
+// value, then a request is at most its limit, and equal to it for resources that cannot be
+// overcommitted. Malformed quantities are the typed decoding's to report.
 void ValidateContainerResources(const boost::json::object& container, const FieldPath& path,
                                 FieldErrorList* errors) {
   const boost::json::object* resources = FindObject(container, "resources");
   const boost::json::object* requests = resources ? FindObject(*resources, "requests") : nullptr;
   const boost::json::object* limits = resources ? FindObject(*resources, "limits") : nullptr;
-  if (requests == nullptr || limits == nullptr) return;
   auto text = [](const boost::json::value& v) -> std::string {
     if (v.is_string()) return std::string(v.get_string());
     return v.is_number() ? boost::json::serialize(v) : std::string();
   };
+  // ValidateResourceQuantityValue: no quantity below zero (a JSON number as well as a string),
+  // and whole ones for extended resources (`example.com/gpu: 0.5` asks for half a device).
+  for (const auto& [list, list_name] : {std::pair{limits, "limits"}, {requests, "requests"}}) {
+    if (list == nullptr) continue;
+    const FieldPath list_path = path.Child("resources").Child(list_name);
+    for (const auto& [name, value] : *list) {
+      StatusOr<Quantity> quantity = Quantity::Parse(text(value));
+      if (!quantity.ok()) continue;
+      const FieldPath at = list_path.Key(name);
+      if (quantity->Sign() < 0) {
+        errors->push_back(
+            Invalid(at, RenderValue(quantity->ToString()), "must be greater than or equal to 0"));
+      }
+      if (IsExtendedResourceName(name) && quantity->MilliValue() % 1000 != 0) {
+        errors->push_back(Invalid(at, RenderValue(quantity->ToString()), "must be an integer"));
+      }
+    }
+  }
+  if (requests == nullptr || limits == nullptr) return;
   FieldPath requests_path = path.Child("resources").Child("requests");
   for (const auto& [name, value] : *requests) {
     const boost::json::value* limit_value = limits->if_contains(name);
