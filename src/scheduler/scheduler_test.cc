@@ -1,5 +1,6 @@
 #include "scheduler/scheduler.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,6 +24,7 @@ namespace {
 
 using draplane::testing::Cluster;
 using draplane::testing::DeviceSpec;
+using ::testing::ElementsAre;
 namespace rv1 = api::resourcev1;
 
 constexpr char kGpuClass[] = R"(device.driver == "gpu.example.com")";
@@ -1094,6 +1096,64 @@ TEST_F(SchedulerTest, ExtendedResourcesAreServedByDraOrByADevicePlugin) {
   StatusOr<api::corev1::Pod> legacy = cluster_.GetPod("legacy");
   EXPECT_FALSE(legacy->status.extended_resource_claim_status.has_value());
   EXPECT_EQ(cluster_.Claims().size(), 1u);
+}
+
+// Init containers that run alone (not restartable) reuse the devices of the containers that
+// start after them (upstream kubernetes#134882): init gpu: 1 and gpu: 2 before a container with
+// gpu: 1 need two devices, not four; a restartable (sidecar) init container runs beside the
+// others and keeps its own.
+TEST_F(SchedulerTest, InitContainersReuseTheExtendedResourceDevicesOfLaterContainers) {
+  cluster_.Class("legacy-gpu", kGpuClass, "example.com/gpu");
+  cluster_.Node("node-dra");
+  cluster_.Slice("node-dra", "gpu.example.com", Gpus("gpu-", 4, "A100"));
+  auto with_gpus = [](const std::string& name, int64_t count) {
+    api::corev1::Container c;
+    c.name = name;
+    c.image = "busybox";
+    c.resources.requests["example.com/gpu"] = api::Quantity::FromInt64(count);
+    c.resources.limits["example.com/gpu"] = api::Quantity::FromInt64(count);
+    return c;
+  };
+  api::corev1::Pod p = cluster_.PodSpec("init");
+  p.spec.init_containers = {with_gpus("ic1", 1), with_gpus("ic2", 2)};
+  p.spec.containers = {with_gpus("c", 1)};
+  cluster_.Pod(p);
+  // Created once the first is bound, so it cannot take the first Pod's devices.
+  api::corev1::Pod sidecar = cluster_.PodSpec("sidecar");
+  sidecar.spec.init_containers = {with_gpus("log", 1), with_gpus("ic", 1)};
+  sidecar.spec.init_containers[0].restart_policy = "Always";
+  sidecar.spec.containers = {with_gpus("c", 1)};
+  StartScheduler();
+  auto mappings_of = [&](const std::string& pod) {
+    std::vector<std::string> out;
+    StatusOr<api::corev1::Pod> got = cluster_.GetPod(pod);
+    if (!got.ok() || !got->status.extended_resource_claim_status.has_value()) return out;
+    for (const auto& m : got->status.extended_resource_claim_status->request_mappings) {
+      out.push_back(m.container_name + "->" + m.request_name);
+    }
+    return out;
+  };
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("init") && !mappings_of("init").empty(); }));
+  EXPECT_THAT(mappings_of("init"),
+              ElementsAre("c->container-2-request-0", "ic1->container-2-request-0",
+                          "ic2->container-2-request-0", "ic2->container-1-request-0"));
+  StatusOr<api::corev1::Pod> init = cluster_.GetPod("init");
+  StatusOr<rv1::ResourceClaim> special =
+      cluster_.GetClaim(init->status.extended_resource_claim_status->resource_claim_name);
+  ASSERT_TRUE(special.ok());
+  std::vector<std::string> requests;
+  for (const rv1::DeviceRequest& r : special->spec.devices.requests) {
+    requests.push_back(r.name + "=" + std::to_string(r.exactly->count));
+  }
+  EXPECT_THAT(requests, ElementsAre("container-1-request-0=1", "container-2-request-0=1"));
+  // The two devices left fit the sidecar Pod: its sidecar's and its container's, which the init
+  // container between them reuses (one request per container would need three).
+  cluster_.Pod(sidecar);
+  ASSERT_TRUE(
+      cluster_.WaitUntil([&] { return Bound("sidecar") && !mappings_of("sidecar").empty(); }));
+  EXPECT_THAT(mappings_of("sidecar"),
+              ElementsAre("log->container-0-request-0", "c->container-2-request-0",
+                          "ic->container-2-request-0"));
 }
 
 TEST_F(SchedulerTest, AStatusUpdateFromBeforeTheBindingDoesNotScheduleAPodTwice) {

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <charconv>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "allocator/allocator.h"
@@ -218,13 +219,6 @@ std::string SpecialInFlightUid(std::string_view pod_uid) {
   return std::string(pod_uid) + "/extended-resources";
 }
 
-bool IsControlledBy(const rv1::ResourceClaim& claim, const Pod& pod) {
-  for (const api::metav1::OwnerReference& owner : claim.metadata.owner_references) {
-    if (owner.controller.value_or(false)) return owner.uid == pod.metadata.uid;
-  }
-  return false;
-}
-
 // The effective requests of a container (limits stand in for missing requests).
 std::map<std::string, api::Quantity, std::less<>> EffectiveRequests(
     const api::corev1::Container& c) {
@@ -233,45 +227,103 @@ std::map<std::string, api::Quantity, std::less<>> EffectiveRequests(
   return out;
 }
 
-// upstream createDeviceRequests / createRequestMappings: one ExactCount request per (container,
-// resource) for the resources the node serves through DRA, named container-<i>-request-<j>
-// (i: index in initContainers ++ containers, j: index of the resource among the container's
-// sorted requests), sorted by name.
+// The ExactCount request container `index` makes for `resource` (upstream
+// createResourceRequestAndMappings), named container-<i>-request-<j> (i: index in initContainers
+// ++ containers, j: index of the resource among the container's sorted requests), and its
+// mappings. The container first uses the requests in `reusable` (those of containers that start
+// later, null where one makes none), in order, and asks only for the devices they lack; no
+// request when they cover it.
+std::optional<rv1::DeviceRequest> ContainerRequest(
+    size_t index, const api::corev1::Container& container, const std::string& resource,
+    const std::string& class_name, std::span<const std::optional<rv1::DeviceRequest>> reusable,
+    std::vector<api::corev1::ContainerExtendedResourceRequest>* mappings) {
+  std::map<std::string, api::Quantity, std::less<>> requests = EffectiveRequests(container);
+  auto found = requests.find(resource);
+  if (found == requests.end()) return std::nullopt;
+  std::optional<int64_t> count = found->second.AsInt64();
+  if (!count || *count == 0) return std::nullopt;
+  auto map_to = [&](const std::string& request_name) {
+    api::corev1::ContainerExtendedResourceRequest m;
+    m.container_name = container.name;
+    m.resource_name = resource;
+    m.request_name = request_name;
+    mappings->push_back(std::move(m));
+  };
+  int64_t covered = 0;
+  for (const std::optional<rv1::DeviceRequest>& r : reusable) {
+    if (!r.has_value()) continue;
+    covered += r->exactly->count;
+    map_to(r->name);
+    if (covered >= *count) return std::nullopt;
+  }
+  size_t ridx = static_cast<size_t>(std::distance(requests.begin(), found));
+  rv1::DeviceRequest r;
+  r.name = "container-" + std::to_string(index) + "-request-" + std::to_string(ridx);
+  r.exactly.emplace();
+  r.exactly->device_class_name = class_name;
+  r.exactly->allocation_mode = std::string(rv1::kDeviceAllocationModeExactCount);
+  r.exactly->count = *count - covered;
+  map_to(r.name);
+  return r;
+}
+
+// upstream createRequestsAndMappings: per resource the node serves through DRA (in name order),
+// one request per long-lived container (regular containers and restartable init containers,
+// which run side by side) and a single one for all non-restartable init containers, which run
+// one at a time before the containers after them: each reuses the devices of long-lived
+// containers that start later, the largest remainder is requested and every init container's
+// own request is mapped to it. So init gpu: 1 then container gpu: 1 needs one device, not two.
+// Requests are sorted by name; mappings go per resource, long-lived then init containers.
 void BuildSpecialRequests(const Pod& pod, const std::set<std::string>& resources,
                           const std::map<std::string, std::string, std::less<>>& classes,
                           Variant* variant) {
   std::vector<const api::corev1::Container*> containers;
   for (const auto& c : pod.spec.init_containers) containers.push_back(&c);
   for (const auto& c : pod.spec.containers) containers.push_back(&c);
-  std::vector<std::pair<rv1::DeviceRequest, api::corev1::ContainerExtendedResourceRequest>> out;
-  for (size_t i = 0; i < containers.size(); ++i) {
-    std::map<std::string, api::Quantity, std::less<>> requests = EffectiveRequests(*containers[i]);
-    size_t index = 0;
-    for (const auto& [name, quantity] : requests) {
-      size_t ridx = index++;
-      if (!resources.contains(name)) continue;
-      std::optional<int64_t> count = quantity.AsInt64();
-      if (!count || *count == 0) continue;
-      auto cls = classes.find(name);
-      if (cls == classes.end()) continue;
-      rv1::DeviceRequest r;
-      r.name = "container-" + std::to_string(i) + "-request-" + std::to_string(ridx);
-      r.exactly.emplace();
-      r.exactly->device_class_name = cls->second;
-      r.exactly->allocation_mode = std::string(rv1::kDeviceAllocationModeExactCount);
-      r.exactly->count = *count;
-      api::corev1::ContainerExtendedResourceRequest m;
-      m.container_name = containers[i]->name;
-      m.resource_name = name;
-      m.request_name = r.name;
-      out.emplace_back(std::move(r), std::move(m));
+  const size_t init_count = pod.spec.init_containers.size();
+  auto runs_alone = [&](size_t i) {
+    return i < init_count && containers[i]->restart_policy.value_or("") != "Always";
+  };
+  std::vector<rv1::DeviceRequest> requests;
+  std::vector<api::corev1::ContainerExtendedResourceRequest>& mappings = variant->mappings;
+  for (const std::string& resource : resources) {
+    auto cls = classes.find(resource);
+    if (cls == classes.end()) continue;
+    std::vector<std::optional<rv1::DeviceRequest>> long_lived(containers.size());
+    for (size_t i = 0; i < containers.size(); ++i) {
+      if (runs_alone(i)) continue;
+      long_lived[i] = ContainerRequest(i, *containers[i], resource, cls->second, {}, &mappings);
+    }
+    std::optional<rv1::DeviceRequest> largest_init;
+    std::set<std::string> init_request_names;
+    const size_t init_mappings_begin = mappings.size();
+    for (size_t i = 0; i < containers.size(); ++i) {
+      if (!runs_alone(i)) continue;
+      std::span<const std::optional<rv1::DeviceRequest>> later(long_lived.begin() + i,
+                                                               long_lived.end());
+      std::optional<rv1::DeviceRequest> r =
+          ContainerRequest(i, *containers[i], resource, cls->second, later, &mappings);
+      if (!r.has_value()) continue;
+      init_request_names.insert(r->name);
+      if (!largest_init || largest_init->exactly->count < r->exactly->count) largest_init = r;
+    }
+    if (largest_init.has_value()) {
+      for (size_t m = init_mappings_begin; m < mappings.size(); ++m) {
+        if (init_request_names.contains(mappings[m].request_name)) {
+          mappings[m].request_name = largest_init->name;
+        }
+      }
+      requests.push_back(std::move(*largest_init));
+    }
+    for (std::optional<rv1::DeviceRequest>& r : long_lived) {
+      if (r.has_value()) requests.push_back(std::move(*r));
     }
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.first.name < b.first.name; });
-  for (auto& [request, mapping] : out) {
-    variant->special->spec.devices.requests.push_back(std::move(request));
-    variant->mappings.push_back(std::move(mapping));
+  std::sort(
+      requests.begin(), requests.end(),
+      [](const rv1::DeviceRequest& a, const rv1::DeviceRequest& b) { return a.name < b.name; });
+  for (rv1::DeviceRequest& r : requests) {
+    variant->special->spec.devices.requests.push_back(std::move(r));
   }
 }
 
@@ -382,7 +434,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       return true;  // a deallocation may have freed devices
     }
     if (!CheckClaims(pod).empty()) return false;
-    bool uses = IsControlledBy(now, pod) &&
+    bool uses = api::IsForPod(pod, now) &&
                 now.metadata.annotations.contains(std::string(kExtendedResourceClaimAnnotation));
     for (const api::corev1::PodResourceClaim& entry : pod.spec.resource_claims) {
       PodClaimName n = ClaimNameForPod(pod, entry);
@@ -443,7 +495,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       if (claim->metadata.deletion_timestamp.has_value()) {
         return PluginStatus::Unresolvable("resourceclaim \"" + n.name + "\" is being deleted");
       }
-      if (n.must_check_owner && !IsControlledBy(*claim, pod)) {
+      if (n.must_check_owner && !api::IsForPod(pod, *claim)) {
         return PluginStatus::Unresolvable(
             "ResourceClaim " + ClaimKey(pod.metadata.namespace_, n.name) +
             " was not created for pod " + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
@@ -1153,7 +1205,7 @@ class DynamicResources final : public PreEnqueuePlugin,
       if (claim->metadata.deletion_timestamp.has_value()) {
         return "resourceclaim \"" + n.name + "\" is being deleted";
       }
-      if (n.must_check_owner && !IsControlledBy(*claim, pod)) {
+      if (n.must_check_owner && !api::IsForPod(pod, *claim)) {
         return "ResourceClaim " + ClaimKey(pod.metadata.namespace_, n.name) +
                " was not created for pod " + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
                " (pod is not owner)";
@@ -1819,32 +1871,6 @@ AllocationConfirmations::Outcome AllocationConfirmations::Await(const std::strin
 void AllocationConfirmations::Forget(const std::string& uid) {
   MutexLock lock(mu_);
   verdicts_.erase(uid);
-}
-
-PodClaimName ClaimNameForPod(const Pod& pod, const api::corev1::PodResourceClaim& entry) {
-  PodClaimName out;
-  if (entry.resource_claim_name.has_value()) {
-    out.name = *entry.resource_claim_name;
-    return out;
-  }
-  if (entry.resource_claim_template_name.has_value()) {
-    for (const api::corev1::PodResourceClaimStatus& s : pod.status.resource_claim_statuses) {
-      if (s.name != entry.name) continue;
-      if (!s.resource_claim_name.has_value()) {
-        out.skip = true;
-        return out;
-      }
-      out.name = *s.resource_claim_name;
-      out.must_check_owner = true;
-      return out;
-    }
-    out.error = "pod \"" + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
-                "\": ResourceClaim not created yet";
-    return out;
-  }
-  out.error = "pod \"" + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
-              "\", spec.resourceClaim \"" + entry.name + "\": unsupported ResourceClaim source";
-  return out;
 }
 
 bool HasBindingConditions(const rv1::AllocationResult& allocation) {

@@ -61,6 +61,7 @@
 #include "allocator/explanation.h"
 #include "allocator/features.h"
 #include "allocator/hold.h"
+#include "api/pod_claims.h"
 #include "client/api_client.h"
 #include "common/clock.h"
 #include "common/mutex.h"
@@ -231,15 +232,9 @@ struct DeviceDecision {
 const DeviceDecision* DecisionOf(const CycleState& state);
 
 // Helpers shared with the controllers' view of the same rules.
-// upstream resourceclaim.Name: the claim name for a pod claim entry, or an error message.
-struct PodClaimName {
-  std::string name;  // empty when `error` is set or no claim was generated (skip)
-  bool must_check_owner = false;
-  std::string error;  // "ResourceClaim not created yet" etc.
-  bool skip = false;  // the template produced no claim (status entry without a name)
-};
-PodClaimName ClaimNameForPod(const api::corev1::Pod& pod,
-                             const api::corev1::PodResourceClaim& entry);
+// The claim of a pod claim entry (api/pod_claims.h).
+using api::ClaimNameForPod;
+using api::PodClaimName;
 
 // KEP-5007: whether an allocation has devices that must meet binding conditions.
 bool HasBindingConditions(const api::resourcev1::AllocationResult& allocation);
