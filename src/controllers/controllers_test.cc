@@ -239,6 +239,43 @@ TEST_F(ControllersTest, APlacedPodIsReservedWhenItsSharedClaimGetsAllocated) {
   EXPECT_EQ(c->status.reserved_for[1].uid, placed->metadata.uid);
 }
 
+// A placed Pod is reserved only for its own claims: a template entry's status naming a claim the
+// Pod does not control (another Pod's, here "shared") never makes the Pod its user (upstream
+// syncPod's IsForPod), while its directly named claim is reserved in the same pass.
+TEST_F(ControllersTest, APlacedPodIsNotReservedForAClaimItsTemplateEntryDidNotGenerate) {
+  cluster_.Node("node-a");
+  cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
+  cluster_.Claim(cluster_.ClaimSpec("own", "gpu"));
+  cluster_.Pod(cluster_.PodSpec("owner", {"shared", "own"}));
+  Pod placed_spec = cluster_.PodSpec("placed", {"own"});
+  api::corev1::PodResourceClaim from_template;
+  from_template.name = "gpu";
+  from_template.resource_claim_template_name = "gpu-template";
+  placed_spec.spec.resource_claims.insert(placed_spec.spec.resource_claims.begin(), from_template);
+  placed_spec.spec.node_name = "node-a";
+  cluster_.Pod(placed_spec);
+  StatusOr<Pod> placed = cluster_.GetPod("placed");
+  ASSERT_TRUE(placed.ok());
+  api::corev1::PodResourceClaimStatus forged;
+  forged.name = "gpu";
+  forged.resource_claim_name = "shared";
+  placed->status.resource_claim_statuses.push_back(forged);
+  ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *placed).ok());
+  StatusOr<Pod> owner = cluster_.GetPod("owner");
+  ASSERT_TRUE(owner.ok());
+  AllocateFor("shared", *owner, {"gpu-0"});
+  AllocateFor("own", *owner, {"gpu-1"});
+  Start();
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<rv1::ResourceClaim> c = cluster_.GetClaim("own");
+    return c.ok() && c->status.reserved_for.size() == 2;
+  }));
+  StatusOr<rv1::ResourceClaim> shared = cluster_.GetClaim("shared");
+  ASSERT_TRUE(shared.ok());
+  ASSERT_EQ(shared->status.reserved_for.size(), 1u);
+  EXPECT_EQ(shared->status.reserved_for[0].uid, owner->metadata.uid);
+}
+
 // A claim the API refuses (a ResourceQuota in the default mode: its admission charges a claim's
 // devices at create) is retried, and the Pod shows why, as upstream records it; once the quota
 // has room again the claim is made.
@@ -353,8 +390,20 @@ TEST_F(ControllersTest, TheKubeletSimulatorRunsBoundPodsAndFinishesDeletions) {
   EXPECT_FALSE(web->status.pod_ip.empty());
   EXPECT_EQ(cluster_.GetPod("unbound")->status.phase, "Pending");
   ASSERT_TRUE(client::Delete<Pod>(cluster_.api(), "default", "web").ok());
+  // A Pod placed by hand whose claim nobody allocated does not start (the kubelet refuses a
+  // claim that is not reserved for the Pod); it does once the claim is allocated for it.
+  cluster_.Claim(cluster_.ClaimSpec("by-hand", "gpu"));
+  Pod placed = cluster_.PodSpec("placed", {"by-hand"});
+  placed.spec.node_name = "node-a";
+  cluster_.Pod(placed);
   ASSERT_TRUE(cluster_.WaitUntil(
       [&] { return cluster_.GetPod("web").status().code() == StatusCode::kNotFound; }));
+  EXPECT_EQ(cluster_.GetPod("placed")->status.phase, "Pending");
+  AllocateFor("by-hand", *cluster_.GetPod("placed"));
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<Pod> p = cluster_.GetPod("placed");
+    return p.ok() && p->status.phase == "Running";
+  }));
 }
 
 TEST_F(ControllersTest, TheKubeletSimulatorReportsTheHealthOfEachContainersDevices) {

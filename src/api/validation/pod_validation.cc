@@ -183,4 +183,37 @@ FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
   return errors;
 }
 
+FieldErrorList ValidatePodResourceClaimStatuses(const boost::json::object& pod) {
+  FieldErrorList errors;
+  const boost::json::object* status = FindObject(pod, "status");
+  const boost::json::array* statuses =
+      status ? FindArray(*status, "resourceClaimStatuses") : nullptr;
+  if (statuses == nullptr) return errors;
+  const boost::json::object* spec = FindObject(pod, "spec");
+  const boost::json::array* claims = spec ? FindArray(*spec, "resourceClaims") : nullptr;
+  std::set<std::string> pod_claims;
+  for (size_t i = 0; claims != nullptr && i < claims->size(); ++i) {
+    if ((*claims)[i].is_object()) pod_claims.insert(StringAt((*claims)[i].get_object(), "name"));
+  }
+  FieldPath list_path = FieldPath("status").Child("resourceClaimStatuses");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < statuses->size(); ++i) {
+    if (!(*statuses)[i].is_object()) continue;
+    const boost::json::object& entry = (*statuses)[i].get_object();
+    FieldPath name_path = list_path.Index(static_cast<int64_t>(i)).Child("name");
+    std::string name = StringAt(entry, "name");
+    if (!pod_claims.contains(name)) {
+      errors.push_back(Invalid(name_path, RenderValue(name),
+                               "must match the name of an entry in `spec.resourceClaims`"));
+    }
+    if (!seen.insert(name).second) errors.push_back(Duplicate(name_path, RenderValue(name)));
+    // Upstream reports an invalid claim name on the entry's name, too.
+    if (const boost::json::value* claim = entry.if_contains("resourceClaimName");
+        claim != nullptr && claim->is_string()) {
+      Append(errors, ValidateDNS1123Subdomain(std::string(claim->get_string()), name_path));
+    }
+  }
+  return errors;
+}
+
 }  // namespace draplane::api::validation

@@ -15,5 +15,9 @@
 namespace draplane::api::validation {
 
 FieldErrorList ValidatePodSpec(const boost::json::object& pod);
+// upstream validatePodResourceClaimStatuses (ValidatePodStatusUpdate): each
+// status.resourceClaimStatuses entry names an entry of spec.resourceClaims, once, and a valid
+// claim name; so a status write cannot attach a claim the Pod never asked for.
+FieldErrorList ValidatePodResourceClaimStatuses(const boost::json::object& pod);
 
 }  // namespace draplane::api::validation

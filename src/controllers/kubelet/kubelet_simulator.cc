@@ -6,6 +6,7 @@
 #include "api/meta/time.h"
 #include "api/pod_claims.h"
 #include "api/pods.h"
+#include "api/resource_claims.h"
 #include "api/resource_health.h"
 #include "api/resource_pool.h"
 #include "client/typed.h"
@@ -69,6 +70,21 @@ Status KubeletSimulator::Sync(const std::string& key) {
       return Status::Ok();
     }
     return s;
+  }
+
+  // As the kubelet's DRA manager: a Pod starts only once each of its claims is allocated and
+  // reserved for it (a Pod placed on a node by hand with an unallocated claim would otherwise
+  // run without its devices). Retried with backoff: the claim cache may trail the binding.
+  StatusOr<std::vector<api::PodClaimRef>> refs = api::ResolvePodClaims(*pod);
+  if (!refs.ok())
+    return UnavailableError("pod " + key + ": " + std::string(refs.status().message()));
+  for (const api::PodClaimRef& ref : *refs) {
+    auto claim = claims_.Get(ns, ref.claim);
+    if (claim == nullptr || !claim->status.allocation.has_value() ||
+        !api::IsReservedForPod(*pod, *claim)) {
+      return UnavailableError("pod " + key + ": claim " + ref.claim +
+                              " is not allocated and reserved for it yet");
+    }
   }
 
   api::RunningPodOptions running;

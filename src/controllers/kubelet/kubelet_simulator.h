@@ -2,7 +2,8 @@
 // controller plays the kubelet for every node, so bound Pods reach Running and deleted Pods
 // terminate.
 //
-//   - a Pod bound to a node and still Pending becomes Running with the status every kubelet
+//   - a Pod bound to a node and still Pending, whose claims are allocated and reserved for it (as
+//     the kubelet's DRA manager requires), becomes Running with the status every kubelet
 //     player in draplane reports (api/pods.h RunningPodStatus, shared with the node agent and
 //     the fake kubelet), its hostIP the node's InternalIP, else 127.0.0.1 (so `kubectl get pods`
 //     shows 1/1 Running), with each container's allocatedResourcesStatus (KEP-4680,

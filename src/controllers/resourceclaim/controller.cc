@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "api/object.h"
+#include "api/pod_claims.h"
 #include "api/pods.h"
 #include "api/resource_claims.h"
 #include "api/validation/validation.h"
@@ -316,12 +317,17 @@ Status ResourceClaimController::SyncPod(const std::string& ns, const std::string
                                             std::move(patch), "status", options_.field_manager);
     if (!patched.ok()) return patched.WithPrefix("update pod claim statuses");
   }
-  // Pods placed without the scheduler: reserve their allocated claims.
+  // Pods placed without the scheduler: reserve their allocated claims, those of their
+  // spec.resourceClaims entries only (upstream syncPod): a status entry naming some other claim,
+  // or a template's claim the Pod does not control, never makes the Pod its user.
   if (!pod->spec.node_name.empty()) {
-    for (const std::string& claim_name : PodClaimNames(*pod)) {
-      auto claim = claims_.Get(ns, claim_name);
+    for (const api::corev1::PodResourceClaim& entry : pod->spec.resource_claims) {
+      api::PodClaimName claim_name = api::ClaimNameForPod(*pod, entry);
+      if (claim_name.name.empty()) continue;
+      auto claim = claims_.Get(ns, claim_name.name);
       if (claim == nullptr || !claim->status.allocation || api::IsReservedForPod(*pod, *claim))
         continue;
+      if (claim_name.must_check_owner && !api::IsForPod(*pod, *claim)) continue;
       if (claim->status.reserved_for.size() >= api::validation::kResourceClaimReservedForMaxSize) {
         continue;
       }

@@ -1,5 +1,11 @@
 #include "server/admission/admission.h"
 
+#include <boost/json/serialize.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "api/device_taints.h"
 #include "api/gen/scheduling_v1_codec.h"
 #include "api/labels/node_isolation.h"
@@ -185,6 +191,7 @@ std::optional<ApiError> Admission::Admit(const Attributes& a) const {
   if (auto e = DraAdminAccess(a)) return e;
   if (auto e = PriorityClassRules(a)) return e;
   if (auto e = DeviceTaintRuleSelector(a)) return e;
+  if (auto e = RbacEscalation(a)) return e;
   return std::nullopt;
 }
 
@@ -347,6 +354,67 @@ std::optional<ApiError> Admission::NodeRestriction(const Attributes& a) const {
       }
     }
   }
+  if (r.group.empty() && r.resource == "pods" && a.subresource == "status" &&
+      a.operation == Operation::kUpdate && a.object != nullptr && a.old_object != nullptr) {
+    // Upstream admitPodStatus: the status a node writes is the kubelet's; which claims the Pod
+    // uses is the claim controller's and the scheduler's (a node naming another Pod's claim
+    // there would become its user), and labels steer controllers.
+    if (!(handlers::MetaStringMap(*a.object, "labels") ==
+          handlers::MetaStringMap(*a.old_object, "labels"))) {
+      return handlers::NewForbidden(
+          r.Gr(), a.name, "node \"" + node + "\" cannot update labels through pod status");
+    }
+    auto claim_statuses = [](const JsonObject& pod) {
+      std::vector<std::pair<std::string, std::optional<std::string>>> out;
+      const JsonObject* status = handlers::FindObject(pod, "status");
+      const boost::json::array* list =
+          status ? handlers::FindArray(*status, "resourceClaimStatuses") : nullptr;
+      for (size_t i = 0; list != nullptr && i < list->size(); ++i) {
+        if (!(*list)[i].is_object()) continue;
+        const JsonObject& entry = (*list)[i].get_object();
+        const boost::json::value* claim = entry.if_contains("resourceClaimName");
+        out.emplace_back(std::string(handlers::GetString(entry, "name")),
+                         claim != nullptr && claim->is_string()
+                             ? std::optional<std::string>(std::string(claim->get_string()))
+                             : std::nullopt);
+      }
+      return out;
+    };
+    if (claim_statuses(*a.object) != claim_statuses(*a.old_object)) {
+      // Upstream's wording, its typo included.
+      return handlers::NewForbidden(r.Gr(), a.name,
+                                    "node \"" + node + "\" cannot update resource claim statues");
+    }
+    auto extended_status = [](const JsonObject& pod) -> boost::json::value {
+      const JsonObject* status = handlers::FindObject(pod, "status");
+      const boost::json::value* v =
+          status ? status->if_contains("extendedResourceClaimStatus") : nullptr;
+      return v == nullptr ? boost::json::value() : *v;
+    };
+    if (extended_status(*a.object) != extended_status(*a.old_object)) {
+      return handlers::NewForbidden(
+          r.Gr(), a.name, "node \"" + node + "\" cannot update extended resource claim status");
+    }
+  }
+  if (r.group == "resource.k8s.io" && r.resource == "resourceclaims" && a.subresource == "status" &&
+      a.operation == Operation::kUpdate && a.object != nullptr && a.old_object != nullptr) {
+    // The node authorizer lets a node's driver report on the claims of its Pods
+    // (status.devices, binding conditions, KEP-4817); the allocation and the reservations are
+    // the scheduler's and the claim controller's. Without this a node could release a claim a
+    // Pod elsewhere still uses, and its device would be handed to another tenant.
+    auto without_devices = [](const JsonObject& claim) {
+      const JsonObject* status = handlers::FindObject(claim, "status");
+      JsonObject out = status ? *status : JsonObject();
+      out.erase("devices");
+      return out;
+    };
+    if (without_devices(*a.object) != without_devices(*a.old_object)) {
+      return handlers::NewForbidden(r.Gr(), a.name,
+                                    "node \"" + node +
+                                        "\" may only update status.devices of a ResourceClaim, "
+                                        "not its allocation or reservations");
+    }
+  }
   if (r.group == "coordination.k8s.io" && r.resource == "leases" &&
       a.operation == Operation::kCreate && (a.namespace_ != "kube-node-lease" || a.name != node)) {
     return handlers::NewForbidden(r.Gr(), a.name,
@@ -355,6 +423,71 @@ std::optional<ApiError> Admission::NodeRestriction(const Attributes& a) const {
                                       "namespace kube-node-lease");
   }
   return std::nullopt;
+}
+
+std::optional<ApiError> Admission::RbacEscalation(const Attributes& a) const {
+  if (rbac_ == nullptr || a.user == nullptr || a.object == nullptr ||
+      a.operation == Operation::kDelete || !a.subresource.empty()) {
+    return std::nullopt;
+  }
+  const handlers::ResourceInfo& r = *a.resource;
+  if (r.group != "rbac.authorization.k8s.io") return std::nullopt;
+  const bool role = r.resource == "roles" || r.resource == "clusterroles";
+  const bool binding = r.resource == "rolebindings" || r.resource == "clusterrolebindings";
+  if (!role && !binding) return std::nullopt;
+  // upstream EscalationAllowed: the privileged group may grant anything.
+  if (a.user->InGroup(auth::kMastersGroup)) return std::nullopt;
+  const std::string ns = r.resource == "roles" || r.resource == "rolebindings" ? a.namespace_ : "";
+  auto may = [&](std::string_view verb, std::string_view resource, std::string_view name) {
+    authz::Attributes q;
+    q.user = *a.user;
+    q.verb = std::string(verb);
+    q.resource_request = true;
+    q.api_group = r.group;
+    q.resource = std::string(resource);
+    q.namespace_ = ns;
+    q.name = std::string(name);
+    return rbac_->Authorize(q).decision == authz::Decision::kAllow;
+  };
+  std::vector<authz::PolicyRule> granted;
+  if (role) {
+    granted = authz::ParseRules(boost::json::serialize(*a.object));
+    if (a.old_object != nullptr &&
+        granted == authz::ParseRules(boost::json::serialize(*a.old_object))) {
+      return std::nullopt;
+    }
+    if (may("escalate", r.resource, a.name)) return std::nullopt;
+  } else {
+    authz::Binding b = authz::ParseBinding(boost::json::serialize(*a.object));
+    if (a.old_object != nullptr) {
+      authz::Binding old = authz::ParseBinding(boost::json::serialize(*a.old_object));
+      if (old.role_kind == b.role_kind && old.role_name == b.role_name &&
+          old.subjects == b.subjects) {
+        return std::nullopt;
+      }
+    }
+    if (may("bind", b.role_kind == "ClusterRole" ? "clusterroles" : "roles", b.role_name)) {
+      return std::nullopt;
+    }
+    std::optional<std::vector<authz::PolicyRule>> rules =
+        rbac_->RoleRules(b.role_kind, b.role_name, ns);
+    if (!rules.has_value()) {
+      return handlers::NewForbidden(
+          r.Gr(), a.name,
+          "user \"" + a.user->name + "\" cannot bind " + b.role_kind + " \"" + b.role_name +
+              "\", which does not exist (only system:masters may bind a role before it exists)");
+    }
+    granted = std::move(*rules);
+  }
+  std::vector<authz::PolicyRule> missing =
+      authz::UncoveredRules(rbac_->RulesFor(*a.user, ns), granted);
+  if (missing.empty()) return std::nullopt;
+  std::string groups;
+  for (const std::string& g : a.user->groups) groups += (groups.empty() ? "\"" : " \"") + g + "\"";
+  std::string message = "user \"" + a.user->name + "\" (groups=[" + groups +
+                        "]) is attempting to grant RBAC permissions not currently held:";
+  for (const authz::PolicyRule& rule : missing) message += "\n" + authz::DescribeRule(rule);
+  return handlers::NewForbidden(r.Gr(), a.name, message);
 }
 
 std::optional<ApiError> Admission::DraAdminAccess(const Attributes& a) const {

@@ -7,7 +7,10 @@
 //                       namespace/lifecycle).
 //   NodeRestriction     a node identity may only create, update or delete ResourceSlices whose
 //                       spec.nodeName is its own (old and new object), only create its own Node
-//                       and its own heartbeat Lease (plugin/pkg/admission/noderestriction).
+//                       and its own heartbeat Lease, not change a Pod's labels, claim statuses
+//                       or extended resource claim status through its status
+//                       (plugin/pkg/admission/noderestriction), and of a claim's status only
+//                       status.devices (its driver's report; draplane's agents run as the node).
 //   DRAAdminAccess      a claim or claim template asking for adminAccess, or a claim status that
 //                       grants it, needs the namespace label
 //                       `resource.kubernetes.io/admin-access: "true"` (pkg/registry/resource
@@ -23,6 +26,12 @@
 //   DeviceTaintRule     draplane's guardrail: a DeviceTaintRule whose deviceSelector is missing
 //                       or empty is refused unless annotated `draplane.dev/select-all: "true"`
 //                       (docs/design/agent.md).
+//   RBAC escalation     (with an RBAC authorizer) a Role or ClusterRole may only be written with
+//                       rules its author holds, a binding only to a role whose rules its author
+//                       holds, unless the author is in system:masters or may `escalate` the role
+//                       / `bind` the role referenced (upstream ConfirmNoEscalation,
+//                       pkg/registry/rbac/*/policybased); an update that leaves the rules, the
+//                       role reference and the subjects as they were is not checked.
 //
 // Thread-safety: safe for concurrent use. The only state besides the store handle is a memo of
 // whether each namespace is terminating, by the namespace object's revision (guarded by a mutex;
@@ -37,6 +46,7 @@
 #include "api/gen/scheduling_v1_types.h"
 #include "common/mutex.h"
 #include "server/auth/authenticator.h"
+#include "server/authz/rbac.h"
 #include "server/handlers/errors.h"
 #include "server/handlers/json_util.h"
 #include "server/handlers/registry.h"
@@ -59,7 +69,9 @@ struct Attributes {
 
 class Admission {
  public:
-  explicit Admission(store::Store* store) : store_(store) {}
+  // `rbac` (optional) enables the RBAC escalation check.
+  explicit Admission(store::Store* store, const authz::RbacAuthorizer* rbac = nullptr)
+      : store_(store), rbac_(rbac) {}
 
   // The mutating plugins (Priority), run before Admit on `object`, the new object of a create or
   // update (`attributes.object` points to it). Returns the error that refuses the request.
@@ -74,12 +86,14 @@ class Admission {
   std::optional<handlers::ApiError> NodeRestriction(const Attributes& a) const;
   std::optional<handlers::ApiError> DraAdminAccess(const Attributes& a) const;
   std::optional<handlers::ApiError> PriorityClassRules(const Attributes& a) const;
+  std::optional<handlers::ApiError> RbacEscalation(const Attributes& a) const;
   // The PriorityClasses stored now, each decoded once per revision.
   StatusOr<std::vector<api::schedulingv1::PriorityClass>> PriorityClasses() const;
   // Whether `ns` (the namespace object just read) is being deleted: parsed once per revision.
   bool Terminating(const store::Object& ns) const;
 
   store::Store* store_;
+  const authz::RbacAuthorizer* rbac_;
   mutable Mutex mu_;
   // Namespace name -> (revision read, terminating at that revision).
   mutable std::map<std::string, std::pair<store::Revision, bool>, std::less<>> terminating_

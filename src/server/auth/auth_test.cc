@@ -169,6 +169,29 @@ TEST(AuthenticatorTest, PicksUpTokensAppendedLater) {
   std::filesystem::remove_all(dir);
 }
 
+// An admin revokes a token by removing its line: the next request with it is refused, even
+// though the token was known (before, the file was re-read only for unknown tokens).
+TEST(AuthenticatorTest, ARemovedTokenStopsWorkingAtOnce) {
+  std::string dir = TempDir();
+  std::string file = dir + "/tokens.csv";
+  for (const char* token : {"keep", "revoke"}) {
+    ASSERT_TRUE(
+        AppendTokenFile(file, {.token = token, .user = {.name = token, .uid = token, .groups = {}}})
+            .ok());
+  }
+  Authenticator authenticator({.token_file = file, .anonymous = false});
+  ASSERT_TRUE(authenticator.Authenticate("Bearer revoke", std::nullopt).has_value());
+  std::filesystem::remove(file);
+  ASSERT_TRUE(AppendTokenFile(
+                  file, {.token = "keep", .user = {.name = "keep", .uid = "keep", .groups = {}}})
+                  .ok());
+  EXPECT_FALSE(authenticator.Authenticate("Bearer revoke", std::nullopt).has_value());
+  std::optional<UserInfo> kept = authenticator.Authenticate("Bearer keep", std::nullopt);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->name, "keep");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(AuthenticatorTest, MemoryTokens) {
   Authenticator authenticator({.token_file = "", .anonymous = false});
   authenticator.AddMemoryToken("mem", {.name = "system:kube-scheduler", .uid = "", .groups = {}});

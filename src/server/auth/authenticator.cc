@@ -274,13 +274,13 @@ std::optional<UserInfo> Authenticator::Authenticate(
     if (scheme == "bearer" && space != std::string_view::npos) {
       std::string token = Trim(value.substr(space + 1));
       if (token.empty()) return std::nullopt;
-      if (std::optional<UserInfo> user = Lookup(token)) return user;
+      // Checked on every request, not only when a token is unknown: a line removed from the
+      // file revokes its token at once (one stat, about a microsecond).
       if (TokenFileChanged()) {
         Status status = Reload();
         if (!status.ok()) log::Warning("authenticator: {}", status.ToString());
-        if (std::optional<UserInfo> user = Lookup(token)) return user;
       }
-      return std::nullopt;
+      return Lookup(token);
     }
     // Other schemes (Basic) are not supported; the client meant to authenticate, so refuse.
     return std::nullopt;

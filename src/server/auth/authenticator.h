@@ -11,8 +11,9 @@
 //     anonymous access is enabled), which RBAC then allows only the public endpoints.
 // Every authenticated user also gets the group `system:authenticated`.
 //
-// The token file is re-read when its modification time or size changes, checked at most once per
-// lookup miss, so `draplane kubeconfig` can add identities to a running server.
+// The token file is re-read when its modification time or size changes, checked on every bearer
+// token request, so `draplane kubeconfig` can add identities to a running server and removing a
+// line revokes its token at once.
 //
 // Thread-safety: all methods are safe for concurrent use.
 #pragma once

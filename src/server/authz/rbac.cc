@@ -1,5 +1,6 @@
 #include "server/authz/rbac.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include "common/log.h"
@@ -101,6 +102,64 @@ bool RuleAllows(const Attributes& a, const PolicyRule& rule) {
   }
   if (!resource_matches) return false;
   return rule.resource_names.empty() || Contains(rule.resource_names, a.name);
+}
+
+std::vector<PolicyRule> UncoveredRules(const std::vector<PolicyRule>& owner,
+                                       const std::vector<PolicyRule>& granted) {
+  std::vector<PolicyRule> out;
+  auto covered = [&](const Attributes& a) {
+    return std::any_of(owner.begin(), owner.end(),
+                       [&](const PolicyRule& rule) { return RuleAllows(a, rule); });
+  };
+  for (const PolicyRule& rule : granted) {
+    for (const std::string& verb : rule.verbs) {
+      for (const std::string& url : rule.non_resource_urls) {
+        Attributes a;
+        a.verb = verb;
+        a.path = url;
+        if (!covered(a)) out.push_back(PolicyRule{{verb}, {}, {}, {}, {url}});
+      }
+      for (const std::string& group : rule.api_groups) {
+        for (const std::string& resource : rule.resources) {
+          Attributes a;
+          a.resource_request = true;
+          a.verb = verb;
+          a.api_group = group;
+          size_t slash = resource.find('/');
+          a.resource = resource.substr(0, slash);
+          if (slash != std::string::npos) a.subresource = resource.substr(slash + 1);
+          if (rule.resource_names.empty()) {
+            if (!covered(a)) out.push_back(PolicyRule{{verb}, {group}, {resource}, {}, {}});
+            continue;
+          }
+          for (const std::string& name : rule.resource_names) {
+            a.name = name;
+            if (!covered(a)) out.push_back(PolicyRule{{verb}, {group}, {resource}, {name}, {}});
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string DescribeRule(const PolicyRule& rule) {
+  auto list = [](const std::vector<std::string>& items) {
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? " \"" : "\"") + items[i] + "\"";
+    return out + "]";
+  };
+  std::vector<std::string> parts;
+  if (!rule.api_groups.empty()) parts.push_back("APIGroups:" + list(rule.api_groups));
+  if (!rule.resources.empty()) parts.push_back("Resources:" + list(rule.resources));
+  if (!rule.resource_names.empty()) parts.push_back("ResourceNames:" + list(rule.resource_names));
+  if (!rule.non_resource_urls.empty()) {
+    parts.push_back("NonResourceURLs:" + list(rule.non_resource_urls));
+  }
+  parts.push_back("Verbs:" + list(rule.verbs));
+  std::string out = "{";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out + "}";
 }
 
 std::vector<PolicyRule> ParseRules(std::string_view json) {
@@ -363,6 +422,18 @@ std::vector<PolicyRule> RbacAuthorizer::RulesFor(const auth::UserInfo& user,
     for (const Binding& b : it->second) add(b);
   }
   return out;
+}
+
+std::optional<std::vector<PolicyRule>> RbacAuthorizer::RoleRules(
+    std::string_view kind, std::string_view name, const std::string& namespace_) const {
+  std::shared_ptr<const RbacSnapshot> snap = cache_->snapshot();
+  Binding ref;
+  ref.namespace_ = namespace_;
+  ref.role_kind = std::string(kind);
+  ref.role_name = std::string(name);
+  const std::vector<PolicyRule>* rules = RulesOf(*snap, ref);
+  if (rules == nullptr) return std::nullopt;
+  return *rules;
 }
 
 }  // namespace draplane::server::authz

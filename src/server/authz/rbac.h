@@ -24,6 +24,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,12 +42,16 @@ struct PolicyRule {
   std::vector<std::string> resources;
   std::vector<std::string> resource_names;
   std::vector<std::string> non_resource_urls;
+
+  friend bool operator==(const PolicyRule&, const PolicyRule&) = default;
 };
 
 struct Subject {
   std::string kind;  // User, Group, ServiceAccount
   std::string name;
   std::string namespace_;
+
+  friend bool operator==(const Subject&, const Subject&) = default;
 };
 
 struct Binding {
@@ -67,6 +72,15 @@ struct RbacSnapshot {
 
 // upstream RuleAllows.
 bool RuleAllows(const Attributes& attributes, const PolicyRule& rule);
+
+// upstream ConfirmNoEscalation's Covers: the rules of `granted`, broken down into one verb, API
+// group, resource and resource name (or one verb and URL) each, that no rule of `owner` allows.
+// A wildcard in `granted` is covered only by the same wildcard, a rule without resourceNames
+// only by one without them.
+std::vector<PolicyRule> UncoveredRules(const std::vector<PolicyRule>& owner,
+                                       const std::vector<PolicyRule>& granted);
+// A rule as upstream's escalation error lists it: {APIGroups:["*"], Resources:["*"], Verbs:["*"]}.
+std::string DescribeRule(const PolicyRule& rule);
 
 // Parses the rules of a Role / ClusterRole JSON object; parses a binding.
 std::vector<PolicyRule> ParseRules(std::string_view json);
@@ -120,6 +134,10 @@ class RbacAuthorizer final : public Authorizer {
   // The rules that apply to `user` in `namespace_` (cluster-wide ones included), for
   // SelfSubjectRulesReview.
   std::vector<PolicyRule> RulesFor(const auth::UserInfo& user, const std::string& namespace_) const;
+  // The rules of the role a binding references: a ClusterRole, or a Role of `namespace_`;
+  // std::nullopt when it does not exist.
+  std::optional<std::vector<PolicyRule>> RoleRules(std::string_view kind, std::string_view name,
+                                                   const std::string& namespace_) const;
 
  private:
   const RbacCache* cache_;

@@ -1,6 +1,7 @@
 #include "server/handlers/api_handler.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -416,6 +417,19 @@ http::Response ApiHandler::Review(const Scope& scope, const auth::UserInfo& user
   obj["kind"] = r.kind;
   EnsureObject(obj, "metadata")["creationTimestamp"] = nullptr;
   JsonObject& spec = EnsureObject(obj, "spec");
+  // The self reviews' specs have no subject: members they do not have are dropped, as decoding
+  // drops unknown fields, so the answer never echoes a user or groups the review did not use.
+  auto keep_only = [&spec](std::initializer_list<std::string_view> members) {
+    for (auto it = spec.begin(); it != spec.end();) {
+      bool known = std::find(members.begin(), members.end(), it->key()) != members.end();
+      it = known ? std::next(it) : spec.erase(it);
+    }
+  };
+  if (r.resource == "selfsubjectaccessreviews") {
+    keep_only({"resourceAttributes", "nonResourceAttributes"});
+  } else if (r.resource == "selfsubjectrulesreviews") {
+    keep_only({"namespace"});
+  }
 
   if (r.resource == "selfsubjectreviews") {
     boost::json::object info;

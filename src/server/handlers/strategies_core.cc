@@ -71,11 +71,12 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
     return r;
   }
 
-  // ValidatePodStatusUpdate, for the part of pod status this server checks: KEP-4680's
-  // containerStatuses[].allocatedResourcesStatus.
+  // ValidatePodStatusUpdate, for the parts of pod status this server checks: the resource claim
+  // statuses and KEP-4680's containerStatuses[].allocatedResourcesStatus.
   CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
     CheckResult r = CheckUpdate(obj, old);
     if (!r.decode_errors.empty()) return r;
+    Append(r.errors, validation::ValidatePodResourceClaimStatuses(obj));
     Append(r.errors, api::ValidateAllocatedResourcesStatus(obj));
     return r;
   }
