@@ -124,6 +124,11 @@ struct ListResult {
   std::string continue_token;
 };
 
+// The continue token that resumes `token`'s list where it stopped, at the newest revision: what
+// a list whose token's revision was compacted away offers (upstream's token with rv -1). Empty
+// when `token` is malformed.
+std::string ContinueTokenAtNewest(std::string_view token);
+
 // Called by GuaranteedUpdate with the current object (nullptr when it does not exist and
 // `allow_create` is set). Returns the new value (the current value, unchanged, to skip the
 // write) or an error to stop, which GuaranteedUpdate returns as is.

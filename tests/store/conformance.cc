@@ -439,6 +439,14 @@ TEST_P(StoreConformanceTest, CompactionExpiresOlderSnapshotsTokensAndWatches) {
   StatusOr<ListResult> continued =
       store_->List("core/pods", {.limit = 1, .continue_token = page->continue_token});
   EXPECT_EQ(continued.status().code(), StatusCode::kExpired);
+  // The token a 410 offers resumes after the same key at the newest revision (b is gone by then).
+  StatusOr<ListResult> resumed = store_->List(
+      "core/pods", {.limit = 5, .continue_token = ContinueTokenAtNewest(page->continue_token)});
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_THAT(Names(*resumed), ElementsAre("ns/c", "ns/d"));
+  EXPECT_EQ(resumed->revision, *store_->CurrentRevision());
+  EXPECT_EQ(resumed->objects[0]->value, "c2");
+  EXPECT_TRUE(ContinueTokenAtNewest("garbage!").empty());
   EXPECT_EQ(store_->Watch("core/pods", {.revision = old_revision}).status().code(),
             StatusCode::kExpired);
 

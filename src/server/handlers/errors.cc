@@ -227,7 +227,9 @@ std::string StatusJson(const ApiError& error) {
   boost::json::object out;
   out["kind"] = "Status";
   out["apiVersion"] = "v1";
-  out["metadata"] = boost::json::object();
+  boost::json::object metadata;
+  if (!error.continue_token.empty()) metadata["continue"] = error.continue_token;
+  out["metadata"] = std::move(metadata);
   out["status"] = "Failure";
   out["message"] = error.message;
   out["reason"] = error.reason;

@@ -39,6 +39,9 @@ struct ApiError {
   std::string uid;
   std::vector<StatusCause> causes;
   int retry_after_seconds = 0;
+  // metadata.continue of the Status: for a list whose continue token expired, the token that
+  // resumes it at the newest revision.
+  std::string continue_token;
 };
 
 // `<qualified resource> "<name>" not found` (404 NotFound).

@@ -413,14 +413,37 @@ http::Response Rest::List(const Scope& scope) {
   if (!rv.ok()) {
     return ToResponse(NewBadRequest("invalid resourceVersion: " + rv_text));
   }
-  if (!match.empty() && rv_text.empty()) {
-    return ToResponse(
-        NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is "
-                      "provided"));
+  {
+    // upstream ValidateListOptions for a list (422 ListOptions, upstream's texts).
+    const api::FieldPath path("resourceVersionMatch");
+    api::FieldErrorList errors;
+    if (!match.empty()) {
+      if (rv_text.empty()) {
+        errors.push_back(api::Forbidden(
+            path, "resourceVersionMatch is forbidden unless resourceVersion is provided"));
+      }
+      if (!continue_token.empty()) {
+        errors.push_back(
+            api::Forbidden(path, "resourceVersionMatch is forbidden when continue is provided"));
+      }
+      if (match != "Exact" && match != "NotOlderThan") {
+        errors.push_back(
+            api::NotSupported(path, api::RenderValue(match), {"Exact", "NotOlderThan", ""}));
+      }
+      if (match == "Exact" && rv_text == "0") {
+        errors.push_back(api::Forbidden(
+            path, "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+      }
+    }
+    if (scope.Has("sendInitialEvents")) {
+      errors.push_back(api::Forbidden(api::FieldPath("sendInitialEvents"),
+                                      "sendInitialEvents is forbidden for list"));
+    }
+    if (!errors.empty()) return ToResponse(NewInvalid("ListOptions.meta.k8s.io", "", errors));
   }
-  if (!match.empty() && match != "Exact" && match != "NotOlderThan") {
-    return ToResponse(NewBadRequest("invalid resourceVersionMatch: " + match));
-  }
+  // A paginated list at a resourceVersion without a match reads exactly that revision (the
+  // storage's legacy rule: a client resuming a paged list where it began).
+  if (match.empty() && limit > 0 && *rv > 0 && continue_token.empty()) match = "Exact";
   if (!continue_token.empty()) {
     if (!rv_text.empty() && rv_text != "0") {
       return ToResponse(
@@ -429,11 +452,6 @@ http::Response Rest::List(const Scope& scope) {
     }
     options.continue_token = continue_token;
   } else if (match == "Exact") {
-    if (*rv == 0) {
-      return ToResponse(
-          NewBadRequest("resourceVersionMatch \"Exact\" is forbidden for "
-                        "resourceVersion \"0\""));
-    }
     options.revision = *rv;
   } else if (*rv > 0) {
     // NotOlderThan (or no match): any state at least as new as `rv`; the latest is.
@@ -485,13 +503,15 @@ http::Response Rest::List(const Scope& scope) {
       StatusOr<store::ListResult> result = deps_.store->List(r.StoreResource(), options);
       if (!result.ok()) {
         if (result.status().code() == StatusCode::kExpired && !options.continue_token.empty()) {
-          return ToResponse(NewResourceExpired(
+          ApiError expired = NewResourceExpired(
               "The provided continue parameter is too old to display a consistent list result. "
               "You can start a new list without the continue parameter, or use the continue "
               "token in this response to retrieve the remainder of the results. Continuing with "
               "the provided token results in an inconsistent list - objects that were created, "
               "modified, or deleted between the time the first chunk was returned and now may "
-              "show up in the list."));
+              "show up in the list.");
+          expired.continue_token = store::ContinueTokenAtNewest(options.continue_token);
+          return ToResponse(expired);
         }
         if (result.status().code() == StatusCode::kExpired) {
           return ToResponse(NewResourceExpired("too old resource version: " + rv_text));
@@ -604,6 +624,9 @@ void Rest::Watch(const Scope& scope, std::shared_ptr<http::Exchange> exchange) {
     }
     spec.initial_events = true;
     spec.initial_events_end_bookmark = true;
+  } else if (send_initial_set) {
+    // sendInitialEvents=false: the watch starts now, without the current state (KEP-3157).
+    spec.initial_events = false;
   } else {
     spec.initial_events = rv_text.empty() || rv_text == "0";
   }
@@ -904,6 +927,7 @@ http::Response Rest::UpdateWith(
     } else {
       r.strategy->DefaultWithTime(obj, deps_.clock->Now());
       r.strategy->PrepareForUpdate(obj, old);
+      r.strategy->PrepareForUpdateWithTime(obj, old, deps_.clock->Now());
       if (r.tracks_generation) {
         int64_t generation = GenerationOf(old);
         if (!SameJson(obj, old, "spec")) ++generation;
@@ -1009,9 +1033,13 @@ std::variant<DeleteOptions, ApiError> ReadDeleteOptions(const JsonObject& body) 
   if (const boost::json::value* g = body.if_contains("gracePeriodSeconds"); g && g->is_int64()) {
     options.grace_period_seconds = g->get_int64();
   }
-  options.propagation_policy = std::string(GetString(body, "propagationPolicy"));
+  if (const boost::json::value* p = body.if_contains("propagationPolicy"); p && p->is_string()) {
+    options.propagation_policy = std::string(p->get_string());
+    options.propagation_policy_given = true;
+  }
   if (const boost::json::value* o = body.if_contains("orphanDependents"); o && o->is_bool()) {
-    if (options.propagation_policy.empty()) {
+    options.orphan_dependents_given = true;
+    if (!options.propagation_policy_given) {
       options.propagation_policy = o->get_bool() ? "Orphan" : "Background";
     }
   }
@@ -1022,9 +1050,16 @@ std::variant<DeleteOptions, ApiError> ReadDeleteOptions(const JsonObject& body) 
   return options;
 }
 
-// The propagation policy, if given, is one upstream knows.
+// upstream ValidateDeleteOptions: the propagation policy, if given, is one upstream knows, and
+// does not come with the deprecated orphanDependents.
 std::optional<ApiError> CheckPropagationPolicy(const DeleteOptions& options) {
   const std::string& p = options.propagation_policy;
+  if (options.orphan_dependents_given && options.propagation_policy_given) {
+    return NewInvalid(
+        "DeleteOptions.meta.k8s.io", "",
+        {api::Invalid(api::FieldPath("propagationPolicy"), api::RenderValue(p),
+                      "orphanDependents and deletionPropagation cannot be both set")});
+  }
   if (!p.empty() && p != "Orphan" && p != "Background" && p != "Foreground") {
     api::FieldErrorList errors = {api::NotSupported(api::FieldPath("propagationPolicy"),
                                                     api::RenderValue(p),
@@ -1050,7 +1085,17 @@ std::variant<DeleteOptions, ApiError> ParseDeleteOptions(const Scope& scope) {
       return NewBadRequest("invalid gracePeriodSeconds");
     }
   }
-  if (scope.Has("propagationPolicy")) options.propagation_policy = scope.Param("propagationPolicy");
+  if (scope.Has("propagationPolicy")) {
+    options.propagation_policy = scope.Param("propagationPolicy");
+    options.propagation_policy_given = true;
+  }
+  if (scope.Has("orphanDependents")) {
+    options.orphan_dependents_given = true;
+    if (!options.propagation_policy_given) {
+      options.propagation_policy =
+          QueryFlag(scope.Param("orphanDependents")) ? "Orphan" : "Background";
+    }
+  }
   if (auto e = CheckPropagationPolicy(options)) return *e;
   return options;
 }

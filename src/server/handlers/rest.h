@@ -86,6 +86,9 @@ class Rest {
     bool dry_run = false;  // dryRun: [All]
     std::optional<int64_t> grace_period_seconds;
     std::string propagation_policy;  // "", Orphan, Background, Foreground
+    // Which of the two ways to name the policy the request used (both together are refused).
+    bool orphan_dependents_given = false;
+    bool propagation_policy_given = false;
     std::string precondition_uid;
     std::string precondition_rv;
   };

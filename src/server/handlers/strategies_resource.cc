@@ -280,6 +280,27 @@ class DeviceTaintRuleStrategyImpl final : public TypedStrategy<rv1::DeviceTaintR
     auto taint = spec->find("taint");
     if (taint != spec->end()) DefaultTaintTime(&taint->value(), now);
   }
+  // Upstream PrepareForUpdate: a taint whose effect changes while its timeAdded stays as it was
+  // is dated now, so tolerationSeconds count from when this effect began: a rule switched from a
+  // None dry run to NoExecute evicted tolerating Pods at once once the dry run had lasted longer
+  // than their toleration.
+  void PrepareForUpdateWithTime(JsonObject& obj, const JsonObject& old,
+                                Timestamp now) const override {
+    auto taint_of = [](const JsonObject& rule) -> const JsonObject* {
+      const JsonObject* spec = FindObject(rule, "spec");
+      return spec != nullptr ? FindObject(*spec, "taint") : nullptr;
+    };
+    const JsonObject* old_taint = taint_of(old);
+    JsonObject* spec = FindObject(obj, "spec");
+    JsonObject* taint = spec != nullptr ? FindObject(*spec, "taint") : nullptr;
+    if (taint == nullptr || old_taint == nullptr) return;
+    if (GetString(*taint, "effect") == GetString(*old_taint, "effect")) return;
+    if (ParseTime(GetString(*taint, "timeAdded")) !=
+        ParseTime(GetString(*old_taint, "timeAdded"))) {
+      return;  // the client dated the new effect itself
+    }
+    (*taint)["timeAdded"] = FormatTime(now);
+  }
   void PrepareForStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
     KeepAllButStatus(obj, old);
   }

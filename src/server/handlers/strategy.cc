@@ -108,6 +108,8 @@ CheckResult GenericStrategy::CheckStatusUpdate(JsonObject& obj, const JsonObject
 
 void Strategy::DefaultWithTime(JsonObject&, Timestamp) const {}
 
+void Strategy::PrepareForUpdateWithTime(JsonObject&, const JsonObject&, Timestamp) const {}
+
 void Strategy::PrepareForCreate(JsonObject& obj) const {
   if (has_status()) obj.erase("status");
 }

@@ -52,6 +52,10 @@ class Strategy {
   // An update of the main resource: keeps `status` from `old` when the kind has a status
   // subresource (the default implementation does that when `has_status`).
   virtual void PrepareForUpdate(JsonObject& obj, const JsonObject& old) const;
+  // Update rules that read the clock, after PrepareForUpdate (upstream's DeviceTaintRule strategy
+  // dates a taint whose effect changes anew). The default changes nothing.
+  virtual void PrepareForUpdateWithTime(JsonObject& obj, const JsonObject& old,
+                                        Timestamp now) const;
   // An update of the status subresource: keeps everything from `old` except `status`
   // (metav1.ResetObjectMetaForStatus for metadata).
   virtual void PrepareForStatusUpdate(JsonObject& obj, const JsonObject& old) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/json/monotonic_resource.hpp>
 #include <boost/json/parse.hpp>
+#include <map>
 
 #include "api/codec/limits.h"
 #include "common/log.h"
@@ -185,10 +186,12 @@ std::optional<LifecycleController::Entry> LifecycleController::ParseEntry(
       for (const boost::json::value& r : *refs) {
         if (!r.is_object()) continue;
         const JsonObject& o = r.get_object();
+        const boost::json::value* block = o.if_contains("blockOwnerDeletion");
         entry.owners.push_back(OwnerRef{std::string(handlers::GetString(o, "apiVersion")),
                                         std::string(handlers::GetString(o, "kind")),
                                         std::string(handlers::GetString(o, "name")),
-                                        std::string(handlers::GetString(o, "uid"))});
+                                        std::string(handlers::GetString(o, "uid")),
+                                        block != nullptr && block->is_bool() && block->get_bool()});
       }
     }
   }
@@ -253,7 +256,7 @@ bool LifecycleController::OwnerGone(const store::Key& dependent, const OwnerRef&
   return parsed.ok() && handlers::MetaString(*parsed, "uid") != owner.uid;
 }
 
-void LifecycleController::DeleteObject(const store::Key& key) {
+void LifecycleController::DeleteObject(const store::Key& key, bool foreground) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     StatusOr<store::ObjectPtr> current = store_->Get(key);
     if (!current.ok()) return;
@@ -265,7 +268,7 @@ void LifecycleController::DeleteObject(const store::Key& key) {
     // grace period to stop the containers and release the devices.
     const int64_t grace =
         key.resource == "core/pods" && !deleting ? handlers::PodDeletionGracePeriod(*parsed) : 0;
-    if (!HasAnyFinalizer(*parsed, IsNamespaceKey(key)) && grace == 0) {
+    if (!foreground && !HasAnyFinalizer(*parsed, IsNamespaceKey(key)) && grace == 0) {
       StatusOr<store::ObjectPtr> deleted =
           store_->Delete(key, store::Preconditions{(*current)->revision});
       if (deleted.ok() || deleted.status().code() != StatusCode::kConflict) return;
@@ -273,6 +276,14 @@ void LifecycleController::DeleteObject(const store::Key& key) {
     }
     if (deleting) return;
     JsonObject& meta = handlers::EnsureObject(*parsed, "metadata");
+    if (foreground) {
+      // Propagation Foreground: the object waits for its own dependents (the finalizer goes
+      // once they are gone, Examine), as upstream's garbage collector deletes a dependent that
+      // has dependents of its own while an owner of it waits.
+      std::vector<std::string> finalizers = handlers::Finalizers(*parsed);
+      if (!Contains(finalizers, "foregroundDeletion")) finalizers.push_back("foregroundDeletion");
+      handlers::SetFinalizers(*parsed, finalizers);
+    }
     meta["deletionTimestamp"] = handlers::FormatTime(clock_->Now() + std::chrono::seconds(grace));
     meta["deletionGracePeriodSeconds"] = grace;
     if (IsNamespaceKey(key)) handlers::EnsureObject(*parsed, "status")["phase"] = "Terminating";
@@ -309,15 +320,21 @@ void LifecycleController::Examine(const store::Key& key) {
     if (IsNamespaceKey(key)) ExamineNamespace(key, entry);
     std::set<store::Key> deps = DependentsOf(key, entry);
     if (Contains(entry.finalizers, "foregroundDeletion")) {
-      if (deps.empty()) {
+      // upstream processDeletingDependentsItem: the owner waits only for dependents whose
+      // reference to it has blockOwnerDeletion; every dependent is looked at (Examine's owner
+      // part decides: deleted when no other owner stays, else only this reference goes).
+      bool blocked = false;
+      for (const store::Key& dep : deps) {
+        dirty_.insert(dep);
+        if (BlocksOwner(dep, entry.uid)) blocked = true;
+      }
+      if (!blocked) {
         EditObject(key, [](JsonObject& obj) {
           std::vector<std::string> f = handlers::Finalizers(obj);
           f.erase(std::remove(f.begin(), f.end(), "foregroundDeletion"), f.end());
           handlers::SetFinalizers(obj, f);
           return true;
         });
-      } else {
-        for (const store::Key& dep : deps) DeleteObject(dep);
       }
     }
     if (Contains(entry.finalizers, "orphan")) {
@@ -361,27 +378,32 @@ void LifecycleController::Examine(const store::Key& key) {
     }
   }
 
-  // Owners: delete when all are gone, drop references to those that are gone, follow a
-  // foreground deletion of an owner.
+  // Owners, as upstream's attemptToDeleteItem sorts them: gone (dangling), being deleted in the
+  // foreground (waiting for their dependents), and solid. With a solid owner the object stays
+  // and only its references to the others go; without one it is deleted, in the foreground when
+  // it has dependents of its own and an owner waits for it (so the wait is recursive).
   if (entry.owners.empty()) return;
-  std::vector<std::string> gone;
-  bool owner_in_foreground = false;
+  if (entry.deleting && !Contains(entry.finalizers, "foregroundDeletion")) return;
+  std::vector<std::string> gone;  // dangling and waiting owners' uids: their references go
+  size_t solid = 0;
+  bool owner_waiting = false;
   for (const OwnerRef& owner : entry.owners) {
     if (OwnerGone(key, owner)) {
       gone.push_back(owner.uid);
       continue;
     }
     std::optional<store::Key> o = ResolvedOwner(key, owner);
-    if (!o) continue;
-    auto owner_entry = objects_.find(*o);
+    auto owner_entry = o ? objects_.find(*o) : objects_.end();
     if (owner_entry != objects_.end() && owner_entry->second.deleting &&
         Contains(owner_entry->second.finalizers, "foregroundDeletion")) {
-      owner_in_foreground = true;
+      owner_waiting = true;
+      gone.push_back(owner.uid);
+      continue;
     }
+    ++solid;
   }
-  if (!entry.deleting && (gone.size() == entry.owners.size() || owner_in_foreground)) {
-    DeleteObject(key);
-  } else if (!gone.empty()) {
+  if (solid > 0) {
+    if (gone.empty()) return;
     EditObject(key, [&gone](JsonObject& obj) {
       JsonObject& meta = handlers::EnsureObject(obj, "metadata");
       auto refs = meta.find("ownerReferences");
@@ -391,24 +413,166 @@ void LifecycleController::Examine(const store::Key& key) {
         if (r.is_object() && Contains(gone, handlers::GetString(r.get_object(), "uid"))) continue;
         kept.push_back(r);
       }
-      if (kept.empty()) return false;  // all gone: the object is being deleted instead
+      if (kept.size() == refs->value().get_array().size() || kept.empty()) return false;
       refs->value() = std::move(kept);
       return true;
     });
+    return;
   }
+  std::set<store::Key> own_dependents = DependentsOf(key, entry);
+  if (owner_waiting && !own_dependents.empty()) {
+    // A dependent of ours that waits for its own dependents in the foreground while an owner of
+    // ours waits for us: a cycle upstream breaks by making our references non-blocking.
+    bool cycle = false;
+    for (const store::Key& d : own_dependents) {
+      auto e = objects_.find(d);
+      if (e != objects_.end() && e->second.deleting &&
+          Contains(e->second.finalizers, "foregroundDeletion")) {
+        cycle = true;
+      }
+    }
+    if (cycle) {
+      EditObject(key, [](JsonObject& obj) {
+        JsonObject& meta = handlers::EnsureObject(obj, "metadata");
+        boost::json::array* refs = handlers::FindArray(meta, "ownerReferences");
+        if (refs == nullptr) return false;
+        bool changed = false;
+        for (boost::json::value& r : *refs) {
+          if (!r.is_object()) continue;
+          auto block = r.get_object().find("blockOwnerDeletion");
+          if (block == r.get_object().end() || !block->value().is_bool() ||
+              !block->value().get_bool()) {
+            continue;
+          }
+          block->value() = false;
+          changed = true;
+        }
+        return changed;
+      });
+    }
+    DeleteObject(key, /*foreground=*/true);
+    return;
+  }
+  if (!entry.deleting) DeleteObject(key);
+}
+
+bool LifecycleController::BlocksOwner(const store::Key& dependent, const std::string& owner_uid) {
+  auto d = objects_.find(dependent);
+  if (d == objects_.end()) return false;
+  for (const OwnerRef& owner : d->second.owners) {
+    if (owner.uid == owner_uid && owner.block_owner_deletion) return true;
+  }
+  return false;
+}
+
+std::string LifecycleController::ResourceLabel(std::string_view store_resource) {
+  // upstream's "<resource>.<group>" ("pods." for the core group).
+  size_t slash = store_resource.find('/');
+  std::string_view group = store_resource.substr(0, slash);
+  std::string_view resource =
+      slash == std::string_view::npos ? store_resource : store_resource.substr(slash + 1);
+  return std::string(resource) + "." + std::string(group == "core" ? "" : group);
+}
+
+void LifecycleController::UpdateNamespaceConditions(
+    const store::Key& key, const std::map<std::string, int64_t>& remaining,
+    const std::map<std::string, int64_t>& finalizers) {
+  // upstream's namespace deleter keeps these five conditions; draplane discovers and parses
+  // nothing at run time and deletes through its own store, so the first three are always fine.
+  struct Wanted {
+    const char* type;
+    bool status;
+    std::string reason;
+    std::string message;
+  };
+  std::vector<Wanted> wanted = {
+      {"NamespaceDeletionDiscoveryFailure", false, "ResourcesDiscovered",
+       "All resources successfully discovered"},
+      {"NamespaceDeletionGroupVersionParsingFailure", false, "ParsedGroupVersions",
+       "All legacy kube types successfully parsed"},
+      {"NamespaceDeletionContentFailure", false, "ContentDeleted",
+       "All content successfully deleted, may be waiting on finalization"},
+      {"NamespaceContentRemaining", false, "ContentRemoved", "All content successfully removed"},
+      {"NamespaceFinalizersRemaining", false, "ContentHasNoFinalizers",
+       "All content-preserving finalizers finished"},
+  };
+  // "<what><infix><count> resource instances", joined with ", " in name order.
+  auto counted = [](const std::map<std::string, int64_t>& counts, std::string_view infix) {
+    std::string out;
+    for (const auto& [what, count] : counts) {
+      out += (out.empty() ? "" : ", ") + what + std::string(infix) + std::to_string(count) +
+             " resource instances";
+    }
+    return out;
+  };
+  if (!remaining.empty()) {
+    wanted[3] = {"NamespaceContentRemaining", true, "SomeResourcesRemain",
+                 "Some resources are remaining: " + counted(remaining, " has ")};
+  }
+  if (!finalizers.empty()) {
+    wanted[4] = {
+        "NamespaceFinalizersRemaining", true, "SomeFinalizersRemain",
+        "Some content in the namespace has finalizers remaining: " + counted(finalizers, " in ")};
+  }
+  const std::string now = handlers::FormatTime(clock_->Now());
+  EditObject(key, [&](JsonObject& obj) {
+    JsonObject& status = handlers::EnsureObject(obj, "status");
+    boost::json::array before;
+    if (const boost::json::array* c = handlers::FindArray(status, "conditions")) before = *c;
+    boost::json::array after;
+    bool changed = false;
+    for (const Wanted& w : wanted) {
+      boost::json::object condition;
+      condition["type"] = w.type;
+      condition["status"] = w.status ? "True" : "False";
+      condition["lastTransitionTime"] = now;
+      condition["reason"] = w.reason;
+      condition["message"] = w.message;
+      const boost::json::object* old = nullptr;
+      for (const boost::json::value& c : before) {
+        if (c.is_object() && handlers::GetString(c.get_object(), "type") == w.type) {
+          old = &c.get_object();
+        }
+      }
+      if (old != nullptr &&
+          handlers::GetString(*old, "status") == condition["status"].as_string()) {
+        condition["lastTransitionTime"] = old->contains("lastTransitionTime")
+                                              ? old->at("lastTransitionTime")
+                                              : boost::json::value(now);
+      }
+      if (old == nullptr || *old != condition) changed = true;
+      after.push_back(std::move(condition));
+    }
+    // Conditions of other types (none upstream writes) stay.
+    for (const boost::json::value& c : before) {
+      if (!c.is_object()) continue;
+      std::string_view type = handlers::GetString(c.get_object(), "type");
+      bool ours = std::any_of(wanted.begin(), wanted.end(),
+                              [&](const Wanted& w) { return type == w.type; });
+      if (!ours) after.push_back(c);
+    }
+    if (!changed) return false;
+    status["conditions"] = std::move(after);
+    return true;
+  });
 }
 
 void LifecycleController::ExamineNamespace(const store::Key& key, const Entry& entry) {
   const std::string& ns = key.name;
   bool empty = true;
   std::vector<store::Key> to_delete;
+  std::map<std::string, int64_t> remaining;   // "leases.coordination.k8s.io" -> objects
+  std::map<std::string, int64_t> finalizers;  // finalizer -> objects holding it
   for (const auto& [other, other_entry] : objects_) {
     if (other.ns != ns) continue;
     empty = false;
     if (!other_entry.deleting) to_delete.push_back(other);
+    ++remaining[ResourceLabel(other.resource)];
+    for (const std::string& f : other_entry.finalizers) ++finalizers[f];
   }
   std::sort(to_delete.begin(), to_delete.end());  // in key order, as a listing would give them
   for (const store::Key& k : to_delete) DeleteObject(k);
+  UpdateNamespaceConditions(key, remaining, finalizers);
   if (!empty) {
     timed_.insert(key);
     return;

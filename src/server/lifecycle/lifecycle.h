@@ -5,7 +5,10 @@
 //     (metadata.ownerReferences of a served kind) are all gone is deleted (background
 //     propagation); references to owners that are gone are removed when other owners remain;
 //   foreground deletion: an owner being deleted with the `foregroundDeletion` finalizer has its
-//     dependents deleted, and loses the finalizer (and is then deleted) once none is left;
+//     dependents deleted (those with another owner that stays lose only their reference to it;
+//     one with dependents of its own is deleted in the foreground in turn), and loses the
+//     finalizer (and is then deleted) once no dependent whose reference has blockOwnerDeletion
+//     is left (upstream attemptToDeleteItem, processDeletingDependentsItem);
 //   orphaning: an owner being deleted with the `orphan` finalizer has its references removed
 //     from its dependents, then loses the finalizer;
 //   namespace deletion (pkg/controller/namespace): a namespace being deleted has every object in
@@ -25,6 +28,7 @@
 
 #include <boost/json/object.hpp>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -73,6 +77,12 @@ class LifecycleController {
   void Index(const store::Key& key, const std::string* value);
   void Examine(const store::Key& key);
   void ExamineNamespace(const store::Key& key, const Entry& entry);
+  // upstream's namespace deletion conditions: what content and which finalizers remain.
+  void UpdateNamespaceConditions(const store::Key& key,
+                                 const std::map<std::string, int64_t>& remaining,
+                                 const std::map<std::string, int64_t>& finalizers);
+  // "<resource>.<group>" of a store resource ("leases.coordination.k8s.io", "pods.").
+  static std::string ResourceLabel(std::string_view store_resource);
   // Where the owner a reference of `dependent` names would live: upstream's garbage collector
   // resolves a namespaced owner in the dependent's namespace only (a cluster-scoped dependent
   // cannot have one). std::nullopt for a kind this server does not serve or a reference that
@@ -86,8 +96,12 @@ class LifecycleController {
   bool OwnerGone(const store::Key& dependent, const OwnerRef& owner);
   // The dependents whose references resolve to the owner at `key`.
   std::set<store::Key> DependentsOf(const store::Key& key, const Entry& entry);
-  // Deletes an object, setting deletionTimestamp instead when it has finalizers.
-  void DeleteObject(const store::Key& key);
+  // Deletes an object, setting deletionTimestamp instead when it has finalizers; `foreground`
+  // always sets it, with the `foregroundDeletion` finalizer (propagation Foreground).
+  void DeleteObject(const store::Key& key, bool foreground = false);
+  // Whether the indexed `dependent`'s reference to the owner with `owner_uid` has
+  // blockOwnerDeletion (the owner's foreground deletion waits for it).
+  bool BlocksOwner(const store::Key& dependent, const std::string& owner_uid);
   // Rewrites metadata of an object; `edit` returns false to leave it unchanged.
   void EditObject(const store::Key& key, const std::function<bool(boost::json::object&)>& edit);
 

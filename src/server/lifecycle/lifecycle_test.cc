@@ -35,8 +35,8 @@ TEST(LifecycleParseEntryTest, ReadsTheMetadataTheIndexKeeps) {
   EXPECT_TRUE(entry->deleting);
   ASSERT_EQ(entry->owners.size(), 2u);
   EXPECT_EQ(entry->owners[0],
-            (LifecycleController::OwnerRef{"apps/v1", "ReplicaSet", "rs", "o-1"}));
-  EXPECT_EQ(entry->owners[1], (LifecycleController::OwnerRef{"v1", "Pod", "q", ""}));
+            (LifecycleController::OwnerRef{"apps/v1", "ReplicaSet", "rs", "o-1", true}));
+  EXPECT_EQ(entry->owners[1], (LifecycleController::OwnerRef{"v1", "Pod", "q", "", false}));
   EXPECT_EQ(entry, Oracle(json));
 }
 

@@ -51,7 +51,13 @@ class MetadataReader {
   bool on_int64(int64_t, boost::json::string_view, boost::json::error_code&) { return true; }
   bool on_uint64(uint64_t, boost::json::string_view, boost::json::error_code&) { return true; }
   bool on_double(double, boost::json::string_view, boost::json::error_code&) { return true; }
-  bool on_bool(bool, boost::json::error_code&) { return true; }
+  bool on_bool(bool value, boost::json::error_code&) {
+    if (in_metadata_ && depth() == 4 && !is_array_[3] && is_array_[2] &&
+        meta_key_ == "ownerReferences" && owner_key_ == "blockOwnerDeletion") {
+      out_->owners.back().block_owner_deletion = value;
+    }
+    return true;
+  }
   bool on_null(boost::json::error_code&) { return true; }
   bool on_comment_part(boost::json::string_view, boost::json::error_code&) { return true; }
   bool on_comment(boost::json::string_view, boost::json::error_code&) { return true; }

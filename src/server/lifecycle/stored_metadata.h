@@ -18,6 +18,8 @@ struct OwnerRef {
   std::string kind;
   std::string name;
   std::string uid;
+  // Whether the owner's foreground deletion waits for this dependent.
+  bool block_owner_deletion = false;
   bool operator==(const OwnerRef&) const = default;
 };
 

@@ -9,6 +9,9 @@
 namespace draplane::store::internal {
 namespace {
 
+// A token's revision that stands for the newest one (upstream's continue token with rv -1).
+constexpr Revision kNewestRevision = -1;
+
 constexpr std::string_view kStdAlphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 constexpr std::string_view kUrlAlphabet =
@@ -166,11 +169,13 @@ StatusOr<ContinuePosition> DecodeContinueToken(std::string_view token, std::stri
   const boost::json::value* revision = object.if_contains("rev");
   const boost::json::value* start = object.if_contains("start");
   if (version == nullptr || !version->is_int64() || version->get_int64() != 1 ||
-      revision == nullptr || !revision->is_int64() || revision->get_int64() <= 0 ||
+      revision == nullptr || !revision->is_int64() ||
+      (revision->get_int64() <= 0 && revision->get_int64() != kNewestRevision) ||
       start == nullptr || !start->is_string()) {
     return invalid;
   }
-  ContinuePosition position{revision->get_int64(), std::string(start->get_string())};
+  ContinuePosition position{revision->get_int64() == kNewestRevision ? 0 : revision->get_int64(),
+                            std::string(start->get_string())};
   if (position.start_key.size() <= prefix.size() ||
       std::string_view(position.start_key).substr(0, prefix.size()) != prefix) {
     return InvalidArgumentError("invalid continue token: it belongs to another list");
@@ -183,3 +188,13 @@ std::string Base64Encode(std::string_view bytes) { return Encode(bytes, kStdAlph
 StatusOr<std::string> Base64Decode(std::string_view text) { return Decode(text, kStdAlphabet); }
 
 }  // namespace draplane::store::internal
+
+namespace draplane::store {
+
+std::string ContinueTokenAtNewest(std::string_view token) {
+  StatusOr<internal::ContinuePosition> position = internal::DecodeContinueToken(token, "");
+  if (!position.ok()) return "";
+  return internal::EncodeContinueToken(/*the newest revision*/ -1, position->start_key);
+}
+
+}  // namespace draplane::store

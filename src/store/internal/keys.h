@@ -41,7 +41,7 @@ std::string ListPrefix(std::string_view resource, std::string_view ns);
 std::string PrefixEnd(std::string_view prefix);
 
 struct ContinuePosition {
-  Revision revision = 0;
+  Revision revision = 0;  // 0: the newest (a token ContinueTokenAtNewest made)
   std::string start_key;  // encoded key, inclusive
 };
 std::string EncodeContinueToken(Revision revision, std::string_view start_key);

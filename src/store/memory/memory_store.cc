@@ -61,7 +61,7 @@ class MemoryStore final : public Store {
     if (!options.continue_token.empty()) {
       DRAPLANE_ASSIGN_OR_RETURN(internal::ContinuePosition position,
                                 internal::DecodeContinueToken(options.continue_token, prefix));
-      revision = position.revision;
+      revision = position.revision > 0 ? position.revision : current_;  // 0: the newest
       start = std::move(position.start_key);
       if (revision < compacted_) return ContinueExpired(revision);
     }
