@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "api/labels/node_isolation.h"
 #include "client/list_all.h"
 #include "client/typed.h"
 #include "common/random.h"
@@ -47,6 +48,28 @@ std::string Indent(const std::string& text, const std::string& prefix) {
   return out;
 }
 
+// A bound Pod that is not running yet waits for its node to prepare its devices: what the node
+// agent reported (the Pod's DevicesPrepared condition, the node's isolation after repeated
+// failures, docs/design/agent.md "Failing nodes") is the explanation, not the scheduler's.
+void AddPreparation(const ClusterState& cluster, const Pod& pod, Timestamp now,
+                    std::string* summary) {
+  for (const auto& c : pod.status.conditions) {
+    if (c.type == "DevicesPrepared" && c.status == "False") {
+      *summary += "; devices not prepared: " + c.message;
+    }
+  }
+  const NodeInfo* node = cluster.FindNode(pod.spec.node_name);
+  if (node == nullptr || !api::labels::IsIsolated(node->node(), now)) return;
+  *summary += "; the node is isolated after repeated device prepare failures";
+  auto until = node->node().metadata.annotations.find(api::labels::kPrepareFailuresUntilAnnotation);
+  if (until != node->node().metadata.annotations.end()) *summary += " until " + until->second;
+  for (const auto& c : node->node().status.conditions) {
+    if (c.type == api::labels::kPrepareFailuresCondition && c.status == "True") {
+      *summary += " (" + c.message + ")";
+    }
+  }
+}
+
 }  // namespace
 
 PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
@@ -80,6 +103,7 @@ PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
   }
   if (!pod.spec.node_name.empty()) {
     out.summary = "bound to node " + pod.spec.node_name;
+    if (out.phase == "Pending") AddPreparation(cluster, pod, clock.Now(), &out.summary);
     return out;
   }
 

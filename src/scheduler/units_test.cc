@@ -8,6 +8,7 @@
 #include "scheduler/decision_recorder.h"
 #include "scheduler/device_ledger.h"
 #include "scheduler/explain.h"
+#include "scheduler/explain_pod.h"
 #include "scheduler/framework/framework.h"
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/plugins/node_plugins.h"
@@ -869,18 +870,48 @@ TEST(BindTimeHealthTest, AGoneOrUntoleratedTaintedDeviceIsAProblem) {
             "device gpu.example.com/node-a/gpu-1 is no longer published");
 }
 
+// A node the agent isolated for failing prepares until `until` (api/labels/node_isolation.h).
+std::shared_ptr<api::corev1::Node> IsolatedNode(const std::string& name, const std::string& until) {
+  auto node = std::make_shared<api::corev1::Node>();
+  node->metadata.name = name;
+  node->spec.taints.emplace_back();
+  node->spec.taints.back().key = "draplane.dev/device-prepare-failures";
+  node->spec.taints.back().effect = "NoSchedule";
+  node->metadata.annotations["draplane.dev/device-prepare-failures-until"] = until;
+  return node;
+}
+
+// A bound Pod still Pending waits for its node, not for the scheduler: the explanation says the
+// node is isolated for failing prepares, with the agent's condition, while the isolation lasts.
+TEST(ExplainTest, ABoundPendingPodOnAnIsolatedNodeSaysSo) {
+  ManualClock clock;
+  ClusterState cluster;
+  const std::string until = api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(30)).text();
+  auto node = IsolatedNode("flaky-0", until);
+  node->status.conditions.emplace_back();
+  node->status.conditions.back().type = "DevicePrepareFailures";
+  node->status.conditions.back().status = "True";
+  node->status.conditions.back().message = "3 prepare failures in a row";
+  cluster.UpsertNode(node);
+  auto pod = std::make_shared<api::corev1::Pod>(*QueuePod("p"));
+  pod->spec.node_name = "flaky-0";
+  PodExplanation e = ExplainPod(cluster, *pod, allocator::Features{}, clock);
+  EXPECT_EQ(e.summary,
+            "bound to node flaky-0; the node is isolated after repeated device prepare failures "
+            "until " +
+                until + " (3 prepare failures in a row)");
+  clock.Advance(std::chrono::seconds(30));
+  EXPECT_EQ(ExplainPod(cluster, *pod, allocator::Features{}, clock).summary,
+            "bound to node flaky-0");
+}
+
 TEST(TaintTolerationTest, AnIsolatedNodeIsRejectedUntilItsIsolationEnds) {
   ManualClock clock;
   std::shared_ptr<Plugin> plugin = NewTaintTolerationPlugin(clock);
   auto* filter = dynamic_cast<FilterPlugin*>(plugin.get());
   ASSERT_NE(filter, nullptr);
-  auto node = std::make_shared<api::corev1::Node>();
-  node->metadata.name = "flaky-0";
-  node->spec.taints.emplace_back();
-  node->spec.taints.back().key = "draplane.dev/device-prepare-failures";
-  node->spec.taints.back().effect = "NoSchedule";
   const std::string until = api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(30)).text();
-  node->metadata.annotations["draplane.dev/device-prepare-failures-until"] = until;
+  auto node = IsolatedNode("flaky-0", until);
   NodeInfo info(node);
   PodInfo pod;
   pod.pod = QueuePod("p");

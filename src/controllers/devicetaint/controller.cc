@@ -1,11 +1,14 @@
 #include "controllers/devicetaint/controller.h"
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/mutex.h"
 
 namespace draplane::controllers {
@@ -15,6 +18,26 @@ namespace cv1 = api::corev1;
 using devicetaint::PodEviction;
 
 namespace {
+
+// Upstream's metrics (pkg/controller/devicetainteviction/metrics), under their names.
+metrics::Counter PodDeletionsMetric() {
+  static const metrics::Counter counter =
+      metrics::NewCounterFamily(
+          "device_taint_eviction_controller_pod_deletions_total",
+          "Total number of Pods deleted by DeviceTaintEvictionController since its start.", {})
+          .WithLabels({});
+  return counter;
+}
+metrics::Histogram PodDeletionLatencyMetric() {
+  static const metrics::Histogram histogram =
+      metrics::NewHistogramFamily(
+          "device_taint_eviction_controller_pod_deletion_duration_seconds",
+          "Latency, in seconds, between the time when a device taint effect has been activated "
+          "and a Pod's deletion via DeviceTaintEvictionController.",
+          {}, {0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240})
+          .WithLabels({});
+  return histogram;
+}
 
 constexpr std::string_view kEvictKey = "evict";
 constexpr std::string_view kRulePrefix = "rule:";
@@ -247,6 +270,12 @@ Status DeviceTaintController::Evict(const PodEviction& e) {
   options.precondition_uid = e.uid;
   Status deleted = client::Delete<cv1::Pod>(api_, e.namespace_, e.name, options);
   if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
+  if (deleted.ok()) {
+    PodDeletionsMetric().Increment();
+    // From when the eviction became due (the taint's time plus the toleration) to the delete.
+    PodDeletionLatencyMetric().Observe(
+        std::max(0.0, std::chrono::duration<double>(clock_.Now() - e.when).count()));
+  }
   MutexLock lock(mu_);
   ++evicted_;
   // One Pod counts once per rule, however many of its devices the rule taints.

@@ -5,6 +5,7 @@
 
 #include "api/device_taints.h"
 #include "client/typed.h"
+#include "common/metrics.h"
 #include "common/mutex.h"
 #include "common/random.h"
 #include "controllers/devicetaint/controller.h"
@@ -322,6 +323,14 @@ class ControllerTest : public ::testing::Test {
   int64_t changes_ DRAPLANE_GUARDED_BY(mu_) = 0;
 };
 
+// The value of an unlabelled series in the process's metrics, 0 when it is not there yet.
+double MetricValue(const std::string& name) {
+  std::string text = metrics::RenderText();
+  size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return 0;
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
 TEST_F(ControllerTest, DryRunReportsThenNoExecuteEvictsExactlyThosePods) {
   rv1::ResourceSlice slice = Slice("n1", 1, {"gpu-0", "gpu-1", "gpu-2"});
   Create(slice);
@@ -357,8 +366,17 @@ TEST_F(ControllerTest, NoExecuteRuleEvictsAndReportsCompletion) {
   EXPECT_EQ(c->status, "True");
   EXPECT_EQ(c->reason, "PodsPendingEviction");
 
+  const double deletions_before =
+      MetricValue("device_taint_eviction_controller_pod_deletions_total");
+  const double latencies_before =
+      MetricValue("device_taint_eviction_controller_pod_deletion_duration_seconds_count");
   ASSERT_TRUE(controller->Sync("evict").ok());
   EXPECT_EQ(controller->evicted(), 1);
+  // Upstream's eviction metrics count it.
+  EXPECT_EQ(MetricValue("device_taint_eviction_controller_pod_deletions_total"),
+            deletions_before + 1);
+  EXPECT_EQ(MetricValue("device_taint_eviction_controller_pod_deletion_duration_seconds_count"),
+            latencies_before + 1);
   // Bound pods end gracefully: it carries the condition and a deletionTimestamp.
   StatusOr<cv1::Pod> train = client::Get<cv1::Pod>(api_, "team-a", "train");
   ASSERT_TRUE(train.ok());

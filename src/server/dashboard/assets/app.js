@@ -186,6 +186,12 @@ function allocations() {
   return out;
 }
 
+// A taint as kubectl writes one (key=value:effect), naming the DeviceTaintRule it comes from, so a
+// driver's health taint and a maintenance rule read apart.
+function taintText(t) {
+  return `${t.key || ''}${t.value ? '=' + t.value : ''}:${t.effect}` + (t.rule ? ` (rule ${t.rule})` : '');
+}
+
 function tainted(taints) {
   return taints.some(t => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
 }
@@ -202,7 +208,7 @@ function ruleTaints(driver, pool, name) {
     const selects = !s.driver && !s.pool && !s.device
       ? r.metadata?.annotations?.['draplane.dev/select-all'] === 'true'
       : (!s.driver || s.driver === driver) && (!s.pool || s.pool === pool) && (!s.device || s.device === name);
-    if (selects) out.push(t);
+    if (selects) out.push({...t, rule: r.metadata?.name});
   }
   return out;
 }
@@ -508,7 +514,7 @@ function nodeDetail(name, devs) {
       list.map(d => el('span', {class: 'chip ' + d.state, title: d.claim ? 'allocated to ' + d.claim : d.state,
                                 'data-device': d.device.name},
         d.device.name, d.claim ? ` → ${d.claim}` : '',
-        d.taints.length ? ` [tainted ${d.taints.map(t => t.effect).join(',')}]` : '')))));
+        d.taints.length ? ` [tainted ${d.taints.map(taintText).join(', ')}]` : '')))));
 }
 
 function claimsView() {
