@@ -2,10 +2,12 @@
 // AllocationResults, or the explanation of why they do not fit.
 //
 // Steps:
-//   1. Read the cluster (--cluster, e.g. `kubectl get deviceclasses,resourceslices,nodes,
-//      resourceclaims -A -o yaml`): DeviceClasses and ResourceSlices go into a Snapshot, Nodes
-//      are remembered, ResourceClaims with an allocation (and those of --allocated) make up the
-//      allocated state, as the scheduler counts them. Other kinds are ignored.
+//   1. Read the cluster (--cluster, e.g. `kubectl get deviceclasses,resourceslices,
+//      devicetaintrules,nodes,resourceclaims -A -o yaml`): DeviceClasses and ResourceSlices go
+//      into a Snapshot, each slice carrying the taints of the DeviceTaintRules that select its
+//      devices (as the scheduler sees them), Nodes are remembered, ResourceClaims with an
+//      allocation (and those of --allocated) make up the allocated state, as the scheduler
+//      counts them. Other kinds are ignored.
 //   2. Read the claims to allocate (--claim): ResourceClaims, or ResourceClaimTemplates (a claim
 //      named after the template), defaulted as the API server would.
 //   3. Choose the nodes: --node, every node with --all-nodes (Node objects plus the nodes slices
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
@@ -29,6 +32,7 @@
 #include "api/codec/manifest.h"
 #include "api/codec/stream.h"
 #include "api/codec/yaml.h"
+#include "api/device_taints.h"
 #include "api/gen/resource_v1_codec.h"
 #include "api/object.h"
 #include "api/validation/validation.h"
@@ -61,8 +65,9 @@ struct AllocateOptions {
 
 constexpr char kAllocateFooter[] = R"(
 --cluster takes files or directories with the cluster's objects, as `kubectl get
-deviceclasses,resourceslices,nodes,resourceclaims -A -o yaml` writes them: DeviceClasses and
-ResourceSlices are what the allocator searches, Nodes give node names and labels, and
+deviceclasses,resourceslices,devicetaintrules,nodes,resourceclaims -A -o yaml` writes them:
+DeviceClasses and ResourceSlices are what the allocator searches (with the taints of the
+DeviceTaintRules that select their devices), Nodes give node names and labels, and
 ResourceClaims that carry an allocation (plus those of --allocated) are the devices already in
 use. --claim names the ResourceClaims (or ResourceClaimTemplates) of one Pod to allocate
 together; they are defaulted as the API server would.
@@ -128,13 +133,20 @@ Status ForEachObject(const std::vector<std::string>& paths, Fn fn) {
 }
 
 Status LoadCluster(const AllocateOptions& options, Loaded& loaded) {
+  // Slices wait for the rules, which a dump may list after them; rules apply in name order, as
+  // the scheduler's cluster state applies them.
+  std::vector<rv1::ResourceSlice> slices;
+  std::map<std::string, rv1::DeviceTaintRule> taint_rules;
   auto add = [&](const std::string&, const api::codec::SourcePosition&,
                  api::Object object) -> Status {
     if (auto* c = std::get_if<rv1::DeviceClass>(&object)) {
       loaded.snapshot.SetClass(std::move(*c));
     } else if (auto* s = std::get_if<rv1::ResourceSlice>(&object)) {
       if (s->spec.node_name.has_value()) loaded.slice_nodes.insert(*s->spec.node_name);
-      loaded.snapshot.AddSlice(std::move(*s));
+      slices.push_back(std::move(*s));
+    } else if (auto* r = std::get_if<rv1::DeviceTaintRule>(&object)) {
+      std::string name = r->metadata.name;
+      taint_rules[name] = std::move(*r);
     } else if (auto* n = std::get_if<api::corev1::Node>(&object)) {
       std::string name = n->metadata.name;
       loaded.nodes[name] = std::move(*n);
@@ -146,6 +158,12 @@ Status LoadCluster(const AllocateOptions& options, Loaded& loaded) {
     return Status::Ok();
   };
   DRAPLANE_RETURN_IF_ERROR(ForEachObject(options.cluster, add));
+  std::vector<const rv1::DeviceTaintRule*> rules;
+  for (const auto& [name, rule] : taint_rules) rules.push_back(&rule);
+  for (rv1::ResourceSlice& slice : slices) {
+    std::optional<rv1::ResourceSlice> tainted = api::WithRuleTaints(slice, rules);
+    loaded.snapshot.AddSlice(tainted.has_value() ? std::move(*tainted) : std::move(slice));
+  }
   auto add_allocated = [&](const std::string& file, const api::codec::SourcePosition& position,
                            api::Object object) -> Status {
     auto* claim = std::get_if<rv1::ResourceClaim>(&object);

@@ -88,7 +88,12 @@ StatusOr<std::vector<d::AllocationDecision>> ListDecisions(client::ApiClient& ap
 }
 
 int RunExplainClaim(const ExplainClaimFlags& flags) {
+  // Only the object asked about being absent exits 1 (as `kubectl get`); a missing kubeconfig
+  // or any other failure is a usage or environment error.
   auto fail = [](std::string_view what, const Status& s) {
+    return ReportFailure("explain claim", what, s);
+  };
+  auto fail_lookup = [](std::string_view what, const Status& s) {
     return ReportFailure("explain claim", what, s, kExplainNotFoundExit);
   };
   if (flags.output != "text" && flags.output != "json" && flags.output != "yaml") {
@@ -106,7 +111,7 @@ int RunExplainClaim(const ExplainClaimFlags& flags) {
   StatusOr<std::unique_ptr<client::ApiClient>> api = client::CreateRestClient(*config);
   if (!api.ok()) return fail("client", api.status());
   StatusOr<rv1::ResourceClaim> claim = client::Get<rv1::ResourceClaim>(**api, ns, name);
-  if (!claim.ok()) return fail("resourceclaim " + ns + "/" + name, claim.status());
+  if (!claim.ok()) return fail_lookup("resourceclaim " + ns + "/" + name, claim.status());
 
   // The Pods the claim is (or was) for narrow the search; without one every record of the
   // namespace is read (bounded by the retention cap).
@@ -125,10 +130,11 @@ int RunExplainClaim(const ExplainClaimFlags& flags) {
     decisions = DecisionsForClaim(*claim, std::move(all).value());
   }
   if (decisions.empty()) {
-    return fail("resourceclaim " + ns + "/" + name,
-                NotFoundError("no AllocationDecision names this claim (it was never allocated by "
-                              "draplane's scheduler, or its record has passed the retention "
-                              "bounds)"));
+    return fail_lookup(
+        "resourceclaim " + ns + "/" + name,
+        NotFoundError("no AllocationDecision names this claim (it was never allocated by "
+                      "draplane's scheduler, or its record has passed the retention "
+                      "bounds)"));
   }
   if (!flags.all) decisions.resize(1);
   std::string out;

@@ -28,7 +28,12 @@ struct ExplainFlags {
 };
 
 int RunExplainPod(const ExplainFlags& flags) {
+  // Only the object asked about being absent exits 1 (as `kubectl get`); a missing kubeconfig
+  // or any other failure is a usage or environment error.
   auto fail = [](std::string_view what, const Status& s) {
+    return ReportFailure("explain", what, s);
+  };
+  auto fail_lookup = [](std::string_view what, const Status& s) {
     return ReportFailure("explain", what, s, kExplainNotFoundExit);
   };
   if (flags.output != "text" && flags.output != "json") {
@@ -52,7 +57,7 @@ int RunExplainPod(const ExplainFlags& flags) {
   }
 
   StatusOr<scheduler::PodExplanation> e = scheduler::ExplainPodFromApi(**api, ns, name, *features);
-  if (!e.ok()) return fail("pod " + ns + "/" + name, e.status());
+  if (!e.ok()) return fail_lookup("pod " + ns + "/" + name, e.status());
   std::string out = flags.output == "json" ? e->ToJson() + "\n" : e->ToText(!flags.brief);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

@@ -73,4 +73,27 @@ out=$(run 2 --cluster "$work/with-node" --claim "$work/claim.yaml" --node node-9
 grep -qF 'node "node-9" is not in the cluster' <<< "$out" || fail "unknown --node: $out"
 out=$(run 0 --cluster "$work/with-node" --claim "$work/claim.yaml" --node node-2)
 grep -qx "node node-2: allocated" <<< "$out" || fail "node known from its slice: $out"
+
+# A DeviceTaintRule in the dump taints the devices it selects, as the scheduler sees them, even
+# listed after the slices (the directory's files are read in name order): node-1's gpu-0 is
+# NoSchedule, so node-1 has one device left; effect None (a dry run) hides nothing.
+mkdir "$work/tainted"
+cp "$work/cluster.json" "$work/tainted/a-cluster.json"
+cat > "$work/tainted/b-rule.yaml" <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: drain-node-1-gpu-0}
+spec:
+  deviceSelector: {driver: gpu.example.com, pool: node-1, device: gpu-0}
+  taint: {key: example.com/firmware, effect: NoSchedule}
+YAML
+out=$(run 0 --cluster "$work/tainted" --claim "$work/claim.yaml" --all-nodes --explain \
+  --kubernetes-version 1.37)
+grep -qx "node node-1: unsatisfiable" <<< "$out" || fail "tainted device allocated: $out"
+grep -q "gpu-0.*taint" <<< "$out" || fail "taint not named: $out"
+grep -qx "node node-2: allocated" <<< "$out" || fail "untainted node: $out"
+sed -i 's/effect: NoSchedule/effect: None/' "$work/tainted/b-rule.yaml"
+out=$(run 0 --cluster "$work/tainted" --claim "$work/claim.yaml" --node node-1 \
+  --kubernetes-version 1.37)
+grep -qx "node node-1: allocated" <<< "$out" || fail "effect None hid a device: $out"
 echo "PASS"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every command that takes an object reference rejects an empty or malformed one as a usage error
 # (exit 2, a message naming the argument) before it reads anything: `explain pod team-a/` used to
-# look up a Pod with an empty name and report on it.
+# look up a Pod with an empty name and report on it. An unreadable kubeconfig is exit 2 as well.
 # Usage: object_refs_test.sh DRAPLANE
 set -uo pipefail
 draplane=$1
@@ -57,6 +57,15 @@ usage scheduler-lease-namespace "RFC 1123 label" -- \
 usage controller-manager-lease-name "RFC 1123 subdomain" -- \
   controller-manager --kubeconfig "$kubeconfig" --leader-elect-lease-name "a/b"
 usage kubeconfig-namespace "RFC 1123 label" -- kubeconfig --user alice --namespace "team/a"
+
+# A kubeconfig that cannot be read is an environment error (exit 2) for every command that reads
+# one; `explain` exits 1 only when the object it explains does not exist (as `kubectl get`).
+missing="$work/missing.kubeconfig"
+usage explain-missing-kubeconfig "cannot read $missing" -- explain pod team-a/llm-5 --kubeconfig "$missing"
+usage explain-claim-missing-kubeconfig "cannot read $missing" -- \
+  explain claim team-a/llm-5 --kubeconfig "$missing"
+usage pools-missing-kubeconfig "cannot read $missing" -- pools --kubeconfig "$missing"
+usage queue-missing-kubeconfig "cannot read $missing" -- queue --kubeconfig "$missing"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

@@ -145,7 +145,9 @@ FieldErrorList ValidateRequestPolicyRange(const Quantity& default_value, const Q
                            "min is larger than capacity value: " + capacity.ToString()));
   }
   if (default_value.Compare(min) < 0) {
-    errs.push_back(Invalid(path.Child("default"), RenderQuantity(default_value),
+    // Upstream reports a default outside the range on the bound it violates (there is no
+    // validRange.default).
+    errs.push_back(Invalid(path.Child("min"), RenderQuantity(default_value),
                            "default is less than min: " + min.ToString()));
   }
   if (range.max.has_value()) {
@@ -159,7 +161,7 @@ FieldErrorList ValidateRequestPolicyRange(const Quantity& default_value, const Q
                              "max is larger than capacity value: " + capacity.ToString()));
     }
     if (default_value.Compare(max) > 0) {
-      errs.push_back(Invalid(path.Child("default"), RenderQuantity(default_value),
+      errs.push_back(Invalid(path.Child("max"), RenderQuantity(default_value),
                              "default is more than max: " + max.ToString()));
     }
   }
