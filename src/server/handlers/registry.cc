@@ -175,7 +175,7 @@ std::vector<ResourceInfo> DefaultResources(const DraAdmission& admission) {
            {"roles", "Role", true}}) {
     std::string singular = resource.substr(0, resource.size() - 1);
     ResourceInfo r = Resource("rbac.authorization.k8s.io", resource, kind, singular, namespaced);
-    r.strategy = &RbacStrategy();
+    r.strategy = kind.ends_with("Binding") ? &RbacBindingStrategy() : &RbacStrategy();
     out.push_back(std::move(r));
   }
   // scheduling.k8s.io

@@ -37,9 +37,11 @@ bool JsonEqual(const JsonObject& a, const JsonObject& b, std::string_view key) {
   return ia->value() == ib->value();
 }
 
-// rbac.authorization.k8s.io: the four kinds share one strategy; the kind is read from the
-// object (validation.ValidateRole & co., for the parts the authorizer relies on).
-class RbacStrategyImpl final : public Strategy {
+// rbac.authorization.k8s.io: the four kinds share one validation; the kind is read from the
+// object (validation.ValidateRole & co., for the parts the authorizer relies on). Roles and
+// ClusterRoles print as upstream's generic table (Name, Created At); bindings add their role
+// and subjects (below). Kubectl printed every Role with an empty "/" role before.
+class RbacStrategyImpl : public Strategy {
  public:
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
@@ -68,39 +70,6 @@ class RbacStrategyImpl final : public Strategy {
       r.errors.push_back(api::Invalid(FieldPath("roleRef"), "", "cannot change roleRef"));
     }
     return r;
-  }
-  std::vector<TableColumn> TableColumns() const override {
-    return {NameColumn(),
-            {"Role", "string", "",
-             "RoleRef can reference a Role in the current namespace or a "
-             "ClusterRole in the global namespace.",
-             0},
-            AgeColumn(),
-            {"Users", "string", "", "Users in the roleBinding", 1},
-            {"Groups", "string", "", "Groups in the roleBinding", 1},
-            {"ServiceAccounts", "string", "", "ServiceAccounts in the roleBinding", 1}};
-  }
-  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
-    std::string users, groups, accounts;
-    if (const boost::json::array* subjects = FindArray(obj, "subjects")) {
-      for (const boost::json::value& s : *subjects) {
-        if (!s.is_object()) continue;
-        std::string_view kind = GetString(s.get_object(), "kind");
-        std::string name(GetString(s.get_object(), "name"));
-        std::string* target = kind == "User" ? &users : kind == "Group" ? &groups : &accounts;
-        if (kind == "ServiceAccount") {
-          name = std::string(GetString(s.get_object(), "namespace")) + "/" + name;
-        }
-        *target += (target->empty() ? "" : ", ") + name;
-      }
-    }
-    return {MetaString(obj, "name"),
-            std::string(GetPathString(obj, {"roleRef", "kind"})) + "/" +
-                std::string(GetPathString(obj, {"roleRef", "name"})),
-            AgeCell(obj, now),
-            users,
-            groups,
-            accounts};
   }
 
  private:
@@ -178,6 +147,46 @@ class RbacStrategyImpl final : public Strategy {
 
 }  // namespace
 
+// RoleBindings and ClusterRoleBindings print their role and subjects (upstream
+// printRoleBinding).
+class RbacBindingStrategyImpl final : public RbacStrategyImpl {
+ public:
+  std::vector<TableColumn> TableColumns() const override {
+    return {NameColumn(),
+            {"Role", "string", "",
+             "RoleRef can reference a Role in the current namespace or a "
+             "ClusterRole in the global namespace.",
+             0},
+            AgeColumn(),
+            {"Users", "string", "", "Users in the roleBinding", 1},
+            {"Groups", "string", "", "Groups in the roleBinding", 1},
+            {"ServiceAccounts", "string", "", "ServiceAccounts in the roleBinding", 1}};
+  }
+  boost::json::array TableCells(const JsonObject& obj, Timestamp now) const override {
+    std::string users, groups, accounts;
+    if (const boost::json::array* subjects = FindArray(obj, "subjects")) {
+      for (const boost::json::value& s : *subjects) {
+        if (!s.is_object()) continue;
+        std::string_view kind = GetString(s.get_object(), "kind");
+        std::string name(GetString(s.get_object(), "name"));
+        std::string* target = kind == "User" ? &users : kind == "Group" ? &groups : &accounts;
+        if (kind == "ServiceAccount") {
+          name = std::string(GetString(s.get_object(), "namespace")) + "/" + name;
+        }
+        *target += (target->empty() ? "" : ", ") + name;
+      }
+    }
+    return {MetaString(obj, "name"),
+            std::string(GetPathString(obj, {"roleRef", "kind"})) + "/" +
+                std::string(GetPathString(obj, {"roleRef", "name"})),
+            AgeCell(obj, now),
+            users,
+            groups,
+            accounts};
+  }
+};
+
 const Strategy& RbacStrategy() { return StrategyInstance<RbacStrategyImpl>(); }
+const Strategy& RbacBindingStrategy() { return StrategyInstance<RbacBindingStrategyImpl>(); }
 
 }  // namespace draplane::server::handlers

@@ -81,7 +81,8 @@ const Strategy& NamespaceStrategy();
 const Strategy& NodeStrategy();
 const Strategy& PodStrategy();
 const Strategy& LeaseStrategy();
-const Strategy& RbacStrategy();
+const Strategy& RbacStrategy();         // Roles, ClusterRoles
+const Strategy& RbacBindingStrategy();  // RoleBindings, ClusterRoleBindings
 const Strategy& ReviewStrategy();
 const Strategy& DeviceTaintRuleStrategy();
 const Strategy& ResourceQuotaStrategy();
