@@ -178,7 +178,8 @@ class ServerImpl final : public Server {
                                    .admission = admission_.get(),
                                    .rbac = rbac_cache_.get(),
                                    .watches = watches_.get(),
-                                   .quota = quota_admission_.get()});
+                                   .quota = quota_admission_.get(),
+                                   .authorizer = authorizer_.get()});
     DRAPLANE_RETURN_IF_ERROR(Bootstrap());
 
     http::HttpServerOptions http_options;

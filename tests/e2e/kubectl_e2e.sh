@@ -141,6 +141,72 @@ step "edit with EDITOR=true (no change)"
 out=$(EDITOR=true k edit deviceclass gpu.nvidia.com 2>&1)
 expect_contains "$out" "Edit cancelled, no changes made."
 
+step "server-side apply: from client-side apply, conflicts, --force-conflicts, managed fields"
+ssa_class() {
+  cat <<EOF
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: ssa.example.com
+  labels:
+    tier: $1
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == "ssa.example.com"
+EOF
+}
+ssa_class standard >"$e2e_work/ssa-standard.yaml"
+ssa_class gold >"$e2e_work/ssa-gold.yaml"
+k apply -f "$e2e_work/ssa-standard.yaml" >/dev/null
+# kubectl's first server-side apply takes over the fields its client-side last-applied
+# configuration holds, even where the value changes.
+out=$(k apply --server-side -f "$e2e_work/ssa-gold.yaml")
+expect_contains "$out" "deviceclass.resource.k8s.io/ssa.example.com serverside-applied"
+[ "$(k get deviceclass ssa.example.com -o jsonpath='{.metadata.labels.tier}')" = "gold" ] ||
+  fail "server-side apply did not change the label"
+# Another manager changing a field kubectl owns is a conflict, with upstream's message...
+if out=$(k apply --server-side --field-manager=platform-ci -f "$e2e_work/ssa-standard.yaml" 2>&1); then
+  fail "a conflicting server-side apply succeeded: $out"
+fi
+expect_contains "$out" 'Apply failed with 1 conflict: conflict with "kubectl": .metadata.labels.tier'
+# ... unless forced, which moves the field.
+out=$(k apply --server-side --field-manager=platform-ci --force-conflicts -f "$e2e_work/ssa-standard.yaml")
+expect_contains "$out" "serverside-applied"
+[ "$(k get deviceclass ssa.example.com -o jsonpath='{.metadata.labels.tier}')" = "standard" ] ||
+  fail "a forced apply did not change the label"
+managers=$(k get deviceclass ssa.example.com --show-managed-fields \
+  -o jsonpath='{range .metadata.managedFields[*]}{.manager}/{.operation} {end}')
+expect_contains "$managers" "platform-ci/Apply"
+expect_contains "$managers" "kubectl/Apply"
+# kubectl get hides managed fields unless asked.
+expect_not_contains "$(k get deviceclass ssa.example.com -o yaml)" "managedFields"
+# Apply creates, dry-runs and diffs.
+cat >"$e2e_work/ssa-claim.yaml" <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: ssa-claim
+  namespace: default
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.nvidia.com
+EOF
+out=$(k apply --server-side --dry-run=server -f "$e2e_work/ssa-claim.yaml")
+expect_contains "$out" "serverside-applied (server dry run)"
+if k get resourceclaim ssa-claim -n default >/dev/null 2>&1; then
+  fail "a dry-run apply created the claim"
+fi
+out=$(k apply --server-side -f "$e2e_work/ssa-claim.yaml")
+expect_contains "$out" "resourceclaim.resource.k8s.io/ssa-claim serverside-applied"
+k diff --server-side -f "$e2e_work/ssa-claim.yaml" >/dev/null ||
+  fail "kubectl diff --server-side found a difference right after the apply"
+k delete resourceclaim ssa-claim -n default >/dev/null
+k delete deviceclass ssa.example.com >/dev/null
+
 step "CEL selectors are compiled at create time"
 if out=$(k apply -f - 2>&1 <<'EOF'
 apiVersion: resource.k8s.io/v1

@@ -13,6 +13,7 @@
 #include "api/pods.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "server/fieldmanager/field_manager.h"
 #include "server/handlers/output.h"
 #include "server/handlers/protobuf.h"
 #include "server/handlers/strategies_internal.h"
@@ -195,7 +196,6 @@ void StampCreate(JsonObject& obj, const ResourceInfo& resource, const Clock& clo
   meta.erase("deletionTimestamp");
   meta.erase("deletionGracePeriodSeconds");
   meta.erase("selfLink");
-  meta.erase("managedFields");
   if (resource.tracks_generation) {
     meta["generation"] = 1;
   } else {
@@ -208,14 +208,80 @@ void CarryMetadata(JsonObject& obj, const JsonObject& old) {
   JsonObject& meta = EnsureObject(obj, "metadata");
   const JsonObject* old_meta = FindObject(old, "metadata");
   if (old_meta == nullptr) return;
-  for (std::string_view field :
-       {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
-        "selfLink", "managedFields"}) {
+  for (std::string_view field : {"uid", "creationTimestamp", "deletionTimestamp",
+                                 "deletionGracePeriodSeconds", "generation", "selfLink"}) {
     if (const boost::json::value* v = old_meta->if_contains(field)) {
       if (field == "uid" && meta.contains("uid") && !GetString(meta, "uid").empty()) continue;
       meta[field] = *v;
     } else if (field != "uid") {
       meta.erase(field);
+    }
+  }
+}
+
+constexpr std::string_view kApplyPatchContentType = "application/apply-patch+yaml";
+
+// The manager a write is recorded under: `fieldManager`, else the client's User-Agent.
+std::string ManagerOf(const Scope& scope) {
+  if (scope.Has("fieldManager")) return scope.Param("fieldManager");
+  return fieldmanager::ManagerFromUserAgent(scope.request->header("User-Agent"));
+}
+
+// The write options' fieldManager rules (ValidateFieldManager): at most 128 printable bytes;
+// `options_kind` names the options in the error (CreateOptions, UpdateOptions, PatchOptions).
+std::optional<ApiError> CheckFieldManager(const Scope& scope, std::string_view options_kind) {
+  if (!scope.Has("fieldManager")) return std::nullopt;
+  std::string manager = scope.Param("fieldManager");
+  api::FieldPath path("fieldManager");
+  api::FieldErrorList errors;
+  if (manager.size() > 128) {
+    errors.push_back(api::TooLong(path, 128));
+  } else {
+    for (size_t i = 0; i < manager.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(manager[i]);
+      if (c < 0x20 || c == 0x7f) {
+        char text[64];
+        std::snprintf(text, sizeof text, "invalid character U+%04X (at position %zu)", c, i);
+        errors.push_back(api::Invalid(path, manager, text));
+        break;
+      }
+    }
+  }
+  if (errors.empty()) return std::nullopt;
+  return NewInvalid(std::string(options_kind) + ".meta.k8s.io", "", errors);
+}
+
+// What the field manager needs to know about a write to `scope`'s resource.
+fieldmanager::WriteContext WriteContextOf(const Scope& scope, const Clock& clock) {
+  const ResourceInfo& r = *scope.resource;
+  fieldmanager::WriteContext context;
+  context.type.kind = r.kind;
+  context.type.root = openapi::KindSchema(r.group, r.version, r.kind);
+  context.api_version = r.ApiVersion();
+  context.subresource = scope.info->subresource;
+  context.reset_paths =
+      fieldmanager::ResetPaths(context.subresource, r.FindSubresource("status") != nullptr);
+  context.now = FormatTime(clock.Now());
+  return context;
+}
+
+// Records the write in metadata.managedFields (an Update operation); `live` is nullptr for a
+// create. The bookkeeping never fails a write: an object its list types cannot key keeps the
+// managed fields it had.
+void TrackWrite(const Scope& scope, const Clock& clock, const JsonObject* live, JsonObject& obj) {
+  if (scope.resource->virtual_resource) return;
+  fieldmanager::WriteContext context = WriteContextOf(scope, clock);
+  if (context.type.root == nullptr) return;
+  Status tracked = fieldmanager::TrackUpdate(live, obj, ManagerOf(scope), context);
+  if (!tracked.ok()) {
+    JsonObject& meta = EnsureObject(obj, "metadata");
+    const JsonObject* live_meta = live != nullptr ? FindObject(*live, "metadata") : nullptr;
+    const boost::json::value* kept =
+        live_meta != nullptr ? live_meta->if_contains("managedFields") : nullptr;
+    if (kept != nullptr) {
+      meta["managedFields"] = *kept;
+    } else {
+      meta.erase("managedFields");
     }
   }
 }
@@ -671,6 +737,7 @@ http::Response Rest::Create(const Scope& scope) {
   std::optional<OutputFormat> format =
       NegotiateOutput(scope.request->header("Accept"), scope.Param("includeObject"));
   if (!format) return ToResponse(NewNotAcceptable(scope.request->header("Accept")));
+  if (auto e = CheckFieldManager(scope, "CreateOptions")) return ToResponse(*e);
   auto decoded = DecodeBody(*scope.request);
   if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
   JsonObject obj = std::move(std::get<JsonObject>(decoded));
@@ -701,6 +768,12 @@ http::Response Rest::Create(const Scope& scope) {
   StampCreate(obj, r, *deps_.clock);
   r.strategy->DefaultWithTime(obj, deps_.clock->Now());
   r.strategy->PrepareForCreate(obj);
+  // The creator owns what it wrote, defaults included, before admission changes anything (as
+  // kube-apiserver's create handler runs its field manager).
+  if (!r.virtual_resource) {
+    api::OmitEmptyFields(obj);  // what typed decoding drops is nobody's field
+    TrackWrite(scope, *deps_.clock, nullptr, obj);
+  }
   // Admission first (kube-apiserver's admission plugins such as NamespaceLifecycle and
   // NodeRestriction refuse before the object is validated), then the kind's validation.
   admission::Attributes attributes;
@@ -751,6 +824,7 @@ http::Response Rest::Create(const Scope& scope) {
 }
 
 http::Response Rest::Update(const Scope& scope) {
+  if (auto e = CheckFieldManager(scope, "UpdateOptions")) return ToResponse(*e);
   auto decoded = DecodeBody(*scope.request);
   if (auto* e = std::get_if<ApiError>(&decoded)) return ToResponse(*e);
   JsonObject body = std::move(std::get<JsonObject>(decoded));
@@ -766,12 +840,19 @@ http::Response Rest::Update(const Scope& scope) {
         }
         return DecodeBody(*scope.request);
       },
-      false);
+      WriteKind::kUpdate);
 }
 
 http::Response Rest::Patch(const Scope& scope) {
   const ResourceInfo& r = *scope.resource;
   std::string type = ContentTypeOf(*scope.request);
+  if (type == kApplyPatchContentType) return Apply(scope);
+  if (auto e = CheckFieldManager(scope, "PatchOptions")) return ToResponse(*e);
+  if (scope.Has("force")) {
+    return ToResponse(NewInvalid(
+        "PatchOptions.meta.k8s.io", "",
+        {api::Forbidden(api::FieldPath("force"), "may not be specified for non-apply patch")}));
+  }
   std::optional<api::patch::PatchFormat> format = api::patch::PatchFormatOf(type);
   if (!format) return ToResponse(NewUnsupportedMediaType(type));
   StatusOr<boost::json::value> patch = api::codec::ParseJson(scope.request->body);
@@ -808,13 +889,102 @@ http::Response Rest::Patch(const Scope& scope) {
         if (!result->is_object()) return NewBadRequest("the patched object must be a map");
         return std::move(result->get_object());
       },
-      true);
+      WriteKind::kPatch);
+}
+
+http::Response Rest::Apply(const Scope& scope) {
+  const ResourceInfo& r = *scope.resource;
+  std::string manager = scope.Param("fieldManager");
+  api::FieldErrorList option_errors;
+  if (manager.empty()) {
+    option_errors.push_back(
+        api::Required(api::FieldPath("fieldManager"), "is required for apply patch"));
+  }
+  if (!option_errors.empty()) {
+    return ToResponse(NewInvalid("PatchOptions.meta.k8s.io", "", option_errors));
+  }
+  if (auto e = CheckFieldManager(scope, "PatchOptions")) return ToResponse(*e);
+  const bool force = scope.Has("force") && QueryFlag(scope.Param("force"));
+  StatusOr<std::vector<api::codec::YamlDocument>> docs = api::codec::ParseYaml(scope.request->body);
+  if (!docs.ok()) {
+    return ToResponse(
+        NewBadRequest("error decoding YAML: " + std::string(docs.status().message())));
+  }
+  if (docs->size() != 1 || !(*docs)[0].value.is_object()) {
+    return ToResponse(NewBadRequest("error decoding YAML: the apply patch must be one object"));
+  }
+  const JsonObject config = std::move((*docs)[0].value.get_object());
+  std::string api_version(GetString(config, "apiVersion"));
+  std::string kind(GetString(config, "kind"));
+  if (api_version != r.ApiVersion() || kind != r.kind) {
+    // upstream's versionCheck, printing the GroupVersionKind as Go does.
+    size_t slash = api_version.find('/');
+    std::string gv = slash == std::string::npos ? "/" + api_version : api_version;
+    return ToResponse(NewBadRequest("invalid object type: " + gv + ", Kind=" + kind));
+  }
+  if (const JsonObject* meta = FindObject(config, "metadata");
+      meta != nullptr && meta->contains("managedFields")) {
+    return ToResponse(NewBadRequest("metadata.managedFields must be nil"));
+  }
+  fieldmanager::WriteContext context = WriteContextOf(scope, *deps_.clock);
+  if (context.type.root == nullptr) {
+    return ToResponse(NewUnsupportedMediaType(kApplyPatchContentType));
+  }
+  return UpdateWith(
+      scope,
+      [&](const JsonObject& current) -> std::variant<JsonObject, ApiError> {
+        const JsonObject* live = current.empty() ? nullptr : &current;
+        StatusOr<fieldmanager::ApplyResult> applied =
+            fieldmanager::Apply(live, config, manager, force, context);
+        if (!applied.ok()) {
+          return NewBadRequest("failed to create typed patch object (" + r.group + "/" + r.version +
+                               ", Kind=" + r.kind +
+                               "): " + std::string(applied.status().message()));
+        }
+        if (!applied->conflicts.empty()) {
+          ApiError e;
+          e.code = 409;
+          e.reason = "Conflict";
+          e.message = fieldmanager::ConflictMessage(applied->conflicts);
+          for (const fieldmanager::Conflict& c : applied->conflicts) {
+            for (const std::string& path : c.paths) {
+              e.causes.push_back(
+                  StatusCause{"FieldManagerConflict", "conflict with " + c.manager, path});
+            }
+          }
+          return e;
+        }
+        return std::move(applied->object);
+      },
+      WriteKind::kApply);
+}
+
+std::optional<ApiError> Rest::AuthorizeCreate(const Scope& scope) const {
+  if (deps_.authorizer == nullptr) return std::nullopt;
+  authz::Attributes attributes;
+  attributes.user = *scope.user;
+  attributes.verb = "create";
+  attributes.resource_request = true;
+  attributes.path = scope.info->path;
+  attributes.api_group = scope.info->api_group;
+  attributes.api_version = scope.info->api_version;
+  attributes.resource = scope.info->resource;
+  attributes.subresource = scope.info->subresource;
+  attributes.namespace_ = scope.info->namespace_;
+  attributes.name = scope.info->name;
+  authz::Result decision = deps_.authorizer->Authorize(attributes);
+  if (decision.decision == authz::Decision::kAllow) return std::nullopt;
+  std::string reason = authz::ForbiddenMessage(attributes);
+  if (!decision.reason.empty()) reason += ": " + decision.reason;
+  return NewForbidden(scope.resource->Gr(), scope.info->name, reason);
 }
 
 http::Response Rest::UpdateWith(
     const Scope& scope,
     const std::function<std::variant<JsonObject, ApiError>(const JsonObject& current)>& mutate,
-    bool from_patch) {
+    WriteKind kind) {
+  const bool from_patch = kind == WriteKind::kPatch;
+  const bool apply = kind == WriteKind::kApply;
   const ResourceInfo& r = *scope.resource;
   const std::string& name = scope.info->name;
   const std::string ns = r.namespaced ? scope.info->namespace_ : "";
@@ -878,14 +1048,20 @@ http::Response Rest::UpdateWith(
       return fail(NewBadRequest("invalid resourceVersion: " + rv_text));
     }
     if (current == nullptr) {
-      // Create on update (leases, events).
-      if (!r.allow_create_on_update || status_update || finalize) {
+      // Create on update (leases, events) and by server-side apply (any kind, never through a
+      // subresource).
+      if ((!r.allow_create_on_update && !apply) || status_update || finalize) {
         return fail(NewNotFound(r.Gr(), name));
       }
+      if (auto e = AuthorizeCreate(scope)) return fail(*e);
       if (*rv != 0) return fail(NewNotFound(r.Gr(), name));
       StampCreate(obj, r, *deps_.clock);
       r.strategy->DefaultWithTime(obj, deps_.clock->Now());
       r.strategy->PrepareForCreate(obj);
+      if (!apply) {
+        api::OmitEmptyFields(obj);
+        TrackWrite(scope, *deps_.clock, nullptr, obj);
+      }
       admission::Attributes attributes;
       attributes.resource = &r;
       attributes.operation = admission::Operation::kCreate;
@@ -934,6 +1110,10 @@ http::Response Rest::UpdateWith(
         EnsureObject(obj, "metadata")["generation"] = generation == 0 ? 1 : generation;
       }
     }
+    if (!apply) {
+      api::OmitEmptyFields(obj);
+      TrackWrite(scope, *deps_.clock, &old, obj);
+    }
     admission::Attributes attributes;
     attributes.resource = &r;
     attributes.subresource = scope.info->subresource;
@@ -969,7 +1149,8 @@ http::Response Rest::UpdateWith(
     return stored;
   };
   store::GuaranteedUpdateOptions options;
-  options.allow_create = r.allow_create_on_update && !status_update && !finalize && !from_patch;
+  options.allow_create =
+      (r.allow_create_on_update || apply) && !status_update && !finalize && !from_patch;
   StatusOr<store::ObjectPtr> result =
       deps_.store->GuaranteedUpdate(KeyOf(r, ns, name), fn, options);
   if (!result.ok()) {

@@ -21,6 +21,7 @@
 #include "common/random.h"
 #include "server/admission/admission.h"
 #include "server/auth/authenticator.h"
+#include "server/authz/authorizer.h"
 #include "server/authz/rbac.h"
 #include "server/handlers/errors.h"
 #include "server/handlers/json_util.h"
@@ -57,6 +58,9 @@ struct RestDependencies {
   WatchManager* watches = nullptr;
   // ResourceQuota admission of creates (server/quota/admission.h); none when null.
   quota::QuotaAdmission* quota = nullptr;
+  // The request authorizer, asked again when an update or apply turns out to create the object
+  // (upstream requires `create` then too); not asked when null.
+  const authz::Authorizer* authorizer = nullptr;
 };
 
 class Rest {
@@ -105,12 +109,20 @@ class Rest {
   // pods/eviction (policy/v1 Eviction): the Pod deleted with the eviction's deleteOptions.
   http::Response Evict(const Scope& scope);
 
-  // The update pipeline shared by update and patch: `mutate` turns the current object (served
-  // form) into the requested one.
+  // What an UpdateWith is: an update (may create where the kind allows), a patch (never
+  // creates), or a server-side apply (creates a missing object, keeps its own managed fields).
+  enum class WriteKind { kUpdate, kPatch, kApply };
+  // An update or apply that creates the object needs `create` permission as well (upstream's
+  // withAuthorization on the create path); the 403 when the user lacks it.
+  std::optional<ApiError> AuthorizeCreate(const Scope& scope) const;
+  // Server-side apply: a PATCH of `application/apply-patch+yaml`.
+  http::Response Apply(const Scope& scope);
+  // The update pipeline shared by update, patch and apply: `mutate` turns the current object
+  // (served form; empty when there is none) into the requested one.
   http::Response UpdateWith(
       const Scope& scope,
       const std::function<std::variant<JsonObject, ApiError>(const JsonObject& current)>& mutate,
-      bool from_patch);
+      WriteKind kind);
 
   // Deletes one object with the request's delete options; the answer carries the object.
   std::variant<std::string, ApiError> DeleteOne(const Scope& scope, const std::string& ns,

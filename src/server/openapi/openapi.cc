@@ -42,27 +42,11 @@ const object* Resolve(const object* schema) {
   return schema;
 }
 
-// The schemas compiled for the unknown-field walk, so that a request body is walked without
-// resolving `$ref`s, reading schema keywords or building field paths (the walk runs on every
-// write): one node per schema, with the same decisions as reading the schema itself would make.
-struct WalkNode {
-  // Nothing below is checked: the schema does not resolve, or it preserves unknown fields.
-  bool stop = false;
-  // `properties` is an object: members it does not name are unknown. Values are the members'
-  // schemas, nullptr for a property whose schema is not an object (known, not walked).
-  bool has_properties = false;
-  std::unordered_map<std::string_view, const WalkNode*> properties;
-  // Without `properties`: the schema of every member (`additionalProperties`), or nullptr.
-  const WalkNode* additional = nullptr;
-  // The schema of array items, or nullptr.
-  const WalkNode* items = nullptr;
-};
-
 class WalkSchemas {
  public:
   // The compiled schema of a served kind, or nullptr when none is generated.
-  const WalkNode* Root(std::string_view group, std::string_view version,
-                       std::string_view kind) const {
+  const SchemaNode* Root(std::string_view group, std::string_view version,
+                         std::string_view kind) const {
     for (const Root_& r : roots_) {
       if (r.kind == kind && r.version == version && r.group == group) return r.node;
     }
@@ -77,7 +61,7 @@ class WalkSchemas {
  private:
   struct Root_ {
     std::string group, version, kind;
-    const WalkNode* node;
+    const SchemaNode* node;
   };
 
   WalkSchemas() {
@@ -106,20 +90,20 @@ class WalkSchemas {
 
   // The node of `schema` (before resolving its `$ref` / single `allOf`), made once per schema
   // object; a schema that refers back to itself gets the node being built.
-  const WalkNode* Compile(const object* schema) {
+  const SchemaNode* Compile(const object* schema) {
     auto [it, inserted] = compiled_.try_emplace(schema, nullptr);
     if (!inserted) return it->second;
-    nodes_.push_back(std::make_unique<WalkNode>());
-    WalkNode* node = nodes_.back().get();
+    nodes_.push_back(std::make_unique<SchemaNode>());
+    SchemaNode* node = nodes_.back().get();
     it->second = node;
     const object* resolved = Resolve(schema);
     if (resolved == nullptr) {
-      node->stop = true;
+      node->untyped = true;
       return node;
     }
     if (const value* preserve = resolved->if_contains("x-kubernetes-preserve-unknown-fields");
         preserve != nullptr && preserve->is_bool() && preserve->get_bool()) {
-      node->stop = true;
+      node->untyped = true;
       return node;
     }
     const value* properties = resolved->if_contains("properties");
@@ -140,16 +124,16 @@ class WalkSchemas {
   }
 
   std::vector<Root_> roots_;
-  std::unordered_map<const object*, const WalkNode*> compiled_;
-  std::vector<std::unique_ptr<WalkNode>> nodes_;
+  std::unordered_map<const object*, const SchemaNode*> compiled_;
+  std::vector<std::unique_ptr<SchemaNode>> nodes_;
 };
 
 // Appends the unknown fields below `v` (at `path`, a buffer restored before returning) in
 // document order, and removes them when `prune` is set. Field paths are upstream's
 // ("spec.devices.requests[0].foo"); they are only built for unknown fields.
-void Walk(value& v, const WalkNode* node, std::string& path, bool prune,
+void Walk(value& v, const SchemaNode* node, std::string& path, bool prune,
           std::vector<std::string>* unknown) {
-  if (node == nullptr || node->stop) return;
+  if (node == nullptr || node->untyped) return;
   const size_t length = path.size();
   if (v.is_object()) {
     object& o = v.get_object();
@@ -166,15 +150,15 @@ void Walk(value& v, const WalkNode* node, std::string& path, bool prune,
           if (prune) drop.emplace_back(key);
           continue;
         }
-        const WalkNode* child = property->second;
-        if (child == nullptr || child->stop) continue;
+        const SchemaNode* child = property->second;
+        if (child == nullptr || child->untyped) continue;
         if (!path.empty()) path.push_back('.');
         path.append(key);
         Walk(member.value(), child, path, prune, unknown);
         path.resize(length);
       }
       for (const std::string& key : drop) o.erase(key);
-    } else if (node->additional != nullptr && !node->additional->stop) {
+    } else if (node->additional != nullptr && !node->additional->untyped) {
       for (auto& member : o) {
         path.push_back('.');
         path.append(member.key());
@@ -185,7 +169,7 @@ void Walk(value& v, const WalkNode* node, std::string& path, bool prune,
     return;
   }
   if (v.is_array()) {
-    if (node->items == nullptr || node->items->stop) return;
+    if (node->items == nullptr || node->items->untyped) return;
     array& a = v.get_array();
     char index[24];
     for (size_t i = 0; i < a.size(); ++i) {
@@ -318,6 +302,7 @@ void AddResourcePaths(const handlers::ResourceInfo& r, object& paths) {
   object patch_content;
   patch_content["application/json-patch+json"] = object{{"schema", object{{"type", "object"}}}};
   patch_content["application/merge-patch+json"] = object{{"schema", object{{"type", "object"}}}};
+  patch_content["application/apply-patch+yaml"] = object{{"schema", object{{"type", "object"}}}};
 
   object collection_ops;
   if (r.HasVerb("list")) {
@@ -344,8 +329,12 @@ void AddResourcePaths(const handlers::ResourceInfo& r, object& paths) {
   for (value& p : item_params) write.push_back(p);
   item_ops["put"] = Operation(r, "put", "replace" + id_group + ns_part + id_kind, schema, write,
                               JsonContent(schema));
-  item_ops["patch"] =
-      Operation(r, "patch", "patch" + id_group + ns_part + id_kind, schema, write, patch_content);
+  array patch_params = write;
+  patch_params.push_back(Param("force", "query",
+                               "Apply patches only: take over the fields the configuration sets "
+                               "that other managers own."));
+  item_ops["patch"] = Operation(r, "patch", "patch" + id_group + ns_part + id_kind, schema,
+                                patch_params, patch_content);
   item_ops["delete"] = Operation(r, "delete", "delete" + id_group + ns_part + id_kind, std::nullopt,
                                  item_params, std::nullopt);
   paths[item] = std::move(item_ops);
@@ -362,7 +351,7 @@ void AddResourcePaths(const handlers::ResourceInfo& r, object& paths) {
     status_ops["put"] = Operation(r, "put", "replace" + id_group + ns_part + id_kind + "Status",
                                   schema, write, JsonContent(schema));
     status_ops["patch"] = Operation(r, "patch", "patch" + id_group + ns_part + id_kind + "Status",
-                                    schema, write, patch_content);
+                                    schema, patch_params, patch_content);
     paths[item + "/status"] = std::move(status_ops);
   }
 }
@@ -447,10 +436,15 @@ std::optional<std::string> V3Document(const handlers::Registry& registry,
   return it->second;
 }
 
+const SchemaNode* KindSchema(std::string_view group, std::string_view version,
+                             std::string_view kind) {
+  return WalkSchemas::Get().Root(group, version, kind);
+}
+
 std::vector<std::string> UnknownFields(std::string_view group, std::string_view version,
                                        std::string_view kind, object& obj, bool prune) {
   std::vector<std::string> unknown;
-  const WalkNode* root = WalkSchemas::Get().Root(group, version, kind);
+  const SchemaNode* root = WalkSchemas::Get().Root(group, version, kind);
   if (root == nullptr) return unknown;
   std::string path;
   value v(std::move(obj));

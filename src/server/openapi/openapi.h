@@ -7,7 +7,8 @@
 // component schemas. The schemas are generated at build time from the object model's schema
 // (gen_openapi_schemas.py); the paths are built from the registry.
 //
-// PATCH operations advertise JSON patch and merge patch but not strategic merge patch, so
+// PATCH operations advertise JSON patch, merge patch and server-side apply but not strategic
+// merge patch, so
 // `kubectl apply` computes its patches from its own built-in types (strategic merge patch for
 // core kinds, JSON merge patch for kinds it does not know) rather than from these schemas; the
 // server applies all three formats (api/patch/patch.h).
@@ -23,11 +24,31 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "server/handlers/registry.h"
 
 namespace draplane::server::openapi {
+
+// A component schema compiled for walking objects (strict field validation, server-side apply's
+// field sets), with `$ref`s resolved: one node per schema, made once.
+struct SchemaNode {
+  // Nothing below is described: the schema does not resolve, or it preserves unknown fields.
+  bool untyped = false;
+  // `properties` is an object: a struct whose members it names. Values are the members'
+  // schemas, nullptr for a property whose schema is not an object (known, not walked).
+  bool has_properties = false;
+  std::unordered_map<std::string_view, const SchemaNode*> properties;
+  // Without `properties`: the schema of every member (`additionalProperties`), or nullptr.
+  const SchemaNode* additional = nullptr;
+  // The schema of array items, or nullptr.
+  const SchemaNode* items = nullptr;
+};
+
+// The compiled schema of a served kind, or nullptr when none is generated.
+const SchemaNode* KindSchema(std::string_view group, std::string_view version,
+                             std::string_view kind);
 
 // The component schemas, keyed by upstream name (io.k8s.api.core.v1.Pod, ...).
 const boost::json::object& ComponentSchemas();
