@@ -382,14 +382,13 @@ std::string ManagerFromUserAgent(std::string_view user_agent) {
 
 Status TrackUpdate(const object* live, object& updated, std::string_view manager,
                    const WriteContext& context) {
-  // The request's managed fields on a main-resource write: `[]` or `[{}]` clear them, valid ones
-  // are the starting point; otherwise (and on subresources) the live object's.
+  // The request's managed fields on a main-resource write: `[{}]` clears them, valid ones are
+  // the starting point; otherwise (`[]` included, so that clients unaware of the field cannot
+  // strip it, and on subresources) the live object's.
   const value* requested = context.subresource.empty() ? ManagedFieldsOf(updated) : nullptr;
-  const bool clear =
-      requested != nullptr && requested->is_array() &&
-      (requested->get_array().empty() ||
-       (requested->get_array().size() == 1 && requested->get_array()[0].is_object() &&
-        requested->get_array()[0].get_object().empty()));
+  const bool clear = requested != nullptr && requested->is_array() &&
+                     requested->get_array().size() == 1 && requested->get_array()[0].is_object() &&
+                     requested->get_array()[0].get_object().empty();
   std::optional<std::vector<Entry>> given =
       requested != nullptr && !clear ? DecodeEntries(*requested) : std::nullopt;
   std::vector<Entry> entries;

@@ -45,8 +45,8 @@ std::string ManagerFromUserAgent(std::string_view user_agent);
 
 // Sets `updated`'s metadata.managedFields for an Update operation by `manager` from `live`
 // (nullptr for a create). The managedFields `updated` carries are the request's: honoured on a
-// main-resource write when they are a valid non-empty list, a reset to none when `[]` or `[{}]`,
-// ignored otherwise. An existing object without managed fields stays without (fields are
+// main-resource write when they are a valid non-empty list, a reset to none when `[{}]`,
+// ignored otherwise (`[]` too). An existing object without managed fields stays without (fields are
 // tracked from its first apply). Errors only for objects the schema's list types cannot key.
 Status TrackUpdate(const boost::json::object* live, boost::json::object& updated,
                    std::string_view manager, const WriteContext& context);

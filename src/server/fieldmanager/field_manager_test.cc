@@ -239,6 +239,22 @@ TEST(FieldManagerTest, UpdatesTakeFieldsFromOtherManagersAndOldManagersAreCapped
   EXPECT_EQ(image_owners, 1u);
 }
 
+TEST(FieldManagerTest, OnlyASingleEmptyEntryClearsTheManagedFields) {
+  object live = Json(kPod);
+  ASSERT_TRUE(TrackUpdate(nullptr, live, "creator", PodWrite()).ok());
+  // [] is what a client unaware of the field may send: the live entries stay.
+  object updated = live;
+  updated["metadata"].as_object()["managedFields"] = boost::json::array();
+  updated["metadata"].as_object()["labels"].as_object()["x"] = "y";
+  ASSERT_TRUE(TrackUpdate(&live, updated, "ops", PodWrite()).ok());
+  EXPECT_EQ(ManagedFields(updated).as_array().size(), 2u);
+  // [{}] clears them, and the object is then untracked until an apply.
+  object cleared = live;
+  cleared["metadata"].as_object()["managedFields"] = boost::json::array{object()};
+  ASSERT_TRUE(TrackUpdate(&live, cleared, "ops", PodWrite()).ok());
+  EXPECT_FALSE(cleared.at("metadata").as_object().contains("managedFields"));
+}
+
 TEST(FieldManagerTest, ManagerFromUserAgentIsItsProduct) {
   EXPECT_EQ(ManagerFromUserAgent("kubectl/v1.32.4 (linux/amd64) kubernetes/abc"), "kubectl");
   EXPECT_EQ(ManagerFromUserAgent("helm"), "helm");

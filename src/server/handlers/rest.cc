@@ -767,13 +767,13 @@ http::Response Rest::Create(const Scope& scope) {
   }
   StampCreate(obj, r, *deps_.clock);
   r.strategy->DefaultWithTime(obj, deps_.clock->Now());
-  r.strategy->PrepareForCreate(obj);
-  // The creator owns what it wrote, defaults included, before admission changes anything (as
-  // kube-apiserver's create handler runs its field manager).
+  // The creator owns what it wrote, defaults included, before the strategy and admission change
+  // anything (as kube-apiserver's create handler runs its field manager).
   if (!r.virtual_resource) {
     api::OmitEmptyFields(obj);  // what typed decoding drops is nobody's field
     TrackWrite(scope, *deps_.clock, nullptr, obj);
   }
+  r.strategy->PrepareForCreate(obj);
   // Admission first (kube-apiserver's admission plugins such as NamespaceLifecycle and
   // NodeRestriction refuse before the object is validated), then the kind's validation.
   admission::Attributes attributes;
@@ -916,11 +916,32 @@ http::Response Rest::Apply(const Scope& scope) {
   const JsonObject config = std::move((*docs)[0].value.get_object());
   std::string api_version(GetString(config, "apiVersion"));
   std::string kind(GetString(config, "kind"));
-  if (api_version != r.ApiVersion() || kind != r.kind) {
+  size_t slash = api_version.find('/');
+  std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
+  if (group != r.group || kind != r.kind) {
     // upstream's versionCheck, printing the GroupVersionKind as Go does.
-    size_t slash = api_version.find('/');
-    std::string gv = slash == std::string::npos ? "/" + api_version : api_version;
-    return ToResponse(NewBadRequest("invalid object type: " + gv + ", Kind=" + kind));
+    return ToResponse(NewBadRequest(
+        "invalid object type: " + (slash == std::string::npos ? "/" + api_version : api_version) +
+        ", Kind=" + kind));
+  }
+  if (api_version != r.ApiVersion()) {
+    return ToResponse(
+        NewBadRequest("Incorrect version specified in apply patch. Specified patch "
+                      "version: " +
+                      api_version + ", expected: " + r.ApiVersion()));
+  }
+  const std::string typed_patch_error = "failed to create typed patch object (" + r.group + "/" +
+                                        r.version + ", Kind=" + r.kind + "): ";
+  {
+    // A configuration is typed by the kind's schema: a field it does not declare cannot be
+    // owned, whatever fieldValidation says.
+    JsonObject probe = config;
+    std::vector<std::string> unknown = openapi::UnknownFields(r.group, r.version, r.kind, probe,
+                                                              /*prune=*/false);
+    if (!unknown.empty()) {
+      return ToResponse(NewBadRequest(typed_patch_error + "." + unknown.front() +
+                                      ": field not declared in schema"));
+    }
   }
   if (const JsonObject* meta = FindObject(config, "metadata");
       meta != nullptr && meta->contains("managedFields")) {
@@ -937,9 +958,7 @@ http::Response Rest::Apply(const Scope& scope) {
         StatusOr<fieldmanager::ApplyResult> applied =
             fieldmanager::Apply(live, config, manager, force, context);
         if (!applied.ok()) {
-          return NewBadRequest("failed to create typed patch object (" + r.group + "/" + r.version +
-                               ", Kind=" + r.kind +
-                               "): " + std::string(applied.status().message()));
+          return NewBadRequest(typed_patch_error + std::string(applied.status().message()));
         }
         if (!applied->conflicts.empty()) {
           ApiError e;
@@ -1057,11 +1076,11 @@ http::Response Rest::UpdateWith(
       if (*rv != 0) return fail(NewNotFound(r.Gr(), name));
       StampCreate(obj, r, *deps_.clock);
       r.strategy->DefaultWithTime(obj, deps_.clock->Now());
-      r.strategy->PrepareForCreate(obj);
       if (!apply) {
         api::OmitEmptyFields(obj);
         TrackWrite(scope, *deps_.clock, nullptr, obj);
       }
+      r.strategy->PrepareForCreate(obj);
       admission::Attributes attributes;
       attributes.resource = &r;
       attributes.operation = admission::Operation::kCreate;
@@ -1087,6 +1106,15 @@ http::Response Rest::UpdateWith(
     if (*rv == 0)
       EnsureObject(obj, "metadata")["resourceVersion"] = std::to_string(current->revision);
     CarryMetadata(obj, old);
+    // An apply's managed fields are its result: the strategies' preparation (a status write
+    // keeps the old metadata) must not undo them.
+    std::optional<boost::json::value> applied_fields;
+    if (apply) {
+      if (const boost::json::value* v =
+              EnsureObject(obj, "metadata").if_contains("managedFields")) {
+        applied_fields = *v;
+      }
+    }
     if (status_update) {
       r.strategy->PrepareForStatusUpdate(obj, old);
     } else if (finalize) {
@@ -1113,6 +1141,10 @@ http::Response Rest::UpdateWith(
     if (!apply) {
       api::OmitEmptyFields(obj);
       TrackWrite(scope, *deps_.clock, &old, obj);
+    } else if (applied_fields) {
+      EnsureObject(obj, "metadata")["managedFields"] = std::move(*applied_fields);
+    } else {
+      EnsureObject(obj, "metadata").erase("managedFields");
     }
     admission::Attributes attributes;
     attributes.resource = &r;
