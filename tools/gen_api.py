@@ -151,7 +151,7 @@ class Field:
     def __init__(self, json_name, spec, schema):
         if isinstance(spec, str):
             spec = {"type": spec}
-        unknown = set(spec) - {"type", "cpp", "emit_empty", "omit_empty"}
+        unknown = set(spec) - {"type", "cpp", "emit_empty", "omit_empty", "skip_option"}
         if unknown:
             fail("field %s: unknown keys %s" % (json_name, sorted(unknown)))
         self.json = json_name
@@ -162,6 +162,11 @@ class Field:
         self.omit_empty = bool(spec.get("omit_empty", False))
         if self.omit_empty and (self.emit_empty or self.type.container not in ("list", "map")):
             fail("field %s: omit_empty applies to lists and maps without emit_empty" % json_name)
+        # A DecodeOptions member (src/api/meta/decode_options.h) that, when set, leaves the field
+        # undecoded (absent).
+        self.skip_option = spec.get("skip_option")
+        if self.skip_option not in (None, "drop_managed_fields"):
+            fail("field %s: unknown skip_option %s" % (json_name, self.skip_option))
         # Plain (non-optional) fields track presence with one bit of `present`.
         self.bit = None
 
@@ -380,7 +385,8 @@ def gen_codec_h(s):
     w('#include "api/meta/codec_support.h"\n\n')
     w("namespace draplane::api::%s {\n\n" % s.ns)
     for t in topo_sort(s):
-        w("void Decode(const boost::json::value& json, %s* out, FieldErrorList* errors);\n" % t.name)
+        w("void Decode(const boost::json::value& json, %s* out, FieldErrorList* errors,\n"
+          "            const DecodeOptions& options = {});\n" % t.name)
         w("boost::json::value Encode(const %s& in, boost::json::storage_ptr sp = {});\n" % t.name)
     w("\nnamespace internal {\n")
     for t in topo_sort(s):
@@ -415,6 +421,8 @@ def gen_field_decode(t, f):
     r = f.type
     out = []
     w = out.append
+    if f.skip_option:
+        w("    if (ctx.options().%s) continue;\n" % f.skip_option)
     w("    api::internal::Path child{&path, api::internal::Path::Kind::kField, %s};\n"
       % cpp_string_literal(f.json))
     if f.bit is not None:
@@ -572,10 +580,10 @@ def gen_codec_cc(s):
           "  return boost::json::value(std::move(out));\n}\n")
     w("\n}  // namespace internal\n")
     for t in topo_sort(s):
-        w("\nvoid Decode(const boost::json::value& json, %s* out, FieldErrorList* errors) {\n"
-          % t.name)
+        w("\nvoid Decode(const boost::json::value& json, %s* out, FieldErrorList* errors,\n"
+          "            const DecodeOptions& options) {\n" % t.name)
         w("  *out = %s();\n" % t.name)
-        w("  api::internal::DecodeContext ctx(errors);\n")
+        w("  api::internal::DecodeContext ctx(errors, options);\n")
         w("  internal::DecodeInto(json, api::internal::Path(), ctx, out);\n}\n")
         w("\nboost::json::value Encode(const %s& in, boost::json::storage_ptr sp) {\n" % t.name)
         w("  boost::json::object out(std::move(sp));\n")

@@ -178,6 +178,14 @@ Agent::Agent(client::ApiClient& api, std::vector<std::unique_ptr<Driver>> driver
       api_, clock_,
       client::EventRecorderOptions{
           .component = "draplane-agent", .host = options_.node_name, .synchronous = true});
+  // Every series of the node exists from the start at 0, so that an alert on increase() sees the
+  // first failure and dashboards find the families before anything failed.
+  for (FailureClass cls :
+       {FailureClass::kRetryable, FailureClass::kTerminal, FailureClass::kNeedsCleanup}) {
+    PrepareFailuresMetric().WithLabels({options_.node_name, FailureClassName(cls)});
+    UnprepareFailuresMetric().WithLabels({options_.node_name, FailureClassName(cls)});
+  }
+  NodeIsolatedMetric().WithLabels({options_.node_name}).Set(0);
 }
 
 Agent::~Agent() { Stop(); }

@@ -17,6 +17,9 @@ api::Quantity Get(const ResourceList& list, std::string_view key) {
 
 std::optional<QuotaBudget> BudgetOf(const api::corev1::ResourceQuota& quota) {
   if (api::quota::ModeOf(quota) != api::quota::DeviceQuotaMode::kAllocation) return std::nullopt;
+  // A scoped quota matches no claim (validation refuses one in Allocation mode; a quota stored
+  // before that rule limits nothing rather than every claim of its namespace).
+  if (!api::quota::ScopeSelectors(quota).empty()) return std::nullopt;
   QuotaBudget budget;
   budget.namespace_ = quota.metadata.namespace_;
   budget.name = quota.metadata.name;

@@ -311,17 +311,21 @@ int RunAgent(const AgentFlags& given) {
     if (!started_plugin.ok()) return fail(started_plugin.status());
     plugin = std::move(*started_plugin);
   }
+  ComponentHealth health("informer-sync");
   StatusOr<std::unique_ptr<server::http::HttpServer>> metrics =
-      StartMetricsEndpoint(flags.metrics_bind_address);
+      StartMetricsEndpoint(flags.metrics_bind_address, health);
   if (!metrics.ok()) return fail(metrics.status().WithPrefix("--metrics-bind-address"));
+  health.set_running(true);
   Status started = (*agent)->Start();
   if (!started.ok()) return fail(started);
+  health.set_synced(true);
   std::printf("agent: node %s, state %s, server %s%s\n", node->c_str(), state_dir.c_str(),
               config->server.c_str(), flags.kubelet_plugin ? ", kubelet plugin" : "");
   std::fflush(stdout);
   int received = 0;
   sigwait(&signals, &received);
   log::Info("agent: received signal {}, stopping", received);
+  health.set_shutting_down(true);
   // The kubelet first loses the registration sockets, then the endpoints; the agent last.
   if (plugin) plugin->Stop();
   (*agent)->Stop();

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/object_ref.h"
 #include "client/leader_election.h"
+#include "client/rest_client.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -26,6 +27,33 @@ sigset_t BlockTerminationSignals() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return signals;
+}
+
+std::vector<server::http::HealthCheck> ComponentHealth::Checks(std::string_view path) const {
+  std::vector<server::http::HealthCheck> checks = {{"ping", Status::Ok()}, {"log", Status::Ok()}};
+  if (leader_elect_.load()) {
+    // client-go's maxTolerableExpiredLease as kube-scheduler sets it.
+    const client::LeaderElector* elector = elector_.load();
+    checks.push_back({"leaderElection", elector != nullptr
+                                            ? elector->Check(std::chrono::seconds(20))
+                                            : Status::Ok()});
+  }
+  if (path.starts_with("/readyz")) {
+    const bool waiting = running_.load() && !synced_.load();
+    checks.push_back({sync_check_, waiting ? UnavailableError("waiting for the informers' first "
+                                                              "lists")
+                                           : Status::Ok()});
+    checks.push_back({"shutdown", shutting_down_.load()
+                                      ? UnavailableError("process is shutting down")
+                                      : Status::Ok()});
+  }
+  return checks;
+}
+
+StatusOr<std::unique_ptr<client::ApiClient>> CreateLeaseClient(const client::RestConfig& config) {
+  return client::CreateRestClient(
+      config,
+      client::RestClientOptions{.request_timeout = client::LeaderElectionConfig{}.renew_deadline});
 }
 
 int RunComponent(client::ApiClient& api, const sigset_t& signals, const ComponentRun& run) {
@@ -57,8 +85,10 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
     le.lease_namespace = run.lease_namespace;
     le.identity = run.identity;
     le.on_started_leading = [&] {
+      if (run.health != nullptr) run.health->set_running(true);
       Status s = run.start();
       if (!s.ok()) log::Error("{}: {}", run.command, s.ToString());
+      if (s.ok() && run.health != nullptr) run.health->set_synced(true);
     };
     le.on_stopped_leading = [&] {
       MutexLock lock(mu);
@@ -72,13 +102,19 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
       return fail("leader election", created.status());
     }
     elector = std::move(*created);
+    if (run.health != nullptr) {
+      run.health->set_leader_elect(true);
+      run.health->set_elector(elector.get());
+    }
     election = std::thread([&] { elector->Run(); });
   } else {
+    if (run.health != nullptr) run.health->set_running(true);
     Status s = run.start();
     if (!s.ok()) {
       end_waiter();
       return fail("start", s);
     }
+    if (run.health != nullptr) run.health->set_synced(true);
   }
   std::printf("%s %s running against %s\n", run.command.c_str(), run.identity.c_str(),
               run.server.c_str());
@@ -87,10 +123,12 @@ int RunComponent(client::ApiClient& api, const sigset_t& signals, const Componen
     MutexLock lock(mu);
     cv.Wait(lock, [&]() DRAPLANE_REQUIRES(mu) { return stop || lost; });
   }
+  if (run.health != nullptr) run.health->set_shutting_down(true);
   run.stop();
   if (elector) {
     elector->Stop();
     election.join();
+    if (run.health != nullptr) run.health->set_elector(nullptr);
   }
   if (stop) {
     waiter.join();
@@ -131,7 +169,7 @@ void AddMetricsBindOption(CLI::App& cmd, std::string& address) {
 }
 
 StatusOr<std::unique_ptr<server::http::HttpServer>> StartMetricsEndpoint(
-    const std::string& address) {
+    const std::string& address, const ComponentHealth& health) {
   if (address.empty()) return std::unique_ptr<server::http::HttpServer>();
   server::http::HttpServerOptions options;
   DRAPLANE_RETURN_IF_ERROR(server::ParseListenAddress(address, &options.host, &options.port));
@@ -145,8 +183,8 @@ StatusOr<std::unique_ptr<server::http::HttpServer>> StartMetricsEndpoint(
     response.body = std::move(message) + "\n";
     return response;
   };
-  auto handler = [](server::http::Request request,
-                    std::shared_ptr<server::http::Exchange> exchange) {
+  auto handler = [&health](server::http::Request request,
+                           std::shared_ptr<server::http::Exchange> exchange) {
     server::http::Response response;
     if (request.method != "GET" && request.method != "HEAD") {
       response.status = 405;
@@ -155,9 +193,10 @@ StatusOr<std::unique_ptr<server::http::HttpServer>> StartMetricsEndpoint(
       response.headers.push_back({"Content-Type", std::string(metrics::kTextContentType)});
       response.body = metrics::RenderText();
     } else if (request.path == "/healthz" || request.path == "/livez" ||
-               request.path == "/readyz") {
-      response.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
-      response.body = "ok";
+               request.path == "/readyz" || request.path.starts_with("/healthz/") ||
+               request.path.starts_with("/livez/") || request.path.starts_with("/readyz/")) {
+      response =
+          server::http::AnswerHealth(request.path, request.query, health.Checks(request.path));
     } else {
       response.status = 404;
       response.body = "404 page not found\n";

@@ -5,13 +5,17 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "client/api_client.h"
+#include "client/kubeconfig.h"
+#include "client/leader_election.h"
 #include "common/status.h"
+#include "server/http/healthz.h"
 #include "server/http/http_server.h"
 
 namespace draplane::cli {
@@ -20,6 +24,38 @@ namespace draplane::cli {
 // ignores SIGPIPE; call first, before any client thread exists, and hand the set to
 // RunComponent, which waits for those signals.
 sigset_t BlockTerminationSignals();
+
+// The health checks a component's --metrics-bind-address serves (/healthz, /livez, /readyz, as
+// kube-scheduler's): `ping` and `log`; `leaderElection` under leader election (failing while this
+// replica leads but has not renewed its lease for leaseDuration + 20 s, client-go's
+// HealthzAdaptor); /readyz adds the component's sync check (kube-scheduler's
+// `sched-handler-sync`: failing from the start until the component's informers have synced;
+// a standby, which runs nothing, passes) and `shutdown` (failing once a signal asked it to stop).
+//
+// Thread-safety: the setters and Checks are safe from any thread.
+class ComponentHealth {
+ public:
+  explicit ComponentHealth(std::string sync_check) : sync_check_(std::move(sync_check)) {}
+
+  // The elector whose lease the `leaderElection` check watches; it must outlive its use here
+  // (cleared before it is destroyed).
+  void set_elector(const client::LeaderElector* elector) { elector_.store(elector); }
+  void set_leader_elect(bool leader_elect) { leader_elect_.store(leader_elect); }
+  void set_running(bool running) { running_.store(running); }
+  void set_synced(bool synced) { synced_.store(synced); }
+  void set_shutting_down(bool shutting_down) { shutting_down_.store(shutting_down); }
+
+  // The checks of `path`'s endpoint (/healthz, /livez, /readyz or one of their `/<check>`).
+  std::vector<server::http::HealthCheck> Checks(std::string_view path) const;
+
+ private:
+  const std::string sync_check_;
+  std::atomic<const client::LeaderElector*> elector_{nullptr};
+  std::atomic<bool> leader_elect_{false};
+  std::atomic<bool> running_{false};  // started (or starting) its work: not a standby
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> shutting_down_{false};
+};
 
 struct ComponentRun {
   std::string command;  // "scheduler": prefixes messages ("draplane scheduler: ...")
@@ -30,6 +66,7 @@ struct ComponentRun {
   std::string lease_namespace;
   std::function<Status()> start;
   std::function<void()> stop;
+  ComponentHealth* health = nullptr;  // told about the election, the start and the shutdown
 };
 
 // Starts the component (under leader election: when the lease is won) and waits for a signal in
@@ -55,8 +92,14 @@ void AddMetricsTenantsOption(CLI::App& cmd, std::vector<std::string>& tenants);
 void AddMetricsBindOption(CLI::App& cmd, std::string& address);
 
 // The listener of --metrics-bind-address, or null when `address` is empty; InvalidArgument for
-// a malformed address, Unavailable when it cannot be bound. Serves until destroyed.
+// a malformed address, Unavailable when it cannot be bound. Serves /metrics and `health`'s checks
+// (which must outlive the listener) until destroyed.
 StatusOr<std::unique_ptr<server::http::HttpServer>> StartMetricsEndpoint(
-    const std::string& address);
+    const std::string& address, const ComponentHealth& health);
+
+// A client for the leader election's Lease requests: `config`'s, with every request bounded by
+// the renew deadline, as kube-scheduler's leader election client (a renewal stuck on an API that
+// does not answer must fail in time for the replica to stop leading).
+StatusOr<std::unique_ptr<client::ApiClient>> CreateLeaseClient(const client::RestConfig& config);
 
 }  // namespace draplane::cli

@@ -64,8 +64,9 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
   }
   controllers::ControllerManager manager(**api, RealClock(), options);
 
+  ComponentHealth health("informer-sync");
   StatusOr<std::unique_ptr<server::http::HttpServer>> metrics =
-      StartMetricsEndpoint(flags.metrics_bind_address);
+      StartMetricsEndpoint(flags.metrics_bind_address, health);
   if (!metrics.ok()) {
     return ReportFailure("controller-manager", "--metrics-bind-address", metrics.status());
   }
@@ -79,7 +80,11 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
   run.lease_namespace = flags.lease_namespace;
   run.start = [&] { return manager.Start(); };
   run.stop = [&] { manager.Stop(); };
-  return RunComponent(**api, signals, run);
+  run.health = &health;
+  // Lease requests get their own client, bounded by the renew deadline.
+  StatusOr<std::unique_ptr<client::ApiClient>> lease_api = CreateLeaseClient(*config);
+  if (!lease_api.ok()) return ReportFailure("controller-manager", "client", lease_api.status());
+  return RunComponent(**lease_api, signals, run);
 }
 
 // The controllers inside `draplane serve` (serve_command.cc), as system:kube-controller-manager

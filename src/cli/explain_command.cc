@@ -57,6 +57,16 @@ int RunExplainPod(const ExplainFlags& flags) {
   }
 
   StatusOr<scheduler::PodExplanation> e = scheduler::ExplainPodFromApi(**api, ns, name, *features);
+  if (!e.ok() && e.status().code() == StatusCode::kFailedPrecondition &&
+      e.status().message().find("forbidden") != std::string_view::npos) {
+    // The explanation reads the whole cluster, which a tenant may not; the server computes it
+    // as its own identity for anyone who may read the Pod (pod_explanations.h).
+    return fail("pod " + ns + "/" + name,
+                Status(e.status().code(), std::string(e.status().message()) +
+                                              "; without cluster-wide read access, ask the "
+                                              "server: kubectl get podexplanation " +
+                                              name + " -n " + ns + " -o yaml"));
+  }
   if (!e.ok()) return fail_lookup("pod " + ns + "/" + name, e.status());
   std::string out = flags.output == "json" ? e->ToJson() + "\n" : e->ToText(!flags.brief);
   std::fwrite(out.data(), 1, out.size(), stdout);

@@ -79,8 +79,9 @@ int RunScheduler(const SchedulerFlags& flags) {
   options.metrics_tenants = flags.metrics_tenants;
   options.device_states_interval = std::chrono::seconds(flags.device_states_interval_seconds);
   scheduler::Scheduler sched(**api, RealClock(), options);
+  ComponentHealth health("sched-handler-sync");
   StatusOr<std::unique_ptr<server::http::HttpServer>> metrics =
-      StartMetricsEndpoint(flags.metrics_bind_address);
+      StartMetricsEndpoint(flags.metrics_bind_address, health);
   if (!metrics.ok()) return ReportFailure("scheduler", "--metrics-bind-address", metrics.status());
 
   ComponentRun run;
@@ -92,7 +93,11 @@ int RunScheduler(const SchedulerFlags& flags) {
   run.lease_namespace = flags.lease_namespace;
   run.start = [&] { return sched.Start(); };
   run.stop = [&] { sched.Stop(); };
-  return RunComponent(**api, signals, run);
+  run.health = &health;
+  // Lease requests get their own client, bounded by the renew deadline.
+  StatusOr<std::unique_ptr<client::ApiClient>> lease_api = CreateLeaseClient(*config);
+  if (!lease_api.ok()) return ReportFailure("scheduler", "client", lease_api.status());
+  return RunComponent(**lease_api, signals, run);
 }
 
 // The scheduler inside `draplane serve` (serve_command.cc), as system:kube-scheduler through the

@@ -38,7 +38,8 @@
 // Ownership: the informer keeps a reference to the ApiClient, which must outlive it. Cached
 // objects are immutable and shared (`std::shared_ptr<const T>`). Watches ask for typed events: a
 // client that keeps objects typed (the in-memory API) hands over its `T` itself, which the cache
-// keeps instead of decoding the JSON.
+// keeps instead of decoding the JSON. Cached objects have no metadata.managedFields
+// (api::DecodeOptions::drop_managed_fields, as kube-scheduler's informers strip them).
 #pragma once
 
 #include <atomic>
@@ -290,7 +291,8 @@ class Informer final : public InformerBase {
   }
 
   StatusOr<Decoded> DecodeEntry(const boost::json::value& json) const override {
-    StatusOr<std::shared_ptr<T>> object = DecodeShared<T>(json);
+    StatusOr<std::shared_ptr<T>> object =
+        DecodeShared<T>(json, api::DecodeOptions{.drop_managed_fields = true});
     if (!object.ok()) return object.status();
     Decoded out;
     out.key = ObjectKey((*object)->metadata.namespace_, (*object)->metadata.name);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <set>
 #include <thread>
 
@@ -100,6 +101,34 @@ TEST_F(InformerTest, ListsThenFollowsTheWatch) {
   EXPECT_EQ(informer.Get("ns", "b"), nullptr);
   EXPECT_EQ(informer.Get("ns", "a")->metadata.labels.at("x"), "y");
   EXPECT_EQ(informer.list_count(), 1);
+}
+
+TEST_F(InformerTest, CachedObjectsHaveNoManagedFieldsAndUpdatesFromThemKeepTheServers) {
+  ASSERT_TRUE(CreatePod("a").ok());
+  StatusOr<Pod> read = Get<Pod>(api_, "ns", "a");
+  ASSERT_TRUE(read.ok());
+  ASSERT_FALSE(read->metadata.managed_fields.empty());  // the server tracks the creator
+
+  Recorder recorder;
+  Informer<Pod> informer(api_);
+  informer.AddHandlers(recorder.Handlers());
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync());
+  EXPECT_TRUE(informer.Get("ns", "a")->metadata.managed_fields.empty());  // listed
+
+  Pod changed = *informer.Get("ns", "a");
+  changed.metadata.labels["x"] = "y";
+  ASSERT_TRUE(Update(api_, changed).ok());
+  recorder.WaitFor(2);
+  EXPECT_TRUE(informer.Get("ns", "a")->metadata.managed_fields.empty());  // watched
+  StatusOr<Pod> after = Get<Pod>(api_, "ns", "a");
+  ASSERT_TRUE(after.ok());
+  // The creator's fields stay recorded beside the update's label.
+  ASSERT_EQ(after->metadata.managed_fields.size(), 1u);
+  const std::string fields =
+      boost::json::serialize(after->metadata.managed_fields[0].fields_v1.value());
+  EXPECT_NE(fields.find("f:containers"), std::string::npos) << fields;
+  EXPECT_NE(fields.find("f:x"), std::string::npos) << fields;
 }
 
 TEST_F(InformerTest, ResumesAClosedWatchWithoutRelisting) {

@@ -2,11 +2,26 @@
 
 #include "client/typed.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/mutex.h"
 
 namespace draplane::client {
 
 using api::coordinationv1::Lease;
+
+namespace {
+
+metrics::Gauge MasterStatus(const std::string& lease_name) {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "leader_election_master_status",
+      "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
+      "indicates master. 'name' is the string used to identify the lease. Please make sure to "
+      "group by name.",
+      {"name"});
+  return family.WithLabels({lease_name});
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(ApiClient& api, const Clock& clock,
                                                                LeaderElectionConfig config) {
@@ -23,7 +38,24 @@ StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(ApiClient& api, c
 }
 
 LeaderElector::LeaderElector(ApiClient& api, const Clock& clock, LeaderElectionConfig config)
-    : api_(api), clock_(clock), config_(std::move(config)) {}
+    : api_(api), clock_(clock), config_(std::move(config)) {
+  MasterStatus(config_.lease_name).Set(0);
+}
+
+void LeaderElector::SetLeader(bool leading) {
+  if (leading) renewed_at_ns_.store(clock_.MonotonicNow().count());
+  leader_.store(leading);
+  MasterStatus(config_.lease_name).Set(leading ? 1 : 0);
+}
+
+Status LeaderElector::Check(Duration tolerance) const {
+  if (!leader_.load()) return Status::Ok();
+  const Duration since = clock_.MonotonicNow() - Duration(renewed_at_ns_.load());
+  if (since > config_.lease_duration + tolerance) {
+    return UnavailableError("failed election to renew leadership on lease " + config_.lease_name);
+  }
+  return Status::Ok();
+}
 
 StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
   api::Time now = api::Time::MicroFromTimestamp(clock_.Now());
@@ -45,7 +77,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
     if (!created.ok()) {
       if (created.status().code() == StatusCode::kAlreadyExists ||
           created.status().code() == StatusCode::kConflict) {
-        leader_.store(false);
+        SetLeader(false);
         return false;
       }
       return created.status();
@@ -53,7 +85,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
     observed_ = created->spec;
     observed_rv_ = created->metadata.resource_version;
     observed_at_ = clock_.MonotonicNow();
-    leader_.store(true);
+    SetLeader(true);
     return true;
   }
 
@@ -68,7 +100,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
   bool expired = observed_at_ + held_for <= clock_.MonotonicNow();
   bool mine = holder == config_.identity;
   if (!holder.empty() && !mine && !expired) {
-    leader_.store(false);
+    SetLeader(false);
     return false;
   }
 
@@ -83,7 +115,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
   StatusOr<Lease> updated = Update(api_, next);
   if (!updated.ok()) {
     if (updated.status().code() == StatusCode::kConflict) {
-      leader_.store(false);
+      SetLeader(false);
       return false;
     }
     return updated.status();
@@ -91,7 +123,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
   observed_ = updated->spec;
   observed_rv_ = updated->metadata.resource_version;
   observed_at_ = clock_.MonotonicNow();
-  leader_.store(true);
+  SetLeader(true);
   return true;
 }
 
@@ -100,7 +132,7 @@ Status LeaderElector::Release() {
   StatusOr<Lease> current = Get<Lease>(api_, config_.lease_namespace, config_.lease_name);
   if (!current.ok()) return current.status();
   if (current->spec.holder_identity.value_or("") != config_.identity) {
-    leader_.store(false);
+    SetLeader(false);
     return Status::Ok();
   }
   Lease next = *current;
@@ -108,7 +140,7 @@ Status LeaderElector::Release() {
   next.spec.lease_duration_seconds = 1;
   next.spec.renew_time = api::Time::MicroFromTimestamp(clock_.Now());
   StatusOr<Lease> updated = Update(api_, next);
-  leader_.store(false);
+  SetLeader(false);
   return updated.status();
 }
 
@@ -146,10 +178,12 @@ void LeaderElector::Run() {
       continue;
     }
     if (renewed.ok() && !*renewed) break;  // someone else holds it now
+    log::Warning("leader election {}: renewing the lease: {}", config_.lease_name,
+                 renewed.status().ToString());
     if (clock_.MonotonicNow() - last_renew >= config_.renew_deadline) break;
   }
   if (stopped) Release().IgnoreError();  // best effort: the lease expires anyway
-  leader_.store(false);
+  SetLeader(false);
   log::Info("leader election {}: {} stopped leading", config_.lease_name, config_.identity);
   if (config_.on_stopped_leading) config_.on_stopped_leading();
 }

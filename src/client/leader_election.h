@@ -21,7 +21,11 @@
 // Time: decisions read the injected Clock; Run() paces itself with real waits (Stop() interrupts
 // them). Tests drive TryAcquireOrRenew() directly with a ManualClock.
 //
-// Thread-safety: TryAcquireOrRenew and Run are called from one thread; IsLeader and Stop from any.
+// Metrics: leader_election_master_status{name} (client-go's): 1 while this replica leads the
+// lease `name`, 0 while it does not.
+//
+// Thread-safety: TryAcquireOrRenew and Run are called from one thread; IsLeader, Check and Stop
+// from any.
 #pragma once
 
 #include <atomic>
@@ -66,6 +70,10 @@ class LeaderElector {
   void Stop();
   bool IsLeader() const { return leader_.load(); }
   const std::string& identity() const { return config_.identity; }
+  // The `leaderElection` health check (client-go's HealthzAdaptor): failing while this replica
+  // leads but has not renewed the lease for leaseDuration + `tolerance` (a renewal stuck on an
+  // API that does not answer); OK otherwise, a standby included.
+  Status Check(Duration tolerance) const;
 
  private:
   LeaderElector(ApiClient& api, const Clock& clock, LeaderElectionConfig config);
@@ -78,7 +86,12 @@ class LeaderElector {
   std::optional<api::coordinationv1::LeaseSpec> observed_;
   Duration observed_at_{0};  // monotonic
   std::string observed_rv_;
+  // Sets leader_ and the leader_election_master_status gauge; a renewal (leading) also dates
+  // renewed_at_.
+  void SetLeader(bool leading);
+
   std::atomic<bool> leader_{false};
+  std::atomic<int64_t> renewed_at_ns_{0};  // monotonic, of the last acquire or renewal
   Mutex mu_;
   CondVar cv_;
   bool stopping_ DRAPLANE_GUARDED_BY(mu_) = false;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "client/typed.h"
+#include "common/metrics.h"
 #include "testing/test_api.h"
 
 namespace draplane::client {
@@ -55,6 +56,34 @@ TEST_F(LeaderElectionTest, OneReplicaLeadsUntilItsLeaseExpires) {
   // a comes back and finds b holding a fresh lease.
   EXPECT_EQ(a->TryAcquireOrRenew().value_or(true), false);
   EXPECT_FALSE(a->IsLeader());
+}
+
+// client-go's HealthzAdaptor: the leaderElection health check fails while this replica leads
+// but has not renewed for leaseDuration + the tolerance; a standby always passes. The
+// leader_election_master_status gauge says which replica leads.
+TEST_F(LeaderElectionTest, TheHealthCheckFailsWhileTheLeaderCannotRenew) {
+  ManualClock clock_a;
+  ManualClock clock_b;
+  auto a = Elector("a", clock_a);
+  auto b = Elector("b", clock_b);
+  ASSERT_EQ(a->TryAcquireOrRenew().value_or(false), true);
+  ASSERT_EQ(b->TryAcquireOrRenew().value_or(true), false);
+  EXPECT_TRUE(a->Check(seconds(20)).ok());
+  EXPECT_TRUE(b->Check(seconds(20)).ok());
+  EXPECT_NE(
+      metrics::RenderText().find("leader_election_master_status{name=\"draplane-scheduler\"}"),
+      std::string::npos);
+
+  clock_a.Advance(seconds(35));  // the lease's 15 s + 20 s: still within
+  EXPECT_TRUE(a->Check(seconds(20)).ok());
+  clock_a.Advance(seconds(1));
+  Status failing = a->Check(seconds(20));
+  EXPECT_EQ(failing.message(), "failed election to renew leadership on lease draplane-scheduler");
+  clock_b.Advance(seconds(36));
+  EXPECT_TRUE(b->Check(seconds(20)).ok());
+
+  ASSERT_EQ(a->TryAcquireOrRenew().value_or(false), true);  // a renewal heals it
+  EXPECT_TRUE(a->Check(seconds(20)).ok());
 }
 
 TEST_F(LeaderElectionTest, ReleaseHandsOverAtOnce) {

@@ -43,10 +43,11 @@ StatusOr<T> DecodeAs(const boost::json::value& json) {
 
 // DecodeAs into a new shared object (no moves of the decoded object: the informers' cache entry).
 template <typename T>
-StatusOr<std::shared_ptr<T>> DecodeShared(const boost::json::value& json) {
+StatusOr<std::shared_ptr<T>> DecodeShared(const boost::json::value& json,
+                                          const api::DecodeOptions& options = {}) {
   auto out = std::make_shared<T>();
   api::FieldErrorList errors;
-  Decode(json, out.get(), &errors);
+  Decode(json, out.get(), &errors, options);
   if (!errors.empty()) return DecodeError<T>(errors);
   return out;
 }

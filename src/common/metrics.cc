@@ -6,8 +6,13 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -283,8 +288,76 @@ std::string_view TenantLabels::Of(std::string_view namespace_) const {
   return it != allowlist_.end() && *it == namespace_ ? std::string_view(*it) : kOther;
 }
 
+namespace {
+
+prometheus::MetricFamily ProcessFamily(std::string name, std::string help,
+                                       prometheus::MetricType type, double value) {
+  prometheus::MetricFamily family{std::move(name), std::move(help), type, {}};
+  prometheus::ClientMetric& metric = family.metric.emplace_back();
+  if (type == prometheus::MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  return family;
+}
+
+// The process families every Kubernetes component exports (the Prometheus client's process
+// collector, under its names), read from /proc at scrape time; none when /proc is unreadable.
+std::vector<prometheus::MetricFamily> ProcessFamilies() {
+  std::vector<prometheus::MetricFamily> out;
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // Fields after the command (which may hold spaces), from field 3 (state) on.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return out;
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f((std::istream_iterator<std::string>(fields)),
+                             std::istream_iterator<std::string>());
+  if (f.size() < 22) return out;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  // f[i] is field i + 3: utime 14, stime 15, starttime 22, vsize 23, rss 24.
+  const double cpu = (std::stod(f[11]) + std::stod(f[12])) / ticks;
+  double boot = 0;
+  std::ifstream proc_stat("/proc/stat");
+  for (std::string line; std::getline(proc_stat, line);) {
+    if (line.starts_with("btime ")) boot = std::stod(line.substr(6));
+  }
+  out.push_back(ProcessFamily("process_cpu_seconds_total",
+                              "Total user and system CPU time spent in seconds.",
+                              prometheus::MetricType::Counter, cpu));
+  out.push_back(ProcessFamily("process_start_time_seconds",
+                              "Start time of the process since unix epoch in seconds.",
+                              prometheus::MetricType::Gauge, boot + std::stod(f[19]) / ticks));
+  out.push_back(ProcessFamily("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                              prometheus::MetricType::Gauge, std::stod(f[20])));
+  out.push_back(ProcessFamily("process_resident_memory_bytes", "Resident memory size in bytes.",
+                              prometheus::MetricType::Gauge, std::stod(f[21]) * page));
+  std::error_code ec;
+  double fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++fds;
+  }
+  out.push_back(ProcessFamily("process_open_fds", "Number of open file descriptors.",
+                              prometheus::MetricType::Gauge, fds));
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    out.push_back(ProcessFamily("process_max_fds", "Maximum number of open file descriptors.",
+                                prometheus::MetricType::Gauge,
+                                static_cast<double>(limit.rlim_cur)));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string RenderText() {
   std::vector<prometheus::MetricFamily> collected = GlobalRegistry().registry.Collect();
+  for (prometheus::MetricFamily& family : ProcessFamilies()) {
+    collected.push_back(std::move(family));
+  }
   std::stable_sort(collected.begin(), collected.end(),
                    [](const prometheus::MetricFamily& a, const prometheus::MetricFamily& b) {
                      return a.name < b.name;

@@ -130,6 +130,23 @@ TEST(MetricsTest, ExponentialBucketsMultiply) {
   EXPECT_EQ(LatencyBuckets().front(), 50e-6);
 }
 
+// The Prometheus client's process families, as every Kubernetes component exports them.
+TEST(MetricsTest, ProcessFamiliesAreExported) {
+  const std::string text = RenderText();
+  auto value = [&](const std::string& name) {
+    size_t at = text.find("\n" + name + " ");
+    EXPECT_NE(at, std::string::npos) << name;
+    return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
+  };
+  EXPECT_GT(value("process_resident_memory_bytes"), 0);
+  EXPECT_GT(value("process_virtual_memory_bytes"), 0);
+  EXPECT_GT(value("process_open_fds"), 0);
+  EXPECT_GT(value("process_max_fds"), 0);
+  EXPECT_GT(value("process_start_time_seconds"), 1.5e9);  // after 2017
+  EXPECT_GE(value("process_cpu_seconds_total"), 0);
+  EXPECT_NE(text.find("# TYPE process_cpu_seconds_total counter"), std::string::npos);
+}
+
 TEST(MetricsDeathTest, SameNameWithDifferentLabelsAborts) {
   NewCounterFamily("draplane_test_shape_total", "Shape.", {"a"});
   EXPECT_DEATH(NewCounterFamily("draplane_test_shape_total", "Shape.", {"b"}), "different shapes");

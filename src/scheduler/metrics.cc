@@ -19,7 +19,7 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
   metrics::HistogramFamily attempt = metrics::NewHistogramFamily(
       "scheduler_scheduling_attempt_duration_seconds",
       "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-      {"result", "profile"}, metrics::ExponentialBuckets(0.00001, 2, 20));
+      {"result", "profile"}, metrics::ExponentialBuckets(0.001, 2, 15));
   SchedulerMetrics m{
       .attempts_scheduled = attempts.WithLabels({"scheduled", profile}),
       .attempts_unschedulable = attempts.WithLabels({"unschedulable", profile}),
@@ -35,7 +35,12 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
           "scheduler_pod_scheduling_sli_duration_seconds",
           "E2e latency for a pod being scheduled, from the time the pod enters the scheduling "
           "queue and might involve multiple scheduling attempts.",
-          {"attempts"}, metrics::ExponentialBuckets(0.001, 2, 20)),
+          {"attempts"}, metrics::ExponentialBuckets(0.01, 2, 20)),
+      .scheduling_attempts =
+          metrics::NewHistogramFamily("scheduler_pod_scheduling_attempts",
+                                      "Number of attempts to successfully schedule a pod.", {},
+                                      metrics::ExponentialBuckets(1, 2, 5))
+              .WithLabels(std::vector<std::string>{}),
       .plugin_seconds = metrics::NewHistogramFamily(
           "scheduler_plugin_execution_duration_seconds",
           "Duration for running a plugin at a specific extension point.",

@@ -4,6 +4,7 @@
 //   scheduler_pending_pods{queue}                                active|backoff|unschedulable|gated
 //   scheduler_scheduling_attempt_duration_seconds{result,profile}
 //   scheduler_pod_scheduling_sli_duration_seconds{attempts}    first enqueue -> bound
+//   scheduler_pod_scheduling_attempts                          attempts of each bound Pod
 //   scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}
 //        every plugin call at PreFilter, PreScore, Filter and Score (one per node), PostFilter,
 //        Reserve, PreBind and Bind of one attempt in ten, as upstream samples plugin metrics
@@ -70,6 +71,7 @@ struct SchedulerMetrics {
   metrics::Histogram attempt_unschedulable_seconds;
   metrics::Histogram attempt_error_seconds;
   metrics::HistogramFamily sli_seconds;
+  metrics::Histogram scheduling_attempts;
   metrics::HistogramFamily plugin_seconds;
   metrics::Histogram claim_allocation_seconds;
   metrics::CounterFamily allocations;

@@ -1475,6 +1475,7 @@ void Scheduler::FinishBinding(std::shared_ptr<Binding> binding, PluginStatus sta
           std::chrono::duration<double>(clock_.MonotonicNow() - f->second).count();
       metrics_.sli_seconds.WithLabels({std::to_string(std::min(binding->info.attempts, 15))})
           .Observe(waited);
+      metrics_.scheduling_attempts.Observe(binding->info.attempts);
       std::string first_class = RequestedClasses(pod).first;
       metrics_.wait_seconds
           .WithLabels({tenants_.Of(pod.metadata.namespace_),
@@ -1905,7 +1906,11 @@ void Scheduler::CountFailedRequests(const Pod& pod, std::string_view result) {
                                    : (request.first_available.empty()
                                           ? request.name
                                           : request.first_available.front().device_class_name);
-      metrics_.allocations.WithLabels({cls, "none", result}).Increment();
+      // A claim may name any class: one series per made-up name would let a tenant grow the
+      // series without limit, so classes the cluster does not have count as "unknown".
+      std::string_view label =
+          cluster_.FindClass(cls) != nullptr ? std::string_view(cls) : "unknown";
+      metrics_.allocations.WithLabels({label, "none", result}).Increment();
     }
   }
 }

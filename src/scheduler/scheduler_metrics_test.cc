@@ -17,6 +17,7 @@ namespace {
 using draplane::testing::Cluster;
 using draplane::testing::DeviceSpec;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Polls /metrics until it contains every one of `wanted` (60 s guards against hangs).
 std::string WaitForMetrics(const std::vector<std::string>& wanted) {
@@ -137,6 +138,17 @@ TEST_F(SchedulerMetricsTest, AllocationsPendingReasonsAndDeviceStates) {
   EXPECT_THAT(text, HasSubstr("draplane_devices{device_class=\"metrics-gpu\",driver=\"metrics."
                               "example.com\",state=\"fragmented\"} 1"));
   EXPECT_THAT(text, HasSubstr("draplane_device_states_shapes{outcome=\"evaluated\"} 1"));
+
+  // Claims naming classes the cluster does not have: one "unknown" series, not one per name.
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "junk-" + std::to_string(i);
+    cluster_.Claim(cluster_.ClaimSpec(name, "junk-class-" + std::to_string(i)));
+    cluster_.Pod(cluster_.PodSpec(name, {name}));
+  }
+  text =
+      WaitForMetrics({"draplane_allocations_total{device_class=\"unknown\","
+                      "result=\"unschedulable\",subrequest_index=\"none\"}"});
+  EXPECT_THAT(text, Not(HasSubstr("junk-class")));
 }
 
 // Every change of why a Pod waits moves it between series: gated Pods whose gates are lifted

@@ -67,6 +67,10 @@ TEST_F(ServerMetricsTest, RequestsCountByVerbResourceAndCodeWithBoundedLabels) {
                R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}})")
                 .status,
             201);
+  ASSERT_EQ(Do("POST", "/api/v1/namespaces?dryRun=All&fieldManager=kubectl-create",
+               R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-b"}})")
+                .status,
+            201);
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(Do("GET", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims").status, 200);
   }
@@ -100,6 +104,21 @@ TEST_F(ServerMetricsTest, RequestsCountByVerbResourceAndCodeWithBoundedLabels) {
               HasSubstr("apiserver_request_duration_seconds_count{component=\"apiserver\","
                         "dry_run=\"\",group=\"resource.k8s.io\",resource=\"resourceclaims\","
                         "scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\"} 3"));
+  EXPECT_THAT(text,
+              HasSubstr("apiserver_request_total{code=\"201\",component=\"apiserver\","
+                        "dry_run=\"All\",group=\"\",resource=\"namespaces\",scope=\"resource\","
+                        "subresource=\"\",verb=\"POST\",version=\"v1\"} 1"));
+  // Upstream's buckets: the SLO queries read le="1", "5" and "30".
+  EXPECT_THAT(
+      text,
+      HasSubstr("apiserver_request_duration_seconds_bucket{component=\"apiserver\","
+                "dry_run=\"\",group=\"resource.k8s.io\",resource=\"resourceclaims\","
+                "scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\",le=\"1\"} 3"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("apiserver_request_sli_duration_seconds_bucket{component=\"apiserver\","
+                "group=\"resource.k8s.io\",resource=\"resourceclaims\","
+                "scope=\"namespace\",subresource=\"\",verb=\"LIST\",version=\"v1\",le=\"30\"} 3"));
   EXPECT_THAT(text, Not(HasSubstr("invented")));
   EXPECT_THAT(text, Not(HasSubstr("things")));
   EXPECT_THAT(text, Not(HasSubstr("secret")));

@@ -114,8 +114,17 @@ StatusOr<std::vector<std::string>> SelectNodes(const json::value* value, const s
   if (selector_text) {
     StatusOr<api::labels::Selector> selector = api::labels::Parse(*selector_text);
     if (!selector.ok()) return selector.status().WithPrefix(path + ".selector");
+    bool matched = false;
     for (const auto& [name, labels] : nodes) {
-      if (selector->Matches(labels)) chosen.insert(name);
+      if (!selector->Matches(labels)) continue;
+      chosen.insert(name);
+      matched = true;
+    }
+    // A selector that matches nothing is a typo more often than a plan: a change that silently
+    // changes nothing would compare as "no impact".
+    if (!matched) {
+      return InvalidArgumentError(path + ".selector: Invalid value: \"" + *selector_text +
+                                  "\": matches no node of the cluster");
     }
   }
   std::vector<std::string> out(chosen.begin(), chosen.end());
@@ -360,6 +369,106 @@ Status ApplyStep(const json::value& step, const std::string& path, Cluster* clus
                               "setLabels, setTaints, removeNodes, addNodes, apply, delete");
 }
 
+// What a dump must hold for the simulation to start from the cluster it shows: every claim a
+// running Pod uses (without it the Pod's devices would count as free), every allocated device in
+// a ResourceSlice, and no device allocated twice. A dump that breaks one is an input error, named
+// as such, never a simulation result.
+Status CheckClusterInput(const Cluster& cluster) {
+  std::set<std::string> claims;                        // "ns/name"
+  std::map<std::string, std::set<std::string>> pools;  // "driver/pool" -> device names
+  for (const json::object& o : cluster.objects) {
+    const std::string kind = Str(o, "kind");
+    if (kind == "ResourceClaim") {
+      claims.insert(MetaField(o, "namespace") + "/" + MetaField(o, "name"));
+    }
+    if (kind != "ResourceSlice") continue;
+    const json::object* spec = Obj(o, "spec");
+    if (spec == nullptr) continue;
+    const json::object* pool = Obj(*spec, "pool");
+    std::set<std::string>& devices =
+        pools[Str(*spec, "driver") + "/" + (pool != nullptr ? Str(*pool, "name") : "")];
+    if (const json::array* list = Arr(*spec, "devices")) {
+      for (const json::value& d : *list) {
+        if (d.is_object()) devices.insert(Str(d.as_object(), "name"));
+      }
+    }
+  }
+  std::map<std::string, std::string> holder;  // "driver/pool/device" -> claim holding it whole
+  for (const json::object& o : cluster.objects) {
+    const std::string kind = Str(o, "kind");
+    const std::string id = kind + " " + MetaField(o, "namespace") + "/" + MetaField(o, "name");
+    if (kind == "Pod") {
+      const json::object* spec = Obj(o, "spec");
+      const json::object* status = Obj(o, "status");
+      const std::string phase = status != nullptr ? Str(*status, "phase") : "";
+      if (spec == nullptr || Str(*spec, "nodeName").empty() || phase == "Succeeded" ||
+          phase == "Failed") {
+        continue;
+      }
+      // The claims it uses: named in the spec, or generated from a template (its status).
+      std::vector<std::pair<std::string, std::string>> used;  // field path, claim name
+      if (const json::array* entries = Arr(*spec, "resourceClaims")) {
+        for (size_t i = 0; i < entries->size(); ++i) {
+          if (!(*entries)[i].is_object()) continue;
+          std::string name = Str((*entries)[i].as_object(), "resourceClaimName");
+          if (!name.empty()) {
+            used.emplace_back("spec.resourceClaims[" + std::to_string(i) + "]", name);
+          }
+        }
+      }
+      if (const json::array* entries =
+              status != nullptr ? Arr(*status, "resourceClaimStatuses") : nullptr) {
+        for (size_t i = 0; i < entries->size(); ++i) {
+          if (!(*entries)[i].is_object()) continue;
+          std::string name = Str((*entries)[i].as_object(), "resourceClaimName");
+          if (!name.empty()) {
+            used.emplace_back("status.resourceClaimStatuses[" + std::to_string(i) + "]", name);
+          }
+        }
+      }
+      for (const auto& [path, name] : used) {
+        const std::string key = MetaField(o, "namespace") + "/" + name;
+        if (!claims.contains(key)) {
+          return InvalidArgumentError(
+              id + ": " + path + ": the running Pod uses ResourceClaim " + key +
+              ", which the cluster input does not hold (dump resourceclaims with the Pods, or "
+              "its devices count as free)");
+        }
+      }
+      continue;
+    }
+    if (kind != "ResourceClaim") continue;
+    const json::object* status = Obj(o, "status");
+    const json::object* allocation = status != nullptr ? Obj(*status, "allocation") : nullptr;
+    const json::object* devices = allocation != nullptr ? Obj(*allocation, "devices") : nullptr;
+    const json::array* results = devices != nullptr ? Arr(*devices, "results") : nullptr;
+    if (results == nullptr) continue;
+    for (size_t i = 0; i < results->size(); ++i) {
+      if (!(*results)[i].is_object()) continue;
+      const json::object& r = (*results)[i].as_object();
+      const std::string pool = Str(r, "driver") + "/" + Str(r, "pool");
+      const std::string device = pool + "/" + Str(r, "device");
+      const std::string path = "status.allocation.devices.results[" + std::to_string(i) + "]";
+      auto known = pools.find(pool);
+      if (known == pools.end() || !known->second.contains(Str(r, "device"))) {
+        return InvalidArgumentError(id + ": " + path + ": device " + device +
+                                    " is in no ResourceSlice of the cluster input");
+      }
+      const json::value* admin = r.if_contains("adminAccess");
+      if (!Str(r, "shareID").empty() ||
+          (admin != nullptr && admin->is_bool() && admin->as_bool())) {
+        continue;  // a share of a multi-allocatable device, or admin access: not exclusive
+      }
+      auto [it, first] = holder.emplace(device, id);
+      if (!first && it->second != id) {
+        return InvalidArgumentError(id + ": " + path + ": device " + device + " is allocated to " +
+                                    it->second + " too");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string ObjectIdentity(const json::object& object) {
@@ -412,6 +521,7 @@ StatusOr<Cluster> LoadCluster(const std::vector<std::string>& paths) {
       cluster.objects.push_back(std::move(object));
     }
   }
+  DRAPLANE_RETURN_IF_ERROR(CheckClusterInput(cluster));
   SortByKind(&cluster);
   return cluster;
 }

@@ -142,6 +142,7 @@ json::value PlacementJson(const Placement& p) {
   if (p.bound >= 0) {
     o["node"] = p.node;
     o["bound"] = Round(p.bound);
+    if (p.deleted >= 0) o["deleted"] = Round(p.deleted);
     json::array devices;
     for (const std::string& d : p.devices) devices.push_back(json::string(d));
     o["devices"] = std::move(devices);
@@ -168,11 +169,10 @@ json::value JsonReport(const Report& r, bool wall) {
   out["virtualSeconds"] = Round(r.virtual_seconds);
   out["nodes"] = r.nodes;
   out["offeredDevices"] = Round(r.offered_units);
-  out["pods"] = json::object{{"submitted", r.submitted},
-                             {"scheduled", r.scheduled},
-                             {"unscheduled", r.unscheduled},
-                             {"completed", r.completed},
-                             {"runningAtEnd", r.running_at_end}};
+  out["pods"] = json::object{
+      {"submitted", r.submitted},         {"scheduled", r.scheduled},
+      {"unscheduled", r.unscheduled},     {"completed", r.completed},
+      {"runningAtEnd", r.running_at_end}, {"deletedWhileRunning", r.deleted_while_running}};
   json::array reasons;
   for (const UnscheduledReason& u : r.unscheduled_reasons) {
     reasons.push_back(
@@ -255,11 +255,22 @@ std::string TextReport(const Report& r) {
   std::string pods = std::to_string(r.submitted) + " submitted, " + std::to_string(r.scheduled) +
                      " scheduled, " + std::to_string(r.unscheduled) + " unscheduled";
   if (!r.unscheduled_reasons.empty()) {
+    // One count per reason: the entries differ by message (which names claims and nodes), shown
+    // below and in the JSON report.
+    std::vector<std::pair<std::string, int64_t>> by_reason;
+    for (const UnscheduledReason& u : r.unscheduled_reasons) {
+      auto it = std::find_if(by_reason.begin(), by_reason.end(),
+                             [&](const auto& entry) { return entry.first == u.reason; });
+      if (it == by_reason.end()) {
+        by_reason.emplace_back(u.reason, u.count);
+      } else {
+        it->second += u.count;
+      }
+    }
     pods += " (";
-    for (size_t i = 0; i < r.unscheduled_reasons.size(); ++i) {
+    for (size_t i = 0; i < by_reason.size(); ++i) {
       if (i > 0) pods += ", ";
-      pods +=
-          r.unscheduled_reasons[i].reason + " " + std::to_string(r.unscheduled_reasons[i].count);
+      pods += by_reason[i].first + " " + std::to_string(by_reason[i].second);
     }
     pods += ")";
   }

@@ -54,6 +54,7 @@ struct Placement {
   std::string node;
   double arrived = 0;                // virtual seconds
   double bound = -1;                 // -1: never bound
+  double deleted = -1;               // when deleted while running; -1: not
   std::vector<std::string> devices;  // driver/pool/device
   std::vector<std::string> tiers;    // "claim/request -> subrequest"
   std::string reason;                // when unscheduled
@@ -98,6 +99,7 @@ struct Report {
   int64_t unscheduled = 0;
   int64_t completed = 0;
   int64_t running_at_end = 0;
+  int64_t deleted_while_running = 0;  // bound, then deleted before completing (deleteAfter)
   std::vector<UnscheduledReason> unscheduled_reasons;
   Percentiles wait;
 

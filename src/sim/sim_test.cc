@@ -558,6 +558,41 @@ arrivals:
                 {"ClaimNotCreated", 1}, {"DeletedWhilePending", 1}, {"Unschedulable", 1}}));
 }
 
+// A running Pod deleted by its deleteAfter before its duration ended is counted as such, with
+// when: every scheduled Pod is completed, running at the end, or deleted while running.
+TEST(SimulationTest, APodDeletedWhileRunningIsCountedWithItsDeletion) {
+  Cluster cluster = TinyCluster();
+  Trace trace = ParseOrDie(R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+horizon: 30m
+claimTemplates:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: one, namespace: ns}
+  spec: {spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}}
+arrivals:
+- at: 0s
+  namespace: ns
+  duration: 1h
+  deleteAfter: 10m
+  pod:
+    metadata: {name: cut-short}
+    spec:
+      containers: [{name: c, image: x}]
+      resourceClaims: [{name: r, resourceClaimTemplateName: one}]
+)");
+  StatusOr<Report> report = RunSimulation(cluster, trace, RunOptions{.placements = true});
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->conservation.ok()) << Json(*report);
+  EXPECT_EQ(report->scheduled, 1) << Json(*report);
+  EXPECT_EQ(report->completed, 0);
+  EXPECT_EQ(report->running_at_end, 0);
+  EXPECT_EQ(report->deleted_while_running, 1);
+  ASSERT_EQ(report->placements.size(), 1u);
+  EXPECT_DOUBLE_EQ(report->placements[0].deleted, 600);
+}
+
 // A ResourceQuota in the default mode is the API server's admission: a claim the quota has no
 // room for is refused when the resourceclaim controller creates it, the controller retries, and
 // the devices of finished Pods' claims come back to the quota.
@@ -794,12 +829,30 @@ claimTemplates:
   EXPECT_EQ(report->placements[0].devices, std::vector<std::string>{"gpu.example.com/n1/g0"})
       << Json(*report);
 
+  // A dump that shows no consistent cluster is an input error naming what is wrong, not a run
+  // whose conservation check fails: a device allocated to two claims, a device no slice has, a
+  // running Pod whose claim the dump lacks (its device would count as free).
   StatusOr<Cluster> corrupt = LoadCluster({WriteTemp("dump2.yaml", node + second)});
-  ASSERT_TRUE(corrupt.ok());
-  StatusOr<Report> bad = RunSimulation(*corrupt, trace, RunOptions{});
-  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
-  EXPECT_FALSE(bad->conservation.ok());
-  EXPECT_EQ(bad->conservation.double_allocations, 1);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_EQ(corrupt.status().message(),
+            "ResourceClaim ns/stolen: status.allocation.devices.results[0]: device "
+            "gpu.example.com/n1/g0 is allocated to ResourceClaim ns/held too");
+  std::string ghost = node;
+  ghost.replace(ghost.find("device: g0}"), 11, "device: g9}");
+  StatusOr<Cluster> ghosted = LoadCluster({WriteTemp("dump3.yaml", ghost)});
+  ASSERT_FALSE(ghosted.ok());
+  EXPECT_EQ(ghosted.status().message(),
+            "ResourceClaim ns/held: status.allocation.devices.results[0]: device "
+            "gpu.example.com/n1/g9 is in no ResourceSlice of the cluster input");
+  std::string claimless =
+      node.substr(0, node.find("- apiVersion: resource.k8s.io/v1\n  kind: ResourceClaim\n"));
+  StatusOr<Cluster> orphan = LoadCluster({WriteTemp("dump4.yaml", claimless)});
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_NE(orphan.status().message().find(
+                "Pod ns/runner: spec.resourceClaims[0]: the running Pod uses ResourceClaim "
+                "ns/held, which the cluster input does not hold"),
+            std::string::npos)
+      << orphan.status().ToString();
 
   // A `running` entry that names no running Pod of the dump is a mistake, not a default.
   Trace misspelled = trace;
@@ -1159,6 +1212,19 @@ changes:
   ASSERT_TRUE(missing.ok());
   Status s = ApplyClusterChange(missing->changes[0], &changed);
   EXPECT_NE(s.message().find("changes[0].removeNodes.nodes.names: Not found: \"nope\""),
+            std::string::npos)
+      << s.ToString();
+  // A selector that matches no node is a mistyped change, not one without effect.
+  StatusOr<Configuration> typo = LoadConfiguration({WriteTemp("typo-change.yaml", R"(
+apiVersion: draplane.dev/v1alpha1
+kind: ClusterChange
+changes:
+- removeNodes: {nodes: {selector: "accelerator=a1000"}}
+)")});
+  ASSERT_TRUE(typo.ok());
+  s = ApplyClusterChange(typo->changes[0], &changed);
+  EXPECT_NE(s.message().find("changes[0].removeNodes.nodes.selector: Invalid value: "
+                             "\"accelerator=a1000\": matches no node of the cluster"),
             std::string::npos)
       << s.ToString();
   // Labels and taints are held to the API server's Node rules.

@@ -245,6 +245,20 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   // Pods arriving after the run stops are never submitted: they are not expanded either.
   DRAPLANE_ASSIGN_OR_RETURN(
       arrivals_, ExpandTrace(trace_, seed_, options_.until ? options_.until : trace_.horizon));
+  // A Pod of the trace named as one of the cluster's would be refused by the API at its arrival
+  // (a recording of this very cluster replayed on its dump): an input error, not a result.
+  std::set<std::string> cluster_pods;
+  for (const json::object& o : cluster.objects) {
+    if (Str(o, "kind") == "Pod")
+      cluster_pods.insert(MetaField(o, "namespace") + "/" + MetaField(o, "name"));
+  }
+  for (const PodArrival& a : arrivals_) {
+    if (!a.name.empty() && cluster_pods.contains(a.namespace_ + "/" + a.name)) {
+      return InvalidArgumentError("workload " + a.source + ": Pod " + a.namespace_ + "/" + a.name +
+                                  " arrives in the trace but the cluster input holds it already "
+                                  "(names must be unique in a namespace)");
+    }
+  }
 
   // Namespaces: those the cluster defines, then every other one in use.
   std::set<std::string> namespaces;

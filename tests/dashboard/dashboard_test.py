@@ -197,6 +197,24 @@ try:
                                                         "'figure.tiers svg.chart desc').textContent")
                   for t, n in expected_mix.items()),
           "the tier chart is an image described by its present counts")
+    # The Pending Pods card counts every Pod without a node, as kubectl and the Pending view do
+    # (also those the scheduler has not tried, which carry no PodScheduled condition).
+    def card_count(title):
+        return browser.evaluate(admin, "Number([...document.querySelectorAll('.card')].find("
+                                       f"c => c.firstChild.textContent === '{title}')"
+                                       "?.lastChild.textContent)")
+
+    expected_pending, shown_pending = None, None
+    for _ in range(40):  # a guard against hangs, not a timing
+        expected_pending = sum(1 for p in json.loads(kubectl("get", "pods", "-A", "-o", "json"))["items"]
+                               if not p["spec"].get("nodeName"))
+        shown_pending = card_count("Pending Pods")
+        if shown_pending == expected_pending:
+            break
+        browser.evaluate(admin, "new Promise(r => setTimeout(r, 500))")
+    check(shown_pending == expected_pending and expected_pending > 0,
+          f"the Pending Pods card counts the Pods without a node: {shown_pending} "
+          f"(kubectl: {expected_pending})")
     browser.screenshot(admin, os.path.join(out_dir, "overview.png"))
 
     # Tenants: the waits of a tenant's Pending Pods (unscheduled), oldest and median, from their

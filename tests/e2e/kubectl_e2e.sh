@@ -34,6 +34,11 @@ step "namespaces (kubectl create sends protobuf)"
 k create namespace team-llm >/dev/null
 k create namespace team-vision >/dev/null
 expect_contains "$(k get namespaces)" "team-vision"
+# Go's protobuf writes every scalar; the empty ones of omitempty fields are absent, as upstream.
+ns_yaml=$(k get namespace team-llm -o yaml --show-managed-fields)
+expect_not_contains "$ns_yaml" "generateName"
+expect_contains "$ns_yaml" "manager: kubectl-create"
+expect_contains "$ns_yaml" "f:kubernetes.io/metadata.name: {}"
 
 step "apply -f every example manifest"
 for f in "$SRC"/examples/*.yaml; do
@@ -132,9 +137,12 @@ k patch deviceclass legacy-gpu --type=json -p '[{"op":"add","path":"/spec/select
   fail "a spec change did not bump the generation"
 
 step "apply an edited manifest (client-side apply: last-applied-configuration + patch)"
-sed 's/dra.draplane.dev\/tier: premium/dra.draplane.dev\/tier: standard/' \
+sed 's/^  name: gpu.nvidia.com$/  name: gpu.nvidia.com\n  labels: {tier: standard}/' \
   "$SRC/examples/deviceclasses.yaml" >"$e2e_work/classes.yaml"
+grep -q "tier: standard" "$e2e_work/classes.yaml" || fail "the edit of the manifest changed nothing"
 k apply -f "$e2e_work/classes.yaml" >/dev/null
+[ "$(k get deviceclass gpu.nvidia.com -o jsonpath='{.metadata.labels.tier}')" = "standard" ] ||
+  fail "client-side apply did not apply the edited label"
 expect_contains "$(k get deviceclass gpu.nvidia.com -o jsonpath='{.metadata.annotations}')" "kubectl.kubernetes.io/last-applied-configuration"
 
 step "edit with EDITOR=true (no change)"
@@ -444,6 +452,10 @@ expect_contains "$(k auth whoami)" "admin"
 step "a tenant identity (token from draplane kubeconfig)"
 "$DRAPLANE" kubeconfig --data-dir "$data" --user alice --groups tenants >"$e2e_work/alice.kubeconfig"
 k create rolebinding alice-tenant --clusterrole=draplane:tenant --user=alice -n team-llm >/dev/null
+# roleRef.apiGroup and a subject's kind and name have no omitempty: they stay even when empty.
+binding_json=$(k get rolebinding alice-tenant -n team-llm -o json)
+expect_contains "$binding_json" '"apiGroup": "rbac.authorization.k8s.io"'
+expect_not_contains "$binding_json" '"namespace": ""'
 alice() { kubectl --kubeconfig "$e2e_work/alice.kubeconfig" "$@"; }
 expect_contains "$(alice get resourceclaims -n team-llm)" "training-net"
 expect_contains "$(alice auth can-i create resourceclaims -n team-llm)" "yes"

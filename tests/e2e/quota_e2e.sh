@@ -244,6 +244,16 @@ code=$?
 set -e
 [ "$code" = 2 ] || fail "explain claim of another tenant exited $code"
 
+step "a tenant's explain pod, which needs cluster-wide reads, points at the server's explanation"
+alice run explain-me -n team-a --image=registry.example.com/app:1 --restart=Never >/dev/null
+set +e
+"$DRAPLANE" explain pod team-a/explain-me --kubeconfig "$e2e_work/alice.kubeconfig" \
+  >"$e2e_work/tenant-explain.out" 2>&1
+code=$?
+set -e
+[ "$code" = 2 ] || fail "a tenant's explain pod exited $code"
+expect_contains "$(cat "$e2e_work/tenant-explain.out")" "kubectl get podexplanation explain-me -n team-a -o yaml"
+
 step "retention: at most 3 records per namespace, the oldest go first"
 for i in 1 2 3 4; do
   decision "more-$i" "pod-$i" "2026-12-01T10:0$i:30.000000Z" | k apply -n team-a -f - >/dev/null

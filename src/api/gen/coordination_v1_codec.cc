@@ -314,9 +314,10 @@ boost::json::value EncodeValue(const LeaseList& in, const boost::json::storage_p
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, LeaseSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, LeaseSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = LeaseSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -326,9 +327,10 @@ boost::json::value Encode(const LeaseSpec& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Lease* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Lease* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Lease();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -338,9 +340,10 @@ boost::json::value Encode(const Lease& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, LeaseList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, LeaseList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = LeaseList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

@@ -19,11 +19,14 @@
 
 namespace draplane::api::coordinationv1 {
 
-void Decode(const boost::json::value& json, LeaseSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, LeaseSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const LeaseSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Lease* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Lease* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Lease& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, LeaseList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, LeaseList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const LeaseList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

@@ -4699,9 +4699,10 @@ boost::json::value EncodeValue(const ResourceQuotaList& in, const boost::json::s
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaim();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4711,9 +4712,10 @@ boost::json::value Encode(const ResourceClaim& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceRequirements* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceRequirements* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceRequirements();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4723,9 +4725,10 @@ boost::json::value Encode(const ResourceRequirements& in, boost::json::storage_p
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Container* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Container* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Container();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4735,9 +4738,10 @@ boost::json::value Encode(const Container& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeSelectorRequirement* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeSelectorRequirement* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeSelectorRequirement();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4747,9 +4751,10 @@ boost::json::value Encode(const NodeSelectorRequirement& in, boost::json::storag
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeSelectorTerm* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeSelectorTerm* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeSelectorTerm();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4759,9 +4764,10 @@ boost::json::value Encode(const NodeSelectorTerm& in, boost::json::storage_ptr s
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeSelector* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeSelector();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4771,9 +4777,10 @@ boost::json::value Encode(const NodeSelector& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PreferredSchedulingTerm* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PreferredSchedulingTerm* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PreferredSchedulingTerm();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4783,9 +4790,10 @@ boost::json::value Encode(const PreferredSchedulingTerm& in, boost::json::storag
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAffinity* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAffinity* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAffinity();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4795,9 +4803,10 @@ boost::json::value Encode(const NodeAffinity& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Affinity* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Affinity* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Affinity();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4807,9 +4816,10 @@ boost::json::value Encode(const Affinity& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Toleration* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Toleration* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Toleration();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4819,9 +4829,10 @@ boost::json::value Encode(const Toleration& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodSchedulingGate* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodSchedulingGate* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodSchedulingGate();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4831,9 +4842,10 @@ boost::json::value Encode(const PodSchedulingGate& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodResourceClaim* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodResourceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodResourceClaim();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4843,9 +4855,10 @@ boost::json::value Encode(const PodResourceClaim& in, boost::json::storage_ptr s
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4855,9 +4868,10 @@ boost::json::value Encode(const PodSpec& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodCondition* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodCondition* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodCondition();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4867,9 +4881,10 @@ boost::json::value Encode(const PodCondition& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodResourceClaimStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodResourceClaimStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4879,9 +4894,10 @@ boost::json::value Encode(const PodResourceClaimStatus& in, boost::json::storage
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ContainerExtendedResourceRequest* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ContainerExtendedResourceRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ContainerExtendedResourceRequest();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4891,9 +4907,10 @@ boost::json::value Encode(const ContainerExtendedResourceRequest& in, boost::jso
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodExtendedResourceClaimStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodExtendedResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodExtendedResourceClaimStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4903,9 +4920,10 @@ boost::json::value Encode(const PodExtendedResourceClaimStatus& in, boost::json:
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAllocatableMappedResources* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAllocatableMappedResources* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAllocatableMappedResources();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4915,9 +4933,10 @@ boost::json::value Encode(const NodeAllocatableMappedResources& in, boost::json:
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAllocatableOverheadResources* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAllocatableOverheadResources* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAllocatableOverheadResources();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4927,9 +4946,10 @@ boost::json::value Encode(const NodeAllocatableOverheadResources& in, boost::jso
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAllocatableResourceClaimStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAllocatableResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAllocatableResourceClaimStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4939,9 +4959,10 @@ boost::json::value Encode(const NodeAllocatableResourceClaimStatus& in, boost::j
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4951,9 +4972,10 @@ boost::json::value Encode(const PodStatus& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Pod* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Pod* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Pod();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4963,9 +4985,10 @@ boost::json::value Encode(const Pod& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PodList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PodList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PodList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4975,9 +4998,10 @@ boost::json::value Encode(const PodList& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Taint* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Taint* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Taint();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4987,9 +5011,10 @@ boost::json::value Encode(const Taint& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4999,9 +5024,10 @@ boost::json::value Encode(const NodeSpec& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeCondition* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeCondition* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeCondition();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5011,9 +5037,10 @@ boost::json::value Encode(const NodeCondition& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAddress* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAddress* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAddress();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5023,9 +5050,10 @@ boost::json::value Encode(const NodeAddress& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeSystemInfo* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeSystemInfo* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeSystemInfo();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5035,9 +5063,10 @@ boost::json::value Encode(const NodeSystemInfo& in, boost::json::storage_ptr sp)
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5047,9 +5076,10 @@ boost::json::value Encode(const NodeStatus& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Node* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Node* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Node();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5059,9 +5089,10 @@ boost::json::value Encode(const Node& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5071,9 +5102,10 @@ boost::json::value Encode(const NodeList& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NamespaceSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NamespaceSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NamespaceSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5083,9 +5115,10 @@ boost::json::value Encode(const NamespaceSpec& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NamespaceCondition* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NamespaceCondition* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NamespaceCondition();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5095,9 +5128,10 @@ boost::json::value Encode(const NamespaceCondition& in, boost::json::storage_ptr
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NamespaceStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NamespaceStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NamespaceStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5107,9 +5141,10 @@ boost::json::value Encode(const NamespaceStatus& in, boost::json::storage_ptr sp
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Namespace* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Namespace* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Namespace();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5119,9 +5154,10 @@ boost::json::value Encode(const Namespace& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NamespaceList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NamespaceList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NamespaceList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5131,9 +5167,10 @@ boost::json::value Encode(const NamespaceList& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ObjectReference* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ObjectReference* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ObjectReference();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5143,9 +5180,10 @@ boost::json::value Encode(const ObjectReference& in, boost::json::storage_ptr sp
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, EventSource* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, EventSource* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = EventSource();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5155,9 +5193,10 @@ boost::json::value Encode(const EventSource& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = EventSeries();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5167,9 +5206,10 @@ boost::json::value Encode(const EventSeries& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Event();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5179,9 +5219,10 @@ boost::json::value Encode(const Event& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = EventList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5191,9 +5232,10 @@ boost::json::value Encode(const EventList& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Binding* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Binding* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Binding();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5203,9 +5245,10 @@ boost::json::value Encode(const Binding& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ScopedResourceSelectorRequirement* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ScopedResourceSelectorRequirement* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ScopedResourceSelectorRequirement();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5215,9 +5258,10 @@ boost::json::value Encode(const ScopedResourceSelectorRequirement& in, boost::js
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ScopeSelector* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ScopeSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ScopeSelector();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5227,9 +5271,10 @@ boost::json::value Encode(const ScopeSelector& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceQuotaSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceQuotaSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceQuotaSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5239,9 +5284,10 @@ boost::json::value Encode(const ResourceQuotaSpec& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceQuotaStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceQuotaStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceQuotaStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5251,9 +5297,10 @@ boost::json::value Encode(const ResourceQuotaStatus& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceQuota* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceQuota* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceQuota();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5263,9 +5310,10 @@ boost::json::value Encode(const ResourceQuota& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceQuotaList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceQuotaList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceQuotaList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

@@ -19,101 +19,149 @@
 
 namespace draplane::api::corev1 {
 
-void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaim& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceRequirements* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceRequirements* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceRequirements& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Container* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Container* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Container& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeSelectorRequirement* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeSelectorRequirement* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeSelectorRequirement& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeSelectorTerm* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeSelectorTerm* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeSelectorTerm& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeSelector* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeSelector& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PreferredSchedulingTerm* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PreferredSchedulingTerm* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PreferredSchedulingTerm& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAffinity* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAffinity* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAffinity& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Affinity* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Affinity* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Affinity& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Toleration* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Toleration* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Toleration& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodSchedulingGate* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodSchedulingGate* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodSchedulingGate& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodResourceClaim* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodResourceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodResourceClaim& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodCondition* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodCondition* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodCondition& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodResourceClaimStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodResourceClaimStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ContainerExtendedResourceRequest* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ContainerExtendedResourceRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ContainerExtendedResourceRequest& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodExtendedResourceClaimStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodExtendedResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodExtendedResourceClaimStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAllocatableMappedResources* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAllocatableMappedResources* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAllocatableMappedResources& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAllocatableOverheadResources* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAllocatableOverheadResources* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAllocatableOverheadResources& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAllocatableResourceClaimStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAllocatableResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAllocatableResourceClaimStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Pod* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Pod* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Pod& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PodList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PodList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PodList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Taint* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Taint* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Taint& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeCondition* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeCondition* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeCondition& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAddress* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAddress* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAddress& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeSystemInfo* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeSystemInfo* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeSystemInfo& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Node* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Node* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Node& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NamespaceSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NamespaceSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NamespaceSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NamespaceCondition* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NamespaceCondition* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NamespaceCondition& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NamespaceStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NamespaceStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NamespaceStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Namespace* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Namespace* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Namespace& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NamespaceList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NamespaceList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NamespaceList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ObjectReference* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ObjectReference* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ObjectReference& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, EventSource* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, EventSource* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const EventSource& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const EventSeries& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Event& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const EventList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Binding* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Binding* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Binding& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ScopedResourceSelectorRequirement* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ScopedResourceSelectorRequirement* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ScopedResourceSelectorRequirement& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ScopeSelector* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ScopeSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ScopeSelector& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceQuotaSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceQuotaSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceQuotaSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceQuotaStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceQuotaStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceQuotaStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceQuota* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceQuota* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceQuota& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceQuotaList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceQuotaList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceQuotaList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

@@ -2252,9 +2252,10 @@ boost::json::value EncodeValue(const DeviceSharingPolicyList& in, const boost::j
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, DecisionScheduler* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DecisionScheduler* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DecisionScheduler();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2264,9 +2265,10 @@ boost::json::value Encode(const DecisionScheduler& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DecisionPod* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DecisionPod* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DecisionPod();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2276,9 +2278,10 @@ boost::json::value Encode(const DecisionPod& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DecisionDevice* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DecisionDevice* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DecisionDevice();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2288,9 +2291,10 @@ boost::json::value Encode(const DecisionDevice& in, boost::json::storage_ptr sp)
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DecisionReason* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DecisionReason* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DecisionReason();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2300,9 +2304,10 @@ boost::json::value Encode(const DecisionReason& in, boost::json::storage_ptr sp)
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DecisionTier* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DecisionTier* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DecisionTier();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2312,9 +2317,10 @@ boost::json::value Encode(const DecisionTier& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DecisionRequest* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DecisionRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DecisionRequest();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2324,9 +2330,10 @@ boost::json::value Encode(const DecisionRequest& in, boost::json::storage_ptr sp
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DecisionClaim* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DecisionClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DecisionClaim();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2336,9 +2343,10 @@ boost::json::value Encode(const DecisionClaim& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PolicyInput* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PolicyInput* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PolicyInput();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2348,9 +2356,10 @@ boost::json::value Encode(const PolicyInput& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PolicyVersion* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PolicyVersion* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PolicyVersion();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2360,9 +2369,10 @@ boost::json::value Encode(const PolicyVersion& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, AllocationDecisionSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, AllocationDecisionSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = AllocationDecisionSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2372,9 +2382,10 @@ boost::json::value Encode(const AllocationDecisionSpec& in, boost::json::storage
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, AllocationDecision* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, AllocationDecision* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = AllocationDecision();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2384,9 +2395,10 @@ boost::json::value Encode(const AllocationDecision& in, boost::json::storage_ptr
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, AllocationDecisionList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, AllocationDecisionList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = AllocationDecisionList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2396,9 +2408,10 @@ boost::json::value Encode(const AllocationDecisionList& in, boost::json::storage
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingResourceCost* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingResourceCost* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingResourceCost();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2408,9 +2421,10 @@ boost::json::value Encode(const SharingResourceCost& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingCost* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingCost* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingCost();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2420,9 +2434,10 @@ boost::json::value Encode(const SharingCost& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingDomain* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingDomain* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingDomain();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2432,9 +2447,10 @@ boost::json::value Encode(const SharingDomain& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingTenant* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingTenant* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingTenant();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2444,9 +2460,10 @@ boost::json::value Encode(const SharingTenant& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingUsage* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingUsage* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingUsage();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2456,9 +2473,10 @@ boost::json::value Encode(const SharingUsage& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingAging* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingAging* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingAging();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2468,9 +2486,10 @@ boost::json::value Encode(const SharingAging& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceSharingPolicySpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceSharingPolicySpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceSharingPolicySpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2480,9 +2499,10 @@ boost::json::value Encode(const DeviceSharingPolicySpec& in, boost::json::storag
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingTenantStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingTenantStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingTenantStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2492,9 +2512,10 @@ boost::json::value Encode(const SharingTenantStatus& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, SharingDomainStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, SharingDomainStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = SharingDomainStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2504,9 +2525,10 @@ boost::json::value Encode(const SharingDomainStatus& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceSharingPolicyStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceSharingPolicyStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceSharingPolicyStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2516,9 +2538,10 @@ boost::json::value Encode(const DeviceSharingPolicyStatus& in, boost::json::stor
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceSharingPolicy* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceSharingPolicy* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceSharingPolicy();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -2528,9 +2551,10 @@ boost::json::value Encode(const DeviceSharingPolicy& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceSharingPolicyList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceSharingPolicyList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceSharingPolicyList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

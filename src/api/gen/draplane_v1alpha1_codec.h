@@ -19,53 +19,77 @@
 
 namespace draplane::api::draplanev1alpha1 {
 
-void Decode(const boost::json::value& json, DecisionScheduler* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DecisionScheduler* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DecisionScheduler& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DecisionPod* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DecisionPod* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DecisionPod& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DecisionDevice* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DecisionDevice* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DecisionDevice& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DecisionReason* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DecisionReason* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DecisionReason& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DecisionTier* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DecisionTier* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DecisionTier& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DecisionRequest* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DecisionRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DecisionRequest& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DecisionClaim* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DecisionClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DecisionClaim& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PolicyInput* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PolicyInput* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PolicyInput& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PolicyVersion* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PolicyVersion* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PolicyVersion& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, AllocationDecisionSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, AllocationDecisionSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const AllocationDecisionSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, AllocationDecision* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, AllocationDecision* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const AllocationDecision& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, AllocationDecisionList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, AllocationDecisionList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const AllocationDecisionList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingResourceCost* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingResourceCost* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingResourceCost& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingCost* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingCost* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingCost& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingDomain* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingDomain* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingDomain& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingTenant* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingTenant* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingTenant& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingUsage* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingUsage* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingUsage& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingAging* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingAging* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingAging& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceSharingPolicySpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceSharingPolicySpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceSharingPolicySpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingTenantStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingTenantStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingTenantStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, SharingDomainStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, SharingDomainStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const SharingDomainStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceSharingPolicyStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceSharingPolicyStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceSharingPolicyStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceSharingPolicy* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceSharingPolicy* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceSharingPolicy& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceSharingPolicyList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceSharingPolicyList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceSharingPolicyList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

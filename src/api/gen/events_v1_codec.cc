@@ -415,9 +415,10 @@ boost::json::value EncodeValue(const EventList& in, const boost::json::storage_p
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = EventSeries();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -427,9 +428,10 @@ boost::json::value Encode(const EventSeries& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Event();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -439,9 +441,10 @@ boost::json::value Encode(const Event& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = EventList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

@@ -19,11 +19,14 @@
 
 namespace draplane::api::eventsv1 {
 
-void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, EventSeries* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const EventSeries& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Event* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Event& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, EventList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const EventList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

@@ -336,6 +336,7 @@ void DecodeInto(const boost::json::value& json, const api::internal::Path& path,
         break;
       case 13:
         if (key == "managedFields") {
+          if (ctx.options().drop_managed_fields) continue;
           api::internal::Path child{&path, api::internal::Path::Kind::kField, "managedFields"};
           out->present |= uint64_t{1} << 12;
           if (const boost::json::array* arr = api::internal::AsArray(v, child, ctx)) {
@@ -1229,9 +1230,10 @@ boost::json::value EncodeValue(const LabelSelector& in, const boost::json::stora
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, OwnerReference* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, OwnerReference* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = OwnerReference();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1241,9 +1243,10 @@ boost::json::value Encode(const OwnerReference& in, boost::json::storage_ptr sp)
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ManagedFieldsEntry* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ManagedFieldsEntry* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ManagedFieldsEntry();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1253,9 +1256,10 @@ boost::json::value Encode(const ManagedFieldsEntry& in, boost::json::storage_ptr
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ObjectMeta* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ObjectMeta* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ObjectMeta();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1265,9 +1269,10 @@ boost::json::value Encode(const ObjectMeta& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ShardInfo* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ShardInfo* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ShardInfo();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1277,9 +1282,10 @@ boost::json::value Encode(const ShardInfo& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ListMeta* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ListMeta* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ListMeta();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1289,9 +1295,10 @@ boost::json::value Encode(const ListMeta& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, StatusCause* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, StatusCause* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = StatusCause();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1301,9 +1308,10 @@ boost::json::value Encode(const StatusCause& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, StatusDetails* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, StatusDetails* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = StatusDetails();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1313,9 +1321,10 @@ boost::json::value Encode(const StatusDetails& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Status* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Status* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Status();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1325,9 +1334,10 @@ boost::json::value Encode(const Status& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Condition* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Condition* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Condition();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1337,9 +1347,10 @@ boost::json::value Encode(const Condition& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, LabelSelectorRequirement* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, LabelSelectorRequirement* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = LabelSelectorRequirement();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -1349,9 +1360,10 @@ boost::json::value Encode(const LabelSelectorRequirement& in, boost::json::stora
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, LabelSelector* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, LabelSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = LabelSelector();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

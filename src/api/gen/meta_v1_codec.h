@@ -19,27 +19,38 @@
 
 namespace draplane::api::metav1 {
 
-void Decode(const boost::json::value& json, OwnerReference* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, OwnerReference* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const OwnerReference& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ManagedFieldsEntry* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ManagedFieldsEntry* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ManagedFieldsEntry& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ObjectMeta* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ObjectMeta* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ObjectMeta& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ShardInfo* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ShardInfo* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ShardInfo& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ListMeta* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ListMeta* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ListMeta& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, StatusCause* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, StatusCause* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const StatusCause& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, StatusDetails* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, StatusDetails* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const StatusDetails& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Status* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Status* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Status& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Condition* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Condition* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Condition& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, LabelSelectorRequirement* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, LabelSelectorRequirement* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const LabelSelectorRequirement& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, LabelSelector* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, LabelSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const LabelSelector& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

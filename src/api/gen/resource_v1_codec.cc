@@ -4651,9 +4651,10 @@ boost::json::value EncodeValue(const DeviceTaintRuleList& in, const boost::json:
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, ResourcePool* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourcePool* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourcePool();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4663,9 +4664,10 @@ boost::json::value Encode(const ResourcePool& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceAttribute* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceAttribute* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceAttribute();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4675,9 +4677,10 @@ boost::json::value Encode(const DeviceAttribute& in, boost::json::storage_ptr sp
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, CapacityRequestPolicyRange* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, CapacityRequestPolicyRange* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = CapacityRequestPolicyRange();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4687,9 +4690,10 @@ boost::json::value Encode(const CapacityRequestPolicyRange& in, boost::json::sto
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, CapacityRequestPolicy* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, CapacityRequestPolicy* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = CapacityRequestPolicy();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4699,9 +4703,10 @@ boost::json::value Encode(const CapacityRequestPolicy& in, boost::json::storage_
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceCapacity* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceCapacity* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceCapacity();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4711,9 +4716,10 @@ boost::json::value Encode(const DeviceCapacity& in, boost::json::storage_ptr sp)
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Counter* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Counter* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Counter();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4723,9 +4729,10 @@ boost::json::value Encode(const Counter& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceCounterConsumption* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceCounterConsumption* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceCounterConsumption();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4735,9 +4742,10 @@ boost::json::value Encode(const DeviceCounterConsumption& in, boost::json::stora
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceTaint* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceTaint* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceTaint();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4747,9 +4755,10 @@ boost::json::value Encode(const DeviceTaint& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAllocatableMapping* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAllocatableMapping* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAllocatableMapping();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4759,9 +4768,10 @@ boost::json::value Encode(const NodeAllocatableMapping& in, boost::json::storage
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAllocatableOverhead* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAllocatableOverhead* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAllocatableOverhead();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4771,9 +4781,10 @@ boost::json::value Encode(const NodeAllocatableOverhead& in, boost::json::storag
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NodeAllocatableResource* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NodeAllocatableResource* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NodeAllocatableResource();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4783,9 +4794,10 @@ boost::json::value Encode(const NodeAllocatableResource& in, boost::json::storag
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, Device* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, Device* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = Device();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4795,9 +4807,10 @@ boost::json::value Encode(const Device& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, CounterSet* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, CounterSet* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = CounterSet();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4807,9 +4820,10 @@ boost::json::value Encode(const CounterSet& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceSliceSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceSliceSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceSliceSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4819,9 +4833,10 @@ boost::json::value Encode(const ResourceSliceSpec& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceSlice* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceSlice* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceSlice();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4831,9 +4846,10 @@ boost::json::value Encode(const ResourceSlice& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceSliceList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceSliceList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceSliceList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4843,9 +4859,10 @@ boost::json::value Encode(const ResourceSliceList& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, CELDeviceSelector* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, CELDeviceSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = CELDeviceSelector();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4855,9 +4872,10 @@ boost::json::value Encode(const CELDeviceSelector& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceSelector* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceSelector();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4867,9 +4885,10 @@ boost::json::value Encode(const DeviceSelector& in, boost::json::storage_ptr sp)
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceToleration* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceToleration* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceToleration();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4879,9 +4898,10 @@ boost::json::value Encode(const DeviceToleration& in, boost::json::storage_ptr s
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, CapacityRequirements* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, CapacityRequirements* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = CapacityRequirements();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4891,9 +4911,10 @@ boost::json::value Encode(const CapacityRequirements& in, boost::json::storage_p
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceDerivedAttribute* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceDerivedAttribute* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceDerivedAttribute();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4903,9 +4924,10 @@ boost::json::value Encode(const DeviceDerivedAttribute& in, boost::json::storage
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ExactDeviceRequest* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ExactDeviceRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ExactDeviceRequest();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4915,9 +4937,10 @@ boost::json::value Encode(const ExactDeviceRequest& in, boost::json::storage_ptr
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceSubRequest* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceSubRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceSubRequest();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4927,9 +4950,10 @@ boost::json::value Encode(const DeviceSubRequest& in, boost::json::storage_ptr s
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceRequest* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceRequest();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4939,9 +4963,10 @@ boost::json::value Encode(const DeviceRequest& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceConstraint* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceConstraint* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceConstraint();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4951,9 +4976,10 @@ boost::json::value Encode(const DeviceConstraint& in, boost::json::storage_ptr s
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, OpaqueDeviceConfiguration* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, OpaqueDeviceConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = OpaqueDeviceConfiguration();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4963,9 +4989,10 @@ boost::json::value Encode(const OpaqueDeviceConfiguration& in, boost::json::stor
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceClaimConfiguration* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceClaimConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceClaimConfiguration();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4975,9 +5002,10 @@ boost::json::value Encode(const DeviceClaimConfiguration& in, boost::json::stora
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceClaim* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceClaim();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4987,9 +5015,10 @@ boost::json::value Encode(const DeviceClaim& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaimSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaimSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaimSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -4999,9 +5028,10 @@ boost::json::value Encode(const ResourceClaimSpec& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceRequestAllocationResult* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceRequestAllocationResult* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceRequestAllocationResult();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5011,9 +5041,10 @@ boost::json::value Encode(const DeviceRequestAllocationResult& in, boost::json::
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceAllocationConfiguration* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceAllocationConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceAllocationConfiguration();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5023,9 +5054,10 @@ boost::json::value Encode(const DeviceAllocationConfiguration& in, boost::json::
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceAllocationResult* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceAllocationResult* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceAllocationResult();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5035,9 +5067,10 @@ boost::json::value Encode(const DeviceAllocationResult& in, boost::json::storage
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, AllocationResult* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, AllocationResult* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = AllocationResult();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5047,9 +5080,10 @@ boost::json::value Encode(const AllocationResult& in, boost::json::storage_ptr s
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaimConsumerReference* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaimConsumerReference* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaimConsumerReference();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5059,9 +5093,10 @@ boost::json::value Encode(const ResourceClaimConsumerReference& in, boost::json:
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, NetworkDeviceData* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, NetworkDeviceData* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = NetworkDeviceData();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5071,9 +5106,10 @@ boost::json::value Encode(const NetworkDeviceData& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, AllocatedDeviceStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, AllocatedDeviceStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = AllocatedDeviceStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5083,9 +5119,10 @@ boost::json::value Encode(const AllocatedDeviceStatus& in, boost::json::storage_
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaimStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaimStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5095,9 +5132,10 @@ boost::json::value Encode(const ResourceClaimStatus& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaim();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5107,9 +5145,10 @@ boost::json::value Encode(const ResourceClaim& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaimList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaimList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaimList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5119,9 +5158,10 @@ boost::json::value Encode(const ResourceClaimList& in, boost::json::storage_ptr 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceClassConfiguration* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceClassConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceClassConfiguration();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5131,9 +5171,10 @@ boost::json::value Encode(const DeviceClassConfiguration& in, boost::json::stora
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceClassSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceClassSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceClassSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5143,9 +5184,10 @@ boost::json::value Encode(const DeviceClassSpec& in, boost::json::storage_ptr sp
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceClass* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceClass* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceClass();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5155,9 +5197,10 @@ boost::json::value Encode(const DeviceClass& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceClassList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceClassList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceClassList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5167,9 +5210,10 @@ boost::json::value Encode(const DeviceClassList& in, boost::json::storage_ptr sp
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaimTemplateSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaimTemplateSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaimTemplateSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5179,9 +5223,10 @@ boost::json::value Encode(const ResourceClaimTemplateSpec& in, boost::json::stor
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaimTemplate* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaimTemplate* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaimTemplate();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5191,9 +5236,10 @@ boost::json::value Encode(const ResourceClaimTemplate& in, boost::json::storage_
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourceClaimTemplateList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourceClaimTemplateList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourceClaimTemplateList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5203,9 +5249,10 @@ boost::json::value Encode(const ResourceClaimTemplateList& in, boost::json::stor
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceTaintSelector* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceTaintSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceTaintSelector();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5215,9 +5262,10 @@ boost::json::value Encode(const DeviceTaintSelector& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceTaintRuleSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceTaintRuleSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceTaintRuleSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5227,9 +5275,10 @@ boost::json::value Encode(const DeviceTaintRuleSpec& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceTaintRuleStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceTaintRuleStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceTaintRuleStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5239,9 +5288,10 @@ boost::json::value Encode(const DeviceTaintRuleStatus& in, boost::json::storage_
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceTaintRule* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceTaintRule* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceTaintRule();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -5251,9 +5301,10 @@ boost::json::value Encode(const DeviceTaintRule& in, boost::json::storage_ptr sp
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, DeviceTaintRuleList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, DeviceTaintRuleList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = DeviceTaintRuleList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

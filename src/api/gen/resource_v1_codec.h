@@ -19,107 +19,158 @@
 
 namespace draplane::api::resourcev1 {
 
-void Decode(const boost::json::value& json, ResourcePool* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourcePool* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourcePool& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceAttribute* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceAttribute* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceAttribute& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, CapacityRequestPolicyRange* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, CapacityRequestPolicyRange* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const CapacityRequestPolicyRange& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, CapacityRequestPolicy* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, CapacityRequestPolicy* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const CapacityRequestPolicy& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceCapacity* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceCapacity* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceCapacity& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Counter* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Counter* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Counter& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceCounterConsumption* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceCounterConsumption* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceCounterConsumption& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceTaint* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceTaint* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceTaint& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAllocatableMapping* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAllocatableMapping* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAllocatableMapping& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAllocatableOverhead* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAllocatableOverhead* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAllocatableOverhead& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NodeAllocatableResource* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NodeAllocatableResource* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NodeAllocatableResource& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, Device* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, Device* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const Device& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, CounterSet* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, CounterSet* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const CounterSet& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceSliceSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceSliceSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceSliceSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceSlice* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceSlice* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceSlice& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceSliceList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceSliceList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceSliceList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, CELDeviceSelector* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, CELDeviceSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const CELDeviceSelector& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceSelector* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceSelector& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceToleration* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceToleration* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceToleration& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, CapacityRequirements* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, CapacityRequirements* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const CapacityRequirements& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceDerivedAttribute* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceDerivedAttribute* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceDerivedAttribute& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ExactDeviceRequest* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ExactDeviceRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ExactDeviceRequest& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceSubRequest* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceSubRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceSubRequest& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceRequest* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceRequest& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceConstraint* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceConstraint* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceConstraint& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, OpaqueDeviceConfiguration* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, OpaqueDeviceConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const OpaqueDeviceConfiguration& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceClaimConfiguration* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceClaimConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceClaimConfiguration& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceClaim* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceClaim& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaimSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaimSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaimSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceRequestAllocationResult* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceRequestAllocationResult* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceRequestAllocationResult& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceAllocationConfiguration* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceAllocationConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceAllocationConfiguration& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceAllocationResult* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceAllocationResult* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceAllocationResult& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, AllocationResult* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, AllocationResult* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const AllocationResult& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaimConsumerReference* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaimConsumerReference* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaimConsumerReference& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, NetworkDeviceData* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, NetworkDeviceData* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const NetworkDeviceData& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, AllocatedDeviceStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, AllocatedDeviceStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const AllocatedDeviceStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaimStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaimStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaimStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaim* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaim& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaimList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaimList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaimList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceClassConfiguration* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceClassConfiguration* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceClassConfiguration& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceClassSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceClassSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceClassSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceClass* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceClass* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceClass& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceClassList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceClassList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceClassList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaimTemplateSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaimTemplateSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaimTemplateSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaimTemplate* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaimTemplate* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaimTemplate& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourceClaimTemplateList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourceClaimTemplateList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourceClaimTemplateList& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceTaintSelector* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceTaintSelector* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceTaintSelector& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceTaintRuleSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceTaintRuleSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceTaintRuleSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceTaintRuleStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceTaintRuleStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceTaintRuleStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceTaintRule* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceTaintRule* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceTaintRule& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, DeviceTaintRuleList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, DeviceTaintRuleList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const DeviceTaintRuleList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

@@ -797,9 +797,10 @@ boost::json::value EncodeValue(const ResourcePoolStatusRequestList& in, const bo
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, ResourcePoolStatusRequestSpec* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourcePoolStatusRequestSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourcePoolStatusRequestSpec();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -809,9 +810,10 @@ boost::json::value Encode(const ResourcePoolStatusRequestSpec& in, boost::json::
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PartitionTypeStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PartitionTypeStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PartitionTypeStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -821,9 +823,10 @@ boost::json::value Encode(const PartitionTypeStatus& in, boost::json::storage_pt
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ShareableCapacityStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ShareableCapacityStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ShareableCapacityStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -833,9 +836,10 @@ boost::json::value Encode(const ShareableCapacityStatus& in, boost::json::storag
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ShareableSummaryStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ShareableSummaryStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ShareableSummaryStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -845,9 +849,10 @@ boost::json::value Encode(const ShareableSummaryStatus& in, boost::json::storage
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PoolStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PoolStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PoolStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -857,9 +862,10 @@ boost::json::value Encode(const PoolStatus& in, boost::json::storage_ptr sp) {
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourcePoolStatusRequestStatus* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourcePoolStatusRequestStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourcePoolStatusRequestStatus();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -869,9 +875,10 @@ boost::json::value Encode(const ResourcePoolStatusRequestStatus& in, boost::json
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourcePoolStatusRequest* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourcePoolStatusRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourcePoolStatusRequest();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -881,9 +888,10 @@ boost::json::value Encode(const ResourcePoolStatusRequest& in, boost::json::stor
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, ResourcePoolStatusRequestList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, ResourcePoolStatusRequestList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = ResourcePoolStatusRequestList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

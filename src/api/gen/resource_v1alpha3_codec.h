@@ -19,21 +19,29 @@
 
 namespace draplane::api::resourcev1alpha3 {
 
-void Decode(const boost::json::value& json, ResourcePoolStatusRequestSpec* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourcePoolStatusRequestSpec* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourcePoolStatusRequestSpec& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PartitionTypeStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PartitionTypeStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PartitionTypeStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ShareableCapacityStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ShareableCapacityStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ShareableCapacityStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ShareableSummaryStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ShareableSummaryStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ShareableSummaryStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PoolStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PoolStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PoolStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourcePoolStatusRequestStatus* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourcePoolStatusRequestStatus* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourcePoolStatusRequestStatus& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourcePoolStatusRequest* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourcePoolStatusRequest* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourcePoolStatusRequest& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, ResourcePoolStatusRequestList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, ResourcePoolStatusRequestList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const ResourcePoolStatusRequestList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

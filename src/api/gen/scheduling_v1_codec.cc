@@ -233,9 +233,10 @@ boost::json::value EncodeValue(const PriorityClassList& in, const boost::json::s
 
 }  // namespace internal
 
-void Decode(const boost::json::value& json, PriorityClass* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PriorityClass* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PriorityClass();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 
@@ -245,9 +246,10 @@ boost::json::value Encode(const PriorityClass& in, boost::json::storage_ptr sp) 
   return boost::json::value(std::move(out));
 }
 
-void Decode(const boost::json::value& json, PriorityClassList* out, FieldErrorList* errors) {
+void Decode(const boost::json::value& json, PriorityClassList* out, FieldErrorList* errors,
+            const DecodeOptions& options) {
   *out = PriorityClassList();
-  api::internal::DecodeContext ctx(errors);
+  api::internal::DecodeContext ctx(errors, options);
   internal::DecodeInto(json, api::internal::Path(), ctx, out);
 }
 

@@ -19,9 +19,11 @@
 
 namespace draplane::api::schedulingv1 {
 
-void Decode(const boost::json::value& json, PriorityClass* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PriorityClass* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PriorityClass& in, boost::json::storage_ptr sp = {});
-void Decode(const boost::json::value& json, PriorityClassList* out, FieldErrorList* errors);
+void Decode(const boost::json::value& json, PriorityClassList* out, FieldErrorList* errors,
+            const DecodeOptions& options = {});
 boost::json::value Encode(const PriorityClassList& in, boost::json::storage_ptr sp = {});
 
 namespace internal {

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "api/field_error.h"
+#include "api/meta/decode_options.h"
 #include "api/meta/raw_json.h"
 #include "api/meta/time.h"
 #include "api/quantity.h"
@@ -43,7 +44,10 @@ struct Path {
 class DecodeContext {
  public:
   // Appends errors to `*errors` (which must outlive the context); nullptr discards them.
-  explicit DecodeContext(FieldErrorList* errors) : errors_(errors) {}
+  explicit DecodeContext(FieldErrorList* errors, DecodeOptions options = {})
+      : errors_(errors), options_(options) {}
+
+  const DecodeOptions& options() const { return options_; }
 
   // Reports that the value at `path` has the wrong JSON type; `expected` is e.g. "string".
   void TypeError(const Path& path, const boost::json::value& value, std::string_view expected);
@@ -55,6 +59,7 @@ class DecodeContext {
   void Add(FieldError error);
 
   FieldErrorList* errors_;
+  DecodeOptions options_;
   size_t count_ = 0;
 };
 

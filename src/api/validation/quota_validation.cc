@@ -2,6 +2,7 @@
 // and its helpers; pkg/apis/core/helper/helpers.go for the name sets).
 #include "api/validation/quota_validation.h"
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <string>
@@ -187,17 +188,30 @@ FieldErrorList ValidateSpec(const corev1::ResourceQuotaSpec& spec, const FieldPa
   return errs;
 }
 
-// draplane's device quota mode annotation (api/quota/usage.h): Admission or Allocation.
+// draplane's device quota mode annotation (api/quota/usage.h): Admission or Allocation. A quota
+// with scopes cannot charge devices by allocation: scopes select Pods, and devices are charged
+// to ResourceClaims, which a scoped quota never matches (as upstream's claim evaluator). Without
+// this rule the scheduler would charge every claim of the namespace to it.
 FieldErrorList ValidateMode(const corev1::ResourceQuota& quota) {
   auto it = quota.metadata.annotations.find(quota::kDeviceQuotaModeAnnotation);
-  if (it == quota.metadata.annotations.end() || it->second == quota::kDeviceQuotaModeAdmission ||
-      it->second == quota::kDeviceQuotaModeAllocation) {
+  if (it == quota.metadata.annotations.end() || it->second == quota::kDeviceQuotaModeAdmission) {
     return {};
   }
-  return {NotSupported(FieldPath("metadata").Child("annotations").Key(it->first),
-                       RenderValue(it->second),
-                       {std::string(quota::kDeviceQuotaModeAdmission),
-                        std::string(quota::kDeviceQuotaModeAllocation)})};
+  FieldPath path = FieldPath("metadata").Child("annotations").Key(it->first);
+  if (it->second != quota::kDeviceQuotaModeAllocation) {
+    return {NotSupported(path, RenderValue(it->second),
+                         {std::string(quota::kDeviceQuotaModeAdmission),
+                          std::string(quota::kDeviceQuotaModeAllocation)})};
+  }
+  const bool charges_devices =
+      std::any_of(quota.spec.hard.begin(), quota.spec.hard.end(),
+                  [](const auto& entry) { return quota::IsAllocationChargedKey(entry.first); });
+  if (charges_devices && !quota::ScopeSelectors(quota).empty()) {
+    return {Invalid(path, RenderValue(it->second),
+                    "a quota with scopes cannot charge devices by allocation: scopes select Pods "
+                    "and devices are charged to ResourceClaims")};
+  }
+  return {};
 }
 
 FieldErrorList ValidateStatus(const corev1::ResourceQuotaStatus& status, const FieldPath& path) {

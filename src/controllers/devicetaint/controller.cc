@@ -60,6 +60,9 @@ DeviceTaintController::DeviceTaintController(client::ApiClient& api,
       queue_(clock, options_.rate_limits),
       workers_("device-taint-eviction", queue_,
                [this](const std::string& key) { return Sync(key); }) {
+  // Upstream's families exist from the start (0 evictions), not from the first eviction.
+  PodDeletionsMetric();
+  PodDeletionLatencyMetric();
   auto evict = [this] { queue_.Add(std::string(kEvictKey)); };
   // Claim and pod changes matter only while some NoExecute taint exists (evaluator.h step 2);
   // without this every allocation would re-evaluate the whole cluster.

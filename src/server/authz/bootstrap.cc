@@ -94,6 +94,12 @@ std::vector<BootstrapObject> BootstrapPolicy() {
   out.push_back(ClusterRole(
       "system:public-info-viewer",
       array{UrlRule({"/healthz", "/livez", "/readyz", "/version", "/version/"}, {"get"})}));
+  // Read access to the monitoring endpoints for the group system:monitoring (Prometheus'
+  // identity), as upstream's bootstrap policy grants it.
+  out.push_back(ClusterRole("system:monitoring",
+                            array{UrlRule({"/metrics", "/metrics/slis", "/livez", "/readyz",
+                                           "/healthz", "/livez/*", "/readyz/*", "/healthz/*"},
+                                          {"get"})}));
   out.push_back(
       ClusterRole("system:basic-user",
                   array{Rule({"authorization.k8s.io"},
@@ -188,6 +194,8 @@ std::vector<BootstrapObject> BootstrapPolicy() {
   out.push_back(
       ClusterRoleBinding("system:public-info-viewer", "system:public-info-viewer",
                          {{"Group", "system:authenticated"}, {"Group", "system:unauthenticated"}}));
+  out.push_back(ClusterRoleBinding("system:monitoring", "system:monitoring",
+                                   {{"Group", "system:monitoring"}}));
   out.push_back(ClusterRoleBinding("system:basic-user", "system:basic-user",
                                    {{"Group", "system:authenticated"}}));
   out.push_back(ClusterRoleBinding("draplane:device-class-viewer", "draplane:device-class-viewer",

@@ -18,24 +18,15 @@ std::string_view ContentType(std::string_view path) {
   return "application/octet-stream";
 }
 
-http::Response Plain(int status, std::string body) {
-  http::Response r;
-  r.status = status;
-  r.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
-  r.headers.push_back({"X-Content-Type-Options", "nosniff"});
-  r.body = std::move(body);
-  return r;
-}
-
 }  // namespace
 
 std::optional<http::Response> Serve(std::string_view method, std::string_view path) {
   if (path.substr(0, kPathPrefix.size()) != kPathPrefix) return std::nullopt;
   std::string_view rest = path.substr(kPathPrefix.size());
   if (!rest.empty() && rest.front() != '/') return std::nullopt;  // e.g. /dashboards
-  if (method != "GET" && method != "HEAD") return Plain(405, "method not allowed\n");
+  if (method != "GET" && method != "HEAD") return http::PlainText(405, "method not allowed\n");
   if (rest.empty()) {
-    http::Response r = Plain(301, "");
+    http::Response r = http::PlainText(301, "");
     r.headers.push_back({"Location", "/dashboard/"});
     return r;
   }
@@ -59,7 +50,7 @@ std::optional<http::Response> Serve(std::string_view method, std::string_view pa
     if (method == "GET") r.body.assign(reinterpret_cast<const char*>(asset.data), asset.size);
     return r;
   }
-  return Plain(404, "404 page not found\n");
+  return http::PlainText(404, "404 page not found\n");
 }
 
 }  // namespace draplane::server::dashboard

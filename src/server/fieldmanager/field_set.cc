@@ -10,15 +10,6 @@ void FieldSet::Insert(const std::vector<std::string>& path) {
   node->member_ = true;
 }
 
-bool FieldSet::Has(const std::vector<std::string>& path) const {
-  const FieldSet* node = this;
-  for (const std::string& element : path) {
-    node = node->Child(element);
-    if (node == nullptr) return false;
-  }
-  return node->member_;
-}
-
 const FieldSet* FieldSet::Child(std::string_view element) const {
   auto it = children_.find(element);
   return it == children_.end() ? nullptr : &it->second;

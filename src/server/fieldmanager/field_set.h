@@ -28,12 +28,8 @@ class FieldSet {
 
   // Adds `path` (an empty path is the root).
   void Insert(const std::vector<std::string>& path);
-  // Whether `path` is a member.
-  bool Has(const std::vector<std::string>& path) const;
   // The subtree below one element, or nullptr.
   const FieldSet* Child(std::string_view element) const;
-  FieldSet& ChildFor(const std::string& element) { return children_[element]; }
-  void MarkMember() { member_ = true; }
 
   FieldSet Union(const FieldSet& other) const;
   // In place: adds every path of `other`.

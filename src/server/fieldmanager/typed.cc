@@ -474,8 +474,6 @@ class Merger {
 
 // ---- RemoveUnowned ----
 
-bool HasPathAtOrBelow(const FieldSet* keep) { return keep != nullptr && !keep->Empty(); }
-
 class Remover {
  public:
   explicit Remover(const Typer& typer) : typer_(typer) {}
@@ -493,7 +491,7 @@ class Remover {
         value* child = o.if_contains(key);
         if (child == nullptr) continue;
         const FieldSet* kept = keep != nullptr ? keep->Child(element) : nullptr;
-        if (below.Member() && !HasPathAtOrBelow(kept)) {
+        if (below.Member() && (kept == nullptr || kept->Empty())) {
           o.erase(key);
           continue;
         }
@@ -517,7 +515,7 @@ class Remover {
         continue;
       }
       const FieldSet* kept = keep != nullptr ? keep->Child(*pe) : nullptr;
-      if (below->Member() && !HasPathAtOrBelow(kept)) continue;
+      if (below->Member() && (kept == nullptr || kept->Empty())) continue;
       path.push_back(*pe);
       Remove(items[i], *below, kept, item_type, path);
       path.pop_back();

@@ -332,6 +332,41 @@ TEST(ProtobufTest, DecodesResourceQuotaEnvelope) {
                  R"("spec":{"hard":{"pods":"2"},"scopes":["BestEffort"]}})"));
 }
 
+TEST(ProtobufTest, ZeroScalarsOfOmitemptyFieldsAreAbsent) {
+  // Go's marshaller writes every scalar; `kubectl create priorityclass pc --value=0` sends an
+  // empty generateName, a zero creationTimestamp, globalDefault false and an empty description.
+  auto bytes = [](int number, const std::string& b) {
+    return std::string(1, char(number << 3 | 2)) + char(b.size()) + b;
+  };
+  auto varint = [](int number, int v) { return std::string(1, char(number << 3)) + char(v); };
+  std::string meta = bytes(1, "pc") + bytes(2, "") + bytes(8, "");  // creationTimestamp {}
+  std::string pc = bytes(1, meta) + varint(2, 0) + varint(3, 0) + bytes(4, "");
+  std::string body = std::string("k8s\0", 4) +
+                     bytes(1, bytes(1, "scheduling.k8s.io/v1") + bytes(2, "PriorityClass")) +
+                     bytes(2, pc);
+  StatusOr<JsonObject> obj = DecodeKubernetesProtobuf(body);
+  ASSERT_TRUE(obj.ok()) << obj.status().ToString();
+  // value has no omitempty upstream: 0 stays.
+  EXPECT_EQ(boost::json::value(*obj),
+            Json(R"({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass",)"
+                 R"("metadata":{"name":"pc"},"value":0})"));
+
+  // A RoleBinding's roleRef.apiGroup and subjects' kind/name have no omitempty; a Subject's
+  // apiGroup and namespace do.
+  std::string subject = bytes(1, "User") + bytes(2, "") + bytes(3, "alice") + bytes(4, "");
+  std::string role_ref = bytes(1, "") + bytes(2, "Role") + bytes(3, "r");
+  std::string binding = bytes(1, bytes(1, "b")) + bytes(2, subject) + bytes(3, role_ref);
+  body = std::string("k8s\0", 4) +
+         bytes(1, bytes(1, "rbac.authorization.k8s.io/v1") + bytes(2, "RoleBinding")) +
+         bytes(2, binding);
+  obj = DecodeKubernetesProtobuf(body);
+  ASSERT_TRUE(obj.ok()) << obj.status().ToString();
+  EXPECT_EQ(boost::json::value(*obj),
+            Json(R"({"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding",)"
+                 R"("metadata":{"name":"b"},"subjects":[{"kind":"User","name":"alice"}],)"
+                 R"("roleRef":{"apiGroup":"","kind":"Role","name":"r"}})"));
+}
+
 // NamespaceLifecycle remembers whether a namespace is terminating by the revision it read: every
 // change of the namespace is seen by the next create, never an earlier answer.
 // Issue 17: upstream admitNode's label and taint rules.

@@ -1,26 +1,13 @@
 #include "server/handlers/health.h"
 
-#include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/thread_name.h"
+#include "server/http/healthz.h"
 
 namespace draplane::server::handlers {
-namespace {
-
-http::Response Text(int status, std::string body) {
-  http::Response r;
-  r.status = status;
-  r.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
-  r.headers.push_back({"X-Content-Type-Options", "nosniff"});
-  r.body = std::move(body);
-  return r;
-}
-
-}  // namespace
 
 Health::Health(store::Store* store, const Clock& clock, HealthOptions options)
     : store_(store),
@@ -75,57 +62,16 @@ Status Health::StoreStatus() const {
 }
 
 http::Response Health::Answer(std::string_view path, std::string_view query) const {
-  std::string_view endpoint = path.substr(1);
-  std::string_view only;
-  if (size_t slash = endpoint.find('/'); slash != std::string_view::npos) {
-    only = endpoint.substr(slash + 1);
-    endpoint = endpoint.substr(0, slash);
-  }
-  struct Check {
-    std::string name;
-    Status status;
-  };
-  std::vector<Check> checks = {
+  std::vector<http::HealthCheck> checks = {
       {"ping", Status::Ok()}, {"log", Status::Ok()}, {store_check_, StoreStatus()}};
   checks.push_back({"poststarthook/rbac/bootstrap-roles",
                     bootstrapped_.load() ? Status::Ok() : UnavailableError("not finished")});
-  if (endpoint == "readyz") {
+  if (path.starts_with("/readyz")) {
     checks.push_back({"shutdown", shutting_down_.load()
                                       ? UnavailableError("process is shutting down")
                                       : Status::Ok()});
   }
-  if (!only.empty()) {
-    for (const Check& check : checks) {
-      if (check.name != only) continue;
-      if (check.status.ok()) return Text(200, "ok");
-      return Text(500, "internal server error: " + std::string(check.status.message()));
-    }
-    return Text(404, "404 page not found");
-  }
-  std::optional<std::vector<std::pair<std::string, std::string>>> params = http::ParseQuery(query);
-  bool verbose = false;
-  std::vector<std::string> excluded;
-  for (const auto& [name, value] : params.value_or(decltype(params)::value_type{})) {
-    if (name == "verbose") verbose = true;
-    if (name == "exclude") excluded.push_back(value);
-  }
-  std::string list;
-  bool failed = false;
-  for (const Check& check : checks) {
-    if (std::find(excluded.begin(), excluded.end(), check.name) != excluded.end()) {
-      list += "[+]" + check.name + " excluded: ok\n";
-      continue;
-    }
-    if (check.status.ok()) {
-      list += "[+]" + check.name + " ok\n";
-    } else {
-      failed = true;
-      list += "[-]" + check.name + " failed: reason withheld\n";
-    }
-  }
-  if (failed) return Text(500, list + std::string(endpoint) + " check failed\n");
-  if (!verbose) return Text(200, "ok");
-  return Text(200, list + std::string(endpoint) + " check passed\n");
+  return http::AnswerHealth(path, query, checks);
 }
 
 }  // namespace draplane::server::handlers

@@ -21,13 +21,22 @@ enum class FieldType {
 
 struct Message;
 
+// Go's generated marshallers write every scalar field, set or not, and the API server's JSON
+// drops the zero values of `omitempty` fields: a zero scalar here is absent unless `kept` (the
+// fields without omitempty, and pointers, whose presence is the value).
 struct Field {
   int number;
   const char* json_name;
   FieldType type;
   bool repeated = false;
   const Message* message = nullptr;
+  bool kept = false;
 };
+
+// A scalar written even when zero.
+Field Kept(int number, const char* json_name, FieldType type) {
+  return Field{number, json_name, type, false, nullptr, true};
+}
 
 struct Message {
   std::vector<Field> fields;
@@ -35,12 +44,10 @@ struct Message {
 
 // Layouts from the generated.proto files of k8s.io/apimachinery (meta/v1) and k8s.io/api
 // (core/v1, rbac/v1, authorization/v1, authentication/v1).
-const Message kOwnerReference{{{5, "apiVersion", FieldType::kString},
-                               {1, "kind", FieldType::kString},
-                               {3, "name", FieldType::kString},
-                               {4, "uid", FieldType::kString},
-                               {6, "controller", FieldType::kBool},
-                               {7, "blockOwnerDeletion", FieldType::kBool}}};
+const Message kOwnerReference{
+    {Kept(5, "apiVersion", FieldType::kString), Kept(1, "kind", FieldType::kString),
+     Kept(3, "name", FieldType::kString), Kept(4, "uid", FieldType::kString),
+     Kept(6, "controller", FieldType::kBool), Kept(7, "blockOwnerDeletion", FieldType::kBool)}};
 const Message kObjectMeta{{{1, "name", FieldType::kString},
                            {2, "generateName", FieldType::kString},
                            {3, "namespace", FieldType::kString},
@@ -49,8 +56,8 @@ const Message kObjectMeta{{{1, "name", FieldType::kString},
                            {6, "resourceVersion", FieldType::kString},
                            {7, "generation", FieldType::kInt64},
                            {8, "creationTimestamp", FieldType::kTime},
-                           {9, "deletionTimestamp", FieldType::kTime},
-                           {10, "deletionGracePeriodSeconds", FieldType::kInt64},
+                           Kept(9, "deletionTimestamp", FieldType::kTime),
+                           Kept(10, "deletionGracePeriodSeconds", FieldType::kInt64),
                            {11, "labels", FieldType::kStringMap},
                            {12, "annotations", FieldType::kStringMap},
                            {13, "ownerReferences", FieldType::kMessage, true, &kOwnerReference},
@@ -61,8 +68,8 @@ const Message kNamespaceStatus{{{1, "phase", FieldType::kString}}};
 const Message kNamespace{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
                           {2, "spec", FieldType::kMessage, false, &kNamespaceSpec},
                           {3, "status", FieldType::kMessage, false, &kNamespaceStatus}}};
-const Message kScopedResourceSelectorRequirement{{{1, "scopeName", FieldType::kString},
-                                                  {2, "operator", FieldType::kString},
+const Message kScopedResourceSelectorRequirement{{Kept(1, "scopeName", FieldType::kString),
+                                                  Kept(2, "operator", FieldType::kString),
                                                   {3, "values", FieldType::kString, true}}};
 const Message kScopeSelector{
     {{1, "matchExpressions", FieldType::kMessage, true, &kScopedResourceSelectorRequirement}}};
@@ -81,13 +88,12 @@ const Message kPolicyRule{{{1, "verbs", FieldType::kString, true},
                            {3, "resources", FieldType::kString, true},
                            {4, "resourceNames", FieldType::kString, true},
                            {5, "nonResourceURLs", FieldType::kString, true}}};
-const Message kSubject{{{1, "kind", FieldType::kString},
+const Message kSubject{{Kept(1, "kind", FieldType::kString),
                         {2, "apiGroup", FieldType::kString},
-                        {3, "name", FieldType::kString},
+                        Kept(3, "name", FieldType::kString),
                         {4, "namespace", FieldType::kString}}};
-const Message kRoleRef{{{1, "apiGroup", FieldType::kString},
-                        {2, "kind", FieldType::kString},
-                        {3, "name", FieldType::kString}}};
+const Message kRoleRef{{Kept(1, "apiGroup", FieldType::kString),
+                        Kept(2, "kind", FieldType::kString), Kept(3, "name", FieldType::kString)}};
 const Message kRole{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
                      {2, "rules", FieldType::kMessage, true, &kPolicyRule}}};
 const Message kRoleBinding{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
@@ -131,19 +137,19 @@ const Message kSelfSubjectReview{{{1, "metadata", FieldType::kMessage, false, &k
 
 // k8s.io/api/scheduling/v1 generated.proto (`kubectl create priorityclass` sends protobuf).
 const Message kPriorityClass{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
-                              {2, "value", FieldType::kInt32},
+                              Kept(2, "value", FieldType::kInt32),
                               {3, "globalDefault", FieldType::kBool},
                               {4, "description", FieldType::kString},
-                              {5, "preemptionPolicy", FieldType::kString}}};
+                              Kept(5, "preemptionPolicy", FieldType::kString)}};
 
 // meta/v1 DeleteOptions (client-go sends it in protobuf with a DELETE, under the apiVersion of
 // the client's group) and policy/v1 Eviction (`kubectl drain`).
 const Message kPreconditions{
-    {{1, "uid", FieldType::kString}, {2, "resourceVersion", FieldType::kString}}};
-const Message kDeleteOptions{{{1, "gracePeriodSeconds", FieldType::kInt64},
+    {Kept(1, "uid", FieldType::kString), Kept(2, "resourceVersion", FieldType::kString)}};
+const Message kDeleteOptions{{Kept(1, "gracePeriodSeconds", FieldType::kInt64),
                               {2, "preconditions", FieldType::kMessage, false, &kPreconditions},
-                              {3, "orphanDependents", FieldType::kBool},
-                              {4, "propagationPolicy", FieldType::kString},
+                              Kept(3, "orphanDependents", FieldType::kBool),
+                              Kept(4, "propagationPolicy", FieldType::kString),
                               {5, "dryRun", FieldType::kString, true}}};
 const Message kEviction{{{1, "metadata", FieldType::kMessage, false, &kObjectMeta},
                          {2, "deleteOptions", FieldType::kMessage, false, &kDeleteOptions}}};
@@ -269,6 +275,7 @@ StatusOr<boost::json::value> DecodeValue(Reader& reader, int wire_type, const Fi
           return Malformed();
         }
       }
+      if (seconds == 0) return boost::json::value(nullptr);  // metav1.Time{} is JSON null
       return boost::json::value(FormatTime(Timestamp(std::chrono::seconds(seconds))));
     }
     case FieldType::kStringMap:
@@ -276,6 +283,11 @@ StatusOr<boost::json::value> DecodeValue(Reader& reader, int wire_type, const Fi
       break;
   }
   return Malformed();
+}
+
+bool IsZeroScalar(const boost::json::value& v) {
+  return v.is_null() || (v.is_string() && v.get_string().empty()) ||
+         (v.is_int64() && v.get_int64() == 0) || (v.is_bool() && !v.get_bool());
 }
 
 StatusOr<JsonObject> DecodeMessage(std::string_view data, const Message& message, int depth) {
@@ -332,8 +344,10 @@ StatusOr<JsonObject> DecodeMessage(std::string_view data, const Message& message
       boost::json::value& list = out[field->json_name];
       if (!list.is_array()) list = boost::json::array();
       list.get_array().push_back(std::move(value).value());
-    } else {
+    } else if (field->kept || field->type == FieldType::kMessage || !IsZeroScalar(*value)) {
       out[field->json_name] = std::move(value).value();
+    } else {
+      out.erase(field->json_name);  // a later zero overrides an earlier value, as in Go
     }
   }
   return out;

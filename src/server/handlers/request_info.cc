@@ -117,4 +117,31 @@ RequestInfo ParseRequestInfo(const std::string& method, const std::string& path,
   return info;
 }
 
+authz::Attributes AttributesOf(const auth::UserInfo& user, const RequestInfo& info,
+                               const std::vector<std::pair<std::string, std::string>>& query) {
+  authz::Attributes a;
+  a.user = user;
+  a.verb = info.verb;
+  a.resource_request = info.is_resource_request;
+  a.path = info.path;
+  a.api_group = info.api_group;
+  a.api_version = info.api_version;
+  a.resource = info.resource;
+  a.subresource = info.subresource;
+  a.namespace_ = info.namespace_;
+  a.name = info.name;
+  if (info.verb == "list" || info.verb == "watch" || info.verb == "deletecollection") {
+    for (const auto& [k, v] : query) {
+      if (k != "fieldSelector") continue;
+      StatusOr<api::labels::FieldSelector> selector = api::labels::FieldSelector::Parse(v);
+      if (!selector.ok()) break;
+      for (const api::labels::FieldRequirement& r : selector->requirements()) {
+        if (r.equals) a.field_requirements.emplace_back(r.field, r.value);
+      }
+      break;
+    }
+  }
+  return a;
+}
+
 }  // namespace draplane::server::handlers

@@ -18,6 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "server/auth/authenticator.h"
+#include "server/authz/authorizer.h"
+
 namespace draplane::server::handlers {
 
 struct RequestInfo {
@@ -46,5 +49,11 @@ bool QueryFlag(std::string_view value);
 // RBAC rules with resourceNames apply to single-object watches.
 RequestInfo ParseRequestInfo(const std::string& method, const std::string& path,
                              const std::vector<std::pair<std::string, std::string>>& query);
+
+// What the authorizer is asked for `user`'s request: the request's verb, resource and name, and
+// for list, watch and deletecollection the field selector's equality requirements (the node
+// authorizer's and RBAC's field-restricted rules read them).
+authz::Attributes AttributesOf(const auth::UserInfo& user, const RequestInfo& info,
+                               const std::vector<std::pair<std::string, std::string>>& query);
 
 }  // namespace draplane::server::handlers

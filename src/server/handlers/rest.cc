@@ -895,13 +895,10 @@ http::Response Rest::Patch(const Scope& scope) {
 http::Response Rest::Apply(const Scope& scope) {
   const ResourceInfo& r = *scope.resource;
   std::string manager = scope.Param("fieldManager");
-  api::FieldErrorList option_errors;
   if (manager.empty()) {
-    option_errors.push_back(
-        api::Required(api::FieldPath("fieldManager"), "is required for apply patch"));
-  }
-  if (!option_errors.empty()) {
-    return ToResponse(NewInvalid("PatchOptions.meta.k8s.io", "", option_errors));
+    return ToResponse(
+        NewInvalid("PatchOptions.meta.k8s.io", "",
+                   {api::Required(api::FieldPath("fieldManager"), "is required for apply patch")}));
   }
   if (auto e = CheckFieldManager(scope, "PatchOptions")) return ToResponse(*e);
   const bool force = scope.Has("force") && QueryFlag(scope.Param("force"));
@@ -980,17 +977,8 @@ http::Response Rest::Apply(const Scope& scope) {
 
 std::optional<ApiError> Rest::AuthorizeCreate(const Scope& scope) const {
   if (deps_.authorizer == nullptr) return std::nullopt;
-  authz::Attributes attributes;
-  attributes.user = *scope.user;
+  authz::Attributes attributes = AttributesOf(*scope.user, *scope.info, scope.query);
   attributes.verb = "create";
-  attributes.resource_request = true;
-  attributes.path = scope.info->path;
-  attributes.api_group = scope.info->api_group;
-  attributes.api_version = scope.info->api_version;
-  attributes.resource = scope.info->resource;
-  attributes.subresource = scope.info->subresource;
-  attributes.namespace_ = scope.info->namespace_;
-  attributes.name = scope.info->name;
   authz::Result decision = deps_.authorizer->Authorize(attributes);
   if (decision.decision == authz::Decision::kAllow) return std::nullopt;
   std::string reason = authz::ForbiddenMessage(attributes);

@@ -323,8 +323,13 @@ class NamespaceStrategyImpl final : public GenericStrategyOf<api::corev1::Namesp
  public:
   NamespaceStrategyImpl() : GenericStrategyOf(false, validation::NameIsDNSLabel, true) {}
 
+  // SetDefaults_Namespace: the immutable kubernetes.io/metadata.name label is a default, so the
+  // writer owns it in the managed fields (the strategy sets it again below).
+  void DefaultWithTime(JsonObject& obj, Timestamp) const override {
+    if (!MetaString(obj, "name").empty()) AddNameLabel(obj);
+  }
   // namespace strategy PrepareForCreate: phase Active, the "kubernetes" finalizer after the
-  // client's own, and the immutable kubernetes.io/metadata.name label.
+  // client's own, and the label.
   void PrepareForCreate(JsonObject& obj) const override {
     JsonObject status;
     status["phase"] = "Active";

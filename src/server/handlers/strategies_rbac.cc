@@ -40,7 +40,7 @@ bool JsonEqual(const JsonObject& a, const JsonObject& b, std::string_view key) {
 // rbac.authorization.k8s.io: the four kinds share one validation; the kind is read from the
 // object (validation.ValidateRole & co., for the parts the authorizer relies on). Roles and
 // ClusterRoles print as upstream's generic table (Name, Created At); bindings add their role
-// and subjects (below). Kubectl printed every Role with an empty "/" role before.
+// and subjects (below).
 class RbacStrategyImpl : public Strategy {
  public:
   CheckResult Check(JsonObject& obj) const override {

@@ -70,4 +70,13 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseQuery(std::
   return out;
 }
 
+Response PlainText(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.headers.push_back({"Content-Type", "text/plain; charset=utf-8"});
+  r.headers.push_back({"X-Content-Type-Options", "nosniff"});
+  r.body = std::move(body);
+  return r;
+}
+
 }  // namespace draplane::server::http

@@ -112,4 +112,8 @@ std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_spa
 // {a,1},{b,""},{c," "}). Returns std::nullopt for a malformed escape.
 std::optional<std::vector<std::pair<std::string, std::string>>> ParseQuery(std::string_view query);
 
+// A `text/plain; charset=utf-8` answer that browsers may not sniff as another type (the health
+// endpoints, the dashboard's errors).
+Response PlainText(int status, std::string body);
+
 }  // namespace draplane::server::http

@@ -114,6 +114,7 @@ struct Collector::PodState {
   std::string node;
   bool pending = false;
   bool gone = false;
+  std::optional<Duration> deleted_running;  // deleted while bound and not completed: when
   bool completed = false;
   bool gave_up = false;
   std::string reason;
@@ -433,6 +434,7 @@ void Collector::OnPodDelete(const Pod& pod) {
   auto it = pods_.find(pod.metadata.uid);
   if (it == pods_.end()) return;
   it->second->gone = true;
+  if (it->second->bound && !it->second->completed) it->second->deleted_running = Now();
   SetPending(*it->second, false);
 }
 
@@ -792,6 +794,10 @@ void Collector::Finish(Duration end, Report* report) {
       tenant_waits[pod->tenant].push_back(wait);
       if (pod->completed) ++report->completed;
       if (!pod->completed && !pod->gone) ++report->running_at_end;
+      if (pod->deleted_running) {
+        ++report->deleted_while_running;
+        placement.deleted = std::chrono::duration<double>(*pod->deleted_running).count();
+      }
       demand[pod->tenant] += static_cast<api::Int128>(pod->units) * span;
       placement.node = pod->node;
       placement.bound = std::chrono::duration<double>(*pod->bound).count();

@@ -362,7 +362,9 @@ function overview() {
     m[d.state]++;
     byDriver.set(d.driver, m);
   }
-  const pending = objects('pods').filter(p => !p.spec.nodeName && podReason(p)).length;
+  // Every Pod without a node, as the Pending view and kubectl count them: a Pod the scheduler has
+  // not tried yet (or a scheduler that is down) has no PodScheduled condition.
+  const pending = objects('pods').filter(unscheduled).length;
   return el('div', {},
     el('h2', {}, 'Overview'),
     el('div', {class: 'cards'},
