@@ -390,11 +390,14 @@ double FairShareModel::FairShare(std::string_view namespace_, int domain) {
   return total > 0 ? w / total : 1;
 }
 
-double FairShareModel::EffectiveShare(std::string_view namespace_, int domain) {
+double FairShareModel::Used(std::string_view namespace_, int domain) {
   double phi = config_.history_fraction;
-  double used = (1 - phi) * Current(namespace_, domain) + phi * Decayed(namespace_, domain);
+  return (1 - phi) * Current(namespace_, domain) + phi * Decayed(namespace_, domain);
+}
+
+double FairShareModel::EffectiveShare(std::string_view namespace_, int domain) {
   double fair = FairShare(namespace_, domain);
-  return fair > 0 ? used / fair : 0;
+  return fair > 0 ? Used(namespace_, domain) / fair : 0;
 }
 
 double FairShareModel::PodShare(std::string_view namespace_, const std::vector<int>& domains) {
@@ -438,14 +441,24 @@ std::vector<DomainShares> ComputeShares(FairShareModel& model,
     for (const auto& [key, counts] : waiting) {
       if (key.first == domain) tenants.insert(key.second);
     }
+    // Active: holding there (or in the model's active queue) or waiting with a pending Pod.
+    auto active = [&](const std::string& ns) {
+      return model.Active(ns, domain) || waiting.contains({domain, ns});
+    };
+    double active_weight = 0;
+    for (const std::string& ns : tenants) {
+      if (active(ns)) active_weight += model.Weight(ns);
+    }
     for (const std::string& ns : tenants) {
       TenantShare& t = shares.tenants.emplace_back();
       t.namespace_ = ns;
       t.weight = model.Weight(ns);
-      t.fair = model.FairShare(ns, domain);
+      // A tenant with decayed usage only: its share as if it joined.
+      const double total = active_weight + (active(ns) ? 0 : t.weight);
+      t.fair = total > 0 ? t.weight / total : 1;
       t.current = model.Current(ns, domain);
       t.decayed = model.Decayed(ns, domain);
-      t.effective = model.EffectiveShare(ns, domain);
+      t.effective = t.fair > 0 ? model.Used(ns, domain) / t.fair : 0;
       if (auto w = waiting.find({domain, ns}); w != waiting.end()) {
         std::tie(t.pending, t.starving) = w->second;
       }

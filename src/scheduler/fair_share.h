@@ -139,6 +139,8 @@ class FairShareModel final : public HoldingsObserver {
   double Current(std::string_view namespace_, int domain);
   double Decayed(std::string_view namespace_, int domain);
   double FairShare(std::string_view namespace_, int domain);
+  // The usage the effective share weighs: current and decayed mixed by history_fraction.
+  double Used(std::string_view namespace_, int domain);
   double EffectiveShare(std::string_view namespace_, int domain);
   // Max of EffectiveShare over `domains`; 0 for none.
   double PodShare(std::string_view namespace_, const std::vector<int>& domains);
@@ -222,6 +224,10 @@ struct DomainShares {
 };
 
 // Every domain's shares now: what the policy status, the metrics and `draplane queue` report.
+// Fair shares here are over the tenants holding or waiting in the domain with any of `pending`
+// (fair-share.md §5), whichever queue the Pods are in: the model's own (which the order uses)
+// counts only Pods in the active queue, so a tenant whose Pods wait in backoff would be left out
+// of the others' shares.
 std::vector<DomainShares> ComputeShares(FairShareModel& model,
                                         const std::vector<PendingShare>& pending);
 

@@ -158,6 +158,27 @@ TEST(FairShareModelTest, FairShareIsOverTheActiveTenantsOnly) {
   EXPECT_DOUBLE_EQ(model.FairShare("team-b", 0), 1);
 }
 
+// What the status and the metrics report: a tenant whose Pod waits outside the active queue (in
+// backoff or the unschedulable pool, so not in the model the order uses) still counts in the
+// fair shares, as `draplane queue` counts it; the shares of active tenants sum to 1.
+TEST(ComputeSharesTest, TenantsWaitingOutsideTheActiveQueueCountInTheReportedShares) {
+  FairShareConfig config = Accelerators();
+  config.tenants = {{.namespaces = {"team-a"}, .weight = 3}};
+  FairShareWorld world{{"node-a", {"H100", "H100"}}};
+  FairShareModel model(config, world.ledger, world.clock);
+  world.Hold("team-a", "c1", "h100", "node-a", "gpu-0");
+  EXPECT_DOUBLE_EQ(model.FairShare("team-a", 0), 1);  // the order's view: team-b not active
+  std::vector<DomainShares> shares =
+      ComputeShares(model, {PendingShare{.namespace_ = "team-b", .domains = {0}}});
+  ASSERT_EQ(shares[0].tenants.size(), 2u);
+  EXPECT_EQ(shares[0].tenants[0].namespace_, "team-a");
+  EXPECT_DOUBLE_EQ(shares[0].tenants[0].fair, 0.75);
+  EXPECT_DOUBLE_EQ(shares[0].tenants[0].effective, model.Used("team-a", 0) / 0.75);
+  EXPECT_GT(shares[0].tenants[0].effective, 0);
+  EXPECT_DOUBLE_EQ(shares[0].tenants[1].fair, 0.25);
+  EXPECT_EQ(shares[0].tenants[1].pending, 1);
+}
+
 TEST(FairShareModelTest, EffectiveShareMixesHistoryAndPodShareIsTheMaxOverItsDomains) {
   FairShareConfig config;
   config.domains = {{.name = "big", .device_classes = {"h100"}},
