@@ -192,9 +192,27 @@ TEST_F(AgentTest, RegistersTheNodeAndItsLease) {
   EXPECT_EQ(node->status.capacity.at("cpu").Value(), 64);
   EXPECT_EQ(node->status.capacity.at("pods").Value(), 110);
   EXPECT_EQ(node->status.allocatable.at("example.com/gpu").Value(), 2);
-  ASSERT_EQ(node->status.conditions.size(), 1u);
-  EXPECT_EQ(node->status.conditions[0].type, "Ready");
-  EXPECT_EQ(node->status.conditions[0].status, "True");
+  // The kubelet's four conditions: what the node lifecycle controller turns Unknown when the
+  // heartbeats stop, and the agent back again.
+  std::vector<std::string> conditions;
+  for (const cv1::NodeCondition& c : node->status.conditions) {
+    conditions.push_back(c.type + "=" + c.status + " " + c.reason);
+  }
+  EXPECT_THAT(conditions, ::testing::ElementsAre("MemoryPressure=False KubeletHasSufficientMemory",
+                                                 "DiskPressure=False KubeletHasNoDiskPressure",
+                                                 "PIDPressure=False KubeletHasSufficientPID",
+                                                 "Ready=True KubeletReady"));
+  for (cv1::NodeCondition& c : node->status.conditions) {
+    c.status = "Unknown";
+    c.reason = "NodeStatusUnknown";
+  }
+  ASSERT_TRUE(client::UpdateStatus(api_, *node).ok());
+  ASSERT_TRUE(agent_->SyncNode().ok());
+  node = client::Get<cv1::Node>(api_, "", "node-a");
+  ASSERT_TRUE(node.ok());
+  for (const cv1::NodeCondition& c : node->status.conditions) {
+    EXPECT_NE(c.status, "Unknown") << c.type;
+  }
   StatusOr<api::coordinationv1::Lease> lease =
       client::Get<api::coordinationv1::Lease>(api_, "kube-node-lease", "node-a");
   ASSERT_TRUE(lease.ok());

@@ -1,5 +1,8 @@
 #include "agent/node_registration.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "api/gen/coordination_v1_types.h"
 #include "api/gen/core_v1_types.h"
 #include "client/typed.h"
@@ -71,14 +74,31 @@ cv1::Node RegisteredNode(const NodeRegistration& options, Timestamp now) {
   }
   node.status.capacity = capacity;
   node.status.allocatable = std::move(capacity);
-  cv1::NodeCondition ready;
-  ready.type = "Ready";
-  ready.status = std::string(cv1::kConditionStatusTrue);
-  ready.reason = "KubeletReady";
-  ready.message = options.ready_message;
-  ready.last_heartbeat_time = api::Time::FromTimestamp(now);
-  ready.last_transition_time = ready.last_heartbeat_time;
-  node.status.conditions.push_back(std::move(ready));
+  // The kubelet's four conditions, in its order: the node lifecycle controller turns each
+  // Unknown when the heartbeats stop, and one never posted would read "Kubelet never posted
+  // node status." for ever after.
+  struct Reported {
+    const char* type;
+    const char* status;
+    const char* reason;
+    std::string message;
+  };
+  for (const Reported& r : {Reported{"MemoryPressure", "False", "KubeletHasSufficientMemory",
+                                     "kubelet has sufficient memory available"},
+                            Reported{"DiskPressure", "False", "KubeletHasNoDiskPressure",
+                                     "kubelet has no disk pressure"},
+                            Reported{"PIDPressure", "False", "KubeletHasSufficientPID",
+                                     "kubelet has sufficient PID available"},
+                            Reported{"Ready", "True", "KubeletReady", options.ready_message}}) {
+    cv1::NodeCondition c;
+    c.type = r.type;
+    c.status = r.status;
+    c.reason = r.reason;
+    c.message = r.message;
+    c.last_heartbeat_time = api::Time::FromTimestamp(now);
+    c.last_transition_time = c.last_heartbeat_time;
+    node.status.conditions.push_back(std::move(c));
+  }
   node.status.node_info.kubelet_version = options.kubelet_version;
   node.status.node_info.operating_system = "linux";
   return node;
@@ -123,21 +143,36 @@ Status SyncNodeRegistration(client::ApiClient& api, const NodeRegistration& opti
   // Status: capacity, allocatable, Ready.
   bool status_changed = node.status.capacity != desired.status.capacity ||
                         node.status.allocatable != desired.status.allocatable;
-  const cv1::NodeCondition* ready = nullptr;
-  for (const cv1::NodeCondition& c : node.status.conditions) {
-    if (c.type == "Ready") ready = &c;
+  auto find = [&](const std::string& type) -> const cv1::NodeCondition* {
+    for (const cv1::NodeCondition& c : node.status.conditions) {
+      if (c.type == type) return &c;
+    }
+    return nullptr;
+  };
+  for (const cv1::NodeCondition& want : desired.status.conditions) {
+    const cv1::NodeCondition* have = find(want.type);
+    status_changed = status_changed || have == nullptr || have->status != want.status;
   }
-  status_changed = status_changed || ready == nullptr || ready->status != cv1::kConditionStatusTrue;
   if (status_changed || clock.Now() - *last_status >= options.status_interval) {
     node.status.capacity = desired.status.capacity;
     node.status.allocatable = desired.status.allocatable;
-    cv1::NodeCondition condition = desired.status.conditions.front();
-    if (ready != nullptr && ready->status == cv1::kConditionStatusTrue) {
-      condition.last_transition_time = ready->last_transition_time;
+    // The reported conditions replace their earlier selves (a transition keeps its time while
+    // the status stays); conditions others report stay.
+    std::vector<cv1::NodeCondition> conditions;
+    for (cv1::NodeCondition want : desired.status.conditions) {
+      if (const cv1::NodeCondition* have = find(want.type);
+          have != nullptr && have->status == want.status) {
+        want.last_transition_time = have->last_transition_time;
+      }
+      conditions.push_back(std::move(want));
     }
-    std::erase_if(node.status.conditions,
-                  [](const cv1::NodeCondition& c) { return c.type == "Ready"; });
-    node.status.conditions.push_back(std::move(condition));
+    for (cv1::NodeCondition& other : node.status.conditions) {
+      if (std::none_of(desired.status.conditions.begin(), desired.status.conditions.end(),
+                       [&](const cv1::NodeCondition& d) { return d.type == other.type; })) {
+        conditions.push_back(std::move(other));
+      }
+    }
+    node.status.conditions = std::move(conditions);
     node.status.node_info.kubelet_version = desired.status.node_info.kubelet_version;
     node.status.node_info.operating_system = desired.status.node_info.operating_system;
     StatusOr<cv1::Node> updated = client::UpdateStatus(api, node, options.field_manager);

@@ -8,8 +8,9 @@
 //      controllers' kubelet simulator that something on the node already plays the kubelet;
 //   2. on an existing Node, add missing or changed labels and the annotation;
 //   3. write the status (capacity = allocatable, with defaults for cpu, memory and pods; the
-//      Ready condition with reason KubeletReady,
-//      nodeInfo) when it changes or when `status_interval` passed since `*last_status`;
+//      kubelet's conditions MemoryPressure, DiskPressure, PIDPressure False and Ready True
+//      (KubeletReady), conditions of other reporters kept; nodeInfo) when it changes or when
+//      `status_interval` passed since `*last_status`;
 //   4. renew the Lease `kube-node-lease/<node>` (created with the Node as owner, and the
 //      namespace created when a bare API server lacks it).
 //
@@ -46,8 +47,8 @@ struct NodeRegistration {
 };
 
 // The Node steps 1-3 keep the stored Node at: labels (the options' plus kubernetes.io/hostname
-// and kubernetes.io/os unless set), the annotation, capacity = allocatable with the defaults, a
-// Ready condition stamped `now`, nodeInfo. The simulator registers profile nodes with it.
+// and kubernetes.io/os unless set), the annotation, capacity = allocatable with the defaults, the
+// four kubelet conditions stamped `now`, nodeInfo. The simulator registers profile nodes with it.
 api::corev1::Node RegisteredNode(const NodeRegistration& node, Timestamp now);
 
 // Steps 1-4. Errors of the API calls; `*last_status` is set when the status was written.

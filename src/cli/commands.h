@@ -17,6 +17,7 @@
 #include "client/shared_informers.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "controllers/nodelifecycle/node_lifecycle.h"
 
 namespace draplane::server {
 class Server;
@@ -81,11 +82,30 @@ Status EmbedScheduler(server::Server& server, std::shared_ptr<EmbeddedInformers>
 // `--binding-timeout`: a Go-style duration of at least 1 s (upstream validates
 // DynamicResourcesArgs.bindingTimeout the same way); InvalidArgument otherwise.
 StatusOr<Duration> ParseBindingTimeout(std::string_view text);
-// `resource_pool_status`: run the ResourcePoolStatusRequest controller (the server serves the
-// API: DRAResourcePoolStatus).
-Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
-                              std::vector<std::string> metrics_tenants, bool resource_pool_status,
+struct EmbeddedControllers {
+  bool simulate_kubelet = false;
+  std::vector<std::string> metrics_tenants;
+  // Run the ResourcePoolStatusRequest controller (the server serves the API:
+  // DRAResourcePoolStatus).
+  bool resource_pool_status = false;
+  controllers::NodeLifecycleOptions node_lifecycle;
+};
+Status EmbedControllerManager(server::Server& server, EmbeddedControllers controllers,
                               std::shared_ptr<EmbeddedInformers> shared);
+// The node lifecycle controller's flags (upstream kube-controller-manager's), for
+// controller-manager and serve.
+struct NodeLifecycleFlags {
+  std::string monitor_period = "5s";
+  std::string monitor_grace_period = "50s";
+  std::string startup_grace_period = "1m0s";
+  double eviction_rate = 0.1;
+  double secondary_eviction_rate = 0.01;
+  int large_cluster_threshold = 50;
+  double unhealthy_zone_threshold = 0.55;
+};
+void AddNodeLifecycleFlags(CLI::App& cmd, NodeLifecycleFlags& flags);
+// InvalidArgument naming the flag.
+StatusOr<controllers::NodeLifecycleOptions> NodeLifecycleOptionsOf(const NodeLifecycleFlags& flags);
 // Serves `server`'s draplane.dev PodExplanations (server/handlers/pod_explanations.h) with the
 // explanation `draplane explain pod` prints (scheduler::ExplainPodFromApi; explain_command.cc),
 // reading the cluster in-process as system:draplane:pod-explainer. Errors of the client.

@@ -1,7 +1,9 @@
 // `draplane controller-manager`: runs the controllers (controllers/controller_manager.h) against
 // an API server until SIGINT or SIGTERM, optionally under leader election.
 #include <memory>
+#include <tuple>
 
+#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -18,7 +20,9 @@ namespace {
 struct ControllerManagerFlags {
   std::string kubeconfig;
   std::string context;
-  std::vector<std::string> controllers = {"resourceclaim", "garbagecollector", "namespace"};
+  std::vector<std::string> controllers = {"resourceclaim", "garbagecollector", "namespace",
+                                          "nodelifecycle", "taint-eviction-controller"};
+  NodeLifecycleFlags node_lifecycle;
   bool simulate_kubelet = false;
   bool leader_elect = true;
   std::string lease_name = "draplane-controller-manager";
@@ -33,6 +37,7 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 
   controllers::ControllerManagerOptions options;
   options.resource_claims = options.garbage_collector = options.namespaces = false;
+  options.node_lifecycle = options.taint_eviction = false;
   for (const std::string& c : flags.controllers) {
     if (c == "resourceclaim") {
       options.resource_claims = true;
@@ -42,13 +47,24 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
       options.namespaces = true;
     } else if (c == "resourcepoolstatusrequest") {
       options.resource_pool_status = true;
+    } else if (c == "nodelifecycle") {
+      options.node_lifecycle = true;
+    } else if (c == "taint-eviction-controller") {
+      options.taint_eviction = true;
     } else {
-      return ReportFailure("controller-manager", "--controllers",
-                           InvalidArgumentError("unknown controller \"" + c +
-                                                "\" (resourceclaim, garbagecollector, "
-                                                "namespace, resourcepoolstatusrequest)"));
+      return ReportFailure(
+          "controller-manager", "--controllers",
+          InvalidArgumentError("unknown controller \"" + c +
+                               "\" (resourceclaim, garbagecollector, namespace, nodelifecycle, "
+                               "taint-eviction-controller, resourcepoolstatusrequest)"));
     }
   }
+  StatusOr<controllers::NodeLifecycleOptions> node_lifecycle =
+      NodeLifecycleOptionsOf(flags.node_lifecycle);
+  if (!node_lifecycle.ok()) {
+    return ReportFailure("controller-manager", "flags", node_lifecycle.status());
+  }
+  options.node_lifecycle_options = *node_lifecycle;
   options.simulate_kubelet = flags.simulate_kubelet;
   options.claim_stages.tenants = flags.metrics_tenants;
 
@@ -94,12 +110,9 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 // (server/lifecycle/lifecycle.h).
 class EmbeddedControllerManager final : public server::EmbeddedComponent {
  public:
-  EmbeddedControllerManager(bool simulate_kubelet, std::vector<std::string> metrics_tenants,
-                            bool resource_pool_status, std::shared_ptr<EmbeddedInformers> shared)
-      : simulate_kubelet_(simulate_kubelet),
-        metrics_tenants_(std::move(metrics_tenants)),
-        resource_pool_status_(resource_pool_status),
-        shared_(std::move(shared)) {}
+  EmbeddedControllerManager(EmbeddedControllers controllers,
+                            std::shared_ptr<EmbeddedInformers> shared)
+      : controllers_(std::move(controllers)), shared_(std::move(shared)) {}
 
   std::string name() const override { return "controller-manager"; }
 
@@ -108,9 +121,10 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
     controllers::ControllerManagerOptions options;
     options.garbage_collector = false;
     options.namespaces = false;
-    options.simulate_kubelet = simulate_kubelet_;
-    options.claim_stages.tenants = metrics_tenants_;
-    options.resource_pool_status = resource_pool_status_;
+    options.simulate_kubelet = controllers_.simulate_kubelet;
+    options.claim_stages.tenants = controllers_.metrics_tenants;
+    options.resource_pool_status = controllers_.resource_pool_status;
+    options.node_lifecycle_options = controllers_.node_lifecycle;
     manager_ = std::make_unique<controllers::ControllerManager>(
         *api_, RealClock(), options, shared_ ? shared_->informers.get() : nullptr);
     return manager_->Start();
@@ -121,9 +135,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
   }
 
  private:
-  bool simulate_kubelet_;
-  std::vector<std::string> metrics_tenants_;
-  bool resource_pool_status_;
+  EmbeddedControllers controllers_;
   std::shared_ptr<EmbeddedInformers> shared_;
   std::unique_ptr<client::ApiClient> api_;
   std::unique_ptr<controllers::ControllerManager> manager_;
@@ -131,13 +143,74 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
 
 }  // namespace
 
-Status EmbedControllerManager(server::Server& server, bool simulate_kubelet,
-                              std::vector<std::string> metrics_tenants, bool resource_pool_status,
+Status EmbedControllerManager(server::Server& server, EmbeddedControllers controllers,
                               std::shared_ptr<EmbeddedInformers> shared) {
   return server.Embed(
-      std::make_unique<EmbeddedControllerManager>(simulate_kubelet, std::move(metrics_tenants),
-                                                  resource_pool_status, std::move(shared)),
+      std::make_unique<EmbeddedControllerManager>(std::move(controllers), std::move(shared)),
       "system:kube-controller-manager", {});
+}
+
+void AddNodeLifecycleFlags(CLI::App& cmd, NodeLifecycleFlags& flags) {
+  cmd.add_option("--node-monitor-period", flags.monitor_period,
+                 "How often the node lifecycle controller checks every node's heartbeat (Go "
+                 "duration)")
+      ->capture_default_str();
+  cmd.add_option("--node-monitor-grace-period", flags.monitor_grace_period,
+                 "How long a node may go without a heartbeat (its Ready condition or its Lease) "
+                 "before it is marked Unknown and tainted unreachable (Go duration)")
+      ->capture_default_str();
+  cmd.add_option("--node-startup-grace-period", flags.startup_grace_period,
+                 "The same for a node that never posted a Ready condition (Go duration)")
+      ->capture_default_str();
+  cmd.add_option("--node-eviction-rate", flags.eviction_rate,
+                 "Nodes per second, per zone, tainted NoExecute (their Pods evicted) while the "
+                 "zone is healthy")
+      ->capture_default_str();
+  cmd.add_option(
+         "--secondary-node-eviction-rate", flags.secondary_eviction_rate,
+         "The same in a zone where too many nodes are not ready "
+         "(--unhealthy-zone-threshold); 0 in zones of at most --large-cluster-size-threshold "
+         "nodes")
+      ->capture_default_str();
+  cmd.add_option("--large-cluster-size-threshold", flags.large_cluster_threshold,
+                 "Nodes a zone needs for --secondary-node-eviction-rate to apply")
+      ->capture_default_str();
+  cmd.add_option("--unhealthy-zone-threshold", flags.unhealthy_zone_threshold,
+                 "Share of not ready nodes (at least 3) that makes a zone unhealthy")
+      ->capture_default_str();
+}
+
+StatusOr<controllers::NodeLifecycleOptions> NodeLifecycleOptionsOf(
+    const NodeLifecycleFlags& flags) {
+  controllers::NodeLifecycleOptions options;
+  for (auto [name, text, out] :
+       {std::tuple{"--node-monitor-period", &flags.monitor_period, &options.monitor_period},
+        std::tuple{"--node-monitor-grace-period", &flags.monitor_grace_period,
+                   &options.monitor_grace_period},
+        std::tuple{"--node-startup-grace-period", &flags.startup_grace_period,
+                   &options.startup_grace_period}}) {
+    StatusOr<Duration> parsed = api::ParseDuration(*text);
+    if (!parsed.ok()) return parsed.status().WithPrefix(name);
+    if (*parsed <= Duration(0))
+      return InvalidArgumentError(std::string(name) + ": must be positive");
+    *out = *parsed;
+  }
+  if (flags.eviction_rate < 0 || flags.secondary_eviction_rate < 0) {
+    return InvalidArgumentError(
+        "--node-eviction-rate, --secondary-node-eviction-rate: must not "
+        "be negative");
+  }
+  if (flags.large_cluster_threshold < 0) {
+    return InvalidArgumentError("--large-cluster-size-threshold: must not be negative");
+  }
+  if (!(flags.unhealthy_zone_threshold > 0 && flags.unhealthy_zone_threshold <= 1)) {
+    return InvalidArgumentError("--unhealthy-zone-threshold: must be in (0, 1]");
+  }
+  options.eviction_rate = flags.eviction_rate;
+  options.secondary_eviction_rate = flags.secondary_eviction_rate;
+  options.large_cluster_threshold = flags.large_cluster_threshold;
+  options.unhealthy_zone_threshold = flags.unhealthy_zone_threshold;
+  return options;
 }
 
 void AddControllerManagerCommand(CLI::App& app) {
@@ -145,13 +218,14 @@ void AddControllerManagerCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "controller-manager",
       "Run the controllers: claims from templates and their release, garbage collection, "
-      "namespace deletion");
+      "namespace deletion, node health and taint eviction");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");
   cmd->add_option("--controllers", flags->controllers,
                   "Controllers to run: resourceclaim, garbagecollector, namespace, "
-                  "resourcepoolstatusrequest (needs a server serving resource.k8s.io/v1alpha3)")
+                  "nodelifecycle, taint-eviction-controller, resourcepoolstatusrequest (needs a "
+                  "server serving resource.k8s.io/v1alpha3)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
@@ -160,6 +234,7 @@ void AddControllerManagerCommand(CLI::App& app) {
                            flags->lease_namespace, flags->identity);
   AddMetricsTenantsOption(*cmd, flags->metrics_tenants);
   AddMetricsBindOption(*cmd, flags->metrics_bind_address);
+  AddNodeLifecycleFlags(*cmd, flags->node_lifecycle);
   cmd->callback([flags] {
     int code = RunControllerManager(*flags);
     if (code != 0) throw CommandExit{code};

@@ -72,6 +72,7 @@ struct ServeFlags {
   std::string kubernetes_version = "1.36";
   std::string feature_gates;
   std::string binding_timeout = "600s";  // the embedded scheduler's
+  NodeLifecycleFlags node_lifecycle;     // the embedded controllers'
 };
 
 // Takes the gates that concern the API server and the controller manager only out of a
@@ -193,6 +194,12 @@ int RunServe(ServeFlags& flags) {
     std::fprintf(stderr, "draplane serve: %s\n", durations.ToString().c_str());
     return 2;
   }
+  StatusOr<controllers::NodeLifecycleOptions> node_lifecycle =
+      NodeLifecycleOptionsOf(flags.node_lifecycle);
+  if (!node_lifecycle.ok()) {
+    std::fprintf(stderr, "draplane serve: %s\n", node_lifecycle.status().ToString().c_str());
+    return 2;
+  }
   RaiseFileDescriptorLimit();
   StatusOr<std::unique_ptr<server::Server>> server = server::Server::Start(flags.options);
   if (!server.ok()) {
@@ -203,8 +210,12 @@ int RunServe(ServeFlags& flags) {
   auto shared = std::make_shared<EmbeddedInformers>();
   Status components = EmbedSharedInformers(**server, shared);
   if (components.ok() && !flags.no_controller_manager) {
-    components = EmbedControllerManager(**server, flags.simulate_kubelet, flags.metrics_tenants,
-                                        resource_pool_status, shared);
+    components = EmbedControllerManager(**server,
+                                        {.simulate_kubelet = flags.simulate_kubelet,
+                                         .metrics_tenants = flags.metrics_tenants,
+                                         .resource_pool_status = resource_pool_status,
+                                         .node_lifecycle = *node_lifecycle},
+                                        shared);
   }
   if (components.ok() && !flags.no_scheduler) {
     components = EmbedScheduler(**server, shared, *features, *binding_timeout,
@@ -288,6 +299,16 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
                 "terminate");
+  cmd->add_option("--default-not-ready-toleration-seconds",
+                  flags->options.default_not_ready_toleration_seconds,
+                  "Seconds a new Pod tolerates node.kubernetes.io/not-ready:NoExecute unless it "
+                  "tolerates it itself (negative: add no toleration)")
+      ->capture_default_str();
+  cmd->add_option("--default-unreachable-toleration-seconds",
+                  flags->options.default_unreachable_toleration_seconds,
+                  "The same for node.kubernetes.io/unreachable:NoExecute")
+      ->capture_default_str();
+  AddNodeLifecycleFlags(*cmd, flags->node_lifecycle);
   cmd->add_option("--binding-timeout", flags->binding_timeout,
                   "How long the embedded scheduler's bindings wait for allocated devices' "
                   "bindingConditions (KEP-5007) before the Pod is retried (at least 1s)")

@@ -30,6 +30,14 @@ ControllerManager::ControllerManager(client::ApiClient& api, const Clock& clock,
     device_taint_ =
         std::make_unique<DeviceTaintController>(api, informers_, clock, options.device_taint);
   }
+  if (options.node_lifecycle) {
+    node_lifecycle_ = std::make_unique<NodeLifecycleController>(api, informers_, clock,
+                                                                options.node_lifecycle_options);
+  }
+  if (options.taint_eviction) {
+    taint_eviction_ = std::make_unique<TaintEvictionController>(api, informers_, clock,
+                                                                options.taint_eviction_options);
+  }
   if (options.claim_stage_metrics) {
     claim_stages_ = std::make_unique<ClaimStageTracker>(informers_, clock, options.claim_stages);
   }
@@ -45,12 +53,15 @@ Status ControllerManager::Start() {
   if (namespaces_) namespaces_->Start();
   if (kubelet_) kubelet_->Start();
   if (device_taint_) device_taint_->Start();
+  if (node_lifecycle_) node_lifecycle_->Start();
+  if (taint_eviction_) taint_eviction_->Start();
   if (pool_status_) pool_status_->Start();
   started_ = true;
   log::Info(
       "controller-manager: started (resourceclaim={}, garbagecollector={}, namespace={}, "
-      "kubelet-simulator={})",
-      resource_claims_ != nullptr, gc_ != nullptr, namespaces_ != nullptr, kubelet_ != nullptr);
+      "kubelet-simulator={}, nodelifecycle={}, taint-eviction={})",
+      resource_claims_ != nullptr, gc_ != nullptr, namespaces_ != nullptr, kubelet_ != nullptr,
+      node_lifecycle_ != nullptr, taint_eviction_ != nullptr);
   return Status::Ok();
 }
 
@@ -60,6 +71,8 @@ void ControllerManager::Stop() {
   if (own_informers_) own_informers_->Stop();
   if (claim_stages_) claim_stages_->Stop();
   if (device_taint_) device_taint_->Stop();
+  if (taint_eviction_) taint_eviction_->Stop();
+  if (node_lifecycle_) node_lifecycle_->Stop();
   if (pool_status_) pool_status_->Stop();
   if (kubelet_) kubelet_->Stop();
   if (namespaces_) namespaces_->Stop();

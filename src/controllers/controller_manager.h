@@ -6,6 +6,9 @@
 //   namespace         namespace deletion
 //   kubelet           (optional, `--simulate-kubelet`) bound pods run, deleted pods terminate
 //   devicetaint       NoExecute device taints evict pods; DeviceTaintRule status (dry run for None)
+//   nodelifecycle     nodes whose heartbeat stopped become Unknown and are tainted (not-ready,
+//                     unreachable, and NoSchedule taints by condition)
+//   taint-eviction    NoExecute node taints evict pods once their tolerations end
 //   claim stages      draplane_claim_stage_duration_seconds from claim and Pod watches
 //   poolstatus        (optional) answers ResourcePoolStatusRequests once (KEP-5677); needs a
 //                     server that serves resource.k8s.io/v1alpha3
@@ -22,9 +25,11 @@
 #include "controllers/gc/garbage_collector.h"
 #include "controllers/kubelet/kubelet_simulator.h"
 #include "controllers/namespace/namespace_controller.h"
+#include "controllers/nodelifecycle/node_lifecycle.h"
 #include "controllers/poolstatus/controller.h"
 #include "controllers/resourceclaim/controller.h"
 #include "controllers/stages/stage_tracker.h"
+#include "controllers/tainteviction/controller.h"
 
 namespace draplane::controllers {
 
@@ -34,10 +39,14 @@ struct ControllerManagerOptions {
   bool namespaces = true;
   bool simulate_kubelet = false;
   bool device_taint_eviction = true;
+  bool node_lifecycle = true;
+  bool taint_eviction = true;
   bool claim_stage_metrics = true;
   bool resource_pool_status = false;
   ResourceClaimControllerOptions resource_claim{};
   DeviceTaintControllerOptions device_taint{};
+  NodeLifecycleOptions node_lifecycle_options{};
+  TaintEvictionOptions taint_eviction_options{};
   StageTrackerOptions claim_stages{};
   PoolStatusControllerOptions pool_status{};
 };
@@ -71,6 +80,8 @@ class ControllerManager {
   std::unique_ptr<NamespaceController> namespaces_;
   std::unique_ptr<KubeletSimulator> kubelet_;
   std::unique_ptr<DeviceTaintController> device_taint_;
+  std::unique_ptr<NodeLifecycleController> node_lifecycle_;
+  std::unique_ptr<TaintEvictionController> taint_eviction_;
   std::unique_ptr<ClaimStageTracker> claim_stages_;
   std::unique_ptr<PoolStatusController> pool_status_;
   bool started_ = false;

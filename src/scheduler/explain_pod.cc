@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "api/labels/node_isolation.h"
+#include "api/labels/taints.h"
 #include "client/list_all.h"
 #include "client/typed.h"
 #include "common/random.h"
@@ -70,6 +71,33 @@ void AddPreparation(const ClusterState& cluster, const Pod& pod, Timestamp now,
   }
 }
 
+// A bound Pod's node that stopped reporting (the node lifecycle controller set Ready Unknown, or
+// the kubelet player reported False) and, while the node has NoExecute taints, when the taint
+// eviction controller evicts the Pod (api/labels/taints.h).
+void AddNodeHealth(const ClusterState& cluster, const Pod& pod, Timestamp now,
+                   std::string* summary) {
+  const NodeInfo* node = cluster.FindNode(pod.spec.node_name);
+  if (node == nullptr) return;
+  for (const auto& c : node->node().status.conditions) {
+    if (c.type != "Ready" || c.status == "True") continue;
+    *summary += "; the node is not ready (Ready " + c.status;
+    if (!c.last_transition_time.empty()) *summary += " since " + c.last_transition_time.text();
+    if (!c.message.empty()) *summary += ": " + c.message;
+    *summary += ")";
+  }
+  std::optional<Timestamp> evicted = api::labels::NoExecuteEvictionTime(
+      pod, node->node().spec.taints, [now](const api::corev1::Taint&) { return now; });
+  if (!evicted) return;
+  std::string taints;
+  for (const api::corev1::Taint& t : node->node().spec.taints) {
+    if (t.effect == "NoExecute") taints += (taints.empty() ? "" : ", ") + t.key + ":NoExecute";
+  }
+  *summary += *evicted <= now
+                  ? "; it is being evicted for the node's taints " + taints
+                  : "; it will be evicted at " + api::Time::FromTimestamp(*evicted).text() +
+                        " for the node's taints " + taints + " unless they go first";
+}
+
 }  // namespace
 
 PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
@@ -104,6 +132,7 @@ PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
   if (!pod.spec.node_name.empty()) {
     out.summary = "bound to node " + pod.spec.node_name;
     if (out.phase == "Pending") AddPreparation(cluster, pod, clock.Now(), &out.summary);
+    AddNodeHealth(cluster, pod, clock.Now(), &out.summary);
     return out;
   }
 

@@ -905,6 +905,47 @@ TEST(ExplainTest, ABoundPendingPodOnAnIsolatedNodeSaysSo) {
             "bound to node flaky-0");
 }
 
+// A Running Pod on a node whose heartbeats stopped: the explanation says the node is not ready
+// since when and why, and when the Pod's toleration of the unreachable taint ends.
+TEST(ExplainTest, APodOnAnUnreachableNodeSaysWhenItIsEvicted) {
+  ManualClock clock;
+  ClusterState cluster;
+  const Timestamp tainted = clock.Now();
+  auto node = std::make_shared<api::corev1::Node>();
+  node->metadata.name = "gpu-7";
+  node->status.conditions.emplace_back();
+  node->status.conditions.back().type = "Ready";
+  node->status.conditions.back().status = "Unknown";
+  node->status.conditions.back().message = "Kubelet stopped posting node status.";
+  node->status.conditions.back().last_transition_time = api::Time::FromTimestamp(tainted);
+  node->spec.taints.emplace_back();
+  node->spec.taints.back().key = "node.kubernetes.io/unreachable";
+  node->spec.taints.back().effect = "NoExecute";
+  node->spec.taints.back().time_added = api::Time::FromTimestamp(tainted);
+  cluster.UpsertNode(node);
+  auto pod = std::make_shared<api::corev1::Pod>(*QueuePod("p"));
+  pod->spec.node_name = "gpu-7";
+  pod->status.phase = "Running";
+  pod->spec.tolerations.emplace_back();
+  pod->spec.tolerations.back().key = "node.kubernetes.io/unreachable";
+  pod->spec.tolerations.back().operator_ = "Exists";
+  pod->spec.tolerations.back().effect = "NoExecute";
+  pod->spec.tolerations.back().toleration_seconds = 300;
+  clock.Advance(std::chrono::seconds(10));
+  const std::string since = api::Time::FromTimestamp(tainted).text();
+  EXPECT_EQ(ExplainPod(cluster, *pod, allocator::Features{}, clock).summary,
+            "bound to node gpu-7; the node is not ready (Ready Unknown since " + since +
+                ": Kubelet stopped posting node status.); it will be evicted at " +
+                api::Time::FromTimestamp(tainted + std::chrono::seconds(300)).text() +
+                " for the node's taints node.kubernetes.io/unreachable:NoExecute unless they go "
+                "first");
+  clock.Advance(std::chrono::seconds(300));
+  EXPECT_EQ(ExplainPod(cluster, *pod, allocator::Features{}, clock).summary,
+            "bound to node gpu-7; the node is not ready (Ready Unknown since " + since +
+                ": Kubelet stopped posting node status.); it is being evicted for the node's "
+                "taints node.kubernetes.io/unreachable:NoExecute");
+}
+
 TEST(TaintTolerationTest, AnIsolatedNodeIsRejectedUntilItsIsolationEnds) {
   ManualClock clock;
   std::shared_ptr<Plugin> plugin = NewTaintTolerationPlugin(clock);

@@ -152,7 +152,11 @@ class ServerImpl final : public Server {
     rbac_authorizer_ = std::make_unique<authz::RbacAuthorizer>(rbac_cache_.get());
     authorizer_ = std::make_unique<authz::UnionAuthorizer>(
         std::vector<const authz::Authorizer*>{node_authorizer_.get(), rbac_authorizer_.get()});
-    admission_ = std::make_unique<admission::Admission>(store_.get(), rbac_authorizer_.get());
+    admission_ = std::make_unique<admission::Admission>(
+        store_.get(), rbac_authorizer_.get(),
+        admission::DefaultTolerationSeconds{
+            .not_ready = options_.default_not_ready_toleration_seconds,
+            .unreachable = options_.default_unreachable_toleration_seconds});
     health_ = std::make_unique<handlers::Health>(store_.get(), *clock_);
     pod_explanations_ =
         std::make_unique<handlers::PodExplanations>(options_.limits.max_pod_explanations_in_flight);

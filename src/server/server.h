@@ -93,6 +93,11 @@ struct ServerOptions {
   // Events not written for this long are deleted (kube-apiserver's --event-ttl,
   // lifecycle/event_expiry.h); zero keeps them until deleted.
   Duration event_ttl = std::chrono::hours(1);
+  // Admission DefaultTolerationSeconds: a new Pod without a toleration of these NoExecute node
+  // taints tolerates them this long (kube-apiserver's --default-not-ready-toleration-seconds,
+  // --default-unreachable-toleration-seconds); a negative value adds none.
+  int64_t default_not_ready_toleration_seconds = 300;
+  int64_t default_unreachable_toleration_seconds = 300;
   // Time source for timestamps written into objects (defaults to RealClock()).
   const Clock* clock = nullptr;
   store::StoreOptions store_options;

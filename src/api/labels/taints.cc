@@ -3,6 +3,8 @@
 // FindMatchingUntoleratedTaint.
 #include "api/labels/taints.h"
 
+#include <algorithm>
+
 #include "api/labels/selector.h"
 
 namespace draplane::api::labels {
@@ -58,6 +60,38 @@ bool TolerationsTolerateTaint(const std::vector<corev1::Toleration>& tolerations
     if (ToleratesTaint(t, taint, options)) return true;
   }
   return false;
+}
+
+std::optional<Timestamp> NoExecuteEvictionTime(
+    const corev1::Pod& pod, const std::vector<corev1::Taint>& taints,
+    const std::function<Timestamp(const corev1::Taint&)>& first_seen) {
+  // Each tolerating toleration with seconds ends the Pod's stay that long after its taint:
+  // upstream's one minimum over the tolerations of every NoExecute taint, dated per taint.
+  std::optional<Timestamp> earliest;
+  // When the Pod arrived on its node: bound (PodScheduled), else created with spec.nodeName.
+  Timestamp arrived = pod.metadata.creation_timestamp.empty()
+                          ? Timestamp()
+                          : pod.metadata.creation_timestamp.ToTimestamp();
+  for (const corev1::PodCondition& c : pod.status.conditions) {
+    if (c.type == "PodScheduled" && c.status == "True" && !c.last_transition_time.empty()) {
+      arrived = c.last_transition_time.ToTimestamp();
+    }
+  }
+  for (const corev1::Taint& taint : taints) {
+    if (taint.effect != "NoExecute") continue;
+    const Timestamp added = taint.time_added ? taint.time_added->ToTimestamp() : first_seen(taint);
+    bool tolerated = false;
+    for (const corev1::Toleration& toleration : pod.spec.tolerations) {
+      if (!ToleratesTaint(toleration, taint)) continue;
+      tolerated = true;
+      if (!toleration.toleration_seconds) continue;
+      const int64_t s = std::max<int64_t>(0, *toleration.toleration_seconds);
+      const Timestamp due = std::max(added, arrived) + std::chrono::seconds(s);
+      earliest = earliest ? std::min(*earliest, due) : due;
+    }
+    if (!tolerated) return added;  // evicted at once: untolerated since it was added
+  }
+  return earliest;
 }
 
 bool IsScheduleBlockingEffect(std::string_view effect) {

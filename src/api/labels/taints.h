@@ -16,12 +16,14 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
 
 #include "api/gen/core_v1_types.h"
 #include "api/gen/resource_v1_types.h"
+#include "common/clock.h"
 
 namespace draplane::api::labels {
 
@@ -71,6 +73,18 @@ std::optional<size_t> FindMatchingUntoleratedTaint(
   }
   return std::nullopt;
 }
+
+// When the taint eviction controller evicts `pod` from a node with `taints` (their NoExecute
+// ones; upstream pkg/controller/tainteviction): a taint no toleration tolerates evicts at its
+// timeAdded (at once); otherwise each toleration of a NoExecute taint with tolerationSeconds
+// (negative counts as 0) ends the Pod's stay that many seconds after the later of the taint's
+// timeAdded and the Pod's arrival on the node (PodScheduled's lastTransitionTime, else its
+// creation), and the earliest end wins (upstream's one minimum over the tolerations used);
+// nullopt (never) when no toleration used has seconds. `first_seen` dates a taint without
+// timeAdded.
+std::optional<Timestamp> NoExecuteEvictionTime(
+    const corev1::Pod& pod, const std::vector<corev1::Taint>& taints,
+    const std::function<Timestamp(const corev1::Taint&)>& first_seen);
 
 // The effects that keep pods off a node or devices out of an allocation: NoSchedule, NoExecute.
 // (PreferNoSchedule, the device effect None and unknown effects do not block.)

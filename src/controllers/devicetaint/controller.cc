@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/mutex.h"
+#include "controllers/internal/evict_pod.h"
 
 namespace draplane::controllers {
 
@@ -234,51 +235,27 @@ Status DeviceTaintController::SyncEvictions() {
 }
 
 Status DeviceTaintController::Evict(const PodEviction& e) {
-  StatusOr<cv1::Pod> pod = client::Get<cv1::Pod>(api_, e.namespace_, e.name);
-  if (!pod.ok()) {
-    return pod.status().code() == StatusCode::kNotFound ? Status::Ok() : pod.status();
-  }
-  // Replaced by another Pod of the same name, or already going away: nothing to do.
-  if (pod->metadata.uid != e.uid || pod->metadata.deletion_timestamp) return Status::Ok();
   std::string reasons;
   for (const devicetaint::TaintReason& r : e.reasons) {
     reasons += (reasons.empty() ? "" : ", ") + r.ToString();
   }
-  log::Info("device-taint-eviction: evicting pod {}/{} ({})", e.namespace_, e.name, reasons);
-  events_.Record(client::ReferenceTo(*pod), cv1::kEventTypeNormal, "DeviceTaintManagerEviction",
-                 "Marking for deletion");
-  bool has_condition = false;
-  for (const cv1::PodCondition& c : pod->status.conditions) {
-    if (c.type == cv1::kPodConditionTypeDisruptionTarget && c.status == "True")
-      has_condition = true;
-  }
-  if (!has_condition) {
-    cv1::Pod updated = *pod;
-    std::erase_if(updated.status.conditions, [](const cv1::PodCondition& c) {
-      return c.type == cv1::kPodConditionTypeDisruptionTarget;
-    });
-    cv1::PodCondition c;
-    c.type = std::string(cv1::kPodConditionTypeDisruptionTarget);
-    c.status = "True";
-    c.reason = "DeletionByDeviceTaintManager";
-    c.message = "Device Taint manager: deleting due to NoExecute taint";
-    c.last_transition_time = api::Time::FromTimestamp(clock_.Now());
-    updated.status.conditions.push_back(std::move(c));
-    StatusOr<cv1::Pod> written = client::UpdateStatus(api_, updated, options_.field_manager);
-    if (!written.ok()) {
-      return written.status().code() == StatusCode::kNotFound ? Status::Ok() : written.status();
-    }
-  }
-  client::DeleteOptions options;
-  options.precondition_uid = e.uid;
-  Status deleted = client::Delete<cv1::Pod>(api_, e.namespace_, e.name, options);
-  if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
-  if (deleted.ok()) {
-    PodDeletionsMetric().Increment();
-    // From when the eviction became due (the taint's time plus the toleration) to the delete.
-    PodDeletionLatencyMetric().Observe(
-        std::max(0.0, std::chrono::duration<double>(clock_.Now() - e.when).count()));
-  }
+  StatusOr<bool> deleted = internal::EvictPod(
+      api_, events_, clock_,
+      {.namespace_ = e.namespace_,
+       .name = e.name,
+       .uid = e.uid,
+       .event_reason = "DeviceTaintManagerEviction",
+       .event_message = "Marking for deletion",
+       .condition_reason = "DeletionByDeviceTaintManager",
+       .condition_message = "Device Taint manager: deleting due to NoExecute taint",
+       .field_manager = options_.field_manager});
+  if (!deleted.ok()) return deleted.status();
+  if (!*deleted) return Status::Ok();
+  log::Info("device-taint-eviction: evicted pod {}/{} ({})", e.namespace_, e.name, reasons);
+  PodDeletionsMetric().Increment();
+  // From when the eviction became due (the taint's time plus the toleration) to the delete.
+  PodDeletionLatencyMetric().Observe(
+      std::max(0.0, std::chrono::duration<double>(clock_.Now() - e.when).count()));
   MutexLock lock(mu_);
   ++evicted_;
   // One Pod counts once per rule, however many of its devices the rule taints.

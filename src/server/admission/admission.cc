@@ -1,5 +1,6 @@
 #include "server/admission/admission.h"
 
+#include <algorithm>
 #include <boost/json/serialize.hpp>
 #include <optional>
 #include <string>
@@ -154,7 +155,39 @@ std::optional<ApiError> Admission::Mutate(const Attributes& a, JsonObject& objec
   if (std::optional<std::string> refused = api::AdmitPodPriority(object, *classes)) {
     return handlers::NewForbidden(r.Gr(), a.name, *refused);
   }
+  AddDefaultTolerations(object);
   return std::nullopt;
+}
+
+void Admission::AddDefaultTolerations(JsonObject& pod) const {
+  boost::json::value& spec_value = pod["spec"];
+  if (!spec_value.is_object()) return;  // validation refuses it
+  JsonObject& spec = spec_value.get_object();
+  boost::json::value& list = spec["tolerations"];
+  if (list.is_null()) list = boost::json::array();
+  if (!list.is_array()) return;  // validation refuses it
+  boost::json::array& tolerations = list.get_array();
+  for (const auto& entry :
+       {std::pair<std::string_view, int64_t>{"node.kubernetes.io/not-ready",
+                                             default_tolerations_.not_ready},
+        {"node.kubernetes.io/unreachable", default_tolerations_.unreachable}}) {
+    const std::string_view key = entry.first;
+    const int64_t seconds = entry.second;
+    if (seconds < 0) continue;
+    const bool tolerated =
+        std::any_of(tolerations.begin(), tolerations.end(), [&](const boost::json::value& t) {
+          if (!t.is_object()) return false;
+          std::string_view k = handlers::GetString(t.get_object(), "key");
+          std::string_view effect = handlers::GetString(t.get_object(), "effect");
+          return (k.empty() || k == key) && (effect.empty() || effect == "NoExecute");
+        });
+    if (tolerated) continue;
+    tolerations.push_back(JsonObject{{"key", key},
+                                     {"operator", "Exists"},
+                                     {"effect", "NoExecute"},
+                                     {"tolerationSeconds", seconds}});
+  }
+  if (tolerations.empty()) spec.erase("tolerations");
 }
 
 std::optional<ApiError> Admission::PriorityClassRules(const Attributes& a) const {

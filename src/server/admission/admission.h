@@ -23,6 +23,12 @@
 //                       PriorityClass may not become a second global default, and the system
 //                       classes may not be deleted (plugin/pkg/admission/priority;
 //                       pkg/registry/scheduling).
+//   DefaultToleration-  (mutating, Mutate) a new Pod without a toleration of the NoExecute taint
+//   Seconds             node.kubernetes.io/not-ready (or unreachable) -- one whose key is empty
+//                       or that key, and whose effect is empty or NoExecute -- gets
+//                       {key, operator: Exists, effect: NoExecute, tolerationSeconds: N}, N
+//                       300 by default (plugin/pkg/admission/defaulttolerationseconds), so the
+//                       taint eviction controller moves it off a failed node after N seconds.
 //   DeviceTaintRule     draplane's guardrail: a DeviceTaintRule whose deviceSelector is missing
 //                       or empty is refused unless annotated `draplane.dev/select-all: "true"`
 //                       (docs/design/agent.md).
@@ -67,11 +73,18 @@ struct Attributes {
   const handlers::JsonObject* old_object = nullptr;  // update, delete
 };
 
+// DefaultTolerationSeconds' N per taint; negative: none added.
+struct DefaultTolerationSeconds {
+  int64_t not_ready = 300;
+  int64_t unreachable = 300;
+};
+
 class Admission {
  public:
   // `rbac` (optional) enables the RBAC escalation check.
-  explicit Admission(store::Store* store, const authz::RbacAuthorizer* rbac = nullptr)
-      : store_(store), rbac_(rbac) {}
+  explicit Admission(store::Store* store, const authz::RbacAuthorizer* rbac = nullptr,
+                     DefaultTolerationSeconds default_tolerations = {})
+      : store_(store), rbac_(rbac), default_tolerations_(default_tolerations) {}
 
   // The mutating plugins (Priority), run before Admit on `object`, the new object of a create or
   // update (`attributes.object` points to it). Returns the error that refuses the request.
@@ -82,6 +95,8 @@ class Admission {
   std::optional<handlers::ApiError> Admit(const Attributes& attributes) const;
 
  private:
+  // DefaultTolerationSeconds on a Pod create's object.
+  void AddDefaultTolerations(handlers::JsonObject& pod) const;
   std::optional<handlers::ApiError> NamespaceLifecycle(const Attributes& a) const;
   std::optional<handlers::ApiError> NodeRestriction(const Attributes& a) const;
   std::optional<handlers::ApiError> DraAdminAccess(const Attributes& a) const;
@@ -94,6 +109,7 @@ class Admission {
 
   store::Store* store_;
   const authz::RbacAuthorizer* rbac_;
+  const DefaultTolerationSeconds default_tolerations_;
   mutable Mutex mu_;
   // Namespace name -> (revision read, terminating at that revision).
   mutable std::map<std::string, std::pair<store::Revision, bool>, std::less<>> terminating_

@@ -149,6 +149,9 @@ std::vector<BootstrapObject> BootstrapPolicy() {
       "draplane:controller-manager",
       array{Rule({"*"}, {"*"}, {"get", "list", "watch", "delete"}),
             Rule({""}, {"pods", "pods/status"}, {"update", "patch"}),
+            // The node lifecycle controller: Unknown conditions and the node taints
+            // (upstream system:controller:node-controller).
+            Rule({""}, {"nodes", "nodes/status"}, {"update", "patch"}),
             Rule({"resource.k8s.io"}, {"resourceclaims", "resourceclaims/status"}, kReadWrite),
             Rule({"resource.k8s.io"}, {"devicetaintrules/status"}, {"get", "update", "patch"}),
             // The pool status controller answers each request once (upstream

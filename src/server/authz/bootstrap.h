@@ -9,8 +9,9 @@
 //   draplane:tenant               claims, claim templates and pods in one namespace; bind it
 //                                 per tenant namespace with a RoleBinding
 //   draplane:scheduler            what the scheduler needs; bound to user system:kube-scheduler
-//   draplane:controller-manager   what the claim controller, the garbage collector and the
-//                                 namespace controller need; bound to user
+//   draplane:controller-manager   what the claim controller, the garbage collector, the
+//                                 namespace, node lifecycle and eviction controllers need;
+//                                 bound to user
 //                                 system:kube-controller-manager
 //   draplane:node-agent           informational: node agents are authorized by the node
 //                                 authorizer (authz/node.h), which this role documents
