@@ -1,5 +1,6 @@
 // `draplane controller-manager`: runs the controllers (controllers/controller_manager.h) against
 // an API server until SIGINT or SIGTERM, optionally under leader election.
+#include <cmath>
 #include <memory>
 #include <tuple>
 
@@ -195,10 +196,12 @@ StatusOr<controllers::NodeLifecycleOptions> NodeLifecycleOptionsOf(
       return InvalidArgumentError(std::string(name) + ": must be positive");
     *out = *parsed;
   }
-  if (flags.eviction_rate < 0 || flags.secondary_eviction_rate < 0) {
-    return InvalidArgumentError(
-        "--node-eviction-rate, --secondary-node-eviction-rate: must not "
-        "be negative");
+  for (auto [name, rate] :
+       {std::pair{"--node-eviction-rate", flags.eviction_rate},
+        std::pair{"--secondary-node-eviction-rate", flags.secondary_eviction_rate}}) {
+    if (!std::isfinite(rate) || rate < 0) {
+      return InvalidArgumentError(std::string(name) + ": must be a finite number, not negative");
+    }
   }
   if (flags.large_cluster_threshold < 0) {
     return InvalidArgumentError("--large-cluster-size-threshold: must not be negative");

@@ -69,6 +69,7 @@ struct ServeFlags {
   std::string read_header_timeout = "32s";
   std::string idle_timeout = "1m30s";
   std::string compaction_interval = "5m0s";
+  std::string shutdown_delay = "0s";
   std::string kubernetes_version = "1.36";
   std::string feature_gates;
   std::string binding_timeout = "600s";  // the embedded scheduler's
@@ -194,6 +195,13 @@ int RunServe(ServeFlags& flags) {
     std::fprintf(stderr, "draplane serve: %s\n", durations.ToString().c_str());
     return 2;
   }
+  StatusOr<Duration> shutdown_delay = api::ParseDuration(flags.shutdown_delay);
+  if (!shutdown_delay.ok() || *shutdown_delay < Duration(0)) {
+    std::fprintf(
+        stderr, "draplane serve: --shutdown-delay-duration: %s\n",
+        shutdown_delay.ok() ? "must not be negative" : shutdown_delay.status().ToString().c_str());
+    return 2;
+  }
   StatusOr<controllers::NodeLifecycleOptions> node_lifecycle =
       NodeLifecycleOptionsOf(flags.node_lifecycle);
   if (!node_lifecycle.ok()) {
@@ -248,6 +256,22 @@ int RunServe(ServeFlags& flags) {
   std::fflush(stdout);
   int received = 0;
   sigwait(&signals, &received);
+  (*server)->BeginShutdown();
+  if (*shutdown_delay > Duration(0)) {
+    // kube-apiserver's --shutdown-delay-duration: /readyz fails while everything is still
+    // served, so a load balancer takes this replica out before it stops; a second signal cuts
+    // the delay short.
+    log::Info("serve: received signal {}; /readyz fails, serving {}s more before shutting down",
+              received, std::chrono::duration_cast<std::chrono::seconds>(*shutdown_delay).count());
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(*shutdown_delay);
+    timespec wait{.tv_sec = static_cast<time_t>(seconds.count()),
+                  .tv_nsec = static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   *shutdown_delay - seconds)
+                                                   .count())};
+    if (sigtimedwait(&signals, nullptr, &wait) > 0) {
+      log::Info("serve: second signal, shutting down now");
+    }
+  }
   log::Info("serve: received signal {}, shutting down", received);
   (*server)->Shutdown();
   return 0;
@@ -299,6 +323,10 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
                 "The embedded controllers play the kubelet: bound Pods run, deleted Pods "
                 "terminate");
+  cmd->add_option("--shutdown-delay-duration", flags->shutdown_delay,
+                  "After SIGTERM or SIGINT, /readyz fails while the server keeps serving this "
+                  "long, then it shuts down (Go duration; a second signal cuts it short)")
+      ->capture_default_str();
   cmd->add_option("--default-not-ready-toleration-seconds",
                   flags->options.default_not_ready_toleration_seconds,
                   "Seconds a new Pod tolerates node.kubernetes.io/not-ready:NoExecute unless it "

@@ -3,19 +3,146 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/metrics.h"
 #include "common/mutex.h"
 
 namespace draplane::client {
 
-WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions limiter)
+namespace {
+
+// client-go's workqueue metrics (k8s.io/component-base/metrics/prometheus/workqueue), under
+// their names and help texts.
+metrics::CounterFamily AddsMetric() {
+  static const metrics::CounterFamily family = metrics::NewCounterFamily(
+      "workqueue_adds_total", "Total number of adds handled by workqueue", {"name"});
+  return family;
+}
+metrics::GaugeFamily DepthMetric() {
+  static const metrics::GaugeFamily family =
+      metrics::NewGaugeFamily("workqueue_depth", "Current depth of workqueue", {"name"});
+  return family;
+}
+metrics::HistogramFamily QueueDurationMetric() {
+  static const metrics::HistogramFamily family = metrics::NewHistogramFamily(
+      "workqueue_queue_duration_seconds",
+      "How long in seconds an item stays in workqueue before being requested.", {"name"},
+      metrics::ExponentialBuckets(10e-9, 10, 10));
+  return family;
+}
+metrics::HistogramFamily WorkDurationMetric() {
+  static const metrics::HistogramFamily family =
+      metrics::NewHistogramFamily("workqueue_work_duration_seconds",
+                                  "How long in seconds processing an item from workqueue takes.",
+                                  {"name"}, metrics::ExponentialBuckets(10e-9, 10, 10));
+  return family;
+}
+metrics::GaugeFamily UnfinishedWorkMetric() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "workqueue_unfinished_work_seconds",
+      "How many seconds of work has been done that is in progress and hasn't been observed by "
+      "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
+      "threads by observing the rate at which this increases.",
+      {"name"});
+  return family;
+}
+metrics::GaugeFamily LongestRunningMetric() {
+  static const metrics::GaugeFamily family = metrics::NewGaugeFamily(
+      "workqueue_longest_running_processor_seconds",
+      "How many seconds has the longest running processor for workqueue been running.", {"name"});
+  return family;
+}
+metrics::CounterFamily RetriesMetric() {
+  static const metrics::CounterFamily family = metrics::NewCounterFamily(
+      "workqueue_retries_total", "Total number of retries handled by workqueue", {"name"});
+  return family;
+}
+
+double Seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+struct WorkQueue::Metrics {
+  explicit Metrics(const std::string& name)
+      : adds(AddsMetric().WithLabels({name})),
+        depth(DepthMetric().WithLabels({name})),
+        queue_duration(QueueDurationMetric().WithLabels({name})),
+        work_duration(WorkDurationMetric().WithLabels({name})),
+        unfinished(UnfinishedWorkMetric().WithLabels({name})),
+        longest(LongestRunningMetric().WithLabels({name})),
+        retries(RetriesMetric().WithLabels({name})) {}
+  metrics::Counter adds;
+  metrics::Gauge depth;
+  metrics::Histogram queue_duration;
+  metrics::Histogram work_duration;
+  metrics::Gauge unfinished;
+  metrics::Gauge longest;
+  metrics::Counter retries;
+};
+
+WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions limiter, std::string name)
     : clock_(clock),
       limiter_(limiter),
       tokens_(limiter.burst),
-      last_refill_(clock.MonotonicNow()) {}
+      last_refill_(clock.MonotonicNow()),
+      name_(std::move(name)) {
+  if (name_.empty()) return;
+  metrics_ = std::make_unique<Metrics>(name_);
+  scrape_hook_ = metrics::AddScrapeHook([this] { UpdateInProgress(); });
+}
+
+WorkQueue::~WorkQueue() {
+  if (scrape_hook_ != 0) metrics::RemoveScrapeHook(scrape_hook_);
+  if (metrics_ == nullptr) return;
+  // What this queue held leaves the shared series (a queue of the same name may live on).
+  MutexLock lock(mu_);
+  metrics_->depth.Increment(-static_cast<double>(added_at_.size()));
+  metrics_->unfinished.Set(0);
+  metrics_->longest.Set(0);
+}
+
+void WorkQueue::NoteAdded(const std::string& key) {
+  if (metrics_ == nullptr) return;
+  metrics_->adds.Increment();
+  metrics_->depth.Increment();
+  added_at_.try_emplace(key, clock_.MonotonicNow());
+}
+
+void WorkQueue::NoteHandedOut(const std::string& key) {
+  if (metrics_ == nullptr) return;
+  const Duration now = clock_.MonotonicNow();
+  metrics_->depth.Increment(-1);
+  if (auto it = added_at_.find(key); it != added_at_.end()) {
+    metrics_->queue_duration.Observe(Seconds(now - it->second));
+    added_at_.erase(it);
+  }
+  started_at_[key] = now;
+}
+
+void WorkQueue::NoteDone(const std::string& key) {
+  if (metrics_ == nullptr) return;
+  if (auto it = started_at_.find(key); it != started_at_.end()) {
+    metrics_->work_duration.Observe(Seconds(clock_.MonotonicNow() - it->second));
+    started_at_.erase(it);
+  }
+}
+
+void WorkQueue::UpdateInProgress() {
+  MutexLock lock(mu_);
+  const Duration now = clock_.MonotonicNow();
+  double total = 0;
+  double longest = 0;
+  for (const auto& [key, started] : started_at_) {
+    total += Seconds(now - started);
+    longest = std::max(longest, Seconds(now - started));
+  }
+  metrics_->unfinished.Set(total);
+  metrics_->longest.Set(longest);
+}
 
 bool WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_ || dirty_.contains(key)) return false;
   dirty_.insert(key);
+  NoteAdded(key);
   if (processing_.contains(key)) return false;
   queue_.push_back(key);
   return true;
@@ -92,6 +219,7 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   {
     MutexLock lock(mu_);
     delay = LimiterDelay(key);
+    if (metrics_ != nullptr) metrics_->retries.Increment();
   }
   AddAfter(key, delay);
 }
@@ -131,10 +259,15 @@ std::optional<std::string> WorkQueue::Get() {
       cv_.WaitFor(lock, std::max(left, Duration(std::chrono::milliseconds(1))));
     }
   }
+  return HandOut();
+}
+
+std::string WorkQueue::HandOut() {
   std::string key = std::move(queue_.front());
   queue_.pop_front();
   processing_.insert(key);
   dirty_.erase(key);
+  NoteHandedOut(key);
   return key;
 }
 
@@ -142,17 +275,14 @@ std::optional<std::string> WorkQueue::TryGet() {
   MutexLock lock(mu_);
   PromoteDue();
   if (queue_.empty()) return std::nullopt;
-  std::string key = std::move(queue_.front());
-  queue_.pop_front();
-  processing_.insert(key);
-  dirty_.erase(key);
-  return key;
+  return HandOut();
 }
 
 void WorkQueue::Done(const std::string& key) {
   {
     MutexLock lock(mu_);
     processing_.erase(key);
+    NoteDone(key);
     if (!dirty_.contains(key)) return;
     queue_.push_back(key);
   }

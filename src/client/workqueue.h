@@ -13,6 +13,14 @@
 //     (`base_delay` · 2^failures, capped at `max_delay`) and an overall token bucket (`qps`,
 //     `burst`); Forget(key) resets the key's failure count.
 //
+// Metrics (a named queue only, as client-go's): workqueue_adds_total, workqueue_depth,
+// workqueue_queue_duration_seconds, workqueue_work_duration_seconds,
+// workqueue_unfinished_work_seconds, workqueue_longest_running_processor_seconds and
+// workqueue_retries_total, labelled name=<the queue's name>, with client-go's semantics: depth
+// counts keys queued or waiting to be queued again when their processing ends, an add counts
+// once per key until it is handed out, durations come from the injected clock, and the two
+// in-progress gauges are computed at scrape time (so a stuck worker shows).
+//
 // Time: deadlines are read from the injected Clock. A blocked Get() re-checks them after a real
 // wait of at most the time left (pacing, not a decision); with a ManualClock, call Poke() after
 // advancing the clock to wake waiters.
@@ -23,6 +31,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,7 +50,9 @@ struct RateLimiterOptions {
 
 class WorkQueue {
  public:
-  explicit WorkQueue(const Clock& clock, RateLimiterOptions limiter = {});
+  // `name`: the metrics' label (upstream's queue names); empty: no metrics.
+  explicit WorkQueue(const Clock& clock, RateLimiterOptions limiter = {}, std::string name = {});
+  ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
@@ -82,6 +93,14 @@ class WorkQueue {
   // Records `key` to be queued after `delay` (> 0), keeping an earlier deadline.
   void AddDelayedLocked(const std::string& key, Duration delay) DRAPLANE_REQUIRES(mu_);
   Duration LimiterDelay(const std::string& key) DRAPLANE_REQUIRES(mu_);
+  // The metrics' bookkeeping: a key became dirty, was handed out, finished.
+  void NoteAdded(const std::string& key) DRAPLANE_REQUIRES(mu_);
+  void NoteHandedOut(const std::string& key) DRAPLANE_REQUIRES(mu_);
+  void NoteDone(const std::string& key) DRAPLANE_REQUIRES(mu_);
+  // The scrape hook: the in-progress gauges.
+  void UpdateInProgress();
+  // Takes the next ready key (the queue is not empty).
+  std::string HandOut() DRAPLANE_REQUIRES(mu_);
 
   const Clock& clock_;
   const RateLimiterOptions limiter_;
@@ -96,6 +115,13 @@ class WorkQueue {
   double tokens_ DRAPLANE_GUARDED_BY(mu_);
   Duration last_refill_ DRAPLANE_GUARDED_BY(mu_){0};
   bool shutting_down_ DRAPLANE_GUARDED_BY(mu_) = false;
+
+  struct Metrics;
+  const std::string name_;
+  std::unique_ptr<Metrics> metrics_;                                     // null without a name
+  std::map<std::string, Duration> added_at_ DRAPLANE_GUARDED_BY(mu_);    // dirty keys
+  std::map<std::string, Duration> started_at_ DRAPLANE_GUARDED_BY(mu_);  // keys processing
+  int64_t scrape_hook_ = 0;
 };
 
 }  // namespace draplane::client

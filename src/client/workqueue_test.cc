@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "common/metrics.h"
+
 namespace draplane::client {
 namespace {
 
@@ -123,6 +125,58 @@ TEST(WorkQueueTest, PokeWakesAWorkerWaitingForADelayedKey) {
   queue.Poke();
   worker.join();
   EXPECT_EQ(got, "a");
+}
+
+}  // namespace
+}  // namespace draplane::client
+
+namespace draplane::client {
+namespace {
+
+// The value of `series` (name and labels as rendered) in the process's metrics; -1 when absent.
+double Series(const std::string& series) {
+  const std::string text = metrics::RenderText();
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+// client-go's workqueue metrics for a named queue: adds and depth count keys until they are
+// handed out (a key added while processing counts once more), durations come from the clock,
+// and the in-progress gauges are computed when scraped, so a stuck worker shows.
+TEST(WorkQueueTest, ANamedQueueExportsClientGosMetrics) {
+  ManualClock clock;
+  {
+    WorkQueue queue(clock, {}, "test_queue");
+    queue.Add("a");
+    queue.Add("b");
+    queue.Add("a");
+    EXPECT_EQ(Series("workqueue_adds_total{name=\"test_queue\"}"), 2);
+    EXPECT_EQ(Series("workqueue_depth{name=\"test_queue\"}"), 2);
+    clock.Advance(std::chrono::seconds(2));
+    ASSERT_EQ(queue.TryGet(), "a");
+    EXPECT_EQ(Series("workqueue_depth{name=\"test_queue\"}"), 1);
+    EXPECT_EQ(Series("workqueue_queue_duration_seconds_count{name=\"test_queue\"}"), 1);
+    EXPECT_EQ(Series("workqueue_queue_duration_seconds_sum{name=\"test_queue\"}"), 2);
+    clock.Advance(std::chrono::seconds(3));
+    EXPECT_EQ(Series("workqueue_unfinished_work_seconds{name=\"test_queue\"}"), 3);
+    EXPECT_EQ(Series("workqueue_longest_running_processor_seconds{name=\"test_queue\"}"), 3);
+    queue.Add("a");  // dirty while processing: counted, queued again on Done
+    EXPECT_EQ(Series("workqueue_adds_total{name=\"test_queue\"}"), 3);
+    EXPECT_EQ(Series("workqueue_depth{name=\"test_queue\"}"), 2);
+    queue.Done("a");
+    EXPECT_EQ(Series("workqueue_work_duration_seconds_count{name=\"test_queue\"}"), 1);
+    EXPECT_EQ(Series("workqueue_work_duration_seconds_sum{name=\"test_queue\"}"), 3);
+    EXPECT_EQ(Series("workqueue_unfinished_work_seconds{name=\"test_queue\"}"), 0);
+    queue.AddRateLimited("c");
+    EXPECT_EQ(Series("workqueue_retries_total{name=\"test_queue\"}"), 1);
+  }
+  // A queue that goes away takes its keys out of the depth.
+  EXPECT_EQ(Series("workqueue_depth{name=\"test_queue\"}"), 0);
+  // Unnamed queues have none.
+  WorkQueue unnamed(clock);
+  unnamed.Add("x");
+  EXPECT_EQ(Series("workqueue_depth{name=\"\"}"), -1);
 }
 
 }  // namespace

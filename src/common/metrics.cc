@@ -353,7 +353,41 @@ std::vector<prometheus::MetricFamily> ProcessFamilies() {
 
 }  // namespace
 
+namespace {
+
+struct ScrapeHooks {
+  Mutex mu;
+  int64_t next_id DRAPLANE_GUARDED_BY(mu) = 1;
+  std::map<int64_t, std::function<void()>> hooks DRAPLANE_GUARDED_BY(mu);
+};
+
+ScrapeHooks& GlobalScrapeHooks() {
+  static ScrapeHooks* hooks = new ScrapeHooks();  // Never destroyed: usable during exit.
+  return *hooks;
+}
+
+}  // namespace
+
+int64_t AddScrapeHook(std::function<void()> hook) {
+  ScrapeHooks& hooks = GlobalScrapeHooks();
+  MutexLock lock(hooks.mu);
+  const int64_t id = hooks.next_id++;
+  hooks.hooks.emplace(id, std::move(hook));
+  return id;
+}
+
+void RemoveScrapeHook(int64_t id) {
+  ScrapeHooks& hooks = GlobalScrapeHooks();
+  MutexLock lock(hooks.mu);  // waits for a RenderText running the hook
+  hooks.hooks.erase(id);
+}
+
 std::string RenderText() {
+  {
+    ScrapeHooks& hooks = GlobalScrapeHooks();
+    MutexLock lock(hooks.mu);
+    for (const auto& [id, hook] : hooks.hooks) hook();
+  }
   std::vector<prometheus::MetricFamily> collected = GlobalRegistry().registry.Collect();
   for (prometheus::MetricFamily& family : ProcessFamilies()) {
     collected.push_back(std::move(family));

@@ -14,6 +14,8 @@
 // aborts (it is never caused by user input).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -163,6 +165,13 @@ class TenantLabels {
  private:
   std::vector<std::string> allowlist_;  // sorted, unique
 };
+
+// Runs `hook` at the start of every RenderText, for gauges computed at scrape time rather than
+// counted (how long work in progress has been running). Returns the id RemoveScrapeHook takes;
+// RemoveScrapeHook waits for a call of the hook that is running, so the hook may use what its
+// owner destroys right after removing it.
+int64_t AddScrapeHook(std::function<void()> hook);
+void RemoveScrapeHook(int64_t id);
 
 // Every registered metric in the Prometheus text exposition format (version 0.0.4), families
 // sorted by name.

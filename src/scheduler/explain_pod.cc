@@ -89,13 +89,24 @@ void AddNodeHealth(const ClusterState& cluster, const Pod& pod, Timestamp now,
       pod, node->node().spec.taints, [now](const api::corev1::Taint&) { return now; });
   if (!evicted) return;
   std::string taints;
+  std::string undated;  // counted from now here, from when the controller saw them there
   for (const api::corev1::Taint& t : node->node().spec.taints) {
-    if (t.effect == "NoExecute") taints += (taints.empty() ? "" : ", ") + t.key + ":NoExecute";
+    if (t.effect != "NoExecute") continue;
+    taints += (taints.empty() ? "" : ", ") + t.key + ":NoExecute";
+    if (!t.time_added) undated += (undated.empty() ? "" : ", ") + t.key;
   }
-  *summary += *evicted <= now
-                  ? "; it is being evicted for the node's taints " + taints
-                  : "; it will be evicted at " + api::Time::FromTimestamp(*evicted).text() +
-                        " for the node's taints " + taints + " unless they go first";
+  if (*evicted <= now) {
+    *summary += "; it is being evicted for the node's taints " + taints;
+  } else if (undated.empty()) {
+    *summary += "; it will be evicted at " + api::Time::FromTimestamp(*evicted).text() +
+                " for the node's taints " + taints + " unless they go first";
+  } else {
+    *summary += "; it will be evicted by " + api::Time::FromTimestamp(*evicted).text() +
+                " at the latest for the node's taints " + taints + " unless they go first (" +
+                undated +
+                " carry no timeAdded: the taint eviction controller counts from when it first "
+                "saw them)";
+  }
 }
 
 }  // namespace

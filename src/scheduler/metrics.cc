@@ -28,6 +28,12 @@ SchedulerMetrics SchedulerMetrics::For(const std::string& profile) {
       .pending_backoff = pending.WithLabels({"backoff"}),
       .pending_unschedulable = pending.WithLabels({"unschedulable"}),
       .pending_gated = pending.WithLabels({"gated"}),
+      .unschedulable_pods = metrics::NewGaugeFamily(
+          "scheduler_unschedulable_pods",
+          "The number of unschedulable pods broken down by plugin name. A pod will increment the "
+          "gauge for all plugins that caused it to not schedule and so this metric have meaning "
+          "only when broken down by plugin.",
+          {"plugin", "profile"}),
       .attempt_scheduled_seconds = attempt.WithLabels({"scheduled", profile}),
       .attempt_unschedulable_seconds = attempt.WithLabels({"unschedulable", profile}),
       .attempt_error_seconds = attempt.WithLabels({"error", profile}),

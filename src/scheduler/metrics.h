@@ -5,6 +5,8 @@
 //   scheduler_scheduling_attempt_duration_seconds{result,profile}
 //   scheduler_pod_scheduling_sli_duration_seconds{attempts}    first enqueue -> bound
 //   scheduler_pod_scheduling_attempts                          attempts of each bound Pod
+//   scheduler_unschedulable_pods{plugin,profile}               Pods waiting in the unschedulable
+//        pool by each plugin that rejected (or gated) them
 //   scheduler_plugin_execution_duration_seconds{plugin,extension_point,status}
 //        every plugin call at PreFilter, PreScore, Filter and Score (one per node), PostFilter,
 //        Reserve, PreBind and Bind of one attempt in ten, as upstream samples plugin metrics
@@ -67,6 +69,7 @@ struct SchedulerMetrics {
   metrics::Gauge pending_backoff;
   metrics::Gauge pending_unschedulable;
   metrics::Gauge pending_gated;
+  metrics::GaugeFamily unschedulable_pods;
   metrics::Histogram attempt_scheduled_seconds;
   metrics::Histogram attempt_unschedulable_seconds;
   metrics::Histogram attempt_error_seconds;

@@ -54,6 +54,7 @@ void SchedulingQueue::Unlink(const std::string& uid) {
       break;
     case Where::kUnschedulable:
       unschedulable_.erase(uid);
+      CountRejectors(e.pod, -1);
       if (e.gated) --gated_count_;
       e.gated = false;
       break;
@@ -69,6 +70,7 @@ void SchedulingQueue::Place(const std::string& uid) {
     e.pod.rejectors = {*refused};
     e.pod.queued_at = clock_.MonotonicNow();
     unschedulable_[uid] = e.pod.queued_at;
+    CountRejectors(e.pod, +1);
     return;
   }
   e.sequence = ++sequence_;
@@ -168,7 +170,16 @@ void SchedulingQueue::RequeueUnschedulable(QueuedPod pod, std::set<std::string> 
   e.pod = std::move(pod);
   e.where = Where::kUnschedulable;
   unschedulable_[uid] = e.pod.queued_at;
+  CountRejectors(e.pod, +1);
   pods_[uid] = std::move(e);
+}
+
+void SchedulingQueue::CountRejectors(const QueuedPod& pod, int64_t delta) {
+  for (const std::string& plugin : pod.rejectors) {
+    auto it = unschedulable_by_plugin_.try_emplace(plugin, 0).first;
+    it->second += delta;
+    if (it->second == 0) unschedulable_by_plugin_.erase(it);
+  }
 }
 
 void SchedulingQueue::RequeueAfterError(QueuedPod pod) {

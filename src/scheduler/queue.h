@@ -120,6 +120,12 @@ class SchedulingQueue {
   size_t backoff() const { return backoff_.size(); }
   size_t unschedulable() const { return unschedulable_.size(); }
   size_t gated() const { return gated_count_; }
+  // Pods in the unschedulable pool (gated ones included) by each plugin that rejected (or
+  // gated) them: a Pod counts once for each of its plugins (upstream's
+  // scheduler_unschedulable_pods).
+  const std::map<std::string, int64_t>& unschedulable_by_plugin() const {
+    return unschedulable_by_plugin_;
+  }
 
  private:
   enum class Where { kActive, kBackoff, kUnschedulable };
@@ -138,6 +144,8 @@ class SchedulingQueue {
   void MoveInterested(const std::vector<std::string>& uids, const Interest& interest);
   void Place(const std::string& uid);  // active or backoff, after the gate
   void Unlink(const std::string& uid);
+  // Adds (+1) or removes (-1) an unschedulable pod's rejectors in unschedulable_by_plugin_.
+  void CountRejectors(const QueuedPod& pod, int64_t delta);
   void PromoteBackoff();
   // Puts the pod into the active queue (its `indebted` bit set from the cost account).
   void InsertActive(const std::string& uid, Entry& e);
@@ -153,6 +161,7 @@ class SchedulingQueue {
   std::set<BackoffKey> backoff_;
   std::map<std::string, Duration> unschedulable_;  // uid -> queued_at (sorted by uid)
   size_t gated_count_ = 0;
+  std::map<std::string, int64_t> unschedulable_by_plugin_;
   uint64_t sequence_ = 0;
   std::map<std::string, int64_t, std::less<>> cost_debt_;  // namespace -> count (> 0 only)
 };

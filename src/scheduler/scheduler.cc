@@ -150,9 +150,9 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
     : api_(api),
       clock_(clock),
       options_(std::move(options)),
-      metrics_(SchedulerMetrics::For(options_.scheduler_names.empty()
-                                         ? std::string("default-scheduler")
-                                         : options_.scheduler_names.front())),
+      profile_(options_.scheduler_names.empty() ? std::string("default-scheduler")
+                                                : options_.scheduler_names.front()),
+      metrics_(SchedulerMetrics::For(profile_)),
       random_(NewSeededRandom(options_.random_seed != 0 ? options_.random_seed
                                                         : SecureRandom().Next64())),
       quota_charger_(api, "draplane-scheduler", /*conflict_retries=*/5,
@@ -1998,6 +1998,11 @@ void Scheduler::UpdateGauges() {
   metrics_.pending_unschedulable.Set(
       static_cast<double>(queue_->unschedulable() - queue_->gated()));
   metrics_.pending_gated.Set(static_cast<double>(queue_->gated()));
+  std::map<std::tuple<std::string, std::string>, double> unschedulable;
+  for (const auto& [plugin, pods] : queue_->unschedulable_by_plugin()) {
+    unschedulable[{plugin, profile_}] = static_cast<double>(pods);
+  }
+  SetSeries(metrics_.unschedulable_pods, unschedulable, reported_unschedulable_);
   if (!isolated_nodes_.empty() || metrics_.isolated_nodes.Value() != 0) {
     Timestamp now = clock_.Now();
     int isolated = 0;

@@ -255,6 +255,8 @@ class Scheduler {
   client::ApiClient& api_;
   const Clock& clock_;
   const SchedulerOptions options_;
+  // The metrics' profile label: the first scheduler name.
+  const std::string profile_;
   SchedulerMetrics metrics_;
   std::unique_ptr<Random> random_;
   ClusterState cluster_;
@@ -321,6 +323,7 @@ class Scheduler {
   bool pending_reasons_dirty_ = true;
   // Series set by the last update, so that series which vanished are set to 0.
   std::set<std::vector<std::string>> reported_pending_;
+  std::set<std::vector<std::string>> reported_unschedulable_;
   std::set<std::vector<std::string>> reported_devices_;
   std::set<std::vector<std::string>> reported_counters_;
   std::set<std::vector<std::string>> reported_capacity_;

@@ -174,6 +174,13 @@ TEST_F(SchedulerMetricsTest, PendingSeriesFollowEveryChange) {
       "draplane_pending_pods{reason=\"DynamicResources\",tenant=\"team-a\"} 1",
   });
   ASSERT_THAT(text, HasSubstr("draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 3"));
+  // Upstream's gauge by rejecting (or gating) plugin.
+  text = WaitForMetrics({
+      "scheduler_unschedulable_pods{plugin=\"SchedulingGates\",profile=\"default-scheduler\"} 3",
+      "scheduler_unschedulable_pods{plugin=\"DynamicResources\",profile=\"default-scheduler\"} 1",
+  });
+  EXPECT_THAT(text, HasSubstr("scheduler_unschedulable_pods{plugin=\"SchedulingGates\","
+                              "profile=\"default-scheduler\"} 3"));
 
   for (const std::string name : {"gated-0", "gated-1"}) {
     StatusOr<api::corev1::Pod> pod = client::Get<api::corev1::Pod>(cluster_.api(), "team-a", name);
@@ -198,6 +205,13 @@ TEST_F(SchedulerMetricsTest, PendingSeriesFollowEveryChange) {
   EXPECT_THAT(text, HasSubstr("draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 1\n"));
   EXPECT_THAT(
       text, HasSubstr("draplane_pending_pods{reason=\"DynamicResources\",tenant=\"team-a\"} 0\n"));
+  const std::string gated =
+      "scheduler_unschedulable_pods{plugin=\"SchedulingGates\",profile=\"default-scheduler\"} 1\n";
+  const std::string dra =
+      "scheduler_unschedulable_pods{plugin=\"DynamicResources\",profile=\"default-scheduler\"} 0\n";
+  text = WaitForMetrics({gated, dra});
+  EXPECT_THAT(text, HasSubstr(gated));
+  EXPECT_THAT(text, HasSubstr(dra));
 }
 
 // The count of one series of a family ("name{labels}" as rendered), 0 when absent.

@@ -944,6 +944,15 @@ TEST(ExplainTest, APodOnAnUnreachableNodeSaysWhenItIsEvicted) {
             "bound to node gpu-7; the node is not ready (Ready Unknown since " + since +
                 ": Kubelet stopped posting node status.); it is being evicted for the node's "
                 "taints node.kubernetes.io/unreachable:NoExecute");
+  // A taint without timeAdded: counted from now here, from when the controller first saw it
+  // there, so the time is an upper bound.
+  node->spec.taints.back().time_added.reset();
+  EXPECT_THAT(ExplainPod(cluster, *pod, allocator::Features{}, clock).summary,
+              ::testing::HasSubstr(
+                  "it will be evicted by " +
+                  api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(300)).text() +
+                  " at the latest for the node's taints node.kubernetes.io/unreachable:NoExecute "
+                  "unless they go first (node.kubernetes.io/unreachable carry no timeAdded"));
 }
 
 TEST(TaintTolerationTest, AnIsolatedNodeIsRejectedUntilItsIsolationEnds) {

@@ -294,19 +294,23 @@ class ServerImpl final : public Server {
   void SendWatchBookmarks() override { watches_->BookmarkNow(); }
   void EndWatches() override { watches_->EndStreams(); }
 
+  void BeginShutdown() override {
+    if (health_) health_->set_shutting_down(true);
+  }
+
   void Shutdown() override {
     {
       MutexLock lock(mu_);
       if (shut_down_) return;
       shut_down_ = true;
     }
+    BeginShutdown();
     std::vector<std::unique_ptr<EmbeddedComponent>> components;
     {
       MutexLock lock(mu_);
       components = std::move(components_);
     }
     for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->Stop();
-    if (health_) health_->set_shutting_down(true);
     if (lifecycle_) lifecycle_->Stop();
     if (quota_controller_) quota_controller_->Stop();
     if (decision_retention_) decision_retention_->Stop();

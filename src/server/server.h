@@ -190,6 +190,10 @@ class Server {
   // saw). With SendWatchBookmarks, what the unit tests' API (testing/test_api.h) drives.
   virtual void EndWatches() = 0;
 
+  // Graceful termination's first step (kube-apiserver's ShutdownInitiated): /readyz fails its
+  // `shutdown` check from now on, so load balancers and clients stop sending here, while every
+  // request, watch and controller keeps being served until Shutdown. Idempotent.
+  virtual void BeginShutdown() = 0;
   // Stops embedded components, ends watches, finishes requests in flight and closes the store.
   // Idempotent.
   virtual void Shutdown() = 0;

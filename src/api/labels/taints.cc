@@ -62,6 +62,14 @@ bool TolerationsTolerateTaint(const std::vector<corev1::Toleration>& tolerations
   return false;
 }
 
+std::optional<Timestamp> AfterTolerationSeconds(Timestamp from, int64_t seconds) {
+  seconds = std::max<int64_t>(0, seconds);
+  const auto room = std::chrono::duration_cast<std::chrono::seconds>(
+      Timestamp::max().time_since_epoch() - std::max(from, Timestamp()).time_since_epoch());
+  if (seconds >= room.count()) return std::nullopt;
+  return from + std::chrono::seconds(seconds);
+}
+
 std::optional<Timestamp> NoExecuteEvictionTime(
     const corev1::Pod& pod, const std::vector<corev1::Taint>& taints,
     const std::function<Timestamp(const corev1::Taint&)>& first_seen) {
@@ -85,9 +93,10 @@ std::optional<Timestamp> NoExecuteEvictionTime(
       if (!ToleratesTaint(toleration, taint)) continue;
       tolerated = true;
       if (!toleration.toleration_seconds) continue;
-      const int64_t s = std::max<int64_t>(0, *toleration.toleration_seconds);
-      const Timestamp due = std::max(added, arrived) + std::chrono::seconds(s);
-      earliest = earliest ? std::min(*earliest, due) : due;
+      std::optional<Timestamp> due =
+          AfterTolerationSeconds(std::max(added, arrived), *toleration.toleration_seconds);
+      if (!due) continue;  // beyond any time: never
+      earliest = earliest ? std::min(*earliest, *due) : *due;
     }
     if (!tolerated) return added;  // evicted at once: untolerated since it was added
   }

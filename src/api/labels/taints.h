@@ -74,6 +74,11 @@ std::optional<size_t> FindMatchingUntoleratedTaint(
   return std::nullopt;
 }
 
+// `from` plus a toleration's `seconds` (negative counts as 0); nullopt when that lies beyond
+// what a Timestamp holds (about the year 2262): a toleration that long never ends, where adding
+// it would overflow.
+std::optional<Timestamp> AfterTolerationSeconds(Timestamp from, int64_t seconds);
+
 // When the taint eviction controller evicts `pod` from a node with `taints` (their NoExecute
 // ones; upstream pkg/controller/tainteviction): a taint no toleration tolerates evicts at its
 // timeAdded (at once); otherwise each toleration of a NoExecute taint with tolerationSeconds

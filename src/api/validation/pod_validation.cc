@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/quantity.h"
 #include "api/validation/internal/common.h"
@@ -112,6 +113,51 @@ void ValidateContainerResources(const boost::json::object& container, const Fiel
   }
 }
 
+// spec.tolerations (upstream validateTolerations; the Lt / Gt operators' gate is off).
+void ValidateTolerations(const boost::json::object& spec, const FieldPath& spec_path,
+                         FieldErrorList* errors) {
+  const boost::json::array* tolerations = FindArray(spec, "tolerations");
+  for (size_t i = 0; tolerations != nullptr && i < tolerations->size(); ++i) {
+    if (!(*tolerations)[i].is_object()) continue;
+    const boost::json::object& t = (*tolerations)[i].get_object();
+    const FieldPath path = spec_path.Child("tolerations").Index(static_cast<int64_t>(i));
+    const std::string key = StringAt(t, "key");
+    const std::string op = StringAt(t, "operator");
+    const std::string value = StringAt(t, "value");
+    const std::string effect = StringAt(t, "effect");
+    if (!key.empty()) Append(*errors, ValidateLabelName(key, path.Child("key")));
+    if (key.empty() && op != "Exists") {
+      errors->push_back(Invalid(path.Child("operator"), RenderValue(op),
+                                "operator must be Exists when `key` is empty, which means "
+                                "\"match all values and all keys\""));
+    }
+    const boost::json::value* seconds = t.if_contains("tolerationSeconds");
+    if (seconds != nullptr && !seconds->is_null() && effect != "NoExecute") {
+      errors->push_back(Invalid(path.Child("effect"), RenderValue(effect),
+                                "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+    }
+    if (op.empty() || op == "Equal") {
+      if (std::vector<std::string> bad = IsLabelValue(value); !bad.empty()) {
+        std::string joined;
+        for (const std::string& msg : bad) joined += (joined.empty() ? "" : ";") + msg;
+        errors->push_back(Invalid(path.Child("operator"), RenderValue(value), joined));
+      }
+    } else if (op == "Exists") {
+      if (!value.empty()) {
+        errors->push_back(Invalid(path.Child("operator"), RenderValue(value),
+                                  "value must be empty when `operator` is 'Exists'"));
+      }
+    } else {
+      errors->push_back(NotSupported(path.Child("operator"), RenderValue(op), {"Equal", "Exists"}));
+    }
+    if (!effect.empty() && effect != "NoSchedule" && effect != "PreferNoSchedule" &&
+        effect != "NoExecute") {
+      errors->push_back(NotSupported(path.Child("effect"), RenderValue(effect),
+                                     {"NoSchedule", "PreferNoSchedule", "NoExecute"}));
+    }
+  }
+}
+
 }  // namespace
 
 FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
@@ -122,6 +168,7 @@ FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
     Append(errors, ValidateDNS1123Subdomain(StringAt(*spec, "priorityClassName"),
                                             spec_path.Child("priorityClassName")));
   }
+  if (spec != nullptr) ValidateTolerations(*spec, spec_path, &errors);
   const boost::json::array* containers = spec ? FindArray(*spec, "containers") : nullptr;
   if (containers == nullptr || containers->empty()) {
     errors.push_back(Required(spec_path.Child("containers")));

@@ -58,7 +58,7 @@ DeviceTaintController::DeviceTaintController(client::ApiClient& api,
       events_(api, clock,
               client::EventRecorderOptions{
                   .component = options_.field_manager, .host = "", .synchronous = false}),
-      queue_(clock, options_.rate_limits),
+      queue_(clock, options_.rate_limits, "device_taint_eviction_controller"),
       workers_("device-taint-eviction", queue_,
                [this](const std::string& key) { return Sync(key); }) {
   // Upstream's families exist from the start (0 evictions), not from the first eviction.

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 #include "api/device_taints.h"
 #include "client/typed.h"
@@ -174,6 +175,10 @@ TEST(EvaluatorTest, TolerationSecondsDelayAndUnboundedTolerationNeverEvicts) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].when, kT0 + std::chrono::seconds(60));
   w.claims[0] = Claim("team-a", "c0", "n1", "gpu-0", "uid-a", {Tolerate(std::nullopt)});
+  EXPECT_TRUE(Evaluate(w.View()).empty());
+  // Seconds beyond any Timestamp: never (adding them overflowed).
+  w.claims[0] = Claim("team-a", "c0", "n1", "gpu-0", "uid-a",
+                      {Tolerate(std::numeric_limits<int64_t>::max())});
   EXPECT_TRUE(Evaluate(w.View()).empty());
 }
 

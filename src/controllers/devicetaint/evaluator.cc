@@ -135,7 +135,7 @@ std::optional<Timestamp> EvictionTime(const ActiveTaint& taint,
     min_seconds = min_seconds ? std::min(*min_seconds, seconds) : seconds;
   }
   if (!tolerated) return taint.added;
-  return taint.added + std::chrono::seconds(*min_seconds);
+  return api::labels::AfterTolerationSeconds(taint.added, *min_seconds);
 }
 
 struct ClaimEviction {

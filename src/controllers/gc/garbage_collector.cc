@@ -33,7 +33,7 @@ GarbageCollector::GarbageCollector(client::ApiClient& api, client::SharedInforme
       nodes_(informers.Get<Node>()),
       claims_(informers.Get<rv1::ResourceClaim>()),
       slices_(informers.Get<rv1::ResourceSlice>()),
-      queue_(clock, options_.rate_limits),
+      queue_(clock, options_.rate_limits, "garbage_collector"),
       workers_("garbage-collector", queue_, [this](const std::string& key) { return Sync(key); }) {
   Watch(pods_, "pods");
   Watch(claims_, "resourceclaims");

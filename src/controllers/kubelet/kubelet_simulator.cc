@@ -34,7 +34,7 @@ KubeletSimulator::KubeletSimulator(client::ApiClient& api, client::SharedInforme
       nodes_(informers.Get<api::corev1::Node>()),
       claims_(informers.Get<api::resourcev1::ResourceClaim>()),
       slices_(informers.Get<api::resourcev1::ResourceSlice>()),
-      queue_(clock, options_.rate_limits),
+      queue_(clock, options_.rate_limits, "kubelet_simulator"),
       workers_("kubelet-simulator", queue_, [this](const std::string& key) { return Sync(key); }) {
   auto enqueue = [this](const Pod& pod) {
     if (NeedsWork(pod)) queue_.Add(client::ObjectKey(pod.metadata.namespace_, pod.metadata.name));

@@ -28,7 +28,7 @@ NamespaceController::NamespaceController(client::ApiClient& api, client::SharedI
     : api_(api),
       options_(std::move(options)),
       namespaces_(informers.Get<Namespace>()),
-      queue_(clock, options_.rate_limits),
+      queue_(clock, options_.rate_limits, "namespace"),
       workers_("namespace-controller", queue_,
                [this](const std::string& key) { return Sync(key); }) {
   auto enqueue = [this](const Namespace& ns) {

@@ -123,7 +123,7 @@ NodeLifecycleController::NodeLifecycleController(client::ApiClient& api,
       events_(api, clock,
               client::EventRecorderOptions{
                   .component = "node-controller", .host = "", .synchronous = false}),
-      queue_(clock),
+      queue_(clock, {}, "node_lifecycle_controller"),
       workers_("node-lifecycle", queue_, [this](const std::string& key) { return Sync(key); }) {
   ZoneHealthMetric();
   ZoneSizeMetric();
@@ -330,7 +330,7 @@ Status NodeLifecycleController::UpdateHealth(const cv1::Node& cached, std::strin
 Status NodeLifecycleController::ProcessTaintBasedEviction(const cv1::Node& node,
                                                           const std::string& ready) {
   const std::string& name = node.metadata.name;
-  if (ready == "True") return MarkReachable(node);
+  if (ready == "True") return MarkReachable(node, "it is ready again");
   const bool unknown = ready == kUnknown;
   const std::string_view want = unknown ? kUnreachableTaint : kNotReadyTaint;
   const std::string_view opposite = unknown ? kNotReadyTaint : kUnreachableTaint;
@@ -350,7 +350,7 @@ NodeLifecycleController::ZoneTainter& NodeLifecycleController::TainterOf(const s
   return it->second;
 }
 
-Status NodeLifecycleController::MarkReachable(const cv1::Node& node) {
+Status NodeLifecycleController::MarkReachable(const cv1::Node& node, std::string_view why) {
   const std::string& name = node.metadata.name;
   ZoneTainter& tainter = TainterOf(NodeZone(node));
   if (tainter.marked.erase(name) != 0) std::erase(tainter.waiting, name);
@@ -362,8 +362,7 @@ Status NodeLifecycleController::MarkReachable(const cv1::Node& node) {
   DRAPLANE_RETURN_IF_ERROR(SwapTaints(
       name, {}, {MakeTaint(kNotReadyTaint, "NoExecute"), MakeTaint(kUnreachableTaint, "NoExecute")},
       &changed));
-  if (changed)
-    log::Info("node-lifecycle: node {} is reachable again: NoExecute taints removed", name);
+  if (changed) log::Info("node-lifecycle: node {}: NoExecute taints removed ({})", name, why);
   return Status::Ok();
 }
 
@@ -438,7 +437,7 @@ void NodeLifecycleController::HandleDisruption(
         "node-lifecycle: every node is not ready; entering master disruption mode (no node is "
         "tainted NoExecute until one is ready again)");
     for (const auto& node : nodes) {
-      if (Status s = MarkReachable(*node); !s.ok()) {
+      if (Status s = MarkReachable(*node, "master disruption mode"); !s.ok()) {
         log::Warning("node-lifecycle: node {}: removing NoExecute taints: {}", node->metadata.name,
                      s.ToString());
       }

@@ -45,6 +45,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/gen/coordination_v1_types.h"
@@ -126,8 +127,9 @@ class NodeLifecycleController {
   // re-reading the Node on conflicts. `*changed` says whether the Node was written.
   Status SwapTaints(const std::string& node, const std::vector<api::corev1::Taint>& add,
                     const std::vector<api::corev1::Taint>& remove, bool* changed = nullptr);
-  // Removes both NoExecute node-controller taints (upstream markNodeAsReachable).
-  Status MarkReachable(const api::corev1::Node& node);
+  // Removes both NoExecute node-controller taints (upstream markNodeAsReachable); `why` is
+  // logged.
+  Status MarkReachable(const api::corev1::Node& node, std::string_view why);
   bool Monitored(const api::corev1::Node& node) const;
 
   client::ApiClient& api_;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 #include "api/gen/coordination_v1_types.h"
 #include "api/labels/taints.h"
@@ -56,6 +57,12 @@ TEST(NoExecuteEvictionTimeTest, UntoleratedAtOnceTolerationSecondsLaterForeverNe
   EXPECT_EQ(api::labels::NoExecuteEvictionTime(pod, taints, unseen), kT0);
   pod.spec.tolerations = {Tolerate("", std::nullopt)};
   EXPECT_EQ(api::labels::NoExecuteEvictionTime(pod, taints, unseen), std::nullopt);
+  // Seconds beyond any Timestamp never end (they overflowed the addition and crashed the
+  // server, which evaluates every Pod on a tainted node).
+  for (int64_t huge : {int64_t{10'000'000'000}, std::numeric_limits<int64_t>::max()}) {
+    pod.spec.tolerations = {Tolerate("node.kubernetes.io/unreachable", huge)};
+    EXPECT_EQ(api::labels::NoExecuteEvictionTime(pod, taints, unseen), std::nullopt) << huge;
+  }
   // A Pod that arrived on the node after the taint gets its whole toleration from then.
   pod.spec.tolerations = {Tolerate("node.kubernetes.io/unreachable", 300)};
   api::SetPodCondition(&pod.status, "PodScheduled", "True", "", "",

@@ -30,7 +30,7 @@ PoolStatusController::PoolStatusController(client::ApiClient& api,
       slices_(informers.Get<rv1::ResourceSlice>()),
       claims_(informers.Get<rv1::ResourceClaim>()),
       rules_(informers.Get<rv1::DeviceTaintRule>()),
-      queue_(clock, options_.rate_limits),
+      queue_(clock, options_.rate_limits, "resource_pool_status_request"),
       workers_("resourcepoolstatusrequest", queue_,
                [this](const std::string& key) { return Sync(key); }) {
   // Only new, unanswered requests matter: slice, claim and rule churn triggers nothing.

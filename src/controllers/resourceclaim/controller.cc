@@ -79,7 +79,7 @@ ResourceClaimController::ResourceClaimController(client::ApiClient& api,
               client::EventRecorderOptions{.component = "resource_claim",  // upstream's source
                                            .host = "",
                                            .synchronous = options_.workers == 0}),
-      queue_(clock, options_.rate_limits),
+      queue_(clock, options_.rate_limits, "resource_claim"),
       workers_("resourceclaim-controller", queue_,
                [this](const std::string& key) { return Sync(key); }) {
   claims_.AddIndex("owner-pod", [](const rv1::ResourceClaim& c) {

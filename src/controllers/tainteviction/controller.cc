@@ -54,7 +54,7 @@ TaintEvictionController::TaintEvictionController(client::ApiClient& api,
       events_(api, clock,
               client::EventRecorderOptions{
                   .component = options_.field_manager, .host = "", .synchronous = false}),
-      queue_(clock),
+      queue_(clock, {}, "taint_eviction_controller"),
       workers_("taint-eviction", queue_, [this](const std::string& key) { return Sync(key); }) {
   NodeTaintPodDeletionsMetric();
   NodeTaintPodDeletionLatencyMetric();
