@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "cli/object_ref.h"
 #include "client/leader_election.h"
@@ -152,6 +153,18 @@ void AddLeaderElectionOptions(CLI::App& cmd, const std::string& purpose, bool& l
       ->capture_default_str()
       ->check(NamespaceNameCheck("--leader-elect-namespace"));
   cmd.add_option("--identity", identity, "Replica identity (default: generated)");
+}
+
+StatusOr<Duration> ParseDurationFlag(std::string_view flag, const std::string& text,
+                                     bool zero_allowed) {
+  StatusOr<Duration> parsed = api::ParseDuration(text);
+  if (!parsed.ok()) return parsed.status().WithPrefix(std::string(flag));
+  if (*parsed < Duration(0) || (*parsed == Duration(0) && !zero_allowed)) {
+    return InvalidArgumentError(
+        std::string(flag) +
+        (zero_allowed ? ": must not be negative (0 switches it off)" : ": must be positive"));
+  }
+  return parsed;
 }
 
 void AddMetricsTenantsOption(CLI::App& cmd, std::vector<std::string>& tenants) {

@@ -81,6 +81,11 @@ void AddLeaderElectionOptions(CLI::App& cmd, const std::string& purpose, bool& l
                               std::string& lease_name, std::string& lease_namespace,
                               std::string& identity);
 
+// A Go-duration flag's value; InvalidArgument naming the flag when it does not parse, is
+// negative, or is zero where `zero_allowed` is false (zero then switches the mechanism off).
+StatusOr<Duration> ParseDurationFlag(std::string_view flag, const std::string& text,
+                                     bool zero_allowed);
+
 // --metrics-tenants of every component that exports per-tenant metrics (serve, scheduler,
 // controller-manager): the namespaces labelled as their own tenant, checked as namespace names.
 void AddMetricsTenantsOption(CLI::App& cmd, std::vector<std::string>& tenants);

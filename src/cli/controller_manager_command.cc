@@ -4,7 +4,6 @@
 #include <memory>
 #include <tuple>
 
-#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -190,11 +189,7 @@ StatusOr<controllers::NodeLifecycleOptions> NodeLifecycleOptionsOf(
                    &options.monitor_grace_period},
         std::tuple{"--node-startup-grace-period", &flags.startup_grace_period,
                    &options.startup_grace_period}}) {
-    StatusOr<Duration> parsed = api::ParseDuration(*text);
-    if (!parsed.ok()) return parsed.status().WithPrefix(name);
-    if (*parsed <= Duration(0))
-      return InvalidArgumentError(std::string(name) + ": must be positive");
-    *out = *parsed;
+    DRAPLANE_ASSIGN_OR_RETURN(*out, ParseDurationFlag(name, *text, /*zero_allowed=*/false));
   }
   for (auto [name, rate] :
        {std::pair{"--node-eviction-rate", flags.eviction_rate},

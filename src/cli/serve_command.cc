@@ -13,7 +13,6 @@
 #include <memory>
 
 #include "allocator/features.h"
-#include "api/meta/duration.h"
 #include "cli/commands.h"
 #include "cli/component_runner.h"
 #include "cli/in_process_transport.h"
@@ -118,8 +117,10 @@ StatusOr<allocator::Features> ServeFeatures(const ServeFlags& flags, bool* resou
   return allocator::ApplyFeatureGates(gates, features);
 }
 
-// Parses the duration flags into `options`; InvalidArgument naming the flag.
-Status ApplyDurations(const ServeFlags& flags, server::ServerOptions& options) {
+// Parses the duration flags into `options` and `shutdown_delay`; InvalidArgument naming the
+// flag.
+Status ApplyDurations(const ServeFlags& flags, server::ServerOptions& options,
+                      Duration* shutdown_delay) {
   struct Flag {
     const char* name;
     const std::string* text;
@@ -136,15 +137,10 @@ Status ApplyDurations(const ServeFlags& flags, server::ServerOptions& options) {
         Flag{"--decision-max-age", &flags.decision_max_age, &options.decision_max_age, false},
         Flag{"--event-ttl", &flags.event_ttl, &options.event_ttl, true},
         Flag{"--quota-resync-period", &flags.quota_resync_period, &options.quota_resync_period,
-             false}}) {
-    StatusOr<Duration> parsed = api::ParseDuration(*flag.text);
-    if (!parsed.ok()) return parsed.status().WithPrefix(flag.name);
-    if (*parsed < Duration(0) || (*parsed == Duration(0) && !flag.zero_allowed)) {
-      return InvalidArgumentError(std::string(flag.name) +
-                                  (flag.zero_allowed ? ": must not be negative (0 switches it off)"
-                                                     : ": must be positive"));
-    }
-    *flag.out = *parsed;
+             false},
+        Flag{"--shutdown-delay-duration", &flags.shutdown_delay, shutdown_delay, true}}) {
+    DRAPLANE_ASSIGN_OR_RETURN(*flag.out,
+                              ParseDurationFlag(flag.name, *flag.text, flag.zero_allowed));
   }
   if (flags.min_request_timeout <= 0) {
     return InvalidArgumentError("--min-request-timeout: must be positive");
@@ -191,15 +187,9 @@ int RunServe(ServeFlags& flags) {
   flags.options.anonymous_auth = !flags.no_anonymous;
   flags.options.draplane_version = DRAPLANE_VERSION;
   flags.options.embedded_in_process = flags.embedded_transport == "in-process";
-  if (Status durations = ApplyDurations(flags, flags.options); !durations.ok()) {
+  Duration shutdown_delay{0};
+  if (Status durations = ApplyDurations(flags, flags.options, &shutdown_delay); !durations.ok()) {
     std::fprintf(stderr, "draplane serve: %s\n", durations.ToString().c_str());
-    return 2;
-  }
-  StatusOr<Duration> shutdown_delay = api::ParseDuration(flags.shutdown_delay);
-  if (!shutdown_delay.ok() || *shutdown_delay < Duration(0)) {
-    std::fprintf(
-        stderr, "draplane serve: --shutdown-delay-duration: %s\n",
-        shutdown_delay.ok() ? "must not be negative" : shutdown_delay.status().ToString().c_str());
     return 2;
   }
   StatusOr<controllers::NodeLifecycleOptions> node_lifecycle =
@@ -257,17 +247,17 @@ int RunServe(ServeFlags& flags) {
   int received = 0;
   sigwait(&signals, &received);
   (*server)->BeginShutdown();
-  if (*shutdown_delay > Duration(0)) {
+  if (shutdown_delay > Duration(0)) {
     // kube-apiserver's --shutdown-delay-duration: /readyz fails while everything is still
     // served, so a load balancer takes this replica out before it stops; a second signal cuts
     // the delay short.
     log::Info("serve: received signal {}; /readyz fails, serving {}s more before shutting down",
-              received, std::chrono::duration_cast<std::chrono::seconds>(*shutdown_delay).count());
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(*shutdown_delay);
+              received, std::chrono::duration_cast<std::chrono::seconds>(shutdown_delay).count());
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(shutdown_delay);
     timespec wait{.tv_sec = static_cast<time_t>(seconds.count()),
-                  .tv_nsec = static_cast<long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   *shutdown_delay - seconds)
-                                                   .count())};
+                  .tv_nsec = static_cast<long>(
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(shutdown_delay - seconds)
+                          .count())};
     if (sigtimedwait(&signals, nullptr, &wait) > 0) {
       log::Info("serve: second signal, shutting down now");
     }

@@ -80,13 +80,9 @@ struct WorkQueue::Metrics {
 };
 
 WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions limiter, std::string name)
-    : clock_(clock),
-      limiter_(limiter),
-      tokens_(limiter.burst),
-      last_refill_(clock.MonotonicNow()),
-      name_(std::move(name)) {
-  if (name_.empty()) return;
-  metrics_ = std::make_unique<Metrics>(name_);
+    : clock_(clock), limiter_(limiter), tokens_(limiter.burst), last_refill_(clock.MonotonicNow()) {
+  if (name.empty()) return;
+  metrics_ = std::make_unique<Metrics>(name);
   scrape_hook_ = metrics::AddScrapeHook([this] { UpdateInProgress(); });
 }
 

@@ -117,7 +117,6 @@ class WorkQueue {
   bool shutting_down_ DRAPLANE_GUARDED_BY(mu_) = false;
 
   struct Metrics;
-  const std::string name_;
   std::unique_ptr<Metrics> metrics_;                                     // null without a name
   std::map<std::string, Duration> added_at_ DRAPLANE_GUARDED_BY(mu_);    // dirty keys
   std::map<std::string, Duration> started_at_ DRAPLANE_GUARDED_BY(mu_);  // keys processing

@@ -190,34 +190,22 @@ Status NodeLifecycleController::Monitor() {
   std::vector<std::shared_ptr<const cv1::Node>> nodes = nodes_.List();
   std::sort(nodes.begin(), nodes.end(),
             [](const auto& a, const auto& b) { return a->metadata.name < b->metadata.name; });
-  std::set<std::string> seen;
-  for (const auto& node : nodes) {
-    if (!Monitored(*node)) continue;
-    seen.insert(node->metadata.name);
-    if (known_.insert(node->metadata.name).second) {
-      events_.Record(client::ReferenceTo(*node), cv1::kEventTypeNormal, "RegisteredNode",
-                     "Node " + node->metadata.name + " event: Registered Node " +
-                         node->metadata.name + " in Controller");
-    }
-  }
-  for (auto it = known_.begin(); it != known_.end();) {
-    if (seen.count(*it) != 0) {
-      ++it;
-      continue;
-    }
-    health_.erase(*it);
-    it = known_.erase(it);
-  }
-
   Status first;
   auto keep_first = [&](Status s) {
     if (!s.ok() && first.ok()) first = std::move(s);
   };
   std::map<std::string, std::vector<std::string>> zone_ready;  // zone -> Ready status per node
   std::vector<std::shared_ptr<const cv1::Node>> monitored;
+  std::set<std::string> seen;
   for (const auto& node : nodes) {
-    if (seen.count(node->metadata.name) == 0) continue;
+    if (!Monitored(*node)) continue;
+    seen.insert(node->metadata.name);
     monitored.push_back(node);
+    if (!health_.contains(node->metadata.name)) {
+      events_.Record(client::ReferenceTo(*node), cv1::kEventTypeNormal, "RegisteredNode",
+                     "Node " + node->metadata.name + " event: Registered Node " +
+                         node->metadata.name + " in Controller");
+    }
     std::string observed, current;
     if (Status s = UpdateHealth(*node, &observed, &current); !s.ok()) {
       log::Warning("node-lifecycle: node {}: updating its health: {} (no Pod is evicted)",
@@ -250,6 +238,8 @@ Status NodeLifecycleController::Monitor() {
       keep_first(std::move(marked));
     }
   }
+  // Nodes gone, or no longer reporting, are forgotten.
+  std::erase_if(health_, [&](const auto& entry) { return !seen.contains(entry.first); });
   HandleDisruption(zone_ready, monitored);
   return first;
 }

@@ -143,8 +143,7 @@ class NodeLifecycleController {
   internal::QueueWorkers workers_;
 
   // Worker state: one worker, so no lock.
-  std::map<std::string, Health> health_;
-  std::set<std::string> known_;  // nodes seen by the last pass
+  std::map<std::string, Health> health_;  // the monitored nodes of the last pass
   std::map<std::string, ZoneState> zone_states_;
   std::map<std::string, ZoneTainter> tainters_;
 };

@@ -96,30 +96,22 @@ void TaintEvictionController::Stop() {
 }
 
 Timestamp TaintEvictionController::FirstSeen(const std::string& node, const cv1::Taint& taint) {
-  MutexLock lock(mu_);
   return first_seen_.try_emplace({node, taint.key, taint.value}, clock_.Now()).first->second;
 }
 
 Status TaintEvictionController::Sync(const std::string& name) {
   auto node = nodes_.Get("", name);
-  if (node == nullptr || !HasNoExecuteNodeTaint(*node)) {
-    MutexLock lock(mu_);
-    std::erase_if(first_seen_, [&](const auto& e) { return std::get<0>(e.first) == name; });
-    return Status::Ok();
-  }
-  {
-    // A taint removed and added again later counts from then.
-    MutexLock lock(mu_);
-    std::erase_if(first_seen_, [&](const auto& e) {
-      const std::string& key = std::get<1>(e.first);
-      const std::string& value = std::get<2>(e.first);
-      return std::get<0>(e.first) == name &&
-             std::none_of(node->spec.taints.begin(), node->spec.taints.end(),
-                          [&](const cv1::Taint& t) {
-                            return t.effect == "NoExecute" && t.key == key && t.value == value;
-                          });
-    });
-  }
+  // Forget when taints that are gone were first seen: one added again later counts from then.
+  const std::vector<cv1::Taint> none;
+  const std::vector<cv1::Taint>& taints = node != nullptr ? node->spec.taints : none;
+  std::erase_if(first_seen_, [&](const auto& e) {
+    return std::get<0>(e.first) == name &&
+           std::none_of(taints.begin(), taints.end(), [&](const cv1::Taint& t) {
+             return t.effect == "NoExecute" && t.key == std::get<1>(e.first) &&
+                    t.value == std::get<2>(e.first);
+           });
+  });
+  if (node == nullptr || !HasNoExecuteNodeTaint(*node)) return Status::Ok();
   const Timestamp now = clock_.Now();
   std::optional<Timestamp> next;
   Status first;

@@ -36,7 +36,6 @@
 #include "client/shared_informers.h"
 #include "client/workqueue.h"
 #include "common/clock.h"
-#include "common/mutex.h"
 #include "controllers/internal/queue_workers.h"
 
 namespace draplane::controllers {
@@ -71,10 +70,9 @@ class TaintEvictionController {
   client::EventRecorder events_;
   client::WorkQueue queue_;
   internal::QueueWorkers workers_;
-  Mutex mu_;
-  // (node, key, value) -> when a NoExecute taint without timeAdded was first seen.
-  std::map<std::tuple<std::string, std::string, std::string>, Timestamp> first_seen_
-      DRAPLANE_GUARDED_BY(mu_);
+  // (node, key, value) -> when a NoExecute taint without timeAdded was first seen; the
+  // worker's alone.
+  std::map<std::tuple<std::string, std::string, std::string>, Timestamp> first_seen_;
 };
 
 }  // namespace draplane::controllers
