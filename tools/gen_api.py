@@ -173,11 +173,12 @@ class Field:
 
 class Type:
     def __init__(self, name, spec, schema):
-        unknown = set(spec) - {"kind", "list", "doc", "fields", "api_version"}
+        unknown = set(spec) - {"kind", "list", "doc", "note", "fields", "api_version"}
         if unknown:
             fail("type %s: unknown keys %s" % (name, sorted(unknown)))
         self.name = name
         self.doc = spec.get("doc", "")
+        self.note = spec.get("note", "")
         self.is_kind = bool(spec.get("kind", False))
         self.api_version = spec.get("api_version")
         self.fields = []
@@ -330,6 +331,8 @@ def gen_types_h(s, all_schemas):
     for t in topo_sort(s):
         if t.doc:
             w("// %s\n" % t.doc)
+        if t.note:
+            w("// %s\n" % t.note)
         w("struct %s {\n" % t.name)
         if t.is_kind:
             av = t.api_version or s.group_version()

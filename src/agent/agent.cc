@@ -339,6 +339,14 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
   if (pod.metadata.deletion_timestamp) {
     DRAPLANE_RETURN_IF_ERROR(CollectGarbage());
     if (options_.simulate_containers) {
+      // A Pod a finalizer keeps first ends Succeeded (api/pods.h).
+      if (std::optional<boost::json::object> stopped =
+              api::StoppedPodStatusPatch(pod, api::Time::FromTimestamp(clock_.Now()))) {
+        Status s =
+            client::PatchOnly<cv1::Pod>(api_, namespace_, name, client::PatchType::kMerge,
+                                        std::move(*stopped), "status", options_.field_manager);
+        if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+      }
       client::DeleteOptions force;
       force.grace_period_seconds = 0;
       force.precondition_uid = pod.metadata.uid;

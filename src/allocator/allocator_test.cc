@@ -416,7 +416,9 @@ TEST(AllocatorTest, CapacityPolicyViolationsRejectTheDevice) {
   EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable) << "5 is above every valid value";
   ASSERT_TRUE(o->explanation != nullptr);
   const auto& candidate = o->explanation->claims[0].requests[0].candidates[0];
-  EXPECT_EQ(candidate.status, CandidateStatus::kCapacity);
+  // Not "lacks capacity": no release would make room for it.
+  EXPECT_EQ(candidate.status, CandidateStatus::kCapacityUnservable);
+  EXPECT_EQ(CandidateStatusName(candidate.status), "capacity-unservable");
   EXPECT_NE(candidate.detail.find("queues"), std::string::npos) << candidate.detail;
 }
 
@@ -468,6 +470,21 @@ TEST(AllocatorTest, CountersAreNetOfAllocatedPartitions) {
   EXPECT_EQ(whole.status, CandidateStatus::kCounters);
   EXPECT_NE(whole.detail.find("needs 40Gi, 20Gi left of 20Gi available"), std::string::npos)
       << whole.detail;
+
+  // The whole GPU in use: the search tries one half and skips its interchangeable twin, which
+  // the explanation reports as failing the same way (not as available: "1 device available,
+  // enough for this request alone" on a full GPU).
+  f.allocated = {};
+  f.allocated.AddDevice("driver-a", "gpu-0", "whole");
+  o = f.Run({.explain = true});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  const auto& halves = o->explanation->claims[0].requests[0].candidates;
+  ASSERT_EQ(halves.size(), 3u);
+  EXPECT_EQ(halves[1].status, CandidateStatus::kCounters);
+  EXPECT_EQ(halves[2].status, CandidateStatus::kCounters);
+  EXPECT_NE(halves[2].detail.find("skipped as interchangeable with half-0"), std::string::npos)
+      << halves[2].detail;
 }
 
 TEST(AllocatorTest, ExplanationNamesDevicesTheSearchTriedAndGaveUp) {

@@ -141,6 +141,8 @@ std::string_view CandidateStatusName(CandidateStatus status) {
       return "in-use-by-this-claim";
     case CandidateStatus::kCapacity:
       return "capacity";
+    case CandidateStatus::kCapacityUnservable:
+      return "capacity-unservable";
     case CandidateStatus::kPartitionableDevicesDisabled:
       return "partitionable-devices-disabled";
     case CandidateStatus::kCounters:

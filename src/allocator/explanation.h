@@ -28,6 +28,9 @@ enum class CandidateStatus {
   kInUseByThisAttempt,
   kInUseByThisClaim,
   kCapacity,
+  // Consumable capacity the device can never give the request (its request policy, a capacity it
+  // does not have, more than its total): unlike kCapacity, no release makes room.
+  kCapacityUnservable,
   kPartitionableDevicesDisabled,
   kCounters,
   kCompatibilityGroups,

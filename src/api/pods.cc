@@ -9,6 +9,14 @@
 
 namespace draplane::api {
 
+namespace {
+
+std::string ContainerIdFor(const corev1::Pod& pod, const corev1::Container& c) {
+  return "draplane://" + pod.metadata.uid + "/" + c.name;
+}
+
+}  // namespace
+
 bool IsPodTerminal(const corev1::Pod& pod) {
   return pod.status.phase == corev1::kPodPhaseSucceeded ||
          pod.status.phase == corev1::kPodPhaseFailed;
@@ -104,7 +112,7 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
         {"name", c.name},
         {"image", c.image},
         {"imageID", ""},
-        {"containerID", "draplane://" + pod.metadata.uid + "/" + c.name},
+        {"containerID", ContainerIdFor(pod, c)},
         {"ready", true},
         {"started", true},
         {"restartCount", 0},
@@ -114,6 +122,41 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
   SetAllocatedResourcesStatus(containers, options.allocated_resources_status);
   out["containerStatuses"] = std::move(containers);
   return std::move(out);
+}
+
+std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod, const Time& now) {
+  if (!pod.metadata.deletion_timestamp || pod.metadata.finalizers.empty() || IsPodTerminal(pod)) {
+    return std::nullopt;
+  }
+  corev1::PodStatus status = pod.status;
+  status.phase = std::string(corev1::kPodPhaseSucceeded);
+  for (std::string_view type :
+       {corev1::kPodConditionTypeContainersReady, corev1::kPodConditionTypeReady}) {
+    SetPodCondition(&status, type, "False", "PodCompleted", "", now);
+  }
+  const std::string started = status.start_time ? status.start_time->text() : now.text();
+  boost::json::value encoded = corev1::Encode(status);
+  boost::json::array containers;
+  for (const corev1::Container& c : pod.spec.containers) {
+    const std::string id = ContainerIdFor(pod, c);
+    containers.push_back(boost::json::object{
+        {"name", c.name},
+        {"image", c.image},
+        {"imageID", ""},
+        {"containerID", id},
+        {"ready", false},
+        {"started", false},
+        {"restartCount", 0},
+        {"state", boost::json::object{{"terminated", boost::json::object{{"exitCode", 0},
+                                                                         {"reason", "Completed"},
+                                                                         {"startedAt", started},
+                                                                         {"finishedAt", now.text()},
+                                                                         {"containerID", id}}}}}});
+  }
+  encoded.as_object()["containerStatuses"] = std::move(containers);
+  return boost::json::object{
+      {"metadata", boost::json::object{{"resourceVersion", pod.metadata.resource_version}}},
+      {"status", std::move(encoded)}};
 }
 
 }  // namespace draplane::api

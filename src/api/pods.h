@@ -13,12 +13,21 @@
 //   - one running, ready containerStatus per container, containerID `draplane://<uid>/<name>`,
 //     with the allocatedResourcesStatus the caller computed for it (api/resource_health.h).
 //
+// And once a deleted Pod's containers stopped, for a Pod that a finalizer keeps (a foreground
+// deletion, a controller's own finalizer) so that it outlives the players' grace-period-0 delete:
+// phase Succeeded (the simulated containers exit 0 on SIGTERM), ContainersReady and Ready False
+// (PodCompleted), each container terminated (exit code 0, Completed). Upstream's kubelet writes
+// the terminal phase of every Pod it stops; the players write it only for a Pod that stays, the
+// one case where anyone waits on it (the resourceclaim controller releases a terminal Pod's
+// claims, and a foreground deletion waits for those claims).
+//
 // Thread-safety: pure functions on values the caller owns.
 #pragma once
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -61,5 +70,10 @@ struct RunningPodOptions {
 // kept) plus the fields api/gen does not model (podIPs, hostIPs, containerStatuses).
 boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
                                      const RunningPodOptions& options = {});
+
+// The merge patch of the status subresource (conditional on the Pod's resourceVersion) that ends
+// a deleted Pod a finalizer keeps (see the file comment); nullopt when there is nothing to write:
+// the Pod is not being deleted, has no finalizers, or is terminal already.
+std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod, const Time& now);
 
 }  // namespace draplane::api

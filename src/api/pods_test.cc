@@ -74,6 +74,41 @@ TEST(PodsTest, RunningStatusIsWhatAKubeletReports) {
   }
 }
 
+TEST(PodsTest, AStoppedPodAFinalizerKeepsEndsSucceeded) {
+  corev1::Pod pod = BoundPod();
+  pod.metadata.resource_version = "42";
+  const Time started = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'000)));
+  const Time now = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'100)));
+  pod.status.phase = "Running";
+  pod.status.start_time = started;
+  SetPodCondition(&pod.status, "Ready", "True", "", "", started);
+  // Nothing to write while the Pod is not being deleted, has no finalizer, or has ended.
+  EXPECT_FALSE(StoppedPodStatusPatch(pod, now).has_value());
+  pod.metadata.deletion_timestamp = now;
+  EXPECT_FALSE(StoppedPodStatusPatch(pod, now).has_value());
+  pod.metadata.finalizers = {"foregroundDeletion"};
+  std::optional<boost::json::object> patch = StoppedPodStatusPatch(pod, now);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->at("metadata").as_object().at("resourceVersion"), "42");
+  const boost::json::object& status = patch->at("status").as_object();
+  EXPECT_EQ(status.at("phase"), "Succeeded");
+  corev1::Pod stopped = pod;
+  FieldErrorList errors;
+  corev1::Decode(boost::json::value(status), &stopped.status, &errors);
+  ASSERT_TRUE(errors.empty());
+  EXPECT_TRUE(HasPodCondition(stopped, "Ready", "False"));
+  EXPECT_TRUE(HasPodCondition(stopped, "ContainersReady", "False"));
+  const boost::json::object& container = status.at("containerStatuses").as_array()[0].as_object();
+  const boost::json::object& terminated =
+      container.at("state").as_object().at("terminated").as_object();
+  EXPECT_EQ(terminated.at("exitCode"), 0);
+  EXPECT_EQ(terminated.at("reason"), "Completed");
+  EXPECT_EQ(std::string_view(terminated.at("startedAt").as_string()), started.text());
+  EXPECT_EQ(std::string_view(terminated.at("finishedAt").as_string()), now.text());
+  stopped.status.phase = "Succeeded";
+  EXPECT_FALSE(StoppedPodStatusPatch(stopped, now).has_value());
+}
+
 TEST(PodsTest, SetPodConditionMovesTheTransitionTimeOnlyWithTheStatus) {
   corev1::PodStatus status;
   const Time t1 = Time::FromTimestamp(Timestamp(std::chrono::seconds(100)));

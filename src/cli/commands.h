@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "controllers/nodelifecycle/node_lifecycle.h"
+#include "controllers/podgc/pod_gc.h"
 
 namespace draplane::server {
 class Server;
@@ -89,6 +90,7 @@ struct EmbeddedControllers {
   // DRAResourcePoolStatus).
   bool resource_pool_status = false;
   controllers::NodeLifecycleOptions node_lifecycle;
+  int terminated_pod_gc_threshold = controllers::PodGCOptions{}.terminated_pod_threshold;
 };
 Status EmbedControllerManager(server::Server& server, EmbeddedControllers controllers,
                               std::shared_ptr<EmbeddedInformers> shared);
@@ -104,6 +106,8 @@ struct NodeLifecycleFlags {
   double unhealthy_zone_threshold = 0.55;
 };
 void AddNodeLifecycleFlags(CLI::App& cmd, NodeLifecycleFlags& flags);
+// The Pod garbage collector's --terminated-pod-gc-threshold, for controller-manager and serve.
+void AddTerminatedPodGCThresholdFlag(CLI::App& cmd, int& threshold);
 // InvalidArgument naming the flag.
 StatusOr<controllers::NodeLifecycleOptions> NodeLifecycleOptionsOf(const NodeLifecycleFlags& flags);
 // Serves `server`'s draplane.dev PodExplanations (server/handlers/pod_explanations.h) with the

@@ -20,8 +20,9 @@ namespace {
 struct ControllerManagerFlags {
   std::string kubeconfig;
   std::string context;
-  std::vector<std::string> controllers = {"resourceclaim", "garbagecollector", "namespace",
-                                          "nodelifecycle", "taint-eviction-controller"};
+  std::vector<std::string> controllers = {"resourceclaim", "garbagecollector",          "namespace",
+                                          "nodelifecycle", "taint-eviction-controller", "podgc"};
+  int terminated_pod_gc_threshold = controllers::PodGCOptions{}.terminated_pod_threshold;
   NodeLifecycleFlags node_lifecycle;
   bool simulate_kubelet = false;
   bool leader_elect = true;
@@ -37,7 +38,7 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
 
   controllers::ControllerManagerOptions options;
   options.resource_claims = options.garbage_collector = options.namespaces = false;
-  options.node_lifecycle = options.taint_eviction = false;
+  options.node_lifecycle = options.taint_eviction = options.pod_gc = false;
   for (const std::string& c : flags.controllers) {
     if (c == "resourceclaim") {
       options.resource_claims = true;
@@ -51,12 +52,14 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
       options.node_lifecycle = true;
     } else if (c == "taint-eviction-controller") {
       options.taint_eviction = true;
+    } else if (c == "podgc" || c == "pod-garbage-collector-controller") {
+      options.pod_gc = true;
     } else {
       return ReportFailure(
           "controller-manager", "--controllers",
           InvalidArgumentError("unknown controller \"" + c +
                                "\" (resourceclaim, garbagecollector, namespace, nodelifecycle, "
-                               "taint-eviction-controller, resourcepoolstatusrequest)"));
+                               "taint-eviction-controller, podgc, resourcepoolstatusrequest)"));
     }
   }
   StatusOr<controllers::NodeLifecycleOptions> node_lifecycle =
@@ -65,6 +68,7 @@ int RunControllerManager(const ControllerManagerFlags& flags) {
     return ReportFailure("controller-manager", "flags", node_lifecycle.status());
   }
   options.node_lifecycle_options = *node_lifecycle;
+  options.pod_gc_options.terminated_pod_threshold = flags.terminated_pod_gc_threshold;
   options.simulate_kubelet = flags.simulate_kubelet;
   options.claim_stages.tenants = flags.metrics_tenants;
 
@@ -125,6 +129,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
     options.claim_stages.tenants = controllers_.metrics_tenants;
     options.resource_pool_status = controllers_.resource_pool_status;
     options.node_lifecycle_options = controllers_.node_lifecycle;
+    options.pod_gc_options.terminated_pod_threshold = controllers_.terminated_pod_gc_threshold;
     manager_ = std::make_unique<controllers::ControllerManager>(
         *api_, RealClock(), options, shared_ ? shared_->informers.get() : nullptr);
     return manager_->Start();
@@ -180,6 +185,13 @@ void AddNodeLifecycleFlags(CLI::App& cmd, NodeLifecycleFlags& flags) {
       ->capture_default_str();
 }
 
+void AddTerminatedPodGCThresholdFlag(CLI::App& cmd, int& threshold) {
+  cmd.add_option("--terminated-pod-gc-threshold", threshold,
+                 "Succeeded and Failed Pods kept at most: the Pod garbage collector deletes the "
+                 "excess, evicted and oldest first (0 or less: keep them all)")
+      ->capture_default_str();
+}
+
 StatusOr<controllers::NodeLifecycleOptions> NodeLifecycleOptionsOf(
     const NodeLifecycleFlags& flags) {
   controllers::NodeLifecycleOptions options;
@@ -216,14 +228,14 @@ void AddControllerManagerCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "controller-manager",
       "Run the controllers: claims from templates and their release, garbage collection, "
-      "namespace deletion, node health and taint eviction");
+      "namespace deletion, node health, taint eviction and Pod garbage collection");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "Kubeconfig of the API server (default: $KUBECONFIG or ~/.kube/config)");
   cmd->add_option("--context", flags->context, "Kubeconfig context (default: current-context)");
   cmd->add_option("--controllers", flags->controllers,
                   "Controllers to run: resourceclaim, garbagecollector, namespace, "
-                  "nodelifecycle, taint-eviction-controller, resourcepoolstatusrequest (needs a "
-                  "server serving resource.k8s.io/v1alpha3)")
+                  "nodelifecycle, taint-eviction-controller, podgc, resourcepoolstatusrequest "
+                  "(needs a server serving resource.k8s.io/v1alpha3)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_flag("--simulate-kubelet", flags->simulate_kubelet,
@@ -233,6 +245,7 @@ void AddControllerManagerCommand(CLI::App& app) {
   AddMetricsTenantsOption(*cmd, flags->metrics_tenants);
   AddMetricsBindOption(*cmd, flags->metrics_bind_address);
   AddNodeLifecycleFlags(*cmd, flags->node_lifecycle);
+  AddTerminatedPodGCThresholdFlag(*cmd, flags->terminated_pod_gc_threshold);
   cmd->callback([flags] {
     int code = RunControllerManager(*flags);
     if (code != 0) throw CommandExit{code};

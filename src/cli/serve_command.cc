@@ -73,6 +73,7 @@ struct ServeFlags {
   std::string feature_gates;
   std::string binding_timeout = "600s";  // the embedded scheduler's
   NodeLifecycleFlags node_lifecycle;     // the embedded controllers'
+  int terminated_pod_gc_threshold = controllers::PodGCOptions{}.terminated_pod_threshold;
 };
 
 // Takes the gates that concern the API server and the controller manager only out of a
@@ -208,12 +209,14 @@ int RunServe(ServeFlags& flags) {
   auto shared = std::make_shared<EmbeddedInformers>();
   Status components = EmbedSharedInformers(**server, shared);
   if (components.ok() && !flags.no_controller_manager) {
-    components = EmbedControllerManager(**server,
-                                        {.simulate_kubelet = flags.simulate_kubelet,
-                                         .metrics_tenants = flags.metrics_tenants,
-                                         .resource_pool_status = resource_pool_status,
-                                         .node_lifecycle = *node_lifecycle},
-                                        shared);
+    components =
+        EmbedControllerManager(**server,
+                               {.simulate_kubelet = flags.simulate_kubelet,
+                                .metrics_tenants = flags.metrics_tenants,
+                                .resource_pool_status = resource_pool_status,
+                                .node_lifecycle = *node_lifecycle,
+                                .terminated_pod_gc_threshold = flags.terminated_pod_gc_threshold},
+                               shared);
   }
   if (components.ok() && !flags.no_scheduler) {
     components = EmbedScheduler(**server, shared, *features, *binding_timeout,
@@ -327,6 +330,7 @@ void AddServeCommand(CLI::App& app) {
                   "The same for node.kubernetes.io/unreachable:NoExecute")
       ->capture_default_str();
   AddNodeLifecycleFlags(*cmd, flags->node_lifecycle);
+  AddTerminatedPodGCThresholdFlag(*cmd, flags->terminated_pod_gc_threshold);
   cmd->add_option("--binding-timeout", flags->binding_timeout,
                   "How long the embedded scheduler's bindings wait for allocated devices' "
                   "bindingConditions (KEP-5007) before the Pod is retried (at least 1s)")

@@ -38,6 +38,9 @@ ControllerManager::ControllerManager(client::ApiClient& api, const Clock& clock,
     taint_eviction_ = std::make_unique<TaintEvictionController>(api, informers_, clock,
                                                                 options.taint_eviction_options);
   }
+  if (options.pod_gc) {
+    pod_gc_ = std::make_unique<PodGCController>(api, informers_, clock, options.pod_gc_options);
+  }
   if (options.claim_stage_metrics) {
     claim_stages_ = std::make_unique<ClaimStageTracker>(informers_, clock, options.claim_stages);
   }
@@ -55,13 +58,14 @@ Status ControllerManager::Start() {
   if (device_taint_) device_taint_->Start();
   if (node_lifecycle_) node_lifecycle_->Start();
   if (taint_eviction_) taint_eviction_->Start();
+  if (pod_gc_) pod_gc_->Start();
   if (pool_status_) pool_status_->Start();
   started_ = true;
   log::Info(
       "controller-manager: started (resourceclaim={}, garbagecollector={}, namespace={}, "
-      "kubelet-simulator={}, nodelifecycle={}, taint-eviction={})",
+      "kubelet-simulator={}, nodelifecycle={}, taint-eviction={}, podgc={})",
       resource_claims_ != nullptr, gc_ != nullptr, namespaces_ != nullptr, kubelet_ != nullptr,
-      node_lifecycle_ != nullptr, taint_eviction_ != nullptr);
+      node_lifecycle_ != nullptr, taint_eviction_ != nullptr, pod_gc_ != nullptr);
   return Status::Ok();
 }
 
@@ -72,6 +76,7 @@ void ControllerManager::Stop() {
   if (claim_stages_) claim_stages_->Stop();
   if (device_taint_) device_taint_->Stop();
   if (taint_eviction_) taint_eviction_->Stop();
+  if (pod_gc_) pod_gc_->Stop();
   if (node_lifecycle_) node_lifecycle_->Stop();
   if (pool_status_) pool_status_->Stop();
   if (kubelet_) kubelet_->Stop();

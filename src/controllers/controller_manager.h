@@ -9,6 +9,8 @@
 //   nodelifecycle     nodes whose heartbeat stopped become Unknown and are tainted (not-ready,
 //                     unreachable, and NoSchedule taints by condition)
 //   taint-eviction    NoExecute node taints evict pods once their tolerations end
+//   podgc             pods on deleted nodes, terminated pods over a threshold, terminating pods
+//                     on out-of-service nodes are force-deleted
 //   claim stages      draplane_claim_stage_duration_seconds from claim and Pod watches
 //   poolstatus        (optional) answers ResourcePoolStatusRequests once (KEP-5677); needs a
 //                     server that serves resource.k8s.io/v1alpha3
@@ -26,6 +28,7 @@
 #include "controllers/kubelet/kubelet_simulator.h"
 #include "controllers/namespace/namespace_controller.h"
 #include "controllers/nodelifecycle/node_lifecycle.h"
+#include "controllers/podgc/pod_gc.h"
 #include "controllers/poolstatus/controller.h"
 #include "controllers/resourceclaim/controller.h"
 #include "controllers/stages/stage_tracker.h"
@@ -41,12 +44,14 @@ struct ControllerManagerOptions {
   bool device_taint_eviction = true;
   bool node_lifecycle = true;
   bool taint_eviction = true;
+  bool pod_gc = true;
   bool claim_stage_metrics = true;
   bool resource_pool_status = false;
   ResourceClaimControllerOptions resource_claim{};
   DeviceTaintControllerOptions device_taint{};
   NodeLifecycleOptions node_lifecycle_options{};
   TaintEvictionOptions taint_eviction_options{};
+  PodGCOptions pod_gc_options{};
   StageTrackerOptions claim_stages{};
   PoolStatusControllerOptions pool_status{};
 };
@@ -82,6 +87,7 @@ class ControllerManager {
   std::unique_ptr<DeviceTaintController> device_taint_;
   std::unique_ptr<NodeLifecycleController> node_lifecycle_;
   std::unique_ptr<TaintEvictionController> taint_eviction_;
+  std::unique_ptr<PodGCController> pod_gc_;
   std::unique_ptr<ClaimStageTracker> claim_stages_;
   std::unique_ptr<PoolStatusController> pool_status_;
   bool started_ = false;

@@ -708,6 +708,14 @@ struct FakeKubelet::State {
       if (pod->metadata.deletion_timestamp) {
         // Reported first: once the delete is through, watchers may look.
         Report({{"event", "terminated"}, {"pod", pod_name}, {"podUID", uid}});
+        // A Pod a finalizer keeps first ends Succeeded (api/pods.h).
+        if (std::optional<boost::json::object> stopped =
+                api::StoppedPodStatusPatch(*pod, api::Time::FromTimestamp(clock.Now()))) {
+          Status s =
+              client::PatchOnly<cv1::Pod>(api, ns, name, client::PatchType::kMerge,
+                                          std::move(*stopped), "status", options.field_manager);
+          if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+        }
         client::DeleteOptions force;
         force.grace_period_seconds = 0;
         force.precondition_uid = uid;

@@ -42,6 +42,8 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
                     : "is taken by another request of the pod";
     case CandidateStatus::kCapacity:
       return plural ? "lack capacity" : "lacks capacity";
+    case CandidateStatus::kCapacityUnservable:
+      return "cannot give the requested capacity";
     case CandidateStatus::kPartitionableDevicesDisabled:
       return plural ? "need partitionable devices" : "needs partitionable devices";
     case CandidateStatus::kCounters:

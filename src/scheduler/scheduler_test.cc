@@ -1058,6 +1058,24 @@ TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {
   EXPECT_EQ(claim->status.reserved_for.size(), 3u);
 }
 
+// Migrating from a device plugin, Pods often wait before the platform team rolls out the class
+// that serves their extended resource through DRA: its creation retries them at once (they
+// waited for the unschedulable pool's five-minute flush).
+TEST_F(SchedulerTest, APodShortOfAnExtendedResourceIsRetriedWhenItsClassArrives) {
+  cluster_.Node("node-dra");
+  cluster_.Slice("node-dra", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  api::corev1::Pod early = cluster_.PodSpec("early");
+  early.spec.containers[0].resources.requests["example.com/gpu"] = api::Quantity::FromInt64(1);
+  early.spec.containers[0].resources.limits["example.com/gpu"] = api::Quantity::FromInt64(1);
+  cluster_.Pod(early);
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("early").empty(); }));
+  EXPECT_NE(PendingMessage("early").find("Insufficient example.com/gpu"), std::string::npos)
+      << PendingMessage("early");
+  cluster_.Class("legacy-gpu", kGpuClass, "example.com/gpu");
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("early"); }));
+}
+
 TEST_F(SchedulerTest, ExtendedResourcesAreServedByDraOrByADevicePlugin) {
   cluster_.Class("legacy-gpu", kGpuClass, "example.com/gpu");
   cluster_.Node("node-dra", {{"kind", "dra"}});

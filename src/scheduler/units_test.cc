@@ -698,6 +698,29 @@ TEST(ExplainTest, NodesAreGroupedByReasonLargestFirst) {
             "0/3 nodes are available: request gpu: device class x does not exist.");
 }
 
+TEST(ExplainTest, ARequestNoDeviceCanEverServeIsNotReportedAsWaitingForCapacity) {
+  allocator::Explanation e;
+  e.node = "node-1";
+  e.outcome = "unsatisfiable";
+  e.pools.push_back({"nic.example.com", "node-1", "usable", "", 2});
+  allocator::ClaimExplanation c;
+  allocator::RequestExplanation r;
+  r.name = "nic";
+  r.count = 1;
+  r.allocation_mode = "ExactCount";
+  r.outcome = "unsatisfiable";
+  r.candidates.push_back({"nic.example.com", "node-1", "nic-0",
+                          allocator::CandidateStatus::kCapacityUnservable,
+                          "capacity bandwidth: 300G violates the device's request policy", ""});
+  r.candidates.push_back(
+      {"nic.example.com", "node-1", "nic-1", allocator::CandidateStatus::kCapacity, "", ""});
+  c.requests.push_back(r);
+  e.claims.push_back(c);
+  EXPECT_EQ(SummarizeDevices(e, {"nic"}),
+            "request nic: 0 of 1 needed device available (1 lacks capacity, 1 cannot give the "
+            "requested capacity)");
+}
+
 TEST(ExplainTest, DeviceSummariesHaveNoNodeOrDeviceNames) {
   allocator::Explanation e;
   e.node = "node-7";

@@ -1,7 +1,7 @@
 # End-to-end suites of the scheduler and the claim controllers (tests/e2e/scheduler_*_e2e.sh):
 # the real `draplane serve` on a free loopback port driven by the real kubectl. Included from
 # tests/e2e/CMakeLists.txt, inside its kubectl-and-curl check.
-foreach(suite fallback shared_claim extended_resource mig quota priority fair_share)
+foreach(suite fallback shared_claim extended_resource mig quota priority fair_share pod_lifecycle)
   add_test(NAME e2e.scheduler.${suite}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/scheduler_${suite}_e2e.sh $<TARGET_FILE:draplane>
             ${CMAKE_SOURCE_DIR})

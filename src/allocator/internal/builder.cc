@@ -530,7 +530,10 @@ StatusOr<uint32_t> ProblemBuilder::AddKey(uint32_t c, uint32_t r, int32_t s, con
         // Devices whose remaining capacity cannot hold the request are left out.
         const CapacityPlan& plan = problem.plans[cand.plan];
         if (!plan.usable) {
-          if (explain_) problem.static_rejections[index][d] = {Reason::kCapacity, plan.why};
+          if (explain_) {
+            problem.static_rejections[index][d] = {
+                plan.unservable ? Reason::kCapacityUnservable : Reason::kCapacity, plan.why};
+          }
           continue;
         }
       }
@@ -725,11 +728,13 @@ uint32_t ProblemBuilder::MakePlan(const KeySpec& spec, DeviceIndex d) {
         uint32_t i = ResolveRequestName(name, driver, caps);
         if (i == kNone) {
           planned.usable = false;
+          planned.unservable = true;
           planned.why = "capacity " + name + " is not defined on the device";
           break;
         }
         if (requested[i] != nullptr) {
           planned.usable = false;
+          planned.unservable = true;
           planned.why = "capacity " + *caps[i].published + " is requested twice";
           break;
         }
@@ -762,11 +767,13 @@ CapacityPlan ProblemBuilder::PlanCapacities(const std::vector<ResolvedCapacity>&
         ConsumedQuantity(requested.empty() ? nullptr : requested[i], *caps[i].capacity);
     if (consumed.Sign() < 0) {
       plan.usable = false;
+      plan.unservable = true;
       plan.why = "capacity " + *caps[i].published + " would be negative";
       break;
     }
     if (ViolatesPolicy(consumed, *caps[i].capacity)) {
       plan.usable = false;
+      plan.unservable = true;
       plan.why = "capacity " + *caps[i].published + ": " + consumed.ToString() +
                  " violates the device's request policy";
       break;
@@ -776,6 +783,7 @@ CapacityPlan ProblemBuilder::PlanCapacities(const std::vector<ResolvedCapacity>&
     api::Quantity total = used != nullptr ? used->Add(consumed) : consumed;
     if (total.Compare(value) > 0) {
       plan.usable = false;
+      plan.unservable = consumed.Compare(value) > 0;
       plan.why = fmt::format("capacity {}: needs {}, {} of {} already consumed", *caps[i].published,
                              consumed.ToString(), used != nullptr ? used->ToString() : "0",
                              value.ToString());

@@ -54,6 +54,8 @@ CandidateStatus StatusOf(Reason reason) {
       return CandidateStatus::kInUseByThisClaim;
     case Reason::kCapacity:
       return CandidateStatus::kCapacity;
+    case Reason::kCapacityUnservable:
+      return CandidateStatus::kCapacityUnservable;
     case Reason::kPartitionableDevicesDisabled:
       return CandidateStatus::kPartitionableDevicesDisabled;
     case Reason::kCounters:
@@ -103,6 +105,8 @@ std::string_view Phrase(CandidateStatus s) {
       return "were taken by the same claim";
     case CandidateStatus::kCapacity:
       return "lack consumable capacity";
+    case CandidateStatus::kCapacityUnservable:
+      return "can never give the requested capacity";
     case CandidateStatus::kPartitionableDevicesDisabled:
       return "consume counters (partitionable devices off)";
     case CandidateStatus::kCounters:
@@ -172,6 +176,28 @@ RequestExplanation ExplainKey(const ExplainInputs& in, uint32_t k,
       c.detail = "taint not tolerated";
     }
     e.candidates.push_back(std::move(c));
+  }
+  // A device skipped as interchangeable with one that failed (search symmetry) fails the same
+  // way: it takes that device's status, so that counts and summaries do not report it as
+  // available ("6 devices available, enough for this request alone" on a full GPU).
+  std::map<uint32_t, DeviceIndex> tried;  // symmetry class -> the first device of it that failed
+  for (DeviceIndex d = 0; d < p.devices.size(); ++d) {
+    const CandidateStatus s = e.candidates[d].status;
+    if (p.devices[d].symmetry_class != kNone && s != CandidateStatus::kEquivalentTried &&
+        s != CandidateStatus::kNotReached && s != CandidateStatus::kChosen) {
+      tried.emplace(p.devices[d].symmetry_class, d);
+    }
+  }
+  for (DeviceIndex d = 0; d < p.devices.size(); ++d) {
+    CandidateExplanation& c = e.candidates[d];
+    if (c.status != CandidateStatus::kEquivalentTried) continue;
+    auto it = tried.find(p.devices[d].symmetry_class);
+    if (it == tried.end()) continue;
+    const CandidateExplanation& rep = e.candidates[it->second];
+    c.status = rep.status;
+    c.detail = "skipped as interchangeable with " + rep.device +
+               (rep.detail.empty() ? "" : " (" + rep.detail + ")");
+    c.policy_code = rep.policy_code;
   }
   bool empty = key.all_mode ? key.all_devices.empty() : key.candidates.empty();
   e.outcome = touched || empty ? "unsatisfiable" : "not tried";

@@ -43,7 +43,9 @@ enum class Reason : uint8_t {
   kAllocated,                       // in use by a claim outside this attempt
   kInUseByThisAttempt,              // chosen for another request or claim of this attempt
   kInUseByThisClaim,                // admin access: already chosen by the same claim
-  kCapacity,                        // consumable capacity: not enough, policy, or name missing
+  kCapacity,                        // consumable capacity: not enough left on the device
+  kCapacityUnservable,              // consumable capacity the device can never give the request:
+                                    // its request policy, a name missing, more than it has
   kPartitionableDevicesDisabled,    // device consumes counters, PartitionableDevices off
   kCounters,                        // a counter of its pool would be oversold
   kCompatibilityGroups,             // incompatible with the devices on one of its counter sets
@@ -194,7 +196,10 @@ struct Counter {
 struct CapacityPlan {
   bool usable = true;  // false: a requested capacity is missing, or the policy is violated, or
                        // the device is full even before this attempt
-  std::string why;     // for explanations when !usable
+  // !usable whatever else the device holds: the request itself can never fit it (a missing or
+  // twice-requested capacity, a negative amount, a request-policy violation, more than it has).
+  bool unservable = false;
+  std::string why;  // for explanations when !usable
   std::vector<api::Quantity> consumed;
 };
 

@@ -197,6 +197,13 @@ class Searcher {
     return kNone;
   }
 
+  // The reason for a capacity misfit: a plan that can never fit the device is told apart from a
+  // device that is full now.
+  Reason CapacityReason(const Candidate& cand, uint32_t misfit) const {
+    return misfit == kNone - 1 && p_.plans[cand.plan].unservable ? Reason::kCapacityUnservable
+                                                                 : Reason::kCapacity;
+  }
+
   std::string CapacityDetail(const Candidate& cand, uint32_t misfit) const {
     if (misfit == kNone - 1) return p_.plans[cand.plan].why;
     const Device& dev = p_.devices[cand.device];
@@ -507,7 +514,7 @@ class Searcher {
       if (misfit != kNone) {
         std::string detail = o_.observer != nullptr ? CapacityDetail(cand, misfit) : "";
         Undo(c, entry);
-        Reject(key_index, d, Reason::kCapacity, detail);
+        Reject(key_index, d, CapacityReason(cand, misfit), detail);
         return Ret::kNo;
       }
       if (multi) {
@@ -581,7 +588,11 @@ class Searcher {
     } else if (!Multi(dev) && SharedOrCapacityInUse(d)) {
       return Reason::kAllocated;
     }
-    if (f_.consumable_capacity && CapacityMisfit(cand) != kNone) return Reason::kCapacity;
+    if (f_.consumable_capacity) {
+      if (uint32_t misfit = CapacityMisfit(cand); misfit != kNone) {
+        return CapacityReason(cand, misfit);
+      }
+    }
     if (dev.consumes_counters) {
       if (!f_.partitionable_devices) return Reason::kPartitionableDevicesDisabled;
       bool skip = Multi(dev) && SharedOrCapacityInUse(d);
@@ -595,6 +606,7 @@ class Searcher {
   std::string UnavailableDetail(Reason reason, const Candidate& cand) const {
     switch (reason) {
       case Reason::kCapacity:
+      case Reason::kCapacityUnservable:
         return CapacityDetail(cand, CapacityMisfit(cand));
       case Reason::kTaintNotTolerated:
         return cand.taint;
@@ -796,7 +808,7 @@ class Searcher {
         uint32_t misfit = CapacityMisfit(cand);
         if (misfit != kNone) {
           if (o_.observer != nullptr) {
-            Reject(key_index, d, Reason::kCapacity, CapacityDetail(cand, misfit));
+            Reject(key_index, d, CapacityReason(cand, misfit), CapacityDetail(cand, misfit));
           }
           continue;
         }

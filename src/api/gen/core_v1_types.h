@@ -164,7 +164,8 @@ struct ResourceRequirements {
   friend bool operator==(const ResourceRequirements& a, const ResourceRequirements& b);
 };
 
-// A container's identity and resources (corev1.Container); the rest stays in `unknown`.
+// A single application container of a pod, with the resources it requests and the claims it uses.
+// Identity and resources (corev1.Container); the rest stays in `unknown`.
 struct Container {
   std::string name;
   std::string image;
@@ -238,7 +239,8 @@ struct NodeAffinity {
   friend bool operator==(const NodeAffinity& a, const NodeAffinity& b);
 };
 
-// Scheduling affinity (corev1.Affinity); pod (anti-)affinity stays in `unknown`.
+// A group of affinity scheduling rules of a pod.
+// corev1.Affinity; pod (anti-)affinity stays in `unknown`.
 struct Affinity {
   std::optional<NodeAffinity> node_affinity;
 
@@ -288,7 +290,8 @@ struct PodResourceClaim {
   friend bool operator==(const PodResourceClaim& a, const PodResourceClaim& b);
 };
 
-// The scheduling-relevant part of a pod spec; volumes, probes, security and the rest stay in `unknown`.
+// A description of a pod, its containers, scheduling constraints and the resources it claims.
+// The scheduling-relevant part; volumes, probes, security and the rest stay in `unknown`.
 struct PodSpec {
   std::vector<Container> init_containers;
   std::vector<Container> containers;
@@ -482,7 +485,8 @@ struct Taint {
   friend bool operator==(const Taint& a, const Taint& b);
 };
 
-// Node spec fields used for placement (corev1.NodeSpec); configSource and the rest stay in `unknown`.
+// How a node is configured, such as its taints and whether it is schedulable.
+// The fields used for placement (corev1.NodeSpec); configSource and the rest stay in `unknown`.
 struct NodeSpec {
   std::string pod_cidr;
   std::vector<std::string> pod_cidrs;
@@ -525,7 +529,8 @@ struct NodeAddress {
   friend bool operator==(const NodeAddress& a, const NodeAddress& b);
 };
 
-// Identity of the node's machine and software (corev1.NodeSystemInfo); swap stays in `unknown`.
+// Identifiers of the node's machine, operating system and software versions.
+// corev1.NodeSystemInfo; swap stays in `unknown`.
 struct NodeSystemInfo {
   std::string machine_id;
   std::string system_uuid;
@@ -545,7 +550,8 @@ struct NodeSystemInfo {
   friend bool operator==(const NodeSystemInfo& a, const NodeSystemInfo& b);
 };
 
-// Node status fields a scheduler and node agent use (corev1.NodeStatus); images, volumes and the rest stay in `unknown`.
+// The most recently observed status of a node.
+// The fields a scheduler and node agent use (corev1.NodeStatus); images, volumes and the rest stay in `unknown`.
 struct NodeStatus {
   std::map<std::string, Quantity, std::less<>> capacity;
   std::map<std::string, Quantity, std::less<>> allocatable;

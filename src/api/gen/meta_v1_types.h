@@ -262,7 +262,8 @@ struct LabelSelectorRequirement {
   friend bool operator==(const LabelSelectorRequirement& a, const LabelSelectorRequirement& b);
 };
 
-// A label query over a set of objects (metav1.LabelSelector); api/labels/selector.h matches it.
+// A label query over a set of objects; matchLabels and matchExpressions are ANDed, and an empty selector matches every object.
+// metav1.LabelSelector; api/labels/selector.h matches it.
 struct LabelSelector {
   std::map<std::string, std::string, std::less<>> match_labels;
   std::vector<LabelSelectorRequirement> match_expressions;

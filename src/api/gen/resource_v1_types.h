@@ -393,7 +393,7 @@ struct DeviceSubRequest {
   friend bool operator==(const DeviceSubRequest& a, const DeviceSubRequest& b);
 };
 
-// One request; exactly one of `exactly` and `first_available` is set.
+// One request for devices; exactly one of `exactly` and `firstAvailable` is set.
 struct DeviceRequest {
   std::string name;
   std::optional<ExactDeviceRequest> exactly;

@@ -62,9 +62,18 @@ bool OvercommitAllowed(std::string_view resource) {
   return native && !resource.starts_with("hugepages-");
 }
 
-// A container's requests and limits (upstream ValidateResourceRequirements): each quantity's
-// value, then a request is at most its limit, and equal to it for resources that cannot be
-// overcommitted. Malformed quantities are the typed decoding's to report.
+// upstream helper.IsStandardContainerResourceName: the resources a container may name without a
+// domain.
+bool StandardContainerResource(std::string_view resource) {
+  return resource == "cpu" || resource == "memory" || resource == "ephemeral-storage" ||
+         resource.starts_with("hugepages-");
+}
+
+// A container's requests and limits (upstream ValidateResourceRequirements): each name (one
+// without a domain is a standard container resource, one with a domain outside kubernetes.io an
+// extended resource name), each quantity's value, then a request is at most its limit, and
+// equal to it for resources that cannot be overcommitted, which must have a limit. Malformed
+// quantities are the typed decoding's to report.
 void ValidateContainerResources(const boost::json::object& container, const FieldPath& path,
                                 FieldErrorList* errors) {
   const boost::json::object* resources = FindObject(container, "resources");
@@ -83,6 +92,18 @@ void ValidateContainerResources(const boost::json::object& container, const Fiel
       StatusOr<Quantity> quantity = Quantity::Parse(text(value));
       if (!quantity.ok()) continue;
       const FieldPath at = list_path.Key(name);
+      // upstream validateContainerResourceName: `gpu` for `nvidia.com/gpu` (a typo easily made
+      // rewriting device-plugin manifests) would wait for ever as "Insufficient gpu".
+      if (name.find('/') == std::string_view::npos) {
+        if (!StandardContainerResource(name)) {
+          errors->push_back(Invalid(at, RenderValue(std::string(name)),
+                                    "must be a standard resource for containers"));
+        }
+      } else if (name.find("kubernetes.io/") == std::string_view::npos &&
+                 !IsExtendedResourceName(name)) {
+        errors->push_back(Invalid(at, RenderValue(std::string(name)),
+                                  "doesn't follow extended resource name standard"));
+      }
       if (quantity->Sign() < 0) {
         errors->push_back(
             Invalid(at, RenderValue(quantity->ToString()), "must be greater than or equal to 0"));
@@ -92,11 +113,19 @@ void ValidateContainerResources(const boost::json::object& container, const Fiel
       }
     }
   }
-  if (requests == nullptr || limits == nullptr) return;
+  if (requests == nullptr) return;
   FieldPath requests_path = path.Child("resources").Child("requests");
   for (const auto& [name, value] : *requests) {
-    const boost::json::value* limit_value = limits->if_contains(name);
-    if (limit_value == nullptr) continue;
+    const boost::json::value* limit_value = limits ? limits->if_contains(name) : nullptr;
+    if (limit_value == nullptr) {
+      // An extended resource cannot be overcommitted: a request without its limit (defaulting
+      // copies limits into missing requests, not the other way) is refused, as upstream.
+      if (!OvercommitAllowed(name)) {
+        errors->push_back(Required(path.Child("resources").Child("limits"),
+                                   "Limit must be set for non overcommitable resources"));
+      }
+      continue;
+    }
     StatusOr<Quantity> request = Quantity::Parse(text(value));
     StatusOr<Quantity> limit = Quantity::Parse(text(*limit_value));
     if (!request.ok() || !limit.ok()) continue;

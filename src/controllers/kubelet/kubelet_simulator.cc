@@ -62,6 +62,14 @@ Status KubeletSimulator::Sync(const std::string& key) {
   }
 
   if (pod->metadata.deletion_timestamp.has_value()) {
+    // A Pod a finalizer keeps first ends Succeeded (api/pods.h), or its claims and a foreground
+    // deletion waiting on them would hold each other for good.
+    if (std::optional<boost::json::object> stopped =
+            api::StoppedPodStatusPatch(*pod, api::Time::FromTimestamp(clock_.Now()))) {
+      Status s = client::PatchOnly<Pod>(api_, ns, name, client::PatchType::kMerge,
+                                        std::move(*stopped), "status", "draplane-kubelet");
+      if (!s.ok() && s.code() != StatusCode::kNotFound) return s;  // Conflict: the newer Pod
+    }
     client::DeleteOptions options;
     options.grace_period_seconds = 0;
     options.precondition_uid = pod->metadata.uid;

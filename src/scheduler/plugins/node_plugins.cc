@@ -135,9 +135,14 @@ class NodeResourcesFit final : public FilterPlugin {
   explicit NodeResourcesFit(const ClusterState& cluster) : cluster_(cluster) {}
   std::string_view name() const override { return "NodeResourcesFit"; }
   std::vector<ClusterEventSpec> EventsToRegister() const override {
+    // A DeviceClass that names an extended resource (created or changed) moves it from the
+    // nodes' allocatable to DRA: the Pod short of it may fit now (upstream registers the same
+    // with DRAExtendedResource). Without it a Pod created before its class waited for the
+    // unschedulable pool's flush.
     return {{EventResource::kNode, kAdd | kUpdateNodeAllocatable},
             {EventResource::kAssignedPod, kDelete},
-            {EventResource::kPod, kUpdatePodSpec}};
+            {EventResource::kPod, kUpdatePodSpec},
+            {EventResource::kDeviceClass, kAdd | kUpdate}};
   }
   PluginStatus Filter(CycleState&, const PodInfo& pod, const NodeInfo& node, bool) override {
     // Most nodes fit: the reasons are collected only for one that does not.

@@ -108,7 +108,9 @@ ApiError NewForbidden(const GroupResource& gr, std::string_view name, std::strin
 }
 
 ApiError NewForbiddenPath(std::string_view reason) {
-  return Make(403, "Forbidden", "forbidden: " + std::string(reason));
+  ApiError e = Make(403, "Forbidden", "forbidden: " + std::string(reason));
+  e.empty_details = true;
+  return e;
 }
 
 ApiError NewUnauthorized() { return Make(401, "Unauthorized", "Unauthorized"); }
@@ -149,7 +151,9 @@ ApiError NewRequestEntityTooLarge(std::string message) {
 }
 
 ApiError NewNotFoundPath() {
-  return Make(404, "NotFound", "the server could not find the requested resource");
+  ApiError e = Make(404, "NotFound", "the server could not find the requested resource");
+  e.empty_details = true;
+  return e;
 }
 
 // errors.NewInternalError
@@ -250,7 +254,7 @@ std::string StatusJson(const ApiError& error) {
     details["causes"] = std::move(causes);
   }
   if (error.retry_after_seconds > 0) details["retryAfterSeconds"] = error.retry_after_seconds;
-  if (!details.empty()) out["details"] = std::move(details);
+  if (!details.empty() || error.empty_details) out["details"] = std::move(details);
   out["code"] = error.code;
   return boost::json::serialize(out);
 }

@@ -32,7 +32,10 @@ struct ApiError {
   int code = 500;
   std::string reason;  // metav1.StatusReason: "NotFound", "Invalid", ...
   std::string message;
-  // `details`; left out of the Status when all are empty.
+  // `details`; left out of the Status when all are empty, unless `empty_details` (upstream's
+  // NotFound and Forbidden always carry one: kubectl reads its name, and a missing one crashed
+  // `kubectl debug` on the 404 of an unknown subresource).
+  bool empty_details = false;
   std::string name;
   std::string group;
   std::string kind;

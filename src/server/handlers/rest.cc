@@ -1389,10 +1389,17 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
     }
     JsonObject& meta = EnsureObject(with_finalizers, "metadata");
     bool already = meta.contains("deletionTimestamp");
-    if (!already || (is_pod && grace == 0)) {
+    const Timestamp now = deps_.clock->Now();
+    if (!already) {
       meta["deletionTimestamp"] =
-          FormatTime(deps_.clock->Now() + std::chrono::seconds(std::max<int64_t>(grace, 0)));
+          FormatTime(now + std::chrono::seconds(std::max<int64_t>(grace, 0)));
       meta["deletionGracePeriodSeconds"] = grace;
+    } else if (is_pod && grace == 0) {
+      // A Pod a finalizer keeps, deleted again at once (its kubelet done with it): the deletion
+      // moves to now unless it is earlier already, never later (upstream markAsDeleting).
+      std::optional<Timestamp> at = ParseTime(GetString(meta, "deletionTimestamp"));
+      if (!at || *at > now) meta["deletionTimestamp"] = FormatTime(now);
+      meta["deletionGracePeriodSeconds"] = 0;
     } else if (const boost::json::value* period = meta.if_contains("deletionGracePeriodSeconds");
                options.grace_period_seconds && period != nullptr && period->is_int64() &&
                *options.grace_period_seconds < period->get_int64()) {
@@ -1406,9 +1413,12 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       }
     }
     if (is_namespace) EnsureObject(with_finalizers, "status")["phase"] = "Terminating";
+    // Deleting what is being deleted already, the same way, writes nothing: a kubelet or
+    // controller repeating its delete must not bump the object and wake every watcher (a kubelet
+    // player and its own watch would do so in a loop).
+    if (already && with_finalizers == obj) return Served(r, **current);
     std::string stored = r.ToStored(JsonObject(with_finalizers));
     if (std::get<bool>(dry)) return r.Served(stored, (*current)->revision);
-    if (already && stored == (*current)->value) return Served(r, **current);
     StatusOr<store::ObjectPtr> updated =
         deps_.store->Update(key, std::move(stored), store::Preconditions{(*current)->revision});
     if (!updated.ok()) {
@@ -1416,14 +1426,6 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       return FromStatus(updated.status(), Context(r, name));
     }
     ObserveWrite(r, **updated, false);
-    if (is_pod && grace == 0 && !HasFinalizers(with_finalizers, r)) {
-      StatusOr<store::ObjectPtr> deleted =
-          deps_.store->Delete(key, store::Preconditions{(*updated)->revision});
-      if (deleted.ok()) {
-        *deleted_now = true;
-        return Served(r, **deleted);
-      }
-    }
     return Served(r, **updated);
   }
   return NewModifiedConflict(r.Gr(), name);
