@@ -254,7 +254,20 @@ Status Agent::SyncSlices() {
     SliceDriftMetric().WithLabels({options_.node_name, driver, "extra"}).Set(drift.extra);
     SliceDriftMetric().WithLabels({options_.node_name, driver, "attribute"}).Set(drift.attribute);
   }
-  SlicePlan plan = PlanSliceSync(options_.node_name, all, managed_drivers_, stored.items);
+  // The Node owns the slices (upstream's kubelet plugins publish them so): deleting the Node
+  // deletes them, rather than leaving its devices counted as available. Read each time, since a
+  // Node deleted and registered again has a new uid. Without it (not registered yet, or not
+  // readable by this identity) the slices keep their owners.
+  std::optional<api::metav1::OwnerReference> owner;
+  if (StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", options_.node_name); node.ok()) {
+    owner.emplace();
+    owner->api_version = "v1";
+    owner->kind = "Node";
+    owner->name = node->metadata.name;
+    owner->uid = node->metadata.uid;
+    owner->controller = true;
+  }
+  SlicePlan plan = PlanSliceSync(options_.node_name, all, managed_drivers_, stored.items, owner);
   if (plan.empty()) return Status::Ok();
   // Validate everything before writing anything.
   for (const auto* list_of : {&plan.updates, &plan.creates}) {

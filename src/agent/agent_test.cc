@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "agent/cdi.h"
 #include "agent/drivers/profile/profile_driver.h"
@@ -250,6 +251,36 @@ TEST_F(AgentTest, PublishesValidSlicesOnceAndTaintsUnhealthyDevices) {
   EXPECT_EQ(gpus->spec.devices[1].taints[0].key, "gpu.nvidia.com/unhealthy");
   EXPECT_EQ(gpus->spec.devices[1].taints[0].effect, "NoExecute");
   EXPECT_TRUE(gpus->spec.devices[0].taints.empty());
+}
+
+// The Node owns the agent's slices: deleting the Node deletes them (they outlived it, its devices
+// counted as available), and a Node registered again owns the slices published next.
+TEST_F(AgentTest, TheNodeOwnsItsSlicesAndTakesThemWithIt) {
+  ASSERT_TRUE(agent_->SyncNode().ok());
+  ASSERT_TRUE(agent_->SyncSlices().ok());
+  auto slices = [&] { return client::List<rv1::ResourceSlice>(api_, "")->items; };
+  StatusOr<cv1::Node> node = client::Get<cv1::Node>(api_, "", "node-a");
+  ASSERT_TRUE(node.ok());
+  ASSERT_FALSE(slices().empty());
+  for (const rv1::ResourceSlice& s : slices()) {
+    ASSERT_EQ(s.metadata.owner_references.size(), 1u) << s.metadata.name;
+    EXPECT_EQ(s.metadata.owner_references[0].kind, "Node");
+    EXPECT_EQ(s.metadata.owner_references[0].uid, node->metadata.uid);
+  }
+  ASSERT_TRUE(client::Delete<cv1::Node>(api_, "", "node-a").ok());
+  for (int i = 0; i < 60'000 && !slices().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(slices().empty()) << "the server's garbage collector deletes the Node's slices";
+  ASSERT_TRUE(agent_->SyncNode().ok());
+  ASSERT_TRUE(agent_->SyncSlices().ok());
+  StatusOr<cv1::Node> again = client::Get<cv1::Node>(api_, "", "node-a");
+  ASSERT_TRUE(again.ok());
+  ASSERT_FALSE(slices().empty());
+  for (const rv1::ResourceSlice& s : slices()) {
+    ASSERT_EQ(s.metadata.owner_references.size(), 1u) << s.metadata.name;
+    EXPECT_EQ(s.metadata.owner_references[0].uid, again->metadata.uid);
+  }
 }
 
 TEST_F(AgentTest, PodRunsAfterItsCdiSpecExistsAndDeletionReleasesEverything) {

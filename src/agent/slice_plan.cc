@@ -147,8 +147,13 @@ void KeepPublishedTaintTimes(std::vector<rv1::ResourceSlice>& desired,
 
 SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>& inventories,
                         const std::vector<std::string>& managed_drivers,
-                        const std::vector<rv1::ResourceSlice>& stored) {
+                        const std::vector<rv1::ResourceSlice>& stored,
+                        const std::optional<api::metav1::OwnerReference>& owner) {
   SlicePlan plan;
+  auto owned = [&](const rv1::ResourceSlice& slice) {
+    return !owner || (slice.metadata.owner_references.size() == 1 &&
+                      slice.metadata.owner_references[0].uid == owner->uid);
+  };
   std::map<std::string, Inventory> desired_by_driver = ByDriver(inventories);
   std::set<std::string> drivers(managed_drivers.begin(), managed_drivers.end());
   for (const auto& [driver, inv] : desired_by_driver) drivers.insert(driver);
@@ -175,7 +180,8 @@ SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>
     for (const rv1::ResourceSlice& slice : desired) {
       if (!unchanged) break;
       auto found = current.find(slice.metadata.name);
-      unchanged = found != current.end() && found->second->spec == slice.spec;
+      unchanged =
+          found != current.end() && found->second->spec == slice.spec && owned(*found->second);
     }
     if (unchanged) continue;
     // 3. Bump the generation and rewrite the pool.
@@ -187,6 +193,7 @@ SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>
       if (desired_names.count(name) == 0) plan.deletes.push_back(name);
     }
     for (rv1::ResourceSlice& slice : desired) {
+      if (owner) slice.metadata.owner_references = {*owner};
       auto found = current.find(slice.metadata.name);
       if (found == current.end()) {
         plan.creates.push_back(std::move(slice));
@@ -194,6 +201,7 @@ SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>
       }
       rv1::ResourceSlice updated = *found->second;
       updated.spec = std::move(slice.spec);
+      if (owner) updated.metadata.owner_references = {*owner};
       plan.updates.push_back(std::move(updated));
     }
   }

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,9 +55,13 @@ struct SlicePlan {
 
 // What to do so that the node's stored slices of `managed_drivers` become the slices of
 // `inventories`. `stored` holds the node's stored slices (any driver; others are ignored).
+// `owner` (the Node, as upstream's kubelet plugins publish their slices) becomes every slice's
+// only owner reference, so that deleting the Node deletes them; a pool whose slices lack it is
+// rewritten. None: the slices keep the owners they have.
 SlicePlan PlanSliceSync(std::string_view node_name, const std::vector<Inventory>& inventories,
                         const std::vector<std::string>& managed_drivers,
-                        const std::vector<api::resourcev1::ResourceSlice>& stored);
+                        const std::vector<api::resourcev1::ResourceSlice>& stored,
+                        const std::optional<api::metav1::OwnerReference>& owner = std::nullopt);
 
 // How the node's stored slices differ from what the drivers discovered, per managed driver (the
 // agent's slice drift metric): `missing` discovered devices no stored slice publishes, `extra`

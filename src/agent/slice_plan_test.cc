@@ -178,6 +178,37 @@ TEST_F(PlanTest, CreatesThenKeepsThenBumpsOnChange) {
   EXPECT_TRUE(recovered.updates[0].spec.devices[1].taints.empty());
 }
 
+// The Node owns the slices, so deleting it deletes them (they outlived it and kept its devices
+// counted as available); slices published before, or for a Node registered again under a new
+// uid, are rewritten with the current owner.
+TEST_F(PlanTest, TheNodeOwnsTheSlices) {
+  std::vector<Inventory> invs = {Plains("a.example.com", 3)};
+  Apply(PlanSliceSync("n1", invs, managed_, stored_));  // no owner known yet
+  ASSERT_EQ(stored_.size(), 1u);
+  EXPECT_TRUE(stored_[0].metadata.owner_references.empty());
+  api::metav1::OwnerReference node;
+  node.api_version = "v1";
+  node.kind = "Node";
+  node.name = "n1";
+  node.uid = "uid-1";
+  node.controller = true;
+  SlicePlan owned = PlanSliceSync("n1", invs, managed_, stored_, node);
+  ASSERT_EQ(owned.updates.size(), 1u);
+  EXPECT_EQ(owned.updates[0].metadata.owner_references,
+            std::vector<api::metav1::OwnerReference>{node});
+  Apply(owned);
+  EXPECT_TRUE(PlanSliceSync("n1", invs, managed_, stored_, node).empty());
+  EXPECT_TRUE(PlanSliceSync("n1", invs, managed_, stored_).empty()) << "no owner: kept as is";
+  node.uid = "uid-2";
+  SlicePlan again = PlanSliceSync("n1", invs, managed_, stored_, node);
+  ASSERT_EQ(again.updates.size(), 1u);
+  EXPECT_EQ(again.updates[0].metadata.owner_references[0].uid, "uid-2");
+  stored_.clear();
+  SlicePlan created = PlanSliceSync("n1", invs, managed_, stored_, node);
+  ASSERT_EQ(created.creates.size(), 1u);
+  EXPECT_EQ(created.creates[0].metadata.owner_references[0].uid, "uid-2");
+}
+
 // Two agent instances (a rolling update) see one fault from different first sightings: the taint
 // keeps the time it was published with, so neither rewrites the pool for the time alone.
 TEST_F(PlanTest, APublishedTaintKeepsItsTime) {

@@ -50,6 +50,43 @@ bool SetPodCondition(corev1::PodStatus* status, std::string_view type, std::stri
   return true;
 }
 
+bool SetPodConditionJson(boost::json::object& status, std::string_view type, std::string_view value,
+                         std::string_view reason, std::string_view message, std::string_view now) {
+  boost::json::value& listed = status["conditions"];
+  if (!listed.is_array()) listed = boost::json::array();
+  boost::json::array& conditions = listed.get_array();
+  auto it = std::find_if(conditions.begin(), conditions.end(), [&](const boost::json::value& c) {
+    const boost::json::value* t = c.is_object() ? c.get_object().if_contains("type") : nullptr;
+    return t != nullptr && t->is_string() && t->get_string() == type;
+  });
+  if (it == conditions.end() || !it->is_object()) {
+    boost::json::object added{{"type", type}, {"status", value}, {"lastTransitionTime", now}};
+    if (!reason.empty()) added["reason"] = reason;
+    if (!message.empty()) added["message"] = message;
+    if (it == conditions.end()) {
+      conditions.push_back(std::move(added));
+    } else {
+      *it = std::move(added);
+    }
+    return true;
+  }
+  boost::json::object& c = it->get_object();
+  const boost::json::value* old_value = c.if_contains("status");
+  const bool transition =
+      old_value == nullptr || !old_value->is_string() || old_value->get_string() != value;
+  const boost::json::object before = c;
+  c["status"] = value;
+  if (transition || !c.contains("lastTransitionTime")) c["lastTransitionTime"] = now;
+  for (const auto& [key, text] : {std::pair{"reason", reason}, std::pair{"message", message}}) {
+    if (text.empty()) {
+      c.erase(key);
+    } else {
+      c[key] = text;
+    }
+  }
+  return c != before;
+}
+
 void SetPodScheduledByBinding(boost::json::object& status, std::string_view now) {
   boost::json::value& listed = status["conditions"];
   if (!listed.is_array()) listed = boost::json::array();
@@ -121,6 +158,32 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
   }
   SetAllocatedResourcesStatus(containers, options.allocated_resources_status);
   out["containerStatuses"] = std::move(containers);
+  // Init containers ran to completion before the others started; sidecars (restartPolicy
+  // Always) keep running beside them and count in kubectl's READY column.
+  boost::json::array init_containers;
+  for (const corev1::Container& c : pod.spec.init_containers) {
+    const bool sidecar = c.restart_policy.value_or("") == "Always";
+    boost::json::object state =
+        sidecar ? boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}
+                : boost::json::object{
+                      {"terminated", boost::json::object{{"exitCode", 0},
+                                                         {"reason", "Completed"},
+                                                         {"startedAt", now.text()},
+                                                         {"finishedAt", now.text()},
+                                                         {"containerID", ContainerIdFor(pod, c)}}}};
+    init_containers.push_back(boost::json::object{{"name", c.name},
+                                                  {"image", c.image},
+                                                  {"imageID", ""},
+                                                  {"containerID", ContainerIdFor(pod, c)},
+                                                  {"ready", true},
+                                                  {"started", sidecar},
+                                                  {"restartCount", 0},
+                                                  {"state", std::move(state)}});
+  }
+  if (!init_containers.empty()) {
+    SetAllocatedResourcesStatus(init_containers, options.allocated_resources_status);
+    out["initContainerStatuses"] = std::move(init_containers);
+  }
   return std::move(out);
 }
 

@@ -11,7 +11,9 @@
 //   - hostIP / hostIPs when the caller knows the node's address;
 //   - podIP / podIPs: a stable address in 10.244.0.0/16 derived from the Pod's uid;
 //   - one running, ready containerStatus per container, containerID `draplane://<uid>/<name>`,
-//     with the allocatedResourcesStatus the caller computed for it (api/resource_health.h).
+//     with the allocatedResourcesStatus the caller computed for it (api/resource_health.h);
+//   - one initContainerStatus per init container: terminated (Completed, exit code 0) and ready,
+//     or running and ready for a sidecar (restartPolicy Always), which kubectl's READY counts.
 //
 // And once a deleted Pod's containers stopped, for a Pod that a finalizer keeps (a foreground
 // deletion, a controller's own finalizer) so that it outlives the players' grace-period-0 delete:
@@ -46,6 +48,12 @@ bool HasPodCondition(const corev1::Pod& pod, std::string_view type, std::string_
 // lastTransitionTime becomes `now` only when the status changes. True when anything changed.
 bool SetPodCondition(corev1::PodStatus* status, std::string_view type, std::string_view value,
                      std::string_view reason, std::string_view message, const Time& now);
+
+// SetPodCondition on a Pod status kept as JSON (the API server's): the condition `type` gets
+// `value`, `reason` and `message` (removed when empty), lastTransitionTime `now` only when the
+// status changes. True when anything changed.
+bool SetPodConditionJson(boost::json::object& status, std::string_view type, std::string_view value,
+                         std::string_view reason, std::string_view message, std::string_view now);
 
 // What pods/binding does to the Pod's status (a JSON object), as upstream's BindingREST with
 // podutil.UpdatePodCondition: PodScheduled becomes True (reason and message cleared,

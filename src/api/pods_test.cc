@@ -74,6 +74,32 @@ TEST(PodsTest, RunningStatusIsWhatAKubeletReports) {
   }
 }
 
+TEST(PodsTest, InitContainersHaveCompletedAndSidecarsRun) {
+  corev1::Pod pod = BoundPod();
+  corev1::Container init;
+  init.name = "fetch-weights";
+  init.image = "busybox";
+  corev1::Container sidecar;
+  sidecar.name = "log-shipper";
+  sidecar.image = "fluent-bit";
+  sidecar.restart_policy = "Always";
+  pod.spec.init_containers = {init, sidecar};
+  const Time now = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'100)));
+  boost::json::object status = RunningPodStatus(pod, now);
+  const boost::json::array& inits = status["initContainerStatuses"].as_array();
+  ASSERT_EQ(inits.size(), 2u);
+  const boost::json::object& done = inits[0].as_object();
+  EXPECT_EQ(done.at("name"), "fetch-weights");
+  EXPECT_EQ(done.at("state").as_object().at("terminated").as_object().at("reason"), "Completed");
+  EXPECT_EQ(done.at("ready"), true);
+  EXPECT_EQ(done.at("started"), false);
+  const boost::json::object& running = inits[1].as_object();
+  EXPECT_TRUE(running.at("state").as_object().contains("running"));
+  EXPECT_EQ(running.at("ready"), true);  // kubectl's READY counts it: 2/2
+  EXPECT_EQ(running.at("started"), true);
+  EXPECT_FALSE(RunningPodStatus(BoundPod(), now).contains("initContainerStatuses"));
+}
+
 TEST(PodsTest, AStoppedPodAFinalizerKeepsEndsSucceeded) {
   corev1::Pod pod = BoundPod();
   pod.metadata.resource_version = "42";

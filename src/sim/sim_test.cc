@@ -750,27 +750,32 @@ spec:
 
 TEST(SimulationTest, SnapshotPodsKeepTheirDevicesAndDoubleAllocationIsCaught) {
   // A kubectl dump: one node with one GPU, a running Pod holding it through its claim, and a
-  // second claim allocated the same device (a corrupt snapshot: the check must see it).
+  // second claim allocated the same device (a corrupt snapshot: the check must see it). The slice
+  // is owned by its Node, as a kubelet plugin publishes it, and listed before it: the Node's uid
+  // changes in the simulated API, and the slice must still find its owner (the garbage collector
+  // deleted it, and the GPU with it).
   std::string node = R"(
 apiVersion: v1
 kind: List
 items:
-- apiVersion: v1
-  kind: Node
-  metadata: {name: n1}
-  status: {allocatable: {pods: "110"}, capacity: {pods: "110"}}
-- apiVersion: resource.k8s.io/v1
-  kind: DeviceClass
-  metadata: {name: gpu}
-  spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
 - apiVersion: resource.k8s.io/v1
   kind: ResourceSlice
-  metadata: {name: n1-gpu}
+  metadata:
+    name: n1-gpu
+    ownerReferences: [{apiVersion: v1, kind: Node, name: n1, uid: node-old-uid, controller: true}]
   spec:
     driver: gpu.example.com
     nodeName: n1
     pool: {name: n1, generation: 1, resourceSliceCount: 1}
     devices: [{name: g0}]
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1, uid: node-old-uid}
+  status: {allocatable: {pods: "110"}, capacity: {pods: "110"}}
+- apiVersion: resource.k8s.io/v1
+  kind: DeviceClass
+  metadata: {name: gpu}
+  spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}
 - apiVersion: v1
   kind: Pod
   metadata: {name: runner, namespace: ns, uid: old-uid}

@@ -283,9 +283,15 @@ Status Simulation::Load(Cluster cluster, Report* report) {
     DRAPLANE_RETURN_IF_ERROR(Create(client::ResourceOf<api::corev1::Namespace>(), object, nullptr));
   }
 
-  // The cluster. Pods first get new uids; claims refer to them by uid.
-  std::unordered_map<std::string, std::string> pod_uids;  // dump uid -> uid here
-  std::map<std::string, Duration> remaining;              // running Pods, by ns/name
+  // The cluster. Objects get new uids here, so what refers to them by uid follows: claims to
+  // Pods, and owner references (a kubelet plugin's slices are owned by their Node, which the
+  // garbage collector would otherwise find gone and delete them with). Nodes go first, so that
+  // their slices, wherever the dump lists them, find them.
+  std::stable_partition(cluster.objects.begin(), cluster.objects.end(),
+                        [](const json::object& o) { return Str(o, "kind") == "Node"; });
+  std::unordered_map<std::string, std::string> pod_uids;   // dump uid -> uid here
+  std::unordered_map<std::string, std::string> node_uids;  // dump uid -> uid here
+  std::map<std::string, Duration> remaining;               // running Pods, by ns/name
   for (const RunningPod& p : trace_.running) remaining[p.namespace_ + "/" + p.name] = p.remaining;
   for (json::object& object : cluster.objects) {
     std::string kind = Str(object, "kind");
@@ -360,7 +366,23 @@ Status Simulation::Load(Cluster cluster, Report* report) {
       DRAPLANE_RETURN_IF_ERROR(Create(*type, std::move(object), nullptr).WithPrefix(what));
       continue;
     }
+    if (json::value* owners = EnsureObject(object, "metadata").if_contains("ownerReferences");
+        owners != nullptr && owners->is_array()) {
+      for (json::value& owner : owners->as_array()) {
+        if (!owner.is_object()) continue;
+        json::object& ref = owner.as_object();
+        const auto& uids = Str(ref, "kind") == "Node" ? node_uids : pod_uids;
+        if (auto it = uids.find(Str(ref, "uid")); it != uids.end()) ref["uid"] = it->second;
+      }
+    }
+    const std::string old_uid = MetaField(object, "uid");
     DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(object, what));
+    if (kind == "Node" && !old_uid.empty()) {
+      StatusOr<api::corev1::Node> node =
+          client::Get<api::corev1::Node>(api_, "", MetaField(object, "name"));
+      if (!node.ok()) return node.status().WithPrefix(what);
+      node_uids[old_uid] = node->metadata.uid;
+    }
   }
 
   // A `running` entry is for a running Pod of the dump: one that names none is a mistake (a

@@ -1525,6 +1525,11 @@ http::Response Rest::Evict(const Scope& scope) {
     options = std::move(std::get<DeleteOptions>(read));
     if (auto e = CheckPropagationPolicy(options)) return ToResponse(*e);
   }
+  auto dry = DryRun(scope);
+  if (auto* e = std::get_if<ApiError>(&dry)) return ToResponse(*e);
+  if (!std::get<bool>(dry) && !options.dry_run) {
+    if (auto e = MarkEvicted(scope, options)) return ToResponse(*e);
+  }
   bool deleted_now = false;
   auto result = DeleteOne(scope, scope.info->namespace_, scope.info->name, options, &deleted_now);
   if (auto* e = std::get_if<ApiError>(&result)) return ToResponse(*e);
@@ -1534,6 +1539,53 @@ http::Response Rest::Evict(const Scope& scope) {
                              {"status", "Success"},
                              {"code", 201}};
   return Answer(201, boost::json::serialize(status), "application/json");
+}
+
+// Upstream's addConditionAndDeletePod (PodDisruptionConditions, GA in 1.31): before the delete,
+// the Pod gets DisruptionTarget=True (EvictionByEvictionAPI), which Job podFailurePolicy rules
+// and operators read, under the eviction's uid and resourceVersion preconditions; a
+// resourceVersion precondition then names the version written, as upstream's.
+std::optional<ApiError> Rest::MarkEvicted(const Scope& scope, DeleteOptions& options) {
+  const ResourceInfo& pods = *scope.resource;
+  const std::string& name = scope.info->name;
+  const std::string now = FormatTime(deps_.clock->Now());
+  std::optional<ApiError> failure;
+  auto fn = [&](const store::Object* current) -> StatusOr<std::string> {
+    StatusOr<JsonObject> parsed = ParseObject(current->value);
+    if (!parsed.ok()) return parsed.status();
+    JsonObject pod = std::move(parsed).value();
+    const std::string uid(MetaString(pod, "uid"));
+    if (!options.precondition_uid.empty() && options.precondition_uid != uid) {
+      failure =
+          NewConflict(pods.Gr(), name,
+                      "Precondition failed: UID in precondition: " + options.precondition_uid +
+                          ", UID in object meta: " + uid);
+      return InternalError(std::string(kAbortMarker));
+    }
+    if (!options.precondition_rv.empty() &&
+        options.precondition_rv != std::to_string(current->revision)) {
+      failure = NewConflict(
+          pods.Gr(), name,
+          "Precondition failed: ResourceVersion in precondition: " + options.precondition_rv +
+              ", ResourceVersion in object meta: " + std::to_string(current->revision));
+      return InternalError(std::string(kAbortMarker));
+    }
+    if (!api::SetPodConditionJson(EnsureObject(pod, "status"), "DisruptionTarget", "True",
+                                  "EvictionByEvictionAPI", "Eviction API: evicting", now)) {
+      return current->value;  // nothing to write
+    }
+    return ToStoredJson(std::move(pod));
+  };
+  StatusOr<store::ObjectPtr> result =
+      deps_.store->GuaranteedUpdate(KeyOf(pods, scope.info->namespace_, name), fn, {});
+  if (result.ok()) {
+    if (!options.precondition_rv.empty()) {
+      options.precondition_rv = std::to_string((*result)->revision);
+    }
+    return std::nullopt;
+  }
+  if (failure) return failure;
+  return FromStatus(result.status(), Context(pods, name));
 }
 
 // pkg/registry/core/pod/storage BindingREST.Create / assignPod.

@@ -108,6 +108,9 @@ class Rest {
   http::Response Bind(const Scope& scope, const std::string& ns, const std::string& pod_name);
   // pods/eviction (policy/v1 Eviction): the Pod deleted with the eviction's deleteOptions.
   http::Response Evict(const Scope& scope);
+  // Adds DisruptionTarget (EvictionByEvictionAPI) to the evicted Pod; moves a resourceVersion
+  // precondition of `options` to the version written.
+  std::optional<ApiError> MarkEvicted(const Scope& scope, DeleteOptions& options);
 
   // What an UpdateWith is: an update (may create where the kind allows), a patch (never
   // creates), or a server-side apply (creates a missing object, keeps its own managed fields).
