@@ -352,7 +352,7 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
   if (pod.metadata.deletion_timestamp) {
     DRAPLANE_RETURN_IF_ERROR(CollectGarbage());
     if (options_.simulate_containers) {
-      // A Pod a finalizer keeps first ends Succeeded (api/pods.h).
+      // A Pod a finalizer keeps first ends Failed (api/pods.h).
       if (std::optional<boost::json::object> stopped =
               api::StoppedPodStatusPatch(pod, api::Time::FromTimestamp(clock_.Now()))) {
         Status s =

@@ -191,32 +191,48 @@ std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod,
   if (!pod.metadata.deletion_timestamp || pod.metadata.finalizers.empty() || IsPodTerminal(pod)) {
     return std::nullopt;
   }
+  const bool ran = pod.status.phase == corev1::kPodPhaseRunning;
   corev1::PodStatus status = pod.status;
-  status.phase = std::string(corev1::kPodPhaseSucceeded);
+  status.phase = std::string(corev1::kPodPhaseFailed);
   for (std::string_view type :
        {corev1::kPodConditionTypeContainersReady, corev1::kPodConditionTypeReady}) {
-    SetPodCondition(&status, type, "False", "PodCompleted", "", now);
+    SetPodCondition(&status, type, "False", "PodFailed", "", now);
   }
   const std::string started = status.start_time ? status.start_time->text() : now.text();
+  // A container that ran was stopped by SIGTERM (exit code 143); one that never started is
+  // unknown to the runtime, as the kubelet reports it (137, ContainerStatusUnknown); an init
+  // container that completed before the others started stays completed.
+  auto stopped = [&](const corev1::Container& c, bool completed) {
+    const std::string id = ContainerIdFor(pod, c);
+    boost::json::object terminated =
+        !ran        ? boost::json::object{{"exitCode", 137},
+                                   {"reason", "ContainerStatusUnknown"},
+                                   {"message",
+                                           "The container could not be located when the pod was "
+                                                  "terminated"}}
+        : completed ? boost::json::object{{"exitCode", 0}, {"reason", "Completed"}}
+                    : boost::json::object{{"exitCode", 143}, {"reason", "Error"}};
+    if (ran) {
+      terminated["startedAt"] = started;
+      terminated["finishedAt"] = now.text();
+      terminated["containerID"] = id;
+    }
+    return boost::json::object{
+        {"name", c.name},    {"image", c.image},
+        {"imageID", ""},     {"containerID", ran ? id : ""},
+        {"ready", false},    {"started", false},
+        {"restartCount", 0}, {"state", boost::json::object{{"terminated", std::move(terminated)}}}};
+  };
   boost::json::value encoded = corev1::Encode(status);
   boost::json::array containers;
-  for (const corev1::Container& c : pod.spec.containers) {
-    const std::string id = ContainerIdFor(pod, c);
-    containers.push_back(boost::json::object{
-        {"name", c.name},
-        {"image", c.image},
-        {"imageID", ""},
-        {"containerID", id},
-        {"ready", false},
-        {"started", false},
-        {"restartCount", 0},
-        {"state", boost::json::object{{"terminated", boost::json::object{{"exitCode", 0},
-                                                                         {"reason", "Completed"},
-                                                                         {"startedAt", started},
-                                                                         {"finishedAt", now.text()},
-                                                                         {"containerID", id}}}}}});
-  }
+  for (const corev1::Container& c : pod.spec.containers) containers.push_back(stopped(c, false));
   encoded.as_object()["containerStatuses"] = std::move(containers);
+  boost::json::array init_containers;
+  for (const corev1::Container& c : pod.spec.init_containers) {
+    init_containers.push_back(stopped(c, c.restart_policy.value_or("") != "Always"));
+  }
+  if (!init_containers.empty())
+    encoded.as_object()["initContainerStatuses"] = std::move(init_containers);
   return boost::json::object{
       {"metadata", boost::json::object{{"resourceVersion", pod.metadata.resource_version}}},
       {"status", std::move(encoded)}};

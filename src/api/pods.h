@@ -17,8 +17,10 @@
 //
 // And once a deleted Pod's containers stopped, for a Pod that a finalizer keeps (a foreground
 // deletion, a controller's own finalizer) so that it outlives the players' grace-period-0 delete:
-// phase Succeeded (the simulated containers exit 0 on SIGTERM), ContainersReady and Ready False
-// (PodCompleted), each container terminated (exit code 0, Completed). Upstream's kubelet writes
+// phase Failed (a stopped Pod is no completion: a Job counts none), ContainersReady and Ready
+// False (PodFailed), each container terminated: exit code 143 (Error) for one that ran and was
+// stopped by SIGTERM, 0 (Completed) for an init container that had finished, and 137
+// (ContainerStatusUnknown) for every container of a Pod that never ran. Upstream's kubelet writes
 // the terminal phase of every Pod it stops; the players write it only for a Pod that stays, the
 // one case where anyone waits on it (the resourceclaim controller releases a terminal Pod's
 // claims, and a foreground deletion waits for those claims).

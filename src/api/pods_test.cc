@@ -100,9 +100,17 @@ TEST(PodsTest, InitContainersHaveCompletedAndSidecarsRun) {
   EXPECT_FALSE(RunningPodStatus(BoundPod(), now).contains("initContainerStatuses"));
 }
 
-TEST(PodsTest, AStoppedPodAFinalizerKeepsEndsSucceeded) {
+TEST(PodsTest, AStoppedPodAFinalizerKeepsEndsFailed) {
   corev1::Pod pod = BoundPod();
   pod.metadata.resource_version = "42";
+  corev1::Container sidecar;
+  sidecar.name = "log-shipper";
+  sidecar.image = "fluent-bit";
+  sidecar.restart_policy = "Always";
+  corev1::Container init;
+  init.name = "fetch-weights";
+  init.image = "busybox";
+  pod.spec.init_containers = {init, sidecar};
   const Time started = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'000)));
   const Time now = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'100)));
   pod.status.phase = "Running";
@@ -117,22 +125,48 @@ TEST(PodsTest, AStoppedPodAFinalizerKeepsEndsSucceeded) {
   ASSERT_TRUE(patch.has_value());
   EXPECT_EQ(patch->at("metadata").as_object().at("resourceVersion"), "42");
   const boost::json::object& status = patch->at("status").as_object();
-  EXPECT_EQ(status.at("phase"), "Succeeded");
+  // Failed, not Succeeded: a stopped Pod is no completion (a Job would count it as one).
+  EXPECT_EQ(status.at("phase"), "Failed");
   corev1::Pod stopped = pod;
   FieldErrorList errors;
   corev1::Decode(boost::json::value(status), &stopped.status, &errors);
   ASSERT_TRUE(errors.empty());
   EXPECT_TRUE(HasPodCondition(stopped, "Ready", "False"));
   EXPECT_TRUE(HasPodCondition(stopped, "ContainersReady", "False"));
-  const boost::json::object& container = status.at("containerStatuses").as_array()[0].as_object();
-  const boost::json::object& terminated =
-      container.at("state").as_object().at("terminated").as_object();
-  EXPECT_EQ(terminated.at("exitCode"), 0);
-  EXPECT_EQ(terminated.at("reason"), "Completed");
-  EXPECT_EQ(std::string_view(terminated.at("startedAt").as_string()), started.text());
-  EXPECT_EQ(std::string_view(terminated.at("finishedAt").as_string()), now.text());
-  stopped.status.phase = "Succeeded";
+  auto terminated = [&](std::string_view list, size_t i) {
+    return status.at(list)
+        .as_array()[i]
+        .as_object()
+        .at("state")
+        .as_object()
+        .at("terminated")
+        .as_object();
+  };
+  EXPECT_EQ(terminated("containerStatuses", 0).at("exitCode"), 143);
+  EXPECT_EQ(terminated("containerStatuses", 0).at("reason"), "Error");
+  EXPECT_EQ(std::string_view(terminated("containerStatuses", 0).at("startedAt").as_string()),
+            started.text());
+  EXPECT_EQ(std::string_view(terminated("containerStatuses", 0).at("finishedAt").as_string()),
+            now.text());
+  EXPECT_EQ(terminated("initContainerStatuses", 0).at("reason"), "Completed");
+  EXPECT_EQ(terminated("initContainerStatuses", 1).at("exitCode"), 143) << "the sidecar stops";
+  stopped.status.phase = "Failed";
   EXPECT_FALSE(StoppedPodStatusPatch(stopped, now).has_value());
+  // A Pod whose containers never ran: the runtime does not know them.
+  pod.status.phase = "Pending";
+  patch = StoppedPodStatusPatch(pod, now);
+  ASSERT_TRUE(patch.has_value());
+  EXPECT_EQ(patch->at("status")
+                .as_object()
+                .at("containerStatuses")
+                .as_array()[0]
+                .as_object()
+                .at("state")
+                .as_object()
+                .at("terminated")
+                .as_object()
+                .at("reason"),
+            "ContainerStatusUnknown");
 }
 
 TEST(PodsTest, SetPodConditionMovesTheTransitionTimeOnlyWithTheStatus) {

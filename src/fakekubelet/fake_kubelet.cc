@@ -708,7 +708,7 @@ struct FakeKubelet::State {
       if (pod->metadata.deletion_timestamp) {
         // Reported first: once the delete is through, watchers may look.
         Report({{"event", "terminated"}, {"pod", pod_name}, {"podUID", uid}});
-        // A Pod a finalizer keeps first ends Succeeded (api/pods.h).
+        // A Pod a finalizer keeps first ends Failed (api/pods.h).
         if (std::optional<boost::json::object> stopped =
                 api::StoppedPodStatusPatch(*pod, api::Time::FromTimestamp(clock.Now()))) {
           Status s =

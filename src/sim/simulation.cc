@@ -291,7 +291,17 @@ Status Simulation::Load(Cluster cluster, Report* report) {
                         [](const json::object& o) { return Str(o, "kind") == "Node"; });
   std::unordered_map<std::string, std::string> pod_uids;   // dump uid -> uid here
   std::unordered_map<std::string, std::string> node_uids;  // dump uid -> uid here
-  std::map<std::string, Duration> remaining;               // running Pods, by ns/name
+  auto follow_owners = [&](json::object& object) {
+    json::value* owners = EnsureObject(object, "metadata").if_contains("ownerReferences");
+    if (owners == nullptr || !owners->is_array()) return;
+    for (json::value& owner : owners->as_array()) {
+      if (!owner.is_object()) continue;
+      json::object& ref = owner.as_object();
+      const auto& uids = Str(ref, "kind") == "Node" ? node_uids : pod_uids;
+      if (auto it = uids.find(Str(ref, "uid")); it != uids.end()) ref["uid"] = it->second;
+    }
+  };
+  std::map<std::string, Duration> remaining;  // running Pods, by ns/name
   for (const RunningPod& p : trace_.running) remaining[p.namespace_ + "/" + p.name] = p.remaining;
   for (json::object& object : cluster.objects) {
     std::string kind = Str(object, "kind");
@@ -305,6 +315,7 @@ Status Simulation::Load(Cluster cluster, Report* report) {
       if (Terminal(object)) continue;  // holds nothing any more
       std::string old_uid = MetaField(object, "uid");
       StripServerFields(object);
+      follow_owners(object);  // a static Pod is owned by its Node
       api::validation::SetPodDefaults(object);
       std::shared_ptr<const json::value> created;
       Status s = Create(*type, std::move(object), &created);
@@ -366,15 +377,7 @@ Status Simulation::Load(Cluster cluster, Report* report) {
       DRAPLANE_RETURN_IF_ERROR(Create(*type, std::move(object), nullptr).WithPrefix(what));
       continue;
     }
-    if (json::value* owners = EnsureObject(object, "metadata").if_contains("ownerReferences");
-        owners != nullptr && owners->is_array()) {
-      for (json::value& owner : owners->as_array()) {
-        if (!owner.is_object()) continue;
-        json::object& ref = owner.as_object();
-        const auto& uids = Str(ref, "kind") == "Node" ? node_uids : pod_uids;
-        if (auto it = uids.find(Str(ref, "uid")); it != uids.end()) ref["uid"] = it->second;
-      }
-    }
+    follow_owners(object);
     const std::string old_uid = MetaField(object, "uid");
     DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(object, what));
     if (kind == "Node" && !old_uid.empty()) {

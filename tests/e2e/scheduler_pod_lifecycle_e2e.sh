@@ -2,7 +2,7 @@
 # How Pods holding devices end in `draplane serve`, the ways users end them:
 # - `kubectl delete --cascade=foreground` of a Pod with a generated claim: the claim (a blocking
 #   dependent) waits for the Pod to stop, the Pod's foregroundDeletion finalizer for the claim;
-#   the kubelet player writes the stopped Pod Succeeded, the claim is released and goes, then the
+#   the kubelet player writes the stopped Pod Failed, the claim is released and goes, then the
 #   Pod (they held each other for good before);
 # - the Pod garbage collector (controllers/podgc): a node removed from the cluster (`kubectl
 #   delete node`, as a scale-down does) leaves a running Pod with a device; once the node has been

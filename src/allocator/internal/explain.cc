@@ -183,8 +183,12 @@ RequestExplanation ExplainKey(const ExplainInputs& in, uint32_t k,
   std::map<uint32_t, DeviceIndex> tried;  // symmetry class -> the first device of it that failed
   for (DeviceIndex d = 0; d < p.devices.size(); ++d) {
     const CandidateStatus s = e.candidates[d].status;
+    // Only a device the search tried to allocate stands for its class: one skipped earlier as in
+    // use (by another claim, request or this claim) failed for a reason its twins do not share.
     if (p.devices[d].symmetry_class != kNone && s != CandidateStatus::kEquivalentTried &&
-        s != CandidateStatus::kNotReached && s != CandidateStatus::kChosen) {
+        s != CandidateStatus::kNotReached && s != CandidateStatus::kChosen &&
+        s != CandidateStatus::kAllocated && s != CandidateStatus::kInUseByThisAttempt &&
+        s != CandidateStatus::kInUseByThisClaim) {
       tried.emplace(p.devices[d].symmetry_class, d);
     }
   }

@@ -62,7 +62,7 @@ Status KubeletSimulator::Sync(const std::string& key) {
   }
 
   if (pod->metadata.deletion_timestamp.has_value()) {
-    // A Pod a finalizer keeps first ends Succeeded (api/pods.h), or its claims and a foreground
+    // A Pod a finalizer keeps first ends Failed (api/pods.h), or its claims and a foreground
     // deletion waiting on them would hold each other for good.
     if (std::optional<boost::json::object> stopped =
             api::StoppedPodStatusPatch(*pod, api::Time::FromTimestamp(clock_.Now()))) {
