@@ -1093,6 +1093,18 @@ TEST(AllocatorTest, QuotaRefusesASubrequestWhoseCountCannotFit) {
   EXPECT_EQ(pair.candidates[1].status, CandidateStatus::kPolicy);
   EXPECT_EQ(pair.candidates[1].detail,
             "quota ns/devices a100.deviceclass.resource.k8s.io/devices 2/3, needs 2");
+
+  // A refused request's devices that could not be taken anyway keep their own reason: a quota
+  // raised would not give an allocated device, so it is not blamed on the quota.
+  f.allocated.AddDevice("gpu.example.com", "node-1", "a100-0");
+  o = f.Run({.explain = true, .policies = {&quota}});
+  ASSERT_TRUE(o.ok());
+  const RequestExplanation& now = o->explanation->claims[0].requests[0].subrequests[1];
+  ASSERT_EQ(now.candidates.size(), 3u);
+  EXPECT_EQ(now.candidates[1].device, "a100-0");
+  EXPECT_EQ(now.candidates[1].status, CandidateStatus::kAllocated);
+  EXPECT_EQ(now.candidates[2].device, "a100-1");
+  EXPECT_EQ(now.candidates[2].status, CandidateStatus::kPolicy);
 }
 
 TEST(AllocatorTest, QuotaCountsDevicesTheNamespaceHoldsAndCounters) {

@@ -125,6 +125,15 @@ StatusOr<cel::ListAttributeMode> ListAttributeModeOf(std::string_view version) {
                               "\" (known: 1.34, 1.35, 1.36, 1.37)");
 }
 
+api::validation::Features ValidationFeatures(const Features& features) {
+  api::validation::Features v;
+  v.consumable_capacity = features.consumable_capacity;
+  v.list_type_attributes = features.list_type_attributes;
+  v.device_compatibility_groups = features.device_compatibility_groups;
+  v.derived_attributes = features.derived_attributes;
+  return v;
+}
+
 StatusOr<Features> DefaultFeatures(std::string_view version) {
   std::string_view v = StripVersion(version);
   GateState g;

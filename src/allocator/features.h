@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/validation/validation.h"
 #include "cel/list_attribute_mode.h"
 #include "common/status.h"
 
@@ -60,6 +61,10 @@ Status SetFeature(std::string_view name, bool value, Features* features);
 
 // The names of the flags that are on, in FeatureNames() order.
 std::vector<std::string_view> EnabledFeatureNames(const Features& features);
+
+// The gates of `features` that change how the API server validates objects (the server's
+// admission, and the manifests `draplane allocate` reads, are validated with them).
+api::validation::Features ValidationFeatures(const Features& features);
 
 // The Kubernetes release versions whose default gate sets are known: "1.34" ... "1.37".
 std::vector<std::string_view> KnownKubernetesVersions();

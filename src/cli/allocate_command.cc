@@ -9,7 +9,8 @@
 //      allocation (and those of --allocated) make up the allocated state, as the scheduler
 //      counts them. Other kinds are ignored.
 //   2. Read the claims to allocate (--claim): ResourceClaims, or ResourceClaimTemplates (a claim
-//      named after the template), defaulted as the API server would.
+//      named after the template). Every object read is defaulted and validated as the API server
+//      would on create; an invalid one is an error (exit 2) naming it, the field and the reason.
 //   3. Choose the nodes: --node, every node with --all-nodes (Node objects plus the nodes slices
 //      name), or the only node there is.
 //   4. Allocate on each node and print the outcome: `-o text` (default), `yaml` or `json`.
@@ -37,6 +38,7 @@
 #include "api/object.h"
 #include "api/validation/validation.h"
 #include "cli/commands.h"
+#include "cli/manifest_validation.h"
 #include "cli/object_ref.h"
 #include "common/random.h"
 #include "common/status_macros.h"
@@ -95,16 +97,25 @@ struct Loaded {
   std::vector<rv1::ResourceClaim> claims;
 };
 
-// Decodes one object and hands it to `fn`; `value` is released first.
+// How the objects read are checked: as the API server checks them on create.
+struct ManifestChecks {
+  std::string default_namespace;
+  api::validation::Features features;
+};
+
+// Decodes one object, checks it and hands it to `fn`; `value` is released first. An object no
+// API server would hold (a claim asking for -2 devices, a slice listing a device twice) is an
+// error naming it, never an allocation computed from it.
 template <typename Fn>
 Status DecodeAndCall(const std::string& file, const api::codec::SourcePosition& position,
-                     json::value& value, Fn& fn) {
+                     json::value& value, const ManifestChecks& checks, Fn& fn) {
   api::FieldErrorList errors;
   api::Object object = api::DecodeObject(value, &errors);
   value = nullptr;
-  if (!errors.empty()) {
-    return InvalidArgumentError(file + ":" + position.Label() + ": " + errors.front().ToString());
-  }
+  const std::string where = file + ":" + position.Label();
+  if (!errors.empty()) return InvalidArgumentError(where + ": " + errors.front().ToString());
+  DRAPLANE_RETURN_IF_ERROR(
+      ValidateAsCreated(object, where, checks.default_namespace, checks.features));
   return fn(file, position, std::move(object));
 }
 
@@ -113,14 +124,14 @@ Status DecodeAndCall(const std::string& file, const api::codec::SourcePosition& 
 // JSON List as soon as it is parsed and each object's JSON is released once decoded, so a
 // 10,000-node dump never sits in memory whole, as text or as a document.
 template <typename Fn>
-Status ForEachObject(const std::vector<std::string>& paths, Fn fn) {
+Status ForEachObject(const std::vector<std::string>& paths, const ManifestChecks& checks, Fn fn) {
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<std::string> files, api::codec::ExpandManifestPaths(paths));
   for (const std::string& path : files) {
     const std::string name = path == "-" ? "<stdin>" : path;
     Status rejected;  // what `fn` said; it names the file already
     Status streamed = api::codec::StreamManifestFile(
         path, api::codec::ManifestOptions{}, [&](api::codec::ManifestObject& object) {
-          rejected = DecodeAndCall(name, object.position, object.value, fn);
+          rejected = DecodeAndCall(name, object.position, object.value, checks, fn);
           return rejected;
         });
     if (!rejected.ok()) return rejected;
@@ -132,7 +143,7 @@ Status ForEachObject(const std::vector<std::string>& paths, Fn fn) {
   return Status::Ok();
 }
 
-Status LoadCluster(const AllocateOptions& options, Loaded& loaded) {
+Status LoadCluster(const AllocateOptions& options, const ManifestChecks& checks, Loaded& loaded) {
   // Slices wait for the rules, which a dump may list after them; rules apply in name order, as
   // the scheduler's cluster state applies them.
   std::vector<rv1::ResourceSlice> slices;
@@ -157,7 +168,7 @@ Status LoadCluster(const AllocateOptions& options, Loaded& loaded) {
     }
     return Status::Ok();
   };
-  DRAPLANE_RETURN_IF_ERROR(ForEachObject(options.cluster, add));
+  DRAPLANE_RETURN_IF_ERROR(ForEachObject(options.cluster, checks, add));
   std::vector<const rv1::DeviceTaintRule*> rules;
   for (const auto& [name, rule] : taint_rules) rules.push_back(&rule);
   for (rv1::ResourceSlice& slice : slices) {
@@ -174,10 +185,10 @@ Status LoadCluster(const AllocateOptions& options, Loaded& loaded) {
     loaded.allocated.AddAllocation(*claim->status.allocation);
     return Status::Ok();
   };
-  return ForEachObject(options.allocated, add_allocated);
+  return ForEachObject(options.allocated, checks, add_allocated);
 }
 
-Status LoadClaims(const AllocateOptions& options, Loaded& loaded) {
+Status LoadClaims(const AllocateOptions& options, const ManifestChecks& checks, Loaded& loaded) {
   auto add = [&](const std::string& file, const api::codec::SourcePosition& position,
                  api::Object object) -> Status {
     rv1::ResourceClaim claim;
@@ -195,12 +206,10 @@ Status LoadClaims(const AllocateOptions& options, Loaded& loaded) {
       return InvalidArgumentError(file + ":" + position.Label() + ": claim " + claim.metadata.name +
                                   " is already allocated");
     }
-    if (claim.metadata.namespace_.empty()) claim.metadata.namespace_ = options.default_namespace;
-    api::validation::SetDefaults(&claim);
     loaded.claims.push_back(std::move(claim));
     return Status::Ok();
   };
-  DRAPLANE_RETURN_IF_ERROR(ForEachObject(options.claims, add));
+  DRAPLANE_RETURN_IF_ERROR(ForEachObject(options.claims, checks, add));
   if (loaded.claims.empty()) return InvalidArgumentError("no claims to allocate in --claim");
   return Status::Ok();
 }
@@ -300,9 +309,14 @@ int RunAllocate(const AllocateOptions& options) {
   features = allocator::ApplyFeatureGates(options.feature_gates, *features);
   if (!features.ok()) return Fail(std::string(features.status().message()));
 
+  const ManifestChecks checks{options.default_namespace, allocator::ValidationFeatures(*features)};
   Loaded loaded;
-  if (Status st = LoadCluster(options, loaded); !st.ok()) return Fail(std::string(st.message()));
-  if (Status st = LoadClaims(options, loaded); !st.ok()) return Fail(std::string(st.message()));
+  if (Status st = LoadCluster(options, checks, loaded); !st.ok()) {
+    return Fail(std::string(st.message()));
+  }
+  if (Status st = LoadClaims(options, checks, loaded); !st.ok()) {
+    return Fail(std::string(st.message()));
+  }
 
   // The nodes to try, in name order. A node known only from a slice has no labels.
   std::vector<api::corev1::Node> nodes;

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <string>
+#include <tuple>
 
 #include "api/codec/json.h"
 #include "api/codec/yaml.h"
@@ -130,11 +132,22 @@ int RunExplainClaim(const ExplainClaimFlags& flags) {
     decisions = DecisionsForClaim(*claim, std::move(all).value());
   }
   if (decisions.empty()) {
-    return fail_lookup(
-        "resourceclaim " + ns + "/" + name,
-        NotFoundError("no AllocationDecision names this claim (it was never allocated by "
-                      "draplane's scheduler, or its record has passed the retention "
-                      "bounds)"));
+    std::string why;
+    if (claim->status.allocation.has_value()) {
+      why =
+          "no AllocationDecision names this claim (it was allocated by another scheduler, or "
+          "its record has passed the retention bounds)";
+    } else {
+      // Pending: a record is written when the scheduler allocates; why it has not is the Pod's.
+      why =
+          "the claim is not allocated, and a decision is recorded only when draplane's "
+          "scheduler allocates it";
+      for (const auto& [pod_name, pod_uid] : ClaimPods(*claim)) {
+        why += "; `draplane explain pod " + ns + "/" + pod_name + "` says why its Pod waits";
+        break;
+      }
+    }
+    return fail_lookup("resourceclaim " + ns + "/" + name, NotFoundError(why));
   }
   if (!flags.all) decisions.resize(1);
   std::string out;
@@ -196,6 +209,29 @@ std::vector<std::pair<std::string, std::string>> ClaimPods(const rv1::ResourceCl
   return out;
 }
 
+namespace {
+
+// Whether the devices `decision` gave the claim are the claim's allocation now.
+bool AllocationMatches(const d::AllocationDecision& decision, const rv1::ResourceClaim& claim) {
+  using DeviceId = std::tuple<std::string, std::string, std::string, std::string>;
+  std::multiset<DeviceId> decided, now;
+  for (const d::DecisionClaim& entry : decision.spec.claims) {
+    if (!NamesClaim(entry, claim)) continue;
+    for (const d::DecisionRequest& request : entry.requests) {
+      for (const d::DecisionDevice& device : request.devices) {
+        decided.emplace(device.driver, device.pool, device.device, device.share_id.value_or(""));
+      }
+    }
+  }
+  for (const rv1::DeviceRequestAllocationResult& result :
+       claim.status.allocation->devices.results) {
+    now.emplace(result.driver, result.pool, result.device, result.share_id.value_or(""));
+  }
+  return decided == now;
+}
+
+}  // namespace
+
 std::string DecisionText(const d::AllocationDecision& decision, const rv1::ResourceClaim& claim) {
   const d::AllocationDecisionSpec& spec = decision.spec;
   std::string out = "Claim " + claim.metadata.namespace_ + "/" + claim.metadata.name;
@@ -212,10 +248,21 @@ std::string DecisionText(const d::AllocationDecision& decision, const rv1::Resou
   out += "\n  Outcome:   " + spec.outcome;
   if (!spec.node_name.empty()) out += " on node " + spec.node_name;
   if (spec.nodes_evaluated > 0) {
-    out += ", " + std::to_string(spec.nodes_feasible) + " of " +
-           std::to_string(spec.nodes_evaluated) + " nodes feasible";
+    // The search stops at a node no later one can outscore (docs/design/scheduler.md): nodes
+    // not evaluated are not counted, so this is not "how full the cluster was".
+    out += ", " + std::to_string(spec.nodes_feasible) + " feasible of " +
+           std::to_string(spec.nodes_evaluated) + " nodes evaluated";
   }
   out += "\n";
+  // The record is history: whether it still describes the claim is the claim's status (a
+  // record of an attempt that allocated nothing has nothing to compare).
+  if (spec.outcome == "Allocated" && !claim.status.allocation.has_value()) {
+    out +=
+        "  Now:       not allocated (deallocated since: the devices and charges below were "
+        "given back)\n";
+  } else if (spec.outcome == "Allocated" && !AllocationMatches(decision, claim)) {
+    out += "  Now:       allocated differently (a later allocation; --all lists every record)\n";
+  }
   if (!spec.message.empty()) out += "  Message:   " + spec.message + "\n";
   std::vector<std::string> others;
   for (const d::DecisionClaim& entry : spec.claims) {

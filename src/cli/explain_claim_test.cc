@@ -47,8 +47,10 @@ api::resourcev1::ResourceClaim Claim() {
   return Parse<api::resourcev1::ResourceClaim>(
       R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"llm-3-gpu",)"
       R"("namespace":"team-a","uid":"c-1","ownerReferences":[{"apiVersion":"v1","kind":"Pod",)"
-      R"("name":"llm-3","uid":"p-1"}]},"status":{"reservedFor":[{"resource":"pods",)"
-      R"("name":"llm-3","uid":"p-1"}]}})");
+      R"("name":"llm-3","uid":"p-1"}]},"status":{"allocation":{"devices":{"results":[)"
+      R"({"request":"gpu/a100-pair","driver":"gpu.nvidia.com","pool":"a100-04","device":"gpu-2"},)"
+      R"({"request":"gpu/a100-pair","driver":"gpu.nvidia.com","pool":"a100-04","device":"gpu-3"}]}},)"
+      R"("reservedFor":[{"resource":"pods","name":"llm-3","uid":"p-1"}]}})");
 }
 
 TEST(ExplainClaimTest, FindsTheRecordsNamingTheClaimNewestFirst) {
@@ -73,7 +75,7 @@ TEST(ExplainClaimTest, TextSaysWhatWasChosenAndWhy) {
             "Decision team-a/llm-3-p-1 at 2026-12-01T10:02:03.114000Z by default-scheduler, "
             "replica sched-0\n"
             "  Pod:       llm-3 (uid p-1)\n"
-            "  Outcome:   Allocated on node a100-04, 9 of 42 nodes feasible\n"
+            "  Outcome:   Allocated on node a100-04, 9 feasible of 42 nodes evaluated\n"
             "  Request gpu:\n"
             "    chosen:    subrequest a100-pair (class a100)\n"
             "    devices:   gpu.nvidia.com/a100-04/gpu-2, gpu.nvidia.com/a100-04/gpu-3\n"
@@ -84,6 +86,26 @@ TEST(ExplainClaimTest, TextSaysWhatWasChosenAndWhy) {
             "  Policy:    ResourceQuota team-a/devices at resourceVersion 9101 (Allocation)\n"
             "  Digest:    7f3c\n"
             "  Also in this decision: llm-3-nic\n");
+}
+
+// A record is history: one that no longer describes the claim says so, rather than reading as
+// the claim's state (a deallocated claim's devices and charges were given back).
+TEST(ExplainClaimTest, TextSaysWhenTheClaimNoLongerHasTheDecidedDevices) {
+  const d::AllocationDecision decision =
+      Decision("llm-3-p-1", "2026-12-01T10:02:03.114000Z", kGpuClaims);
+  api::resourcev1::ResourceClaim deallocated = Claim();
+  deallocated.status.allocation.reset();
+  deallocated.status.reserved_for.clear();
+  EXPECT_NE(DecisionText(decision, deallocated)
+                .find("  Outcome:   Allocated on node a100-04, 9 feasible of 42 nodes evaluated\n"
+                      "  Now:       not allocated (deallocated since: the devices and charges "
+                      "below were given back)\n"),
+            std::string::npos);
+  api::resourcev1::ResourceClaim moved = Claim();
+  moved.status.allocation->devices.results[1].device = "gpu-5";
+  EXPECT_NE(DecisionText(decision, moved).find("  Now:       allocated differently"),
+            std::string::npos);
+  EXPECT_EQ(DecisionText(decision, Claim()).find("Now:"), std::string::npos);
 }
 
 TEST(ExplainClaimTest, ThePodsOfAClaimComeFromReservationsAndOwners) {

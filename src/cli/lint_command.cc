@@ -34,8 +34,8 @@
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
 #include "cli/commands.h"
+#include "cli/manifest_validation.h"
 #include "cli/object_ref.h"
-#include "server/handlers/registry.h"
 #include "sim/cluster.h"
 #include "sim/trace.h"
 
@@ -83,33 +83,6 @@ bool IsOtherBuiltinGroup(std::string_view api_version) {
   const std::string_view group = api_version.substr(0, slash);
   if (group == "resource.k8s.io") return false;
   return group.find('.') == std::string_view::npos || group.ends_with(".k8s.io");
-}
-
-// Whether the API server serves the object's kind in namespaces; nullopt for a kind it does not
-// serve.
-std::optional<bool> ServedNamespaced(const api::Object& object) {
-  const std::string api_version = api::ObjectApiVersion(object);
-  const size_t slash = api_version.find('/');
-  const std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
-  const server::handlers::ResourceInfo* info =
-      server::handlers::Registry::Default().FindKind(group, api::ObjectKind(object));
-  if (info == nullptr) return std::nullopt;
-  return info->namespaced;
-}
-
-// The namespace the API server would store: the object's own, else the -n namespace, for
-// namespaced kinds; none for cluster-scoped ones, whose namespace the server clears
-// (EnsureObjectNamespaceMatchesRequestNamespace), as Helm and kustomize output often carries one.
-void DefaultNamespace(api::Object& object, const std::string& ns) {
-  const std::optional<bool> namespaced = ServedNamespaced(object);
-  std::visit(
-      [&](auto& o) {
-        if constexpr (requires { o.metadata.namespace_; }) {
-          if (namespaced == true && o.metadata.namespace_.empty()) o.metadata.namespace_ = ns;
-          if (namespaced == false) o.metadata.namespace_.clear();
-        }
-      },
-      object);
 }
 
 // An update without a resourceVersion is unconditional: the API server gives it the stored

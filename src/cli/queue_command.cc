@@ -64,7 +64,9 @@ std::string Text(const scheduler::QueueView& view, const QueueFlags& flags, Time
   if (view.policy.empty()) {
     rows.push_back({"POSITION", "PRIORITY", "NAMESPACE", "POD", "WAITING"});
   } else {
-    rows.push_back({"POSITION", "PRIORITY", "NAMESPACE", "POD", "SHARE", "FAIR", "CREDIT",
+    // SHARE/FAIR is the tenant's effective share over its fair share (1.00: exactly at it), the
+    // ordering's key; FAIR a fraction of the domain, as the Pods' queued messages print both.
+    rows.push_back({"POSITION", "PRIORITY", "NAMESPACE", "POD", "SHARE/FAIR", "FAIR", "CREDIT",
                     "WAITING", "STARVING-SINCE", "HOLD"});
     if (wide) {
       rows.back().push_back("WEIGHT");
@@ -106,7 +108,7 @@ std::string Text(const scheduler::QueueView& view, const QueueFlags& flags, Time
   }
   if (view.policy.empty()) return out;
   std::vector<std::vector<std::string>> shares{{"DOMAIN", "CAPACITY", "TENANT", "WEIGHT", "FAIR",
-                                                "CURRENT", "DECAYED", "EFFECTIVE", "PENDING",
+                                                "CURRENT", "DECAYED", "EFFECTIVE/FAIR", "PENDING",
                                                 "STARVING"}};
   for (const scheduler::DomainShares& domain : view.shares) {
     if (!flags.domain.empty() && domain.name != flags.domain) continue;

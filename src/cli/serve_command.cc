@@ -172,10 +172,7 @@ int RunServe(ServeFlags& flags) {
     return 2;
   }
   server::DraAdmission& admission = flags.options.dra_admission;
-  admission.features.consumable_capacity = features->consumable_capacity;
-  admission.features.list_type_attributes = features->list_type_attributes;
-  admission.features.device_compatibility_groups = features->device_compatibility_groups;
-  admission.features.derived_attributes = features->derived_attributes;
+  admission.features = allocator::ValidationFeatures(*features);
   admission.list_attributes = features->list_attributes;
   admission.resource_pool_status = resource_pool_status;
   StatusOr<Duration> binding_timeout = ParseBindingTimeout(flags.binding_timeout);

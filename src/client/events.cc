@@ -17,6 +17,9 @@ constexpr size_t kMaxMessageBytes = 1024;
 // for kFinishTime is over.
 constexpr Duration kRefreshTime = std::chrono::minutes(30);
 constexpr Duration kFinishTime = std::chrono::minutes(6);
+// client-go EventAggregator's defaults (maxEvents, maxIntervalInSeconds).
+constexpr size_t kMaxSimilarMessages = 10;
+constexpr Duration kSimilarWindow = std::chrono::minutes(10);
 
 std::string Truncate(std::string message) {
   if (message.size() <= kMaxMessageBytes) return message;
@@ -162,9 +165,28 @@ void EventRecorder::Write(const Pending& event) {
     return;
   }
   const api::corev1::ObjectReference& ref = event.object;
-  std::string key = ref.kind + "\x1f" + ref.namespace_ + "\x1f" + ref.name + "\x1f" + ref.uid +
-                    "\x1f" + event.type + "\x1f" + event.reason + "\x1f" + event.message;
-  std::string now = api::Time::FromTimestamp(clock_.Now()).text();
+  // client-go EventAggregator: from the tenth distinct message of one (object, type, reason)
+  // within ten minutes, one aggregate event counts them all.
+  const std::string similar_key = ref.kind + "\x1f" + ref.namespace_ + "\x1f" + ref.name + "\x1f" +
+                                  ref.uid + "\x1f" + event.type + "\x1f" + event.reason;
+  const Timestamp at = clock_.Now();
+  Similar& similar = similar_[similar_key];
+  if (at - similar.last > kSimilarWindow) similar.messages.clear();
+  similar.last = at;
+  similar.messages.insert(event.message);
+  const bool aggregated = similar.messages.size() >= kMaxSimilarMessages;
+  // As client-go's PopAny: the set stays below the maximum, so it never grows with a stuck
+  // object's retries, and a message still in it goes back to its own event.
+  if (aggregated) similar.messages.erase(similar.messages.begin());
+  if (similar_.size() > options_.cache_size) {
+    std::erase_if(similar_,
+                  [&](const auto& entry) { return at - entry.second.last > kSimilarWindow; });
+    if (similar_.size() > options_.cache_size) similar_.clear();  // bounded, at worst forgotten
+  }
+  std::string key = aggregated ? similar_key : similar_key + "\x1f" + event.message;
+  std::string message =
+      aggregated ? Truncate(std::string(kCombinedEventPrefix) + event.message) : event.message;
+  std::string now = api::Time::FromTimestamp(at).text();
 
   auto found = correlated_.find(key);
   if (found != correlated_.end()) {
@@ -173,6 +195,7 @@ void EventRecorder::Write(const Pending& event) {
     lru_.push_front(key);
     c.lru = lru_.begin();
     boost::json::object patch{{"count", c.count + 1}, {"lastTimestamp", now}};
+    if (aggregated) patch["message"] = message;
     StatusOr<api::corev1::Event> patched =
         Patch<api::corev1::Event>(api_, c.namespace_, c.name, PatchType::kMerge, std::move(patch));
     if (patched.ok()) {
@@ -188,7 +211,8 @@ void EventRecorder::Write(const Pending& event) {
     correlated_.erase(found);
   }
 
-  api::corev1::Event out = NewEvent(event, clock_.Now());
+  api::corev1::Event out = NewEvent(event, at);
+  out.message = std::move(message);
   out.source.component = options_.component;
   out.source.host = options_.host;
   out.count = 1;

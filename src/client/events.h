@@ -6,8 +6,12 @@
 // Legacy (client-go tools/record, the default; kubelet-style components): repeats of the same
 // (object, type, reason, message) are correlated into one Event whose `count` and
 // `lastTimestamp` are patched on every repeat, as client-go's EventCorrelator does, so a Pod that
-// fails to schedule a hundred times shows one Event with count 100 after a hundred writes. The
-// correlation cache is bounded (least recently used entries are dropped).
+// fails to schedule a hundred times shows one Event with count 100 after a hundred writes.
+// Similar events (same object, type and reason, other messages, such as a retried claim creation
+// naming a new generated name each time) are aggregated as client-go's EventAggregator does:
+// from the tenth distinct message within ten minutes they go to one Event, "(combined from
+// similar events): " and the latest message, whose count grows. The caches are bounded (least
+// recently used entries are dropped).
 //
 // Series (`series`; client-go tools/events, the events.k8s.io broadcaster kube-scheduler uses):
 // events are isomorphic when type, action, reason and the whole object reference (its
@@ -32,6 +36,7 @@
 #include <deque>
 #include <list>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -43,6 +48,9 @@
 #include "common/mutex.h"
 
 namespace draplane::client {
+
+// What an aggregate event's message starts with (client-go's EventAggregator).
+inline constexpr std::string_view kCombinedEventPrefix = "(combined from similar events): ";
 
 struct EventRecorderOptions {
   std::string component{};  // source.component / reportingComponent, e.g. "default-scheduler"
@@ -135,6 +143,13 @@ class EventRecorder {
   Mutex write_mu_;
   std::map<std::string, Correlated> correlated_ DRAPLANE_GUARDED_BY(write_mu_);
   std::list<std::string> lru_ DRAPLANE_GUARDED_BY(write_mu_);
+  // Legacy aggregation: per (object, type, reason), the distinct messages seen since the last
+  // quiet spell of ten minutes, and when the last came.
+  struct Similar {
+    std::set<std::string> messages;
+    Timestamp last;
+  };
+  std::map<std::string, Similar> similar_ DRAPLANE_GUARDED_BY(write_mu_);
   uint64_t sequence_ DRAPLANE_GUARDED_BY(write_mu_) = 0;  // makes event names unique
   std::map<std::string, Isomorphic> isomorphic_ DRAPLANE_GUARDED_BY(write_mu_);
   // Monotonic deadlines of the series timers; the earlier one is also published in next_due_ so

@@ -46,6 +46,32 @@ TEST_F(EventsTest, RepeatsAreCorrelatedIntoOneEventWithACount) {
   EXPECT_LT(repeated.first_timestamp, repeated.last_timestamp);
 }
 
+// client-go's EventAggregator: a retried claim creation names a new generated claim each time,
+// so its messages differ; from the tenth distinct one within ten minutes they go to one Event.
+TEST_F(EventsTest, SimilarEventsAreAggregatedFromTheTenthDistinctMessage) {
+  EventRecorder recorder(api_, clock_, {.component = "c", .synchronous = true});
+  for (int i = 1; i <= 12; ++i) {
+    recorder.Record(ReferenceTo(pod_), "Warning", "FailedResourceClaimCreation",
+                    "claim p-gpu-" + std::to_string(i) + " is forbidden: exceeded quota");
+    clock_.Advance(std::chrono::seconds(1));
+  }
+  std::vector<Event> events = Events();
+  ASSERT_EQ(events.size(), 10u) << "nine as they came, then one for the rest";
+  int aggregates = 0;
+  for (const Event& e : events) {
+    if (e.message.rfind("(combined from similar events): ", 0) != 0) continue;
+    ++aggregates;
+    EXPECT_EQ(e.message,
+              "(combined from similar events): claim p-gpu-12 is forbidden: exceeded quota");
+    EXPECT_EQ(e.count, 3);
+  }
+  EXPECT_EQ(aggregates, 1);
+  // Another reason, or ten quiet minutes, starts afresh.
+  clock_.Advance(std::chrono::minutes(11));
+  recorder.Record(ReferenceTo(pod_), "Warning", "FailedResourceClaimCreation", "another");
+  EXPECT_EQ(Events().size(), 11u);
+}
+
 TEST_F(EventsTest, AnExpiredEventIsRecreated) {
   EventRecorder recorder(api_, clock_, {.component = "c", .synchronous = true});
   recorder.Record(ReferenceTo(pod_), "Normal", "Scheduled", "assigned");

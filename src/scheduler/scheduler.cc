@@ -1416,9 +1416,14 @@ void Scheduler::ScheduleOne(QueuedPod queued) {
     pending_reasons_[uid] = std::move(reason);
     RecountPending(uid);
   }
-  RecordFailure(
-      *queued.pod, "Unschedulable",
-      FailedSchedulingMessage(result.diagnosis) + QueuePosition(*queued.pod, queued.enqueued_at));
+  // The queue position joins the sentence before its final period (no "...).; queued").
+  std::string message = FailedSchedulingMessage(result.diagnosis);
+  if (std::string position = QueuePosition(*queued.pod, queued.enqueued_at); !position.empty()) {
+    const bool period = message.ends_with('.');
+    if (period) message.pop_back();
+    message += position + (period ? "." : "");
+  }
+  RecordFailure(*queued.pod, "Unschedulable", message);
   {
     MutexLock lock(mu_);
     ++stats_.unschedulable;

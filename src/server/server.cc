@@ -116,9 +116,13 @@ class ServerImpl final : public Server {
     // The data directory holds the CA key, the tokens and (SQLite) every tenant's objects: its
     // owner's only, as kube-apiserver's and etcd's data directories (etcd insists on 0700).
     if (::mkdir(options_.data_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return UnavailableError("cannot create data directory " + options_.data_dir);
+      return UnavailableError("cannot create data directory " + options_.data_dir + ": " +
+                              std::strerror(errno));
     }
     struct stat dir_stat {};
+    if (::stat(options_.data_dir.c_str(), &dir_stat) == 0 && !S_ISDIR(dir_stat.st_mode)) {
+      return FailedPreconditionError("--data-dir " + options_.data_dir + " is not a directory");
+    }
     if (::stat(options_.data_dir.c_str(), &dir_stat) == 0 && (dir_stat.st_mode & 077) != 0) {
       if (::chmod(options_.data_dir.c_str(), dir_stat.st_mode & 0700) != 0) {
         return UnavailableError("cannot restrict data directory " + options_.data_dir +

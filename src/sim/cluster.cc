@@ -18,6 +18,7 @@
 #include "api/labels/selector.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/node_validation.h"
+#include "api/validation/object_validation.h"
 #include "client/resource.h"
 #include "common/status_macros.h"
 #include "sim/internal/json.h"
@@ -476,6 +477,23 @@ std::string ObjectIdentity(const json::object& object) {
          MetaField(object, "name");
 }
 
+// The API server's validation of `object` on create (kinds draplane does not validate pass): the
+// simulation never starts from a cluster no API server could hold, such as a slice listing a
+// device twice or a claim asking for -2 devices.
+Status ValidateAsCreated(const json::object& object, const client::ResourceType& type,
+                         const std::string& where) {
+  json::value checked = object;
+  if (type.namespaced && MetaField(object, "namespace").empty()) {
+    EnsureObject(checked.as_object(), "metadata")["namespace"] = "default";  // checked only
+  }
+  api::FieldErrorList errors;
+  api::Object typed = api::DecodeObject(checked, &errors);
+  if (errors.empty()) api::validation::ValidateObject(typed, nullptr, {}, &errors);
+  if (errors.empty()) return Status::Ok();
+  return InvalidArgumentError(where + ": " + ObjectIdentity(object) + ": " +
+                              errors.front().ToString());
+}
+
 StatusOr<Cluster> LoadCluster(const std::vector<std::string>& paths) {
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<api::codec::ManifestFile> files,
                             api::codec::CollectManifestFiles(paths));
@@ -518,6 +536,7 @@ StatusOr<Cluster> LoadCluster(const std::vector<std::string>& paths) {
       if (!seen.insert(ObjectIdentity(object)).second) {
         return InvalidArgumentError(where + ": " + ObjectIdentity(object) + " defined twice");
       }
+      DRAPLANE_RETURN_IF_ERROR(ValidateAsCreated(object, *type, where));
       cluster.objects.push_back(std::move(object));
     }
   }

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "client/resource.h"
 #include "common/status.h"
 #include "sim/trace.h"
 
@@ -98,5 +99,11 @@ void ApplyObjects(const std::vector<boost::json::object>& objects, Cluster* clus
 
 // "kind/namespace/name" of a manifest (namespace empty for cluster-scoped kinds).
 std::string ObjectIdentity(const boost::json::object& object);
+
+// The API server's validation of `object` (a manifest of `type`) on create; kinds draplane does
+// not validate pass. A namespaced object without a namespace is checked in "default" (the
+// simulation gives it its namespaces later). InvalidArgument "WHERE: IDENTITY: FIELD: REASON".
+Status ValidateAsCreated(const boost::json::object& object, const client::ResourceType& type,
+                         const std::string& where);
 
 }  // namespace draplane::sim

@@ -4,11 +4,13 @@
 #include <boost/json.hpp>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "api/meta/time.h"
 #include "api/priority.h"
 #include "client/resource.h"
 #include "client/resource_scheduling_v1.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "sim/internal/json.h"
 
@@ -96,19 +98,30 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
   DRAPLANE_ASSIGN_OR_RETURN(std::vector<json::object> priority_classes,
                             ListAll(api, client::ResourceOf<api::schedulingv1::PriorityClass>()));
 
-  // When each Pod was bound, from its Scheduled Event (by uid).
+  // When each Pod was bound, from its Scheduled Event (by uid), and when the scheduler first
+  // tried it (its first Scheduled or FailedScheduling Event, to the microsecond).
   std::map<std::string, Timestamp> scheduled_at;
+  std::map<std::string, Timestamp> first_tried;
   for (const json::object& e : events) {
-    if (Str(e, "reason") != "Scheduled") continue;
+    const std::string reason = Str(e, "reason");
+    if (reason != "Scheduled" && reason != "FailedScheduling") continue;
     const json::object* involved = Obj(e, "involvedObject");
     if (involved == nullptr || Str(*involved, "kind") != "Pod") continue;
-    std::optional<Timestamp> t = ParseTime(Str(e, "firstTimestamp"));
-    if (!t) t = ParseTime(Str(e, "eventTime"));
-    if (t) scheduled_at.emplace(Str(*involved, "uid"), *t);
+    const std::string uid = Str(*involved, "uid");
+    std::optional<Timestamp> seconds = ParseTime(Str(e, "firstTimestamp"));
+    std::optional<Timestamp> micros = ParseTime(Str(e, "eventTime"));
+    if (reason == "Scheduled") {
+      if (std::optional<Timestamp> t = seconds ? seconds : micros) scheduled_at.emplace(uid, *t);
+    }
+    if (std::optional<Timestamp> t = micros ? micros : seconds) {
+      auto [it, added] = first_tried.emplace(uid, *t);
+      if (!added && *t < it->second) it->second = *t;
+    }
   }
 
   struct Recorded {
     Timestamp created;
+    Timestamp tried;  // first tried; max() when never
     const json::object* pod;
   };
   std::vector<Recorded> chosen;
@@ -117,10 +130,16 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
     if (!recorded(ns)) continue;
     std::optional<Timestamp> created = ParseTime(MetaField(pod, "creationTimestamp"));
     if (!created) continue;
-    chosen.push_back({*created, &pod});
+    auto tried = first_tried.find(MetaField(pod, "uid"));
+    chosen.push_back(
+        {*created, tried == first_tried.end() ? Timestamp::max() : tried->second, &pod});
   }
-  std::stable_sort(chosen.begin(), chosen.end(),
-                   [](const Recorded& a, const Recorded& b) { return a.created < b.created; });
+  // creationTimestamp has whole seconds: Pods created within one second are ordered by when the
+  // scheduler first tried them (its queue is first in, first out), not by name, which would
+  // replay a Pod the cluster kept waiting ahead of those it placed.
+  std::stable_sort(chosen.begin(), chosen.end(), [](const Recorded& a, const Recorded& b) {
+    return std::tie(a.created, a.tried) < std::tie(b.created, b.tried);
+  });
 
   Trace trace;
   trace.name = "recorded";
@@ -133,9 +152,41 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
   std::set<std::string> template_keys;
   std::set<std::string> claim_keys;
   std::set<std::string> priority_class_names;
+  // A Pod whose template or claim the cluster no longer has (a finished Pod's template removed
+  // with its release) cannot be replayed as it ran: left out, and said so.
+  std::set<std::string> existing;  // "kind ns/name"
+  for (const json::object& t : templates) {
+    existing.insert("ResourceClaimTemplate " + MetaField(t, "namespace") + "/" +
+                    MetaField(t, "name"));
+  }
+  for (const json::object& c : claims) {
+    existing.insert("ResourceClaim " + MetaField(c, "namespace") + "/" + MetaField(c, "name"));
+  }
+  auto missing_claim_source = [&](const json::object& pod) -> std::string {
+    const json::object* spec = Obj(pod, "spec");
+    const json::array* entries = spec != nullptr ? Arr(*spec, "resourceClaims") : nullptr;
+    if (entries == nullptr) return "";
+    const std::string ns = MetaField(pod, "namespace");
+    for (const json::value& e : *entries) {
+      if (!e.is_object()) continue;
+      for (const auto& [field, kind] :
+           {std::pair{"resourceClaimTemplateName", "ResourceClaimTemplate"},
+            std::pair{"resourceClaimName", "ResourceClaim"}}) {
+        const std::string name = Str(e.as_object(), field);
+        const std::string key = std::string(kind) + " " + ns + "/" + name;
+        if (!name.empty() && !existing.contains(key)) return key;
+      }
+    }
+    return "";
+  };
   for (const Recorded& r : chosen) {
     const json::object& pod = *r.pod;
     std::string ns = MetaField(pod, "namespace");
+    if (std::string missing = missing_claim_source(pod); !missing.empty()) {
+      log::Warning("sim record: left out Pod {}/{}: its {} no longer exists", ns,
+                   MetaField(pod, "name"), missing);
+      continue;
+    }
     Arrival arrival;
     arrival.path = "arrivals[" + std::to_string(trace.arrivals.size()) + "]";
     arrival.at = std::chrono::duration_cast<std::chrono::milliseconds>(r.created - t0);

@@ -5,7 +5,8 @@
 // namespaces becomes an arrival at its creation time (relative to the earliest Pod) with its
 // manifest (spec without nodeName; name, labels and annotations); the claim templates and the
 // ResourceClaims its spec names are recorded too, and as policies the PriorityClasses the Pods
-// name and the default class (the system classes exist in every run). Its duration is what the cluster observed:
+// name and the default class (the system classes exist in every run). Its duration is what the
+// cluster observed:
 //   - finished Pods (Succeeded, Failed): the last container's finishedAt minus the Pod's start
 //     (status.startTime, else its `Scheduled` Event);
 //   - running Pods: the time they have run so far (a lower bound);

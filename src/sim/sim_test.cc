@@ -282,15 +282,16 @@ TEST(TraceTest, BadInputNamesTheField) {
                    "pod: {metadata: {name: p-1}, spec: {containers: [{name: c, image: x}]}}}\n"),
       "ok");  // parsing succeeds; the duplicate is found when the trace is expanded
   StatusOr<Trace> dup = ParseTrace(head +
-                                   "arrivals:\n- {at: 0s, namespace: a, count: 2, pod: {metadata: "
-                                   "{name: p}, spec: {containers: [{name: c, image: x}]}}}\n- {at: "
-                                   "1s, namespace: a, pod: {metadata: {name: p-1}, spec: "
-                                   "{containers: [{name: c, image: x}]}}}\n");
+                                       "arrivals:\n- {at: 0s, namespace: a, count: 2, pod: "
+                                       "{metadata: {name: p}, spec: {containers: [{name: c, "
+                                       "image: x}]}}}\n- {at: 1s, namespace: a, pod: {metadata: "
+                                       "{name: p-1}, spec: {containers: [{name: c, image: x}]}}}\n",
+                                   "t.yaml");
   ASSERT_TRUE(dup.ok());
   StatusOr<std::vector<PodArrival>> expanded = ExpandTrace(*dup, 1);
   ASSERT_FALSE(expanded.ok());
   EXPECT_EQ(expanded.status().message(),
-            "arrivals[1]: Pod a/p-1 arrives twice (names must be unique in a namespace)");
+            "t.yaml: arrivals[1]: Pod a/p-1 arrives twice (names must be unique in a namespace)");
 
   // Pods are held to the API server's Pod validation, names and namespaces to its name rules.
   EXPECT_EQ(error(head + "arrivals:\n- {at: 0s, namespace: a, pod: {metadata: {name: p}, spec: "
@@ -315,6 +316,10 @@ TEST(TraceTest, BadInputNamesTheField) {
             "t.yaml: arrivals[0].pod.spec.nodeName: Forbidden: the simulator schedules every "
             "trace Pod; a Pod bound by name would skip the scheduler, and its claims would never "
             "be allocated");
+  EXPECT_NE(error(head + "tenants: [{namespace: Team_A, weight: 3}]\n")
+                .find("t.yaml: tenants[0].namespace: Invalid value: \"Team_A\": a lowercase RFC "
+                      "1123 label"),
+            std::string::npos);
   // A trace too large to expand is refused before it is.
   StatusOr<Trace> huge = ParseTrace(head +
                                     "arrivals:\n- {at: 0s, namespace: a, count: 10000000000, pod: "
@@ -523,13 +528,6 @@ arrivals:
       resourceClaims: [{name: r, resourceClaimName: eight}]
 - at: 0s
   namespace: ns
-  pod:
-    metadata: {name: templated}
-    spec:
-      containers: [{name: c, image: x}]
-      resourceClaims: [{name: r, resourceClaimTemplateName: missing}]
-- at: 0s
-  namespace: ns
   deleteAfter: 10m
   pod:
     metadata: {name: impatient}
@@ -540,22 +538,65 @@ arrivals:
   StatusOr<Report> report = RunSimulation(cluster, trace, RunOptions{});
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_TRUE(report->conservation.ok()) << Json(*report);
-  EXPECT_EQ(report->unscheduled, 3);
+  EXPECT_EQ(report->unscheduled, 2);
   std::map<std::string, std::string> reasons;
   for (const UnscheduledReason& u : report->unscheduled_reasons) reasons[u.reason] = u.message;
   ASSERT_TRUE(reasons.contains("Unschedulable")) << Json(*report);
   EXPECT_EQ(reasons["Unschedulable"].rfind("0/3 nodes are available", 0), 0u)
       << reasons["Unschedulable"];
-  // The resourceclaim controller could not make the claim from a missing template; it says so on
-  // the Pod (FailedResourceClaimCreation), as upstream does.
-  EXPECT_EQ(reasons["ClaimNotCreated"],
-            "PodResourceClaim r: resource claim template \"missing\": "
-            "resourceclaimtemplates.resource.k8s.io \"missing\" not found");
   EXPECT_TRUE(reasons.contains("DeletedWhilePending"));
   // The same reasons per tenant (where a tenant's quota rejections show).
   EXPECT_EQ(report->tenants.at("ns").unscheduled_by_reason,
-            (std::map<std::string, int64_t>{
-                {"ClaimNotCreated", 1}, {"DeletedWhilePending", 1}, {"Unschedulable", 1}}));
+            (std::map<std::string, int64_t>{{"DeletedWhilePending", 1}, {"Unschedulable", 1}}));
+}
+
+// A trace Pod naming a template or claim the input does not hold (a dump taken without
+// `resourceclaimtemplates`, a typo) would never run: an input error, not a report of Pods that
+// waited for ever.
+TEST(SimulationTest, ATracePodNamingAMissingTemplateOrClaimIsAnInputError) {
+  Cluster cluster = TinyCluster();
+  const std::string head = R"(
+apiVersion: draplane.dev/v1alpha1
+kind: WorkloadTrace
+arrivals:
+- at: 0s
+  namespace: ns
+  pod:
+    metadata: {name: fine}
+    spec:
+      containers: [{name: c, image: x}]
+- at: 1m
+  namespace: ns
+  pod:
+    metadata: {name: templated}
+    spec:
+      containers: [{name: c, image: x}]
+)";
+  StatusOr<Report> report = RunSimulation(
+      cluster,
+      ParseOrDie(head + "      resourceClaims: [{name: r, resourceClaimTemplateName: missing}]\n"),
+      RunOptions{});
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().message(),
+            "trace.yaml: arrivals[1].pod.spec.resourceClaims[0].resourceClaimTemplateName: Not "
+            "found: "
+            "ResourceClaimTemplate ns/missing is in neither the trace's claimTemplates or policies "
+            "nor the cluster input");
+  // A weight for a namespace without Pods (a misspelled tenant) would weigh nothing.
+  report = RunSimulation(cluster, ParseOrDie(head + "tenants: [{namespace: nss, weight: 3}]\n"),
+                         RunOptions{});
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().message(),
+            "trace.yaml: tenants[0].namespace: Not found: no Pod of the trace or the cluster input "
+            "is in namespace nss");
+  report = RunSimulation(
+      cluster, ParseOrDie(head + "      resourceClaims: [{name: r, resourceClaimName: missing}]\n"),
+      RunOptions{});
+  ASSERT_FALSE(report.ok());
+  EXPECT_EQ(report.status().message(),
+            "trace.yaml: arrivals[1].pod.spec.resourceClaims[0].resourceClaimName: Not found: "
+            "ResourceClaim "
+            "ns/missing is in neither the trace's claims nor the cluster input");
 }
 
 // A running Pod deleted by its deleteAfter before its duration ended is counted as such, with
@@ -859,13 +900,24 @@ claimTemplates:
             std::string::npos)
       << orphan.status().ToString();
 
+  // Nor is an object no API server would hold (the server's validation on create): a slice
+  // listing a device twice would otherwise simulate one device, the second silently dropped.
+  std::string twice = node;
+  twice.replace(twice.find("devices: [{name: g0}]"), 21, "devices: [{name: g0}, {name: g0}]");
+  StatusOr<Cluster> invalid = LoadCluster({WriteTemp("dump5.yaml", twice)});
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.status().message().find(
+                "ResourceSlice//n1-gpu: spec.devices[1]: Duplicate value: \"g0\""),
+            std::string::npos)
+      << invalid.status().ToString();
+
   // A `running` entry that names no running Pod of the dump is a mistake, not a default.
   Trace misspelled = trace;
   misspelled.running[0].name = "runer";
   StatusOr<Report> unmatched = RunSimulation(*healthy, misspelled, RunOptions{});
   ASSERT_FALSE(unmatched.ok());
   EXPECT_EQ(unmatched.status().message(),
-            "running[0]: Not found: no running Pod ns/runer in the cluster");
+            "trace.yaml: running[0]: Not found: no running Pod ns/runer in the cluster");
   // Nor is a cluster without nodes something to simulate.
   StatusOr<Report> empty = RunSimulation(Cluster{}, ParseOrDie(kIssueTrace), RunOptions{});
   ASSERT_FALSE(empty.ok());
@@ -1435,21 +1487,63 @@ TEST(CompareTest, StudentQuantiles) {
   EXPECT_DOUBLE_EQ(StudentT975(1000), 1.96);
 }
 
+// Creates the manifest `yaml` in namespace "ns" of `api`.
+void CreateInNamespace(client::ApiClient& api, const client::ResourceType& type,
+                       const std::string& yaml) {
+  StatusOr<std::vector<api::codec::ManifestObject>> docs =
+      api::codec::ParseManifest("---\n" + yaml);
+  ASSERT_TRUE(docs.ok());
+  client::ApiRequest request;
+  request.verb = client::Verb::kCreate;
+  request.resource = &type;
+  request.namespace_ = "ns";
+  request.body = docs->front().value;
+  StatusOr<json::value> created = api.Do(request);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+}
+
+// creationTimestamp has whole seconds: Pods created within one are recorded in the order the
+// scheduler first tried them (microsecond Events), not by name.
+TEST(RecordTest, PodsCreatedWithinOneSecondKeepTheSchedulersOrder) {
+  ManualClock clock(StartTime());
+  std::unique_ptr<Random> random = NewSeededRandom(3);
+  client::MemoryApi api(clock, *random);
+  auto create = [&](const client::ResourceType& type, const std::string& yaml) {
+    CreateInNamespace(api, type, yaml);
+  };
+  // "a-wait" sorts first by name but was tried last: the cluster placed "b-run", kept "a-wait".
+  for (const char* name : {"a-wait", "b-run"}) {
+    create(client::ResourceOf<api::corev1::Pod>(),
+           std::string("{apiVersion: v1, kind: Pod, metadata: {name: ") + name +
+               ", namespace: ns}, spec: {containers: [{name: c, image: x}]}}");
+  }
+  StatusOr<api::corev1::Pod> run = client::Get<api::corev1::Pod>(api, "ns", "b-run");
+  StatusOr<api::corev1::Pod> wait = client::Get<api::corev1::Pod>(api, "ns", "a-wait");
+  ASSERT_TRUE(run.ok() && wait.ok());
+  auto event = [&](const char* name, const char* reason, const char* time,
+                   const api::corev1::Pod& pod) {
+    create(client::ResourceOf<api::corev1::Event>(),
+           std::string("{apiVersion: v1, kind: Event, metadata: {name: ") + name +
+               ", namespace: ns}, reason: " + reason + ", eventTime: \"" + time +
+               "\", involvedObject: {kind: Pod, name: " + pod.metadata.name +
+               ", namespace: ns, uid: " + pod.metadata.uid + "}}");
+  };
+  event("e1", "Scheduled", "2026-01-01T00:00:00.100000Z", *run);
+  event("e2", "FailedScheduling", "2026-01-01T00:00:00.300000Z", *wait);
+  clock.Advance(std::chrono::minutes(1));
+  StatusOr<Trace> trace = RecordTrace(api, clock, {});
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  ASSERT_EQ(trace->arrivals.size(), 2u);
+  EXPECT_EQ(trace->arrivals[0].pod.at("metadata").at("name"), "b-run");
+  EXPECT_EQ(trace->arrivals[1].pod.at("metadata").at("name"), "a-wait");
+}
+
 TEST(RecordTest, TurnsPodsClaimsAndEventsIntoATrace) {
   ManualClock clock(StartTime());
   std::unique_ptr<Random> random = NewSeededRandom(3);
   client::MemoryApi api(clock, *random);
   auto create = [&](const client::ResourceType& type, const std::string& yaml) {
-    StatusOr<std::vector<api::codec::ManifestObject>> docs =
-        api::codec::ParseManifest("---\n" + yaml);
-    ASSERT_TRUE(docs.ok());
-    client::ApiRequest request;
-    request.verb = client::Verb::kCreate;
-    request.resource = &type;
-    request.namespace_ = "ns";
-    request.body = docs->front().value;
-    StatusOr<json::value> created = api.Do(request);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    CreateInNamespace(api, type, yaml);
   };
   create(client::ResourceOf<api::resourcev1::ResourceClaimTemplate>(),
          "{apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate, metadata: {name: t, "

@@ -16,6 +16,7 @@
 #include "api/validation/pod_defaults.h"
 #include "api/validation/validation.h"
 #include "cel/selector_lint.h"
+#include "client/events.h"
 #include "client/memory_api.h"
 #include "client/resource.h"
 #include "client/resource_scheduling_v1.h"
@@ -92,6 +93,11 @@ class Simulation {
   Status Run(Report* report);
 
  private:
+  // A field path of the trace ("arrivals[2]") in messages, after the trace's file name.
+  std::string InTrace(std::string_view path) const {
+    return trace_.source.empty() ? std::string(path) : trace_.source + ": " + std::string(path);
+  }
+
   enum class EventKind { kArrive, kComplete, kGiveUp };
   struct Event {
     Duration at;
@@ -254,7 +260,7 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   }
   for (const PodArrival& a : arrivals_) {
     if (!a.name.empty() && cluster_pods.contains(a.namespace_ + "/" + a.name)) {
-      return InvalidArgumentError("workload " + a.source + ": Pod " + a.namespace_ + "/" + a.name +
+      return InvalidArgumentError(InTrace(a.source) + ": Pod " + a.namespace_ + "/" + a.name +
                                   " arrives in the trace but the cluster input holds it already "
                                   "(names must be unique in a namespace)");
     }
@@ -274,6 +280,22 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   for (const auto* list : {&trace_.claim_templates, &trace_.claims, &trace_.policies}) {
     for (const json::object& o : *list) {
       if (!MetaField(o, "namespace").empty()) namespaces.insert(MetaField(o, "namespace"));
+    }
+  }
+  // A weight for a namespace where no Pod runs weighs nothing: most likely a misspelled tenant,
+  // whose real namespace would silently get weight 1.
+  std::set<std::string> pod_namespaces;  // declared, whether or not a Pod arrives in this run
+  for (const Arrival& a : trace_.arrivals) pod_namespaces.insert(a.namespace_);
+  for (const Generator& g : trace_.generators) pod_namespaces.insert(g.namespace_);
+  for (const json::object& o : cluster.objects) {
+    if (Str(o, "kind") == "Pod") pod_namespaces.insert(MetaField(o, "namespace"));
+  }
+  for (size_t i = 0; i < trace_.tenants.size(); ++i) {
+    if (!pod_namespaces.contains(trace_.tenants[i].namespace_)) {
+      return InvalidArgumentError(InTrace("tenants[" + std::to_string(i) + "].namespace") +
+                                  ": Not found: no Pod of the trace or the cluster input is in "
+                                  "namespace " +
+                                  trace_.tenants[i].namespace_);
     }
   }
   for (const std::string& ns : namespaces) {
@@ -393,8 +415,9 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   for (size_t i = 0; i < trace_.running.size(); ++i) {
     const RunningPod& p = trace_.running[i];
     if (remaining.count(p.namespace_ + "/" + p.name) > 0) {
-      return InvalidArgumentError("running[" + std::to_string(i) + "]: Not found: no running Pod " +
-                                  p.namespace_ + "/" + p.name + " in the cluster");
+      return InvalidArgumentError(InTrace("running[" + std::to_string(i) + "]") +
+                                  ": Not found: no running Pod " + p.namespace_ + "/" + p.name +
+                                  " in the cluster");
     }
   }
   if (report->nodes == 0) {
@@ -406,7 +429,7 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   // then the configuration's policies.
   for (size_t i = 0; i < trace_.claim_templates.size(); ++i) {
     const json::object& t = trace_.claim_templates[i];
-    std::string what = "claimTemplates[" + std::to_string(i) + "]";
+    std::string what = InTrace("claimTemplates[" + std::to_string(i) + "]");
     if (!MetaField(t, "namespace").empty()) {
       DRAPLANE_RETURN_IF_ERROR(CreateOrReplace(t, what));
       continue;
@@ -419,7 +442,7 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   }
   for (size_t i = 0; i < trace_.claims.size(); ++i) {
     DRAPLANE_RETURN_IF_ERROR(
-        CreateOrReplace(trace_.claims[i], "claims[" + std::to_string(i) + "]"));
+        CreateOrReplace(trace_.claims[i], InTrace("claims[" + std::to_string(i) + "]")));
   }
   // The system PriorityClasses every API server creates at start; the trace's own classes come
   // with its policies.
@@ -431,19 +454,7 @@ Status Simulation::Load(Cluster cluster, Report* report) {
     const client::ResourceType* type =
         client::FindResourceByKind(Str(o, "apiVersion"), Str(o, "kind"));
     // Validated as the API server would on create (the in-memory API stores what it is given).
-    if (type != nullptr) {
-      json::object checked = o;
-      if (type->namespaced && MetaField(checked, "namespace").empty()) {
-        EnsureObject(checked, "metadata")["namespace"] = "default";  // checked only
-      }
-      api::FieldErrorList errors;
-      api::Object typed = api::DecodeObject(json::value(checked), &errors);
-      if (errors.empty()) api::validation::ValidateObject(typed, nullptr, {}, &errors);
-      if (!errors.empty()) {
-        return InvalidArgumentError(what + ": " + ObjectIdentity(o) + ": " +
-                                    errors.front().ToString());
-      }
-    }
+    if (type != nullptr) DRAPLANE_RETURN_IF_ERROR(ValidateAsCreated(o, *type, what));
     // A namespaced object without a namespace applies to every namespace of the trace.
     if (type != nullptr && type->namespaced && MetaField(o, "namespace").empty()) {
       for (const std::string& ns : trace_namespaces) {
@@ -462,10 +473,52 @@ Status Simulation::Load(Cluster cluster, Report* report) {
     return Status::Ok();
   };
   for (size_t i = 0; i < trace_.policies.size(); ++i) {
-    DRAPLANE_RETURN_IF_ERROR(policy(trace_.policies[i], "policies[" + std::to_string(i) + "]"));
+    DRAPLANE_RETURN_IF_ERROR(
+        policy(trace_.policies[i], InTrace("policies[" + std::to_string(i) + "]")));
   }
   for (const PolicyObject& p : options_.policies) {
     DRAPLANE_RETURN_IF_ERROR(policy(p.object, p.source));
+  }
+
+  // Every claim and template a trace Pod names exists now (nothing creates them later): one
+  // missing is a mistake in the input, named as such, not Pods that silently never run.
+  auto check_claims = [&](const std::string& path, const json::object& pod) -> Status {
+    const json::object* spec = Obj(pod, "spec");
+    const json::array* entries = spec != nullptr ? Arr(*spec, "resourceClaims") : nullptr;
+    if (entries == nullptr) return Status::Ok();
+    const std::string ns = MetaField(pod, "namespace");
+    // Templates without a namespace are created only in the namespaces where Pods arrive in this
+    // run (--until, the seed): others' Pods never come.
+    if (!trace_namespaces.contains(ns)) return Status::Ok();
+    for (size_t j = 0; j < entries->size(); ++j) {
+      if (!(*entries)[j].is_object()) continue;
+      const json::object& entry = (*entries)[j].as_object();
+      const std::string field =
+          InTrace(path + ".pod.spec.resourceClaims[" + std::to_string(j) + "]");
+      if (std::string name = Str(entry, "resourceClaimTemplateName"); !name.empty()) {
+        Status found = client::Get<rv1::ResourceClaimTemplate>(api_, ns, name).status();
+        if (found.code() == StatusCode::kNotFound) {
+          return InvalidArgumentError(
+              field + ".resourceClaimTemplateName: Not found: ResourceClaimTemplate " + ns + "/" +
+              name + " is in neither the trace's claimTemplates or policies nor the cluster input");
+        }
+        DRAPLANE_RETURN_IF_ERROR(found);
+      }
+      if (std::string name = Str(entry, "resourceClaimName"); !name.empty()) {
+        Status found = client::Get<rv1::ResourceClaim>(api_, ns, name).status();
+        if (found.code() == StatusCode::kNotFound) {
+          return InvalidArgumentError(field + ".resourceClaimName: Not found: ResourceClaim " + ns +
+                                      "/" + name +
+                                      " is in neither the trace's claims nor the cluster input");
+        }
+        DRAPLANE_RETURN_IF_ERROR(found);
+      }
+    }
+    return Status::Ok();
+  };
+  for (const Arrival& a : trace_.arrivals) DRAPLANE_RETURN_IF_ERROR(check_claims(a.path, a.pod));
+  for (const Generator& g : trace_.generators) {
+    DRAPLANE_RETURN_IF_ERROR(check_claims(g.path, g.pod));
   }
 
   // The classes trace Pods resolve their priority through (the API server's Priority admission).
@@ -724,6 +777,11 @@ Status Simulation::Run(Report* report) {
                        return a.last_timestamp < b.last_timestamp;
                      });
     for (api::corev1::Event& e : failures->items) {
+      // The recorder aggregates a Pod's retries (client-go's EventAggregator): the reason is the
+      // message itself.
+      if (e.message.starts_with(client::kCombinedEventPrefix)) {
+        e.message.erase(0, client::kCombinedEventPrefix.size());
+      }
       collector_->ClaimNotCreated(e.involved_object.uid, std::move(e.message));
     }
   }

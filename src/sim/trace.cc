@@ -288,6 +288,7 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source,
   const json::value& doc = docs->front().value;
   FieldReader r(doc, "");
   Trace trace;
+  trace.source = std::string(source);
   std::string api_version = r.String("apiVersion").value_or("");
   std::string kind = r.String("kind").value_or("");
   if (!r.status().ok()) return prefixed(r.status());
@@ -328,6 +329,11 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view source,
     Tenant tenant;
     tenant.namespace_ = t.String("namespace").value_or("");
     if (tenant.namespace_.empty()) t.Fail("namespace", "Required value");
+    if (std::vector<std::string> bad = api::validation::NameIsDNSLabel(tenant.namespace_, false);
+        !tenant.namespace_.empty() && !bad.empty()) {
+      t.Fail("namespace",
+             "Invalid value: " + api::RenderValue(tenant.namespace_) + ": " + bad.front());
+    }
     if (!tenant_names.insert(tenant.namespace_).second) t.Fail("namespace", "Duplicate value");
     tenant.weight = ReadNumber(t, "weight").value_or(1.0);
     if (!(tenant.weight > 0)) t.Fail("weight", "must be positive");
@@ -514,7 +520,8 @@ StatusOr<std::vector<PodArrival>> ExpandTrace(const Trace& trace, uint64_t seed,
   for (const PodArrival& p : out) {
     if (p.name.empty()) continue;
     if (!names.insert(p.namespace_ + "/" + p.name).second) {
-      return InvalidArgumentError(p.source + ": Pod " + p.namespace_ + "/" + p.name +
+      return InvalidArgumentError((trace.source.empty() ? "" : trace.source + ": ") + p.source +
+                                  ": Pod " + p.namespace_ + "/" + p.name +
                                   " arrives twice (names must be unique in a namespace)");
     }
   }

@@ -105,6 +105,7 @@ struct Tenant {
 };
 
 struct Trace {
+  std::string source;  // the file it was read from (ParseTrace's `source`), for messages
   std::string name;
   std::optional<uint64_t> seed;
   std::optional<Duration> horizon;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `draplane allocate` reads its manifests as kubectl writes them: a `kubectl get -o json` List
 # (streamed item by item, `kind: List` after the items as kubectl sorts keys), a directory of
-# manifests, standard input; a broken item or truncated JSON is an error (exit 2) naming the file
-# and the item, and so is a --node the cluster does not have.
+# manifests, standard input; a broken or invalid item or truncated JSON is an error (exit 2)
+# naming the file and the item, and so is a --node the cluster does not have.
 # Usage: manifest_inputs_cli.sh DRAPLANE
 set -euo pipefail
 draplane=$1
@@ -60,6 +60,18 @@ sed 's/"generation": 1/"generation": "one"/' "$work/cluster.json" > "$work/bad.j
 out=$(run 2 --cluster "$work/bad.json" --claim "$work/claim.yaml" --node node-1)
 grep -qF "$work/bad.json:" <<< "$out" || fail "bad item, no file: $out"
 grep -qF "items[1]" <<< "$out" || fail "bad item, no position: $out"
+
+# Objects are validated as the API server validates them on create: a claim no server would
+# store is named with its field and reason, never answered "unsatisfiable"; so is a dumped slice
+# listing a device twice.
+sed 's/count: 2}/count: -2}/' "$work/claim.yaml" > "$work/negative.yaml"
+out=$(run 2 --cluster "$work/cluster.json" --claim "$work/negative.yaml" --node node-1)
+grep -qF "$work/negative.yaml:1: ResourceClaim/two: spec.devices.requests[0].exactly.count: Invalid value: -2: must be greater than zero" \
+  <<< "$out" || fail "invalid claim: $out"
+sed 's/{"name": "gpu-1"}/{"name": "gpu-0"}/' "$work/cluster.json" > "$work/twice.json"
+out=$(run 2 --cluster "$work/twice.json" --claim "$work/claim.yaml" --node node-1)
+grep -qF 'items[1]: ResourceSlice/node-1-gpus: spec.devices[1]: Duplicate value: "gpu-0"' \
+  <<< "$out" || fail "invalid slice: $out"
 
 head -c 300 "$work/cluster.json" > "$work/cut.json"
 out=$(run 2 --cluster "$work/cut.json" --claim "$work/claim.yaml" --node node-1)

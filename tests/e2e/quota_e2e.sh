@@ -237,7 +237,7 @@ set +e
 code=$?
 set -e
 [ "$code" = 1 ] || fail "explain claim without a decision exited $code"
-expect_contains "$(cat "$e2e_work/none.out")" "no AllocationDecision names this claim"
+expect_contains "$(cat "$e2e_work/none.out")" "the claim is not allocated, and a decision is recorded only when"
 set +e
 "$DRAPLANE" explain claim team-b/big --kubeconfig "$e2e_work/alice.kubeconfig" >"$e2e_work/forbidden.out" 2>&1
 code=$?

@@ -350,8 +350,19 @@ class Searcher {
       if (!why.has_value()) continue;
       ++stats_.policy_rejections;
       if (o_.observer != nullptr) {
+        // A device that could not be taken anyway (allocated to another claim, out of counters,
+        // tainted) is explained by that: raising the quota would not give it. Reasons of this
+        // search's own branch (in use by this attempt, capacity it has taken) are not final.
         for (const Candidate& cand : key.all_mode ? key.all_devices : key.candidates) {
-          o_.observer->PolicyRejected(key_index, cand.device, *why);
+          const Reason unavailable = Unavailable(key, c, cand);
+          if (unavailable == Reason::kAllocated || unavailable == Reason::kCounters ||
+              unavailable == Reason::kTaintNotTolerated ||
+              unavailable == Reason::kPartitionableDevicesDisabled ||
+              unavailable == Reason::kCapacityUnservable) {
+            Reject(key_index, cand.device, unavailable, UnavailableDetail(unavailable, cand));
+          } else {
+            o_.observer->PolicyRejected(key_index, cand.device, *why);
+          }
         }
       }
       return Ret::kNo;

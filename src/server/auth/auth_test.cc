@@ -50,6 +50,32 @@ TEST(PkiTest, KeepsTheCaAndReissuesServingCertificateOnlyForNewHosts) {
   std::filesystem::remove_all(dir);
 }
 
+// Half a CA, or a damaged one, is refused naming the file: a new CA would overwrite the key left
+// and orphan every credential it signed.
+TEST(PkiTest, RefusesToReplaceADamagedOrHalfMissingCa) {
+  ManualClock clock;
+  std::string dir = TempDir();
+  StatusOr<ServingPki> first = EnsureServingPki(dir, {}, clock);
+  ASSERT_TRUE(first.ok());
+  std::filesystem::remove(dir + "/pki/ca.crt");
+  StatusOr<ServingPki> half = EnsureServingPki(dir, {}, clock);
+  ASSERT_FALSE(half.ok());
+  EXPECT_EQ(half.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(half.status().message().rfind(
+                dir + "/pki/ca.crt is missing but " + dir + "/pki/ca.key exists: restore", 0),
+            0u)
+      << half.status().message();
+  StatusOr<std::string> key = ReadFile(dir + "/pki/ca.key");
+  ASSERT_TRUE(key.ok());
+  EXPECT_EQ(*key, first->ca.private_key_pem) << "the key left was overwritten";
+  ASSERT_TRUE(WriteFileAtomically(dir + "/pki/ca.crt", first->ca.certificate_pem, 0644).ok());
+  ASSERT_TRUE(WriteFileAtomically(dir + "/pki/ca.key", "garbage", 0600).ok());
+  StatusOr<ServingPki> garbled = EnsureServingPki(dir, {}, clock);
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_EQ(garbled.status().message(), dir + "/pki/ca.key: not a PEM private key");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PkiTest, RejectsMalformedIpAddress) {
   ManualClock clock;
   StatusOr<CertificateAndKey> ca = CreateCertificateAuthority("test", clock);

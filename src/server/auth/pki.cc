@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/log.h"
 #include "common/random.h"
 #include "common/status_macros.h"
 
@@ -380,8 +381,31 @@ Status SavePair(const CertificateAndKey& pair, const std::string& cert_path,
 }  // namespace
 
 StatusOr<CertificateAndKey> LoadCertificateAuthority(const std::string& data_dir) {
-  std::string pki = data_dir + "/pki";
-  return LoadPair(pki + "/ca.crt", pki + "/ca.key");
+  const std::string pki = data_dir + "/pki";
+  const std::string cert_path = pki + "/ca.crt", key_path = pki + "/ca.key";
+  StatusOr<std::string> cert = ReadFile(cert_path);
+  StatusOr<std::string> key = ReadFile(key_path);
+  const bool cert_missing = cert.status().code() == StatusCode::kNotFound;
+  const bool key_missing = key.status().code() == StatusCode::kNotFound;
+  if (cert_missing && key_missing) return NotFoundError("no cluster CA in " + pki);
+  // Half a CA is a damaged data directory, never a reason to make a new one: that would destroy
+  // the remaining half and every credential it signed.
+  if (cert_missing != key_missing) {
+    return FailedPreconditionError(
+        (cert_missing ? cert_path : key_path) + " is missing but " +
+        (cert_missing ? key_path : cert_path) +
+        " exists: restore the cluster CA from a backup (removing both creates a new CA, and "
+        "every certificate and kubeconfig the old one signed stops working)");
+  }
+  DRAPLANE_RETURN_IF_ERROR(cert.status());
+  DRAPLANE_RETURN_IF_ERROR(key.status());
+  if (Status parsed = ParseCert(*cert).status(); !parsed.ok()) {
+    return FailedPreconditionError(cert_path + ": " + std::string(parsed.message()));
+  }
+  if (Status parsed = ParseKey(*key).status(); !parsed.ok()) {
+    return FailedPreconditionError(key_path + ": " + std::string(parsed.message()));
+  }
+  return CertificateAndKey{.certificate_pem = std::move(*cert), .private_key_pem = std::move(*key)};
 }
 
 StatusOr<ServingPki> EnsureServingPki(const std::string& data_dir,
@@ -407,6 +431,7 @@ StatusOr<ServingPki> EnsureServingPki(const std::string& data_dir,
   } else if (ca.status().code() == StatusCode::kNotFound) {
     DRAPLANE_ASSIGN_OR_RETURN(out.ca, CreateCertificateAuthority("draplane-ca", clock));
     DRAPLANE_RETURN_IF_ERROR(SavePair(out.ca, pki + "/ca.crt", pki + "/ca.key"));
+    log::Info("created a new cluster CA in {} (no ca.crt and ca.key were there)", pki);
   } else {
     return ca.status();
   }

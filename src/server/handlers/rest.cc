@@ -1251,6 +1251,26 @@ std::variant<DeleteOptions, ApiError> ReadDeleteOptions(const JsonObject& body) 
   return options;
 }
 
+// The storage's preconditions of a delete, an eviction and a binding (upstream
+// storage.Preconditions.Check): the uid and resourceVersion the caller names must be the
+// object's, else a Conflict on the object.
+std::optional<ApiError> CheckPreconditions(const GroupResource& gr, std::string_view name,
+                                           std::string_view want_uid, std::string_view want_rv,
+                                           std::string_view uid, int64_t revision) {
+  if (!want_uid.empty() && want_uid != uid) {
+    return NewConflict(gr, name,
+                       "Precondition failed: UID in precondition: " + std::string(want_uid) +
+                           ", UID in object meta: " + std::string(uid));
+  }
+  if (!want_rv.empty() && want_rv != std::to_string(revision)) {
+    return NewConflict(
+        gr, name,
+        "Precondition failed: ResourceVersion in precondition: " + std::string(want_rv) +
+            ", ResourceVersion in object meta: " + std::to_string(revision));
+  }
+  return std::nullopt;
+}
+
 // upstream ValidateDeleteOptions: the propagation policy, if given, is one upstream knows, and
 // does not come with the deprecated orphanDependents.
 std::optional<ApiError> CheckPropagationPolicy(const DeleteOptions& options) {
@@ -1327,17 +1347,9 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
     if (!parsed.ok()) return NewInternalError(parsed.status().message());
     JsonObject obj = std::move(parsed).value();
     std::string uid(MetaString(obj, "uid"));
-    if (!options.precondition_uid.empty() && options.precondition_uid != uid) {
-      return NewConflict(r.Gr(), name,
-                         "Precondition failed: UID in precondition: " + options.precondition_uid +
-                             ", UID in object meta: " + uid);
-    }
-    if (!options.precondition_rv.empty() &&
-        options.precondition_rv != std::to_string((*current)->revision)) {
-      return NewConflict(
-          r.Gr(), name,
-          "Precondition failed: ResourceVersion in precondition: " + options.precondition_rv +
-              ", ResourceVersion in object meta: " + std::to_string((*current)->revision));
+    if (auto e = CheckPreconditions(r.Gr(), name, options.precondition_uid, options.precondition_rv,
+                                    uid, (*current)->revision)) {
+      return *e;
     }
     admission::Attributes attributes;
     attributes.resource = &r;
@@ -1554,22 +1566,9 @@ std::optional<ApiError> Rest::MarkEvicted(const Scope& scope, DeleteOptions& opt
     StatusOr<JsonObject> parsed = ParseObject(current->value);
     if (!parsed.ok()) return parsed.status();
     JsonObject pod = std::move(parsed).value();
-    const std::string uid(MetaString(pod, "uid"));
-    if (!options.precondition_uid.empty() && options.precondition_uid != uid) {
-      failure =
-          NewConflict(pods.Gr(), name,
-                      "Precondition failed: UID in precondition: " + options.precondition_uid +
-                          ", UID in object meta: " + uid);
-      return InternalError(std::string(kAbortMarker));
-    }
-    if (!options.precondition_rv.empty() &&
-        options.precondition_rv != std::to_string(current->revision)) {
-      failure = NewConflict(
-          pods.Gr(), name,
-          "Precondition failed: ResourceVersion in precondition: " + options.precondition_rv +
-              ", ResourceVersion in object meta: " + std::to_string(current->revision));
-      return InternalError(std::string(kAbortMarker));
-    }
+    failure = CheckPreconditions(pods.Gr(), name, options.precondition_uid, options.precondition_rv,
+                                 MetaString(pod, "uid"), current->revision);
+    if (failure) return InternalError(std::string(kAbortMarker));
     if (!api::SetPodConditionJson(EnsureObject(pod, "status"), "DisruptionTarget", "True",
                                   "EvictionByEvictionAPI", "Eviction API: evicting", now)) {
       return current->value;  // nothing to write
@@ -1620,21 +1619,10 @@ http::Response Rest::Bind(const Scope& scope, const std::string& ns, const std::
     // The Binding's uid and resourceVersion are preconditions (a Pod deleted and created again
     // under the same name is not the one the scheduler chose), checked by the storage before the
     // update: conflicts on pods. The update's own refusals are conflicts on pods/binding.
-    if (std::string_view uid = MetaString(binding, "uid");
-        !uid.empty() && uid != MetaString(pod, "uid")) {
-      failure = NewConflict(pods->Gr(), name,
-                            "Precondition failed: UID in precondition: " + std::string(uid) +
-                                ", UID in object meta: " + std::string(MetaString(pod, "uid")));
-      return InternalError(std::string(kAbortMarker));
-    }
-    if (std::string_view rv = MetaString(binding, "resourceVersion");
-        !rv.empty() && rv != std::to_string(current->revision)) {
-      failure =
-          NewConflict(pods->Gr(), name,
-                      "Precondition failed: ResourceVersion in precondition: " + std::string(rv) +
-                          ", ResourceVersion in object meta: " + std::to_string(current->revision));
-      return InternalError(std::string(kAbortMarker));
-    }
+    failure = CheckPreconditions(pods->Gr(), name, MetaString(binding, "uid"),
+                                 MetaString(binding, "resourceVersion"), MetaString(pod, "uid"),
+                                 current->revision);
+    if (failure) return InternalError(std::string(kAbortMarker));
     const GroupResource binding_gr{"", "pods/binding"};
     if (!MetaString(pod, "deletionTimestamp").empty()) {
       failure = NewConflict(binding_gr, name,

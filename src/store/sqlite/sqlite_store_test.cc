@@ -84,6 +84,36 @@ TEST(SqliteStoreTest, FilesThatAreNotDraplaneStoresAreRefused) {
   EXPECT_THAT(std::string(store.status().message()), HasSubstr("not a draplane store"));
 }
 
+// A damaged page is found when the store opens, not when a read happens to touch it: a store
+// started on it would serve (and its controllers act on) a cluster with objects missing.
+TEST(SqliteStoreTest, ADamagedFileIsRefusedWhenItOpens) {
+  draplane::testing::TempDir dir;
+  const std::string path = dir.File("s.db");
+  {
+    StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path);
+    ASSERT_TRUE(store.ok());
+    for (int i = 0; i < 400; ++i) {
+      ASSERT_TRUE(
+          (*store)
+              ->Create(Key{"core/pods", "ns", "p" + std::to_string(i)}, std::string(1000, 'x'))
+              .ok());
+    }
+  }
+  Exec(path, "PRAGMA wal_checkpoint(TRUNCATE)");
+  FILE* file = fopen(path.c_str(), "r+");
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(fseek(file, 0, SEEK_END), 0);
+  const long middle = ftell(file) / 2 / 4096 * 4096;  // the header of a page in the middle
+  ASSERT_GT(middle, 0);
+  ASSERT_EQ(fseek(file, middle, SEEK_SET), 0);
+  fputs("GARBAGEGARBAGEGARBAGEGARBAGEGARBAGE", file);
+  fclose(file);
+  StatusOr<std::unique_ptr<Store>> store = OpenSqliteStore(path);
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr("restore it from a backup"));
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr(path));
+}
+
 TEST(SqliteStoreTest, OldHistoryIsCompactedAutomatically) {
   draplane::testing::TempDir dir;
   StatusOr<std::unique_ptr<Store>> store =
