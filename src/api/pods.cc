@@ -15,6 +15,27 @@ std::string ContainerIdFor(const corev1::Pod& pod, const corev1::Container& c) {
   return "draplane://" + pod.metadata.uid + "/" + c.name;
 }
 
+// One entry of containerStatuses or initContainerStatuses, as the kubelet reports it.
+boost::json::object ContainerStatusJson(const corev1::Container& c, std::string container_id,
+                                        bool ready, bool started, boost::json::object state) {
+  return boost::json::object{{"name", c.name},    {"image", c.image},
+                             {"imageID", ""},     {"containerID", std::move(container_id)},
+                             {"ready", ready},    {"started", started},
+                             {"restartCount", 0}, {"state", std::move(state)}};
+}
+
+// An init container that keeps running beside the others (restartPolicy Always).
+bool IsSidecar(const corev1::Container& c) { return c.restart_policy.value_or("") == "Always"; }
+
+// The condition of `type` in a JSON conditions list.
+boost::json::array::iterator FindConditionJson(boost::json::array& conditions,
+                                               std::string_view type) {
+  return std::find_if(conditions.begin(), conditions.end(), [&](const boost::json::value& c) {
+    const boost::json::value* t = c.is_object() ? c.get_object().if_contains("type") : nullptr;
+    return t != nullptr && t->is_string() && t->get_string() == type;
+  });
+}
+
 }  // namespace
 
 bool IsPodTerminal(const corev1::Pod& pod) {
@@ -55,10 +76,7 @@ bool SetPodConditionJson(boost::json::object& status, std::string_view type, std
   boost::json::value& listed = status["conditions"];
   if (!listed.is_array()) listed = boost::json::array();
   boost::json::array& conditions = listed.get_array();
-  auto it = std::find_if(conditions.begin(), conditions.end(), [&](const boost::json::value& c) {
-    const boost::json::value* t = c.is_object() ? c.get_object().if_contains("type") : nullptr;
-    return t != nullptr && t->is_string() && t->get_string() == type;
-  });
+  auto it = FindConditionJson(conditions, type);
   if (it == conditions.end() || !it->is_object()) {
     boost::json::object added{{"type", type}, {"status", value}, {"lastTransitionTime", now}};
     if (!reason.empty()) added["reason"] = reason;
@@ -95,11 +113,7 @@ void SetPodScheduledByBinding(boost::json::object& status, std::string_view now)
                                 {"status", "True"},
                                 {"lastProbeTime", nullptr},
                                 {"lastTransitionTime", now}};
-  auto is_scheduled = [](const boost::json::value& c) {
-    const boost::json::value* type = c.is_object() ? c.get_object().if_contains("type") : nullptr;
-    return type != nullptr && type->is_string() && type->get_string() == "PodScheduled";
-  };
-  auto it = std::find_if(conditions.begin(), conditions.end(), is_scheduled);
+  auto it = FindConditionJson(conditions, "PodScheduled");
   if (it == conditions.end()) {
     conditions.push_back(std::move(scheduled));
     return;
@@ -145,16 +159,9 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
   }
   boost::json::array containers;
   for (const corev1::Container& c : pod.spec.containers) {
-    containers.push_back(boost::json::object{
-        {"name", c.name},
-        {"image", c.image},
-        {"imageID", ""},
-        {"containerID", ContainerIdFor(pod, c)},
-        {"ready", true},
-        {"started", true},
-        {"restartCount", 0},
-        {"state",
-         boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}}});
+    containers.push_back(ContainerStatusJson(
+        c, ContainerIdFor(pod, c), true, true,
+        boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}));
   }
   SetAllocatedResourcesStatus(containers, options.allocated_resources_status);
   out["containerStatuses"] = std::move(containers);
@@ -162,7 +169,7 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
   // Always) keep running beside them and count in kubectl's READY column.
   boost::json::array init_containers;
   for (const corev1::Container& c : pod.spec.init_containers) {
-    const bool sidecar = c.restart_policy.value_or("") == "Always";
+    const bool sidecar = IsSidecar(c);
     boost::json::object state =
         sidecar ? boost::json::object{{"running", boost::json::object{{"startedAt", now.text()}}}}
                 : boost::json::object{
@@ -171,14 +178,8 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
                                                          {"startedAt", now.text()},
                                                          {"finishedAt", now.text()},
                                                          {"containerID", ContainerIdFor(pod, c)}}}};
-    init_containers.push_back(boost::json::object{{"name", c.name},
-                                                  {"image", c.image},
-                                                  {"imageID", ""},
-                                                  {"containerID", ContainerIdFor(pod, c)},
-                                                  {"ready", true},
-                                                  {"started", sidecar},
-                                                  {"restartCount", 0},
-                                                  {"state", std::move(state)}});
+    init_containers.push_back(
+        ContainerStatusJson(c, ContainerIdFor(pod, c), true, sidecar, std::move(state)));
   }
   if (!init_containers.empty()) {
     SetAllocatedResourcesStatus(init_containers, options.allocated_resources_status);
@@ -217,11 +218,8 @@ std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod,
       terminated["finishedAt"] = now.text();
       terminated["containerID"] = id;
     }
-    return boost::json::object{
-        {"name", c.name},    {"image", c.image},
-        {"imageID", ""},     {"containerID", ran ? id : ""},
-        {"ready", false},    {"started", false},
-        {"restartCount", 0}, {"state", boost::json::object{{"terminated", std::move(terminated)}}}};
+    return ContainerStatusJson(c, ran ? id : "", false, false,
+                               boost::json::object{{"terminated", std::move(terminated)}});
   };
   boost::json::value encoded = corev1::Encode(status);
   boost::json::array containers;
@@ -229,7 +227,7 @@ std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod,
   encoded.as_object()["containerStatuses"] = std::move(containers);
   boost::json::array init_containers;
   for (const corev1::Container& c : pod.spec.init_containers) {
-    init_containers.push_back(stopped(c, c.restart_policy.value_or("") != "Always"));
+    init_containers.push_back(stopped(c, !IsSidecar(c)));
   }
   if (!init_containers.empty())
     encoded.as_object()["initContainerStatuses"] = std::move(init_containers);

@@ -142,9 +142,10 @@ int RunExplainClaim(const ExplainClaimFlags& flags) {
       why =
           "the claim is not allocated, and a decision is recorded only when draplane's "
           "scheduler allocates it";
-      for (const auto& [pod_name, pod_uid] : ClaimPods(*claim)) {
-        why += "; `draplane explain pod " + ns + "/" + pod_name + "` says why its Pod waits";
-        break;
+      if (std::vector<std::pair<std::string, std::string>> pods = ClaimPods(*claim);
+          !pods.empty()) {
+        why +=
+            "; `draplane explain pod " + ns + "/" + pods.front().first + "` says why its Pod waits";
       }
     }
     return fail_lookup("resourceclaim " + ns + "/" + name, NotFoundError(why));

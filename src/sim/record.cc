@@ -149,43 +149,35 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
   trace.horizon = std::chrono::duration_cast<std::chrono::milliseconds>(now - t0);
   if (*trace.horizon <= Duration::zero()) trace.horizon = std::chrono::seconds(1);
 
-  std::set<std::string> template_keys;
-  std::set<std::string> claim_keys;
   std::set<std::string> priority_class_names;
-  // A Pod whose template or claim the cluster no longer has (a finished Pod's template removed
-  // with its release) cannot be replayed as it ran: left out, and said so.
-  std::set<std::string> existing;  // "kind ns/name"
+  // "kind ns/name" of the templates and claims the cluster has, and of those recorded Pods name.
+  auto key = [](std::string_view kind, const std::string& ns, const std::string& name) {
+    return std::string(kind) + " " + ns + "/" + name;
+  };
+  std::set<std::string> existing;
   for (const json::object& t : templates) {
-    existing.insert("ResourceClaimTemplate " + MetaField(t, "namespace") + "/" +
-                    MetaField(t, "name"));
+    existing.insert(key("ResourceClaimTemplate", MetaField(t, "namespace"), MetaField(t, "name")));
   }
   for (const json::object& c : claims) {
-    existing.insert("ResourceClaim " + MetaField(c, "namespace") + "/" + MetaField(c, "name"));
+    existing.insert(key("ResourceClaim", MetaField(c, "namespace"), MetaField(c, "name")));
   }
-  auto missing_claim_source = [&](const json::object& pod) -> std::string {
-    const json::object* spec = Obj(pod, "spec");
-    const json::array* entries = spec != nullptr ? Arr(*spec, "resourceClaims") : nullptr;
-    if (entries == nullptr) return "";
-    const std::string ns = MetaField(pod, "namespace");
-    for (const json::value& e : *entries) {
-      if (!e.is_object()) continue;
-      for (const auto& [field, kind] :
-           {std::pair{"resourceClaimTemplateName", "ResourceClaimTemplate"},
-            std::pair{"resourceClaimName", "ResourceClaim"}}) {
-        const std::string name = Str(e.as_object(), field);
-        const std::string key = std::string(kind) + " " + ns + "/" + name;
-        if (!name.empty() && !existing.contains(key)) return key;
-      }
-    }
-    return "";
-  };
+  std::set<std::string> used;
   for (const Recorded& r : chosen) {
     const json::object& pod = *r.pod;
     std::string ns = MetaField(pod, "namespace");
-    if (std::string missing = missing_claim_source(pod); !missing.empty()) {
+    // A Pod whose template or claim the cluster no longer has (a finished Pod's template removed
+    // with its release) cannot be replayed as it ran: left out, and said so.
+    const std::vector<internal::PodClaimSource> sources = internal::PodClaimSources(pod);
+    auto missing = std::find_if(sources.begin(), sources.end(), [&](const auto& source) {
+      return !existing.contains(key(source.kind, ns, source.name));
+    });
+    if (missing != sources.end()) {
       log::Warning("sim record: left out Pod {}/{}: its {} no longer exists", ns,
-                   MetaField(pod, "name"), missing);
+                   MetaField(pod, "name"), key(missing->kind, ns, missing->name));
       continue;
+    }
+    for (const internal::PodClaimSource& source : sources) {
+      used.insert(key(source.kind, ns, source.name));
     }
     Arrival arrival;
     arrival.path = "arrivals[" + std::to_string(trace.arrivals.size()) + "]";
@@ -223,25 +215,17 @@ StatusOr<Trace> RecordTrace(client::ApiClient& api, const Clock& clock,
       if (std::string pc = Str(*spec, "priorityClassName"); !pc.empty()) {
         priority_class_names.insert(pc);
       }
-      if (const json::array* entries = Arr(*spec, "resourceClaims")) {
-        for (const json::value& e : *entries) {
-          if (!e.is_object()) continue;
-          std::string t = Str(e.as_object(), "resourceClaimTemplateName");
-          std::string c = Str(e.as_object(), "resourceClaimName");
-          if (!t.empty()) template_keys.insert(ns + "/" + t);
-          if (!c.empty()) claim_keys.insert(ns + "/" + c);
-        }
-      }
     }
     trace.arrivals.push_back(std::move(arrival));
   }
   for (const json::object& t : templates) {
-    if (template_keys.contains(MetaField(t, "namespace") + "/" + MetaField(t, "name"))) {
+    if (used.contains(
+            key("ResourceClaimTemplate", MetaField(t, "namespace"), MetaField(t, "name")))) {
       trace.claim_templates.push_back(Clean(t, true));
     }
   }
   for (const json::object& c : claims) {
-    if (claim_keys.contains(MetaField(c, "namespace") + "/" + MetaField(c, "name"))) {
+    if (used.contains(key("ResourceClaim", MetaField(c, "namespace"), MetaField(c, "name")))) {
       trace.claims.push_back(Clean(c, true));
     }
   }

@@ -483,36 +483,25 @@ Status Simulation::Load(Cluster cluster, Report* report) {
   // Every claim and template a trace Pod names exists now (nothing creates them later): one
   // missing is a mistake in the input, named as such, not Pods that silently never run.
   auto check_claims = [&](const std::string& path, const json::object& pod) -> Status {
-    const json::object* spec = Obj(pod, "spec");
-    const json::array* entries = spec != nullptr ? Arr(*spec, "resourceClaims") : nullptr;
-    if (entries == nullptr) return Status::Ok();
     const std::string ns = MetaField(pod, "namespace");
     // Templates without a namespace are created only in the namespaces where Pods arrive in this
     // run (--until, the seed): others' Pods never come.
     if (!trace_namespaces.contains(ns)) return Status::Ok();
-    for (size_t j = 0; j < entries->size(); ++j) {
-      if (!(*entries)[j].is_object()) continue;
-      const json::object& entry = (*entries)[j].as_object();
-      const std::string field =
-          InTrace(path + ".pod.spec.resourceClaims[" + std::to_string(j) + "]");
-      if (std::string name = Str(entry, "resourceClaimTemplateName"); !name.empty()) {
-        Status found = client::Get<rv1::ResourceClaimTemplate>(api_, ns, name).status();
-        if (found.code() == StatusCode::kNotFound) {
-          return InvalidArgumentError(
-              field + ".resourceClaimTemplateName: Not found: ResourceClaimTemplate " + ns + "/" +
-              name + " is in neither the trace's claimTemplates or policies nor the cluster input");
-        }
-        DRAPLANE_RETURN_IF_ERROR(found);
+    for (const internal::PodClaimSource& source : internal::PodClaimSources(pod)) {
+      const bool is_template = source.kind == "ResourceClaimTemplate";
+      Status found = is_template
+                         ? client::Get<rv1::ResourceClaimTemplate>(api_, ns, source.name).status()
+                         : client::Get<rv1::ResourceClaim>(api_, ns, source.name).status();
+      if (found.code() == StatusCode::kNotFound) {
+        return InvalidArgumentError(
+            InTrace(path + ".pod.spec.resourceClaims[" + std::to_string(source.index) + "]." +
+                    std::string(source.field)) +
+            ": Not found: " + std::string(source.kind) + " " + ns + "/" + source.name +
+            (is_template ? " is in neither the trace's claimTemplates or policies nor the "
+                           "cluster input"
+                         : " is in neither the trace's claims nor the cluster input"));
       }
-      if (std::string name = Str(entry, "resourceClaimName"); !name.empty()) {
-        Status found = client::Get<rv1::ResourceClaim>(api_, ns, name).status();
-        if (found.code() == StatusCode::kNotFound) {
-          return InvalidArgumentError(field + ".resourceClaimName: Not found: ResourceClaim " + ns +
-                                      "/" + name +
-                                      " is in neither the trace's claims nor the cluster input");
-        }
-        DRAPLANE_RETURN_IF_ERROR(found);
-      }
+      DRAPLANE_RETURN_IF_ERROR(found);
     }
     return Status::Ok();
   };

@@ -6,6 +6,8 @@
 #include <boost/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace draplane::sim::internal {
 
@@ -36,6 +38,34 @@ inline boost::json::object& EnsureObject(boost::json::object& o, std::string_vie
   boost::json::value& v = o[key];
   if (!v.is_object()) v = boost::json::object();
   return v.as_object();
+}
+
+// What a Pod manifest's `spec.resourceClaims[index]` names: a ResourceClaimTemplate
+// (`field` resourceClaimTemplateName) or a ResourceClaim (resourceClaimName).
+struct PodClaimSource {
+  size_t index = 0;
+  std::string_view field;
+  std::string_view kind;
+  std::string name;
+};
+inline std::vector<PodClaimSource> PodClaimSources(const boost::json::object& pod) {
+  std::vector<PodClaimSource> out;
+  const boost::json::object* spec = Obj(pod, "spec");
+  const boost::json::array* entries = spec != nullptr ? Arr(*spec, "resourceClaims") : nullptr;
+  if (entries == nullptr) return out;
+  for (size_t i = 0; i < entries->size(); ++i) {
+    if (!(*entries)[i].is_object()) continue;
+    const boost::json::object& entry = (*entries)[i].as_object();
+    for (const auto& [field, kind] :
+         {std::pair<std::string_view, std::string_view>{"resourceClaimTemplateName",
+                                                        "ResourceClaimTemplate"},
+          std::pair<std::string_view, std::string_view>{"resourceClaimName", "ResourceClaim"}}) {
+      if (std::string name = Str(entry, field); !name.empty()) {
+        out.push_back({i, field, kind, std::move(name)});
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace draplane::sim::internal
