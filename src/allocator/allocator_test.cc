@@ -1094,17 +1094,36 @@ TEST(AllocatorTest, QuotaRefusesASubrequestWhoseCountCannotFit) {
   EXPECT_EQ(pair.candidates[1].detail,
             "quota ns/devices a100.deviceclass.resource.k8s.io/devices 2/3, needs 2");
 
-  // A refused request's devices that could not be taken anyway keep their own reason: a quota
-  // raised would not give an allocated device, so it is not blamed on the quota.
+  // With one A100 left the pair cannot be had whatever the quota says: the quota is not asked,
+  // and nothing is blamed on it (raising it would not give an allocated device).
   f.allocated.AddDevice("gpu.example.com", "node-1", "a100-0");
   o = f.Run({.explain = true, .policies = {&quota}});
   ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->stats.policy_rejections, 0);
   const RequestExplanation& now = o->explanation->claims[0].requests[0].subrequests[1];
   ASSERT_EQ(now.candidates.size(), 3u);
   EXPECT_EQ(now.candidates[1].device, "a100-0");
   EXPECT_EQ(now.candidates[1].status, CandidateStatus::kAllocated);
   EXPECT_EQ(now.candidates[2].device, "a100-1");
-  EXPECT_EQ(now.candidates[2].status, CandidateStatus::kPolicy);
+  EXPECT_EQ(now.candidates[2].status, CandidateStatus::kNotEnoughCandidates);
+
+  // Three A100s, one allocated: the pair could be had but for the quota. Its refusal is the
+  // free devices' reason; the allocated one keeps its own, which no quota would change.
+  Fixture three;
+  three.Load(std::string(kGpuClassesAndSlice) +
+             "  - {name: a100-2, attributes: {model: {string: a100}}, capacity: {memory: {value: "
+             "40Gi}}}\n");
+  three.Load(Claim(kH100ElseA100Pair));
+  three.allocated.AddDevice("gpu.example.com", "node-1", "h100-0");
+  three.allocated.AddDevice("gpu.example.com", "node-1", "a100-0");
+  o = three.Run({.explain = true, .policies = {&quota}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  const RequestExplanation& refused = o->explanation->claims[0].requests[0].subrequests[1];
+  ASSERT_EQ(refused.candidates.size(), 4u);
+  EXPECT_EQ(refused.candidates[1].status, CandidateStatus::kAllocated);
+  EXPECT_EQ(refused.candidates[2].status, CandidateStatus::kPolicy);
+  EXPECT_EQ(refused.candidates[3].status, CandidateStatus::kPolicy);
 }
 
 TEST(AllocatorTest, QuotaCountsDevicesTheNamespaceHoldsAndCounters) {
@@ -1186,6 +1205,49 @@ TEST(AllocatorTest, OnlyAPolicyFreeVerdictIsRememberedPerNode) {
   o = f.Run({.policies = {&refusing}});
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->stats.node_cache_hit) << "policies read the cache";
+}
+
+// A node without H100s falls back to the pair whatever the quota says: the quota is not asked
+// about the H100, so it refused nothing there (the scheduler counts and explains its refusals
+// per node) and the verdict of an A100 pair the node lacks too is the node's, remembered.
+TEST(AllocatorTest, APolicyIsNotAskedAboutARequestTheNodeHasTooFewDevicesFor) {
+  Fixture f;
+  std::string a100_only(kGpuClassesAndSlice);
+  const std::string h100_line =
+      "  - {name: h100-0, attributes: {model: {string: h100}}, capacity: {memory: {value: "
+      "80Gi}}}\n";
+  ASSERT_NE(a100_only.find(h100_line), std::string::npos);
+  a100_only.erase(a100_only.find(h100_line), h100_line.size());
+  f.Load(a100_only);
+  f.Load(Claim(kH100ElseA100Pair));
+  Holdings holdings;
+  QuotaConstraint exhausted("ns", {Budget("h100.deviceclass.resource.k8s.io/devices", 1, 1)},
+                            holdings);
+  StatusOr<Outcome> o = f.Run({.explain = true, .policies = {&exhausted}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  ASSERT_EQ(o->kind, Outcome::Kind::kAllocated);
+  EXPECT_EQ(f.Devices(*o),
+            std::vector<std::string>({"gpu/a100-pair=gpu.example.com/node-1/a100-0",
+                                      "gpu/a100-pair=gpu.example.com/node-1/a100-1"}));
+  EXPECT_EQ(o->stats.policy_rejections, 0);
+  for (const CandidateExplanation& c :
+       o->explanation->claims[0].requests[0].subrequests[0].candidates) {
+    EXPECT_EQ(c.status, CandidateStatus::kClassSelectorFalse) << c.device;
+  }
+
+  // One A100 left: the pair cannot be had either, and the quota of A100s is not asked.
+  f.allocated.AddDevice("gpu.example.com", "node-1", "a100-0");
+  QuotaConstraint no_a100("ns",
+                          {Budget("h100.deviceclass.resource.k8s.io/devices", 1, 1),
+                           Budget("a100.deviceclass.resource.k8s.io/devices", 0, 0)},
+                          holdings);
+  o = f.Run({.policies = {&no_a100}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->stats.policy_rejections, 0);
+  o = f.Run({.policies = {&no_a100}});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->stats.node_cache_hit) << "a verdict no policy made is remembered";
 }
 
 TEST(AllocatorTest, SelectorVerdictsAreCachedPerSliceVersion) {

@@ -131,6 +131,11 @@ api::validation::Features ValidationFeatures(const Features& features) {
   v.list_type_attributes = features.list_type_attributes;
   v.device_compatibility_groups = features.device_compatibility_groups;
   v.derived_attributes = features.derived_attributes;
+  v.admin_access = features.admin_access;
+  v.prioritized_list = features.prioritized_list;
+  v.device_taints = features.device_taints;
+  v.partitionable_devices = features.partitionable_devices;
+  v.binding_conditions = features.device_binding_and_status;
   return v;
 }
 

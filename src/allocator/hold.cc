@@ -7,7 +7,9 @@ namespace draplane::allocator {
 std::string HeldMessage(const DeviceHold& hold) {
   std::string out = "held for " + hold.pod;
   if (!hold.since.empty()) out += " since " + hold.since;
-  out += " (starving " + api::FormatDuration(hold.starving) + ")";
+  // Whole seconds: the message is for people, and a stable text lets Events aggregate.
+  out += " (starving " +
+         api::FormatDuration(std::chrono::floor<std::chrono::seconds>(hold.starving)) + ")";
   return out;
 }
 

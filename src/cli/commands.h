@@ -91,6 +91,9 @@ struct EmbeddedControllers {
   bool resource_pool_status = false;
   controllers::NodeLifecycleOptions node_lifecycle;
   int terminated_pod_gc_threshold = controllers::PodGCOptions{}.terminated_pod_threshold;
+  // Run the device taint eviction controller: as upstream's, only with DRADeviceTaints on (with
+  // it off the scheduler ignores device taints, and no taint may evict).
+  bool device_taint_eviction = true;
 };
 Status EmbedControllerManager(server::Server& server, EmbeddedControllers controllers,
                               std::shared_ptr<EmbeddedInformers> shared);

@@ -130,6 +130,7 @@ class EmbeddedControllerManager final : public server::EmbeddedComponent {
     options.resource_pool_status = controllers_.resource_pool_status;
     options.node_lifecycle_options = controllers_.node_lifecycle;
     options.pod_gc_options.terminated_pod_threshold = controllers_.terminated_pod_gc_threshold;
+    options.device_taint_eviction = controllers_.device_taint_eviction;
     manager_ = std::make_unique<controllers::ControllerManager>(
         *api_, RealClock(), options, shared_ ? shared_->informers.get() : nullptr);
     return manager_->Start();

@@ -212,7 +212,8 @@ int RunServe(ServeFlags& flags) {
                                 .metrics_tenants = flags.metrics_tenants,
                                 .resource_pool_status = resource_pool_status,
                                 .node_lifecycle = *node_lifecycle,
-                                .terminated_pod_gc_threshold = flags.terminated_pod_gc_threshold},
+                                .terminated_pod_gc_threshold = flags.terminated_pod_gc_threshold,
+                                .device_taint_eviction = features->device_taints},
                                shared);
   }
   if (components.ok() && !flags.no_scheduler) {

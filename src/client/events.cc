@@ -21,12 +21,16 @@ constexpr Duration kFinishTime = std::chrono::minutes(6);
 constexpr size_t kMaxSimilarMessages = 10;
 constexpr Duration kSimilarWindow = std::chrono::minutes(10);
 
+// As kube-scheduler's truncateMessage: a message over the limit ends in " ..." so that readers
+// see it was cut.
 std::string Truncate(std::string message) {
   if (message.size() <= kMaxMessageBytes) return message;
-  size_t cut = kMaxMessageBytes;
+  constexpr std::string_view kCutMarker = " ...";
+  size_t cut = kMaxMessageBytes - kCutMarker.size();
   // Back up to the start of a UTF-8 sequence.
   while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
   message.resize(cut);
+  message += kCutMarker;
   return message;
 }
 

@@ -91,6 +91,7 @@ TEST_F(EventsTest, TheWorkerWritesQueuedEventsAndLongMessagesAreCut) {
   std::vector<Event> events = Events();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].message.size(), 1024u);
+  EXPECT_TRUE(events[0].message.ends_with("x ...")) << "marked as cut, as kube-scheduler does";
   recorder.Stop();
   recorder.Record(ReferenceTo(pod_), "Warning", "X", "after stop");
   EXPECT_EQ(recorder.dropped(), 1);

@@ -1,6 +1,9 @@
 #include "scheduler/explain.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "allocator/hold.h"
 
 namespace draplane::scheduler {
 namespace {
@@ -72,12 +75,12 @@ std::string_view Phrase(CandidateStatus s, bool plural) {
 // h100.deviceclass.resource.k8s.io/devices 1/1"), one group per distinct refusal.
 std::string Count(const RequestExplanation& r, bool matching) {
   std::map<CandidateStatus, int> counts;
-  std::map<std::string, int> refusals;
+  std::map<std::pair<std::string, std::string>, int> refusals;  // (code, detail)
   for (const CandidateExplanation& c : r.candidates) {
     if (Matches(c.status) != matching) continue;
     if (Phrase(c.status, false).empty()) continue;
     if (c.status == CandidateStatus::kPolicy && !c.detail.empty()) {
-      ++refusals[c.detail];
+      ++refusals[{c.policy_code, c.detail}];
       continue;
     }
     ++counts[c.status];
@@ -87,9 +90,14 @@ std::string Count(const RequestExplanation& r, bool matching) {
     if (!out.empty()) out += ", ";
     out += std::to_string(n) + " " + std::string(Phrase(status, n != 1));
   }
-  for (const auto& [detail, n] : refusals) {
+  for (const auto& [refusal, n] : refusals) {
     if (!out.empty()) out += ", ";
-    out += std::to_string(n) + " refused by " + detail;
+    // A hold's detail says what it is ("held for team-b/p6 since ..."); other policies' details
+    // name the policy ("quota team-a/devices ...").
+    out += std::to_string(n) +
+           (refusal.first == allocator::kHoldPolicyCode ? (n == 1 ? " is " : " are ")
+                                                        : std::string(" refused by ")) +
+           refusal.second;
   }
   return out;
 }

@@ -1,14 +1,17 @@
 #include "scheduler/explain_pod.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include "api/labels/node_isolation.h"
 #include "api/labels/taints.h"
+#include "client/events.h"
 #include "client/list_all.h"
 #include "client/typed.h"
 #include "common/random.h"
 #include "scheduler/explain.h"
 #include "scheduler/profile.h"
+#include "scheduler/starvation_holds.h"
 
 namespace draplane::scheduler {
 
@@ -109,10 +112,51 @@ void AddNodeHealth(const ClusterState& cluster, const Pod& pod, Timestamp now,
   }
 }
 
+// The claim controller's newest FailedResourceClaimCreation Event of each PodResourceClaim whose
+// claim is not created yet ("PodResourceClaim <entry>: <why>", perhaps aggregated), added to the
+// claim and the summary: without it the Pod only "waits for its claim" while an Admission-mode
+// quota refuses the claim. Best effort: Events are history, and a failed read leaves them out.
+void AddClaimCreationFailures(client::ApiClient& api, const Pod& pod, PodExplanation* e) {
+  if (std::none_of(e->claims.begin(), e->claims.end(),
+                   [](const ClaimView& c) { return c.state == "not created yet"; })) {
+    return;
+  }
+  client::ListOptions options;
+  options.field_selector =
+      "involvedObject.uid=" + pod.metadata.uid + ",reason=FailedResourceClaimCreation";
+  StatusOr<client::ObjectList<api::corev1::Event>> events =
+      client::List<api::corev1::Event>(api, pod.metadata.namespace_, options);
+  if (!events.ok()) return;
+  auto last_seen = [](const api::corev1::Event& event) {
+    return event.last_timestamp.empty() ? event.event_time : event.last_timestamp;
+  };
+  for (ClaimView& c : e->claims) {
+    if (c.state != "not created yet") continue;
+    const std::string prefix = "PodResourceClaim " + c.pod_claim + ": ";
+    const api::corev1::Event* newest = nullptr;
+    std::string_view why;
+    for (const api::corev1::Event& event : events->items) {
+      std::string_view message = event.message;
+      if (message.starts_with(client::kCombinedEventPrefix)) {
+        message.remove_prefix(client::kCombinedEventPrefix.size());
+      }
+      if (!message.starts_with(prefix)) continue;
+      if (newest != nullptr && last_seen(event) <= last_seen(*newest)) continue;
+      newest = &event;
+      why = message.substr(prefix.size());
+    }
+    if (newest == nullptr) continue;
+    c.creation_failure = std::string(why);
+    c.creation_failure_time = last_seen(*newest).text();
+    e->summary += "; claim " + c.pod_claim + " could not be created: " + c.creation_failure;
+  }
+}
+
 }  // namespace
 
 PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
-                          const allocator::Features& features, const Clock& clock) {
+                          const allocator::Features& features, const Clock& clock,
+                          std::vector<allocator::DeviceHold> holds) {
   PodExplanation out;
   out.pod = pod.metadata.namespace_ + "/" + pod.metadata.name;
   out.phase = pod.status.phase.empty() ? "Pending" : pod.status.phase;
@@ -165,6 +209,7 @@ PodExplanation ExplainPod(ClusterState& cluster, const Pod& pod,
   deps.cluster = &cluster;
   deps.run_async = [](std::function<void()>) {};
   deps.clock = &clock;
+  if (!holds.empty()) deps.holds = [held = std::move(holds)] { return held; };
   std::unique_ptr<Random> random = NewSeededRandom(1);
   deps.random = random.get();
   DynamicResourcesOptions options;
@@ -233,6 +278,10 @@ std::string PodExplanation::ToText(bool devices) const {
       out += "  " + c.pod_claim;
       if (!c.claim.empty()) out += " -> " + c.claim;
       out += ": " + c.state + "\n";
+      if (!c.creation_failure.empty()) {
+        out +=
+            "      creation failed (" + c.creation_failure_time + "): " + c.creation_failure + "\n";
+      }
       for (const std::string& d : c.devices) out += "      device " + d + "\n";
       if (!c.reserved_for.empty()) {
         out += "      reserved for";
@@ -271,11 +320,16 @@ std::string PodExplanation::ToJson() const {
     for (const std::string& d : c.devices) devices.push_back(boost::json::value(d));
     boost::json::array reserved;
     for (const std::string& r : c.reserved_for) reserved.push_back(boost::json::value(r));
-    cs.push_back(boost::json::object{{"podClaim", c.pod_claim},
-                                     {"claim", c.claim},
-                                     {"state", c.state},
-                                     {"devices", std::move(devices)},
-                                     {"reservedFor", std::move(reserved)}});
+    boost::json::object view{{"podClaim", c.pod_claim},
+                             {"claim", c.claim},
+                             {"state", c.state},
+                             {"devices", std::move(devices)},
+                             {"reservedFor", std::move(reserved)}};
+    if (!c.creation_failure.empty()) {
+      view["creationFailure"] = boost::json::object{{"message", c.creation_failure},
+                                                    {"lastSeen", c.creation_failure_time}};
+    }
+    cs.push_back(std::move(view));
   }
   o["claims"] = std::move(cs);
   if (pre_filter) o["preFilter"] = *pre_filter;
@@ -342,11 +396,28 @@ StatusOr<PodExplanation> ExplainPodFromApi(client::ApiClient& api, const std::st
   }
   StatusOr<std::vector<Pod>> pods = client::ListAll<Pod>(api);
   if (!pods.ok()) return pods.status().WithPrefix("list pods");
+  std::vector<allocator::DeviceHold> holds;
   for (Pod& p : *pods) {
-    if (!p.spec.node_name.empty())
+    if (!p.spec.node_name.empty()) {
       cluster.UpsertAssignedPod(std::make_shared<const Pod>(std::move(p)));
+      continue;
+    }
+    auto held = p.metadata.annotations.find(std::string(kHeldDevicesAnnotation));
+    if (held == p.metadata.annotations.end()) continue;
+    // A hold the scheduler persisted; one it cannot read back it does not enforce either.
+    StatusOr<StarvationHold> hold = StarvationHolds::ParseAnnotation(held->second);
+    if (!hold.ok() || hold->devices.empty()) continue;
+    holds.push_back({.pod = p.metadata.namespace_ + "/" + p.metadata.name,
+                     .pod_uid = p.metadata.uid,
+                     .priority = p.spec.priority.value_or(0),
+                     .node = hold->node,
+                     .since = api::Time::FromTimestamp(hold->since).text(),
+                     .starving = clock.Now() - p.metadata.creation_timestamp.ToTimestamp(),
+                     .devices = std::move(hold->devices)});
   }
-  return ExplainPod(cluster, *pod, features, clock);
+  PodExplanation explained = ExplainPod(cluster, *pod, features, clock, std::move(holds));
+  AddClaimCreationFailures(api, *pod, &explained);
+  return explained;
 }
 
 }  // namespace draplane::scheduler

@@ -8,7 +8,8 @@
 //
 // ExplainPodFromApi reads that state through an API client first: what `draplane explain pod`
 // does against a cluster and what `draplane serve` answers at
-// /apis/draplane.dev/v1alpha1/namespaces/{ns}/podexplanations/{name} (docs/design/dashboard.md, "Pod explanations").
+// /apis/draplane.dev/v1alpha1/namespaces/{ns}/podexplanations/{name} (docs/design/dashboard.md,
+// "Pod explanations").
 //
 // Thread-safety: ExplainPod uses the ClusterState exclusively while it runs; ExplainPodFromApi
 // builds its own and may run concurrently with others over one client.
@@ -20,6 +21,7 @@
 
 #include "allocator/explanation.h"
 #include "allocator/features.h"
+#include "allocator/hold.h"
 #include "api/gen/core_v1_types.h"
 #include "client/api_client.h"
 #include "common/clock.h"
@@ -32,6 +34,10 @@ struct ClaimView {
   std::string pod_claim;  // spec.resourceClaims[].name ("extended-resources" for KEP-5004)
   std::string claim;      // the ResourceClaim's name, "" when not created yet
   std::string state;      // "allocated", "not allocated", "not created yet", "missing"
+  // Not created yet: the claim controller's newest FailedResourceClaimCreation Event for the
+  // entry (an Admission-mode quota refusing the claim, a missing template) and when it was seen.
+  std::string creation_failure;
+  std::string creation_failure_time;
   std::vector<std::string> devices;       // "driver/pool/device (request)"
   std::vector<std::string> reserved_for;  // pod names
 };
@@ -64,14 +70,21 @@ struct PodExplanation {
   std::string ToJson() const;
 };
 
-// `clock` judges time-bound state: binding timeouts (KEP-5007) and node isolations.
+// `clock` judges time-bound state: binding timeouts (KEP-5007) and node isolations. `holds`:
+// the starvation holds in force (allocator/hold.h), which keep devices from the Pod as they keep
+// them from its attempts.
 PodExplanation ExplainPod(ClusterState& cluster, const api::corev1::Pod& pod,
-                          const allocator::Features& features, const Clock& clock = RealClock());
+                          const allocator::Features& features, const Clock& clock = RealClock(),
+                          std::vector<allocator::DeviceHold> holds = {});
 
 // Reads the Pod ns/name, then the device classes, slices, nodes, claims and assigned Pods of the
 // whole cluster and the ResourceQuotas of the Pod's namespace (cluster-wide lists in pages of
-// 500; nothing is written), and explains the Pod. Errors: the Pod's NotFound, and any read's
-// error prefixed with what was read ("list resourceslices: ...").
+// 500; nothing is written), and explains the Pod, with the starvation holds the pending Pods
+// carry (their draplane.dev/held-devices annotation; starving since their creation). For a claim
+// not created yet it also reads the Pod's FailedResourceClaimCreation Events
+// (ClaimView::creation_failure; an identity that may not read Events gets the explanation without).
+// Errors: the Pod's NotFound, and any other read's error prefixed with what was read ("list
+// resourceslices: ...").
 StatusOr<PodExplanation> ExplainPodFromApi(client::ApiClient& api, const std::string& ns,
                                            const std::string& name,
                                            const allocator::Features& features,

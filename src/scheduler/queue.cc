@@ -73,7 +73,6 @@ void SchedulingQueue::Place(const std::string& uid) {
     CountRejectors(e.pod, +1);
     return;
   }
-  e.sequence = ++sequence_;
   Duration now = clock_.MonotonicNow();
   Duration ready = e.pod.attempts > 0 ? e.pod.last_failure + BackoffFor(e.pod) : Duration{0};
   if (ready > now) {
@@ -112,6 +111,7 @@ void SchedulingQueue::AddOrUpdate(std::shared_ptr<const api::corev1::Pod> pod) {
     Entry e;
     e.pod.pod = std::move(pod);
     e.pod.enqueued_at = clock_.MonotonicNow();
+    e.sequence = ++sequence_;
     pods_.emplace(uid, std::move(e));
     Place(uid);
     return;
@@ -168,6 +168,7 @@ void SchedulingQueue::RequeueUnschedulable(QueuedPod pod, std::set<std::string> 
   std::string uid = pod.pod->metadata.uid;
   Entry e;
   e.pod = std::move(pod);
+  e.sequence = ++sequence_;
   e.where = Where::kUnschedulable;
   unschedulable_[uid] = e.pod.queued_at;
   CountRejectors(e.pod, +1);
@@ -203,7 +204,6 @@ void SchedulingQueue::OnEvent(const Interest& interest) {
 }
 
 void SchedulingQueue::OnEventFor(std::vector<std::string> uids, const Interest& interest) {
-  // Same order as OnEvent (by uid), so both paths requeue the same pods in the same sequence.
   std::sort(uids.begin(), uids.end());
   uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
   MoveInterested(uids, interest);

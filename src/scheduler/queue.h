@@ -2,8 +2,11 @@
 // for a scheduling attempt.
 //
 //   active         ready now; ordered by an ActiveOrder (queue_order.h): without a sharing policy
-//                  by priority (higher first), then by when they entered the active queue
-//                  (upstream PrioritySort); with one, by priority bands and weighted fair share
+//                  by priority (higher first), then by when they were last added to the queue:
+//                  created, or handed back after a failed attempt (upstream PrioritySort over
+//                  QueuedPodInfo.Timestamp, which a move from backoff or the unschedulable pool
+//                  keeps: the pod that failed first goes first); with one, by priority bands and
+//                  weighted fair share
 //   backoff        failed recently with an error or were moved by an event before their backoff
 //                  expired; ready again at last attempt + backoff, where backoff is
 //                  `initial_backoff` · 2^(attempts−1), at most `max_backoff` (1 s and 10 s
@@ -132,8 +135,11 @@ class SchedulingQueue {
   struct Entry {
     QueuedPod pod;
     Where where = Where::kActive;
-    uint64_t sequence = 0;  // FIFO order among equal priorities
-    Duration ready_at{0};   // backoff
+    // When the pod was last added: created, or handed back after a failed attempt (a counter,
+    // so that pods added at one instant of a virtual clock keep the order they came in). FIFO
+    // order among equal priorities, and among equal backoff expiries.
+    uint64_t sequence = 0;
+    Duration ready_at{0};  // backoff
     bool gated = false;
     bool indebted = false;  // its namespace had a cost debt when it entered the active queue
   };

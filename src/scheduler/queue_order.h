@@ -4,8 +4,8 @@
 // next.
 //
 //   PrioritySortOrder  no sharing policy: priority (higher first), then the issue-17 cost
-//                      account (pods of an indebted namespace after the others), then arrival in
-//                      the active queue (upstream PrioritySort, plus the account).
+//                      account (pods of an indebted namespace after the others), then when the
+//                      pod was last added to the queue (upstream PrioritySort, plus the account).
 //   FairShareOrder     a sharing policy (fair_share.h; docs/design/fair-share.md §3). Bands by
 //                      priority, strictly. Within the top band:
 //                        1. starving pods — waited at least starvation_threshold since they first
@@ -53,7 +53,7 @@ class ActiveOrder {
     const std::string& uid;
     const api::corev1::Pod& pod;
     Duration enqueued_at;  // monotonic: first entered the queue (kept across attempts)
-    uint64_t sequence;     // entered the active queue (FIFO among equals)
+    uint64_t sequence;     // last added to the queue: created or failed (FIFO among equals)
     bool indebted;         // its namespace had a cost debt when it entered (queue.h)
   };
 

@@ -12,6 +12,7 @@
 #include "api/meta/resource_version.h"
 #include "api/pods.h"
 #include "api/quota/metrics.h"
+#include "api/quota/usage.h"
 #include "api/resource_claims.h"
 #include "api/validation/sharing_policy_validation.h"
 #include "client/typed.h"
@@ -99,6 +100,8 @@ struct Scheduler::Binding {
 
 namespace {
 constexpr char kPoolIndex[] = "draplane.scheduler/pool";
+// The pending reason of a Pod held back before its attempts (scheduling gates, PreEnqueue).
+constexpr char kGatedReason[] = "Gated";
 }  // namespace
 
 namespace {
@@ -213,12 +216,26 @@ Scheduler::Scheduler(client::ApiClient& api, const Clock& clock, SchedulerOption
   dra.evaluation_budget = options_.evaluation_budget;
   dra.binding_timeout = options_.binding_timeout;
   AddDefaultPlugins(framework_, std::move(deps), dra, &api_);
-  queue_ = std::make_unique<SchedulingQueue>(clock_, options_.queue,
-                                             [this](const Pod& pod) -> std::optional<std::string> {
-                                               PluginStatus s = framework_.RunPreEnqueue(pod);
-                                               if (s.ok()) return std::nullopt;
-                                               return s.plugin();
-                                             });
+  queue_ = std::make_unique<SchedulingQueue>(
+      clock_, options_.queue, [this](const Pod& pod) -> std::optional<std::string> {
+        PluginStatus s = framework_.RunPreEnqueue(pod);
+        // A Pod a PreEnqueue plugin holds back (its claim not created yet) is pending as
+        // `Gated`, as scheduler_pending_pods{queue="gated"} counts it, until it is let through.
+        const std::string& uid = pod.metadata.uid;
+        auto reason = pending_reasons_.find(uid);
+        if (s.ok()) {
+          if (reason != pending_reasons_.end() && reason->second == kGatedReason) {
+            pending_reasons_.erase(reason);
+            RecountPending(uid);
+          }
+          return std::nullopt;
+        }
+        if (reason == pending_reasons_.end() || reason->second != kGatedReason) {
+          pending_reasons_[uid] = kGatedReason;
+          RecountPending(uid);
+        }
+        return s.plugin();
+      });
   if (options_.decision_records) {
     decisions_ = std::make_unique<DecisionRecorder>(
         api_, DecisionRecorderOptions{.synchronous = options_.synchronous},
@@ -465,6 +482,28 @@ std::vector<HoldNeed> Scheduler::HoldNeeds(const Pod& pod) const {
   return out;
 }
 
+bool Scheduler::QuotaHasRoomFor(const std::string& namespace_,
+                                const std::vector<HoldNeed>& needs) const {
+  std::map<std::string, int64_t> wanted;  // per quota key; All: at least one device
+  for (const HoldNeed& need : needs) {
+    wanted[api::quota::DeviceClassResourceName(need.device_class)] +=
+        need.count == HoldNeed::kAllDevices ? 1 : need.count;
+  }
+  const allocator::ResourceList held =
+      cluster_.ledger().holdings().Usage(namespace_, allocator::Holdings::Scope::kAll);
+  for (const allocator::QuotaBudget& quota : cluster_.AllocationQuotas(namespace_)) {
+    for (const auto& [key, count] : wanted) {
+      auto hard = quota.hard.find(key);
+      if (hard == quota.hard.end()) continue;
+      auto used = held.find(key);
+      if ((used == held.end() ? 0 : used->second.Value()) + count > hard->second.Value()) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 void Scheduler::MaybeStartHold(const Pod& pod, Duration enqueued_at) {
   if (fair_share_ == nullptr) return;
   const std::string& uid = pod.metadata.uid;
@@ -478,7 +517,7 @@ void Scheduler::MaybeStartHold(const Pod& pod, Duration enqueued_at) {
   }
   if (holds_->Has(uid) || holds_->CoolingDown(uid, now)) return;
   std::vector<HoldNeed> needs = HoldNeeds(pod);
-  if (needs.empty()) return;
+  if (needs.empty() || !QuotaHasRoomFor(pod.metadata.namespace_, needs)) return;
   std::vector<std::string> nodes;
   for (const NodeInfo* n : cluster_.nodes()) nodes.push_back(n->name());
   std::optional<std::string> target = holds_->PickTarget(nodes, needs);
@@ -1951,7 +1990,7 @@ void Scheduler::RecountPending(const std::string& uid) {
   if (binding_.contains(uid)) {
     reason = "Binding";
   } else if (!pod.spec.scheduling_gates.empty()) {
-    reason = "Gated";
+    reason = kGatedReason;
   } else if (auto last = pending_reasons_.find(uid); last != pending_reasons_.end()) {
     reason = last->second;
   } else {

@@ -219,8 +219,12 @@ class Scheduler {
   bool HoldsEnforced() const;
   // What a Pod's unallocated claims need a target node to have.
   std::vector<HoldNeed> HoldNeeds(const api::corev1::Pod& pod) const;
+  // Whether the namespace's Allocation-mode quotas have room for `needs` (per class device
+  // counts) besides what the namespace holds: a Pod they have none for gets no hold, which would
+  // keep devices idle that it could not take.
+  bool QuotaHasRoomFor(const std::string& namespace_, const std::vector<HoldNeed>& needs) const;
   // After a failed attempt, or when a waiting Pod crosses the starvation threshold: a target for
-  // a starving Pod that has none (not yet starving: the crossing is timed).
+  // a starving Pod that has none (not yet starving, or without quota room: no target).
   void MaybeStartHold(const api::corev1::Pod& pod, Duration enqueued_at);
   // Waiting Pods whose starvation threshold passed get a target.
   void DetectStarvation();

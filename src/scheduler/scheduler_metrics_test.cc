@@ -212,6 +212,20 @@ TEST_F(SchedulerMetricsTest, PendingSeriesFollowEveryChange) {
   text = WaitForMetrics({gated, dra});
   EXPECT_THAT(text, HasSubstr(gated));
   EXPECT_THAT(text, HasSubstr(dra));
+
+  // A Pod whose claim does not exist yet is held back by DynamicResources' PreEnqueue: Gated too
+  // (it was "Queued", never tried), and it leaves that series when the claim comes.
+  cluster_.Pod(PodIn("team-a", "late", {"late"}));
+  const std::string two_gated = "draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 2\n";
+  text = WaitForMetrics({two_gated});
+  EXPECT_THAT(text, HasSubstr(two_gated));
+  EXPECT_THAT(text, Not(HasSubstr("draplane_pending_pods{reason=\"Queued\",tenant=\"team-a\"} 1")));
+  api::resourcev1::ResourceClaim late = cluster_.ClaimSpec("late", "pending-gpu");
+  late.metadata.namespace_ = "team-a";
+  cluster_.Claim(late);
+  const std::string one_gated = "draplane_pending_pods{reason=\"Gated\",tenant=\"team-a\"} 1\n";
+  text = WaitForMetrics({one_gated});
+  EXPECT_THAT(text, HasSubstr(one_gated));
 }
 
 // The count of one series of a family ("name{labels}" as rendered), 0 when absent.

@@ -673,8 +673,13 @@ TEST_F(QuotaSchedulerTest, AFallbackOntoAnotherNodeIsExplainedByTheQuota) {
   ASSERT_EQ(tiers.size(), 1u);
   EXPECT_EQ(tiers[0].subrequest, "h100");
   std::map<std::string, std::vector<std::string>> nodes_by_reason;
-  for (const auto& r : tiers[0].reasons) nodes_by_reason[r.reason] = r.nodes;
+  std::map<std::string, int32_t> node_count_by_reason;
+  for (const auto& r : tiers[0].reasons) {
+    nodes_by_reason[r.reason] = r.nodes;
+    node_count_by_reason[r.reason] = r.node_count;
+  }
   EXPECT_EQ(nodes_by_reason["quota"], std::vector<std::string>{"node-h"});
+  EXPECT_EQ(node_count_by_reason["quota"], 1) << "node-a has no H100 for the quota to refuse";
   // The chosen node's own reason stays, with its node.
   EXPECT_EQ(nodes_by_reason["class-selector-false"], std::vector<std::string>{"node-a"});
 }
@@ -1750,10 +1755,16 @@ TEST(SynchronousSchedulerTest, FairShareFollowsThePolicyAsItIsCreatedEditedAndDe
 // the threshold (1m; no attempt needed), the GPU freed next is held for it: team-a's Pod is refused
 // it ("held for team-b/big"), and the hold, persisted on the Pod, survives a scheduler restart; the
 // next GPU completes it and team-b's Pod binds (the hold released). With holds off the freed GPU
-// goes to team-a's Pod and counts as an overtake.
+// goes to team-a's Pod and counts as an overtake. With holds on but team-b's Allocation-mode quota
+// of one GPU, its 2-GPU Pod could not take what is held: nothing is held (the GPU would only idle)
+// and team-a's Pod gets it.
 TEST(SynchronousSchedulerTest, AStarvingPodGetsTheDevicesFreedOnItsTargetNodeHeld) {
-  for (bool holds : {true, false}) {
-    SCOPED_TRACE(holds ? "holds on" : "holds off");
+  for (const auto& [holds_on, quota_of_one] :
+       {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
+    const bool holds = holds_on;
+    const bool quota = quota_of_one;
+    const bool held = holds && !quota;
+    SCOPED_TRACE(!holds ? "holds off" : quota ? "holds on, quota of one" : "holds on");
     Cluster cluster;
     cluster.Class("gpu", kGpuClass);
     cluster.Node("node-a");
@@ -1768,6 +1779,14 @@ TEST(SynchronousSchedulerTest, AStarvingPodGetsTheDevicesFreedOnItsTargetNodeHel
     policy.spec.aging.emplace().starvation_threshold = "1m";
     policy.spec.aging->holds = holds;
     ASSERT_TRUE(client::Create(memory, policy).ok());
+    if (quota) {
+      api::corev1::ResourceQuota one;
+      one.metadata.name = "gpus";
+      one.metadata.namespace_ = "team-b";
+      one.metadata.annotations["draplane.dev/device-quota-mode"] = "Allocation";
+      one.spec.hard["gpu.deviceclass.resource.k8s.io/devices"] = api::Quantity::FromInt64(1);
+      ASSERT_TRUE(client::Create(memory, one).ok());
+    }
     auto informers =
         std::make_unique<client::SharedInformers>(memory, client::InformerOptions{.manual = true});
     auto scheduler = std::make_unique<Scheduler>(
@@ -1813,12 +1832,12 @@ TEST(SynchronousSchedulerTest, AStarvingPodGetsTheDevicesFreedOnItsTargetNodeHel
     pod("team-a", "a-2", 1);  // not starving itself
     free("team-a", "a-0");
     EXPECT_FALSE(bound("team-b", "big"));
-    EXPECT_NE(bound("team-a", "a-2"), holds);
-    EXPECT_EQ(scheduler->stats().overtakes, holds ? 0 : 1);
+    EXPECT_NE(bound("team-a", "a-2"), held);
+    EXPECT_EQ(scheduler->stats().overtakes, !holds ? 1 : 0);
     StatusOr<api::corev1::Pod> big = client::Get<api::corev1::Pod>(memory, "team-b", "big");
     ASSERT_TRUE(big.ok());
-    EXPECT_EQ(big->metadata.annotations.contains(std::string(kHeldDevicesAnnotation)), holds);
-    if (!holds) {
+    EXPECT_EQ(big->metadata.annotations.contains(std::string(kHeldDevicesAnnotation)), held);
+    if (!held) {
       scheduler->Stop();
       informers->Stop();
       continue;

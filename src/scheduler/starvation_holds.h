@@ -4,7 +4,8 @@
 //
 //   target   after a failed attempt of a starving Pod without a hold: among the nodes with enough
 //            devices of each class the Pod needs, the one where it lacks the fewest (free devices
-//            counted); ties by node name. A Pod no node can ever fit gets none.
+//            counted); ties by node name. A Pod no node can ever fit gets none, nor does one its
+//            Allocation-mode quota has no room for (Scheduler::QuotaHasRoomFor).
 //   needs    per request of its unallocated claims: the class and count of an `exactly` request
 //            (All: every device of the class on the node), the first subrequest of a
 //            firstAvailable one (the tier it prefers).

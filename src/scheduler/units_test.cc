@@ -387,6 +387,28 @@ TEST(SchedulingQueueTest, UnschedulablePodsWaitForARelevantEventThenBackOff) {
   EXPECT_EQ(q.Pop()->pod->metadata.name, "a");
 }
 
+// Upstream orders the active queue by priority, then QueuedPodInfo.Timestamp: when the pod was
+// created or last failed, kept when an event moves it. Pods that failed at one instant keep the
+// order they failed in (not their uids'), and a pod that failed before another was created goes
+// before it.
+TEST(SchedulingQueueTest, MovedPodsGoInTheOrderTheyFailedIn) {
+  ManualClock clock;
+  QueueOptions options;
+  options.initial_backoff = Duration{0};
+  SchedulingQueue q(clock, options, [](const api::corev1::Pod&) { return std::nullopt; });
+  for (const char* name : {"z", "a", "m"}) q.AddOrUpdate(QueuePod(name));
+  for (int i = 0; i < 3; ++i) {
+    QueuedPod p = *q.Pop();
+    p.attempts = 1;
+    q.RequeueUnschedulable(p, {"DynamicResources"});  // z, a, m: all at the same instant
+  }
+  q.AddOrUpdate(QueuePod("new"));
+  q.OnEvent([](const std::string&, const api::corev1::Pod&) { return true; });
+  std::vector<std::string> popped;
+  while (std::optional<QueuedPod> p = q.Pop()) popped.push_back(p->pod->metadata.name);
+  EXPECT_EQ(popped, (std::vector<std::string>{"z", "a", "m", "new"}));
+}
+
 TEST(SchedulingQueueTest, ATargetedEventOnlyConsidersTheNamedPods) {
   ManualClock clock;
   SchedulingQueue q(clock, {}, [](const api::corev1::Pod&) { return std::nullopt; });
@@ -891,6 +913,53 @@ TEST(BindTimeHealthTest, AGoneOrUntoleratedTaintedDeviceIsAProblem) {
   pool = {};
   EXPECT_EQ(AllocatedDeviceProblem(allocation, slices),
             "device gpu.example.com/node-a/gpu-1 is no longer published");
+}
+
+// A device a starvation hold keeps for another Pod is kept from the explained Pod too: the
+// explanation says what the scheduler's attempts say, not "fits".
+TEST(ExplainTest, ADeviceHeldForAStarvingPodIsNotOffered) {
+  ManualClock clock;
+  ClusterState cluster;
+  cluster.UpsertClass(Class("gpu", R"(device.driver == "gpu.example.com")"));
+  auto node = std::make_shared<api::corev1::Node>();
+  node->metadata.name = "node-a";
+  node->status.allocatable["pods"] = api::Quantity::FromInt64(110);
+  cluster.UpsertNode(node);
+  auto slice = std::make_shared<rv1::ResourceSlice>(*Slice("node-a", {"A100"}));
+  slice->spec.pool.generation = 1;
+  slice->spec.pool.resource_slice_count = 1;
+  cluster.UpsertSlice(slice);
+  auto claim = std::make_shared<rv1::ResourceClaim>();
+  claim->metadata.name = "c";
+  claim->metadata.namespace_ = "team-a";
+  claim->metadata.uid = "claim-uid";
+  claim->spec.devices.requests.emplace_back();
+  claim->spec.devices.requests.back().name = "gpu";
+  claim->spec.devices.requests.back().exactly.emplace();
+  claim->spec.devices.requests.back().exactly->device_class_name = "gpu";
+  claim->spec.devices.requests.back().exactly->allocation_mode = "ExactCount";
+  claim->spec.devices.requests.back().exactly->count = 1;
+  cluster.UpsertClaim(claim);
+  auto pod = std::make_shared<api::corev1::Pod>(*QueuePod("p"));
+  pod->metadata.namespace_ = "team-a";
+  pod->spec.resource_claims.emplace_back();
+  pod->spec.resource_claims.back().name = "gpu";
+  pod->spec.resource_claims.back().resource_claim_name = "c";
+  EXPECT_EQ(ExplainPod(cluster, *pod, allocator::AllFeatures(), clock).summary,
+            "fits on 1 of 1 nodes: node-a");
+  allocator::DeviceHold hold{.pod = "team-b/train",
+                             .pod_uid = "uid-train",
+                             .node = "node-a",
+                             .since = "2026-12-02T12:03:00Z",
+                             .starving = std::chrono::minutes(134),
+                             .devices = {{"gpu.example.com", "node-a", "gpu-0"}}};
+  PodExplanation e = ExplainPod(cluster, *pod, allocator::AllFeatures(), clock, {hold});
+  ASSERT_EQ(e.nodes.size(), 1u);
+  EXPECT_FALSE(e.nodes[0].fits);
+  EXPECT_NE(e.nodes[0].reason.find(
+                "1 is held for team-b/train since 2026-12-02T12:03:00Z (starving 2h14m)"),
+            std::string::npos)
+      << e.nodes[0].reason;
 }
 
 // A node the agent isolated for failing prepares until `until` (api/labels/node_isolation.h).

@@ -75,6 +75,7 @@ TEST_F(ServerMetricsTest, RequestsCountByVerbResourceAndCodeWithBoundedLabels) {
     ASSERT_EQ(Do("GET", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims").status, 200);
   }
   ASSERT_EQ(Do("GET", "/api/v1/namespaces/team-a/pods/missing").status, 404);
+  ASSERT_EQ(Do("DELETE", "/apis/resource.k8s.io/v1/namespaces/team-a/resourceclaims").status, 200);
   // A client inventing groups, resources or subresources, or refused before the lookup (an
   // anonymous request), adds no label values.
   for (int i = 0; i < 20; ++i) {
@@ -94,6 +95,11 @@ TEST_F(ServerMetricsTest, RequestsCountByVerbResourceAndCodeWithBoundedLabels) {
   EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",component=\"apiserver\","
                               "dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\","
                               "subresource=\"\",verb=\"GET\",version=\"v1\"} 21"));
+  // A collection's DELETE is upstream's DELETECOLLECTION (canonicalVerb), as LIST is its GET.
+  EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"200\",component=\"apiserver\","
+                              "dry_run=\"\",group=\"resource.k8s.io\",resource=\"resourceclaims\","
+                              "scope=\"namespace\",subresource=\"\",verb=\"DELETECOLLECTION\","
+                              "version=\"v1\"} 1"));
   EXPECT_THAT(text, HasSubstr("apiserver_request_total{code=\"404\",component=\"apiserver\","
                               "dry_run=\"\",group=\"\",resource=\"\",scope=\"\",subresource=\"\","
                               "verb=\"LIST\",version=\"\"} 20"));

@@ -160,7 +160,8 @@ class ServerImpl final : public Server {
         store_.get(), rbac_authorizer_.get(),
         admission::DefaultTolerationSeconds{
             .not_ready = options_.default_not_ready_toleration_seconds,
-            .unreachable = options_.default_unreachable_toleration_seconds});
+            .unreachable = options_.default_unreachable_toleration_seconds},
+        options_.dra_admission.features.admin_access);
     health_ = std::make_unique<handlers::Health>(store_.get(), *clock_);
     pod_explanations_ =
         std::make_unique<handlers::PodExplanations>(options_.limits.max_pod_explanations_in_flight);

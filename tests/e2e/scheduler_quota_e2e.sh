@@ -212,6 +212,18 @@ expect_contains "$refused" "exceeded quota: devices"
 expect_contains "$refused" "h100.deviceclass.resource.k8s.io/devices"
 [ -z "$(claim_of team-b base-2)" ] || fail "base-2's claim was admitted over the quota"
 pod_bound -n team-b base-2 && fail "base-2 bound over the quota"
+# explain pod and the server's explanation (the pod explainer's identity reads the Events) say
+# that the quota refused the claim, not only that the Pod waits for it.
+explains_the_refusal() {
+  "$DRAPLANE" explain pod team-b/base-2 --kubeconfig "$admin_kubeconfig" | grep -q \
+    "could not be created: create ResourceClaim gpu: .* is forbidden: exceeded quota: devices"
+}
+wait_until 60 "explain pod names the quota refusing base-2's claim" explains_the_refusal
+explain=$("$DRAPLANE" explain pod team-b/base-2 --kubeconfig "$admin_kubeconfig")
+expect_contains "$explain" "gpu: not created yet"
+expect_contains "$explain" "creation failed ("
+served=$(k get podexplanation base-2 -n team-b -o jsonpath='{.status.claims[0].creationFailure.message}')
+expect_contains "$served" "exceeded quota: devices, requested: "
 k -n team-b delete pod base-1 --wait=false >/dev/null
 wait_until 120 "base-2 bound" pod_bound -n team-b base-2
 expect_eq "$(chosen team-b base-2)" "gpu/h100" "base-2's subrequest"

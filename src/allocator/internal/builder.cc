@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -58,17 +59,29 @@ uint32_t ResolveRequestName(const std::string& request_name, const std::string& 
   return kNone;
 }
 
+// upstream roundUpRange, in 128 bits: a request rounded up past int64 must not wrap around (Go's
+// arithmetic does, and a huge request then "fits"; here it is undefined behaviour).
 api::Quantity RoundUpRange(const api::Quantity& requested,
                            const rv1::CapacityRequestPolicyRange& range) {
   if (requested.Compare(*range.min) < 0) return *range.min;
   if (!range.step.has_value()) return requested;
-  int64_t step = range.step->Value();
+  const api::Int128 step = range.step->Value();
   if (step <= 0) return requested;
-  int64_t min = range.min->Value();
-  int64_t added = requested.Value() - min;
-  int64_t n = added / step;
+  const api::Int128 min = range.min->Value();
+  const api::Int128 added = requested.Value() - min;
+  api::Int128 n = added / step;
   if (added % step != 0) ++n;
-  return api::Quantity::FromInt64(min + step * n, range.step->format());
+  const api::Int128 rounded = min + step * n;
+  if (rounded <= std::numeric_limits<int64_t>::max()) {
+    return api::Quantity::FromInt64(static_cast<int64_t>(rounded), range.step->format());
+  }
+  // Beyond int64 (and below 2^127: min, step and n are int64s), written out exactly: more than
+  // any int64 capacity, so the device cannot serve it.
+  std::string digits;
+  for (api::Int128 v = rounded; v != 0; v /= 10) {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+  }
+  return *api::Quantity::Parse(digits);
 }
 
 api::Quantity ConsumedQuantity(const api::Quantity* requested, const internal::Capacity& cap) {
@@ -102,7 +115,7 @@ bool ViolatesPolicy(const api::Quantity& consumed, const internal::Capacity& cap
     const rv1::CapacityRequestPolicyRange& range = *policy.valid_range;
     if (range.max.has_value() && consumed.Compare(*range.max) > 0) return true;
     if (range.step.has_value() && range.step->Value() != 0) {
-      int64_t min = range.min.has_value() ? range.min->Value() : 0;
+      const api::Int128 min = range.min.has_value() ? range.min->Value() : 0;
       if ((consumed.Value() - min) % range.step->Value() != 0) return true;
     }
     return false;

@@ -334,6 +334,25 @@ class Searcher {
         .consumed = shared && plan < p_.plan_consumed.size() ? &p_.plan_consumed[plan] : nullptr};
   }
 
+  // Whether the request could get its devices in this branch if no policy refused them. A policy
+  // is asked about a request only then: where devices are missing it fails whatever a policy
+  // says, and the scheduler counts and explains a policy's refusals per node (a quota did not
+  // keep an H100 from a node that has none, or whose H100s are all taken). O(candidates).
+  bool EnoughAvailable(uint32_t c, const RequestKey& key) const {
+    if (key.all_mode) {
+      return std::all_of(key.all_devices.begin(), key.all_devices.end(), [&](const Candidate& d) {
+        return Unavailable(key, c, d) == Reason::kNone;
+      });
+    }
+    int available = 0;
+    for (const Candidate& cand : key.candidates) {
+      if (Unavailable(key, c, cand) == Reason::kNone && ++available >= key.num_devices) {
+        return true;
+      }
+    }
+    return available >= key.num_devices;
+  }
+
   // upstream has no such step: a policy may refuse a whole request before its devices are tried
   // (policy.h). kNo when one does.
   Ret CheckRequestPolicies(uint32_t c, uint32_t key_index) {
@@ -725,7 +744,8 @@ class Searcher {
       ++max_size_events_;
       return Ret::kMaxSize;
     }
-    if (i == 0 && !o_.policies.empty() && CheckRequestPolicies(c, key_index) == Ret::kNo) {
+    if (i == 0 && !o_.policies.empty() && EnoughAvailable(c, key) &&
+        CheckRequestPolicies(c, key_index) == Ret::kNo) {
       return Ret::kNo;
     }
     if (key.all_mode) {

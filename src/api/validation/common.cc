@@ -442,12 +442,23 @@ Status ParseFeatureGates(std::string_view text, Features* features) {
       features->device_compatibility_groups = on;
     } else if (name == "DRADerivedAttributes") {
       features->derived_attributes = on;
+    } else if (name == "DRAAdminAccess") {
+      features->admin_access = on;
+    } else if (name == "DRAPrioritizedList") {
+      features->prioritized_list = on;
+    } else if (name == "DRADeviceTaints") {
+      features->device_taints = on;
+    } else if (name == "DRAPartitionableDevices") {
+      features->partitionable_devices = on;
+    } else if (name == "DRADeviceBindingConditions") {
+      features->binding_conditions = on;
     } else {
       return Status(StatusCode::kInvalidArgument,
                     "unknown feature gate " + std::string(name) +
                         " (known: DRAConsumableCapacity, DRAFractionalCapacityRange, "
                         "DRAListTypeAttributes, DRADeviceCompatibilityGroups, "
-                        "DRADerivedAttributes)");
+                        "DRADerivedAttributes, DRAAdminAccess, DRAPrioritizedList, "
+                        "DRADeviceTaints, DRAPartitionableDevices, DRADeviceBindingConditions)");
     }
   }
   return Status::Ok();

@@ -251,9 +251,13 @@ FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
     }
     bool by_name = !StringAt(c, "resourceClaimName").empty();
     bool by_template = !StringAt(c, "resourceClaimTemplateName").empty();
-    if (by_name == by_template) {
+    if (!by_name && !by_template) {
       errors.push_back(Invalid(
           path, "", "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`"));
+    } else if (by_name && by_template) {
+      errors.push_back(Invalid(
+          path, "",
+          "at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"));
     }
   }
   return errors;

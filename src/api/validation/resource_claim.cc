@@ -3,6 +3,7 @@
 // validateResourceClaimStatusUpdate, validateAllocationResult, validateDeviceStatus,
 // ValidateResourceClaimTemplate, ValidateResourceClaimTemplateUpdate in
 // pkg/apis/resource/validation/validation.go).
+#include <algorithm>
 #include <set>
 #include <tuple>
 
@@ -197,24 +198,77 @@ FieldErrorList ValidateClaimStatus(const resourcev1::ResourceClaimStatus& status
 
 void DropDisabledFields(resourcev1::ResourceClaimSpec& spec,
                         const resourcev1::ResourceClaimSpec* old, const Features& f) {
-  if (f.derived_attributes) return;
-  if (old != nullptr) {
-    for (const resourcev1::DeviceRequest& r : old->devices.requests) {
-      if (r.exactly.has_value() && !r.exactly->derived_attributes.empty()) return;
-      for (const resourcev1::DeviceSubRequest& sub : r.first_available) {
-        if (!sub.derived_attributes.empty()) return;
-      }
+  using resourcev1::DeviceRequest;
+  using resourcev1::DeviceSubRequest;
+  using resourcev1::ExactDeviceRequest;
+  // Whether `old` uses a gate's fields in a request: `exact` of its exactly, `sub` of one of
+  // its subrequests.
+  auto in_use = [old](auto exact, auto sub) {
+    if (old == nullptr) return false;
+    return std::any_of(
+        old->devices.requests.begin(), old->devices.requests.end(), [&](const DeviceRequest& r) {
+          return (r.exactly.has_value() && exact(*r.exactly)) ||
+                 std::any_of(r.first_available.begin(), r.first_available.end(), sub);
+        });
+  };
+  // Applies `exact` to every exactly and `sub` to every subrequest of the new spec.
+  auto clear = [&spec](auto exact, auto sub) {
+    for (DeviceRequest& r : spec.devices.requests) {
+      if (r.exactly.has_value()) exact(*r.exactly);
+      for (DeviceSubRequest& s : r.first_available) sub(s);
+    }
+  };
+  auto none = [](const auto&) { return false; };
+  auto nothing = [](auto&) {};
+  if (!f.device_taints &&
+      !in_use([](const ExactDeviceRequest& e) { return !e.tolerations.empty(); },
+              [](const DeviceSubRequest& s) { return !s.tolerations.empty(); })) {
+    clear(
+        [](ExactDeviceRequest& e) {
+          e.tolerations.clear();
+          internal::ClearPresentBit(e.present, internal::kExactRequestTolerationsBit);
+        },
+        [](DeviceSubRequest& s) {
+          s.tolerations.clear();
+          internal::ClearPresentBit(s.present, internal::kSubRequestTolerationsBit);
+        });
+  }
+  if (!f.prioritized_list &&
+      !(old != nullptr &&
+        std::any_of(old->devices.requests.begin(), old->devices.requests.end(),
+                    [](const DeviceRequest& r) { return !r.first_available.empty(); }))) {
+    for (DeviceRequest& r : spec.devices.requests) {
+      r.first_available.clear();
+      internal::ClearPresentBit(r.present, internal::kRequestFirstAvailableBit);
     }
   }
-  for (resourcev1::DeviceRequest& r : spec.devices.requests) {
-    if (r.exactly.has_value()) {
-      r.exactly->derived_attributes.clear();
-      internal::ClearPresentBit(r.exactly->present, internal::kExactRequestDerivedAttributesBit);
-    }
-    for (resourcev1::DeviceSubRequest& sub : r.first_available) {
-      sub.derived_attributes.clear();
-      internal::ClearPresentBit(sub.present, internal::kSubRequestDerivedAttributesBit);
-    }
+  if (!f.admin_access &&
+      !in_use([](const ExactDeviceRequest& e) { return e.admin_access.has_value(); }, none)) {
+    clear([](ExactDeviceRequest& e) { e.admin_access.reset(); }, nothing);
+  }
+  const bool distinct_in_use =
+      old != nullptr &&
+      std::any_of(old->devices.constraints.begin(), old->devices.constraints.end(),
+                  [](const auto& c) { return c.distinct_attribute.has_value(); });
+  if (!f.consumable_capacity && !distinct_in_use &&
+      !in_use([](const ExactDeviceRequest& e) { return e.capacity.has_value(); },
+              [](const DeviceSubRequest& s) { return s.capacity.has_value(); })) {
+    for (auto& c : spec.devices.constraints) c.distinct_attribute.reset();
+    clear([](ExactDeviceRequest& e) { e.capacity.reset(); },
+          [](DeviceSubRequest& s) { s.capacity.reset(); });
+  }
+  if (!f.derived_attributes &&
+      !in_use([](const ExactDeviceRequest& e) { return !e.derived_attributes.empty(); },
+              [](const DeviceSubRequest& s) { return !s.derived_attributes.empty(); })) {
+    clear(
+        [](ExactDeviceRequest& e) {
+          e.derived_attributes.clear();
+          internal::ClearPresentBit(e.present, internal::kExactRequestDerivedAttributesBit);
+        },
+        [](DeviceSubRequest& s) {
+          s.derived_attributes.clear();
+          internal::ClearPresentBit(s.present, internal::kSubRequestDerivedAttributesBit);
+        });
   }
 }
 

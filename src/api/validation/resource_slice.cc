@@ -1,6 +1,7 @@
 // ResourceSlice validation (upstream: ValidateResourceSlice, ValidateResourceSliceUpdate,
 // validateResourceSliceSpec, validateDevice, validateRequestPolicy and friends in
 // pkg/apis/resource/validation/validation.go).
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdint>
 #include <limits>
@@ -700,20 +701,81 @@ FieldErrorList ValidateResourceSliceSpec(const resourcev1::ResourceSliceSpec& sp
 
 void DropDisabledFields(resourcev1::ResourceSlice& slice, const resourcev1::ResourceSlice* old,
                         const Features& f) {
-  if (f.device_compatibility_groups) return;
-  auto uses = [](const resourcev1::ResourceSlice& s) {
-    for (const resourcev1::Device& d : s.spec.devices) {
-      for (const resourcev1::DeviceCounterConsumption& c : d.consumes_counters) {
-        if (!c.compatibility_groups.empty()) return true;
-      }
-    }
-    return false;
+  using resourcev1::Device;
+  // Whether `old` uses a gate's fields: any device of it for which `uses` is true (or, with
+  // `spec_uses`, its spec).
+  auto in_use = [old](auto uses, auto spec_uses) {
+    if (old == nullptr) return false;
+    if (spec_uses(old->spec)) return true;
+    return std::any_of(old->spec.devices.begin(), old->spec.devices.end(), uses);
   };
-  if (old != nullptr && uses(*old)) return;
-  for (resourcev1::Device& d : slice.spec.devices) {
-    for (resourcev1::DeviceCounterConsumption& c : d.consumes_counters) {
-      c.compatibility_groups.clear();
-      internal::ClearPresentBit(c.present, internal::kCounterConsumptionCompatibilityGroupsBit);
+  auto no_spec_field = [](const resourcev1::ResourceSliceSpec&) { return false; };
+  std::vector<Device>& devices = slice.spec.devices;
+  if (!f.device_taints &&
+      !in_use([](const Device& d) { return !d.taints.empty(); }, no_spec_field)) {
+    for (Device& d : devices) {
+      d.taints.clear();
+      internal::ClearPresentBit(d.present, internal::kDeviceTaintsBit);
+    }
+  }
+  if (!f.partitionable_devices &&
+      !in_use(
+          [](const Device& d) {
+            return !d.consumes_counters.empty() || d.node_name || d.node_selector || d.all_nodes;
+          },
+          [](const resourcev1::ResourceSliceSpec& spec) {
+            return !spec.shared_counters.empty() || spec.per_device_node_selection.has_value();
+          })) {
+    slice.spec.shared_counters.clear();
+    internal::ClearPresentBit(slice.spec.present, internal::kSliceSpecSharedCountersBit);
+    slice.spec.per_device_node_selection.reset();
+    for (Device& d : devices) {
+      d.consumes_counters.clear();
+      internal::ClearPresentBit(d.present, internal::kDeviceConsumesCountersBit);
+      d.node_name.reset();
+      d.node_selector.reset();
+      d.all_nodes.reset();
+    }
+  }
+  if (!f.binding_conditions && !in_use(
+                                   [](const Device& d) {
+                                     return d.binds_to_node || !d.binding_conditions.empty() ||
+                                            !d.binding_failure_conditions.empty();
+                                   },
+                                   no_spec_field)) {
+    for (Device& d : devices) {
+      d.binds_to_node.reset();
+      d.binding_conditions.clear();
+      internal::ClearPresentBit(d.present, internal::kDeviceBindingConditionsBit);
+      d.binding_failure_conditions.clear();
+      internal::ClearPresentBit(d.present, internal::kDeviceBindingFailureConditionsBit);
+    }
+  }
+  if (!f.consumable_capacity &&
+      !in_use(
+          [](const Device& d) {
+            return d.allow_multiple_allocations.has_value() ||
+                   std::any_of(d.capacity.begin(), d.capacity.end(),
+                               [](const auto& c) { return c.second.request_policy.has_value(); });
+          },
+          no_spec_field)) {
+    for (Device& d : devices) {
+      d.allow_multiple_allocations.reset();
+      for (auto& [name, capacity] : d.capacity) capacity.request_policy.reset();
+    }
+  }
+  if (!f.device_compatibility_groups &&
+      !in_use(
+          [](const Device& d) {
+            return std::any_of(d.consumes_counters.begin(), d.consumes_counters.end(),
+                               [](const auto& c) { return !c.compatibility_groups.empty(); });
+          },
+          no_spec_field)) {
+    for (Device& d : devices) {
+      for (resourcev1::DeviceCounterConsumption& c : d.consumes_counters) {
+        c.compatibility_groups.clear();
+        internal::ClearPresentBit(c.present, internal::kCounterConsumptionCompatibilityGroupsBit);
+      }
     }
   }
 }

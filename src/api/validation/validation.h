@@ -50,6 +50,22 @@ struct Features {
   // derivedAttributes) before validating, unless the old object already uses them.
   bool device_compatibility_groups = false;
   bool derived_attributes = false;
+  // Gates whose fields the API server also drops while they are off (upstream's strategies),
+  // unless the old object uses them; on by default, as at the default release:
+  //   admin_access           DRAAdminAccess: requests' exactly.adminAccess
+  //   prioritized_list       DRAPrioritizedList: requests' firstAvailable
+  //   device_taints          DRADeviceTaints: devices' taints, requests' tolerations
+  //   partitionable_devices  DRAPartitionableDevices: sharedCounters, perDeviceNodeSelection,
+  //                          devices' consumesCounters, nodeName, nodeSelector, allNodes
+  //   binding_conditions     DRADeviceBindingConditions: devices' bindsToNode,
+  //                          bindingConditions, bindingFailureConditions
+  // and consumable_capacity above: devices' allowMultipleAllocations and capacity
+  // requestPolicy, requests' capacity, constraints' distinctAttribute.
+  bool admin_access = true;
+  bool prioritized_list = true;
+  bool device_taints = true;
+  bool partitionable_devices = true;
+  bool binding_conditions = true;
 
   friend bool operator==(const Features&, const Features&) = default;
 };

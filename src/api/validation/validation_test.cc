@@ -88,6 +88,56 @@ TEST(ValidationTest, PresentBitsMatchTheCodec) {
   EXPECT_TRUE(internal::PresentBit(exact.present, internal::kExactRequestDerivedAttributesBit));
   auto sub = Parse<resourcev1::DeviceSubRequest>(R"({"derivedAttributes": []})");
   EXPECT_TRUE(internal::PresentBit(sub.present, internal::kSubRequestDerivedAttributesBit));
+  auto gated_device = Parse<resourcev1::Device>(R"({"consumesCounters": [], "taints": []})");
+  EXPECT_TRUE(internal::PresentBit(gated_device.present, internal::kDeviceConsumesCountersBit));
+  EXPECT_TRUE(internal::PresentBit(gated_device.present, internal::kDeviceTaintsBit));
+  auto tolerating = Parse<resourcev1::ExactDeviceRequest>(R"({"tolerations": []})");
+  EXPECT_TRUE(internal::PresentBit(tolerating.present, internal::kExactRequestTolerationsBit));
+  auto tolerating_sub = Parse<resourcev1::DeviceSubRequest>(R"({"tolerations": []})");
+  EXPECT_TRUE(internal::PresentBit(tolerating_sub.present, internal::kSubRequestTolerationsBit));
+  auto request = Parse<resourcev1::DeviceRequest>(R"({"firstAvailable": []})");
+  EXPECT_TRUE(internal::PresentBit(request.present, internal::kRequestFirstAvailableBit));
+}
+
+// Kubernetes 1.34's defaults: the betas of 1.36 are off, and their fields go on write.
+TEST(ValidationTest, FieldsOfGatesThatAreOffAreRemovedUnlessTheOldObjectUsesThem) {
+  const Features off{.consumable_capacity = false,
+                     .admin_access = false,
+                     .prioritized_list = false,
+                     .device_taints = false,
+                     .partitionable_devices = false,
+                     .binding_conditions = false};
+  auto slice = Parse<resourcev1::ResourceSlice>(R"({"spec": {"perDeviceNodeSelection": true,
+      "sharedCounters": [{"name": "gpu-0", "counters": {"sm": {"value": "1"}}}],
+      "devices": [{"name": "d", "nodeName": "n", "allowMultipleAllocations": true,
+        "capacity": {"memory": {"value": "1Gi", "requestPolicy": {"default": "1Gi"}}},
+        "taints": [{"key": "k", "effect": "NoSchedule"}], "bindsToNode": true,
+        "bindingConditions": ["a"], "bindingFailureConditions": ["f"],
+        "consumesCounters": [{"counterSet": "gpu-0", "counters": {}}]}]}})");
+  auto dropped = slice;
+  DropDisabledFields(dropped, nullptr, off);
+  EXPECT_EQ(boost::json::serialize(resourcev1::Encode(dropped.spec)),
+            R"({"devices":[{"name":"d","capacity":{"memory":{"value":"1Gi"}}}]})");
+  auto kept = slice;
+  DropDisabledFields(kept, &slice, off);
+  EXPECT_EQ(kept, slice) << "the old object uses every gated field";
+  auto on = slice;
+  DropDisabledFields(on, nullptr, Features{});
+  EXPECT_EQ(on, slice);
+
+  auto claim = Parse<resourcev1::ResourceClaim>(R"({"spec": {"devices": {"requests": [
+      {"name": "a", "exactly": {"deviceClassName": "gpu", "adminAccess": true,
+       "tolerations": [{"key": "k", "operator": "Exists"}], "capacity": {"requests": {"m": "1"}}}},
+      {"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "gpu"}]}],
+      "constraints": [{"requests": ["a"], "distinctAttribute": "x/y"}]}}})");
+  auto spec = claim.spec;
+  DropDisabledFields(spec, nullptr, off);
+  EXPECT_EQ(boost::json::serialize(resourcev1::Encode(spec)),
+            R"({"devices":{"requests":[{"name":"a","exactly":{"deviceClassName":"gpu"}},)"
+            R"({"name":"b"}],"constraints":[{"requests":["a"]}]}})");
+  spec = claim.spec;
+  DropDisabledFields(spec, &claim.spec, off);
+  EXPECT_EQ(spec, claim.spec);
 }
 
 TEST(ValidationTest, DisabledAlphaFieldsAreRemovedUnlessTheOldObjectUsesThem) {

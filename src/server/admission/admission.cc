@@ -167,10 +167,9 @@ void Admission::AddDefaultTolerations(JsonObject& pod) const {
   if (list.is_null()) list = boost::json::array();
   if (!list.is_array()) return;  // validation refuses it
   boost::json::array& tolerations = list.get_array();
-  for (const auto& entry :
-       {std::pair<std::string_view, int64_t>{"node.kubernetes.io/not-ready",
-                                             default_tolerations_.not_ready},
-        {"node.kubernetes.io/unreachable", default_tolerations_.unreachable}}) {
+  for (const auto& entry : {std::pair<std::string_view, int64_t>{"node.kubernetes.io/not-ready",
+                                                                 default_tolerations_.not_ready},
+                            {"node.kubernetes.io/unreachable", default_tolerations_.unreachable}}) {
     const std::string_view key = entry.first;
     const int64_t seconds = entry.second;
     if (seconds < 0) continue;
@@ -525,7 +524,9 @@ std::optional<ApiError> Admission::RbacEscalation(const Attributes& a) const {
 
 std::optional<ApiError> Admission::DraAdminAccess(const Attributes& a) const {
   const handlers::ResourceInfo& r = *a.resource;
-  if (r.group != "resource.k8s.io" || a.object == nullptr) return std::nullopt;
+  if (!dra_admin_access_ || r.group != "resource.k8s.io" || a.object == nullptr) {
+    return std::nullopt;
+  }
   std::optional<api::FieldPath> path;
   if (r.resource == "resourceclaims" && a.subresource.empty() &&
       a.operation == Operation::kCreate) {

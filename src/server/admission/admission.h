@@ -81,10 +81,15 @@ struct DefaultTolerationSeconds {
 
 class Admission {
  public:
-  // `rbac` (optional) enables the RBAC escalation check.
+  // `rbac` (optional) enables the RBAC escalation check. `dra_admin_access` false: DRAAdminAccess
+  // is off, the strategies drop adminAccess, and there is no namespace label to check.
   explicit Admission(store::Store* store, const authz::RbacAuthorizer* rbac = nullptr,
-                     DefaultTolerationSeconds default_tolerations = {})
-      : store_(store), rbac_(rbac), default_tolerations_(default_tolerations) {}
+                     DefaultTolerationSeconds default_tolerations = {},
+                     bool dra_admin_access = true)
+      : store_(store),
+        rbac_(rbac),
+        default_tolerations_(default_tolerations),
+        dra_admin_access_(dra_admin_access) {}
 
   // The mutating plugins (Priority), run before Admit on `object`, the new object of a create or
   // update (`attributes.object` points to it). Returns the error that refuses the request.
@@ -110,6 +115,7 @@ class Admission {
   store::Store* store_;
   const authz::RbacAuthorizer* rbac_;
   const DefaultTolerationSeconds default_tolerations_;
+  const bool dra_admin_access_;
   mutable Mutex mu_;
   // Namespace name -> (revision read, terminating at that revision).
   mutable std::map<std::string, std::pair<store::Revision, bool>, std::less<>> terminating_

@@ -165,7 +165,7 @@ std::vector<BootstrapObject> BootstrapPolicy() {
   // What scheduler::ExplainPodFromApi reads, and nothing else.
   out.push_back(ClusterRole(
       "draplane:pod-explainer",
-      array{Rule({""}, {"pods", "nodes", "resourcequotas"}, {"get", "list"}),
+      array{Rule({""}, {"pods", "nodes", "resourcequotas", "events"}, {"get", "list"}),
             Rule({"resource.k8s.io"},
                  {"deviceclasses", "resourceslices", "resourceclaims", "devicetaintrules"},
                  {"get", "list"})}));

@@ -71,6 +71,7 @@ const metrics::GaugeFamily& Inflight() {
 std::string_view VerbLabel(const RequestInfo& info, const http::Request& request) {
   if (info.verb == "list") return "LIST";
   if (info.verb == "watch") return "WATCH";
+  if (info.verb == "deletecollection") return "DELETECOLLECTION";  // upstream canonicalVerb
   if (info.verb == "patch" &&
       std::string_view(request.header("Content-Type")).starts_with("application/apply-patch")) {
     return "APPLY";
@@ -318,8 +319,12 @@ void ApiHandler::Execute(Call& call, std::shared_ptr<http::Exchange> exchange) {
   }
   const ResourceInfo* resource =
       deps_.registry->Find(info.api_group, info.api_version, info.resource);
-  if (resource == nullptr || (!resource->namespaced && !info.namespace_.empty() &&
-                              !(resource->resource == "namespaces"))) {
+  // At most resource, name and subresource: upstream has no route for more segments
+  // (".../claims/c1/status/extra" is 404, not the status).
+  if (resource == nullptr ||
+      (!resource->namespaced && !info.namespace_.empty() &&
+       !(resource->resource == "namespaces")) ||
+      (info.verb != "proxy" && info.parts.size() > 3)) {
     finish(ToResponse(NewNotFoundPath()));
     return;
   }

@@ -138,12 +138,12 @@ ApiError NewNotAcceptable(std::string_view accept) {
 }
 
 // negotiation.NewUnsupportedMediaTypeError
-ApiError NewUnsupportedMediaType(std::string_view content_type) {
-  return Make(415, "UnsupportedMediaType",
-              "the body of the request was in an unknown format - accepted media types include: "
-              "application/json, application/yaml, application/json-patch+json, "
-              "application/merge-patch+json, application/strategic-merge-patch+json (got " +
-                  Quoted(content_type) + ")");
+ApiError NewUnsupportedMediaType(const std::vector<std::string_view>& accepted) {
+  std::string types;
+  for (std::string_view t : accepted) types += (types.empty() ? "" : ", ") + std::string(t);
+  return Make(
+      415, "UnsupportedMediaType",
+      "the body of the request was in an unknown format - accepted media types include: " + types);
 }
 
 ApiError NewRequestEntityTooLarge(std::string message) {

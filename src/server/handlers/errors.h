@@ -74,8 +74,8 @@ ApiError NewResourceExpired(std::string message);
 ApiError NewMethodNotSupported(const GroupResource& gr, std::string_view action);
 // 406 NotAcceptable.
 ApiError NewNotAcceptable(std::string_view accept);
-// 415 UnsupportedMediaType.
-ApiError NewUnsupportedMediaType(std::string_view content_type);
+// 415 UnsupportedMediaType naming the media types the request could have used, as upstream.
+ApiError NewUnsupportedMediaType(const std::vector<std::string_view>& accepted);
 // 413 RequestEntityTooLarge.
 ApiError NewRequestEntityTooLarge(std::string message);
 // 404 for a path that names no API (`the server could not find the requested resource`).

@@ -347,7 +347,7 @@ std::variant<JsonObject, ApiError> Rest::DecodeBody(const http::Request& request
     StatusOr<JsonObject> decoded = DecodeKubernetesProtobuf(request.body);
     if (!decoded.ok()) {
       if (decoded.status().code() == StatusCode::kUnimplemented) {
-        ApiError e = NewUnsupportedMediaType(type);
+        ApiError e = NewUnsupportedMediaType({});
         e.message = std::string(decoded.status().message());
         return e;
       }
@@ -364,7 +364,8 @@ std::variant<JsonObject, ApiError> Rest::DecodeBody(const http::Request& request
       value = std::move((*docs)[0].value);
     }
   } else {
-    return NewUnsupportedMediaType(type);
+    return NewUnsupportedMediaType(
+        {"application/json", "application/yaml", std::string_view(kProtobufContentType)});
   }
   if (!value.ok()) {
     return NewBadRequest("the body of the request could not be decoded: " +
@@ -854,7 +855,11 @@ http::Response Rest::Patch(const Scope& scope) {
         {api::Forbidden(api::FieldPath("force"), "may not be specified for non-apply patch")}));
   }
   std::optional<api::patch::PatchFormat> format = api::patch::PatchFormatOf(type);
-  if (!format) return ToResponse(NewUnsupportedMediaType(type));
+  if (!format) {
+    return ToResponse(NewUnsupportedMediaType(
+        {kApplyPatchContentType, "application/json-patch+json", "application/merge-patch+json",
+         "application/strategic-merge-patch+json"}));
+  }
   StatusOr<boost::json::value> patch = api::codec::ParseJson(scope.request->body);
   if (!patch.ok()) {
     return ToResponse(NewBadRequest("the body of the request could not be decoded: " +
@@ -946,7 +951,9 @@ http::Response Rest::Apply(const Scope& scope) {
   }
   fieldmanager::WriteContext context = WriteContextOf(scope, *deps_.clock);
   if (context.type.root == nullptr) {
-    return ToResponse(NewUnsupportedMediaType(kApplyPatchContentType));
+    return ToResponse(
+        NewUnsupportedMediaType({"application/json-patch+json", "application/merge-patch+json",
+                                 "application/strategic-merge-patch+json"}));
   }
   return UpdateWith(
       scope,

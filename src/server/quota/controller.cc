@@ -119,7 +119,7 @@ void QuotaController::Observe(const handlers::ResourceInfo& r, const store::Watc
   if (ChangesUsage(r, event)) {
     dirty_.insert(ns);
   } else if (is_quota) {
-    ObserveScheduledUsage(event);
+    ObserveUsage(event);
   }
 }
 
@@ -132,10 +132,10 @@ bool QuotaController::CountedByServer(const std::string& ns,
   });
 }
 
-void QuotaController::ObserveScheduledUsage(const store::WatchEvent& event) {
-  // A status write that changed no usage the server accounts: the scheduler's charge of an
-  // Allocation-mode quota (holdings.md). No sync follows, so the gauges of those keys follow
-  // the write here.
+void QuotaController::ObserveUsage(const store::WatchEvent& event) {
+  // A quota write that no sync follows: admission's charge of a create, the scheduler's charge
+  // of an Allocation-mode quota (holdings.md). The gauges follow status.used as written, so an
+  // "at quota" alert fires when the quota starts refusing, not at the next sync.
   StatusOr<JsonObject> parsed = handlers::ParseObject(event.object->value);
   if (!parsed.ok()) return;
   corev1::ResourceQuota quota;
@@ -144,7 +144,6 @@ void QuotaController::ObserveScheduledUsage(const store::WatchEvent& event) {
   if (!errors.empty()) return;
   const std::string& ns = event.object->key.ns;
   for (const auto& [key, value] : quota.status.used) {
-    if (api::quota::ServerOwned(quota, key)) continue;
     UsedGauge().WithLabels({ns, quota.metadata.name, key}).Set(value.AsApproximateDouble());
     series_[ns].first.emplace(quota.metadata.name, key);
   }

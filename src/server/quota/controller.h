@@ -17,9 +17,9 @@
 // differs from what the objects use, although every change should have been accounted) counts
 // `draplane_quota_drift_total{namespace,quota}` and records a Warning Event
 // `QuotaUsageCorrected` on the quota naming the keys and both values. Every sync sets the gauges
-// `draplane_quota_used` and `draplane_quota_hard` {namespace,quota,resource}; so does every
-// status write of the keys the server does not own (the scheduler's Allocation-mode charges),
-// for their used gauge.
+// `draplane_quota_used` and `draplane_quota_hard` {namespace,quota,resource}; the used gauges
+// also follow every charge written to a quota's status.used (admission's, the scheduler's
+// Allocation-mode charges), which no sync follows.
 //
 // Thread-safety: Start/Stop/Tick may be called from any thread; the work runs on one
 // thread of its own.
@@ -69,8 +69,8 @@ class QuotaController {
   // Whether a quota of `ns` counts objects of `r` with a key the server owns, as its last sync
   // read the quotas (true before its first sync).
   bool CountedByServer(const std::string& ns, const handlers::ResourceInfo& r) const;
-  // Sets the used gauges of the keys of a quota's status write that the server does not own.
-  void ObserveScheduledUsage(const store::WatchEvent& event);
+  // Sets the used gauges of every key of a quota's write that changed no usage (a charge).
+  void ObserveUsage(const store::WatchEvent& event);
   void RecordDrift(const StoredQuota& quota, const std::string& detail);
   // (quota, resource) pairs with a draplane_quota_used / draplane_quota_hard series.
   using QuotaSeries = std::set<std::pair<std::string, std::string>>;

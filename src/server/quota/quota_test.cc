@@ -167,6 +167,15 @@ TEST_F(QuotaServerTest, AFloodOfObjectsStopsAtTheObjectCount) {
     }
   }
   EXPECT_EQ(created, 5);
+  // The used gauge follows admission's charges: the quota is full, and its alert can fire now,
+  // not at the next sync.
+  const std::string full_gauge =
+      R"(draplane_quota_used{namespace="team-a",quota="objects",resource="count/resourceclaimtemplates.resource.k8s.io"} 5)";
+  std::string metrics;
+  EXPECT_TRUE(testing::Eventually([&] {
+    metrics = Do("GET", "/metrics").body;
+    return metrics.find(full_gauge) != std::string::npos;
+  })) << metrics;
   EXPECT_NE(last.find(R"("reason":"Forbidden")"), std::string::npos) << last;
   EXPECT_NE(last.find("resourceclaimtemplates.resource.k8s.io \\\"t-49\\\" is forbidden: exceeded "
                       "quota: objects, requested: count/resourceclaimtemplates.resource.k8s.io=1, "

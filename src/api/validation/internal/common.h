@@ -137,14 +137,19 @@ inline constexpr int kAttributeIntsBit = 0;
 inline constexpr int kAttributeBoolsBit = 1;
 inline constexpr int kAttributeStringsBit = 2;
 inline constexpr int kAttributeVersionsBit = 3;
+inline constexpr int kDeviceConsumesCountersBit = 3;
+inline constexpr int kDeviceTaintsBit = 4;
 inline constexpr int kDeviceBindingConditionsBit = 5;
 inline constexpr int kDeviceBindingFailureConditionsBit = 6;
 inline constexpr int kResultBindingConditionsBit = 5;
 inline constexpr int kResultBindingFailureConditionsBit = 6;
 inline constexpr int kNodeSelectorTermsBit = 0;
 inline constexpr int kCounterConsumptionCompatibilityGroupsBit = 2;
+inline constexpr int kExactRequestTolerationsBit = 4;
 inline constexpr int kExactRequestDerivedAttributesBit = 5;
+inline constexpr int kSubRequestTolerationsBit = 5;
 inline constexpr int kSubRequestDerivedAttributesBit = 6;
+inline constexpr int kRequestFirstAvailableBit = 1;
 
 inline bool PresentBit(uint64_t present, int bit) { return (present >> bit) & 1; }
 inline void ClearPresentBit(uint64_t& present, int bit) { present &= ~(uint64_t{1} << bit); }

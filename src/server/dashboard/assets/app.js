@@ -606,7 +606,8 @@ function branch(id, label, children, cls) {
 function explainTree(k, x) {
   const claims = (x.claims || []).map(c => `${c.podClaim}: ${c.claim || '-'} (${c.state})` +
       ((c.devices || []).length ? ' ' + c.devices.join(', ') : '') +
-      ((c.reservedFor || []).length ? ' reserved for ' + c.reservedFor.join(', ') : ''));
+      ((c.reservedFor || []).length ? ' reserved for ' + c.reservedFor.join(', ') : '') +
+      (c.creationFailure ? ' creation failed: ' + c.creationFailure.message : ''));
   const nodes = x.nodes || [];
   const fit = nodes.filter(n => n.fits).length;
   return el('div', {class: 'tree', role: 'group', 'aria-label': 'explanation of ' + k},
