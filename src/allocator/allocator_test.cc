@@ -1248,6 +1248,24 @@ TEST(AllocatorTest, APolicyIsNotAskedAboutARequestTheNodeHasTooFewDevicesFor) {
   o = f.Run({.policies = {&no_a100}});
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->stats.node_cache_hit) << "a verdict no policy made is remembered";
+
+  // All of the node's A100s while the second one is allocated: the request cannot be had, and
+  // the quota is asked neither about the request nor about the first, free A100.
+  Fixture all;
+  all.Load(kGpuClassesAndSlice);
+  all.Load(
+      Claim("    - name: gpus\n      exactly: {deviceClassName: a100, allocationMode: All}\n"));
+  all.allocated.AddDevice("gpu.example.com", "node-1", "a100-1");
+  o = all.Run({.explain = true, .policies = {&no_a100}});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->kind, Outcome::Kind::kUnsatisfiable);
+  EXPECT_EQ(o->stats.policy_rejections, 0);
+  for (const CandidateExplanation& c : o->explanation->claims[0].requests[0].candidates) {
+    EXPECT_NE(c.status, CandidateStatus::kPolicy) << c.device;
+    if (c.device == "a100-1") {
+      EXPECT_EQ(c.status, CandidateStatus::kAllocated);
+    }
+  }
 }
 
 TEST(AllocatorTest, SelectorVerdictsAreCachedPerSliceVersion) {

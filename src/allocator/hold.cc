@@ -7,7 +7,7 @@ namespace draplane::allocator {
 std::string HeldMessage(const DeviceHold& hold) {
   std::string out = "held for " + hold.pod;
   if (!hold.since.empty()) out += " since " + hold.since;
-  // Whole seconds: the message is for people, and a stable text lets Events aggregate.
+  // Whole seconds: the message is for people.
   out += " (starving " +
          api::FormatDuration(std::chrono::floor<std::chrono::seconds>(hold.starving)) + ")";
   return out;

@@ -9,7 +9,9 @@
 // order: when the search backtracks over it, or after the search returned (the devices of the
 // final solution included), so a policy's state is the same before and after each Allocate call.
 // `CheckRequest` lets a policy refuse a whole request or subrequest before its devices are tried
-// (it must refuse only what `Add` would refuse for every device of it).
+// (it must refuse only what `Add` would refuse for every device of it). The search asks only where
+// the node has enough available devices for the request: elsewhere it fails whatever a policy
+// says, and no refusal is counted or explained there.
 //
 // Policies never change which solution comes first among the ones they accept: the search keeps
 // upstream's order and bounds that are exact under policies (docs/design/allocator.md §4.1, §9).

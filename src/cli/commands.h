@@ -91,8 +91,9 @@ struct EmbeddedControllers {
   bool resource_pool_status = false;
   controllers::NodeLifecycleOptions node_lifecycle;
   int terminated_pod_gc_threshold = controllers::PodGCOptions{}.terminated_pod_threshold;
-  // Run the device taint eviction controller: as upstream's, only with DRADeviceTaints on (with
-  // it off the scheduler ignores device taints, and no taint may evict).
+  // Run the device taint eviction controller: serve runs it, as upstream's controller manager,
+  // only with DRADeviceTaints on (with it off the scheduler ignores device taints, and no taint
+  // may evict). The standalone controller-manager has no feature gates and always runs it.
   bool device_taint_eviction = true;
 };
 Status EmbedControllerManager(server::Server& server, EmbeddedControllers controllers,

@@ -3,6 +3,7 @@
 #include <optional>
 #include <variant>
 
+#include "api/validation/disabled_fields.h"
 #include "api/validation/object_validation.h"
 #include "server/handlers/registry.h"
 
@@ -39,6 +40,14 @@ Status ValidateAsCreated(api::Object& object, const std::string& where,
                          const std::string& default_namespace,
                          const api::validation::Features& features) {
   DefaultNamespace(object, default_namespace);
+  // The fields of gates that are off go, as the server's strategies drop them before validating.
+  if (auto* slice = std::get_if<api::resourcev1::ResourceSlice>(&object)) {
+    api::validation::DropDisabledFields(*slice, nullptr, features);
+  } else if (auto* claim = std::get_if<api::resourcev1::ResourceClaim>(&object)) {
+    api::validation::DropDisabledFields(claim->spec, nullptr, features);
+  } else if (auto* tmpl = std::get_if<api::resourcev1::ResourceClaimTemplate>(&object)) {
+    api::validation::DropDisabledFields(tmpl->spec.spec, nullptr, features);
+  }
   api::FieldErrorList errors;
   api::validation::ValidateObject(object, nullptr, features, &errors);
   if (errors.empty()) return Status::Ok();

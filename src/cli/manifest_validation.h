@@ -20,7 +20,8 @@ namespace draplane::cli {
 // Kinds the server does not serve are left as they are.
 void DefaultNamespace(api::Object& object, const std::string& ns);
 
-// Gives `object` its namespace (DefaultNamespace) and validates it as created
+// Gives `object` its namespace (DefaultNamespace), drops the fields of gates that are off
+// (api::validation::DropDisabledFields) and validates it as created
 // (api::validation::ValidateObject; kinds draplane does not validate pass). InvalidArgument
 // "WHERE: KIND/NAME: FIELD: REASON" for the first problem, with how many more there are.
 Status ValidateAsCreated(api::Object& object, const std::string& where,

@@ -5,6 +5,7 @@
 
 #include "api/labels/node_isolation.h"
 #include "api/labels/taints.h"
+#include "api/pods.h"
 #include "client/events.h"
 #include "client/list_all.h"
 #include "client/typed.h"
@@ -403,17 +404,24 @@ StatusOr<PodExplanation> ExplainPodFromApi(client::ApiClient& api, const std::st
       continue;
     }
     auto held = p.metadata.annotations.find(std::string(kHeldDevicesAnnotation));
-    if (held == p.metadata.annotations.end()) continue;
+    // The scheduler holds nothing for a Pod that is going away or has ended (its annotation may
+    // outlive the hold).
+    if (held == p.metadata.annotations.end() || p.metadata.deletion_timestamp ||
+        api::IsPodTerminal(p)) {
+      continue;
+    }
     // A hold the scheduler persisted; one it cannot read back it does not enforce either.
     StatusOr<StarvationHold> hold = StarvationHolds::ParseAnnotation(held->second);
     if (!hold.ok() || hold->devices.empty()) continue;
-    holds.push_back({.pod = p.metadata.namespace_ + "/" + p.metadata.name,
-                     .pod_uid = p.metadata.uid,
-                     .priority = p.spec.priority.value_or(0),
-                     .node = hold->node,
-                     .since = api::Time::FromTimestamp(hold->since).text(),
-                     .starving = clock.Now() - p.metadata.creation_timestamp.ToTimestamp(),
-                     .devices = std::move(hold->devices)});
+    holds.push_back(
+        {.pod = p.metadata.namespace_ + "/" + p.metadata.name,
+         .pod_uid = p.metadata.uid,
+         .priority = p.spec.priority.value_or(0),
+         .node = hold->node,
+         .since = api::Time::FromTimestamp(hold->since).text(),
+         .starving = std::max(Duration{0},
+                              Duration(clock.Now() - p.metadata.creation_timestamp.ToTimestamp())),
+         .devices = std::move(hold->devices)});
   }
   PodExplanation explained = ExplainPod(cluster, *pod, features, clock, std::move(holds));
   AddClaimCreationFailures(api, *pod, &explained);

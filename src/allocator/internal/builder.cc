@@ -65,6 +65,11 @@ api::Quantity RoundUpRange(const api::Quantity& requested,
                            const rv1::CapacityRequestPolicyRange& range) {
   if (requested.Compare(*range.min) < 0) return *range.min;
   if (!range.step.has_value()) return requested;
+  // A request past int64 (whose Value() saturates) is taken as written: more than any int64
+  // capacity already.
+  if (requested.Compare(api::Quantity::FromInt64(std::numeric_limits<int64_t>::max())) > 0) {
+    return requested;
+  }
   const api::Int128 step = range.step->Value();
   if (step <= 0) return requested;
   const api::Int128 min = range.min->Value();
@@ -75,8 +80,8 @@ api::Quantity RoundUpRange(const api::Quantity& requested,
   if (rounded <= std::numeric_limits<int64_t>::max()) {
     return api::Quantity::FromInt64(static_cast<int64_t>(rounded), range.step->format());
   }
-  // Beyond int64 (and below 2^127: min, step and n are int64s), written out exactly: more than
-  // any int64 capacity, so the device cannot serve it.
+  // Beyond int64 (and far below 2^127: step and n are below 2^64, min an int64), written out
+  // exactly: more than any int64 capacity, so the device cannot serve it.
   std::string digits;
   for (api::Int128 v = rounded; v != 0; v /= 10) {
     digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));

@@ -353,8 +353,33 @@ class Searcher {
     return available >= key.num_devices;
   }
 
+  // Fewer of the request's candidates from `start` (All: of its devices) are available in this
+  // branch than the `needed` it still needs: explains why (each unavailable one by its reason,
+  // the others as not enough) and returns kNo.
+  Ret TooFewAvailable(uint32_t c, uint32_t key_index, size_t start, int needed) {
+    const RequestKey& key = p_.keys[key_index];
+    if (o_.observer == nullptr) return Ret::kNo;
+    const std::vector<Candidate>& candidates = key.all_mode ? key.all_devices : key.candidates;
+    const size_t n = candidates.size();
+    int usable = 0;
+    for (size_t pos = start; pos < n; ++pos) {
+      if (Unavailable(key, c, candidates[pos]) == Reason::kNone) ++usable;
+    }
+    std::string detail =
+        fmt::format("{} more device(s) needed, {} usable candidate(s) left", needed, usable);
+    for (size_t pos = start; pos < n; ++pos) {
+      Reason why = Unavailable(key, c, candidates[pos]);
+      if (why == Reason::kNone) {
+        Reject(key_index, candidates[pos].device, Reason::kNotEnoughCandidates, detail);
+      } else {
+        Reject(key_index, candidates[pos].device, why, UnavailableDetail(why, candidates[pos]));
+      }
+    }
+    return Ret::kNo;
+  }
+
   // upstream has no such step: a policy may refuse a whole request before its devices are tried
-  // (policy.h). kNo when one does.
+  // (policy.h), where the node has enough devices for it (EnoughAvailable). kNo when one does.
   Ret CheckRequestPolicies(uint32_t c, uint32_t key_index) {
     const RequestKey& key = p_.keys[key_index];
     std::string request_name = key.FullName();
@@ -744,11 +769,11 @@ class Searcher {
       ++max_size_events_;
       return Ret::kMaxSize;
     }
-    if (i == 0 && !o_.policies.empty() && EnoughAvailable(c, key) &&
-        CheckRequestPolicies(c, key_index) == Ret::kNo) {
-      return Ret::kNo;
-    }
     if (key.all_mode) {
+      if (i == 0 && !o_.policies.empty()) {
+        if (!EnoughAvailable(c, key)) return TooFewAvailable(c, key_index, 0, key.num_devices);
+        if (CheckRequestPolicies(c, key_index) == Ret::kNo) return Ret::kNo;
+      }
       // The devices are known; the order does not matter, so only the next one is tried.
       Ret ok = AllocateDevice(c, key_index, key.all_devices[static_cast<size_t>(i)], true);
       if (ok != Ret::kYes) return ok;
@@ -775,25 +800,14 @@ class Searcher {
       }
       if (available < needed) {
         ++stats_.count_bound_prunes;
-        if (o_.observer != nullptr) {
-          int usable = 0;
-          for (size_t pos = start; pos < n; ++pos) {
-            if (Unavailable(key, c, candidates[pos]) == Reason::kNone) ++usable;
-          }
-          std::string detail =
-              fmt::format("{} more device(s) needed, {} usable candidate(s) left", needed, usable);
-          for (size_t pos = start; pos < n; ++pos) {
-            Reason why = Unavailable(key, c, candidates[pos]);
-            if (why == Reason::kNone) {
-              Reject(key_index, candidates[pos].device, Reason::kNotEnoughCandidates, detail);
-            } else {
-              Reject(key_index, candidates[pos].device, why,
-                     UnavailableDetail(why, candidates[pos]));
-            }
-          }
-        }
-        return Ret::kNo;
+        return TooFewAvailable(c, key_index, start, needed);
       }
+    }
+    // The policies are asked about the request once, before its first device, and only where the
+    // node could serve it (with pruning on, the bound above has just made sure of that).
+    if (i == 0 && !o_.policies.empty()) {
+      if (!prune_ && !EnoughAvailable(c, key)) return TooFewAvailable(c, key_index, start, needed);
+      if (CheckRequestPolicies(c, key_index) == Ret::kNo) return Ret::kNo;
     }
     // Classes of interchangeable devices whose subtree at this position failed cleanly while
     // the device was unused (§4.1 symmetry).

@@ -99,7 +99,8 @@ TEST(ValidationTest, PresentBitsMatchTheCodec) {
   EXPECT_TRUE(internal::PresentBit(request.present, internal::kRequestFirstAvailableBit));
 }
 
-// Kubernetes 1.34's defaults: the betas of 1.36 are off, and their fields go on write.
+// Every gate whose fields the strategies drop turned off (1.34's defaults turn off the first four
+// of them): the fields go on write.
 TEST(ValidationTest, FieldsOfGatesThatAreOffAreRemovedUnlessTheOldObjectUsesThem) {
   const Features off{.consumable_capacity = false,
                      .admin_access = false,

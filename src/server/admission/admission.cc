@@ -524,10 +524,11 @@ std::optional<ApiError> Admission::RbacEscalation(const Attributes& a) const {
 
 std::optional<ApiError> Admission::DraAdminAccess(const Attributes& a) const {
   const handlers::ResourceInfo& r = *a.resource;
-  if (!dra_admin_access_ || r.group != "resource.k8s.io" || a.object == nullptr) {
-    return std::nullopt;
-  }
+  if (r.group != "resource.k8s.io" || a.object == nullptr) return std::nullopt;
   std::optional<api::FieldPath> path;
+  // With DRAAdminAccess off the strategies drop a spec's adminAccess: nothing to check there. A
+  // status write's allocation result keeps it, and is checked whatever the gate.
+  if (!dra_admin_access_ && a.subresource.empty()) return std::nullopt;
   if (r.resource == "resourceclaims" && a.subresource.empty() &&
       a.operation == Operation::kCreate) {
     if (const JsonObject* spec = handlers::FindObject(*a.object, "spec")) {

@@ -82,7 +82,8 @@ struct DefaultTolerationSeconds {
 class Admission {
  public:
   // `rbac` (optional) enables the RBAC escalation check. `dra_admin_access` false: DRAAdminAccess
-  // is off, the strategies drop adminAccess, and there is no namespace label to check.
+  // is off, the strategies drop a claim or template spec's adminAccess, and there is no namespace
+  // label to check for it (a status write's allocation result is still checked).
   explicit Admission(store::Store* store, const authz::RbacAuthorizer* rbac = nullptr,
                      DefaultTolerationSeconds default_tolerations = {},
                      bool dra_admin_access = true)

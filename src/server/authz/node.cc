@@ -46,6 +46,19 @@ bool NodeAuthorizer::PodBoundTo(const std::string& ns, const std::string& name,
   return field("spec", "nodeName") || (or_nominated && field("status", "nominatedNodeName"));
 }
 
+bool NodeAuthorizer::SliceOf(const std::string& name, const std::string& node) const {
+  StatusOr<store::ObjectPtr> slice =
+      store_->Get(store::Key{"resource.k8s.io/resourceslices", "", name});
+  if (!slice.ok()) return slice.status().code() == StatusCode::kNotFound;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse((*slice)->value, ec);
+  if (ec || !v.is_object()) return false;
+  const boost::json::value* spec = v.get_object().if_contains("spec");
+  if (spec == nullptr || !spec->is_object()) return false;
+  const boost::json::value* node_name = spec->get_object().if_contains("nodeName");
+  return node_name != nullptr && node_name->is_string() && node_name->get_string() == node;
+}
+
 bool NodeAuthorizer::ClaimUsedBy(const std::string& ns, const std::string& name,
                                  const std::string& node) const {
   StatusOr<store::ObjectPtr> claim =
@@ -90,7 +103,13 @@ Result NodeAuthorizer::Authorize(const Attributes& a) const {
     return NoOpinion();
   }
   if (g == "resource.k8s.io" && r == "resourceslices") {
-    if (a.verb == "get") return Allow();
+    // Upstream's graph has an edge from a slice to its node only: another node's slice, or one
+    // for several nodes, is not the node's to read. One that does not exist yet answers 404
+    // (upstream: 403), so that `kubectl apply` of a node's first slice works.
+    if (a.verb == "get") {
+      if (SliceOf(a.name, node)) return Allow();
+      return Deny("no relationship found between node '" + node + "' and this object");
+    }
     if (a.verb == "list" || a.verb == "watch" || a.verb == "deletecollection") {
       if (FieldValue(a, "spec.nodeName") == node) return Allow();
       return Deny("can only " + a.verb +

@@ -42,6 +42,8 @@ class NodeAuthorizer final : public Authorizer {
   bool PodBoundTo(const std::string& ns, const std::string& name, const std::string& node,
                   bool or_nominated) const;
   bool ClaimUsedBy(const std::string& ns, const std::string& name, const std::string& node) const;
+  // Whether the stored ResourceSlice `name` is for `node` (its spec.nodeName), or does not exist.
+  bool SliceOf(const std::string& name, const std::string& node) const;
 
   store::Store* store_;
 };

@@ -857,8 +857,8 @@ http::Response Rest::Patch(const Scope& scope) {
   std::optional<api::patch::PatchFormat> format = api::patch::PatchFormatOf(type);
   if (!format) {
     return ToResponse(NewUnsupportedMediaType(
-        {kApplyPatchContentType, "application/json-patch+json", "application/merge-patch+json",
-         "application/strategic-merge-patch+json"}));
+        {"application/json-patch+json", "application/merge-patch+json",
+         "application/strategic-merge-patch+json", kApplyPatchContentType}));
   }
   StatusOr<boost::json::value> patch = api::codec::ParseJson(scope.request->body);
   if (!patch.ok()) {
