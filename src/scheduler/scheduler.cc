@@ -826,7 +826,7 @@ Status Scheduler::Start() {
     SetCurrentThreadName("sched-loop");
     Loop();
   });
-  log::Info("scheduler: started ({} nodes, {} pending pods)", nodes_->size(), pods_->size());
+  log::Info("scheduler: started ({} nodes, {} pods)", nodes_->size(), pods_->size());
   return Status::Ok();
 }
 

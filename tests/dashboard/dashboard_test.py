@@ -294,6 +294,24 @@ try:
         check(first in row, f"{k} shows why: {first[:60]}")
     browser.screenshot(admin, os.path.join(out_dir, "pending.png"))
 
+    # A Pod the scheduler has not tried because its claim is not created (its template is
+    # missing) says so instead of leaving the reason empty.
+    ns = "default"  # no tenant quota there that a Pod without requests could break
+    kubectl("apply", "-f", "-", stdin=f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: no-template, namespace: {ns}}}
+spec:
+  resourceClaims: [{{name: gpu, resourceClaimTemplateName: missing-template}}]
+  containers: [{{name: c, image: registry.example.com/app:1, resources: {{claims: [{{name: gpu}}]}}}}]
+""")
+    row = browser.wait_for(
+        admin, f"(r => r && r.includes('ClaimNotCreated') ? r : null)("
+        f"document.querySelector('[data-pod=\"{ns}/no-template\"]')?.innerText)",
+        "the row of a Pod whose claim is not created")
+    check("claim gpu" in row, f"the Pod whose claim is not created names it: {row[:120]}")
+    kubectl("delete", "pod", "no-template", "-n", ns, "--wait=false")
+
     # A Pending Pod's explanation tree, opened with the keyboard only, against what
     # `draplane explain pod -o json` says of it (both computed by scheduler::ExplainPodFromApi,
     # the page's through the server's draplane.dev PodExplanation): the first Pending Pod whose

@@ -282,8 +282,15 @@ function devices() {
 
 function podReason(p) {
   const c = (p.status?.conditions || []).find(c => c.type === 'PodScheduled');
-  if (!c || c.status === 'True') return null;
-  return {reason: c.reason || '', message: c.message || ''};
+  if (c) return c.status === 'True' ? null : {reason: c.reason || '', message: c.message || ''};
+  // Not tried yet: the scheduler waits for the claims the claim controller makes from templates
+  // (why one is not made, a quota refusing it or a missing template, is in its explanation).
+  const made = new Set((p.status?.resourceClaimStatuses || []).map(s => s.name));
+  const waiting = (p.spec?.resourceClaims || [])
+      .filter(r => r.resourceClaimTemplateName && !made.has(r.name)).map(r => r.name);
+  if (!waiting.length) return null;
+  return {reason: 'ClaimNotCreated',
+          message: `claim ${waiting.join(', ')} not created yet (Explain says why)`};
 }
 
 // The tier a result of an allocation was made in: index -1 for an `exactly` request, else the
