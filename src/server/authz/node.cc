@@ -22,7 +22,25 @@ Result Allow() { return {Decision::kAllow, ""}; }
 Result NoOpinion() { return {Decision::kNoOpinion, ""}; }
 Result Deny(std::string reason) { return {Decision::kDeny, std::move(reason)}; }
 
+// obj[part][key] when it is a string, else "".
+std::string_view StringAt(const boost::json::object& obj, std::string_view part,
+                          std::string_view key) {
+  const boost::json::value* p = obj.if_contains(part);
+  if (p == nullptr || !p->is_object()) return {};
+  p = p->get_object().if_contains(key);
+  return p != nullptr && p->is_string() ? std::string_view(p->get_string()) : std::string_view();
+}
+
 }  // namespace
+
+StatusOr<boost::json::object> NodeAuthorizer::ReadStored(const store::Key& key) const {
+  StatusOr<store::ObjectPtr> stored = store_->Get(key);
+  if (!stored.ok()) return stored.status();
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse((*stored)->value, ec);
+  if (ec || !v.is_object()) return InternalError("stored object is not a JSON object");
+  return std::move(v.get_object());
+}
 
 std::string NodeNameOf(const auth::UserInfo& user) {
   if (!user.InGroup(kNodesGroup)) return "";
@@ -32,42 +50,25 @@ std::string NodeNameOf(const auth::UserInfo& user) {
 
 bool NodeAuthorizer::PodBoundTo(const std::string& ns, const std::string& name,
                                 const std::string& node, bool or_nominated) const {
-  StatusOr<store::ObjectPtr> pod = store_->Get(store::Key{"core/pods", ns, name});
+  StatusOr<boost::json::object> pod = ReadStored(store::Key{"core/pods", ns, name});
   if (!pod.ok()) return false;
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse((*pod)->value, ec);
-  if (ec || !v.is_object()) return false;
-  auto field = [&](std::string_view part, std::string_view key) {
-    const boost::json::value* p = v.get_object().if_contains(part);
-    if (p == nullptr || !p->is_object()) return false;
-    p = p->get_object().if_contains(key);
-    return p != nullptr && p->is_string() && p->get_string() == node;
-  };
-  return field("spec", "nodeName") || (or_nominated && field("status", "nominatedNodeName"));
+  return StringAt(*pod, "spec", "nodeName") == node ||
+         (or_nominated && StringAt(*pod, "status", "nominatedNodeName") == node);
 }
 
 bool NodeAuthorizer::SliceOf(const std::string& name, const std::string& node) const {
-  StatusOr<store::ObjectPtr> slice =
-      store_->Get(store::Key{"resource.k8s.io/resourceslices", "", name});
+  StatusOr<boost::json::object> slice =
+      ReadStored(store::Key{"resource.k8s.io/resourceslices", "", name});
   if (!slice.ok()) return slice.status().code() == StatusCode::kNotFound;
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse((*slice)->value, ec);
-  if (ec || !v.is_object()) return false;
-  const boost::json::value* spec = v.get_object().if_contains("spec");
-  if (spec == nullptr || !spec->is_object()) return false;
-  const boost::json::value* node_name = spec->get_object().if_contains("nodeName");
-  return node_name != nullptr && node_name->is_string() && node_name->get_string() == node;
+  return StringAt(*slice, "spec", "nodeName") == node;
 }
 
 bool NodeAuthorizer::ClaimUsedBy(const std::string& ns, const std::string& name,
                                  const std::string& node) const {
-  StatusOr<store::ObjectPtr> claim =
-      store_->Get(store::Key{"resource.k8s.io/resourceclaims", ns, name});
+  StatusOr<boost::json::object> claim =
+      ReadStored(store::Key{"resource.k8s.io/resourceclaims", ns, name});
   if (!claim.ok()) return false;
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse((*claim)->value, ec);
-  if (ec || !v.is_object()) return false;
-  const boost::json::value* status = v.get_object().if_contains("status");
+  const boost::json::value* status = claim->if_contains("status");
   if (status == nullptr || !status->is_object()) return false;
   const boost::json::value* reserved = status->get_object().if_contains("reservedFor");
   if (reserved == nullptr || !reserved->is_array()) return false;

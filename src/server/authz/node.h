@@ -22,6 +22,8 @@
 // Thread-safety: safe for concurrent use; reads the store for pods and claims.
 #pragma once
 
+#include <boost/json.hpp>
+
 #include "server/authz/authorizer.h"
 #include "store/store.h"
 
@@ -42,6 +44,8 @@ class NodeAuthorizer final : public Authorizer {
   bool PodBoundTo(const std::string& ns, const std::string& name, const std::string& node,
                   bool or_nominated) const;
   bool ClaimUsedBy(const std::string& ns, const std::string& name, const std::string& node) const;
+  // The stored object at `key` as JSON (the store's error, e.g. NotFound, when it cannot be read).
+  StatusOr<boost::json::object> ReadStored(const store::Key& key) const;
   // Whether the stored ResourceSlice `name` is for `node` (its spec.nodeName), or does not exist.
   bool SliceOf(const std::string& name, const std::string& node) const;
 
