@@ -375,6 +375,19 @@ StatusOr<PodOutcome> Agent::SyncPod(const std::string& namespace_, const std::st
     DRAPLANE_RETURN_IF_ERROR(CollectGarbage());
     return PodOutcome::kDone;
   }
+  // Playing the kubelet, a running Pod's active deadline: failed once it passes (its claims are
+  // then released and its devices unprepared as a finished Pod's), looked at again when it will.
+  if (std::optional<Timestamp> deadline = api::ActiveDeadline(pod);
+      deadline && options_.simulate_containers) {
+    const api::Time now = api::Time::FromTimestamp(clock_.Now());
+    if (std::optional<boost::json::object> failed = api::DeadlineExceededStatusPatch(pod, now)) {
+      Status s = client::PatchOnly<cv1::Pod>(api_, namespace_, name, client::PatchType::kMerge,
+                                             std::move(*failed), "status", options_.field_manager);
+      if (!s.ok() && s.code() != StatusCode::kNotFound) return s;  // Conflict: the newer Pod
+      return PodOutcome::kDone;
+    }
+    if (queue_) queue_->AddAfter(PodKey(namespace_, name), *deadline - clock_.Now());
+  }
   // 3. Prepare.
   StatusOr<std::vector<api::PodClaimRef>> claim_names = api::ResolvePodClaims(pod);
   if (!claim_names.ok()) {

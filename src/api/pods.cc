@@ -6,6 +6,7 @@
 
 #include "api/gen/core_v1_codec.h"
 #include "api/resource_health.h"
+#include "common/saturating.h"
 
 namespace draplane::api {
 
@@ -188,13 +189,17 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
   return std::move(out);
 }
 
-std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod, const Time& now) {
-  if (!pod.metadata.deletion_timestamp || pod.metadata.finalizers.empty() || IsPodTerminal(pod)) {
-    return std::nullopt;
-  }
+namespace {
+
+// The merge patch that ends `pod` Failed with its containers stopped (see the file comment);
+// `reason` and `message` are the Pod status's, empty for none.
+boost::json::object StoppedStatusPatch(const corev1::Pod& pod, const Time& now,
+                                       std::string_view reason, std::string_view message) {
   const bool ran = pod.status.phase == corev1::kPodPhaseRunning;
   corev1::PodStatus status = pod.status;
   status.phase = std::string(corev1::kPodPhaseFailed);
+  if (!reason.empty()) status.reason = std::string(reason);
+  if (!message.empty()) status.message = std::string(message);
   for (std::string_view type :
        {corev1::kPodConditionTypeContainersReady, corev1::kPodConditionTypeReady}) {
     SetPodCondition(&status, type, "False", "PodFailed", "", now);
@@ -234,6 +239,30 @@ std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod,
   return boost::json::object{
       {"metadata", boost::json::object{{"resourceVersion", pod.metadata.resource_version}}},
       {"status", std::move(encoded)}};
+}
+
+}  // namespace
+
+std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod, const Time& now) {
+  if (!pod.metadata.deletion_timestamp || pod.metadata.finalizers.empty() || IsPodTerminal(pod)) {
+    return std::nullopt;
+  }
+  return StoppedStatusPatch(pod, now, "", "");
+}
+
+std::optional<Timestamp> ActiveDeadline(const corev1::Pod& pod) {
+  if (!pod.spec.active_deadline_seconds || !pod.status.start_time || IsPodTerminal(pod)) {
+    return std::nullopt;
+  }
+  return AddSeconds(pod.status.start_time->ToTimestamp(), *pod.spec.active_deadline_seconds);
+}
+
+std::optional<boost::json::object> DeadlineExceededStatusPatch(const corev1::Pod& pod,
+                                                               const Time& now) {
+  std::optional<Timestamp> deadline = ActiveDeadline(pod);
+  if (!deadline || *deadline > now.ToTimestamp()) return std::nullopt;
+  return StoppedStatusPatch(pod, now, "DeadlineExceeded",
+                            "Pod was active on the node longer than the specified deadline");
 }
 
 }  // namespace draplane::api

@@ -86,4 +86,17 @@ boost::json::object RunningPodStatus(const corev1::Pod& pod, const Time& now,
 // the Pod is not being deleted, has no finalizers, or is terminal already.
 std::optional<boost::json::object> StoppedPodStatusPatch(const corev1::Pod& pod, const Time& now);
 
+// Upstream kubelet's active deadline (pkg/kubelet/active_deadline.go): when a started Pod with
+// spec.activeDeadlineSeconds has been active that long since status.startTime; nullopt for a
+// Pod without one, not started, or terminal.
+std::optional<Timestamp> ActiveDeadline(const corev1::Pod& pod);
+
+// The merge patch (conditional on the Pod's resourceVersion) that fails a Pod whose active
+// deadline passed at `now`, as the kubelet does: phase Failed, reason DeadlineExceeded, message
+// "Pod was active on the node longer than the specified deadline", its containers stopped as
+// StoppedPodStatusPatch stops them. The resourceclaim controller then releases its claims.
+// nullopt when the deadline has not passed.
+std::optional<boost::json::object> DeadlineExceededStatusPatch(const corev1::Pod& pod,
+                                                               const Time& now);
+
 }  // namespace draplane::api

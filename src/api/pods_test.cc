@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <limits>
 
 #include "api/gen/core_v1_codec.h"
 
@@ -167,6 +168,40 @@ TEST(PodsTest, AStoppedPodAFinalizerKeepsEndsFailed) {
                 .as_object()
                 .at("reason"),
             "ContainerStatusUnknown");
+}
+
+TEST(PodsTest, APodPastItsActiveDeadlineFailsWithDeadlineExceeded) {
+  corev1::Pod pod = BoundPod();
+  const Time started = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'000)));
+  const Time before = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'029)));
+  const Time after = Time::FromTimestamp(Timestamp(std::chrono::seconds(1'700'000'030)));
+  pod.status.phase = "Running";
+  pod.status.start_time = started;
+  EXPECT_FALSE(ActiveDeadline(pod).has_value()) << "no deadline set";
+  pod.spec.active_deadline_seconds = 30;
+  ASSERT_TRUE(ActiveDeadline(pod).has_value());
+  EXPECT_EQ(*ActiveDeadline(pod), after.ToTimestamp());
+  EXPECT_FALSE(DeadlineExceededStatusPatch(pod, before).has_value());
+  std::optional<boost::json::object> patch = DeadlineExceededStatusPatch(pod, after);
+  ASSERT_TRUE(patch.has_value());
+  const boost::json::object& status = patch->at("status").as_object();
+  EXPECT_EQ(status.at("phase"), "Failed");
+  EXPECT_EQ(status.at("reason"), "DeadlineExceeded");
+  EXPECT_EQ(status.at("message"), "Pod was active on the node longer than the specified deadline");
+  EXPECT_EQ(status.at("containerStatuses")
+                .as_array()[0]
+                .as_object()
+                .at("state")
+                .as_object()
+                .at("terminated")
+                .as_object()
+                .at("exitCode"),
+            143);
+  // A deadline at the end of int64 never passes (saturated, not wrapped into the past).
+  pod.spec.active_deadline_seconds = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(DeadlineExceededStatusPatch(pod, after).has_value());
+  pod.status.phase = "Failed";
+  EXPECT_FALSE(ActiveDeadline(pod).has_value()) << "a terminal Pod has none left";
 }
 
 TEST(PodsTest, SetPodConditionMovesTheTransitionTimeOnlyWithTheStatus) {

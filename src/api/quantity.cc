@@ -719,6 +719,11 @@ std::string Quantity::CanonicalString() const {
   return QuantityMath::CanonicalDecimal(*this, format_);
 }
 
+void Quantity::ForgetWrittenForm() {
+  from_number_ = false;
+  if (!keeps_text_) original_text_.clear();
+}
+
 std::string Quantity::SerializedText() const {
   return original_text_.empty() ? ToString() : original_text_;
 }

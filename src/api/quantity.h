@@ -59,6 +59,10 @@ class Quantity {
   // then writes a number again.
   bool from_number() const { return from_number_; }
   void set_from_number(bool from_number) { from_number_ = from_number; }
+  // Forgets how the quantity was written, as a Go resource.Quantity decoded by kube-apiserver
+  // does: SerializedText() becomes ToString() (the text itself only where upstream keeps it, "1"
+  // but not "1.0" or "1024Mi"), and it is written as a string.
+  void ForgetWrittenForm();
 
   Format format() const { return format_; }
 
@@ -66,6 +70,9 @@ class Quantity {
   int Compare(const Quantity& other) const;
   int Sign() const;
   bool IsZero() const { return Sign() == 0; }
+  // Whether the value is a whole number, exactly: upstream's `MilliValue() % 1000 == 0` for every
+  // value whose milli-units fit in int64 (beyond, upstream's product wraps).
+  bool IsInteger() const { return scale_ >= 0; }
   // Exact sum / difference, keeping this quantity's format (upstream Add / Sub).
   Quantity Add(const Quantity& other) const;
   Quantity Sub(const Quantity& other) const;

@@ -318,6 +318,36 @@ TEST(QuantityTest, FromNumberFlagIsKept) {
   EXPECT_EQ(sum.SerializedText(), "3");
 }
 
+TEST(QuantityTest, IsIntegerIsExactAtAnySize) {
+  for (const char* text : {"0", "1", "10", "1k", "1Gi", "9223372036854775807", "12e500"}) {
+    EXPECT_TRUE(MustParse(text).IsInteger()) << text;
+  }
+  for (const char* text : {"0.5", "1500m", "1.0001", "1n", "9223372036854775807.5"}) {
+    EXPECT_FALSE(MustParse(text).IsInteger()) << text;
+  }
+}
+
+// What kube-apiserver stores: upstream's String() of the parsed value, a string.
+TEST(QuantityTest, ForgetWrittenFormLeavesWhatUpstreamKeeps) {
+  for (auto [written, stored] :
+       std::vector<std::pair<const char*, const char*>>{{"0.5", "500m"},
+                                                        {"1.0", "1"},
+                                                        {"1024Mi", "1Gi"},
+                                                        {"1000", "1k"},
+                                                        {"80Gi", "80Gi"},
+                                                        {"1", "1"},
+                                                        {"+1", "+1"},
+                                                        {"250e-3", "250e-3"},
+                                                        {"0.25", "250m"},
+                                                        {"0", "0"}}) {
+    Quantity q = MustParse(written);
+    q.set_from_number(true);
+    q.ForgetWrittenForm();
+    EXPECT_FALSE(q.from_number()) << written;
+    EXPECT_EQ(q.SerializedText(), stored) << written;
+  }
+}
+
 // upstream TestQuantityAddZeroPreservesSuffix / TestQuantitySubZeroPreservesSuffix.
 TEST(QuantityTest, ZeroOperandKeepsTheOtherSuffix) {
   const Quantity zero = MustParse("0");

@@ -21,6 +21,7 @@
 #include "client/memory_quota.h"
 #include "common/check.h"
 #include "common/mutex.h"
+#include "common/saturating.h"
 #include "common/sorted_string_map.h"
 #include "common/status_macros.h"
 
@@ -1122,7 +1123,7 @@ StatusOr<Stored> MemoryApi::State::Delete(const ApiRequest& request) {
   }
   if (finalizers || graceful) {
     if (already_deleting) return it->second;
-    const api::Time deletion = api::Time::FromTimestamp(clock.Now() + std::chrono::seconds(grace));
+    const api::Time deletion = api::Time::FromTimestamp(AddSeconds(clock.Now(), grace));
     if (typed) {
       std::shared_ptr<void> next = version.kind->copy(version.typed.get());
       api::metav1::ObjectMeta& m = version.kind->metadata(next.get());

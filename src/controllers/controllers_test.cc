@@ -406,6 +406,24 @@ TEST_F(ControllersTest, TheKubeletSimulatorRunsBoundPodsAndFinishesDeletions) {
   }));
 }
 
+// Upstream's kubelet fails a Pod active longer than spec.activeDeadlineSeconds (its claims are
+// then released as a finished Pod's).
+TEST_F(ControllersTest, TheKubeletSimulatorFailsAPodPastItsActiveDeadline) {
+  cluster_.Node("node-a");
+  Pod spec = cluster_.PodSpec("batch");
+  spec.spec.node_name = "node-a";
+  spec.spec.active_deadline_seconds = 1;
+  cluster_.Pod(spec);
+  Start({.simulate_kubelet = true});
+  ASSERT_TRUE(cluster_.WaitUntil([&] {
+    StatusOr<Pod> p = cluster_.GetPod("batch");
+    return p.ok() && p->status.phase == "Failed";
+  }));
+  StatusOr<Pod> batch = cluster_.GetPod("batch");
+  EXPECT_EQ(batch->status.reason, "DeadlineExceeded");
+  ASSERT_TRUE(batch->status.start_time.has_value());
+}
+
 TEST_F(ControllersTest, TheKubeletSimulatorReportsTheHealthOfEachContainersDevices) {
   cluster_.Node("node-a");
   cluster_.Slice("node-a", "gpu.example.com",

@@ -1076,6 +1076,28 @@ TEST_F(SchedulerTest, ASharedClaimIsReservedForEveryPodOnOneNode) {
   EXPECT_EQ(claim->status.reserved_for.size(), 3u);
 }
 
+// Two entries of a Pod naming one claim (validation allows it): the claim is allocated once and
+// reserved once, on a node with a single device. Counted twice, the Pod needed two devices and
+// waited without a word.
+TEST_F(SchedulerTest, AClaimNamedTwiceByOnePodIsAllocatedOnce) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 1, "A100"));
+  cluster_.Claim(cluster_.ClaimSpec("shared", "gpu"));
+  api::corev1::Pod pod = cluster_.PodSpec("p1", {"shared"});
+  api::corev1::PodResourceClaim again = pod.spec.resource_claims[0];
+  again.name = "again";
+  pod.spec.resource_claims.push_back(again);
+  cluster_.Pod(pod);
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p1"); }));
+  StatusOr<rv1::ResourceClaim> claim = cluster_.GetClaim("shared");
+  ASSERT_TRUE(claim.ok());
+  ASSERT_TRUE(claim->status.allocation.has_value());
+  EXPECT_EQ(claim->status.allocation->devices.results.size(), 1u);
+  EXPECT_EQ(claim->status.reserved_for.size(), 1u);
+}
+
 // Migrating from a device plugin, Pods often wait before the platform team rolls out the class
 // that serves their extended resource through DRA: its creation retries them at once (they
 // waited for the unschedulable pool's five-minute flush).

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <thread>
 
 #include "api/meta/time.h"
@@ -830,6 +831,35 @@ TEST(ResourcesTest, PodRequestsFollowUpstreamRules) {
   EXPECT_FALSE(IsExtendedResourceName("cpu"));
   EXPECT_FALSE(IsExtendedResourceName("kubernetes.io/batteries"));
   EXPECT_FALSE(IsExtendedResourceName("deviceclass.resource.kubernetes.io/gpu"));
+}
+
+// A tenant may write requests at the int64 limit in every container: their sum saturates
+// (upstream's int64 wraps; here it was undefined behaviour that took the server down).
+TEST(ResourcesTest, RequestsPastTheInt64RangeSaturate) {
+  api::corev1::Pod pod;
+  api::corev1::Container c;
+  c.resources.requests["cpu"] = api::Quantity::Parse("9223372036854775807").value();
+  c.resources.requests["memory"] = api::Quantity::Parse("9223372036854775807").value();
+  c.resources.requests["example.com/gpu"] = api::Quantity::Parse("9223372036854775807").value();
+  pod.spec.containers = {c, c};
+  pod.spec.overhead["cpu"] = api::Quantity::Parse("9223372036854775807").value();
+  Resources r = ComputePodRequests(pod);
+  EXPECT_EQ(r.milli_cpu, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(r.memory, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(r.scalar["example.com/gpu"], std::numeric_limits<int64_t>::max());
+  // A node's running total comes back exactly once the huge Pod and a small one are gone.
+  Resources small;
+  small.milli_cpu = 500;
+  small.memory = int64_t{10} << 30;
+  small.scalar["example.com/gpu"] = 1;
+  Resources node;
+  node.Add(small);
+  node.Add(r);
+  node.Subtract(small);
+  node.Subtract(r);
+  EXPECT_EQ(node.milli_cpu, 0);
+  EXPECT_EQ(node.memory, 0);
+  EXPECT_TRUE(node.scalar.empty());
 }
 
 TEST(BindingConditionsTest, ReadyWhenEveryBindingConditionIsTrueFailedWhenAFailureConditionIs) {

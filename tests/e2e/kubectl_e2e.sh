@@ -231,6 +231,53 @@ EOF
 fi
 expect_contains "$out" "compilation failed"
 
+step "a kind the server does not serve: kubectl's mapping error, not an OpenAPI download failure"
+# kubectl looks a kind up in /openapi/v3, then /openapi/v2; without a v2 document its
+# validation failed with "the server could not find the requested resource".
+if out=$(k apply -f - 2>&1 <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: not-served
+  namespace: team-vision
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec: {containers: [{name: c, image: x}]}
+EOF
+); then
+  fail "a Deployment was accepted by a server that does not serve apps/v1"
+fi
+expect_contains "$out" 'no matches for kind "Deployment" in version "apps/v1"'
+
+step "a Pod applied twice (its default not-ready tolerations restored on update) reads back quantities as upstream stores them"
+cat >"$e2e_work/tolerating-pod.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: tolerating
+  namespace: team-vision
+spec:
+  schedulerName: nobody
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  containers:
+  - name: c
+    image: x
+    resources: {requests: {cpu: 0.5, memory: 1024Mi}, limits: {nvidia.com/gpu: 1}}
+EOF
+k apply -f "$e2e_work/tolerating-pod.yaml" >/dev/null
+# kubectl sends the manifest's tolerations (an atomic list that differs from the live one with
+# the defaults) and prints "configured", as against kube-apiserver; the defaults come back and
+# the spec stays as it was (its generation too).
+expect_contains "$(k apply -f "$e2e_work/tolerating-pod.yaml")" "pod/tolerating"
+[ "$(k get pod tolerating -n team-vision -o jsonpath='{.metadata.generation}')" = "1" ] ||
+  fail "applying the same Pod manifest again changed the Pod's spec"
+expect_contains "$(k get pod tolerating -n team-vision -o jsonpath='{.spec.tolerations[*].key}')" "node.kubernetes.io/not-ready"
+expect_contains "$(k get pod tolerating -n team-vision -o jsonpath='{.spec.containers[0].resources.requests.cpu} {.spec.containers[0].resources.requests.memory}')" "500m 1Gi"
+expect_contains "$(k get pod tolerating -n team-vision -o yaml)" 'nvidia.com/gpu: "1"'
+k delete pod tolerating -n team-vision --grace-period=0 --force >/dev/null 2>&1
+
 step "--dry-run=server"
 k create namespace dry-run-ns --dry-run=server >/dev/null
 if k get namespace dry-run-ns >/dev/null 2>&1; then fail "a server dry run created the namespace"; fi
@@ -497,6 +544,19 @@ expect_contains "$(k auth can-i list resourceclaims -n team-llm --as alice)" "ye
 expect_contains "$(k auth can-i delete nodes --as alice 2>&1 || true)" "no"
 if out=$(alice get nodes --as admin 2>&1); then fail "alice impersonated the admin"; fi
 expect_contains "$out" 'cannot impersonate resource "users"'
+
+step "upstream's user-facing roles: view, edit and admin bound in one namespace"
+k create rolebinding carol-edit -n team-vision --clusterrole=edit --user=carol >/dev/null
+k create rolebinding dave-view -n team-vision --clusterrole=view --user=dave >/dev/null
+k create rolebinding erin-admin -n team-vision --clusterrole=admin --user=erin >/dev/null
+expect_contains "$(k auth can-i create resourceclaims -n team-vision --as carol)" "yes"
+expect_contains "$(k auth can-i create pods -n team-vision --as carol)" "yes"
+expect_contains "$(k auth can-i create rolebindings -n team-vision --as carol 2>&1 || true)" "no"
+expect_contains "$(k auth can-i create resourceclaims -n team-llm --as carol 2>&1 || true)" "no"
+expect_contains "$(k auth can-i list resourceclaims -n team-vision --as dave)" "yes"
+expect_contains "$(k auth can-i delete pods -n team-vision --as dave 2>&1 || true)" "no"
+expect_contains "$(k auth can-i create rolebindings -n team-vision --as erin)" "yes"
+expect_contains "$(k auth can-i create resourceslices --as erin 2>&1 || true)" "no"
 
 step "a node identity (client certificate from draplane kubeconfig)"
 "$DRAPLANE" kubeconfig --data-dir "$data" --user system:node:gpu-node-3 --groups system:nodes \

@@ -154,7 +154,11 @@ void DecodeQuantity(const boost::json::value& json, const Path& path, DecodeCont
     return;
   }
   *out = std::move(q).value();
-  out->set_from_number(from_number);
+  if (ctx.options().canonical_quantities) {
+    out->ForgetWrittenForm();
+  } else {
+    out->set_from_number(from_number);
+  }
 }
 
 void DecodeTime(const boost::json::value& json, const Path& path, DecodeContext& ctx, Time* out) {

@@ -13,6 +13,10 @@ struct DecodeOptions {
   // and written back by update or patch carries no managed fields, so the server keeps the ones
   // it holds.
   bool drop_managed_fields = false;
+  // Quantities as kube-apiserver stores them (Quantity::ForgetWrittenForm): "0.5" becomes
+  // "500m", the number 1 the string "1". The server decodes what it stores this way; tools that
+  // round-trip manifests (lint, allocate) keep the written form.
+  bool canonical_quantities = false;
 };
 
 }  // namespace draplane::api

@@ -1,6 +1,9 @@
 #include "api/meta/time.h"
 
+#include <algorithm>
 #include <cstdint>
+
+#include "common/saturating.h"
 
 namespace draplane::api {
 namespace {
@@ -161,6 +164,13 @@ Time Time::FromTimestamp(Timestamp t) {
   return Time(Format(secs, 0, /*micros=*/false), secs, 0);
 }
 
+Time Time::FromUnixSeconds(int64_t seconds) {
+  constexpr int64_t kYear0 = -62167219200;      // 0000-01-01T00:00:00Z
+  constexpr int64_t kYear10000 = 253402300800;  // 10000-01-01T00:00:00Z
+  seconds = std::clamp(seconds, kYear0, kYear10000 - 1);
+  return Time(Format(seconds, 0, /*micros=*/false), seconds, 0);
+}
+
 Time Time::MicroFromTimestamp(Timestamp t) {
   int64_t secs = 0, nanos = 0;
   Split(t, &secs, &nanos);
@@ -169,10 +179,7 @@ Time Time::MicroFromTimestamp(Timestamp t) {
 }
 
 Timestamp Time::ToTimestamp() const {
-  constexpr int64_t kMaxSeconds = INT64_MAX / 1'000'000'000 - 1;
-  if (unix_seconds_ > kMaxSeconds) return Timestamp::max();
-  if (unix_seconds_ < -kMaxSeconds) return Timestamp::min();
-  return Timestamp(std::chrono::nanoseconds(unix_seconds_ * 1'000'000'000 + nanos_));
+  return AddSeconds(Timestamp(std::chrono::nanoseconds(nanos_)), unix_seconds_);
 }
 
 }  // namespace draplane::api

@@ -32,6 +32,9 @@ class Time {
   static Time FromTimestamp(Timestamp t);
   // `t` truncated to microseconds, as metav1.MicroTime serialises it.
   static Time MicroFromTimestamp(Timestamp t);
+  // Whole seconds since the Unix epoch (a protobuf metav1.Time), clamped to years 0000-9999;
+  // unlike a Timestamp not limited to 1678-2262.
+  static Time FromUnixSeconds(int64_t seconds);
 
   // True for the zero time.
   bool empty() const { return text_.empty(); }

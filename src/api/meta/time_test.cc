@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace draplane::api {
 namespace {
 
@@ -65,4 +67,15 @@ TEST(TimeTest, ComparesInstants) {
 }
 
 }  // namespace
+// A protobuf metav1.Time past the nanosecond clock's range keeps its date (years 0000-9999).
+TEST(TimeTest, FromUnixSecondsKeepsDatesPast2262AndClampsPast9999) {
+  EXPECT_EQ(Time::FromUnixSeconds(10'413'792'000).text(), "2300-01-01T00:00:00Z");
+  EXPECT_EQ(Time::FromUnixSeconds(1'700'000'000).text(), "2023-11-14T22:13:20Z");
+  EXPECT_EQ(Time::FromUnixSeconds(std::numeric_limits<int64_t>::max()).text(),
+            "9999-12-31T23:59:59Z");
+  EXPECT_EQ(Time::FromUnixSeconds(std::numeric_limits<int64_t>::min()).text(),
+            "0000-01-01T00:00:00Z");
+  EXPECT_EQ(Time::FromUnixSeconds(10'413'792'000).ToTimestamp(), Timestamp::max());
+}
+
 }  // namespace draplane::api

@@ -5,6 +5,7 @@
 
 #include "api/validation/names.h"
 #include "api/validation/quota_validation.h"
+#include "common/saturating.h"
 
 namespace draplane::api::quota {
 namespace {
@@ -41,8 +42,8 @@ bool ChargesCompute(const corev1::Pod& pod, Timestamp now) {
   if (IsTerminal(pod)) return false;
   const metav1::ObjectMeta& meta = pod.metadata;
   if (meta.deletion_timestamp.has_value() && meta.deletion_grace_period_seconds.has_value()) {
-    Timestamp end = meta.deletion_timestamp->ToTimestamp() +
-                    std::chrono::seconds(*meta.deletion_grace_period_seconds);
+    Timestamp end =
+        AddSeconds(meta.deletion_timestamp->ToTimestamp(), *meta.deletion_grace_period_seconds);
     if (now > end) return false;
   }
   return true;

@@ -1,8 +1,11 @@
 #include "api/validation/pod_defaults.h"
 
 #include <boost/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
 
+#include "api/quantity.h"
 #include "api/validation/internal/json_access.h"
 
 namespace draplane::api::validation {
@@ -16,6 +19,30 @@ boost::json::object& EnsureObject(boost::json::object& obj, std::string_view key
   boost::json::value& v = obj[key];
   if (!v.is_object()) v = boost::json::object();
   return v.get_object();
+}
+
+// The quantity a JSON value holds (a string or a number); nullopt when it holds none.
+std::optional<Quantity> QuantityIn(const boost::json::value& v) {
+  std::string text;
+  if (const boost::json::string* s = v.if_string()) {
+    text.assign(s->data(), s->size());
+  } else if (v.is_number()) {
+    text = boost::json::serialize(v);
+  } else {
+    return std::nullopt;
+  }
+  StatusOr<Quantity> q = Quantity::Parse(text);
+  if (!q.ok()) return std::nullopt;
+  return *std::move(q);
+}
+
+// Equal as quantities (upstream compares with Cmp: "1" and "1000m" are equal), or as JSON when
+// either is not a quantity.
+bool SameQuantity(const boost::json::value& a, const boost::json::value& b) {
+  std::optional<Quantity> qa = QuantityIn(a);
+  std::optional<Quantity> qb = QuantityIn(b);
+  if (qa && qb) return qa->Compare(*qb) == 0;
+  return a == b;
 }
 
 }  // namespace
@@ -48,7 +75,8 @@ std::string PodQosClass(const boost::json::object& pod) {
         for (std::string_view r : {"cpu", "memory"}) {
           auto ir = requests->find(r);
           auto il = limits->find(r);
-          if (ir != requests->end() && il != limits->end() && !(ir->value() == il->value())) {
+          if (ir != requests->end() && il != limits->end() &&
+              !SameQuantity(ir->value(), il->value())) {
             guaranteed = false;
           }
         }

@@ -1,6 +1,7 @@
 #include "api/validation/pod_validation.h"
 
 #include <boost/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -56,6 +57,8 @@ void ValidateContainerClaims(const boost::json::object& container, const FieldPa
 
 // Upstream helper.IsOvercommitAllowed: native resources but huge pages may be requested below
 // their limit; extended resources must request exactly their limit.
+constexpr int64_t kMaxInt32 = 2147483647;
+
 bool OvercommitAllowed(std::string_view resource) {
   bool native = resource.find('/') == std::string_view::npos ||
                 resource.find("kubernetes.io/") != std::string_view::npos;
@@ -108,7 +111,7 @@ void ValidateContainerResources(const boost::json::object& container, const Fiel
         errors->push_back(
             Invalid(at, RenderValue(quantity->ToString()), "must be greater than or equal to 0"));
       }
-      if (IsExtendedResourceName(name) && quantity->MilliValue() % 1000 != 0) {
+      if (IsExtendedResourceName(name) && !quantity->IsInteger()) {
         errors->push_back(Invalid(at, RenderValue(quantity->ToString()), "must be an integer"));
       }
     }
@@ -198,6 +201,14 @@ FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
                                             spec_path.Child("priorityClassName")));
   }
   if (spec != nullptr) ValidateTolerations(*spec, spec_path, &errors);
+  if (const boost::json::value* deadline =
+          spec ? spec->if_contains("activeDeadlineSeconds") : nullptr;
+      deadline != nullptr && deadline->is_int64() &&
+      (deadline->get_int64() < 1 || deadline->get_int64() > kMaxInt32)) {
+    errors.push_back(Invalid(spec_path.Child("activeDeadlineSeconds"),
+                             std::to_string(deadline->get_int64()),
+                             "must be between 1 and 2147483647, inclusive"));
+  }
   const boost::json::array* containers = spec ? FindArray(*spec, "containers") : nullptr;
   if (containers == nullptr || containers->empty()) {
     errors.push_back(Required(spec_path.Child("containers")));
@@ -261,6 +272,32 @@ FieldErrorList ValidatePodSpec(const boost::json::object& pod) {
     }
   }
   return errors;
+}
+
+FieldErrorList ValidatePodActiveDeadlineUpdate(const boost::json::object& pod,
+                                               const boost::json::object& old) {
+  auto deadline = [](const boost::json::object& p) -> std::optional<int64_t> {
+    const boost::json::object* spec = FindObject(p, "spec");
+    const boost::json::value* v = spec ? spec->if_contains("activeDeadlineSeconds") : nullptr;
+    if (v == nullptr || !v->is_int64()) return std::nullopt;
+    return v->get_int64();
+  };
+  const std::optional<int64_t> now = deadline(pod);
+  const std::optional<int64_t> before = deadline(old);
+  const FieldPath path = FieldPath("spec").Child("activeDeadlineSeconds");
+  if (!now) {
+    if (before) {
+      return {Invalid(path, "null", "must not update from a positive integer to nil value")};
+    }
+    return {};
+  }
+  if (*now < 0 || *now > kMaxInt32) {
+    return {Invalid(path, std::to_string(*now), "must be between 0 and 2147483647, inclusive")};
+  }
+  if (before && *before < *now) {
+    return {Invalid(path, std::to_string(*now), "must be less than or equal to previous value")};
+  }
+  return {};
 }
 
 FieldErrorList ValidatePodResourceClaimStatuses(const boost::json::object& pod) {

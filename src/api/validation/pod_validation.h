@@ -15,6 +15,10 @@
 namespace draplane::api::validation {
 
 FieldErrorList ValidatePodSpec(const boost::json::object& pod);
+// upstream ValidatePodUpdate's rules for spec.activeDeadlineSeconds, the one spec field with
+// rules of its own on update: between 0 and 2^31-1, never raised, never removed once set.
+FieldErrorList ValidatePodActiveDeadlineUpdate(const boost::json::object& pod,
+                                               const boost::json::object& old);
 // upstream validatePodResourceClaimStatuses (ValidatePodStatusUpdate): each
 // status.resourceClaimStatuses entry names an entry of spec.resourceClaims, once, and a valid
 // claim name; so a status write cannot attach a claim the Pod never asked for.

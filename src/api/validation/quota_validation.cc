@@ -261,7 +261,7 @@ FieldErrorList ValidateResourceQuantityValue(std::string_view name, const Quanti
   if (value.Sign() < 0) {
     errs.push_back(Invalid(path, RenderValue(value.ToString()), std::string(kNegative)));
   }
-  if (IsIntegerResourceName(name) && value.MilliValue() % 1000 != 0) {
+  if (IsIntegerResourceName(name) && !value.IsInteger()) {
     errs.push_back(Invalid(path, internal::RenderQuantity(value), std::string(kNotInteger)));
   }
   return errs;

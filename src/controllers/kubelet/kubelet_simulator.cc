@@ -20,6 +20,7 @@ namespace {
 bool NeedsWork(const Pod& pod) {
   if (pod.spec.node_name.empty()) return false;
   if (pod.metadata.deletion_timestamp.has_value()) return true;
+  if (api::ActiveDeadline(pod).has_value()) return true;  // a running Pod with a deadline
   return pod.status.phase.empty() || pod.status.phase == api::corev1::kPodPhasePending;
 }
 
@@ -78,6 +79,19 @@ Status KubeletSimulator::Sync(const std::string& key) {
       return Status::Ok();
     }
     return s;
+  }
+
+  // A started Pod's active deadline: failed once it passes, looked at again when it will.
+  if (std::optional<Timestamp> deadline = api::ActiveDeadline(*pod)) {
+    const api::Time now = api::Time::FromTimestamp(clock_.Now());
+    if (std::optional<boost::json::object> failed = api::DeadlineExceededStatusPatch(*pod, now)) {
+      Status s = client::PatchOnly<Pod>(api_, ns, name, client::PatchType::kMerge,
+                                        std::move(*failed), "status", "draplane-kubelet");
+      if (!s.ok() && s.code() != StatusCode::kNotFound) return s;  // Conflict: the newer Pod
+      return Status::Ok();
+    }
+    queue_.AddAfter(key, *deadline - clock_.Now());
+    if (pod->status.phase == api::corev1::kPodPhaseRunning) return Status::Ok();
   }
 
   // As the kubelet's DRA manager: a Pod starts only once each of its claims is allocated and

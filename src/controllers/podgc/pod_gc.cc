@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 
+#include "api/nodes.h"
 #include "api/pods.h"
 #include "client/typed.h"
 #include "common/log.h"
@@ -37,12 +38,6 @@ metrics::CounterFamily ForceDeleteErrorsMetric() {
       "Controller started.",
       {"namespace", "reason"});
   return family;
-}
-
-bool NodeReady(const cv1::Node& node) {
-  return std::any_of(
-      node.status.conditions.begin(), node.status.conditions.end(),
-      [](const cv1::NodeCondition& c) { return c.type == "Ready" && c.status == "True"; });
 }
 
 bool Evicted(const cv1::Pod& pod) {
@@ -123,7 +118,7 @@ Status PodGCController::CollectTerminatingOutOfService(const std::vector<PodPtr>
   for (const PodPtr& p : pods) {
     if (!p->metadata.deletion_timestamp || p->spec.node_name.empty()) continue;
     std::shared_ptr<const cv1::Node> node = nodes_.Get("", p->spec.node_name);
-    if (node == nullptr || NodeReady(*node)) continue;
+    if (node == nullptr || api::IsNodeReady(*node)) continue;
     const bool out_of_service =
         std::any_of(node->spec.taints.begin(), node->spec.taints.end(),
                     [](const cv1::Taint& t) { return t.key == kOutOfServiceTaint; });

@@ -16,7 +16,8 @@
 //                 owner sees it end.
 // A Pod not yet Succeeded or Failed is first written Failed (no kubelet will ever do it), then
 // deleted with its uid as precondition. The API server's own backstop removes terminating Pods
-// whose grace period passed (server/lifecycle); this controller covers what that cannot know.
+// whose grace period passed on nodes that are not Ready (server/lifecycle); this controller
+// covers what that cannot know.
 //
 // Metrics under upstream's names: pod_gc_collector_force_delete_pods_total and
 // pod_gc_collector_force_delete_pod_errors_total by namespace and reason (orphaned, terminated,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/saturating.h"
+
 namespace draplane::scheduler {
 
 std::string_view CodeName(Code code) {
@@ -45,23 +47,37 @@ std::string PluginStatus::Message() const {
 }
 
 void Resources::Add(const Resources& other) {
-  milli_cpu += other.milli_cpu;
-  memory += other.memory;
-  ephemeral_storage += other.ephemeral_storage;
-  pods += other.pods;
-  for (const auto& [name, value] : other.scalar) scalar[name] += value;
+  milli_cpu = WrappingAdd(milli_cpu, other.milli_cpu);
+  memory = WrappingAdd(memory, other.memory);
+  ephemeral_storage = WrappingAdd(ephemeral_storage, other.ephemeral_storage);
+  pods = WrappingAdd(pods, other.pods);
+  for (const auto& [name, value] : other.scalar) {
+    int64_t& sum = scalar[name];
+    sum = WrappingAdd(sum, value);
+  }
 }
 
 void Resources::Subtract(const Resources& other) {
-  milli_cpu -= other.milli_cpu;
-  memory -= other.memory;
-  ephemeral_storage -= other.ephemeral_storage;
-  pods -= other.pods;
+  milli_cpu = WrappingAdd(milli_cpu, WrappingNeg(other.milli_cpu));
+  memory = WrappingAdd(memory, WrappingNeg(other.memory));
+  ephemeral_storage = WrappingAdd(ephemeral_storage, WrappingNeg(other.ephemeral_storage));
+  pods = WrappingAdd(pods, WrappingNeg(other.pods));
   for (const auto& [name, value] : other.scalar) {
     auto it = scalar.find(name);
     if (it == scalar.end()) continue;
-    it->second -= value;
+    it->second = WrappingAdd(it->second, WrappingNeg(value));
     if (it->second == 0) scalar.erase(it);
+  }
+}
+
+void Resources::AddSaturating(const Resources& other) {
+  milli_cpu = SaturatingAdd(milli_cpu, other.milli_cpu);
+  memory = SaturatingAdd(memory, other.memory);
+  ephemeral_storage = SaturatingAdd(ephemeral_storage, other.ephemeral_storage);
+  pods = SaturatingAdd(pods, other.pods);
+  for (const auto& [name, value] : other.scalar) {
+    int64_t& sum = scalar[name];
+    sum = SaturatingAdd(sum, value);
   }
 }
 
@@ -108,19 +124,21 @@ void MaxInto(Resources& into, const Resources& other) {
 
 Resources ComputePodRequests(const api::corev1::Pod& pod) {
   Resources containers;
-  for (const api::corev1::Container& c : pod.spec.containers) containers.Add(ContainerRequests(c));
+  for (const api::corev1::Container& c : pod.spec.containers) {
+    containers.AddSaturating(ContainerRequests(c));
+  }
   Resources sidecars;
   Resources init_max;
   for (const api::corev1::Container& c : pod.spec.init_containers) {
     Resources r = ContainerRequests(c);
     if (c.restart_policy.value_or("") == "Always") {
-      containers.Add(r);
-      sidecars.Add(r);
+      containers.AddSaturating(r);
+      sidecars.AddSaturating(r);
       // A sidecar runs alongside the init containers that follow it.
       MaxInto(init_max, sidecars);
     } else {
       Resources with_sidecars = r;
-      with_sidecars.Add(sidecars);
+      with_sidecars.AddSaturating(sidecars);
       MaxInto(init_max, with_sidecars);
     }
   }
@@ -132,7 +150,7 @@ Resources ComputePodRequests(const api::corev1::Pod& pod) {
     if (requests.contains("cpu")) out.milli_cpu = pod_level.milli_cpu;
     if (requests.contains("memory")) out.memory = pod_level.memory;
   }
-  out.Add(Resources::FromList(pod.spec.overhead));
+  out.AddSaturating(Resources::FromList(pod.spec.overhead));
   out.pods = 1;
   for (auto it = out.scalar.begin(); it != out.scalar.end();) {
     it = it->second == 0 ? out.scalar.erase(it) : std::next(it);

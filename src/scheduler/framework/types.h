@@ -190,8 +190,13 @@ struct Resources {
   int64_t pods = 0;
   std::map<std::string, int64_t, std::less<>> scalar;
 
+  // Running totals (a node's requested resources): wrap at the int64 range as upstream's Go
+  // int64 does, so that adding and later subtracting a Pod cancel exactly whatever its size.
   void Add(const Resources& other);
   void Subtract(const Resources& other);
+  // One Pod's requests summed over its containers: saturate, so that requests past the int64
+  // range (a tenant may write them) stay larger than any node instead of wrapping around.
+  void AddSaturating(const Resources& other);
   // From a resource list (node allocatable, or a container's requests).
   static Resources FromList(const std::map<std::string, api::Quantity, std::less<>>& list);
 };

@@ -501,7 +501,12 @@ class DynamicResources final : public PreEnqueuePlugin,
             " was not created for pod " + ClaimKey(pod.metadata.namespace_, pod.metadata.name) +
             " (pod is not owner)");
       }
-      state->claim_names[ClaimKey(pod.metadata.namespace_, n.name)] = entry.name;
+      // A claim the Pod names twice (two entries, one claim: validation allows it) is allocated
+      // and reserved once, as the kubelet prepares it once.
+      if (!state->claim_names.emplace(ClaimKey(pod.metadata.namespace_, n.name), entry.name)
+               .second) {
+        continue;
+      }
       ClaimEntry e;
       e.claim = std::move(claim);
       e.pod_claim_name = entry.name;

@@ -3,6 +3,7 @@
 #include "api/labels/node_isolation.h"
 #include "api/labels/node_selector.h"
 #include "api/labels/taints.h"
+#include "common/saturating.h"
 
 namespace draplane::scheduler {
 namespace {
@@ -171,16 +172,16 @@ class NodeResourcesFit final : public FilterPlugin {
         shortage(std::string(kReasonTooManyPods))) {
       return true;
     }
-    if (want.milli_cpu > 0 && want.milli_cpu > have.milli_cpu - used.milli_cpu &&
+    if (want.milli_cpu > 0 && want.milli_cpu > SaturatingSub(have.milli_cpu, used.milli_cpu) &&
         shortage("Insufficient cpu")) {
       return true;
     }
-    if (want.memory > 0 && want.memory > have.memory - used.memory &&
+    if (want.memory > 0 && want.memory > SaturatingSub(have.memory, used.memory) &&
         shortage("Insufficient memory")) {
       return true;
     }
     if (want.ephemeral_storage > 0 &&
-        want.ephemeral_storage > have.ephemeral_storage - used.ephemeral_storage &&
+        want.ephemeral_storage > SaturatingSub(have.ephemeral_storage, used.ephemeral_storage) &&
         shortage("Insufficient ephemeral-storage")) {
       return true;
     }
@@ -192,7 +193,8 @@ class NodeResourcesFit final : public FilterPlugin {
       }
       auto u = used.scalar.find(resource);
       int64_t in_use = u == used.scalar.end() ? 0 : u->second;
-      if (amount > allocatable - in_use && shortage("Insufficient " + resource)) return true;
+      if (amount > SaturatingSub(allocatable, in_use) && shortage("Insufficient " + resource))
+        return true;
     }
     return short_of_some;
   }

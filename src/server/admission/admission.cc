@@ -143,7 +143,14 @@ StatusOr<std::vector<api::schedulingv1::PriorityClass>> Admission::PriorityClass
 std::optional<ApiError> Admission::Mutate(const Attributes& a, JsonObject& object) const {
   const handlers::ResourceInfo& r = *a.resource;
   if (!r.group.empty() || r.resource != "pods" || !a.subresource.empty() ||
-      a.operation != Operation::kCreate) {
+      a.operation == Operation::kDelete) {
+    return std::nullopt;
+  }
+  // DefaultTolerationSeconds acts on updates too: an update (kubectl apply replaces the atomic
+  // tolerations list with the manifest's) gets the defaults back instead of being refused for
+  // removing them. Priority acts on creates only (the strategy keeps what it set).
+  if (a.operation == Operation::kUpdate) {
+    AddDefaultTolerations(object);
     return std::nullopt;
   }
   StatusOr<std::vector<api::schedulingv1::PriorityClass>> classes = PriorityClasses();

@@ -23,9 +23,9 @@
 //                       PriorityClass may not become a second global default, and the system
 //                       classes may not be deleted (plugin/pkg/admission/priority;
 //                       pkg/registry/scheduling).
-//   DefaultToleration-  (mutating, Mutate) a new Pod without a toleration of the NoExecute taint
-//   Seconds             node.kubernetes.io/not-ready (or unreachable) -- one whose key is empty
-//                       or that key, and whose effect is empty or NoExecute -- gets
+//   DefaultToleration-  (mutating, Mutate) a new or updated Pod without a toleration of the
+//   Seconds             NoExecute taint node.kubernetes.io/not-ready (or unreachable) -- one whose
+//                       key is empty or that key, and whose effect is empty or NoExecute -- gets
 //                       {key, operator: Exists, effect: NoExecute, tolerationSeconds: N}, N
 //                       300 by default (plugin/pkg/admission/defaulttolerationseconds), so the
 //                       taint eviction controller moves it off a failed node after N seconds.
@@ -92,8 +92,9 @@ class Admission {
         default_tolerations_(default_tolerations),
         dra_admin_access_(dra_admin_access) {}
 
-  // The mutating plugins (Priority), run before Admit on `object`, the new object of a create or
-  // update (`attributes.object` points to it). Returns the error that refuses the request.
+  // The mutating plugins (Priority, DefaultTolerationSeconds), run before Admit on `object`, the
+  // new object of a create or update (`attributes.object` points to it). Returns the error that
+  // refuses the request.
   std::optional<handlers::ApiError> Mutate(const Attributes& attributes,
                                            handlers::JsonObject& object) const;
 
@@ -101,7 +102,7 @@ class Admission {
   std::optional<handlers::ApiError> Admit(const Attributes& attributes) const;
 
  private:
-  // DefaultTolerationSeconds on a Pod create's object.
+  // DefaultTolerationSeconds on a Pod create's or update's object.
   void AddDefaultTolerations(handlers::JsonObject& pod) const;
   std::optional<handlers::ApiError> NamespaceLifecycle(const Attributes& a) const;
   std::optional<handlers::ApiError> NodeRestriction(const Attributes& a) const;

@@ -190,6 +190,29 @@ std::vector<BootstrapObject> BootstrapPolicy() {
             Rule({"draplane.dev"}, {"*"}, {"*"}),
             Rule({"rbac.authorization.k8s.io"}, {"rolebindings", "roles"}, {"*"})}));
 
+  // Upstream's user-facing roles (bootstrappolicy ClusterRoles), over the kinds this server
+  // serves, so that `kubectl create rolebinding --clusterrole=edit` grants what it does in a
+  // cluster. Their aggregation rules are written out: this server does not evaluate them.
+  array view{Rule({""},
+                  {"pods", "pods/status", "events", "resourcequotas", "resourcequotas/status",
+                   "namespaces", "namespaces/status"},
+                  kRead),
+             Rule({"resource.k8s.io"},
+                  {"resourceclaims", "resourceclaims/status", "resourceclaimtemplates"}, kRead),
+             Rule({"draplane.dev"}, {"allocationdecisions"}, kRead),
+             Rule({"draplane.dev"}, {"podexplanations"}, {"get"})};
+  array edit = view;
+  edit.push_back(Rule({""}, {"pods"}, kReadWrite));
+  edit.push_back(Rule({""}, {"pods/eviction"}, {"create"}));
+  edit.push_back(
+      Rule({"resource.k8s.io"}, {"resourceclaims", "resourceclaimtemplates"}, kReadWrite));
+  array admin = edit;
+  admin.push_back(Rule({"rbac.authorization.k8s.io"}, {"roles", "rolebindings"}, kReadWrite));
+  admin.push_back(Rule({"authorization.k8s.io"}, {"localsubjectaccessreviews"}, {"create"}));
+  out.push_back(ClusterRole("view", std::move(view)));
+  out.push_back(ClusterRole("edit", std::move(edit)));
+  out.push_back(ClusterRole("admin", std::move(admin)));
+
   out.push_back(
       ClusterRoleBinding("cluster-admin", "cluster-admin", {{"Group", "system:masters"}}));
   out.push_back(ClusterRoleBinding("system:discovery", "system:discovery",

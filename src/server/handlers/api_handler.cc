@@ -376,6 +376,14 @@ http::Response ApiHandler::NonResource(const http::Request& request, const Reque
     r.body = metrics::RenderText();
     return r;
   }
+  if (path == "/openapi/v2" || path == "/openapi/v2/") {
+    openapi::V2Document doc = openapi::V2(request.header("Accept"), kServedKubernetesGitVersion);
+    http::Response r;
+    r.status = 200;
+    r.headers.push_back({"Content-Type", std::move(doc.content_type)});
+    r.body = std::move(doc.body);
+    return r;
+  }
   if (path == "/openapi/v3" || path == "/openapi/v3/") {
     return Json(200, openapi::V3Index(*deps_.registry));
   }

@@ -41,6 +41,9 @@ void OwnByClaims(d::AllocationDecision& decision) {
 // immutable, metadata (labels, annotations, finalizers, owners) may change. There is no status.
 class AllocationDecisionStrategyImpl final : public TypedStrategy<d::AllocationDecision> {
  public:
+  // Stored as a custom resource is: quantities as written.
+  api::DecodeOptions decode_options() const override { return {}; }
+
   // Selectable fields (spec.pod.name, spec.pod.uid, spec.nodeName, spec.outcome):
   // api/labels/field_selector.cc, shared with the in-memory API.
 
@@ -113,6 +116,9 @@ class AllocationDecisionStrategyImpl final : public TypedStrategy<d::AllocationD
 // through the status subresource (reset on create, kept by updates of the main resource).
 class DeviceSharingPolicyStrategyImpl final : public TypedStrategy<d::DeviceSharingPolicy> {
  public:
+  // Stored as a custom resource is: quantities as written.
+  api::DecodeOptions decode_options() const override { return {}; }
+
   std::vector<TableColumn> TableColumns() const override {
     return {
         NameColumn(),

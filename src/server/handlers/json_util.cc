@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "api/codec/json.h"
+#include "common/saturating.h"
 
 namespace draplane::server::handlers {
 
@@ -269,7 +270,8 @@ std::optional<Timestamp> ParseTime(std::string_view text) {
   } else if (pos >= s.size() || s[pos] != 'Z') {
     return std::nullopt;
   }
-  return Timestamp(std::chrono::seconds(epoch) + std::chrono::nanoseconds(nanos));
+  // Saturated at Timestamp's range (years 1678-2262).
+  return AddSeconds(Timestamp(std::chrono::nanoseconds(nanos)), epoch);
 }
 
 std::string HumanDuration(Duration d) {

@@ -3,6 +3,8 @@
 #include <map>
 #include <vector>
 
+#include "api/meta/time.h"
+
 namespace draplane::server::handlers {
 namespace {
 
@@ -276,7 +278,7 @@ StatusOr<boost::json::value> DecodeValue(Reader& reader, int wire_type, const Fi
         }
       }
       if (seconds == 0) return boost::json::value(nullptr);  // metav1.Time{} is JSON null
-      return boost::json::value(FormatTime(Timestamp(std::chrono::seconds(seconds))));
+      return boost::json::value(api::Time::FromUnixSeconds(seconds).text());
     }
     case FieldType::kStringMap:
     case FieldType::kQuantityMap:

@@ -12,6 +12,7 @@
 #include "api/patch/patch.h"
 #include "api/pods.h"
 #include "common/log.h"
+#include "common/saturating.h"
 #include "common/status_macros.h"
 #include "server/fieldmanager/field_manager.h"
 #include "server/handlers/output.h"
@@ -1128,8 +1129,8 @@ http::Response Rest::UpdateWith(
       r.strategy->PrepareForUpdate(obj, old);
       r.strategy->PrepareForUpdateWithTime(obj, old, deps_.clock->Now());
       if (r.tracks_generation) {
-        int64_t generation = GenerationOf(old);
-        if (!SameJson(obj, old, "spec")) ++generation;
+        // The old generation for now; bumped below once the spec is final.
+        const int64_t generation = GenerationOf(old);
         EnsureObject(obj, "metadata")["generation"] = generation == 0 ? 1 : generation;
       }
     }
@@ -1155,6 +1156,14 @@ http::Response Rest::UpdateWith(
     CheckResult check =
         status_update ? r.strategy->CheckStatusUpdate(obj, old) : r.strategy->CheckUpdate(obj, old);
     if (auto e = FromCheck(r, name, check)) return fail(*e);
+    if (r.tracks_generation && !status_update && !finalize) {
+      // The spec compared as it will be stored: after mutating admission (a Pod's default
+      // tolerations restored) and the strategy's defaults and canonical quantities, as upstream's
+      // PrepareForUpdate sees the decoded, defaulted and admitted object.
+      if (!SameJson(obj, old, "spec")) {
+        EnsureObject(obj, "metadata")["generation"] = std::max<int64_t>(GenerationOf(old), 0) + 1;
+      }
+    }
     api::OmitEmptyFields(obj);
     delete_after = api::DeletesDuringUpdate(old, HasFinalizers(obj, r));
     // The same content as stored, whatever the member order (a client may send the members in
@@ -1410,8 +1419,7 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
     bool already = meta.contains("deletionTimestamp");
     const Timestamp now = deps_.clock->Now();
     if (!already) {
-      meta["deletionTimestamp"] =
-          FormatTime(now + std::chrono::seconds(std::max<int64_t>(grace, 0)));
+      meta["deletionTimestamp"] = FormatTime(AddSeconds(now, std::max<int64_t>(grace, 0)));
       meta["deletionGracePeriodSeconds"] = grace;
     } else if (is_pod && grace == 0) {
       // A Pod a finalizer keeps, deleted again at once (its kubelet done with it): the deletion
@@ -1426,8 +1434,12 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       // difference (upstream rest.BeforeDelete); a longer one changes nothing.
       std::optional<Timestamp> at = ParseTime(GetString(meta, "deletionTimestamp"));
       if (at) {
-        meta["deletionTimestamp"] = FormatTime(
-            *at - std::chrono::seconds(period->get_int64() - *options.grace_period_seconds));
+        // When the deletion began; for a period too long to date (its deadline saturated at
+        // the clock's end), now.
+        Timestamp began = AddSeconds(*at, SaturatingSub(0, period->get_int64()));
+        if (began == Timestamp::min()) began = now;
+        meta["deletionTimestamp"] =
+            FormatTime(AddSeconds(began, std::max<int64_t>(*options.grace_period_seconds, 0)));
         meta["deletionGracePeriodSeconds"] = *options.grace_period_seconds;
       }
     }

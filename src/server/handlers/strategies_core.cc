@@ -9,6 +9,7 @@
 #include "api/gen/core_v1_codec.h"
 #include "api/priority.h"
 #include "api/resource_health.h"
+#include "api/stored_quantities.h"
 #include "api/validation/meta_validation.h"
 #include "api/validation/names.h"
 #include "api/validation/node_validation.h"
@@ -40,12 +41,17 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
 
   // The status is kept as for every kind; so are the priority and preemption policy the Priority
   // admission set on create when the update leaves them out (before the generation is compared).
+  // The object is defaulted as a create's is (upstream defaults every decoded object), so a Pod
+  // replaced by its manifest as written compares equal to the defaulted one stored.
   void PrepareForUpdate(JsonObject& obj, const JsonObject& old) const override {
     GenericStrategyOf::PrepareForUpdate(obj, old);
+    validation::SetPodDefaults(obj);
     api::KeepPodPriority(obj, old);
   }
 
+  // Pods are stored as sent but for their quantities, kept as upstream stores them.
   CheckResult Check(JsonObject& obj) const override {
+    api::CanonicalizePodQuantities(obj);
     CheckResult r = GenericStrategyOf::Check(obj);
     if (!r.decode_errors.empty()) return r;
     Append(r.errors, validation::ValidatePodSpec(obj));
@@ -54,6 +60,7 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
 
   // ValidatePodUpdate: only a few spec fields may change after creation.
   CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    api::CanonicalizePodQuantities(obj);
     CheckResult r = GenericStrategyOf::CheckUpdate(obj, old);
     if (!r.decode_errors.empty()) return r;
     JsonObject new_spec = Mutable(obj);
@@ -68,6 +75,7 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
     }
     CheckOnlyAddedTolerations(obj, old, &r.errors);
     CheckOnlyRemovedSchedulingGates(obj, old, &r.errors);
+    Append(r.errors, validation::ValidatePodActiveDeadlineUpdate(obj, old));
     return r;
   }
 
@@ -221,6 +229,8 @@ class PodStrategyImpl final : public GenericStrategyOf<api::corev1::Pod> {
   static JsonObject Mutable(const JsonObject& pod) {
     const JsonObject* spec = FindObject(pod, "spec");
     JsonObject out = spec ? *spec : JsonObject();
+    // Compared as values: a Pod stored before quantities were canonical may say 0.5 for 500m.
+    api::CanonicalizePodSpecQuantities(out);
     out.erase("activeDeadlineSeconds");
     out.erase("tolerations");
     out.erase("terminationGracePeriodSeconds");
@@ -242,6 +252,20 @@ class NodeStrategyImpl final : public GenericStrategyOf<api::corev1::Node> {
 
   // Nodes keep the status they are created with (the kubelet registers with one).
   void PrepareForCreate(JsonObject&) const override {}
+
+  // Nodes are stored as sent but for their quantities, kept as upstream stores them.
+  CheckResult Check(JsonObject& obj) const override {
+    api::CanonicalizeNodeQuantities(obj);
+    return GenericStrategyOf::Check(obj);
+  }
+  CheckResult CheckUpdate(JsonObject& obj, const JsonObject& old) const override {
+    api::CanonicalizeNodeQuantities(obj);
+    return GenericStrategyOf::CheckUpdate(obj, old);
+  }
+  CheckResult CheckStatusUpdate(JsonObject& obj, const JsonObject& old) const override {
+    api::CanonicalizeNodeQuantities(obj);
+    return GenericStrategyOf::CheckStatusUpdate(obj, old);
+  }
 
   std::vector<TableColumn> TableColumns() const override {
     return {

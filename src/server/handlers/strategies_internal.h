@@ -100,7 +100,7 @@ class TypedStrategy : public Strategy {
  public:
   CheckResult Check(JsonObject& obj) const override {
     CheckResult r;
-    T typed = DecodeAs<T>(obj, &r.decode_errors);
+    T typed = DecodeAs<T>(obj, &r.decode_errors, decode_options());
     if (!r.decode_errors.empty()) return r;
     r.errors = Admit(typed);
     EncodeInto(typed, obj);
@@ -122,15 +122,21 @@ class TypedStrategy : public Strategy {
   virtual api::FieldErrorList AdmitStatusUpdate(T& obj, const T& old) const {
     return AdmitUpdate(obj, old);
   }
+  // How the object is decoded before it is re-encoded for storage: quantities as kube-apiserver
+  // keeps the built-in kinds' ("500m" for a written 0.5). draplane.dev's kinds keep them as
+  // written, as a custom resource's objects are stored.
+  virtual api::DecodeOptions decode_options() const {
+    return api::DecodeOptions{.canonical_quantities = true};
+  }
 
  private:
   using AdmitAgainstOld = api::FieldErrorList (TypedStrategy::*)(T&, const T&) const;
 
   CheckResult CheckAgainstOld(JsonObject& obj, const JsonObject& old, AdmitAgainstOld admit) const {
     CheckResult r;
-    T typed = DecodeAs<T>(obj, &r.decode_errors);
+    T typed = DecodeAs<T>(obj, &r.decode_errors, decode_options());
     api::FieldErrorList ignored;
-    T old_typed = DecodeAs<T>(old, &ignored);
+    T old_typed = DecodeAs<T>(old, &ignored, decode_options());
     if (!r.decode_errors.empty()) return r;
     r.errors = (this->*admit)(typed, old_typed);
     EncodeInto(typed, obj);

@@ -9,6 +9,7 @@
 #include "api/gen/meta_v1_codec.h"
 #include "api/meta/codec_support.h"
 #include "api/validation/meta_validation.h"
+#include "common/saturating.h"
 #include "server/handlers/strategies_internal.h"
 
 namespace draplane::server::handlers {
@@ -75,7 +76,7 @@ void KeepAllButStatus(JsonObject& obj, const JsonObject& old) {
 std::string SinceCell(std::string_view time, Timestamp now) {
   std::optional<Timestamp> t = ParseTime(time);
   if (!t) return "<unknown>";
-  return HumanDuration(now - *t);
+  return HumanDuration(Between(*t, now));
 }
 
 // --- GenericStrategy -------------------------------------------------------------------------

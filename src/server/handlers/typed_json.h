@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "api/field_error.h"
+#include "api/meta/decode_options.h"
 #include "server/handlers/json_util.h"
 
 namespace draplane::server::handlers {
@@ -16,18 +17,22 @@ namespace draplane::server::handlers {
 // Decodes `obj` through the generated codec of T (found by argument-dependent lookup). The codec
 // reads a boost::json::value: a mutable object is moved into one and back (constant time, same
 // storage) instead of being copied.
+// Quantities are decoded as kube-apiserver keeps them unless `options` say otherwise
+// (DecodeOptions::canonical_quantities), so a re-encoded object stores "500m" for a written 0.5.
 template <typename T>
-T DecodeAs(JsonObject& obj, api::FieldErrorList* decode_errors) {
+T DecodeAs(JsonObject& obj, api::FieldErrorList* decode_errors,
+           const api::DecodeOptions& options = {.canonical_quantities = true}) {
   T out;
   boost::json::value v(std::move(obj));
-  Decode(v, &out, decode_errors);
+  Decode(v, &out, decode_errors, options);
   obj = std::move(v.get_object());
   return out;
 }
 template <typename T>
-T DecodeAs(const JsonObject& obj, api::FieldErrorList* decode_errors) {
+T DecodeAs(const JsonObject& obj, api::FieldErrorList* decode_errors,
+           const api::DecodeOptions& options = {.canonical_quantities = true}) {
   T out;
-  Decode(boost::json::value(obj), &out, decode_errors);
+  Decode(boost::json::value(obj), &out, decode_errors, options);
   return out;
 }
 

@@ -6,7 +6,10 @@
 #include <map>
 
 #include "api/codec/limits.h"
+#include "api/gen/core_v1_codec.h"
+#include "api/nodes.h"
 #include "common/log.h"
+#include "common/saturating.h"
 #include "server/handlers/json_util.h"
 #include "server/lifecycle/stored_metadata.h"
 
@@ -256,6 +259,24 @@ bool LifecycleController::OwnerGone(const store::Key& dependent, const OwnerRef&
   return parsed.ok() && handlers::MetaString(*parsed, "uid") != owner.uid;
 }
 
+bool LifecycleController::KubeletEndsPod(const store::Key& pod_key) {
+  StatusOr<store::ObjectPtr> pod = store_->Get(pod_key);
+  if (!pod.ok()) return false;
+  StatusOr<JsonObject> parsed_pod = handlers::ParseObject((*pod)->value);
+  if (!parsed_pod.ok()) return false;
+  const std::string_view node_name = handlers::GetPathString(*parsed_pod, {"spec", "nodeName"});
+  if (node_name.empty()) return false;
+  StatusOr<store::ObjectPtr> node =
+      store_->Get(store::Key{"core/nodes", "", std::string(node_name)});
+  if (!node.ok()) return false;
+  StatusOr<JsonObject> parsed_node = handlers::ParseObject((*node)->value);
+  if (!parsed_node.ok()) return false;
+  api::corev1::Node typed;
+  api::FieldErrorList ignored;
+  api::corev1::Decode(boost::json::value(std::move(*parsed_node)), &typed, &ignored);
+  return api::IsNodeReady(typed);
+}
+
 void LifecycleController::DeleteObject(const store::Key& key, bool foreground) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     StatusOr<store::ObjectPtr> current = store_->Get(key);
@@ -284,7 +305,7 @@ void LifecycleController::DeleteObject(const store::Key& key, bool foreground) {
       if (!Contains(finalizers, "foregroundDeletion")) finalizers.push_back("foregroundDeletion");
       handlers::SetFinalizers(*parsed, finalizers);
     }
-    meta["deletionTimestamp"] = handlers::FormatTime(clock_->Now() + std::chrono::seconds(grace));
+    meta["deletionTimestamp"] = handlers::FormatTime(AddSeconds(clock_->Now(), grace));
     meta["deletionGracePeriodSeconds"] = grace;
     if (IsNamespaceKey(key)) handlers::EnsureObject(*parsed, "status")["phase"] = "Terminating";
     StatusOr<store::ObjectPtr> updated = store_->Update(key, handlers::ToStoredJson(*parsed),
@@ -369,7 +390,7 @@ void LifecycleController::Examine(const store::Key& key) {
     }
     if (key.resource == "core/pods" && entry.finalizers.empty()) {
       std::optional<Timestamp> deadline = handlers::ParseTime(entry.deletion_timestamp);
-      if (deadline && *deadline <= clock_->Now()) {
+      if (deadline && *deadline <= clock_->Now() && !KubeletEndsPod(key)) {
         timed_.erase(key);
         DeleteObject(key);
       } else {

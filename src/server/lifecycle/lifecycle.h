@@ -14,10 +14,11 @@
 //   namespace deletion (pkg/controller/namespace): a namespace being deleted has every object in
 //     it deleted; once it is empty the `kubernetes` entry of spec.finalizers is removed and the
 //     namespace goes away;
-//   graceful pod deletion: a pod whose deletionTimestamp (its grace period's end) has passed and
-//     that has no finalizers is removed. The kubelet players (node agent, kubelet simulator) end
-//     deleted Pods earlier; this is the backstop for nodes without one (upstream PodGC's
-//     terminating-pod collection), docs/architecture.md "Who owns what".
+//   graceful pod deletion: a pod whose deletionTimestamp (its grace period's end) has passed,
+//     that has no finalizers and whose node is not Ready (gone, silent, never reported) is
+//     removed. On a Ready node its kubelet player (node agent, fake kubelet, kubelet simulator)
+//     ends it once its devices were unprepared, however long that takes, as upstream leaves it
+//     to the kubelet; docs/architecture.md "Who owns what".
 //
 // The controller keeps an index of every object's uid and owners, built by a full load and kept
 // current by store watches, and works on one thread. Decisions that delete are re-checked
@@ -96,6 +97,12 @@ class LifecycleController {
   bool OwnerGone(const store::Key& dependent, const OwnerRef& owner);
   // The dependents whose references resolve to the owner at `key`.
   std::set<store::Key> DependentsOf(const store::Key& key, const Entry& entry);
+  // Whether the terminating Pod at `pod_key` is left to its node's kubelet past its grace period:
+  // its node is Ready, so a kubelet (a node agent, a fake kubelet) is there to end it once its
+  // containers stopped and its devices were unprepared, as upstream leaves it (the API server
+  // never ends a Pod for its grace period; the devices would go to the next claim while still
+  // in use). A Pod on a node that is gone, not Ready or never reported is ended here.
+  bool KubeletEndsPod(const store::Key& pod_key);
   // Deletes an object, setting deletionTimestamp instead when it has finalizers; `foreground`
   // always sets it, with the `foregroundDeletion` finalizer (propagation Foreground).
   void DeleteObject(const store::Key& key, bool foreground = false);

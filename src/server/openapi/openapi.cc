@@ -428,6 +428,40 @@ std::optional<std::string> SchemaNameOf(std::string_view group, std::string_view
 
 std::string V3Index(const handlers::Registry& registry) { return BuildDocuments(registry).index; }
 
+namespace {
+
+// A length-delimited protobuf field (wire type 2) whose number is below 16 and whose length is
+// below 128, which is all the v2 header needs.
+void AppendProtoBytes(std::string& out, int field, std::string_view bytes) {
+  out.push_back(static_cast<char>((field << 3) | 2));
+  out.push_back(static_cast<char>(bytes.size()));
+  out.append(bytes);
+}
+
+}  // namespace
+
+V2Document V2(std::string_view accept, std::string_view version) {
+  constexpr std::string_view kTitle = "Kubernetes";
+  constexpr std::string_view kProtobuf = "application/com.github.proto-openapi.spec.v2";
+  if (accept.find(kProtobuf) != std::string_view::npos) {
+    // gnostic openapi_v2.Document: swagger = 1, info = 2 (Info: title = 1, version = 2),
+    // paths = 8 (empty).
+    std::string info;
+    AppendProtoBytes(info, 1, kTitle);
+    AppendProtoBytes(info, 2, version.substr(0, 100));
+    std::string doc;
+    AppendProtoBytes(doc, 1, "2.0");
+    AppendProtoBytes(doc, 2, info);
+    AppendProtoBytes(doc, 8, "");
+    return {std::move(doc), "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"};
+  }
+  boost::json::object doc{{"swagger", "2.0"},
+                          {"info", boost::json::object{{"title", kTitle}, {"version", version}}},
+                          {"paths", boost::json::object()},
+                          {"definitions", boost::json::object()}};
+  return {boost::json::serialize(doc), "application/json"};
+}
+
 std::optional<std::string> V3Document(const handlers::Registry& registry,
                                       std::string_view group_version_path) {
   const Documents& docs = BuildDocuments(registry);

@@ -66,6 +66,18 @@ std::string V3Index(const handlers::Registry& registry);
 std::optional<std::string> V3Document(const handlers::Registry& registry,
                                       std::string_view group_version_path);
 
+// /openapi/v2 without paths or definitions: the Swagger 2.0 header alone, as JSON or (when the
+// Accept header asks for it, as kubectl and client-go do) as gnostic's OpenAPIv2 protobuf
+// Document. kubectl reads it only for a kind /openapi/v3 lacks (a kind this server does not
+// serve, a Deployment in a file of claims); finding no schema there it skips its client-side
+// check, so the user gets the mapping error "no matches for kind" instead of "the server could
+// not find the requested resource". Every served kind is described in /openapi/v3.
+struct V2Document {
+  std::string body;
+  std::string content_type;
+};
+V2Document V2(std::string_view accept, std::string_view version);
+
 // The fields of `object` (a `kind` of group/version) that its schema does not declare, as
 // paths in upstream's form ("spec.devices.requests[0].foo"); when `prune` is set they are
 // removed from `object` as well (what a typed decoder does with unknown fields).

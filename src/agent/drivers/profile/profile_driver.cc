@@ -455,7 +455,7 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
   if (const FaultSpec* fault = FindFault(FaultKind::kPrepareCrash, request.driver, request.device);
       fault != nullptr && fired_crashes_.count(fault->Key()) == 0) {
     fired_crashes_.insert(fault->Key());
-    prepared_[key].insert(request.claim_uid);
+    RecordPrepared(key, request);
     DRAPLANE_RETURN_IF_ERROR(SaveState());
     if (options_.crash_exits_process) {
       log::Error("node {}: simulated crash while preparing {} for claim {}", options_.node_name,
@@ -464,9 +464,16 @@ StatusOr<PreparedDevice> ProfileDriver::PrepareDevice(const DevicePrepareRequest
     }
     return UnavailableError("simulated agent crash while preparing " + key);
   }
-  prepared_[key].insert(request.claim_uid);
+  RecordPrepared(key, request);
   DRAPLANE_RETURN_IF_ERROR(SaveState());
   return out;
+}
+
+void ProfileDriver::RecordPrepared(const std::string& key, const DevicePrepareRequest& request) {
+  // An admin-access use (monitoring a device that is in use) excludes no one: the scheduler
+  // allocates the device to other claims beside it, so it must not block their prepares.
+  if (request.admin_access) return;
+  prepared_[key].insert(request.claim_uid);
 }
 
 Status ProfileDriver::UnprepareDevice(const DevicePrepareRequest& request) {

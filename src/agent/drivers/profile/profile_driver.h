@@ -88,7 +88,8 @@ class ProfileDriver final : public Driver {
   Status UnprepareDevice(const DevicePrepareRequest& request) override;
   AttachResult AttachDevice(const DevicePrepareRequest& request) override;
 
-  // Device key "<driver>/<device>" -> claim UIDs it is prepared for (tests, metrics).
+  // Device key "<driver>/<device>" -> claim UIDs it is prepared for exclusively: admin-access
+  // uses are not recorded (tests, metrics).
   const std::map<std::string, std::set<std::string>>& prepared() const { return prepared_; }
 
  private:
@@ -100,6 +101,8 @@ class ProfileDriver final : public Driver {
                              std::string_view device) const;
   // A retryable (un)prepare fault of the device that has failures left: Unavailable, counting one.
   Status RetryableFault(FaultKind kind, const DevicePrepareRequest& request);
+  // Adds the request's claim to the device's exclusive holders unless it has admin access.
+  void RecordPrepared(const std::string& key, const DevicePrepareRequest& request);
   Status LoadState();
   Status SaveState();
   // Re-reads the state file when another process (the other instance of a kubelet plugin's

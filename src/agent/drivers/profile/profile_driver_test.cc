@@ -285,6 +285,23 @@ TEST_F(ProfileDriverTest, PreparedDevicesSurviveARestart) {
             StatusCode::kUnavailable);
 }
 
+// Admin access (upstream: monitoring a device that is in use) neither blocks nor is blocked by
+// an exclusive use of the same device, in either order.
+TEST_F(ProfileDriverTest, AdminAccessSharesAnExclusiveDevice) {
+  std::unique_ptr<ProfileDriver> driver = NewDriver(dir_.string());
+  DevicePrepareRequest admin = Request("gpu.nvidia.com", "gpu-0", "uid-admin");
+  admin.admin_access = true;
+  ASSERT_TRUE(driver->PrepareDevice(admin).ok());
+  ASSERT_TRUE(driver->PrepareDevice(Request("gpu.nvidia.com", "gpu-0", "uid-1")).ok());
+  DevicePrepareRequest second_admin = Request("gpu.nvidia.com", "gpu-0", "uid-admin-2");
+  second_admin.admin_access = true;
+  EXPECT_TRUE(driver->PrepareDevice(second_admin).ok());
+  EXPECT_EQ(driver->PrepareDevice(Request("gpu.nvidia.com", "gpu-0", "uid-2")).status().code(),
+            StatusCode::kUnavailable);
+  EXPECT_TRUE(driver->UnprepareDevice(admin).ok());
+  EXPECT_EQ(driver->prepared().at("gpu.nvidia.com/gpu-0"), std::set<std::string>{"uid-1"});
+}
+
 TEST_F(ProfileDriverTest, CrashFaultFiresOnceWithoutEndingTheProcess) {
   const std::string path = (dir_ / "node.yaml").string();
   std::string text(kNode);
