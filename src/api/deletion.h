@@ -7,6 +7,8 @@
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 
 namespace draplane::api {
 
@@ -32,6 +34,20 @@ inline bool DeletesDuringUpdate(const boost::json::object& stored, bool new_has_
                                  ? std::optional<int64_t>(grace->get_int64())
                                  : std::nullopt,
                              new_has_finalizers);
+}
+
+// Marks the metadata (a JSON object) of an object as deleting: its deletionTimestamp and
+// deletionGracePeriodSeconds, and a generation above 0 bumped, since the object changes with its
+// deletion (upstream's rest.BeforeDelete and markAsDeleting).
+inline void MarkDeleting(boost::json::object& metadata, std::string deletion_timestamp,
+                         int64_t grace_period_seconds) {
+  metadata["deletionTimestamp"] = std::move(deletion_timestamp);
+  metadata["deletionGracePeriodSeconds"] = grace_period_seconds;
+  const boost::json::value* generation = metadata.if_contains("generation");
+  if (generation != nullptr && generation->is_int64() && generation->get_int64() > 0 &&
+      generation->get_int64() < INT64_MAX) {
+    metadata["generation"] = generation->get_int64() + 1;
+  }
 }
 
 }  // namespace draplane::api

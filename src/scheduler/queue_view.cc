@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "api/pods.h"
+#include "common/saturating.h"
 #include "scheduler/device_ledger.h"
 #include "scheduler/plugins/dynamic_resources.h"
 #include "scheduler/queue_order.h"
@@ -135,9 +136,9 @@ QueueView ComputeQueueView(const QueueViewInputs& inputs) {
         h.since = hold->since;
         h.devices = hold->devices;
         for (const HoldNeed& need : hold->needs) {
-          h.needed += need.count == HoldNeed::kAllDevices
-                          ? ledger.Devices(need.device_class, hold->node)
-                          : need.count;
+          h.needed = SaturatingAdd(h.needed, need.count == HoldNeed::kAllDevices
+                                                 ? ledger.Devices(need.device_class, hold->node)
+                                                 : need.count);
         }
       }
     }

@@ -18,6 +18,7 @@
 #include "client/typed.h"
 #include "common/log.h"
 #include "common/mutex.h"
+#include "common/saturating.h"
 #include "common/thread_name.h"
 #include "scheduler/device_states.h"
 #include "scheduler/explain.h"
@@ -486,8 +487,8 @@ bool Scheduler::QuotaHasRoomFor(const std::string& namespace_,
                                 const std::vector<HoldNeed>& needs) const {
   std::map<std::string, int64_t> wanted;  // per quota key; All: at least one device
   for (const HoldNeed& need : needs) {
-    wanted[api::quota::DeviceClassResourceName(need.device_class)] +=
-        need.count == HoldNeed::kAllDevices ? 1 : need.count;
+    int64_t& want = wanted[api::quota::DeviceClassResourceName(need.device_class)];
+    want = SaturatingAdd(want, need.count == HoldNeed::kAllDevices ? 1 : need.count);
   }
   const allocator::ResourceList held =
       cluster_.ledger().holdings().Usage(namespace_, allocator::Holdings::Scope::kAll);
@@ -496,7 +497,8 @@ bool Scheduler::QuotaHasRoomFor(const std::string& namespace_,
       auto hard = quota.hard.find(key);
       if (hard == quota.hard.end()) continue;
       auto used = held.find(key);
-      if ((used == held.end() ? 0 : used->second.Value()) + count > hard->second.Value()) {
+      if (SaturatingAdd(used == held.end() ? 0 : used->second.Value(), count) >
+          hard->second.Value()) {
         return false;
       }
     }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -228,6 +229,25 @@ TEST_F(SchedulerTest, APodThatDoesNotFitStaysPendingWithAnExplanation) {
   c1->status.reserved_for.clear();
   ASSERT_TRUE(client::UpdateStatus(cluster_.api(), *c1).ok());
   ASSERT_TRUE(cluster_.WaitUntil([&] { return Bound("p2"); }));
+}
+
+// A tenant may ask for int64-max devices in two requests of one claim (validation allows any
+// count): the scheduler's per-class demand sum saturates and the Pod waits, explained; the sum
+// overflowed before and took the scheduler (and the server it runs in) down.
+TEST_F(SchedulerTest, RequestsForMoreDevicesThanInt64HoldsWaitInsteadOfOverflowing) {
+  cluster_.Class("gpu", kGpuClass);
+  cluster_.Node("node-a");
+  cluster_.Slice("node-a", "gpu.example.com", Gpus("gpu-", 2, "A100"));
+  rv1::ResourceClaim claim = cluster_.ClaimSpec("huge", "gpu");
+  claim.spec.devices.requests[0].exactly->count = std::numeric_limits<int64_t>::max();
+  rv1::DeviceRequest second = claim.spec.devices.requests[0];
+  second.name = "more";
+  claim.spec.devices.requests.push_back(second);
+  cluster_.Claim(claim);
+  cluster_.Pod(cluster_.PodSpec("p1", {"huge"}));
+  StartScheduler();
+  ASSERT_TRUE(cluster_.WaitUntil([&] { return !PendingMessage("p1").empty(); }));
+  EXPECT_FALSE(Bound("p1"));
 }
 
 // DeviceTaintRules (KEP-5055) taint the devices they select in the scheduler's view, as a

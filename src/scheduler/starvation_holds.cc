@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api/meta/time.h"
+#include "common/saturating.h"
 
 namespace draplane::scheduler {
 namespace {
@@ -39,7 +40,8 @@ std::optional<std::string> StarvationHolds::PickTarget(const std::vector<std::st
         fits = false;
         break;
       }
-      wanted[need.device_class] += need.count == HoldNeed::kAllDevices ? total : need.count;
+      int64_t& want = wanted[need.device_class];
+      want = SaturatingAdd(want, need.count == HoldNeed::kAllDevices ? total : need.count);
       if (wanted[need.device_class] > total) {
         fits = false;
         break;

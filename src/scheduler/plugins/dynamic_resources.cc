@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/mutex.h"
 #include "common/random.h"
+#include "common/saturating.h"
 #include "scheduler/explain.h"
 
 namespace draplane::scheduler {
@@ -252,7 +253,7 @@ std::optional<rv1::DeviceRequest> ContainerRequest(
   int64_t covered = 0;
   for (const std::optional<rv1::DeviceRequest>& r : reusable) {
     if (!r.has_value()) continue;
-    covered += r->exactly->count;
+    covered = SaturatingAdd(covered, r->exactly->count);
     map_to(r->name);
     if (covered >= *count) return std::nullopt;
   }
@@ -347,7 +348,11 @@ void AddDemands(const rv1::ResourceClaim& claim, const DeviceLedger& ledger, Var
       }
     }
     if (!usable || alternatives.empty()) continue;
-    if (alternatives.size() == 1) v->sums[alternatives[0].device_class] += alternatives[0].count;
+    // Counts are the tenant's int64s: a sum past the range stays larger than any node.
+    if (alternatives.size() == 1) {
+      int64_t& sum = v->sums[alternatives[0].device_class];
+      sum = SaturatingAdd(sum, alternatives[0].count);
+    }
     v->demands.push_back(std::move(alternatives));
   }
 }

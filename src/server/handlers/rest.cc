@@ -294,6 +294,47 @@ bool SameJson(const JsonObject& a, const JsonObject& b, std::string_view key) {
   return *va == *vb;
 }
 
+// Whether `a` and `b` are the same object but for metadata.managedFields.
+bool SameButManagedFields(const JsonObject& a, const JsonObject& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& member : a) {
+    const boost::json::value* other = b.if_contains(member.key());
+    if (other == nullptr) return false;
+    if (member.key() != "metadata" || !member.value().is_object() || !other->is_object()) {
+      if (member.value() != *other) return false;
+      continue;
+    }
+    const JsonObject& ma = member.value().get_object();
+    const JsonObject& mb = other->get_object();
+    if (ma.size() - ma.count("managedFields") != mb.size() - mb.count("managedFields")) {
+      return false;
+    }
+    for (const auto& field : ma) {
+      if (field.key() == "managedFields") continue;
+      const boost::json::value* theirs = mb.if_contains(field.key());
+      if (theirs == nullptr || *theirs != field.value()) return false;
+    }
+  }
+  return true;
+}
+
+// Whether the managed-field entries of `a` and `b` are the same but for their times.
+bool SameManagedFieldsButTimes(const JsonObject& a, const JsonObject& b) {
+  auto entries = [](const JsonObject& obj) {
+    boost::json::array out;
+    const JsonObject* meta = FindObject(obj, "metadata");
+    const boost::json::array* list = meta ? FindArray(*meta, "managedFields") : nullptr;
+    if (list == nullptr) return out;
+    for (const boost::json::value& e : *list) {
+      boost::json::value copy = e;
+      if (copy.is_object()) copy.get_object().erase("time");
+      out.push_back(std::move(copy));
+    }
+    return out;
+  };
+  return entries(a) == entries(b);
+}
+
 int64_t GenerationOf(const JsonObject& obj) {
   const JsonObject* meta = FindObject(obj, "metadata");
   if (meta == nullptr) return 0;
@@ -1165,6 +1206,22 @@ http::Response Rest::UpdateWith(
       }
     }
     api::OmitEmptyFields(obj);
+    // Upstream's field manager sees the decoded object (defaults applied, quantities in canonical
+    // form), so an update whose result is the stored object changes nobody's fields, and its
+    // IgnoreManagedFieldsTimestampsTransformer drops a write that would change only their times.
+    // Fields are tracked here on the request as sent (`0.5` where `500m` is stored, defaults left
+    // out): an update that leaves the object as stored keeps its managed fields, and so does an
+    // apply that would change only their times; neither is then written.
+    if (SameButManagedFields(obj, old) && (!apply || SameManagedFieldsButTimes(obj, old))) {
+      JsonObject& meta = EnsureObject(obj, "metadata");
+      const JsonObject* old_meta = FindObject(old, "metadata");
+      const boost::json::value* kept = old_meta ? old_meta->if_contains("managedFields") : nullptr;
+      if (kept != nullptr) {
+        meta["managedFields"] = *kept;
+      } else {
+        meta.erase("managedFields");
+      }
+    }
     delete_after = api::DeletesDuringUpdate(old, HasFinalizers(obj, r));
     // The same content as stored, whatever the member order (a client may send the members in
     // another order than the store has them): keep the stored bytes, so that the store skips
@@ -1352,6 +1409,9 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
                                                     bool* deleted_now) {
   const ResourceInfo& r = *scope.resource;
   *deleted_now = false;
+  // Upstream's rest.BeforeDelete: a negative grace period is one second.
+  std::optional<int64_t> requested_grace = options.grace_period_seconds;
+  if (requested_grace && *requested_grace < 0) requested_grace = 1;
   auto dry = DryRun(scope);
   if (auto* e = std::get_if<ApiError>(&dry)) return *e;
   if (options.dry_run) dry = true;
@@ -1393,8 +1453,8 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       // Pods bound to a node end gracefully (the kubelet, or the server's reaper, removes them).
       grace = PodDeletionGracePeriod(obj);
       std::string_view phase = GetPathString(obj, {"status", "phase"});
-      if (options.grace_period_seconds && phase != "Succeeded" && phase != "Failed") {
-        grace = *options.grace_period_seconds;
+      if (requested_grace && phase != "Succeeded" && phase != "Failed") {
+        grace = *requested_grace;
       }
     }
     JsonObject with_finalizers = obj;
@@ -1419,8 +1479,7 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
     bool already = meta.contains("deletionTimestamp");
     const Timestamp now = deps_.clock->Now();
     if (!already) {
-      meta["deletionTimestamp"] = FormatTime(AddSeconds(now, std::max<int64_t>(grace, 0)));
-      meta["deletionGracePeriodSeconds"] = grace;
+      api::MarkDeleting(meta, FormatTime(AddSeconds(now, std::max<int64_t>(grace, 0))), grace);
     } else if (is_pod && grace == 0) {
       // A Pod a finalizer keeps, deleted again at once (its kubelet done with it): the deletion
       // moves to now unless it is earlier already, never later (upstream markAsDeleting).
@@ -1428,8 +1487,8 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
       if (!at || *at > now) meta["deletionTimestamp"] = FormatTime(now);
       meta["deletionGracePeriodSeconds"] = 0;
     } else if (const boost::json::value* period = meta.if_contains("deletionGracePeriodSeconds");
-               options.grace_period_seconds && period != nullptr && period->is_int64() &&
-               *options.grace_period_seconds < period->get_int64()) {
+               requested_grace && period != nullptr && period->is_int64() &&
+               *requested_grace < period->get_int64()) {
       // Deleted again with a shorter grace period: the deletion moves earlier by the
       // difference (upstream rest.BeforeDelete); a longer one changes nothing.
       std::optional<Timestamp> at = ParseTime(GetString(meta, "deletionTimestamp"));
@@ -1439,8 +1498,8 @@ std::variant<std::string, ApiError> Rest::DeleteOne(const Scope& scope, const st
         Timestamp began = AddSeconds(*at, SaturatingSub(0, period->get_int64()));
         if (began == Timestamp::min()) began = now;
         meta["deletionTimestamp"] =
-            FormatTime(AddSeconds(began, std::max<int64_t>(*options.grace_period_seconds, 0)));
-        meta["deletionGracePeriodSeconds"] = *options.grace_period_seconds;
+            FormatTime(AddSeconds(began, std::max<int64_t>(*requested_grace, 0)));
+        meta["deletionGracePeriodSeconds"] = *requested_grace;
       }
     }
     if (is_namespace) EnsureObject(with_finalizers, "status")["phase"] = "Terminating";

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "api/codec/limits.h"
+#include "api/deletion.h"
 #include "api/gen/core_v1_codec.h"
 #include "api/nodes.h"
 #include "common/log.h"
@@ -305,8 +306,7 @@ void LifecycleController::DeleteObject(const store::Key& key, bool foreground) {
       if (!Contains(finalizers, "foregroundDeletion")) finalizers.push_back("foregroundDeletion");
       handlers::SetFinalizers(*parsed, finalizers);
     }
-    meta["deletionTimestamp"] = handlers::FormatTime(AddSeconds(clock_->Now(), grace));
-    meta["deletionGracePeriodSeconds"] = grace;
+    api::MarkDeleting(meta, handlers::FormatTime(AddSeconds(clock_->Now(), grace)), grace);
     if (IsNamespaceKey(key)) handlers::EnsureObject(*parsed, "status")["phase"] = "Terminating";
     StatusOr<store::ObjectPtr> updated = store_->Update(key, handlers::ToStoredJson(*parsed),
                                                         store::Preconditions{(*current)->revision});
