@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/meta/codec_support.h"
 #include "api/quantity.h"
 #include "api/validation/internal/json_access.h"
 
@@ -23,17 +24,11 @@ boost::json::object& EnsureObject(boost::json::object& obj, std::string_view key
 
 // The quantity a JSON value holds (a string or a number); nullopt when it holds none.
 std::optional<Quantity> QuantityIn(const boost::json::value& v) {
-  std::string text;
-  if (const boost::json::string* s = v.if_string()) {
-    text.assign(s->data(), s->size());
-  } else if (v.is_number()) {
-    text = boost::json::serialize(v);
-  } else {
-    return std::nullopt;
-  }
-  StatusOr<Quantity> q = Quantity::Parse(text);
-  if (!q.ok()) return std::nullopt;
-  return *std::move(q);
+  Quantity q;
+  api::internal::DecodeContext ctx(nullptr);
+  api::internal::DecodeQuantity(v, api::internal::Path{}, ctx, &q);
+  if (ctx.error_count() != 0) return std::nullopt;
+  return q;
 }
 
 // Equal as quantities (upstream compares with Cmp: "1" and "1000m" are equal), or as JSON when

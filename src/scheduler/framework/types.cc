@@ -46,16 +46,24 @@ std::string PluginStatus::Message() const {
   return out;
 }
 
-void Resources::Add(const Resources& other) {
-  milli_cpu = WrappingAdd(milli_cpu, other.milli_cpu);
-  memory = WrappingAdd(memory, other.memory);
-  ephemeral_storage = WrappingAdd(ephemeral_storage, other.ephemeral_storage);
-  pods = WrappingAdd(pods, other.pods);
+namespace {
+
+// Adds `other` into `into` amount by amount with `add` (wrapping or saturating).
+template <typename AddFn>
+void AddEach(Resources& into, const Resources& other, AddFn add) {
+  into.milli_cpu = add(into.milli_cpu, other.milli_cpu);
+  into.memory = add(into.memory, other.memory);
+  into.ephemeral_storage = add(into.ephemeral_storage, other.ephemeral_storage);
+  into.pods = add(into.pods, other.pods);
   for (const auto& [name, value] : other.scalar) {
-    int64_t& sum = scalar[name];
-    sum = WrappingAdd(sum, value);
+    int64_t& sum = into.scalar[name];
+    sum = add(sum, value);
   }
 }
+
+}  // namespace
+
+void Resources::Add(const Resources& other) { AddEach(*this, other, WrappingAdd); }
 
 void Resources::Subtract(const Resources& other) {
   milli_cpu = WrappingAdd(milli_cpu, WrappingNeg(other.milli_cpu));
@@ -70,16 +78,7 @@ void Resources::Subtract(const Resources& other) {
   }
 }
 
-void Resources::AddSaturating(const Resources& other) {
-  milli_cpu = SaturatingAdd(milli_cpu, other.milli_cpu);
-  memory = SaturatingAdd(memory, other.memory);
-  ephemeral_storage = SaturatingAdd(ephemeral_storage, other.ephemeral_storage);
-  pods = SaturatingAdd(pods, other.pods);
-  for (const auto& [name, value] : other.scalar) {
-    int64_t& sum = scalar[name];
-    sum = SaturatingAdd(sum, value);
-  }
-}
+void Resources::AddSaturating(const Resources& other) { AddEach(*this, other, SaturatingAdd); }
 
 Resources Resources::FromList(const std::map<std::string, api::Quantity, std::less<>>& list) {
   Resources r;
